@@ -24,5 +24,5 @@ func ExampleAppendHead() {
 	}
 	h, _ := wire.ParseHeader(head, nil)
 	fmt.Println(len(head), h.Kind, h.Tensors, h.PayloadLen)
-	// Output: 74 response 1 16
+	// Output: 82 response 1 16
 }

@@ -68,7 +68,7 @@ func decode(b []byte, lim *Limits) (*Inbound, error) {
 func TestHeaderRoundTripEveryKind(t *testing.T) {
 	for k := KindRequest; k < kindEnd; k++ {
 		h := Header{Kind: k, Flags: 0xbeef, Method: 0xdeadbeef, Status: Unavailable,
-			CallID: math.MaxUint64 - uint64(k), MetaLen: 5}
+			CallID: math.MaxUint64 - uint64(k), MetaLen: 5, Timeout: 1e9}
 		b := AppendHeader(nil, &h)
 		if len(b) != HeaderSize {
 			t.Fatalf("%v: header is %d bytes", k, len(b))

@@ -6,7 +6,7 @@ import (
 )
 
 // HeaderSize is the size in bytes of every frame's fixed header.
-const HeaderSize = 40
+const HeaderSize = 48
 
 // Magic opens every frame ("SW" on the wire); Version is the frame format
 // this package speaks. A peer that sends anything else is refused.
@@ -48,6 +48,7 @@ func (k Kind) String() string {
 //	16 call id u64
 //	24 meta length u32 | 28 descriptor length u32
 //	32 payload length u64
+//	40 timeout u64 (nanoseconds the caller will wait, 0 for no deadline)
 //
 // The frame's body follows: MetaLen bytes of metadata (protobuf), DescLen
 // bytes of tensor descriptors, then PayloadLen bytes of tensor data, the
@@ -62,6 +63,9 @@ type Header struct {
 	MetaLen    uint32
 	DescLen    uint32
 	PayloadLen uint64
+	// Timeout is the caller's remaining time on a request, relative so that
+	// peers need no synchronised clocks; 0 means no deadline.
+	Timeout uint64
 }
 
 // BodyLen is the number of bytes that follow the header.
@@ -83,6 +87,7 @@ func AppendHeader(dst []byte, h *Header) []byte {
 	binary.LittleEndian.PutUint32(b[24:], h.MetaLen)
 	binary.LittleEndian.PutUint32(b[28:], h.DescLen)
 	binary.LittleEndian.PutUint64(b[32:], h.PayloadLen)
+	binary.LittleEndian.PutUint64(b[40:], h.Timeout)
 	return append(dst, b[:]...)
 }
 
@@ -111,6 +116,7 @@ func ParseHeader(b []byte, lim *Limits) (Header, error) {
 	h.MetaLen = binary.LittleEndian.Uint32(b[24:])
 	h.DescLen = binary.LittleEndian.Uint32(b[28:])
 	h.PayloadLen = binary.LittleEndian.Uint64(b[32:])
+	h.Timeout = binary.LittleEndian.Uint64(b[40:])
 	if err := lim.check(&h); err != nil {
 		return h, fmt.Errorf("wire: %v frame for call %d: %w", h.Kind, h.CallID, err)
 	}
