@@ -55,7 +55,7 @@ var seq atomic.Uint32
 // number, so test binaries running in parallel do not collide; addresses
 // are 198.18.x.1 and 198.18.x.2 (or 198.19.x.*), x derived the same way.
 // The caller must Close it.
-func New(opts Options) (p *Pair, err error) {
+func New(opts Options) (_ *Pair, err error) {
 	if opts.Queues == 0 {
 		opts.Queues = 1
 	}
@@ -64,7 +64,7 @@ func New(opts Options) (p *Pair, err error) {
 	tag := fmt.Sprintf("%d-%d", pid, n)
 	v := uint32(pid)*7 + n
 	prefix := netip.PrefixFrom(netip.AddrFrom4([4]byte{198, byte(18 + (v>>8)&1), byte(v), 0}), 24)
-	p = &Pair{
+	p := &Pair{
 		A: &End{NS: "sw-" + tag + "-a", Link: fmt.Sprintf("swa%x", v&0xffffff), Prefix: prefix, Addr: prefix.Addr().Next(), handle: -1},
 		B: &End{NS: "sw-" + tag + "-b", Link: fmt.Sprintf("swb%x", v&0xffffff), Prefix: prefix, Addr: prefix.Addr().Next().Next(), handle: -1},
 	}

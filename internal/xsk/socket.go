@@ -40,7 +40,7 @@ type Socket struct {
 // Open creates a socket with its UMEM, maps its rings, fills the fill ring
 // and binds it to queue of ifindex. It binds with XDP_USE_NEED_WAKEUP unless
 // cfg says otherwise or the kernel refuses it.
-func Open(ifindex, queue int, cfg Config) (s *Socket, err error) {
+func Open(ifindex, queue int, cfg Config) (_ *Socket, err error) {
 	cfg, err = cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func Open(ifindex, queue int, cfg Config) (s *Socket, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("xsk: socket: %w", err)
 	}
-	s = &Socket{fd: fd, frameSize: uint64(cfg.FrameSize), frameMask: ^uint64(cfg.FrameSize - 1)}
+	s := &Socket{fd: fd, frameSize: uint64(cfg.FrameSize), frameMask: ^uint64(cfg.FrameSize - 1)}
 	defer func() {
 		if err != nil {
 			s.Close()
