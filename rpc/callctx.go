@@ -1,0 +1,114 @@
+package rpc
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// callCtx is the context a handler runs under. It is pooled with its call,
+// so a handler must not use it after returning. It makes its Done channel
+// and deadline timer only when a handler asks for Done, which quick handlers
+// never do: a call that does not wait costs no allocation.
+type callCtx struct {
+	parent   context.Context
+	deadline time.Time
+
+	mu    sync.Mutex
+	gen   uint64 // counts reuses, so a late timer cannot cancel the next call
+	done  chan struct{}
+	err   error
+	timer *time.Timer
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (c *callCtx) reset(parent context.Context, timeout time.Duration) {
+	c.parent = parent
+	c.deadline = time.Time{}
+	if timeout > 0 {
+		c.deadline = time.Now().Add(timeout)
+	}
+	c.mu.Lock()
+	c.gen++
+	c.done, c.err, c.timer = nil, nil, nil
+	c.mu.Unlock()
+}
+
+func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, !c.deadline.IsZero() }
+
+func (c *callCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done != nil {
+		return c.done
+	}
+	c.expireLocked()
+	if c.err != nil {
+		c.done = closedChan
+		return c.done
+	}
+	c.done = make(chan struct{})
+	if !c.deadline.IsZero() {
+		gen := c.gen
+		c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.cancelGen(gen, context.DeadlineExceeded) })
+	}
+	return c.done
+}
+
+func (c *callCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireLocked()
+	return c.err
+}
+
+func (c *callCtx) Value(key any) any {
+	if c.parent == nil {
+		return nil
+	}
+	return c.parent.Value(key)
+}
+
+func (c *callCtx) expireLocked() {
+	if c.err == nil && !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+		c.err = context.DeadlineExceeded
+	}
+}
+
+// cancel ends the context with err, once.
+func (c *callCtx) cancel(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelLocked(err)
+}
+
+func (c *callCtx) cancelGen(gen uint64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == gen {
+		c.cancelLocked(err)
+	}
+}
+
+func (c *callCtx) cancelLocked(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+	if c.done != nil && c.done != closedChan {
+		select {
+		case <-c.done:
+		default:
+			close(c.done)
+		}
+	}
+}
+
+// finish stops the timer before the context goes back to the pool.
+func (c *callCtx) finish() {
+	c.mu.Lock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
+}

@@ -1,0 +1,99 @@
+package rpc
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultReactors is the number of reactors when SEASTAR_CORE_NUMBER is not
+// set, as in TensorFlow's seastar protocol.
+const DefaultReactors = 4
+
+// Reactors is a group of reactors, each a goroutine that flushes the queued
+// frames of the connections assigned to it, round-robin. A connection whose
+// socket is idle is written directly by its caller, which gives the lowest
+// latency; a reactor takes over once callers contend, and it yields once
+// before taking its batch, so that the callers it competes with for the two
+// cores can queue their frames first. That yield is what lets many small
+// frames leave in one writev: without it a reactor flushes one or two frames
+// per system call.
+type Reactors struct {
+	rs   []*reactor
+	next atomic.Uint32
+}
+
+// NewReactors starts n reactors (at least one). Stop ends them.
+func NewReactors(n int) *Reactors {
+	g := &Reactors{rs: make([]*reactor, max(n, 1))}
+	for i := range g.rs {
+		g.rs[i] = &reactor{wake: make(chan struct{}, 1), quit: make(chan struct{})}
+		go g.rs[i].run()
+	}
+	return g
+}
+
+// Len returns the number of reactors.
+func (g *Reactors) Len() int { return len(g.rs) }
+
+// Stop ends the reactors' goroutines. Connections assigned to them must be
+// closed first.
+func (g *Reactors) Stop() {
+	for _, r := range g.rs {
+		close(r.quit)
+	}
+}
+
+func (g *Reactors) assign() *reactor {
+	return g.rs[int(g.next.Add(1)-1)%len(g.rs)]
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *Reactors
+)
+
+// sharedReactors is the process-wide group used by transports that were not
+// given one, sized by SEASTAR_CORE_NUMBER.
+func sharedReactors() *Reactors {
+	sharedOnce.Do(func() { shared = NewReactors(CoreNumber()) })
+	return shared
+}
+
+type reactor struct {
+	mu    sync.Mutex
+	ready []*tcpConn
+	spare []*tcpConn
+	wake  chan struct{}
+	quit  chan struct{}
+}
+
+func (r *reactor) schedule(c *tcpConn) {
+	r.mu.Lock()
+	r.ready = append(r.ready, c)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *reactor) run() {
+	for {
+		select {
+		case <-r.wake:
+		case <-r.quit:
+			return
+		}
+		runtime.Gosched()
+		r.mu.Lock()
+		batch := r.ready
+		r.ready = r.spare[:0]
+		r.mu.Unlock()
+		for i, c := range batch {
+			c.flush()
+			batch[i] = nil
+		}
+		r.spare = batch[:0]
+	}
+}

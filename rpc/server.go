@@ -1,0 +1,144 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("rpc: server closed")
+
+// A Server dispatches calls arriving on its listeners to registered
+// handlers. Register every method before Serve.
+type Server struct {
+	// Logger receives connection-level errors; nil means slog.Default().
+	Logger *slog.Logger
+
+	methods map[uint32]*method
+	base    context.Context
+
+	mu        sync.Mutex
+	listeners map[Listener]struct{}
+	conns     map[*serverConn]struct{}
+	closing   bool
+	active    sync.WaitGroup // calls being handled
+}
+
+// NewServer returns a server with no methods.
+func NewServer() *Server {
+	return &Server{
+		methods:   make(map[uint32]*method),
+		base:      context.Background(),
+		listeners: make(map[Listener]struct{}),
+		conns:     make(map[*serverConn]struct{}),
+	}
+}
+
+// Register adds a method. It panics when the method's ID is taken, since
+// that is a programming error that would misroute calls.
+func (s *Server) Register(m Method, h Handler, opts HandlerOptions) {
+	if m.ID != MethodID(m.Name) {
+		panic(fmt.Sprintf("rpc: method %q has ID %#x, want %#x", m.Name, m.ID, MethodID(m.Name)))
+	}
+	if old, ok := s.methods[m.ID]; ok {
+		panic(fmt.Sprintf("rpc: method %q collides with %q", m.Name, old.Name))
+	}
+	s.methods[m.ID] = &method{Method: m, h: h, opts: opts}
+}
+
+// Serve accepts connections on l and serves them until l fails or the
+// server shuts down; then it returns ErrServerClosed or the accept error.
+func (s *Server) Serve(l Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			delete(s.listeners, l)
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
+			return fmt.Errorf("rpc: accept on %v: %w", l.Addr(), err)
+		}
+		s.ServeConn(c)
+	}
+}
+
+// ServeConn serves calls arriving on c, on a goroutine of its own.
+func (s *Server) ServeConn(c Conn) {
+	sc := &serverConn{s: s, conn: c, inflight: make(map[uint64]*serverCall)}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		c.Close()
+		return
+	}
+	s.conns[sc] = struct{}{}
+	s.mu.Unlock()
+	go sc.serve()
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func (s *Server) forget(sc *serverConn) {
+	s.mu.Lock()
+	delete(s.conns, sc)
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting connections, tells peers to send no new calls,
+// waits for the calls in flight to finish until ctx is done, then closes
+// every connection. It returns ctx's error when calls were cut short.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	conns := make([]*serverConn, 0, len(s.conns))
+	for sc := range s.conns {
+		conns = append(conns, sc)
+	}
+	s.mu.Unlock()
+	for _, sc := range conns {
+		sc.goAway()
+	}
+	drained := make(chan struct{})
+	go func() { s.active.Wait(); close(drained) }()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = fmt.Errorf("rpc: shutdown with calls in flight: %w", ctx.Err())
+	}
+	for _, sc := range conns {
+		sc.conn.Close()
+	}
+	return err
+}
+
+// Close shuts the server down without waiting for calls in flight.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	s.Shutdown(ctx)
+	return nil
+}

@@ -1,0 +1,152 @@
+package rpc
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// serverConn serves one connection: its Receive loop delivers frames here.
+type serverConn struct {
+	s    *Server
+	conn Conn
+
+	mu       sync.Mutex
+	inflight map[uint64]*serverCall // calls on goroutines, for cancel frames
+}
+
+func (sc *serverConn) serve() {
+	err := sc.conn.Receive(sc)
+	sc.s.forget(sc)
+	sc.mu.Lock()
+	for _, call := range sc.inflight {
+		call.ctx.cancel(fmt.Errorf("rpc: connection lost: %w", err))
+	}
+	sc.mu.Unlock()
+}
+
+// Alloc implements wire.Receiver: request tensors land in pooled buffers.
+func (sc *serverConn) Alloc(in *wire.Inbound) error {
+	in.AllocPooled()
+	return nil
+}
+
+// Deliver implements wire.Receiver.
+func (sc *serverConn) Deliver(in *wire.Inbound) {
+	h := &in.Header
+	switch h.Kind {
+	case wire.KindRequest:
+		sc.dispatch(in)
+		return
+	case wire.KindCancel:
+		sc.mu.Lock()
+		call := sc.inflight[h.CallID]
+		sc.mu.Unlock()
+		if call != nil {
+			call.ctx.cancel(ErrCancelled)
+		}
+	case wire.KindPing:
+		sc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindPong, CallID: h.CallID}})
+	}
+	in.Release()
+}
+
+func (sc *serverConn) dispatch(in *wire.Inbound) {
+	call := getServerCall(sc, in)
+	m := sc.s.methods[in.Header.Method]
+	switch {
+	case m == nil:
+		call.finish(Errorf(wire.Unimplemented, "unknown method %#x", in.Header.Method))
+	case in.Err != nil:
+		call.finish(Errorf(wire.InvalidArgument, "%s: %v", m.Name, in.Err))
+	case m.opts.Inline:
+		call.run(m)
+	default:
+		call.tracked = true
+		sc.mu.Lock()
+		sc.inflight[in.Header.CallID] = call
+		sc.mu.Unlock()
+		go call.run(m)
+	}
+}
+
+func (sc *serverConn) goAway() {
+	sc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindGoAway}})
+}
+
+// serverCall is one call being handled; pooled.
+type serverCall struct {
+	sc   *serverConn
+	in   *wire.Inbound
+	ctx  callCtx
+	resp Response
+	msg  wire.Message
+	err  []byte
+
+	tracked bool // in sc.inflight
+}
+
+var serverCalls = sync.Pool{New: func() any { return new(serverCall) }}
+
+func getServerCall(sc *serverConn, in *wire.Inbound) *serverCall {
+	call := serverCalls.Get().(*serverCall)
+	call.sc, call.in = sc, in
+	call.ctx.reset(sc.s.base, time.Duration(in.Header.Timeout))
+	sc.s.active.Add(1)
+	return call
+}
+
+func (call *serverCall) run(m *method) {
+	call.finish(call.invoke(m))
+}
+
+func (call *serverCall) invoke(m *method) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			call.sc.s.logger().Error("rpc: handler panicked", "method", m.Name, "panic", p, "stack", string(debug.Stack()))
+			err = Errorf(wire.Internal, "%s: handler panicked: %v", m.Name, p)
+		}
+	}()
+	if err := call.ctx.Err(); err != nil {
+		return Errorf(wire.DeadlineExceeded, "%s: deadline passed before the handler ran", m.Name)
+	}
+	return m.h(&call.ctx, call.in, &call.resp)
+}
+
+// finish sends the response, or err in its place.
+func (call *serverCall) finish(err error) {
+	h := &call.in.Header
+	if call.tracked {
+		call.sc.mu.Lock()
+		delete(call.sc.inflight, h.CallID)
+		call.sc.mu.Unlock()
+	}
+	call.msg = wire.Message{Header: wire.Header{Kind: wire.KindResponse, Method: h.Method, CallID: h.CallID}, Done: call}
+	if err != nil {
+		call.resp.reset()
+		call.err = append(call.err[:0], err.Error()...)
+		call.msg.Header.Kind = wire.KindError
+		call.msg.Header.Status = CodeOf(err)
+		call.msg.Meta = call.err
+	} else {
+		call.msg.Meta, call.msg.Tensors = call.resp.Meta, call.resp.Tensors
+	}
+	if err := call.sc.conn.Send(&call.msg); err != nil {
+		call.Sent(&call.msg, err)
+	}
+}
+
+// Sent implements wire.Completion: the response is out, so the request and
+// the response's buffers can go.
+func (call *serverCall) Sent(*wire.Message, error) {
+	call.ctx.finish()
+	call.resp.reset()
+	call.in.Release()
+	s := call.sc.s
+	call.in, call.sc, call.msg, call.tracked = nil, nil, wire.Message{}, false
+	serverCalls.Put(call)
+	s.active.Done()
+}

@@ -1,0 +1,89 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// A Status is a failed call's outcome: a TensorFlow status code and a
+// message. Errors returned by Client calls wrap one; test them with
+// errors.As(err, &st) or errors.Is(err, rpc.ErrUnavailable) and friends.
+type Status struct {
+	Code wire.Code
+	Msg  string
+}
+
+func (s *Status) Error() string { return s.Code.String() + ": " + s.Msg }
+
+// Is reports whether target is the sentinel for s's code, or the context
+// error the code stands for.
+func (s *Status) Is(target error) bool {
+	if t, ok := target.(*Status); ok {
+		return t.Msg == "" && t.Code == s.Code
+	}
+	switch target {
+	case context.DeadlineExceeded:
+		return s.Code == wire.DeadlineExceeded
+	case context.Canceled:
+		return s.Code == wire.Cancelled
+	}
+	return false
+}
+
+// Errorf returns a Status error with code c.
+func Errorf(c wire.Code, format string, args ...any) error {
+	return &Status{Code: c, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Sentinels, one per code, for errors.Is.
+var (
+	ErrCancelled          = &Status{Code: wire.Cancelled}
+	ErrUnknown            = &Status{Code: wire.Unknown}
+	ErrInvalidArgument    = &Status{Code: wire.InvalidArgument}
+	ErrDeadlineExceeded   = &Status{Code: wire.DeadlineExceeded}
+	ErrNotFound           = &Status{Code: wire.NotFound}
+	ErrAlreadyExists      = &Status{Code: wire.AlreadyExists}
+	ErrPermissionDenied   = &Status{Code: wire.PermissionDenied}
+	ErrResourceExhausted  = &Status{Code: wire.ResourceExhausted}
+	ErrFailedPrecondition = &Status{Code: wire.FailedPrecondition}
+	ErrAborted            = &Status{Code: wire.Aborted}
+	ErrOutOfRange         = &Status{Code: wire.OutOfRange}
+	ErrUnimplemented      = &Status{Code: wire.Unimplemented}
+	ErrInternal           = &Status{Code: wire.Internal}
+	ErrUnavailable        = &Status{Code: wire.Unavailable}
+	ErrDataLoss           = &Status{Code: wire.DataLoss}
+	ErrUnauthenticated    = &Status{Code: wire.Unauthenticated}
+)
+
+// CodeOf returns the status code carried by err: OK for nil, the Status's
+// code when err wraps one, the matching code for context errors, Unknown
+// otherwise.
+func CodeOf(err error) wire.Code {
+	var st *Status
+	switch {
+	case err == nil:
+		return wire.OK
+	case errors.As(err, &st):
+		return st.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return wire.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return wire.Cancelled
+	}
+	return wire.Unknown
+}
+
+// callError wraps st with the operation, as "rpc: call GetStatus to ps:0: ...".
+type callError struct {
+	op, peer string
+	st       *Status
+}
+
+func (e *callError) Error() string {
+	return "rpc: call " + e.op + " to " + e.peer + ": " + e.st.Error()
+}
+
+func (e *callError) Unwrap() error { return e.st }

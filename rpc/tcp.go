@@ -1,0 +1,65 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// TCP is the stream transport every peer can fall back to. Frames leave in
+// vectored writes that batch many frames and point at tensors' own memory;
+// they are read into buffers the receiver chooses.
+type TCP struct {
+	// Limits bound what the receive side accepts; zero means wire.DefaultLimits.
+	Limits wire.Limits
+	// Reactors flush connections' queued frames; nil means a group of
+	// DefaultReactors shared by this transport's connections.
+	Reactors *Reactors
+}
+
+// Name implements Transport.
+func (t *TCP) Name() string { return "tcp" }
+
+// Dial implements Transport.
+func (t *TCP) Dial(ctx context.Context, addr string) (Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("rpc: dial tcp %s: %w", addr, err)
+	}
+	return newTCPConn(nc.(*net.TCPConn), &t.Limits, t.reactors()), nil
+}
+
+// Listen implements Transport.
+func (t *TCP) Listen(addr string) (Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("rpc: listen tcp %s: %w", addr, err)
+	}
+	return &tcpListener{l: l.(*net.TCPListener), t: t}, nil
+}
+
+func (t *TCP) reactors() *Reactors {
+	if t.Reactors == nil {
+		t.Reactors = sharedReactors()
+	}
+	return t.Reactors
+}
+
+type tcpListener struct {
+	l *net.TCPListener
+	t *TCP
+}
+
+func (l *tcpListener) Accept() (Conn, error) {
+	nc, err := l.l.AcceptTCP()
+	if err != nil {
+		return nil, err
+	}
+	return newTCPConn(nc, &l.t.Limits, l.t.reactors()), nil
+}
+
+func (l *tcpListener) Close() error   { return l.l.Close() }
+func (l *tcpListener) Addr() net.Addr { return l.l.Addr() }
