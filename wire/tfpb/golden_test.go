@@ -193,7 +193,7 @@ func goldenCases() []goldenCase {
 		},
 		{
 			name: "ServerDef cluster=1 (JobDef name=1 tasks=2 map)",
-			msg: &ServerDef{Cluster: &ClusterDef{Job: []*JobDef{{Name: "w", Tasks: map[int32]string{0: "h"}}}}},
+			msg:  &ServerDef{Cluster: &ClusterDef{Job: []*JobDef{{Name: "w", Tasks: map[int32]string{0: "h"}}}}},
 			want: []byte{0x0a, 0x0c, 0x0a, 0x0a, 0x0a, 0x01, 'w', 0x12, 0x05, 0x08, 0x00, 0x12, 0x01, 'h'},
 		},
 		{
