@@ -43,7 +43,7 @@ func (t *TCP) Listen(addr string) (Listener, error) {
 
 func (t *TCP) reactors() *Reactors {
 	if t.Reactors == nil {
-		t.Reactors = sharedReactors()
+		return sharedReactors()
 	}
 	return t.Reactors
 }
