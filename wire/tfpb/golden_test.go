@@ -212,6 +212,17 @@ func goldenCases() []goldenCase {
 			want: []byte{0x18, 0x13, 0x22, 0x00, 0x58, 0x01},
 		},
 		{
+			name: "CompleteGroupRequest group_key=1 collective_type=5 device_attributes=6",
+			msg:  &CompleteGroupRequest{GroupKey: 1, CollectiveType: 2, DeviceAttributes: &DeviceAttributes{Name: "d"}},
+			want: []byte{0x08, 0x01, 0x28, 0x02, 0x32, 0x03, 0x0a, 0x01, 'd'},
+		},
+		{
+			name: "CompleteGroupResponse num_tasks=4 communicator_key=7 device_attributes=8",
+			msg: &CompleteGroupResponse{NumTasks: 2, CommunicatorKey: []byte{9},
+				DeviceAttributes: []*DeviceAttributes{{DeviceType: "CPU"}}},
+			want: []byte{0x20, 0x02, 0x3a, 0x01, 0x09, 0x42, 0x05, 0x12, 0x03, 'C', 'P', 'U'},
+		},
+		{
 			name: "GetStepSequenceResponse step_sequence=1 (graph_key=1 next_step_id=2)",
 			msg:  &GetStepSequenceResponse{StepSequence: []*StepSequence{{GraphKey: 1, NextStepId: 2}}},
 			want: []byte{0x0a, 0x04, 0x08, 0x01, 0x10, 0x02},

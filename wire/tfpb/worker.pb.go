@@ -119,7 +119,7 @@ type CreateWorkerSessionRequest struct {
 	// Task name of the master that owns the session, and its incarnation, so
 	// that a restarted master's sessions can be garbage collected.
 	MasterTask        string `protobuf:"bytes,5,opt,name=master_task,json=masterTask,proto3" json:"master_task,omitempty"`
-	MasterIncarnation int64  `protobuf:"varint,6,opt,name=master_incarnation,json=masterIncarnation,proto3" json:"master_incarnation,omitempty"` // Fields added by later releases are kept as unknown fields.
+	MasterIncarnation int64  `protobuf:"varint,6,opt,name=master_incarnation,json=masterIncarnation,proto3" json:"master_incarnation,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -1817,16 +1817,16 @@ func (x *RecvBufResponse) GetRequireAck() bool {
 	return false
 }
 
-// CompleteGroupRequest declares devices as members of a collective group.
+// CompleteGroupRequest declares a device as a member of a collective group.
 type CompleteGroupRequest struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	GroupKey       int32                  `protobuf:"varint,1,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
-	GroupSize      int32                  `protobuf:"varint,2,opt,name=group_size,json=groupSize,proto3" json:"group_size,omitempty"`
-	DeviceType     string                 `protobuf:"bytes,3,opt,name=device_type,json=deviceType,proto3" json:"device_type,omitempty"`
-	DeviceName     []string               `protobuf:"bytes,4,rep,name=device_name,json=deviceName,proto3" json:"device_name,omitempty"`
-	CollectiveType int32                  `protobuf:"varint,5,opt,name=collective_type,json=collectiveType,proto3" json:"collective_type,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	GroupKey         int32                  `protobuf:"varint,1,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
+	GroupSize        int32                  `protobuf:"varint,2,opt,name=group_size,json=groupSize,proto3" json:"group_size,omitempty"`
+	DeviceType       string                 `protobuf:"bytes,3,opt,name=device_type,json=deviceType,proto3" json:"device_type,omitempty"`
+	CollectiveType   int32                  `protobuf:"varint,5,opt,name=collective_type,json=collectiveType,proto3" json:"collective_type,omitempty"`
+	DeviceAttributes *DeviceAttributes      `protobuf:"bytes,6,opt,name=device_attributes,json=deviceAttributes,proto3" json:"device_attributes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CompleteGroupRequest) Reset() {
@@ -1880,13 +1880,6 @@ func (x *CompleteGroupRequest) GetDeviceType() string {
 	return ""
 }
 
-func (x *CompleteGroupRequest) GetDeviceName() []string {
-	if x != nil {
-		return x.DeviceName
-	}
-	return nil
-}
-
 func (x *CompleteGroupRequest) GetCollectiveType() int32 {
 	if x != nil {
 		return x.CollectiveType
@@ -1894,18 +1887,25 @@ func (x *CompleteGroupRequest) GetCollectiveType() int32 {
 	return 0
 }
 
+func (x *CompleteGroupRequest) GetDeviceAttributes() *DeviceAttributes {
+	if x != nil {
+		return x.DeviceAttributes
+	}
+	return nil
+}
+
 // CompleteGroupResponse gives a group's complete membership.
 type CompleteGroupResponse struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	GroupKey        int32                  `protobuf:"varint,1,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
-	GroupSize       int32                  `protobuf:"varint,2,opt,name=group_size,json=groupSize,proto3" json:"group_size,omitempty"`
-	DeviceType      string                 `protobuf:"bytes,3,opt,name=device_type,json=deviceType,proto3" json:"device_type,omitempty"`
-	NumTasks        int32                  `protobuf:"varint,4,opt,name=num_tasks,json=numTasks,proto3" json:"num_tasks,omitempty"`
-	DeviceName      []string               `protobuf:"bytes,5,rep,name=device_name,json=deviceName,proto3" json:"device_name,omitempty"`
-	TaskName        []string               `protobuf:"bytes,6,rep,name=task_name,json=taskName,proto3" json:"task_name,omitempty"`
-	CommunicatorKey []byte                 `protobuf:"bytes,7,opt,name=communicator_key,json=communicatorKey,proto3" json:"communicator_key,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	GroupKey   int32                  `protobuf:"varint,1,opt,name=group_key,json=groupKey,proto3" json:"group_key,omitempty"`
+	GroupSize  int32                  `protobuf:"varint,2,opt,name=group_size,json=groupSize,proto3" json:"group_size,omitempty"`
+	DeviceType string                 `protobuf:"bytes,3,opt,name=device_type,json=deviceType,proto3" json:"device_type,omitempty"`
+	// Number of distinct tasks hosting the devices.
+	NumTasks         int32               `protobuf:"varint,4,opt,name=num_tasks,json=numTasks,proto3" json:"num_tasks,omitempty"`
+	CommunicatorKey  []byte              `protobuf:"bytes,7,opt,name=communicator_key,json=communicatorKey,proto3" json:"communicator_key,omitempty"`
+	DeviceAttributes []*DeviceAttributes `protobuf:"bytes,8,rep,name=device_attributes,json=deviceAttributes,proto3" json:"device_attributes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CompleteGroupResponse) Reset() {
@@ -1966,23 +1966,16 @@ func (x *CompleteGroupResponse) GetNumTasks() int32 {
 	return 0
 }
 
-func (x *CompleteGroupResponse) GetDeviceName() []string {
-	if x != nil {
-		return x.DeviceName
-	}
-	return nil
-}
-
-func (x *CompleteGroupResponse) GetTaskName() []string {
-	if x != nil {
-		return x.TaskName
-	}
-	return nil
-}
-
 func (x *CompleteGroupResponse) GetCommunicatorKey() []byte {
 	if x != nil {
 		return x.CommunicatorKey
+	}
+	return nil
+}
+
+func (x *CompleteGroupResponse) GetDeviceAttributes() []*DeviceAttributes {
+	if x != nil {
+		return x.DeviceAttributes
 	}
 	return nil
 }
@@ -2316,7 +2309,7 @@ const file_wire_tfpb_worker_proto_rawDesc = "" +
 	"tensorflow\x1a\x19google/protobuf/any.proto\x1a\x16wire/tfpb/config.proto\x1a\x1awire/tfpb/cost_graph.proto\x1a\x15wire/tfpb/debug.proto\x1a!wire/tfpb/device_attributes.proto\x1a\x1bwire/tfpb/error_codes.proto\x1a\x15wire/tfpb/graph.proto\x1a\x1cwire/tfpb/named_tensor.proto\x1a\x1awire/tfpb/step_stats.proto\x1a\x16wire/tfpb/tensor.proto\x1a\x1cwire/tfpb/tensor_shape.proto\x1a!wire/tfpb/tensorflow_server.proto\x1a\x15wire/tfpb/types.proto\"\x12\n" +
 	"\x10GetStatusRequest\"^\n" +
 	"\x11GetStatusResponse\x12I\n" +
-	"\x11device_attributes\x18\x01 \x03(\v2\x1c.tensorflow.DeviceAttributesR\x10deviceAttributes\"\xd7\x02\n" +
+	"\x11device_attributes\x18\x01 \x03(\v2\x1c.tensorflow.DeviceAttributesR\x10deviceAttributes\"\xdd\x02\n" +
 	"\x1aCreateWorkerSessionRequest\x12%\n" +
 	"\x0esession_handle\x18\x01 \x01(\tR\rsessionHandle\x124\n" +
 	"\n" +
@@ -2325,7 +2318,7 @@ const file_wire_tfpb_worker_proto_rawDesc = "" +
 	"\x19cluster_device_attributes\x18\x04 \x03(\v2\x1c.tensorflow.DeviceAttributesR\x17clusterDeviceAttributes\x12\x1f\n" +
 	"\vmaster_task\x18\x05 \x01(\tR\n" +
 	"masterTask\x12-\n" +
-	"\x12master_incarnation\x18\x06 \x01(\x03R\x11masterIncarnation\"\x1d\n" +
+	"\x12master_incarnation\x18\x06 \x01(\x03R\x11masterIncarnationJ\x04\b\a\x10\b\"\x1d\n" +
 	"\x1bCreateWorkerSessionResponse\"C\n" +
 	"\x1aDeleteWorkerSessionRequest\x12%\n" +
 	"\x0esession_handle\x18\x01 \x01(\tR\rsessionHandle\"\x1d\n" +
@@ -2446,27 +2439,24 @@ const file_wire_tfpb_worker_proto_rawDesc = "" +
 	"\x11transport_options\x18\x04 \x01(\v2\x14.google.protobuf.AnyR\x10transportOptions\x12*\n" +
 	"\x11send_start_micros\x18\x05 \x01(\x03R\x0fsendStartMicros\x12\x1f\n" +
 	"\vrequire_ack\x18\x06 \x01(\bR\n" +
-	"requireAck\"\xbd\x01\n" +
+	"requireAck\"\xed\x01\n" +
 	"\x14CompleteGroupRequest\x12\x1b\n" +
 	"\tgroup_key\x18\x01 \x01(\x05R\bgroupKey\x12\x1d\n" +
 	"\n" +
 	"group_size\x18\x02 \x01(\x05R\tgroupSize\x12\x1f\n" +
 	"\vdevice_type\x18\x03 \x01(\tR\n" +
-	"deviceType\x12\x1f\n" +
-	"\vdevice_name\x18\x04 \x03(\tR\n" +
-	"deviceName\x12'\n" +
-	"\x0fcollective_type\x18\x05 \x01(\x05R\x0ecollectiveType\"\xfa\x01\n" +
+	"deviceType\x12'\n" +
+	"\x0fcollective_type\x18\x05 \x01(\x05R\x0ecollectiveType\x12I\n" +
+	"\x11device_attributes\x18\x06 \x01(\v2\x1c.tensorflow.DeviceAttributesR\x10deviceAttributesJ\x04\b\x04\x10\x05\"\x93\x02\n" +
 	"\x15CompleteGroupResponse\x12\x1b\n" +
 	"\tgroup_key\x18\x01 \x01(\x05R\bgroupKey\x12\x1d\n" +
 	"\n" +
 	"group_size\x18\x02 \x01(\x05R\tgroupSize\x12\x1f\n" +
 	"\vdevice_type\x18\x03 \x01(\tR\n" +
 	"deviceType\x12\x1b\n" +
-	"\tnum_tasks\x18\x04 \x01(\x05R\bnumTasks\x12\x1f\n" +
-	"\vdevice_name\x18\x05 \x03(\tR\n" +
-	"deviceName\x12\x1b\n" +
-	"\ttask_name\x18\x06 \x03(\tR\btaskName\x12)\n" +
-	"\x10communicator_key\x18\a \x01(\fR\x0fcommunicatorKey\"\x82\x03\n" +
+	"\tnum_tasks\x18\x04 \x01(\x05R\bnumTasks\x12)\n" +
+	"\x10communicator_key\x18\a \x01(\fR\x0fcommunicatorKey\x12I\n" +
+	"\x11device_attributes\x18\b \x03(\v2\x1c.tensorflow.DeviceAttributesR\x10deviceAttributesJ\x04\b\x05\x10\x06J\x04\b\x06\x10\a\"\x82\x03\n" +
 	"\x17CompleteInstanceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\x05R\x04type\x121\n" +
@@ -2588,14 +2578,16 @@ var file_wire_tfpb_worker_proto_depIdxs = []int32{
 	46, // 23: tensorflow.RecvBufRequest.server_locality:type_name -> tensorflow.DeviceLocality
 	47, // 24: tensorflow.RecvBufRequest.transport_options:type_name -> google.protobuf.Any
 	47, // 25: tensorflow.RecvBufResponse.transport_options:type_name -> google.protobuf.Any
-	49, // 26: tensorflow.CompleteInstanceRequest.data_type:type_name -> tensorflow.DataType
-	50, // 27: tensorflow.CompleteInstanceRequest.shape:type_name -> tensorflow.TensorShapeProto
-	34, // 28: tensorflow.GetStepSequenceResponse.step_sequence:type_name -> tensorflow.StepSequence
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	36, // 26: tensorflow.CompleteGroupRequest.device_attributes:type_name -> tensorflow.DeviceAttributes
+	36, // 27: tensorflow.CompleteGroupResponse.device_attributes:type_name -> tensorflow.DeviceAttributes
+	49, // 28: tensorflow.CompleteInstanceRequest.data_type:type_name -> tensorflow.DataType
+	50, // 29: tensorflow.CompleteInstanceRequest.shape:type_name -> tensorflow.TensorShapeProto
+	34, // 30: tensorflow.GetStepSequenceResponse.step_sequence:type_name -> tensorflow.StepSequence
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_wire_tfpb_worker_proto_init() }
