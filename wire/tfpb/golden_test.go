@@ -156,6 +156,21 @@ func goldenCases() []goldenCase {
 				0x42, 0x06, 0x82, 0x01, 0x03, 0x1a, 0x01, 'x'},
 		},
 		{
+			name: "GraphDef library=2 (FunctionDef signature=1) debug_info=5 (files=1)",
+			msg: &GraphDef{
+				Library:   &FunctionDefLibrary{Function: []*FunctionDef{{Signature: &OpDef{Name: "f"}}}},
+				DebugInfo: &GraphDebugInfo{Files: []string{"a"}},
+			},
+			want: []byte{0x12, 0x07, 0x0a, 0x05, 0x0a, 0x03, 0x0a, 0x01, 'f', 0x2a, 0x03, 0x0a, 0x01, 'a'},
+		},
+		{
+			name: "GraphDebugInfo proto2 presence: FileLineCol line=2 set to zero is encoded",
+			msg: &GraphDebugInfo{FramesById: map[uint64]*GraphDebugInfo_FileLineCol{
+				1: {Line: proto.Int32(0)},
+			}},
+			want: []byte{0x22, 0x0d, 0x09, 1, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x02, 0x10, 0x00},
+		},
+		{
 			name: "DeregisterGraphRequest graph_handle=1 session_handle=2 create_worker_session_called=3",
 			msg:  &DeregisterGraphRequest{GraphHandle: "g", SessionHandle: "s", CreateWorkerSessionCalled: true},
 			want: []byte{0x0a, 0x01, 'g', 0x12, 0x01, 's', 0x18, 0x01},
@@ -271,10 +286,10 @@ func TestUndeclaredFieldsSurviveRelay(t *testing.T) {
 		in   []byte
 	}{
 		{
-			// node "n", then library (2) and debug_info (5), which are not declared.
-			name: "GraphDef library and debug_info",
-			msg:  &GraphDef{},
-			in:   []byte{0x0a, 0x03, 0x0a, 0x01, 'n', 0x12, 0x02, 0x0a, 0x00, 0x2a, 0x00},
+			// collective_group_leader (1), then coordination_config (23), which is not declared.
+			name: "ConfigProto.Experimental coordination_config",
+			msg:  &ConfigProto_Experimental{},
+			in:   []byte{0x0a, 0x01, 'l', 0xba, 0x01, 0x00},
 		},
 		{
 			// build_cost_model (4), then rewrite_options (10), which is not declared.

@@ -26,15 +26,16 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// GraphDef is a graph of operations. The function library (field 2) and the
-// stack-trace debug info (field 5) are not declared here; when present they
-// are kept as unknown fields and re-encoded unchanged.
+// GraphDef is a graph of operations.
 type GraphDef struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Node     []*NodeDef             `protobuf:"bytes,1,rep,name=node,proto3" json:"node,omitempty"`
 	Versions *VersionDef            `protobuf:"bytes,4,opt,name=versions,proto3" json:"versions,omitempty"`
 	// Deprecated: Marked as deprecated in wire/tfpb/graph.proto.
-	Version       int32 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	Version int32 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	// User-defined functions; a node whose op names one is a call.
+	Library       *FunctionDefLibrary `protobuf:"bytes,2,opt,name=library,proto3" json:"library,omitempty"`
+	DebugInfo     *GraphDebugInfo     `protobuf:"bytes,5,opt,name=debug_info,json=debugInfo,proto3" json:"debug_info,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -91,16 +92,33 @@ func (x *GraphDef) GetVersion() int32 {
 	return 0
 }
 
+func (x *GraphDef) GetLibrary() *FunctionDefLibrary {
+	if x != nil {
+		return x.Library
+	}
+	return nil
+}
+
+func (x *GraphDef) GetDebugInfo() *GraphDebugInfo {
+	if x != nil {
+		return x.DebugInfo
+	}
+	return nil
+}
+
 var File_wire_tfpb_graph_proto protoreflect.FileDescriptor
 
 const file_wire_tfpb_graph_proto_rawDesc = "" +
 	"\n" +
 	"\x15wire/tfpb/graph.proto\x12\n" +
-	"tensorflow\x1a\x18wire/tfpb/node_def.proto\x1a\x18wire/tfpb/versions.proto\"\x85\x01\n" +
+	"tensorflow\x1a\x18wire/tfpb/function.proto\x1a wire/tfpb/graph_debug_info.proto\x1a\x18wire/tfpb/node_def.proto\x1a\x18wire/tfpb/versions.proto\"\xfa\x01\n" +
 	"\bGraphDef\x12'\n" +
 	"\x04node\x18\x01 \x03(\v2\x13.tensorflow.NodeDefR\x04node\x122\n" +
 	"\bversions\x18\x04 \x01(\v2\x16.tensorflow.VersionDefR\bversions\x12\x1c\n" +
-	"\aversion\x18\x03 \x01(\x05B\x02\x18\x01R\aversionB-Z+github.com/starwire/starwire/wire/tfpb;tfpbb\x06proto3"
+	"\aversion\x18\x03 \x01(\x05B\x02\x18\x01R\aversion\x128\n" +
+	"\alibrary\x18\x02 \x01(\v2\x1e.tensorflow.FunctionDefLibraryR\alibrary\x129\n" +
+	"\n" +
+	"debug_info\x18\x05 \x01(\v2\x1a.tensorflow.GraphDebugInfoR\tdebugInfoB-Z+github.com/starwire/starwire/wire/tfpb;tfpbb\x06proto3"
 
 var (
 	file_wire_tfpb_graph_proto_rawDescOnce sync.Once
@@ -116,18 +134,22 @@ func file_wire_tfpb_graph_proto_rawDescGZIP() []byte {
 
 var file_wire_tfpb_graph_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
 var file_wire_tfpb_graph_proto_goTypes = []any{
-	(*GraphDef)(nil),   // 0: tensorflow.GraphDef
-	(*NodeDef)(nil),    // 1: tensorflow.NodeDef
-	(*VersionDef)(nil), // 2: tensorflow.VersionDef
+	(*GraphDef)(nil),           // 0: tensorflow.GraphDef
+	(*NodeDef)(nil),            // 1: tensorflow.NodeDef
+	(*VersionDef)(nil),         // 2: tensorflow.VersionDef
+	(*FunctionDefLibrary)(nil), // 3: tensorflow.FunctionDefLibrary
+	(*GraphDebugInfo)(nil),     // 4: tensorflow.GraphDebugInfo
 }
 var file_wire_tfpb_graph_proto_depIdxs = []int32{
 	1, // 0: tensorflow.GraphDef.node:type_name -> tensorflow.NodeDef
 	2, // 1: tensorflow.GraphDef.versions:type_name -> tensorflow.VersionDef
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	3, // 2: tensorflow.GraphDef.library:type_name -> tensorflow.FunctionDefLibrary
+	4, // 3: tensorflow.GraphDef.debug_info:type_name -> tensorflow.GraphDebugInfo
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_wire_tfpb_graph_proto_init() }
@@ -135,6 +157,8 @@ func file_wire_tfpb_graph_proto_init() {
 	if File_wire_tfpb_graph_proto != nil {
 		return
 	}
+	file_wire_tfpb_function_proto_init()
+	file_wire_tfpb_graph_debug_info_proto_init()
 	file_wire_tfpb_node_def_proto_init()
 	file_wire_tfpb_versions_proto_init()
 	type x struct{}
