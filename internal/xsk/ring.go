@@ -67,10 +67,10 @@ func (r *ring[T]) submit(n uint32) {
 
 // peek returns the index of the first of up to want filled slots and how
 // many there are, refreshing the cached producer index (acquire) only when
-// the cache is exhausted.
+// fewer than want are known to be filled.
 func (r *ring[T]) peek(want uint32) (idx, n uint32) {
 	n = r.cachedProd - r.cachedCons
-	if n == 0 {
+	if n < want {
 		r.cachedProd = atomic.LoadUint32(r.producer)
 		n = r.cachedProd - r.cachedCons
 	}

@@ -1,0 +1,264 @@
+package xsk_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/packet"
+	"github.com/starwire/starwire/internal/xsk"
+	"github.com/starwire/starwire/xdp"
+)
+
+const port = 7470
+
+// link is one end of an AF_XDP link: the steering program attached to a
+// veth end and a copy-mode socket on its only queue.
+type link struct {
+	end  *netns.End
+	sock *xsk.Socket
+	hdr  packet.UDP4 // addressing of frames this end sends
+}
+
+func newLinks(t *testing.T, cfg xsk.Config) (a, b *link) {
+	t.Helper()
+	pair := netns.NewForTest(t, netns.Options{})
+	open := func(e, peer *netns.End) *link {
+		prog, err := xdp.Load(xdp.Options{Ports: []uint16{port}, Queues: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { prog.Close() })
+		l := &link{end: e, hdr: packet.UDP4{
+			SrcIP: e.Addr.As4(), DstIP: peer.Addr.As4(), SrcPort: port, DstPort: port,
+		}}
+		copy(l.hdr.SrcMAC[:], e.MAC)
+		copy(l.hdr.DstMAC[:], peer.MAC)
+		err = e.Do(func() error {
+			if _, err := prog.AttachMode(e.Ifindex, xdp.ModeGeneric); err != nil {
+				return err
+			}
+			l.sock, err = xsk.Open(e.Ifindex, 0, cfg)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.sock.Close() })
+		if err := prog.RegisterSocket(0, l.sock.FD()); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	return open(pair.A, pair.B), open(pair.B, pair.A)
+}
+
+// queue writes a frame carrying seq into a fresh chunk and queues it.
+func (l *link) queue(t testing.TB, seq uint32) {
+	addr, ok := l.sock.AllocFrame()
+	if !ok {
+		t.Fatal("out of frames")
+	}
+	f := l.sock.Frame(addr)
+	binary.BigEndian.PutUint32(f[packet.UDP4HeaderLen:], seq)
+	n, err := packet.WriteUDP4(f, &l.hdr, 22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.sock.Transmit([]xsk.Desc{{Addr: addr, Len: uint32(n)}}) != 1 {
+		t.Fatal("tx ring full")
+	}
+}
+
+// collect receives until want frames arrived or d passed, calling fn on
+// each (fn owns the frame).
+func (l *link) collect(t testing.TB, want int, d time.Duration, fn func(xsk.Desc)) int {
+	var descs [64]xsk.Desc
+	got := 0
+	deadline := time.Now().Add(d)
+	for got < want && time.Now().Before(deadline) {
+		if _, err := l.sock.Poll(time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		n := l.sock.Receive(descs[:])
+		for _, d := range descs[:n] {
+			fn(d)
+		}
+		got += n
+		l.sock.ReapCompletions()
+		l.sock.RefillFill()
+	}
+	return got
+}
+
+func seqOf(t testing.TB, frame []byte) uint32 {
+	_, payload, err := packet.ParseUDP4(frame)
+	if err != nil || len(payload) < 4 {
+		t.Fatalf("bad frame %x: %v", frame, err)
+	}
+	return binary.BigEndian.Uint32(payload)
+}
+
+func TestEchoBurst(t *testing.T) {
+	a, b := newLinks(t, xsk.Config{NumFrames: 1024, Mode: xsk.ModeCopy})
+	if a.sock.Mode() != xsk.ModeCopy {
+		t.Fatalf("mode %s", a.sock.Mode())
+	}
+	const burst = 200 // several kicks' worth: the kernel takes 32 per kick
+	for i := range burst {
+		a.queue(t, uint32(i))
+	}
+	if err := a.sock.Kick(); err != nil {
+		t.Fatal(err)
+	}
+	if p := a.sock.TxPending(); p != 0 {
+		t.Fatalf("%d descriptors left after Kick", p)
+	}
+	// B echoes every frame in place: same chunk, headers swapped.
+	echo := make([]xsk.Desc, 0, burst)
+	got := b.collect(t, burst, 5*time.Second, func(d xsk.Desc) {
+		if off := d.Addr % uint64(b.sock.FrameSize()); off != 256 {
+			t.Errorf("copy-mode frame at offset %d into its chunk, want 256", off)
+		}
+		if !packet.SwapUDP4(b.sock.Packet(d)) {
+			t.Error("received a frame that is not UDP/IPv4")
+		}
+		echo = append(echo, d)
+	})
+	if got != burst {
+		t.Fatalf("B received %d of %d", got, burst)
+	}
+	if n := b.sock.Transmit(echo); n != burst {
+		t.Fatalf("queued %d echoes", n)
+	}
+	if err := b.sock.Kick(); err != nil {
+		t.Fatal(err)
+	}
+	next := uint32(0)
+	got = a.collect(t, burst, 5*time.Second, func(d xsk.Desc) {
+		if s := seqOf(t, a.sock.Packet(d)); s != next {
+			t.Errorf("echo %d carries %d", next, s)
+		}
+		next++
+		a.sock.FreeFrame(d.Addr)
+	})
+	if got != burst {
+		t.Fatalf("A received %d of %d echoes", got, burst)
+	}
+	// Every chunk is accounted for: on the free stack or on the fill ring.
+	for _, l := range []*link{a, b} {
+		deadline := time.Now().Add(time.Second)
+		for l.sock.ReapCompletions(); l.sock.FreeFrames() != 1024-512 && time.Now().Before(deadline); l.sock.ReapCompletions() {
+			l.sock.RefillFill()
+		}
+		if n := l.sock.FreeFrames(); n != 1024-512 {
+			t.Fatalf("%s: %d free frames, want %d", l.end.Link, n, 1024-512)
+		}
+	}
+	st, err := b.sock.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Rx_dropped != 0 || st.Rx_invalid_descs != 0 || st.Tx_invalid_descs != 0 {
+		t.Fatalf("kernel stats %+v", st)
+	}
+}
+
+func TestPingPongAllocatesNothing(t *testing.T) {
+	a, b := newLinks(t, xsk.Config{NumFrames: 256})
+	var descs [8]xsk.Desc
+	seq := uint32(0)
+	roundTrip := func() {
+		seq++
+		a.queue(t, seq)
+		if err := a.sock.Kick(); err != nil {
+			t.Fatal(err)
+		}
+		n := b.collect(t, 1, 2*time.Second, func(d xsk.Desc) { descs[0] = d; packet.SwapUDP4(b.sock.Packet(d)) })
+		if n != 1 {
+			t.Fatal("ping lost")
+		}
+		b.sock.Transmit(descs[:1])
+		if err := b.sock.Kick(); err != nil {
+			t.Fatal(err)
+		}
+		n = a.collect(t, 1, 2*time.Second, func(d xsk.Desc) {
+			if s := seqOf(t, a.sock.Packet(d)); s != seq {
+				t.Fatalf("pong %d for ping %d", s, seq)
+			}
+			a.sock.FreeFrame(d.Addr)
+		})
+		if n != 1 {
+			t.Fatal("pong lost")
+		}
+	}
+	roundTrip() // warm up (ARP is not involved: frames carry MACs)
+	if allocs := testing.AllocsPerRun(200, roundTrip); allocs != 0 {
+		t.Fatalf("%v allocations per round trip", allocs)
+	}
+}
+
+func TestTxRingFull(t *testing.T) {
+	a, _ := newLinks(t, xsk.Config{NumFrames: 64, TxSize: 16})
+	descs := make([]xsk.Desc, 20)
+	for i := range descs {
+		addr, _ := a.sock.AllocFrame()
+		n, _ := packet.WriteUDP4(a.sock.Frame(addr), &a.hdr, 8)
+		descs[i] = xsk.Desc{Addr: addr, Len: uint32(n)}
+	}
+	if n := a.sock.Transmit(descs); n != 16 {
+		t.Fatalf("queued %d on a 16-slot ring", n)
+	}
+	if err := a.sock.Kick(); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.sock.Transmit(descs[16:]); n != 4 {
+		t.Fatalf("queued %d after the kick", n)
+	}
+	if err := a.sock.Kick(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Second)
+	reaped := 0
+	for reaped < 20 && time.Now().Before(deadline) {
+		reaped += a.sock.ReapCompletions()
+	}
+	if reaped != 20 {
+		t.Fatalf("reaped %d of 20 completions", reaped)
+	}
+}
+
+func fdCount(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func TestOpenFailsCleanly(t *testing.T) {
+	netns.Require(t)
+	before := fdCount(t)
+	if _, err := xsk.Open(1<<20, 0, xsk.Config{}); err == nil {
+		t.Fatal("bound to a missing interface")
+	}
+	if _, err := xsk.Open(1, 0, xsk.Config{FrameSize: 3000}); !errors.Is(err, xsk.ErrConfig) {
+		t.Fatalf("bad frame size: %v", err)
+	}
+	if after := fdCount(t); after != before {
+		t.Fatalf("%d file descriptors before, %d after failed opens", before, after)
+	}
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	a, _ := newLinks(t, xsk.Config{NumFrames: 64})
+	if err := a.sock.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.sock.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
