@@ -432,8 +432,6 @@ func (x *OptimizerOptions) GetCpuGlobalJit() bool {
 }
 
 // GraphOptions configures how a session's graphs are built and optimized.
-// The grappler RewriterConfig (field 10) is not declared here; when present
-// it is kept as an unknown field and re-encoded unchanged.
 type GraphOptions struct {
 	state                  protoimpl.MessageState `protogen:"open.v1"`
 	EnableRecvScheduling   bool                   `protobuf:"varint,2,opt,name=enable_recv_scheduling,json=enableRecvScheduling,proto3" json:"enable_recv_scheduling,omitempty"`
@@ -444,6 +442,7 @@ type GraphOptions struct {
 	PlacePrunedGraph       bool                   `protobuf:"varint,6,opt,name=place_pruned_graph,json=placePrunedGraph,proto3" json:"place_pruned_graph,omitempty"`
 	EnableBfloat16Sendrecv bool                   `protobuf:"varint,7,opt,name=enable_bfloat16_sendrecv,json=enableBfloat16Sendrecv,proto3" json:"enable_bfloat16_sendrecv,omitempty"`
 	TimelineStep           int32                  `protobuf:"varint,8,opt,name=timeline_step,json=timelineStep,proto3" json:"timeline_step,omitempty"`
+	RewriteOptions         *RewriterConfig        `protobuf:"bytes,10,opt,name=rewrite_options,json=rewriteOptions,proto3" json:"rewrite_options,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
@@ -532,6 +531,13 @@ func (x *GraphOptions) GetTimelineStep() int32 {
 		return x.TimelineStep
 	}
 	return 0
+}
+
+func (x *GraphOptions) GetRewriteOptions() *RewriterConfig {
+	if x != nil {
+		return x.RewriteOptions
+	}
+	return nil
 }
 
 // ThreadPoolOptionProto configures one inter-op thread pool.
@@ -640,9 +646,8 @@ func (x *SessionMetadata) GetVersion() int64 {
 	return 0
 }
 
-// ConfigProto configures a session. Experimental.coordination_config (23) is
-// not declared here; when present it is kept as an unknown field and
-// re-encoded unchanged, as are fields added by later releases.
+// ConfigProto configures a session. Fields added by later releases are kept
+// as unknown fields when decoded and re-encoded unchanged.
 type ConfigProto struct {
 	state                        protoimpl.MessageState    `protogen:"open.v1"`
 	DeviceCount                  map[string]int32          `protobuf:"bytes,1,rep,name=device_count,json=deviceCount,proto3" json:"device_count,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
@@ -1379,6 +1384,7 @@ type ConfigProto_Experimental struct {
 	UseTfrt                                    bool                                       `protobuf:"varint,18,opt,name=use_tfrt,json=useTfrt,proto3" json:"use_tfrt,omitempty"`
 	DisableFunctionalOpsLowering               bool                                       `protobuf:"varint,21,opt,name=disable_functional_ops_lowering,json=disableFunctionalOpsLowering,proto3" json:"disable_functional_ops_lowering,omitempty"`
 	XlaPreferSingleGraphCluster                bool                                       `protobuf:"varint,22,opt,name=xla_prefer_single_graph_cluster,json=xlaPreferSingleGraphCluster,proto3" json:"xla_prefer_single_graph_cluster,omitempty"`
+	CoordinationConfig                         *CoordinationServiceConfig                 `protobuf:"bytes,23,opt,name=coordination_config,json=coordinationConfig,proto3" json:"coordination_config,omitempty"`
 	DisableOptimizeForStaticGraph              bool                                       `protobuf:"varint,24,opt,name=disable_optimize_for_static_graph,json=disableOptimizeForStaticGraph,proto3" json:"disable_optimize_for_static_graph,omitempty"`
 	DisableEagerExecutorStreamingEnqueue       bool                                       `protobuf:"varint,26,opt,name=disable_eager_executor_streaming_enqueue,json=disableEagerExecutorStreamingEnqueue,proto3" json:"disable_eager_executor_streaming_enqueue,omitempty"`
 	unknownFields                              protoimpl.UnknownFields
@@ -1546,6 +1552,13 @@ func (x *ConfigProto_Experimental) GetXlaPreferSingleGraphCluster() bool {
 		return x.XlaPreferSingleGraphCluster
 	}
 	return false
+}
+
+func (x *ConfigProto_Experimental) GetCoordinationConfig() *CoordinationServiceConfig {
+	if x != nil {
+		return x.CoordinationConfig
+	}
+	return nil
 }
 
 func (x *ConfigProto_Experimental) GetDisableOptimizeForStaticGraph() bool {
@@ -1735,7 +1748,7 @@ var File_wire_tfpb_config_proto protoreflect.FileDescriptor
 const file_wire_tfpb_config_proto_rawDesc = "" +
 	"\n" +
 	"\x16wire/tfpb/config.proto\x12\n" +
-	"tensorflow\x1a\x17wire/tfpb/cluster.proto\x1a\x1awire/tfpb/cost_graph.proto\x1a\x15wire/tfpb/debug.proto\x1a\x15wire/tfpb/graph.proto\x1a\x1bwire/tfpb/rpc_options.proto\x1a\x1awire/tfpb/step_stats.proto\"\xb0\f\n" +
+	"tensorflow\x1a\x17wire/tfpb/cluster.proto\x1a#wire/tfpb/coordination_config.proto\x1a\x1awire/tfpb/cost_graph.proto\x1a\x15wire/tfpb/debug.proto\x1a\x15wire/tfpb/graph.proto\x1a\x1fwire/tfpb/rewriter_config.proto\x1a\x1bwire/tfpb/rpc_options.proto\x1a\x1awire/tfpb/step_stats.proto\"\xb0\f\n" +
 	"\n" +
 	"GPUOptions\x12D\n" +
 	"\x1fper_process_gpu_memory_fraction\x18\x01 \x01(\x01R\x1bperProcessGpuMemoryFraction\x12!\n" +
@@ -1783,7 +1796,7 @@ const file_wire_tfpb_config_proto_rawDesc = "" +
 	"\aDEFAULT\x10\x00\x12\x10\n" +
 	"\x03OFF\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\b\n" +
 	"\x04ON_1\x10\x01\x12\b\n" +
-	"\x04ON_2\x10\x02\"\xcb\x03\n" +
+	"\x04ON_2\x10\x02\"\x90\x04\n" +
 	"\fGraphOptions\x124\n" +
 	"\x16enable_recv_scheduling\x18\x02 \x01(\bR\x14enableRecvScheduling\x12I\n" +
 	"\x11optimizer_options\x18\x03 \x01(\v2\x1c.tensorflow.OptimizerOptionsR\x10optimizerOptions\x12(\n" +
@@ -1792,7 +1805,9 @@ const file_wire_tfpb_config_proto_rawDesc = "" +
 	"\finfer_shapes\x18\x05 \x01(\bR\vinferShapes\x12,\n" +
 	"\x12place_pruned_graph\x18\x06 \x01(\bR\x10placePrunedGraph\x128\n" +
 	"\x18enable_bfloat16_sendrecv\x18\a \x01(\bR\x16enableBfloat16Sendrecv\x12#\n" +
-	"\rtimeline_step\x18\b \x01(\x05R\ftimelineStepJ\x04\b\x01\x10\x02R%skip_common_subexpression_elimination\"Y\n" +
+	"\rtimeline_step\x18\b \x01(\x05R\ftimelineStep\x12C\n" +
+	"\x0frewrite_options\x18\n" +
+	" \x01(\v2\x1a.tensorflow.RewriterConfigR\x0erewriteOptionsJ\x04\b\x01\x10\x02R%skip_common_subexpression_elimination\"Y\n" +
 	"\x15ThreadPoolOptionProto\x12\x1f\n" +
 	"\vnum_threads\x18\x01 \x01(\x05R\n" +
 	"numThreads\x12\x1f\n" +
@@ -1800,7 +1815,7 @@ const file_wire_tfpb_config_proto_rawDesc = "" +
 	"globalName\"?\n" +
 	"\x0fSessionMetadata\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x03R\aversion\"\xb0\x15\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\"\x88\x16\n" +
 	"\vConfigProto\x12K\n" +
 	"\fdevice_count\x18\x01 \x03(\v2(.tensorflow.ConfigProto.DeviceCountEntryR\vdeviceCount\x12?\n" +
 	"\x1cintra_op_parallelism_threads\x18\x02 \x01(\x05R\x19intraOpParallelismThreads\x12?\n" +
@@ -1825,7 +1840,7 @@ const file_wire_tfpb_config_proto_rawDesc = "" +
 	"\fexperimental\x18\x10 \x01(\v2$.tensorflow.ConfigProto.ExperimentalR\fexperimental\x1a>\n" +
 	"\x10DeviceCountEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a\xda\f\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a\xb2\r\n" +
 	"\fExperimental\x126\n" +
 	"\x17collective_group_leader\x18\x01 \x01(\tR\x15collectiveGroupLeader\x12#\n" +
 	"\rexecutor_type\x18\x03 \x01(\tR\fexecutorType\x12+\n" +
@@ -1846,7 +1861,8 @@ const file_wire_tfpb_config_proto_rawDesc = "" +
 	"\x1bxla_fusion_autotuner_thresh\x18\x0f \x01(\x03R\x18xlaFusionAutotunerThresh\x12\x19\n" +
 	"\buse_tfrt\x18\x12 \x01(\bR\auseTfrt\x12E\n" +
 	"\x1fdisable_functional_ops_lowering\x18\x15 \x01(\bR\x1cdisableFunctionalOpsLowering\x12D\n" +
-	"\x1fxla_prefer_single_graph_cluster\x18\x16 \x01(\bR\x1bxlaPreferSingleGraphCluster\x12H\n" +
+	"\x1fxla_prefer_single_graph_cluster\x18\x16 \x01(\bR\x1bxlaPreferSingleGraphCluster\x12V\n" +
+	"\x13coordination_config\x18\x17 \x01(\v2%.tensorflow.CoordinationServiceConfigR\x12coordinationConfig\x12H\n" +
 	"!disable_optimize_for_static_graph\x18\x18 \x01(\bR\x1ddisableOptimizeForStaticGraph\x12V\n" +
 	"(disable_eager_executor_streaming_enqueue\x18\x1a \x01(\bR$disableEagerExecutorStreamingEnqueue\"\xde\x01\n" +
 	"\x11MlirBridgeRollout\x12#\n" +
@@ -1947,49 +1963,53 @@ var file_wire_tfpb_config_proto_goTypes = []any{
 	(*RunMetadata_FunctionGraphs)(nil),                    // 20: tensorflow.RunMetadata.FunctionGraphs
 	nil,                                                   // 21: tensorflow.CallableOptions.FeedDevicesEntry
 	nil,                                                   // 22: tensorflow.CallableOptions.FetchDevicesEntry
-	(*RPCOptions)(nil),                                    // 23: tensorflow.RPCOptions
-	(*ClusterDef)(nil),                                    // 24: tensorflow.ClusterDef
-	(*DebugOptions)(nil),                                  // 25: tensorflow.DebugOptions
-	(*StepStats)(nil),                                     // 26: tensorflow.StepStats
-	(*CostGraphDef)(nil),                                  // 27: tensorflow.CostGraphDef
-	(*GraphDef)(nil),                                      // 28: tensorflow.GraphDef
+	(*RewriterConfig)(nil),                                // 23: tensorflow.RewriterConfig
+	(*RPCOptions)(nil),                                    // 24: tensorflow.RPCOptions
+	(*ClusterDef)(nil),                                    // 25: tensorflow.ClusterDef
+	(*DebugOptions)(nil),                                  // 26: tensorflow.DebugOptions
+	(*StepStats)(nil),                                     // 27: tensorflow.StepStats
+	(*CostGraphDef)(nil),                                  // 28: tensorflow.CostGraphDef
+	(*GraphDef)(nil),                                      // 29: tensorflow.GraphDef
+	(*CoordinationServiceConfig)(nil),                     // 30: tensorflow.CoordinationServiceConfig
 }
 var file_wire_tfpb_config_proto_depIdxs = []int32{
 	14, // 0: tensorflow.GPUOptions.experimental:type_name -> tensorflow.GPUOptions.Experimental
 	0,  // 1: tensorflow.OptimizerOptions.opt_level:type_name -> tensorflow.OptimizerOptions.Level
 	1,  // 2: tensorflow.OptimizerOptions.global_jit_level:type_name -> tensorflow.OptimizerOptions.GlobalJitLevel
 	5,  // 3: tensorflow.GraphOptions.optimizer_options:type_name -> tensorflow.OptimizerOptions
-	16, // 4: tensorflow.ConfigProto.device_count:type_name -> tensorflow.ConfigProto.DeviceCountEntry
-	7,  // 5: tensorflow.ConfigProto.session_inter_op_thread_pool:type_name -> tensorflow.ThreadPoolOptionProto
-	4,  // 6: tensorflow.ConfigProto.gpu_options:type_name -> tensorflow.GPUOptions
-	6,  // 7: tensorflow.ConfigProto.graph_options:type_name -> tensorflow.GraphOptions
-	23, // 8: tensorflow.ConfigProto.rpc_options:type_name -> tensorflow.RPCOptions
-	24, // 9: tensorflow.ConfigProto.cluster_def:type_name -> tensorflow.ClusterDef
-	17, // 10: tensorflow.ConfigProto.experimental:type_name -> tensorflow.ConfigProto.Experimental
-	3,  // 11: tensorflow.RunOptions.trace_level:type_name -> tensorflow.RunOptions.TraceLevel
-	25, // 12: tensorflow.RunOptions.debug_options:type_name -> tensorflow.DebugOptions
-	18, // 13: tensorflow.RunOptions.experimental:type_name -> tensorflow.RunOptions.Experimental
-	26, // 14: tensorflow.RunMetadata.step_stats:type_name -> tensorflow.StepStats
-	27, // 15: tensorflow.RunMetadata.cost_graph:type_name -> tensorflow.CostGraphDef
-	28, // 16: tensorflow.RunMetadata.partition_graphs:type_name -> tensorflow.GraphDef
-	20, // 17: tensorflow.RunMetadata.function_graphs:type_name -> tensorflow.RunMetadata.FunctionGraphs
-	8,  // 18: tensorflow.RunMetadata.session_metadata:type_name -> tensorflow.SessionMetadata
-	10, // 19: tensorflow.CallableOptions.run_options:type_name -> tensorflow.RunOptions
-	12, // 20: tensorflow.CallableOptions.tensor_connection:type_name -> tensorflow.TensorConnection
-	21, // 21: tensorflow.CallableOptions.feed_devices:type_name -> tensorflow.CallableOptions.FeedDevicesEntry
-	22, // 22: tensorflow.CallableOptions.fetch_devices:type_name -> tensorflow.CallableOptions.FetchDevicesEntry
-	15, // 23: tensorflow.GPUOptions.Experimental.virtual_devices:type_name -> tensorflow.GPUOptions.Experimental.VirtualDevices
-	8,  // 24: tensorflow.ConfigProto.Experimental.session_metadata:type_name -> tensorflow.SessionMetadata
-	2,  // 25: tensorflow.ConfigProto.Experimental.mlir_bridge_rollout:type_name -> tensorflow.ConfigProto.Experimental.MlirBridgeRollout
-	19, // 26: tensorflow.RunOptions.Experimental.run_handler_pool_options:type_name -> tensorflow.RunOptions.Experimental.RunHandlerPoolOptions
-	28, // 27: tensorflow.RunMetadata.FunctionGraphs.partition_graphs:type_name -> tensorflow.GraphDef
-	28, // 28: tensorflow.RunMetadata.FunctionGraphs.pre_optimization_graph:type_name -> tensorflow.GraphDef
-	28, // 29: tensorflow.RunMetadata.FunctionGraphs.post_optimization_graph:type_name -> tensorflow.GraphDef
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	23, // 4: tensorflow.GraphOptions.rewrite_options:type_name -> tensorflow.RewriterConfig
+	16, // 5: tensorflow.ConfigProto.device_count:type_name -> tensorflow.ConfigProto.DeviceCountEntry
+	7,  // 6: tensorflow.ConfigProto.session_inter_op_thread_pool:type_name -> tensorflow.ThreadPoolOptionProto
+	4,  // 7: tensorflow.ConfigProto.gpu_options:type_name -> tensorflow.GPUOptions
+	6,  // 8: tensorflow.ConfigProto.graph_options:type_name -> tensorflow.GraphOptions
+	24, // 9: tensorflow.ConfigProto.rpc_options:type_name -> tensorflow.RPCOptions
+	25, // 10: tensorflow.ConfigProto.cluster_def:type_name -> tensorflow.ClusterDef
+	17, // 11: tensorflow.ConfigProto.experimental:type_name -> tensorflow.ConfigProto.Experimental
+	3,  // 12: tensorflow.RunOptions.trace_level:type_name -> tensorflow.RunOptions.TraceLevel
+	26, // 13: tensorflow.RunOptions.debug_options:type_name -> tensorflow.DebugOptions
+	18, // 14: tensorflow.RunOptions.experimental:type_name -> tensorflow.RunOptions.Experimental
+	27, // 15: tensorflow.RunMetadata.step_stats:type_name -> tensorflow.StepStats
+	28, // 16: tensorflow.RunMetadata.cost_graph:type_name -> tensorflow.CostGraphDef
+	29, // 17: tensorflow.RunMetadata.partition_graphs:type_name -> tensorflow.GraphDef
+	20, // 18: tensorflow.RunMetadata.function_graphs:type_name -> tensorflow.RunMetadata.FunctionGraphs
+	8,  // 19: tensorflow.RunMetadata.session_metadata:type_name -> tensorflow.SessionMetadata
+	10, // 20: tensorflow.CallableOptions.run_options:type_name -> tensorflow.RunOptions
+	12, // 21: tensorflow.CallableOptions.tensor_connection:type_name -> tensorflow.TensorConnection
+	21, // 22: tensorflow.CallableOptions.feed_devices:type_name -> tensorflow.CallableOptions.FeedDevicesEntry
+	22, // 23: tensorflow.CallableOptions.fetch_devices:type_name -> tensorflow.CallableOptions.FetchDevicesEntry
+	15, // 24: tensorflow.GPUOptions.Experimental.virtual_devices:type_name -> tensorflow.GPUOptions.Experimental.VirtualDevices
+	8,  // 25: tensorflow.ConfigProto.Experimental.session_metadata:type_name -> tensorflow.SessionMetadata
+	2,  // 26: tensorflow.ConfigProto.Experimental.mlir_bridge_rollout:type_name -> tensorflow.ConfigProto.Experimental.MlirBridgeRollout
+	30, // 27: tensorflow.ConfigProto.Experimental.coordination_config:type_name -> tensorflow.CoordinationServiceConfig
+	19, // 28: tensorflow.RunOptions.Experimental.run_handler_pool_options:type_name -> tensorflow.RunOptions.Experimental.RunHandlerPoolOptions
+	29, // 29: tensorflow.RunMetadata.FunctionGraphs.partition_graphs:type_name -> tensorflow.GraphDef
+	29, // 30: tensorflow.RunMetadata.FunctionGraphs.pre_optimization_graph:type_name -> tensorflow.GraphDef
+	29, // 31: tensorflow.RunMetadata.FunctionGraphs.post_optimization_graph:type_name -> tensorflow.GraphDef
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_wire_tfpb_config_proto_init() }
@@ -1998,9 +2018,11 @@ func file_wire_tfpb_config_proto_init() {
 		return
 	}
 	file_wire_tfpb_cluster_proto_init()
+	file_wire_tfpb_coordination_config_proto_init()
 	file_wire_tfpb_cost_graph_proto_init()
 	file_wire_tfpb_debug_proto_init()
 	file_wire_tfpb_graph_proto_init()
+	file_wire_tfpb_rewriter_config_proto_init()
 	file_wire_tfpb_rpc_options_proto_init()
 	file_wire_tfpb_step_stats_proto_init()
 	type x struct{}

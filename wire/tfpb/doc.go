@@ -5,8 +5,8 @@
 // gRPC method paths are the ones TensorFlow serves
 // ("/tensorflow.WorkerService/RecvTensor", ...).
 //
-// Large configuration messages are declared in part; fields left out are kept
-// as unknown fields when decoded and written back unchanged, so relaying such a
+// Fields a newer TensorFlow release sends that are not declared here are kept
+// as unknown fields when decoded and written back unchanged, so relaying a
 // message loses nothing. The Go code is generated: edit the .proto files and
 // run "make generate" (needs protoc on PATH; the plugins are pinned in go.mod).
 package tfpb

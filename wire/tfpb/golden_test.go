@@ -171,6 +171,19 @@ func goldenCases() []goldenCase {
 			want: []byte{0x22, 0x0d, 0x09, 1, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x02, 0x10, 0x00},
 		},
 		{
+			name: "GraphOptions rewrite_options=10 (RewriterConfig constant_folding=3 optimizers=100)",
+			msg: &GraphOptions{RewriteOptions: &RewriterConfig{
+				ConstantFolding: RewriterConfig_OFF,
+				Optimizers:      []string{"m"},
+			}},
+			want: []byte{0x52, 0x06, 0x18, 0x02, 0xa2, 0x06, 0x01, 'm'},
+		},
+		{
+			name: "ConfigProto.Experimental coordination_config=23 (service_type=1)",
+			msg:  &ConfigProto_Experimental{CoordinationConfig: &CoordinationServiceConfig{ServiceType: "s"}},
+			want: []byte{0xba, 0x01, 0x03, 0x0a, 0x01, 's'},
+		},
+		{
 			name: "DeregisterGraphRequest graph_handle=1 session_handle=2 create_worker_session_called=3",
 			msg:  &DeregisterGraphRequest{GraphHandle: "g", SessionHandle: "s", CreateWorkerSessionCalled: true},
 			want: []byte{0x0a, 0x01, 'g', 0x12, 0x01, 's', 0x18, 0x01},
@@ -276,9 +289,9 @@ func TestGoldenDecoding(t *testing.T) {
 	}
 }
 
-// TestUndeclaredFieldsSurviveRelay checks the promise made for the partially
-// declared messages: fields TensorFlow sends that this package does not
-// declare come back out byte for byte.
+// TestUndeclaredFieldsSurviveRelay checks the promise made in the package
+// doc: fields a TensorFlow peer sends that this package does not declare
+// come back out byte for byte.
 func TestUndeclaredFieldsSurviveRelay(t *testing.T) {
 	tests := []struct {
 		name string
@@ -286,16 +299,16 @@ func TestUndeclaredFieldsSurviveRelay(t *testing.T) {
 		in   []byte
 	}{
 		{
-			// collective_group_leader (1), then coordination_config (23), which is not declared.
-			name: "ConfigProto.Experimental coordination_config",
-			msg:  &ConfigProto_Experimental{},
-			in:   []byte{0x0a, 0x01, 'l', 0xba, 0x01, 0x00},
+			// step_id (1), then a field 15 that a later release might add.
+			name: "RecvTensorRequest future field",
+			msg:  &RecvTensorRequest{},
+			in:   []byte{0x08, 0x01, 0x7a, 0x01, 'z'},
 		},
 		{
-			// build_cost_model (4), then rewrite_options (10), which is not declared.
-			name: "GraphOptions rewrite_options",
-			msg:  &GraphOptions{},
-			in:   []byte{0x20, 0x01, 0x52, 0x02, 0x08, 0x01},
+			// collective_group_leader (1), then a field 99 unknown to this schema.
+			name: "ConfigProto.Experimental future field",
+			msg:  &ConfigProto_Experimental{},
+			in:   []byte{0x0a, 0x01, 'l', 0x98, 0x06, 0x01},
 		},
 	}
 	for _, tc := range tests {
