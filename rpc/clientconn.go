@@ -126,7 +126,7 @@ func (k *call) wait(ctx context.Context) error {
 				expect = 1
 				k.err = Errorf(CodeOf(ctx.Err()), "%v", ctx.Err())
 				if k.sent {
-					go k.cc.sendCancel(k.id)
+					go k.cc.sendCancel(k.id, CodeOf(ctx.Err()))
 				}
 			}
 			k.cc.mu.Unlock()
@@ -156,8 +156,10 @@ func (k *call) wait(ctx context.Context) error {
 	return nil
 }
 
-func (cc *clientConn) sendCancel(id uint64) {
-	cc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindCancel, CallID: id}})
+// sendCancel tells the server to stop call id; status says why, so the
+// handler's context reports the caller's reason.
+func (cc *clientConn) sendCancel(id uint64, status wire.Code) {
+	cc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindCancel, CallID: id, Status: status}})
 }
 
 func (cc *clientConn) receive() {

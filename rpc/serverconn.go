@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -46,7 +47,11 @@ func (sc *serverConn) Deliver(in *wire.Inbound) {
 		call := sc.inflight[h.CallID]
 		sc.mu.Unlock()
 		if call != nil {
-			call.ctx.cancel(ErrCancelled)
+			reason := error(ErrCancelled)
+			if h.Status == wire.DeadlineExceeded {
+				reason = context.DeadlineExceeded
+			}
+			call.ctx.cancel(reason)
 		}
 	case wire.KindPing:
 		sc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindPong, CallID: h.CallID}})

@@ -48,6 +48,7 @@ type tcpConn struct {
 	spare []*wire.Message
 	head  []byte
 	iov   [][]byte
+	bufs  net.Buffers
 }
 
 func newTCPConn(nc *net.TCPConn, lim *wire.Limits, rs *Reactors) *tcpConn {
@@ -148,8 +149,11 @@ func (c *tcpConn) writeBatch(batch []*wire.Message) error {
 	if mark < len(head) {
 		iov = append(iov, head[mark:])
 	}
-	bufs := net.Buffers(iov)
-	_, err := bufs.WriteTo(c.nc)
+	// WriteTo consumes the net.Buffers it is called on; a field keeps it
+	// from escaping to the heap on every write.
+	c.bufs = iov
+	_, err := c.bufs.WriteTo(c.nc)
+	c.bufs = nil
 	clear(iov)
 	c.head, c.iov = head[:0], iov[:0]
 	if err != nil {

@@ -1,0 +1,245 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+func TestProtoCall(t *testing.T) {
+	env := newTestEnv(t)
+	m := NewMethod("GetStatus")
+	env.srv.Register(m, HandleProto(func(ctx context.Context, req *tfpb.GetStatusRequest) (*tfpb.GetStatusResponse, error) {
+		return &tfpb.GetStatusResponse{DeviceAttributes: []*tfpb.DeviceAttributes{{Name: "/job:ps/replica:0/task:0/device:CPU:0", DeviceType: "CPU"}}}, nil
+	}), HandlerOptions{Inline: true})
+	var resp tfpb.GetStatusResponse
+	if err := env.client.CallProto(context.Background(), m, &tfpb.GetStatusRequest{}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.DeviceAttributes) != 1 || resp.DeviceAttributes[0].DeviceType != "CPU" {
+		t.Fatalf("resp = %v", &resp)
+	}
+}
+
+// A steady-state RecvTensor: the server answers with a tensor it holds, the
+// client lands it in its own buffer. Neither end may allocate.
+func TestSteadyStateRecvTensorAllocatesNothing(t *testing.T) {
+	env := newTestEnv(t)
+	held := wire.NewBuffer(64 << 10)
+	defer held.Release()
+	m := NewMethod("RecvTensor")
+	respMeta, _ := proto.Marshal(&tfpb.RecvTensorResponse{IsDead: false, SendStartMicros: 1})
+	shape := []int64{16 << 10}
+	env.srv.Register(m, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		resp.Meta = append(resp.Meta, respMeta...)
+		resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTFloat, Shape: shape, Data: held.Bytes(), Buf: held.Ref()})
+		return nil
+	}, HandlerOptions{Inline: true})
+	dst := wire.NewBuffer(64 << 10)
+	defer dst.Release()
+	reqMeta, _ := proto.Marshal(&tfpb.RecvTensorRequest{StepId: 1, RendezvousKey: "/job:ps/replica:0/task:0/device:CPU:0;1;/job:worker/replica:0/task:0/device:CPU:0;w;0:0"})
+	req := Request{Meta: reqMeta}
+	reply := Reply{Alloc: func(in *wire.Inbound) error {
+		in.Tensors[0].Data = dst.Bytes()[:in.Tensors[0].ByteLen()]
+		return nil
+	}}
+	ctx := context.Background()
+	call := func() {
+		if err := env.client.Call(ctx, m, &req, &reply); err != nil {
+			t.Fatal(err)
+		}
+		reply.Release()
+	}
+	for range 100 {
+		call()
+	}
+	if n := testing.AllocsPerRun(500, call); n > 0 {
+		t.Fatalf("steady-state RecvTensor allocates %v times per call (both ends)", n)
+	}
+}
+
+func TestPeerClosingMidFrame(t *testing.T) {
+	env := newTestEnv(t)
+	// A client that sends half a frame and vanishes.
+	nc, err := net.Dial("tcp", env.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: mEcho.ID, CallID: 1}, Meta: make([]byte, 1000)}
+	frame, _ := wire.AppendHead(nil, m)
+	nc.Write(frame[:len(frame)/2])
+	nc.Close()
+	// The server keeps serving others.
+	var reply Reply
+	if err := env.client.Call(context.Background(), mEcho, &Request{Meta: []byte("still here")}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	reply.Release()
+}
+
+func TestServerVanishingMidResponse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		nc, err := l.Accept()
+		if err != nil {
+			return
+		}
+		var hb [wire.HeaderSize]byte
+		if _, err := nc.Read(hb[:]); err != nil {
+			nc.Close()
+			return
+		}
+		h, _ := wire.ParseHeader(hb[:], nil)
+		resp := &wire.Message{Header: wire.Header{Kind: wire.KindResponse, CallID: h.CallID}, Meta: make([]byte, 4096)}
+		frame, _ := wire.AppendHead(nil, resp)
+		nc.Write(frame[:100])
+		nc.Close()
+	}()
+	c := NewClient(l.Addr().String(), ClientOptions{FailFast: true})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var reply Reply
+	err = c.Call(ctx, mEcho, &Request{Meta: []byte("x")}, &reply)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+}
+
+func TestGarbageAndOversizedFramesRejected(t *testing.T) {
+	env := newTestEnv(t)
+	oversized := wire.AppendHeader(nil, &wire.Header{Kind: wire.KindRequest, MetaLen: 1 << 31})
+	for name, b := range map[string][]byte{
+		"garbage":   []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + string(make([]byte, 64))),
+		"oversized": oversized,
+	} {
+		nc, err := net.Dial("tcp", env.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Write(b)
+		nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var buf [1]byte
+		if _, err := nc.Read(buf[:]); err == nil {
+			t.Errorf("%s: server answered instead of closing", name)
+		}
+		nc.Close()
+	}
+	var reply Reply
+	if err := env.client.Call(context.Background(), mEcho, &Request{Meta: []byte("ok")}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	reply.Release()
+}
+
+func TestReconnectAfterPeerRestart(t *testing.T) {
+	env := newTestEnv(t)
+	var reply Reply
+	if err := env.client.Call(context.Background(), mEcho, &Request{Meta: []byte("a")}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	reply.Release()
+	env.srv.Close()
+	// A new server on the same address.
+	srv := NewServer()
+	srv.Register(mEcho, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		resp.Meta = append(resp.Meta, "again"...)
+		return nil
+	}, HandlerOptions{Inline: true})
+	var l Listener
+	var err error
+	for range 50 {
+		if l, err = (&TCP{}).Listen(env.addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		err := env.client.Call(ctx, mEcho, &Request{Meta: []byte("b")}, &reply)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no reconnect: %v", err)
+		}
+	}
+	if string(reply.Meta) != "again" {
+		t.Fatalf("reply %q", reply.Meta)
+	}
+	reply.Release()
+	if env.client.Stats().Reconnects < 1 {
+		t.Fatalf("stats = %+v", env.client.Stats())
+	}
+}
+
+func TestFailFastUnreachable(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	c := NewClient(addr, ClientOptions{FailFast: true})
+	defer c.Close()
+	start := time.Now()
+	var reply Reply
+	err := c.Call(context.Background(), mEcho, &Request{}, &reply)
+	if !errors.Is(err, ErrUnavailable) || time.Since(start) > 2*time.Second {
+		t.Fatalf("err = %v after %v", err, time.Since(start))
+	}
+	// Without FailFast the call waits for the peer until its deadline.
+	c2 := NewClient(addr, ClientOptions{})
+	defer c2.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := c2.Call(ctx, mEcho, &Request{}, &reply); !errors.Is(err, ErrDeadlineExceeded) {
+		t.Fatalf("wait-for-ready err = %v", err)
+	}
+}
+
+func TestShutdownDrainsCallsInFlight(t *testing.T) {
+	env := newTestEnv(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var reply Reply
+			meta := make([]byte, 8)
+			meta[1] = 0x2d // ~11.5ms
+			meta[3] = 0x01 // + 16.7ms
+			errs <- env.client.Call(context.Background(), mSleep, &Request{Meta: meta}, &reply)
+			reply.Release()
+		}()
+	}
+	time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := env.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("call in flight during shutdown: %v", err)
+		}
+	}
+}
