@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,7 +19,9 @@ type Server struct {
 	// Logger receives connection-level errors; nil means slog.Default().
 	Logger *slog.Logger
 
-	methods map[uint32]*method
+	// methods is replaced, never changed, so that dispatch reads it
+	// without a lock while Register may still add methods.
+	methods atomic.Pointer[map[uint32]*method]
 	base    context.Context
 
 	mu        sync.Mutex
@@ -30,25 +33,37 @@ type Server struct {
 
 // NewServer returns a server with no methods.
 func NewServer() *Server {
-	return &Server{
-		methods:   make(map[uint32]*method),
+	s := &Server{
 		base:      context.Background(),
 		listeners: make(map[Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
 	}
+	s.methods.Store(&map[uint32]*method{})
+	return s
 }
 
-// Register adds a method. It panics when the method's ID is taken, since
-// that is a programming error that would misroute calls.
+// Register adds a method; it may be called while the server runs. It
+// panics when the method's ID is taken, since that is a programming error
+// that would misroute calls.
 func (s *Server) Register(m Method, h Handler, opts HandlerOptions) {
 	if m.ID != MethodID(m.Name) {
 		panic(fmt.Sprintf("rpc: method %q has ID %#x, want %#x", m.Name, m.ID, MethodID(m.Name)))
 	}
-	if old, ok := s.methods[m.ID]; ok {
-		panic(fmt.Sprintf("rpc: method %q collides with %q", m.Name, old.Name))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := *s.methods.Load()
+	if prev, ok := old[m.ID]; ok {
+		panic(fmt.Sprintf("rpc: method %q collides with %q", m.Name, prev.Name))
 	}
-	s.methods[m.ID] = &method{Method: m, h: h, opts: opts}
+	next := make(map[uint32]*method, len(old)+1)
+	for id, v := range old {
+		next[id] = v
+	}
+	next[m.ID] = &method{Method: m, h: h, opts: opts}
+	s.methods.Store(&next)
 }
+
+func (s *Server) method(id uint32) *method { return (*s.methods.Load())[id] }
 
 // Serve accepts connections on l and serves them until l fails or the
 // server shuts down; then it returns ErrServerClosed or the accept error.

@@ -61,7 +61,7 @@ func (sc *serverConn) Deliver(in *wire.Inbound) {
 
 func (sc *serverConn) dispatch(in *wire.Inbound) {
 	call := getServerCall(sc, in)
-	m := sc.s.methods[in.Header.Method]
+	m := sc.s.method(in.Header.Method)
 	switch {
 	case m == nil:
 		call.finish(Errorf(wire.Unimplemented, "unknown method %#x", in.Header.Method))
