@@ -1,0 +1,214 @@
+package staleness
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// peer is one side's connection to the parameter server.
+type peer interface {
+	push(ctx context.Context, version uint64, blob []byte) error
+	// pull fetches the newest version; when it is newer than have, its blob
+	// lands in dst and fresh is true.
+	pull(ctx context.Context, have uint64, dst []byte) (version uint64, fresh bool, err error)
+	close()
+}
+
+// Run runs the benchmark over protocol (ProtocolStarwire or ProtocolGRPC)
+// for cfg.Duration, or until ctx ends.
+func Run(ctx context.Context, protocol string, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	st := &store{}
+	defer st.close()
+	maxMsg := cfg.DataSize + 1024
+	var (
+		addr string
+		stop func()
+		dial func() (peer, error)
+		err  error
+	)
+	switch protocol {
+	case ProtocolStarwire:
+		addr, stop, err = startStarwire(st)
+		dial = func() (peer, error) { return dialStarwire(addr), nil }
+	case ProtocolGRPC:
+		addr, stop, err = startGRPC(st, maxMsg)
+		dial = func() (peer, error) { return dialGRPC(addr, maxMsg) }
+	default:
+		return nil, fmt.Errorf("%w: protocol %q, want %q or %q", ErrConfig, protocol, ProtocolStarwire, ProtocolGRPC)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+
+	// One connection per pseudo process: the trainer and every worker.
+	peers := make([]peer, cfg.Workers+1)
+	for i := range peers {
+		if peers[i], err = dial(); err != nil {
+			for _, p := range peers[:i] {
+				p.close()
+			}
+			return nil, err
+		}
+	}
+	defer func() {
+		for _, p := range peers {
+			p.close()
+		}
+	}()
+
+	r := &run{cfg: cfg, res: &Result{Protocol: protocol, Config: cfg}}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	return r.do(ctx, peers[0], peers[1:])
+}
+
+// run is one benchmark's shared state.
+type run struct {
+	cfg     Config
+	current atomic.Uint64 // the trainer's newest version, counted from the start of its push
+	res     *Result
+	mu      sync.Mutex
+	firstEr error
+}
+
+func (r *run) fail(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return // a call cut short by the end of the run is not a failure
+	}
+	r.mu.Lock()
+	if r.firstEr == nil {
+		r.firstEr = err
+	}
+	r.mu.Unlock()
+}
+
+func (r *run) do(ctx context.Context, trainer peer, workers []peer) (*Result, error) {
+	blob := make([]byte, r.cfg.DataSize)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i+8 <= len(blob); i += 8 {
+		binary.LittleEndian.PutUint64(blob[i:], rng.Uint64())
+	}
+	start := time.Now()
+	// The first version is in place before the workers start, so every
+	// sample measures lag behind a running trainer.
+	if err := r.push(ctx, trainer, blob); err != nil {
+		return nil, fmt.Errorf("staleness: first push over %s: %w", r.res.Protocol, err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(r.cfg.PushEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := r.push(ctx, trainer, blob); err != nil {
+				r.fail(ctx, fmt.Errorf("staleness: push over %s: %w", r.res.Protocol, err))
+				return
+			}
+		}
+	}()
+	stats := make([]workerStats, len(workers))
+	for i, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.work(ctx, w, &stats[i])
+		}()
+	}
+	wg.Wait()
+	r.res.Elapsed = time.Since(start)
+	if r.firstEr != nil {
+		return nil, r.firstEr
+	}
+	r.res.Versions = r.current.Load()
+	for i := range stats {
+		r.res.addWorker(&stats[i])
+	}
+	return r.res, nil
+}
+
+// push publishes the next version, stamped in the blob's first bytes.
+func (r *run) push(ctx context.Context, p peer, blob []byte) error {
+	v := r.current.Add(1)
+	binary.LittleEndian.PutUint64(blob, v)
+	t0 := time.Now()
+	if err := p.push(ctx, v, blob); err != nil {
+		return err
+	}
+	r.res.Push.add(time.Since(t0))
+	return nil
+}
+
+// workerStats is what one worker records; only its goroutines touch it
+// until the run ends.
+type workerStats struct {
+	pull      timings
+	empty     int // pulls that found nothing newer
+	samples   int
+	staleSum  uint64
+	staleMax  uint64
+	corrupted int
+}
+
+// work pulls every PullEvery and samples staleness every StepEvery until ctx
+// ends.
+func (r *run) work(ctx context.Context, p peer, s *workerStats) {
+	dst := make([]byte, r.cfg.DataSize)
+	var held atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(r.cfg.StepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			lag := r.current.Load() - held.Load()
+			s.samples++
+			s.staleSum += lag
+			s.staleMax = max(s.staleMax, lag)
+		}
+	}()
+	defer func() { <-done }()
+	t := time.NewTicker(r.cfg.PullEvery)
+	defer t.Stop()
+	for {
+		t0 := time.Now()
+		v, fresh, err := p.pull(ctx, held.Load(), dst)
+		if err != nil {
+			r.fail(ctx, fmt.Errorf("staleness: pull over %s: %w", r.res.Protocol, err))
+			return
+		}
+		if fresh {
+			s.pull.add(time.Since(t0))
+			if len(dst) >= 8 && binary.LittleEndian.Uint64(dst) != v {
+				s.corrupted++
+			}
+			held.Store(v)
+		} else {
+			s.empty++
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,70 @@
+package staleness
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestRunBothProtocols(t *testing.T) {
+	cfg := Config{
+		DataSize:  1 << 20,
+		PushEvery: 20 * time.Millisecond,
+		PullEvery: 20 * time.Millisecond,
+		StepEvery: 2 * time.Millisecond,
+		Workers:   2,
+		Duration:  400 * time.Millisecond,
+	}
+	for _, proto := range []string{ProtocolStarwire, ProtocolGRPC} {
+		t.Run(proto, func(t *testing.T) {
+			res, err := Run(context.Background(), proto, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(res)
+			if res.Versions < 5 {
+				t.Errorf("%d versions published in %v, want at least 5", res.Versions, cfg.Duration)
+			}
+			if res.Pull.Count() < 4 {
+				t.Errorf("%d pulls moved a blob, want at least 4", res.Pull.Count())
+			}
+			if res.Samples < 20 {
+				t.Errorf("%d staleness samples, want at least 20", res.Samples)
+			}
+			if res.Corrupted != 0 {
+				t.Errorf("%d pulled blobs carried the wrong version", res.Corrupted)
+			}
+			if res.MeanStaleness < 0 || res.MeanStaleness > float64(res.Versions) {
+				t.Errorf("mean staleness %.2f outside [0, %d]", res.MeanStaleness, res.Versions)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := DefaultConfig()
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"data size", func(c *Config) { c.DataSize = 0 }},
+		{"push", func(c *Config) { c.PushEvery = 0 }},
+		{"pull", func(c *Config) { c.PullEvery = -1 }},
+		{"step", func(c *Config) { c.StepEvery = 0 }},
+		{"workers", func(c *Config) { c.Workers = 0 }},
+		{"duration", func(c *Config) { c.Duration = 0 }},
+	} {
+		c := good
+		tc.edit(&c)
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: Validate() = %v, want ErrConfig", tc.name, err)
+		}
+	}
+	if err := good.Validate(); err != nil {
+		t.Errorf("default config: %v", err)
+	}
+	if _, err := Run(context.Background(), "carrier-pigeon", good); !errors.Is(err, ErrConfig) {
+		t.Errorf("unknown protocol: %v, want ErrConfig", err)
+	}
+}
