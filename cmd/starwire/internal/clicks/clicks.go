@@ -1,0 +1,156 @@
+package clicks
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Config describes a synthetic dataset.
+type Config struct {
+	// Vocab is the number of hashed feature ids, the embedding table's rows.
+	Vocab int
+	// Fields is the number of categorical features per example.
+	Fields int
+	// Values is the number of raw values per field before hashing.
+	Values int
+	// Skew is the power-law exponent of value popularity (> 1).
+	Skew float64
+	// Scale is the standard deviation of the hidden true weights.
+	Scale float64
+	// Seed fixes the true weights and, with a stream's index, every example.
+	Seed uint64
+}
+
+// DefaultConfig returns a dataset sized for the vocabulary given.
+func DefaultConfig(vocab int, seed uint64) Config {
+	return Config{Vocab: vocab, Fields: 8, Values: max(vocab, 1), Skew: 1.2, Scale: 1.0, Seed: seed}
+}
+
+// A Generator holds a dataset's hidden truth. It is read-only after New, so
+// streams may be used from many goroutines, one stream each.
+type Generator struct {
+	cfg  Config
+	true []float32 // the hidden weight of every hashed id
+	bias float32
+}
+
+// New returns the generator of cfg's dataset.
+func New(cfg Config) (*Generator, error) {
+	switch {
+	case cfg.Vocab <= 0:
+		return nil, fmt.Errorf("clicks: vocabulary of %d ids, want > 0", cfg.Vocab)
+	case cfg.Fields <= 0:
+		return nil, fmt.Errorf("clicks: %d fields, want > 0", cfg.Fields)
+	case cfg.Values <= 0:
+		return nil, fmt.Errorf("clicks: %d values per field, want > 0", cfg.Values)
+	case cfg.Skew <= 1:
+		return nil, fmt.Errorf("clicks: skew %v, want > 1", cfg.Skew)
+	}
+	g := &Generator{cfg: cfg, true: make([]float32, cfg.Vocab)}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7472756557)) // "trueW"
+	for i := range g.true {
+		g.true[i] = float32(rng.NormFloat64() * cfg.Scale)
+	}
+	// A negative bias makes clicks the minority, as they are.
+	g.bias = -0.5
+	return g, nil
+}
+
+// Config returns the dataset's configuration.
+func (g *Generator) Config() Config { return g.cfg }
+
+// Hash returns the hashed id of raw value v of field f.
+func (g *Generator) Hash(f int, v uint64) int64 {
+	// splitmix64 of (field, value): cheap and well mixed.
+	x := uint64(f)<<40 ^ v ^ 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return int64(x % uint64(g.cfg.Vocab))
+}
+
+// TrueLogit returns the hidden model's logit for an example's ids.
+func (g *Generator) TrueLogit(ids []int64) float64 {
+	s := float64(g.bias)
+	for _, id := range ids {
+		s += float64(g.true[id])
+	}
+	return s
+}
+
+// A Batch is examples in row-major form: IDs has Fields ids per example.
+type Batch struct {
+	IDs    []int64
+	Labels []float32
+}
+
+// Len returns the number of examples.
+func (b *Batch) Len() int { return len(b.Labels) }
+
+// A Stream draws examples; streams with different indices are independent.
+// Not safe for concurrent use.
+type Stream struct {
+	g    *Generator
+	rng  *rand.Rand
+	zipf []*rand.Zipf
+}
+
+// Stream returns stream number i of the dataset.
+func (g *Generator) Stream(i uint64) *Stream {
+	rng := rand.New(rand.NewPCG(g.cfg.Seed^0x5eed, i+1))
+	s := &Stream{g: g, rng: rng, zipf: make([]*rand.Zipf, g.cfg.Fields)}
+	for f := range s.zipf {
+		s.zipf[f] = rand.NewZipf(rng, g.cfg.Skew, 1, uint64(g.cfg.Values-1))
+	}
+	return s
+}
+
+// Fill replaces b's contents with n fresh examples, reusing its storage.
+func (s *Stream) Fill(b *Batch, n int) {
+	F := s.g.cfg.Fields
+	b.IDs = grow(b.IDs, n*F)
+	b.Labels = grow(b.Labels, n)
+	for i := range n {
+		ids := b.IDs[i*F : (i+1)*F]
+		for f := range ids {
+			ids[f] = s.g.Hash(f, s.zipf[f].Uint64())
+		}
+		p := sigmoid(s.g.TrueLogit(ids))
+		if s.rng.Float64() < p {
+			b.Labels[i] = 1
+		} else {
+			b.Labels[i] = 0
+		}
+	}
+}
+
+// BayesLoss returns the mean log loss of the hidden model itself on b: the
+// floor no learner can beat in expectation.
+func (g *Generator) BayesLoss(b *Batch) float64 {
+	F := g.cfg.Fields
+	var sum float64
+	for i := range b.Len() {
+		sum += LogLoss(sigmoid(g.TrueLogit(b.IDs[i*F:(i+1)*F])), b.Labels[i])
+	}
+	return sum / float64(max(b.Len(), 1))
+}
+
+// LogLoss is the log loss of predicting p for label y, with p clamped away
+// from 0 and 1.
+func LogLoss(p float64, y float32) float64 {
+	p = min(max(p, 1e-7), 1-1e-7)
+	if y > 0.5 {
+		return -math.Log(p)
+	}
+	return -math.Log(1 - p)
+}
+
+func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

@@ -1,0 +1,68 @@
+package clicks
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestStreamsAreDeterministicAndIndependent(t *testing.T) {
+	g, err := New(DefaultConfig(1000, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b, c Batch
+	g.Stream(0).Fill(&a, 64)
+	g.Stream(0).Fill(&b, 64)
+	g.Stream(1).Fill(&c, 64)
+	if !slices.Equal(a.IDs, b.IDs) || !slices.Equal(a.Labels, b.Labels) {
+		t.Error("stream 0 differs between two draws with the same seed")
+	}
+	if slices.Equal(a.IDs, c.IDs) {
+		t.Error("streams 0 and 1 drew the same ids")
+	}
+	for _, id := range a.IDs {
+		if id < 0 || id >= 1000 {
+			t.Fatalf("id %d outside the vocabulary", id)
+		}
+	}
+}
+
+func TestTaskIsLearnable(t *testing.T) {
+	g, err := New(DefaultConfig(5000, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	g.Stream(3).Fill(&b, 20000)
+	clicks := 0
+	for _, y := range b.Labels {
+		clicks += int(y)
+	}
+	rate := float64(clicks) / float64(b.Len())
+	if rate < 0.2 || rate > 0.6 {
+		t.Errorf("click rate %.2f, want between 0.2 and 0.6", rate)
+	}
+	// The hidden model must beat predicting the base rate by a wide margin,
+	// or a learner has nothing to find.
+	base := 0.0
+	for _, y := range b.Labels {
+		base += LogLoss(rate, y)
+	}
+	base /= float64(b.Len())
+	if bayes := g.BayesLoss(&b); bayes > 0.8*base {
+		t.Errorf("hidden model loss %.3f vs base-rate loss %.3f: too little signal", bayes, base)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{Vocab: 0, Fields: 1, Values: 1, Skew: 1.1},
+		{Vocab: 1, Fields: 0, Values: 1, Skew: 1.1},
+		{Vocab: 1, Fields: 1, Values: 0, Skew: 1.1},
+		{Vocab: 1, Fields: 1, Values: 1, Skew: 1},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) succeeded", cfg)
+		}
+	}
+}
