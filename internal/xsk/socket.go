@@ -146,7 +146,7 @@ func (s *Socket) bind(ifindex, queue int, cfg Config) error {
 	sa := &unix.SockaddrXDP{Flags: flags, Ifindex: uint32(ifindex), QueueID: uint32(queue)}
 	if !cfg.NoNeedWakeup {
 		sa.Flags = flags | unix.XDP_USE_NEED_WAKEUP
-		err := unix.Bind(s.fd, sa)
+		err := bindRetry(s.fd, sa)
 		if err == nil {
 			s.needWakeup = true
 			return s.readMode()
@@ -156,10 +156,30 @@ func (s *Socket) bind(ifindex, queue int, cfg Config) error {
 		}
 		sa.Flags = flags
 	}
-	if err := unix.Bind(s.fd, sa); err != nil {
+	if err := bindRetry(s.fd, sa); err != nil {
 		return fmt.Errorf("xsk: bind ifindex %d queue %d: %w", ifindex, queue, err)
 	}
 	return s.readMode()
+}
+
+// Bind retry budget for EBUSY.
+const (
+	bindRetries    = 100
+	bindRetryPause = 5 * time.Millisecond
+)
+
+// bindRetry binds, retrying EBUSY for a bounded time: the kernel releases
+// a closed socket's hold on its queue from a work queue, so a socket opened
+// right after another one on the same queue was closed can find the queue
+// still busy for a moment.
+func bindRetry(fd int, sa *unix.SockaddrXDP) error {
+	for i := 0; ; i++ {
+		err := unix.Bind(fd, sa)
+		if !errors.Is(err, unix.EBUSY) || i == bindRetries {
+			return err
+		}
+		time.Sleep(bindRetryPause)
+	}
 }
 
 func (s *Socket) readMode() error {

@@ -1,0 +1,521 @@
+package afxdp_test
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	asavie "github.com/asavie/xdp"
+	"golang.org/x/sys/unix"
+
+	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/packet"
+	"github.com/starwire/starwire/internal/xsk"
+	"github.com/starwire/starwire/xdp"
+)
+
+// The raw echo benchmark compares, in one run over one 1-queue veth pair
+// between two namespaces, a 64-byte UDP frame echo over AF_XDP in copy mode
+// with this module's socket layer and with asavie/xdp, and a kernel UDP
+// ping-pong, each waiting by spinning or in poll(). The client sends a
+// frame carrying a sequence number; the server swaps addresses and ports
+// in place and sends it back.
+const (
+	rawPort       = 7470 // steered to AF_XDP
+	kernelPort    = 7471 // not steered: the kernel's UDP socket
+	rawPayload    = 64 - packet.UDP4HeaderLen
+	resendAfter   = 5 * time.Millisecond // a lost frame is sent again
+	roundTripCap  = 2 * time.Second      // an iteration fails after this
+	serverIdle    = 10 * time.Millisecond
+	maxRTTSamples = 1 << 20
+)
+
+// wait is how an idle end waits for the next frame.
+type wait int
+
+const (
+	// spin polls the RX ring in a loop: a core per end.
+	spin wait = iota
+	// spinYield spins, but calls sched_yield once idle for spinBudget, so
+	// kernel threads (ksoftirqd) sharing the core get to run.
+	spinYield
+	// hybrid spins for spinBudget, then sleeps in poll().
+	hybrid
+	// sleep goes straight to poll().
+	sleep
+)
+
+var waits = []struct {
+	name string
+	mode wait
+}{{"spin", spin}, {"spin-yield", spinYield}, {"hybrid", hybrid}, {"poll", sleep}}
+
+// spinBudget is how long an idle end spins before yielding or sleeping.
+const spinBudget = 20 * time.Microsecond
+
+// idle waits once per the mode; idleSince is when the end ran out of
+// work, limit how long poll may sleep. It reports nothing; callers loop.
+func (w wait) idle(idleSince, now time.Time, limit time.Duration, poll func(time.Duration)) {
+	switch w {
+	case spinYield:
+		if now.Sub(idleSince) > spinBudget {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+	case hybrid:
+		if now.Sub(idleSince) > spinBudget {
+			poll(limit)
+		}
+	case sleep:
+		poll(limit)
+	}
+}
+
+// pinger is one client implementation.
+type pinger interface {
+	// send transmits a frame carrying seq.
+	send(b *testing.B, seq uint32)
+	// recv reports whether the echo of seq arrived before deadline;
+	// stale echoes are consumed and ignored.
+	recv(b *testing.B, seq uint32, deadline time.Time) bool
+}
+
+// drive runs the benchmark loop: one round trip per iteration, resending
+// after resendAfter, failing after roundTripCap.
+func drive(b *testing.B, p pinger) {
+	samples := make([]int64, 0, maxRTTSamples)
+	resends := 0
+	var seq uint32
+	// One untimed round trip so both ends are warm.
+	p.send(b, 0)
+	if !p.recv(b, 0, time.Now().Add(roundTripCap)) {
+		b.Fatal("no echo of the warm-up frame")
+	}
+	b.ReportAllocs()
+	b.SetBytes(2 * 64)
+	start := time.Now()
+	for b.Loop() {
+		seq++
+		t0 := time.Now()
+		giveUp := t0.Add(roundTripCap)
+		for {
+			p.send(b, seq)
+			if p.recv(b, seq, earliest(time.Now().Add(resendAfter), giveUp)) {
+				break
+			}
+			if time.Now().After(giveUp) {
+				b.Fatalf("no echo of frame %d within %v", seq, roundTripCap)
+			}
+			resends++
+		}
+		if len(samples) < cap(samples) {
+			samples = append(samples, int64(time.Since(t0)))
+		}
+	}
+	elapsed := time.Since(start)
+	slices.Sort(samples)
+	b.ReportMetric(float64(seq)/elapsed.Seconds(), "rt/s")
+	b.ReportMetric(float64(samples[len(samples)/2]), "p50-ns")
+	b.ReportMetric(float64(samples[len(samples)*99/100]), "p99-ns")
+	b.ReportMetric(float64(resends), "resends")
+	b.ReportMetric(0, "ns/op") // rt/s says it better
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// rawEnv is the pair of namespaces with the steering program attached to
+// both veth ends in generic mode (lower latency than native on veth).
+type rawEnv struct {
+	pair                 *netns.Pair
+	progA, progB         *xdp.Program
+	toB                  packet.UDP4
+	asavieCli, asavieSrv *asavie.Socket
+}
+
+func newRawEnv(b *testing.B) *rawEnv {
+	e := &rawEnv{pair: netns.NewForTest(b, netns.Options{Queues: 1})}
+	attach := func(end *netns.End) *xdp.Program {
+		p, err := xdp.Load(xdp.Options{Ports: []uint16{rawPort}, Queues: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Close() })
+		if err := end.Do(func() error { _, err := p.AttachMode(end.Ifindex, xdp.ModeGeneric); return err }); err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	e.progA, e.progB = attach(e.pair.A), attach(e.pair.B)
+	a, bb := e.pair.A, e.pair.B
+	e.toB = packet.UDP4{SrcIP: a.Addr.As4(), DstIP: bb.Addr.As4(), SrcPort: rawPort, DstPort: rawPort}
+	copy(e.toB.SrcMAC[:], a.MAC)
+	copy(e.toB.DstMAC[:], bb.MAC)
+	return e
+}
+
+// serve runs loop on a thread in B until stop, and returns a wait function.
+func serve(b *testing.B, e *rawEnv, loop func(stop *atomic.Bool)) (stop func()) {
+	var flag atomic.Bool
+	done := make(chan struct{})
+	if err := e.pair.B.Go(func() { defer close(done); loop(&flag) }); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		flag.Store(true)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			b.Error("echo server did not stop")
+		}
+	}
+}
+
+func seqOf(frame []byte) (uint32, bool) {
+	_, payload, err := packet.ParseUDP4(frame)
+	if err != nil || len(payload) < 4 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(payload), true
+}
+
+// --- this module's socket layer ---
+
+type xskClient struct {
+	s     *xsk.Socket
+	hdr   *packet.UDP4
+	wait  wait
+	poll  func(time.Duration)
+	tx    [1]xsk.Desc
+	descs [16]xsk.Desc
+}
+
+func (c *xskClient) send(b *testing.B, seq uint32) {
+	c.s.ReapCompletions()
+	addr, ok := c.s.AllocFrame()
+	if !ok {
+		b.Fatal("client out of frames")
+	}
+	f := c.s.Frame(addr)
+	binary.BigEndian.PutUint32(f[packet.UDP4HeaderLen:], seq)
+	n, err := packet.WriteUDP4(f, c.hdr, rawPayload)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.tx[0] = xsk.Desc{Addr: addr, Len: uint32(n)}
+	if c.s.Transmit(c.tx[:]) != 1 {
+		b.Fatal("client tx ring full")
+	}
+	if err := c.s.Kick(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func (c *xskClient) recv(b *testing.B, seq uint32, deadline time.Time) bool {
+	idleSince := time.Now()
+	for {
+		n := c.s.Receive(c.descs[:])
+		got := false
+		for _, d := range c.descs[:n] {
+			if s, ok := seqOf(c.s.Packet(d)); ok && s == seq {
+				got = true
+			}
+			c.s.FreeFrame(d.Addr)
+		}
+		if n > 0 {
+			c.s.RefillFill()
+		}
+		if got {
+			return true
+		}
+		now := time.Now()
+		if !now.Before(deadline) {
+			return false
+		}
+		c.wait.idle(idleSince, now, deadline.Sub(now), c.poll)
+	}
+}
+
+func xskPoll(s *xsk.Socket) func(time.Duration) {
+	return func(d time.Duration) { s.Poll(d) }
+}
+
+func xskEcho(s *xsk.Socket, w wait) func(stop *atomic.Bool) {
+	return func(stop *atomic.Bool) {
+		var descs [64]xsk.Desc
+		poll := xskPoll(s)
+		idleSince := time.Now()
+		for !stop.Load() {
+			n := s.Receive(descs[:])
+			if n == 0 {
+				w.idle(idleSince, time.Now(), serverIdle, poll)
+				continue
+			}
+			for _, d := range descs[:n] {
+				packet.SwapUDP4(s.Packet(d))
+			}
+			s.Transmit(descs[:n])
+			s.Kick()
+			s.ReapCompletions()
+			s.RefillFill()
+			idleSince = time.Now()
+		}
+	}
+}
+
+func benchXSK(b *testing.B, e *rawEnv, w wait) {
+	open := func(end *netns.End, p *xdp.Program) *xsk.Socket {
+		var s *xsk.Socket
+		err := end.Do(func() (err error) {
+			s, err = xsk.Open(end.Ifindex, 0, xsk.Config{NumFrames: 1024, Mode: xsk.ModeCopy})
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.RegisterSocket(0, s.FD()); err != nil {
+			b.Fatal(err)
+		}
+		// The map holds a reference to the socket: unregister first, or
+		// the queue stays bound after Close.
+		b.Cleanup(func() {
+			p.UnregisterSocket(0)
+			s.Close()
+		})
+		return s
+	}
+	cli, srv := open(e.pair.A, e.progA), open(e.pair.B, e.progB)
+	stop := serve(b, e, xskEcho(srv, w))
+	defer stop()
+	drive(b, &xskClient{s: cli, hdr: &e.toB, wait: w, poll: xskPoll(cli)})
+}
+
+// --- asavie/xdp v0.3.3 ---
+//
+// Its Transmit kicks once per call and panics on an unexpected sendto
+// error; its Poll takes milliseconds; GetDescs scans every frame.
+
+type asavieClient struct {
+	s    *asavie.Socket
+	hdr  *packet.UDP4
+	wait wait
+	poll func(time.Duration)
+	tx   [1]asavie.Desc
+}
+
+// asaviePoll rounds up to its millisecond timeout.
+func asaviePoll(s *asavie.Socket) func(time.Duration) {
+	return func(d time.Duration) { s.Poll(int((d + time.Millisecond - 1) / time.Millisecond)) }
+}
+
+func asavieRefill(s *asavie.Socket) {
+	if n := s.NumFreeFillSlots(); n > 0 {
+		s.Fill(s.GetDescs(n))
+	}
+}
+
+func (c *asavieClient) send(b *testing.B, seq uint32) {
+	if n := c.s.NumCompleted(); n > 0 {
+		c.s.Complete(n)
+	}
+	descs := c.s.GetDescs(1)
+	if len(descs) == 0 {
+		b.Fatal("asavie client out of frames")
+	}
+	f := c.s.GetFrame(descs[0])
+	binary.BigEndian.PutUint32(f[packet.UDP4HeaderLen:], seq)
+	n, err := packet.WriteUDP4(f, c.hdr, rawPayload)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.tx[0] = asavie.Desc{Addr: descs[0].Addr, Len: uint32(n)}
+	if c.s.Transmit(c.tx[:]) != 1 {
+		b.Fatal("asavie client tx ring full")
+	}
+}
+
+func (c *asavieClient) recv(b *testing.B, seq uint32, deadline time.Time) bool {
+	idleSince := time.Now()
+	for {
+		got := false
+		if n := c.s.NumReceived(); n > 0 {
+			for _, d := range c.s.Receive(n) {
+				if s, ok := seqOf(c.s.GetFrame(d)); ok && s == seq {
+					got = true
+				}
+			}
+			asavieRefill(c.s)
+		}
+		if got {
+			return true
+		}
+		now := time.Now()
+		if !now.Before(deadline) {
+			return false
+		}
+		c.wait.idle(idleSince, now, deadline.Sub(now), c.poll)
+	}
+}
+
+func asavieEcho(s *asavie.Socket, w wait) func(stop *atomic.Bool) {
+	return func(stop *atomic.Bool) {
+		poll := asaviePoll(s)
+		idleSince := time.Now()
+		for !stop.Load() {
+			n := s.NumReceived()
+			if n == 0 {
+				w.idle(idleSince, time.Now(), serverIdle, poll)
+				continue
+			}
+			descs := s.Receive(n)
+			for _, d := range descs {
+				packet.SwapUDP4(s.GetFrame(d))
+			}
+			s.Transmit(descs)
+			if c := s.NumCompleted(); c > 0 {
+				s.Complete(c)
+			}
+			asavieRefill(s)
+			idleSince = time.Now()
+		}
+	}
+}
+
+// asavieSockets opens the client and server sockets once per environment:
+// asavie's Close never unmaps the rings, and a mapping keeps the socket and
+// its queue binding alive for the life of the process, so its sockets are
+// reused across wait modes and run after every other AF_XDP variant.
+func (e *rawEnv) asavieSockets(b *testing.B) (cli, srv *asavie.Socket) {
+	if e.asavieCli != nil {
+		return e.asavieCli, e.asavieSrv
+	}
+	asavie.DefaultSocketFlags = unix.XDP_COPY
+	opts := asavie.SocketOptions{NumFrames: 1024, FrameSize: 2048, FillRingNumDescs: 512,
+		CompletionRingNumDescs: 512, RxRingNumDescs: 512, TxRingNumDescs: 512}
+	open := func(end *netns.End, p *xdp.Program) *asavie.Socket {
+		var s *asavie.Socket
+		err := end.Do(func() (err error) {
+			// Like xsk.Open, retry EBUSY while the kernel releases the
+			// previous socket's hold on the queue.
+			for range 100 {
+				if s, err = asavie.NewSocket(end.Ifindex, 0, &opts); err == nil || !strings.Contains(err.Error(), "busy") {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		asavieRefill(s)
+		if err := p.RegisterSocket(0, s.FD()); err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	e.asavieCli, e.asavieSrv = open(e.pair.A, e.progA), open(e.pair.B, e.progB)
+	return e.asavieCli, e.asavieSrv
+}
+
+func (e *rawEnv) closeAsavie() {
+	if e.asavieCli != nil {
+		e.progA.UnregisterSocket(0)
+		e.progB.UnregisterSocket(0)
+		e.asavieCli.Close()
+		e.asavieSrv.Close()
+	}
+}
+
+func benchAsavie(b *testing.B, e *rawEnv, w wait) {
+	cli, srv := e.asavieSockets(b)
+	stop := serve(b, e, asavieEcho(srv, w))
+	defer stop()
+	drive(b, &asavieClient{s: cli, hdr: &e.toB, wait: w, poll: asaviePoll(cli)})
+}
+
+// --- kernel UDP ---
+
+type udpClient struct {
+	c   *net.UDPConn
+	buf [rawPayload]byte
+	in  [2048]byte
+}
+
+func (c *udpClient) send(b *testing.B, seq uint32) {
+	binary.BigEndian.PutUint32(c.buf[:], seq)
+	if _, err := c.c.Write(c.buf[:]); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func (c *udpClient) recv(b *testing.B, seq uint32, deadline time.Time) bool {
+	if err := c.c.SetReadDeadline(deadline); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		n, err := c.c.Read(c.in[:])
+		if err != nil {
+			return false // deadline
+		}
+		if n >= 4 && binary.BigEndian.Uint32(c.in[:]) == seq {
+			return true
+		}
+	}
+}
+
+func benchKernelUDP(b *testing.B, e *rawEnv) {
+	var srv, cli *net.UDPConn
+	err := e.pair.B.Do(func() (err error) {
+		srv, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(e.pair.B.Addr, kernelPort)))
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = e.pair.A.Do(func() (err error) {
+		cli, err = net.DialUDP("udp4", nil, srv.LocalAddr().(*net.UDPAddr))
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var buf [2048]byte
+		for {
+			n, from, err := srv.ReadFromUDPAddrPort(buf[:])
+			if err != nil {
+				return // closed
+			}
+			srv.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+	defer func() { srv.Close(); <-done }()
+	drive(b, &udpClient{c: cli})
+}
+
+// BenchmarkRawEcho measures 64-byte round trips; run it with
+//
+//	go test ./afxdp -run '^$' -bench RawEcho -benchtime 3s
+func BenchmarkRawEcho(b *testing.B) {
+	e := newRawEnv(b)
+	defer e.closeAsavie()
+	for _, w := range waits {
+		b.Run("xsk/"+w.name, func(b *testing.B) { benchXSK(b, e, w.mode) })
+	}
+	for _, w := range waits {
+		b.Run("asavie/"+w.name, func(b *testing.B) { benchAsavie(b, e, w.mode) })
+	}
+	b.Run("kernel-udp/netpoll", func(b *testing.B) { benchKernelUDP(b, e) })
+}
