@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"testing"
+)
+
+// echoLoads are the echo benchmarks' loads: one caller, and 32 calls in
+// flight on one connection.
+var echoLoads = []struct {
+	name     string
+	inflight int
+}{{"seq", 1}, {"inflight32", 32}}
+
+// BenchmarkEcho64 compares 64-byte echo calls of starwire, gRPC-Go and a raw
+// TCP baseline, client and server in this process over loopback.
+func BenchmarkEcho64(b *testing.B) {
+	s := startLoopback(b)
+	benchEcho(b, s.Addrs)
+}
+
+// benchEcho runs the echo sub-benchmarks against the servers at a and logs
+// the targets.
+func benchEcho(b *testing.B, a Addrs) {
+	var figs figures
+	for _, load := range echoLoads {
+		b.Run(load.name, func(b *testing.B) {
+			b.Run("starwire", func(b *testing.B) {
+				c := newRPCClient(b, a.Starwire)
+				figs.set(load.name+"/starwire", runCalls(b, load.inflight, warmCalls, func() func() error {
+					return echoCall(NewStarwireClient(c))
+				}))
+			})
+			b.Run("grpc", func(b *testing.B) {
+				c := newGRPCClient(b, a.GRPC)
+				figs.set(load.name+"/grpc", runCalls(b, load.inflight, warmCalls, func() func() error {
+					return grpcEchoCall(c)
+				}))
+			})
+			b.Run("raw", func(b *testing.B) {
+				figs.set(load.name+"/raw", benchRawEcho(b, a.Raw, load.inflight))
+			})
+		})
+	}
+	sw32, _ := figs.get("inflight32/starwire")
+	gr32, _ := figs.get("inflight32/grpc")
+	raw32, _ := figs.get("inflight32/raw")
+	sw1, _ := figs.get("seq/starwire")
+	raw1, _ := figs.get("seq/raw")
+	logTargets([]target{
+		{name: "32 in flight: starwire / gRPC-Go ops/s", measured: ratio(sw32.ops, gr32.ops), want: 10, unit: "×"},
+		{name: "32 in flight: starwire / raw pipelined ops/s", measured: ratio(sw32.ops, raw32.ops), want: 0.40, unit: "%"},
+		{name: "sequential: starwire / raw ping-pong p50", measured: ratio(float64(sw1.p50), float64(raw1.p50)), want: 1.5, atMost: true, unit: "×"},
+	})
+}
+
+// benchRawEcho measures the raw TCP baseline: ping-pong for one caller, a
+// pipeline on one connection for more.
+func benchRawEcho(b *testing.B, addr string, inflight int) figure {
+	if inflight == 1 {
+		e, err := DialRawEcho(addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close()
+		req, resp := echoPayload(64), make([]byte, 64)
+		return runCalls(b, 1, warmCalls, func() func() error {
+			return func() error { return e.Echo(req, resp) }
+		})
+	}
+	p, err := DialRawPipeline(addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Run(warmCalls, 64, inflight, nil); err != nil {
+		b.Fatal(err)
+	}
+	lat := NewSamples(sampleRoom)
+	b.ReportAllocs()
+	b.ResetTimer()
+	err = p.Run(b.N, 64, inflight, lat)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return reportLatency(b, lat)
+}

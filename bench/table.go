@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// FormatTable writes one comparison table of rs measured under cfg: calls,
+// ops/s, p50, p99 and MB/s per contender, and how starwire's ops/s compare
+// with each (the "starwire ×" column; "-" when there is no starwire row).
+func FormatTable(w io.Writer, cfg LoadConfig, rs []Result) error {
+	fmt.Fprintf(w, "%s, %d B, %d in flight, %v per contender\n", cfg.Mode, cfg.Size, cfg.Inflight, cfg.Duration)
+	var base *Result
+	for i := range rs {
+		if rs[i].Name == "starwire" && rs[i].Err == nil {
+			base = &rs[i]
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "contender\tcalls\tops/s\tp50\tp99\tMB/s\tstarwire ×\t")
+	for _, r := range rs {
+		if r.Err != nil {
+			fmt.Fprintf(tw, "%s\terror: %v\t\t\t\t\t\t\n", r.Name, r.Err)
+			continue
+		}
+		ratio := "-"
+		if base != nil && r.OpsPerSec() > 0 {
+			ratio = strconv.FormatFloat(base.OpsPerSec()/r.OpsPerSec(), 'f', 2, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t\n",
+			r.Name, r.Calls, groupThousands(int64(r.OpsPerSec()+0.5)), micros(r.P50), micros(r.P99), r.MBPerSec(), ratio)
+	}
+	return tw.Flush()
+}
+
+// micros formats d in microseconds with one decimal.
+func micros(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 1, 64) + "µs"
+}
+
+// groupThousands formats n with commas between groups of three digits.
+func groupThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := n < 0
+	if neg {
+		s = s[1:]
+	}
+	var out []byte
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
