@@ -64,7 +64,10 @@ type ParseError struct {
 }
 
 func (e *ParseError) Error() string {
-	return fmt.Sprintf("rpc: %s:%d: %v in %q", e.Name, e.Line, e.Err, e.Text)
+	if e.Text == "" {
+		return fmt.Sprintf("rpc: %s:%d: %v", e.Name, e.Line, e.Err)
+	}
+	return fmt.Sprintf("rpc: %s:%d: %q: %v", e.Name, e.Line, e.Text, e.Err)
 }
 
 // Unwrap returns the cause, so errors.Is(err, ErrBadAddress) and friends work.
