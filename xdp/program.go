@@ -137,7 +137,9 @@ func Load(opts Options) (_ *Program, err error) {
 func (p *Program) BPF() *ebpf.Program { return p.prog }
 
 // RegisterSocket makes queue's packets to the steered ports go to the
-// AF_XDP socket fd. The map holds its own reference to the socket.
+// AF_XDP socket fd. The map holds its own reference to the socket: until
+// UnregisterSocket (or Close of the program), closing fd does not release
+// the socket or its queue, and a new socket on that queue fails to bind.
 func (p *Program) RegisterSocket(queue, fd int) error {
 	if err := p.xsks.Put(uint32(queue), uint32(fd)); err != nil {
 		return fmt.Errorf("xdp: register socket for queue %d: %w", queue, err)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
@@ -49,7 +50,10 @@ type Pair struct {
 	closed bool
 }
 
-var seq atomic.Uint32
+var (
+	seq       atomic.Uint32
+	sweepOnce sync.Once
+)
 
 // New creates a Pair. Names include the pid and a per-process sequence
 // number, so test binaries running in parallel do not collide; addresses
@@ -59,6 +63,7 @@ func New(opts Options) (_ *Pair, err error) {
 	if opts.Queues == 0 {
 		opts.Queues = 1
 	}
+	sweepOnce.Do(func() { SweepStale() }) // best effort
 	n := seq.Add(1)
 	pid := os.Getpid()
 	tag := fmt.Sprintf("%d-%d", pid, n)

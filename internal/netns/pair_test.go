@@ -197,3 +197,42 @@ func TestCloseRemovesEverything(t *testing.T) {
 		t.Fatalf("link %s visible in the original namespace", p.A.Link)
 	}
 }
+
+func TestOwnerPid(t *testing.T) {
+	tests := []struct {
+		name string
+		pid  int
+		ok   bool
+	}{
+		{"sw-123-4-a", 123, true},
+		{"sw-123-4-b", 123, true},
+		{"sw-123-4-c", 0, false},
+		{"sw-x-4-a", 0, false},
+		{"other-123-4-a", 0, false},
+		{"sw-123-a", 0, false},
+	}
+	for _, tt := range tests {
+		pid, ok := ownerPid(tt.name)
+		if ok != tt.ok || (ok && pid != tt.pid) {
+			t.Errorf("%s: %d %v", tt.name, pid, ok)
+		}
+	}
+}
+
+func TestSweepStale(t *testing.T) {
+	Require(t)
+	// A pid that cannot exist (above pid_max's ceiling).
+	name := "sw-4194305-1-a"
+	e := &End{NS: name, handle: -1}
+	if err := createNamespaces(e); err != nil {
+		t.Fatal(err)
+	}
+	e.handle.Close()
+	t.Cleanup(func() { vnetns.DeleteNamed(name) })
+	if _, err := SweepStale(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", name)); !os.IsNotExist(err) {
+		t.Fatalf("stale namespace %s survived: %v", name, err)
+	}
+}

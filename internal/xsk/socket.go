@@ -384,7 +384,10 @@ func (s *Socket) Stats() (Stats, error) {
 }
 
 // Close closes the socket and unmaps its rings and UMEM. Every view
-// returned by Frame or Packet becomes invalid. Close is idempotent.
+// returned by Frame or Packet becomes invalid. The kernel releases the
+// queue once no XSKMAP entry refers to the socket (unregister it first)
+// and, asynchronously, a moment later; Open retries EBUSY for that
+// reason. Close is idempotent.
 func (s *Socket) Close() error {
 	if s.closed {
 		return nil

@@ -262,3 +262,44 @@ func TestCloseIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestBindOptions(t *testing.T) {
+	pair := netns.NewForTest(t, netns.Options{})
+	tests := []struct {
+		name       string
+		cfg        xsk.Config
+		wantErr    bool
+		wantWakeup bool
+	}{
+		{"copy with need-wakeup", xsk.Config{NumFrames: 64, Mode: xsk.ModeCopy}, false, true},
+		{"copy without need-wakeup", xsk.Config{NumFrames: 64, Mode: xsk.ModeCopy, NoNeedWakeup: true}, false, false},
+		{"auto falls back to copy on veth", xsk.Config{NumFrames: 64}, false, true},
+		{"zero-copy is refused on veth", xsk.Config{NumFrames: 64, Mode: xsk.ModeZeroCopy}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s *xsk.Socket
+			err := pair.A.Do(func() (err error) {
+				s, err = xsk.Open(pair.A.Ifindex, 0, tt.cfg)
+				return err
+			})
+			if tt.wantErr {
+				if err == nil {
+					s.Close()
+					t.Fatal("bound")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.Mode() != xsk.ModeCopy || s.UsesNeedWakeup() != tt.wantWakeup {
+				t.Fatalf("mode %s, need-wakeup %v", s.Mode(), s.UsesNeedWakeup())
+			}
+			if !tt.wantWakeup && (!s.TxNeedsWakeup() || !s.FillNeedsWakeup()) {
+				t.Fatal("without need-wakeup every ring must report it needs one")
+			}
+		})
+	}
+}
