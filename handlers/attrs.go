@@ -1,0 +1,147 @@
+package handlers
+
+import (
+	"fmt"
+
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// Attribute readers for kernel builders. Their errors name the attribute;
+// buildGraph adds the node.
+
+func (n *node) attr(name string) (*tfpb.AttrValue, error) {
+	a := n.attrs[name]
+	if a == nil {
+		return nil, fmt.Errorf("missing attr %q", name)
+	}
+	return a, nil
+}
+
+func (n *node) attrType(name string) (wire.DataType, error) {
+	a, err := n.attr(name)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := a.GetValue().(*tfpb.AttrValue_Type)
+	if !ok {
+		return 0, fmt.Errorf("attr %q is not a type", name)
+	}
+	return wire.DataType(v.Type), nil
+}
+
+// attrTypeIn reads a type attribute that must be one of allowed.
+func (n *node) attrTypeIn(name string, allowed ...wire.DataType) (wire.DataType, error) {
+	dt, err := n.attrType(name)
+	if err != nil {
+		return 0, err
+	}
+	for _, a := range allowed {
+		if dt == a {
+			return dt, nil
+		}
+	}
+	return 0, fmt.Errorf("attr %q is %v, want one of %v", name, dt, allowed)
+}
+
+func (n *node) attrInt(name string) (int64, error) {
+	a, err := n.attr(name)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := a.GetValue().(*tfpb.AttrValue_I)
+	if !ok {
+		return 0, fmt.Errorf("attr %q is not an int", name)
+	}
+	return v.I, nil
+}
+
+func (n *node) attrBool(name string) (bool, error) {
+	a, err := n.attr(name)
+	if err != nil {
+		return false, err
+	}
+	v, ok := a.GetValue().(*tfpb.AttrValue_B)
+	if !ok {
+		return false, fmt.Errorf("attr %q is not a bool", name)
+	}
+	return v.B, nil
+}
+
+func (n *node) attrString(name string) (string, error) {
+	a, err := n.attr(name)
+	if err != nil {
+		return "", err
+	}
+	v, ok := a.GetValue().(*tfpb.AttrValue_S)
+	if !ok {
+		return "", fmt.Errorf("attr %q is not a string", name)
+	}
+	return string(v.S), nil
+}
+
+// attrShape reads a shape attribute: nil for unknown rank, -1 for unknown
+// dimensions.
+func (n *node) attrShape(name string) ([]int64, error) {
+	a, err := n.attr(name)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := a.GetValue().(*tfpb.AttrValue_Shape)
+	if !ok {
+		return nil, fmt.Errorf("attr %q is not a shape", name)
+	}
+	return partialShape(v.Shape), nil
+}
+
+func partialShape(s *tfpb.TensorShapeProto) []int64 {
+	if s.GetUnknownRank() {
+		return nil
+	}
+	dims := make([]int64, len(s.GetDim()))
+	for i, d := range s.GetDim() {
+		dims[i] = max(d.GetSize(), -1)
+	}
+	return dims
+}
+
+func (n *node) attrTypeList(name string) ([]wire.DataType, error) {
+	a, err := n.attr(name)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := a.GetValue().(*tfpb.AttrValue_List)
+	if !ok {
+		return nil, fmt.Errorf("attr %q is not a list", name)
+	}
+	out := make([]wire.DataType, len(v.List.GetType()))
+	for i, t := range v.List.GetType() {
+		out[i] = wire.DataType(t)
+	}
+	return out, nil
+}
+
+// wantInputs checks the number of data inputs.
+func (n *node) wantInputs(k int) error {
+	if len(n.inputs) != k {
+		return fmt.Errorf("has %d data inputs, want %d", len(n.inputs), k)
+	}
+	return nil
+}
+
+// Attribute values for op defaults.
+func typeAttr(dt wire.DataType) *tfpb.AttrValue {
+	return &tfpb.AttrValue{Value: &tfpb.AttrValue_Type{Type: tfpb.DataType(dt)}}
+}
+
+func boolAttr(b bool) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: b}} }
+
+func intAttr(i int64) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: i}} }
+
+func stringAttr(s string) *tfpb.AttrValue {
+	return &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte(s)}}
+}
+
+func unknownShapeAttr() *tfpb.AttrValue {
+	return &tfpb.AttrValue{Value: &tfpb.AttrValue_Shape{Shape: &tfpb.TensorShapeProto{UnknownRank: true}}}
+}

@@ -1,0 +1,5 @@
+package handlers
+
+import "errors"
+
+var errBadTensor = errors.New("bad tensor")

@@ -1,0 +1,212 @@
+package handlers
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// A graph is a registered partition, checked and ready to run: nodes with
+// resolved inputs, kernels built from their attributes, and the index of
+// its feeds and fetches. It is immutable once built, so steps share it.
+type graph struct {
+	handle  string
+	session string
+
+	nodes  []*node
+	byName map[string]*node
+	// feeds and fetches of TensorFlow's client-terminated _Recv and _Send
+	// nodes, by rendezvous key; named feeds are Placeholder and _Arg nodes
+	// by name.
+	feedRecvs  map[string]*node
+	fetchSends map[string]*node
+	namedFeeds map[string]*node
+	roots      []int // nodes without inputs
+}
+
+// A node is one operation of a graph.
+type node struct {
+	id    int
+	name  string
+	op    string
+	attrs map[string]*tfpb.AttrValue // with op defaults filled in
+
+	inputs   []edge // data inputs
+	controls []int  // control inputs
+	outs     []int  // consumers, one entry per data or control edge
+	nouts    int    // number of outputs
+
+	spec   *opSpec
+	kernel kernel
+
+	// For _Send and _Recv: the rendezvous key and whether the client (the
+	// RunGraph caller) is the other end.
+	key        string
+	clientTerm bool
+	remoteTask string        // a _Recv whose sender is another task
+	feedType   wire.DataType // client-terminated _Recv, Placeholder, _Arg
+	feedShape  []int64       // nil when unknown; -1 for unknown dimensions
+	// constant is a Const's value, in memory the graph owns (Buf is nil):
+	// steps output views of it, which the garbage collector keeps alive.
+	constant wire.Tensor
+}
+
+// An edge is a data input: output port of node.
+type edge struct{ node, port int }
+
+// graphError is the error of RegisterGraph for node n.
+func graphError(n *tfpb.NodeDef, format string, args ...any) error {
+	return rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s): %s", n.GetName(), n.GetOp(), fmt.Sprintf(format, args...))
+}
+
+// buildGraph checks def and builds its kernels: every op must be known,
+// every attribute well formed, every input an existing node's output, and
+// the graph acyclic.
+func (w *Worker) buildGraph(def *tfpb.GraphDef) (*graph, error) {
+	if def == nil || len(def.GetNode()) == 0 {
+		return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: empty graph")
+	}
+	if len(def.GetLibrary().GetFunction()) > 0 {
+		return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: function libraries are not supported")
+	}
+	g := &graph{
+		byName:     make(map[string]*node, len(def.GetNode())),
+		feedRecvs:  make(map[string]*node),
+		fetchSends: make(map[string]*node),
+		namedFeeds: make(map[string]*node),
+	}
+	for i, nd := range def.GetNode() {
+		if nd.GetName() == "" {
+			return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %d has no name", i)
+		}
+		if _, dup := g.byName[nd.GetName()]; dup {
+			return nil, graphError(nd, "duplicate node name")
+		}
+		spec := opSpecs[nd.GetOp()]
+		if spec == nil {
+			return nil, graphError(nd, "unknown op %q", nd.GetOp())
+		}
+		n := &node{id: i, name: nd.GetName(), op: nd.GetOp(), spec: spec, attrs: make(map[string]*tfpb.AttrValue, len(nd.GetAttr())+len(spec.defaults))}
+		for k, v := range spec.defaults {
+			n.attrs[k] = v
+		}
+		for k, v := range nd.GetAttr() {
+			n.attrs[k] = v
+		}
+		g.nodes = append(g.nodes, n)
+		g.byName[n.name] = n
+	}
+	for i, nd := range def.GetNode() {
+		if err := g.resolveInputs(g.nodes[i], nd); err != nil {
+			return nil, err
+		}
+	}
+	for i, nd := range def.GetNode() {
+		n := g.nodes[i]
+		k, err := n.spec.build(w, n)
+		if err != nil {
+			return nil, graphError(nd, "%v", err)
+		}
+		n.kernel = k
+		for _, e := range n.inputs {
+			if e.port >= g.nodes[e.node].nouts {
+				return nil, graphError(nd, "input %s:%d: %s has %d outputs", g.nodes[e.node].name, e.port, g.nodes[e.node].op, g.nodes[e.node].nouts)
+			}
+		}
+		if err := g.index(n); err != nil {
+			return nil, graphError(nd, "%v", err)
+		}
+	}
+	if err := g.checkAcyclic(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// resolveInputs parses "node", "node:1" and "^node" inputs.
+func (g *graph) resolveInputs(n *node, nd *tfpb.NodeDef) error {
+	for _, in := range nd.GetInput() {
+		if ctrl, ok := strings.CutPrefix(in, "^"); ok {
+			src := g.byName[ctrl]
+			if src == nil {
+				return graphError(nd, "control input %q: no such node", in)
+			}
+			n.controls = append(n.controls, src.id)
+			src.outs = append(src.outs, n.id)
+			continue
+		}
+		if len(n.controls) > 0 {
+			return graphError(nd, "data input %q after a control input", in)
+		}
+		name, port := in, 0
+		if i := strings.LastIndexByte(in, ':'); i >= 0 {
+			p, err := strconv.Atoi(in[i+1:])
+			if err != nil || p < 0 {
+				return graphError(nd, "input %q: bad output index", in)
+			}
+			name, port = in[:i], p
+		}
+		src := g.byName[name]
+		if src == nil {
+			return graphError(nd, "input %q: no such node", in)
+		}
+		n.inputs = append(n.inputs, edge{src.id, port})
+		src.outs = append(src.outs, n.id)
+	}
+	if len(n.inputs) == 0 && len(n.controls) == 0 {
+		g.roots = append(g.roots, n.id)
+	}
+	return nil
+}
+
+// index records n when it is a feed or a fetch.
+func (g *graph) index(n *node) error {
+	switch {
+	case n.op == "_Recv" && n.clientTerm:
+		if _, dup := g.feedRecvs[n.key]; dup {
+			return fmt.Errorf("second client-terminated _Recv of key %q", n.key)
+		}
+		g.feedRecvs[n.key] = n
+	case n.op == "_Send" && n.clientTerm:
+		if _, dup := g.fetchSends[n.key]; dup {
+			return fmt.Errorf("second client-terminated _Send of key %q", n.key)
+		}
+		g.fetchSends[n.key] = n
+	case n.op == "Placeholder" || n.op == "_Arg":
+		g.namedFeeds[n.name] = n
+	}
+	return nil
+}
+
+// checkAcyclic runs Kahn's algorithm and names a node on a cycle.
+func (g *graph) checkAcyclic() error {
+	pending := make([]int, len(g.nodes))
+	for _, n := range g.nodes {
+		pending[n.id] = len(n.inputs) + len(n.controls)
+	}
+	ready := append([]int(nil), g.roots...)
+	done := 0
+	for len(ready) > 0 {
+		id := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		done++
+		for _, o := range g.nodes[id].outs {
+			if pending[o]--; pending[o] == 0 {
+				ready = append(ready, o)
+			}
+		}
+	}
+	if done == len(g.nodes) {
+		return nil
+	}
+	for id, p := range pending {
+		if p > 0 {
+			return rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s) is on a cycle or waits for one", g.nodes[id].name, g.nodes[id].op)
+		}
+	}
+	return nil
+}

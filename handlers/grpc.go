@@ -1,0 +1,142 @@
+package handlers
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// GRPCService returns the worker as a gRPC WorkerService; register it with
+// tfpb.RegisterWorkerServiceServer. Tensors travel in
+// TensorProto.tensor_content, as TensorFlow's gRPC runtime expects.
+func (w *Worker) GRPCService() tfpb.WorkerServiceServer { return &grpcService{w: w} }
+
+type grpcService struct {
+	tfpb.UnimplementedWorkerServiceServer
+	w *Worker
+}
+
+// grpcError turns a worker error into a gRPC status with the same code.
+func grpcError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return status.Error(codes.Code(rpc.CodeOf(err)), err.Error())
+}
+
+func (g *grpcService) GetStatus(context.Context, *tfpb.GetStatusRequest) (*tfpb.GetStatusResponse, error) {
+	return g.w.getStatus(), nil
+}
+
+func (g *grpcService) CreateWorkerSession(_ context.Context, req *tfpb.CreateWorkerSessionRequest) (*tfpb.CreateWorkerSessionResponse, error) {
+	resp, err := g.w.createWorkerSession(req)
+	return resp, grpcError(err)
+}
+
+func (g *grpcService) DeleteWorkerSession(_ context.Context, req *tfpb.DeleteWorkerSessionRequest) (*tfpb.DeleteWorkerSessionResponse, error) {
+	resp, err := g.w.deleteWorkerSession(req)
+	return resp, grpcError(err)
+}
+
+func (g *grpcService) RegisterGraph(_ context.Context, req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
+	resp, err := g.w.registerGraph(req)
+	return resp, grpcError(err)
+}
+
+func (g *grpcService) DeregisterGraph(_ context.Context, req *tfpb.DeregisterGraphRequest) (*tfpb.DeregisterGraphResponse, error) {
+	resp, err := g.w.deregisterGraph(req)
+	return resp, grpcError(err)
+}
+
+func (g *grpcService) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest) (*tfpb.RunGraphResponse, error) {
+	feeds := make([]wire.Tensor, len(req.GetSend()))
+	release := func() {
+		for i := range feeds {
+			feeds[i].Buf.Release()
+		}
+	}
+	for i, s := range req.GetSend() {
+		t, err := TensorFromProto(s.GetTensor())
+		if err != nil {
+			release()
+			return nil, grpcError(rpc.Errorf(wire.InvalidArgument, "RunGraph: send %q: %v", s.GetName(), err))
+		}
+		feeds[i] = t
+	}
+	resp, fetches, err := g.w.runGraph(ctx, req, feeds)
+	release()
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	defer func() {
+		for i := range fetches {
+			fetches[i].Buf.Release()
+		}
+	}()
+	for i := range fetches {
+		p, err := TensorToProto(&fetches[i])
+		if err != nil {
+			return nil, grpcError(rpc.Errorf(wire.Internal, "RunGraph: recv %q: %v", resp.Recv[i].GetName(), err))
+		}
+		resp.Recv[i].Tensor = p
+	}
+	return resp, nil
+}
+
+func (g *grpcService) CleanupGraph(_ context.Context, req *tfpb.CleanupGraphRequest) (*tfpb.CleanupGraphResponse, error) {
+	return g.w.cleanupGraph(req), nil
+}
+
+func (g *grpcService) CleanupAll(_ context.Context, req *tfpb.CleanupAllRequest) (*tfpb.CleanupAllResponse, error) {
+	return g.w.cleanupAll(req), nil
+}
+
+func (g *grpcService) RecvTensor(ctx context.Context, req *tfpb.RecvTensorRequest) (*tfpb.RecvTensorResponse, error) {
+	t, start, err := g.w.recvTensor(ctx, req.GetStepId(), req.GetRendezvousKey())
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	defer t.Buf.Release()
+	p, err := TensorToProto(&t)
+	if err != nil {
+		return nil, grpcError(rpc.Errorf(wire.Internal, "RecvTensor: %v", err))
+	}
+	return &tfpb.RecvTensorResponse{Tensor: p, IsDead: t.Dead, SendStartMicros: start}, nil
+}
+
+func (g *grpcService) Logging(_ context.Context, req *tfpb.LoggingRequest) (*tfpb.LoggingResponse, error) {
+	return g.w.logging(req), nil
+}
+
+func (g *grpcService) Tracing(_ context.Context, req *tfpb.TracingRequest) (*tfpb.TracingResponse, error) {
+	resp, err := g.w.tracing(req)
+	return resp, grpcError(err)
+}
+
+func (g *grpcService) RecvBuf(_ context.Context, req *tfpb.RecvBufRequest) (*tfpb.RecvBufResponse, error) {
+	resp, err := g.w.recvBuf(req)
+	return resp, grpcError(err)
+}
+
+func (g *grpcService) GetStepSequence(_ context.Context, req *tfpb.GetStepSequenceRequest) (*tfpb.GetStepSequenceResponse, error) {
+	return g.w.getStepSequence(req), nil
+}
+
+func (g *grpcService) CompleteGroup(ctx context.Context, req *tfpb.CompleteGroupRequest) (*tfpb.CompleteGroupResponse, error) {
+	resp, err := g.w.completeGroup(ctx, req)
+	return resp, grpcError(err)
+}
+
+func (g *grpcService) CompleteInstance(ctx context.Context, req *tfpb.CompleteInstanceRequest) (*tfpb.CompleteInstanceResponse, error) {
+	resp, err := g.w.completeInstance(ctx, req)
+	return resp, grpcError(err)
+}
+
+func (g *grpcService) MarkRecvFinished(_ context.Context, req *tfpb.MarkRecvFinishedRequest) (*tfpb.MarkRecvFinishedResponse, error) {
+	return g.w.markRecvFinished(req), nil
+}

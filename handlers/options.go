@@ -1,0 +1,45 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/starwire/starwire/rpc"
+)
+
+// A Caller makes starwire calls to one peer; *rpc.Client is one.
+type Caller interface {
+	Call(ctx context.Context, m rpc.Method, req *rpc.Request, resp *rpc.Reply) error
+}
+
+// A Resolver returns the Caller for a task named like
+// "/job:ps/replica:0/task:0". A _Recv whose source device lives on another
+// task pulls the tensor from it with RecvTensor through this Caller. The
+// Worker may call it once per step and per remote _Recv, so it should return
+// a cached client.
+type Resolver func(task string) (Caller, error)
+
+// Options configure a Worker. Job is required; the zero value of every other
+// field means its default.
+type Options struct {
+	// Job and Task name the task: "/job:<Job>/replica:0/task:<Task>".
+	Job  string
+	Task int
+	// Device is the task's one device; empty means
+	// "/job:<Job>/replica:0/task:<Task>/device:CPU:0".
+	Device string
+	// Incarnation identifies this run of the task; rendezvous keys carry it,
+	// so a restarted task refuses keys meant for its predecessor. Zero means
+	// a random value.
+	Incarnation uint64
+	// MemoryLimit is reported by GetStatus; zero means 16 GiB.
+	MemoryLimit int64
+	// Resolver reaches other tasks for remote _Recv; nil means every _Recv
+	// must be local.
+	Resolver Resolver
+	// CheckpointDir is where SaveV2 and RestoreV2 read and write; their
+	// prefixes are taken relative to it. Empty disables them.
+	CheckpointDir string
+	// Logger receives step failures; nil means slog.Default().
+	Logger *slog.Logger
+}

@@ -1,0 +1,147 @@
+package handlers
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// The transport-neutral WorkerService methods. The starwire and gRPC
+// front ends decode requests, call these and encode the answers.
+
+func (w *Worker) getStatus() *tfpb.GetStatusResponse {
+	return &tfpb.GetStatusResponse{DeviceAttributes: []*tfpb.DeviceAttributes{w.attrs}}
+}
+
+func (w *Worker) createWorkerSession(req *tfpb.CreateWorkerSessionRequest) (*tfpb.CreateWorkerSessionResponse, error) {
+	if req.GetSessionHandle() == "" {
+		return nil, rpc.Errorf(wire.InvalidArgument, "CreateWorkerSession: empty session handle")
+	}
+	w.mu.Lock()
+	w.sessions[req.GetSessionHandle()] = struct{}{}
+	w.mu.Unlock()
+	return &tfpb.CreateWorkerSessionResponse{}, nil
+}
+
+func (w *Worker) deleteWorkerSession(req *tfpb.DeleteWorkerSessionRequest) (*tfpb.DeleteWorkerSessionResponse, error) {
+	w.mu.Lock()
+	delete(w.sessions, req.GetSessionHandle())
+	for h, g := range w.graphs {
+		if g.session == req.GetSessionHandle() {
+			delete(w.graphs, h)
+		}
+	}
+	w.mu.Unlock()
+	return &tfpb.DeleteWorkerSessionResponse{}, nil
+}
+
+// checkSession refuses a request naming a session this worker does not
+// know, with Aborted, as TensorFlow does, so a master recreates it.
+func (w *Worker) checkSession(handle string, called bool) error {
+	if !called {
+		return nil
+	}
+	w.mu.Lock()
+	_, ok := w.sessions[handle]
+	w.mu.Unlock()
+	if !ok {
+		return rpc.Errorf(wire.Aborted, "session %q is not found on %s (the task may have restarted)", handle, w.task)
+	}
+	return nil
+}
+
+func (w *Worker) registerGraph(req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
+	if err := w.checkSession(req.GetSessionHandle(), req.GetCreateWorkerSessionCalled()); err != nil {
+		return nil, err
+	}
+	g, err := w.buildGraph(req.GetGraphDef())
+	if err != nil {
+		return nil, err
+	}
+	g.session = req.GetSessionHandle()
+	w.mu.Lock()
+	w.nextID++
+	g.handle = "g" + strconv.FormatUint(w.nextID, 10)
+	w.graphs[g.handle] = g
+	w.mu.Unlock()
+	return &tfpb.RegisterGraphResponse{GraphHandle: g.handle}, nil
+}
+
+func (w *Worker) deregisterGraph(req *tfpb.DeregisterGraphRequest) (*tfpb.DeregisterGraphResponse, error) {
+	w.mu.Lock()
+	_, ok := w.graphs[req.GetGraphHandle()]
+	delete(w.graphs, req.GetGraphHandle())
+	w.mu.Unlock()
+	if !ok {
+		return nil, rpc.Errorf(wire.InvalidArgument, "DeregisterGraph: graph handle %q is not registered", req.GetGraphHandle())
+	}
+	return &tfpb.DeregisterGraphResponse{}, nil
+}
+
+func (w *Worker) lookupGraph(handle string) (*graph, error) {
+	w.mu.Lock()
+	g := w.graphs[handle]
+	w.mu.Unlock()
+	if g == nil {
+		return nil, rpc.Errorf(wire.Aborted, "RunGraph: graph handle %q is not registered on %s", handle, w.task)
+	}
+	return g, nil
+}
+
+// errStepCleaned is what receivers of a step see once it is cleaned up.
+var errStepCleaned = rpc.Errorf(wire.Aborted, "step cleaned up")
+
+func (w *Worker) cleanupGraph(req *tfpb.CleanupGraphRequest) *tfpb.CleanupGraphResponse {
+	w.rendezvous.Cleanup(req.GetStepId(), errStepCleaned)
+	return &tfpb.CleanupGraphResponse{}
+}
+
+func (w *Worker) cleanupAll(req *tfpb.CleanupAllRequest) *tfpb.CleanupAllResponse {
+	w.vars.cleanup(req.GetContainer())
+	w.rendezvous.CleanupAll(rpc.Errorf(wire.Aborted, "CleanupAll"))
+	return &tfpb.CleanupAllResponse{}
+}
+
+// recvTensor checks key and waits for its tensor in step. The caller owns
+// the returned tensor's Buf.
+func (w *Worker) recvTensor(ctx context.Context, step int64, key string) (wire.Tensor, int64, error) {
+	if err := w.checkKey(key); err != nil {
+		return wire.Tensor{}, 0, err
+	}
+	return w.rendezvous.Recv(ctx, step, key)
+}
+
+// checkKey refuses keys whose source is not this worker's device in this
+// incarnation. It parses only the first two fields, so the steady-state
+// RecvTensor path stays free of allocations.
+func (w *Worker) checkKey(key string) error {
+	dev := w.attrs.Name
+	if len(key) < len(dev)+18 || key[:len(dev)] != dev || key[len(dev)] != ';' || key[len(dev)+17] != ';' {
+		if _, err := ParseKey(key); err != nil {
+			return rpc.Errorf(wire.InvalidArgument, "RecvTensor: %v", err)
+		}
+		return rpc.Errorf(wire.InvalidArgument, "RecvTensor: key %q is not sent from %s", key, dev)
+	}
+	var inc uint64
+	for _, c := range []byte(key[len(dev)+1 : len(dev)+17]) {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return rpc.Errorf(wire.InvalidArgument, "RecvTensor: key %q: bad incarnation", key)
+		}
+		inc = inc<<4 | uint64(d)
+	}
+	if inc != w.opts.Incarnation {
+		return rpc.Errorf(wire.Aborted, "RecvTensor: key %q expects incarnation %016x of %s, which is %016x (the task restarted)", key, inc, dev, w.opts.Incarnation)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package handlers
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// A Worker is one task's WorkerService state: its device, sessions,
+// registered graphs, variables and the rendezvous of the steps it runs.
+// Serve it over starwire with Register and over gRPC with GRPCService; both
+// share the same state. Safe for concurrent use.
+type Worker struct {
+	opts   Options
+	task   string
+	device DeviceName
+	attrs  *tfpb.DeviceAttributes
+	log    *slog.Logger
+
+	rendezvous *Rendezvous
+	vars       *variables
+	stats      *stepStatsLog
+	collective *collectives
+
+	mu       sync.Mutex
+	sessions map[string]struct{}
+	graphs   map[string]*graph // by handle
+	nextID   uint64
+}
+
+// NewWorker returns the worker of the task opts names.
+func NewWorker(opts Options) (*Worker, error) {
+	if opts.Job == "" {
+		return nil, fmt.Errorf("handlers: new worker: empty job name")
+	}
+	if opts.Task < 0 {
+		return nil, fmt.Errorf("handlers: new worker: negative task %d", opts.Task)
+	}
+	if opts.Device == "" {
+		opts.Device = "/job:" + opts.Job + "/replica:0/task:" + strconv.Itoa(opts.Task) + "/device:CPU:0"
+	}
+	dev, err := ParseDevice(opts.Device)
+	if err != nil {
+		return nil, fmt.Errorf("handlers: new worker: %w", err)
+	}
+	if dev.Job != opts.Job || dev.Task != opts.Task {
+		return nil, fmt.Errorf("handlers: new worker: device %q is not on /job:%s/task:%d", opts.Device, opts.Job, opts.Task)
+	}
+	for opts.Incarnation == 0 {
+		var b [8]byte
+		rand.Read(b[:])
+		opts.Incarnation = binary.LittleEndian.Uint64(b[:])
+	}
+	if opts.MemoryLimit <= 0 {
+		opts.MemoryLimit = 16 << 30
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	w := &Worker{
+		opts:   opts,
+		task:   dev.TaskName(),
+		device: dev,
+		attrs: &tfpb.DeviceAttributes{
+			Name:        dev.String(),
+			DeviceType:  dev.Type,
+			MemoryLimit: opts.MemoryLimit,
+			Incarnation: opts.Incarnation,
+			Locality:    &tfpb.DeviceLocality{},
+		},
+		log:        opts.Logger,
+		rendezvous: NewRendezvous(),
+		vars:       newVariables(),
+		stats:      newStepStatsLog(),
+		collective: newCollectives(),
+		sessions:   make(map[string]struct{}),
+		graphs:     make(map[string]*graph),
+	}
+	return w, nil
+}
+
+// Task returns the worker's task name, "/job:ps/replica:0/task:0".
+func (w *Worker) Task() string { return w.task }
+
+// Device returns the worker's device name, in canonical form.
+func (w *Worker) Device() string { return w.attrs.Name }
+
+// Incarnation returns the worker's incarnation, the number its rendezvous
+// keys carry.
+func (w *Worker) Incarnation() uint64 { return w.opts.Incarnation }
+
+// Rendezvous returns the worker's rendezvous.
+func (w *Worker) Rendezvous() *Rendezvous { return w.rendezvous }
