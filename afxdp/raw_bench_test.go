@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -509,6 +510,11 @@ func benchKernelUDP(b *testing.B, e *rawEnv) {
 //
 //	go test ./afxdp -run '^$' -bench RawEcho -benchtime 3s
 func BenchmarkRawEcho(b *testing.B) {
+	// Both ends share the machine's cores with whatever else runs: record
+	// the load so figures can be judged.
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		b.Logf("load average at start: %s", strings.TrimSpace(string(load)))
+	}
 	e := newRawEnv(b)
 	defer e.closeAsavie()
 	for _, w := range waits {

@@ -148,8 +148,11 @@ func TestSteering(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TCP through the program: %v", err)
 	}
+	if ok, err := ping(f.pair.A, f.pair.B.Addr, 2*time.Second); err != nil || !ok {
+		t.Fatalf("ping through the program: %v, %v", ok, err)
+	}
 	c := counters(t, f.prog)
-	if c.Redirected != 1 || c.Passed < 2 || c.NotAllowed != 0 || c.Malformed != 0 {
+	if c.Redirected != 1 || c.Passed < 3 || c.NotAllowed != 0 || c.Malformed != 0 {
 		t.Fatalf("counters %+v", c)
 	}
 }

@@ -25,8 +25,10 @@ func (s *frameStack) pop() (uint64, bool) {
 	return s.addrs[s.n], true
 }
 
-// push returns a chunk. A push beyond capacity means a chunk was freed
-// twice; it is dropped rather than corrupting the stack, and reported.
+// push returns a chunk and reports whether it fit. A push beyond capacity
+// means a chunk was freed twice; it is dropped rather than overrunning the
+// stack. (A double free below capacity is not detected: it would cost a
+// bitmap per chunk on the hot path.)
 func (s *frameStack) push(addr uint64) bool {
 	if s.n == len(s.addrs) {
 		return false
