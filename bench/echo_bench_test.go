@@ -41,15 +41,13 @@ func benchEcho(b *testing.B, a Addrs) {
 			})
 		})
 	}
-	sw32, _ := figs.get("inflight32/starwire")
-	gr32, _ := figs.get("inflight32/grpc")
-	raw32, _ := figs.get("inflight32/raw")
-	sw1, _ := figs.get("seq/starwire")
-	raw1, _ := figs.get("seq/raw")
 	logTargets([]target{
-		{name: "32 in flight: starwire / gRPC-Go ops/s", measured: ratio(sw32.ops, gr32.ops), want: 10, unit: "×"},
-		{name: "32 in flight: starwire / raw pipelined ops/s", measured: ratio(sw32.ops, raw32.ops), want: 0.40, unit: "%"},
-		{name: "sequential: starwire / raw ping-pong p50", measured: ratio(float64(sw1.p50), float64(raw1.p50)), want: 1.5, atMost: true, unit: "×"},
+		{name: "32 in flight: starwire / gRPC-Go ops/s", unit: "×", want: 10,
+			measured: ratio(figs.field("inflight32/starwire", opsOf), figs.field("inflight32/grpc", opsOf))},
+		{name: "32 in flight: starwire / raw pipelined ops/s", unit: "%", want: 0.40,
+			measured: ratio(figs.field("inflight32/starwire", opsOf), figs.field("inflight32/raw", opsOf))},
+		{name: "sequential: starwire / raw ping-pong p50", unit: "×", want: 1.5, atMost: true,
+			measured: ratio(figs.field("seq/starwire", p50Of), figs.field("seq/raw", p50Of))},
 	})
 }
 

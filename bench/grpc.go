@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/starwire/starwire/wire/tfpb"
 )
 
 // The gRPC contender: a unary service defined by hand on well-known wrapper
@@ -18,6 +20,7 @@ const (
 	grpcServiceName = "starwire.bench.Bench"
 	grpcEchoPath    = "/" + grpcServiceName + "/Echo"
 	grpcFetchPath   = "/" + grpcServiceName + "/Fetch"
+	grpcControlPath = "/" + grpcServiceName + "/Control"
 	grpcMaxMsg      = MaxRawFetch + 1<<10
 )
 
@@ -25,6 +28,7 @@ const (
 type grpcBench interface {
 	echo(context.Context, *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error)
 	fetch(context.Context, *wrapperspb.UInt64Value) (*wrapperspb.BytesValue, error)
+	control(context.Context, *tfpb.RecvTensorRequest) (*tfpb.RecvTensorResponse, error)
 }
 
 var grpcServiceDesc = grpc.ServiceDesc{
@@ -33,6 +37,7 @@ var grpcServiceDesc = grpc.ServiceDesc{
 	Methods: []grpc.MethodDesc{
 		{MethodName: "Echo", Handler: grpcEchoHandler},
 		{MethodName: "Fetch", Handler: grpcFetchHandler},
+		{MethodName: "Control", Handler: grpcControlHandler},
 	},
 	Streams: []grpc.StreamDesc{},
 }
@@ -62,6 +67,20 @@ func grpcFetchHandler(srv any, ctx context.Context, dec func(any) error, icpt gr
 	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: grpcFetchPath}
 	return icpt(ctx, req, info, func(ctx context.Context, req any) (any, error) {
 		return srv.(grpcBench).fetch(ctx, req.(*wrapperspb.UInt64Value))
+	})
+}
+
+func grpcControlHandler(srv any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+	req := new(tfpb.RecvTensorRequest)
+	if err := dec(req); err != nil {
+		return nil, err
+	}
+	if icpt == nil {
+		return srv.(grpcBench).control(ctx, req)
+	}
+	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: grpcControlPath}
+	return icpt(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+		return srv.(grpcBench).control(ctx, req.(*tfpb.RecvTensorRequest))
 	})
 }
 
@@ -111,6 +130,11 @@ func (g *GRPCServer) fetch(_ context.Context, req *wrapperspb.UInt64Value) (*wra
 	return &wrapperspb.BytesValue{Value: data}, nil
 }
 
+// control is the same control call as starwire's MethodControl.
+func (g *GRPCServer) control(ctx context.Context, req *tfpb.RecvTensorRequest) (*tfpb.RecvTensorResponse, error) {
+	return control(ctx, req)
+}
+
 // GRPCClient calls the gRPC contender over one connection. Safe for
 // concurrent use.
 type GRPCClient struct {
@@ -153,4 +177,12 @@ func (c *GRPCClient) Fetch(ctx context.Context, n int) ([]byte, error) {
 		return nil, fmt.Errorf("bench: grpc fetch answered %d bytes, want %d", len(resp.Value), n)
 	}
 	return resp.Value, nil
+}
+
+// Control makes one control call.
+func (c *GRPCClient) Control(ctx context.Context, req *tfpb.RecvTensorRequest, resp *tfpb.RecvTensorResponse) error {
+	if err := c.cc.Invoke(ctx, grpcControlPath, req, resp); err != nil {
+		return fmt.Errorf("bench: grpc control: %w", err)
+	}
+	return nil
 }

@@ -158,6 +158,10 @@ func completeFrames(b []byte) (done, need int) {
 
 func (s *RawServer) serveRawFetch(c net.Conn) error {
 	var req [8]byte
+	// Declared once: net.Buffers.WriteTo takes its receiver's address,
+	// which would cost an allocation per answer for a variable of the loop.
+	var bufs net.Buffers
+	iov := make(net.Buffers, 0, 2)
 	for {
 		if _, err := io.ReadFull(c, req[:]); err != nil {
 			return fmt.Errorf("bench: raw fetch read: %w", err)
@@ -166,7 +170,7 @@ func (s *RawServer) serveRawFetch(c net.Conn) error {
 		if n > MaxRawFetch {
 			return fmt.Errorf("bench: raw fetch of %d bytes: %w", n, ErrRawTooLarge)
 		}
-		bufs := net.Buffers{req[:], s.fetchData(int(n))}
+		bufs = append(iov[:0], req[:], s.fetchData(int(n)))
 		if _, err := bufs.WriteTo(c); err != nil {
 			return fmt.Errorf("bench: raw fetch write: %w", err)
 		}

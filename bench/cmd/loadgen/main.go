@@ -1,0 +1,61 @@
+// Command loadgen puts the same load on starwire, gRPC-Go and the raw TCP
+// baseline, one after another, and prints one comparison table:
+//
+//	go run ./bench/cmd/loadgen -inflight 32 -size 64 -duration 3s
+//
+// With -server embedded (the default) the servers run in this process;
+// otherwise -server lists the addresses that echoserver printed, as
+// "starwire=HOST:PORT,grpc=HOST:PORT,raw=HOST:PORT" (any subset).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/starwire/starwire/bench"
+)
+
+func main() {
+	cfg := bench.DefaultLoad
+	flag.StringVar(&cfg.Mode, "mode", cfg.Mode, "echo (send -size bytes, get them back) or fetch (ask for -size bytes, RecvTensor-shaped)")
+	flag.IntVar(&cfg.Size, "size", cfg.Size, "payload bytes per call")
+	flag.IntVar(&cfg.Inflight, "inflight", cfg.Inflight, "calls in flight at once")
+	flag.Int64Var(&cfg.Calls, "calls", 0, "stop each contender after this many calls (0: only -duration)")
+	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measuring time per contender")
+	flag.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured calls per contender first")
+	server := flag.String("server", "embedded", `"embedded", or the addresses echoserver printed`)
+	flag.Parse()
+	if err := run(*server, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(server string, cfg bench.LoadConfig) error {
+	var addrs bench.Addrs
+	if server == "embedded" {
+		s, err := bench.StartServers(bench.Loopback)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		addrs = s.Addrs
+	} else {
+		var err error
+		if addrs, err = bench.ParseAddrs(server); err != nil {
+			return err
+		}
+	}
+	rs := bench.RunLoad(context.Background(), addrs, cfg)
+	if err := bench.FormatTable(os.Stdout, cfg, rs); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Err != nil {
+			return fmt.Errorf("%s: %w", r.Name, r.Err)
+		}
+	}
+	return nil
+}
