@@ -34,7 +34,7 @@ type call struct {
 	gen  uint32
 	id   uint64
 	msg  wire.Message
-	done chan struct{} // a token when sent, and one when answered
+	done chan struct{} // one token: sent and answered, or sent and abandoned
 
 	// Guarded by cc.mu.
 	sent      bool
@@ -63,7 +63,7 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 		k = cc.calls[cc.free[n-1]]
 		cc.free = cc.free[:n-1]
 	} else {
-		k = &call{cc: cc, idx: uint32(len(cc.calls)), done: make(chan struct{}, 2)}
+		k = &call{cc: cc, idx: uint32(len(cc.calls)), done: make(chan struct{}, 1)}
 		k.msg.Done = k
 		cc.calls = append(cc.calls, k)
 	}
@@ -102,35 +102,49 @@ func (k *call) Sent(_ *wire.Message, err error) {
 	k.sent = true
 	if err != nil && !k.answered {
 		k.answered, k.err = true, Errorf(wire.Unavailable, "send: %v", err)
+	}
+	wake := k.answered || k.abandoned
+	k.cc.mu.Unlock()
+	if wake {
 		k.done <- struct{}{}
 	}
-	k.cc.mu.Unlock()
-	k.done <- struct{}{}
+}
+
+// answer records the outcome, in or err, and wakes the caller if the
+// request is also sent. The caller holds cc.mu.
+func (k *call) answerLocked(in *wire.Inbound, err error) (wake bool) {
+	k.in, k.err, k.answered = in, err, true
+	return k.sent
 }
 
 // wait blocks until the call is answered, or ctx ends, and until the
-// transport is done with the request's memory.
+// transport is done with the request's memory. The caller is woken once,
+// when both have happened (or, for an abandoned call, when the request is
+// out), since each wake-up costs more than the rest of a small call.
 func (k *call) wait(ctx context.Context) error {
-	expect, got := 2, 0
-	cancelled := ctx.Done()
-	for got < expect {
-		select {
-		case <-k.done:
-			got++
-		case <-cancelled:
-			cancelled = nil
-			k.cc.mu.Lock()
-			if !k.answered && !k.receiving {
-				// No answer token will come; only the send's.
-				k.abandoned = true
-				expect = 1
-				k.err = Errorf(CodeOf(ctx.Err()), "%v", ctx.Err())
-				if k.sent {
-					go k.cc.sendCancel(k.id, CodeOf(ctx.Err()))
-				}
-			}
+	select {
+	case <-k.done:
+	case <-ctx.Done():
+		k.cc.mu.Lock()
+		switch {
+		case k.answered || k.receiving:
+			// The answer is here or landing; its token will come.
 			k.cc.mu.Unlock()
+			<-k.done
+			k.cc.mu.Lock()
+		default:
+			k.abandoned = true
+			k.err = Errorf(CodeOf(ctx.Err()), "%v", ctx.Err())
+			if k.sent {
+				go k.cc.sendCancel(k.id, CodeOf(ctx.Err()))
+			} else {
+				// Sent still reads the request; it wakes us.
+				k.cc.mu.Unlock()
+				<-k.done
+				k.cc.mu.Lock()
+			}
 		}
+		k.cc.mu.Unlock()
 	}
 	k.cc.mu.Lock()
 	defer k.cc.mu.Unlock()
@@ -168,8 +182,7 @@ func (cc *clientConn) receive() {
 	cc.mu.Lock()
 	cc.err = fmt.Errorf("connection to %s lost: %w", cc.c.addr, err)
 	for _, k := range cc.calls {
-		if k.id != 0 && !k.answered && !k.abandoned {
-			k.answered, k.err = true, Errorf(wire.Unavailable, "%v", cc.err)
+		if k.id != 0 && !k.answered && !k.abandoned && k.answerLocked(nil, Errorf(wire.Unavailable, "%v", cc.err)) {
 			k.done <- struct{}{}
 		}
 	}
@@ -205,9 +218,11 @@ func (cc *clientConn) Deliver(in *wire.Inbound) {
 		idx := uint32(h.CallID)
 		if int(idx) < len(cc.calls) {
 			if k := cc.calls[idx]; k.id == h.CallID && !k.answered && (!k.abandoned || k.receiving) {
-				k.in, k.answered = in, true
+				wake := k.answerLocked(in, nil)
 				cc.mu.Unlock()
-				k.done <- struct{}{}
+				if wake {
+					k.done <- struct{}{}
+				}
 				return
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/starwire/starwire/wire"
 )
@@ -26,7 +27,7 @@ const (
 //
 // Writing: Send queues the message. At most one goroutine writes at a time
 // (writing); it is either the caller itself, when the socket was idle and
-// nobody contended for it, or the connection's reactor (scheduled). While
+// no other call is in flight, or the connection's reactor (scheduled). While
 // Receive is delivering frames that one read returned (corked), queued
 // responses wait, so that quick handlers' answers leave in one write when
 // the batch is done.
@@ -41,8 +42,13 @@ type tcpConn struct {
 	writing   bool
 	scheduled bool
 	corked    bool
-	contended bool
 	err       error
+	// Frames sent and received. When they differ by more than one, other
+	// calls are in flight and their callers are about to queue frames too,
+	// so the reactor (which yields first) writes; otherwise the caller
+	// writes at once, which is best for latency.
+	framesOut uint64
+	framesIn  atomic.Uint64
 
 	// Owned by the goroutine that is writing.
 	spare []*wire.Message
@@ -50,6 +56,13 @@ type tcpConn struct {
 	iov   [][]byte
 	bufs  net.Buffers
 }
+
+// Process-wide write counters: frames per write is how well batching works.
+var tcpWrites, tcpFramesOut atomic.Uint64
+
+// TCPWriteStats returns how many writes the TCP transport has made and how
+// many frames they carried, since the process started.
+func TCPWriteStats() (writes, frames uint64) { return tcpWrites.Load(), tcpFramesOut.Load() }
 
 func newTCPConn(nc *net.TCPConn, lim *wire.Limits, rs *Reactors) *tcpConn {
 	nc.SetNoDelay(true)
@@ -67,13 +80,11 @@ func (c *tcpConn) Send(m *wire.Message) error {
 		return err
 	}
 	c.queue = append(c.queue, m)
+	c.framesOut++
 	switch {
-	case c.writing || c.scheduled:
-		c.contended = true
+	case c.writing || c.scheduled || c.corked:
 		c.mu.Unlock()
-	case c.corked:
-		c.mu.Unlock()
-	case !c.contended:
+	case c.framesOut-c.framesIn.Load() <= 1 || c.framesIn.Load()-c.framesOut <= 1:
 		c.writing = true
 		c.mu.Unlock()
 		c.writeQueued()
@@ -110,7 +121,6 @@ func (c *tcpConn) writeQueued() {
 		}
 		batch := c.queue
 		c.queue = c.spare[:0]
-		c.contended = c.contended && len(batch) > 1
 		err := c.err
 		c.mu.Unlock()
 		if err == nil {
@@ -152,6 +162,8 @@ func (c *tcpConn) writeBatch(batch []*wire.Message) error {
 	// WriteTo consumes the net.Buffers it is called on; a field keeps it
 	// from escaping to the heap on every write.
 	c.bufs = iov
+	tcpWrites.Add(1)
+	tcpFramesOut.Add(uint64(len(batch)))
 	_, err := c.bufs.WriteTo(c.nc)
 	c.bufs = nil
 	clear(iov)
@@ -233,6 +245,7 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 			in.Release()
 			return c.fail(err)
 		}
+		c.framesIn.Add(1)
 		r.Deliver(in)
 	}
 }
