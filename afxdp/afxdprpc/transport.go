@@ -1,0 +1,64 @@
+package afxdprpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/rpc"
+)
+
+// Transport returns an rpc.Transport whose connections are sessions of ep:
+// Dial opens a session with the endpoint at an "ip:port" address, and
+// Listen returns the sessions peers open with ep. The endpoint stays the
+// caller's: closing a listener stops accepting but leaves ep and its
+// sessions running.
+func Transport(ep *afxdp.Endpoint) rpc.Transport { return &transport{ep: ep} }
+
+type transport struct{ ep *afxdp.Endpoint }
+
+func (t *transport) Name() string { return "afxdp" }
+
+func (t *transport) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
+	c, err := t.ep.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Listen accepts the endpoint's sessions. addr must be empty or the
+// endpoint's own address, since the endpoint is already bound.
+func (t *transport) Listen(addr string) (rpc.Listener, error) {
+	if addr != "" && addr != t.ep.Addr().String() {
+		return nil, fmt.Errorf("afxdprpc: listen %s: the endpoint is bound to %v", addr, t.ep.Addr())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &listener{ep: t.ep, ctx: ctx, cancel: cancel}, nil
+}
+
+type listener struct {
+	ep     *afxdp.Endpoint
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (l *listener) Accept() (rpc.Conn, error) {
+	c, err := l.ep.AcceptContext(l.ctx)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("afxdprpc: accept on %v: %w", l.ep.Addr(), net.ErrClosed)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func (l *listener) Close() error {
+	l.cancel()
+	return nil
+}
+
+func (l *listener) Addr() net.Addr { return net.UDPAddrFromAddrPort(l.ep.Addr()) }

@@ -1,0 +1,131 @@
+package afxdp
+
+import (
+	"fmt"
+	"net"
+	"sync/atomic"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// A Conn is one session: an ordered, reliable exchange of wire frames with
+// one peer. Its methods match rpc.Conn, so package rpc can use it through a
+// thin adapter (package afxdprpc).
+//
+// Buffer ownership: a Message's metadata and tensor memory must stay
+// unchanged from Send until its Done is called, which happens once the
+// peer has acknowledged every packet of it (or with the error that ended
+// the session). Received frames go to the Receiver; see Endpoint for which
+// goroutine runs Alloc and which runs Deliver.
+type Conn struct {
+	s          *session
+	deliveries chan *wire.Inbound // filled by the reactor, drained by Receive
+	r          atomic.Pointer[receiverRef]
+	done       chan struct{} // closed by the reactor when the session ends
+	err        error         // why; written before done is closed
+	closed     atomic.Bool
+}
+
+type receiverRef struct{ r wire.Receiver }
+
+func (c *Conn) receiver() wire.Receiver {
+	if p := c.r.Load(); p != nil {
+		return p.r
+	}
+	return nil
+}
+
+// Send queues m for the peer and returns without waiting. m.Done is called
+// once every packet of m is acknowledged (nil), or with the error that
+// ended the session. Safe for concurrent use; when Send returns an error,
+// m.Done is not called.
+func (c *Conn) Send(m *wire.Message) error {
+	s := c.s
+	if c.closed.Load() {
+		return fmt.Errorf("afxdp: send to %v: %w", s.key.peer, ErrClosed)
+	}
+	s.mu.Lock()
+	if s.dead != nil {
+		err := s.dead
+		s.mu.Unlock()
+		return fmt.Errorf("afxdp: send to %v: %w", s.key.peer, err)
+	}
+	s.inq = append(s.inq, m)
+	wasQueued := s.queued
+	s.queued = true
+	s.mu.Unlock()
+	if !wasQueued {
+		s.ep.enqueue(s)
+	}
+	return nil
+}
+
+// Receive delivers received frames to r until the session ends, and
+// returns why. It is called once. r.Deliver runs on Receive's goroutine;
+// r.Alloc runs on the endpoint's reactor (before Receive is called, frames
+// get pooled buffers).
+func (c *Conn) Receive(r wire.Receiver) error {
+	c.r.Store(&receiverRef{r})
+	for {
+		select {
+		case in := <-c.deliveries:
+			r.Deliver(in)
+		case <-c.done:
+			for {
+				select {
+				case in := <-c.deliveries:
+					r.Deliver(in)
+				default:
+					return c.err
+				}
+			}
+		}
+	}
+}
+
+// Close ends the session: its peer is told, messages not yet acknowledged
+// complete with ErrClosed, and Receive returns. It does not wait.
+func (c *Conn) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	s := c.s
+	s.mu.Lock()
+	if s.dead != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closeReq = true
+	wasQueued := s.queued
+	s.queued = true
+	s.mu.Unlock()
+	if !wasQueued {
+		s.ep.enqueue(s)
+	}
+	return nil
+}
+
+// Done is closed when the session has ended; Err then says why.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the session ended, or nil while it lasts.
+func (c *Conn) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// LocalAddr returns the endpoint's address.
+func (c *Conn) LocalAddr() net.Addr { return net.UDPAddrFromAddrPort(c.s.ep.Addr()) }
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return net.UDPAddrFromAddrPort(c.s.key.peer) }
+
+// finish is called by the reactor, once, when the session ends.
+func (c *Conn) finish(err error) {
+	c.err = err
+	close(c.done)
+}

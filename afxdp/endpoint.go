@@ -1,0 +1,444 @@
+package afxdp
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// An Endpoint runs the reliable packet protocol over one Link: it dials and
+// accepts sessions, and each session is a Conn. One goroutine, the reactor,
+// owns the link, every session's state and every timer; other goroutines
+// reach it only through Send, Close and Dial, which queue work and wake it.
+//
+// The reactor receives a batch, lands in-order data in its frames'
+// destinations, takes queued messages, transmits what the windows allow,
+// acknowledges, and flushes the link in one batch. When a loop finds no
+// work it keeps polling for Options.Spin and then sleeps in the link's Wait
+// until a packet, a wake-up or the next timer.
+//
+// The receiver's Alloc runs on the reactor, so that tensor bytes land in
+// place as packets arrive; Deliver runs on the Conn's Receive goroutine,
+// since a receiver may block there (an inline handler sends its answer from
+// it). Alloc must therefore be quick and must not wait on Deliver.
+type Endpoint struct {
+	link    Link
+	opts    Options
+	dataLen int // frame bytes per packet
+
+	mu        sync.Mutex
+	ready     []*session // sessions with work queued by other goroutines
+	readyNext []*session
+	readyFlag atomic.Bool
+	sleeping  atomic.Bool
+	stopping  atomic.Bool
+	done      chan struct{}
+	accepts   chan *Conn
+
+	// Owned by the reactor.
+	sessions map[sessionKey]*session
+	list     []*session
+	acks     []*session
+	rx       []Datagram
+	now      time.Time
+	err      error // why the reactor stopped; read after done
+
+	resent, dups, malformed, resets atomic.Uint64
+}
+
+// Stats count what an Endpoint's reactor did.
+type Stats struct {
+	Resent     uint64 // packets sent again (timeouts and fast retransmits)
+	Duplicates uint64 // data packets received twice
+	Malformed  uint64 // datagrams that were not valid protocol packets
+	Resets     uint64 // RESETs sent for unknown sessions
+}
+
+const (
+	rxBatch     = 64
+	pumpBudget  = 64 // packets a session transmits per reactor loop
+	dialTimeout = 3 * time.Second
+)
+
+// NewEndpoint starts a reactor on link. The Endpoint owns the link from now
+// on and closes it in Close.
+func NewEndpoint(link Link, opts Options) *Endpoint {
+	opts = opts.withDefaults()
+	e := &Endpoint{
+		link: link, opts: opts,
+		dataLen:  link.MaxPayload() - HeaderLen,
+		done:     make(chan struct{}),
+		accepts:  make(chan *Conn, max(opts.Backlog, 0)),
+		sessions: make(map[sessionKey]*session),
+		rx:       make([]Datagram, rxBatch),
+	}
+	ready := make(chan struct{})
+	go e.run(ready)
+	<-ready
+	return e
+}
+
+// Addr is the address peers dial to reach this endpoint.
+func (e *Endpoint) Addr() netip.AddrPort { return e.link.LocalAddr() }
+
+// Link returns the endpoint's link.
+func (e *Endpoint) Link() Link { return e.link }
+
+// Stats returns the endpoint's counters.
+func (e *Endpoint) Stats() Stats {
+	return Stats{Resent: e.resent.Load(), Duplicates: e.dups.Load(), Malformed: e.malformed.Load(), Resets: e.resets.Load()}
+}
+
+// resolver is implemented by links that must learn something about a peer
+// (its MAC address) before sending to it, which may block.
+type resolver interface {
+	Resolve(ctx context.Context, peer netip.AddrPort) error
+}
+
+// Dial opens a session with the endpoint at addr ("ip:port"). Without a
+// deadline in ctx it gives up after 3s.
+func (e *Endpoint) Dial(ctx context.Context, addr string) (*Conn, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		ua, rerr := net.ResolveUDPAddr("udp4", addr)
+		if rerr != nil {
+			return nil, fmt.Errorf("afxdp: dial %s: %w", addr, rerr)
+		}
+		ap = ua.AddrPort()
+	}
+	return e.DialAddr(ctx, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+}
+
+// DialAddr is Dial with a parsed address.
+func (e *Endpoint) DialAddr(ctx context.Context, peer netip.AddrPort) (*Conn, error) {
+	if e.stopping.Load() {
+		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, ErrClosed)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+	}
+	if r, ok := e.link.(resolver); ok {
+		if err := r.Resolve(ctx, peer); err != nil {
+			return nil, fmt.Errorf("afxdp: dial %v: %w", peer, err)
+		}
+	}
+	s := e.newSession(sessionKey{peer: peer, id: rand.Uint64()})
+	s.opening = true
+	s.openWait = max(e.opts.RTO, 10*time.Millisecond)
+	s.openDone = make(chan error, 1)
+	e.enqueue(s)
+	select {
+	case err := <-s.openDone:
+		if err != nil {
+			return nil, fmt.Errorf("afxdp: dial %v: %w", peer, err)
+		}
+		return s.conn, nil
+	case <-ctx.Done():
+		s.conn.Close()
+		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, ctx.Err())
+	case <-e.done:
+		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, ErrClosed)
+	}
+}
+
+// Accept waits for a session a peer dialed.
+func (e *Endpoint) Accept() (*Conn, error) { return e.AcceptContext(context.Background()) }
+
+// AcceptContext is Accept that also gives up when ctx ends.
+func (e *Endpoint) AcceptContext(ctx context.Context) (*Conn, error) {
+	select {
+	case c := <-e.accepts:
+		return c, nil
+	case <-e.done:
+		return nil, fmt.Errorf("afxdp: accept on %v: %w", e.Addr(), ErrClosed)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("afxdp: accept on %v: %w", e.Addr(), ctx.Err())
+	}
+}
+
+// Close stops the reactor: every session ends with ErrClosed (its peer is
+// told), and the link is closed.
+func (e *Endpoint) Close() error {
+	if e.stopping.Swap(true) {
+		<-e.done
+		return nil
+	}
+	e.link.Wake()
+	<-e.done
+	return e.link.Close()
+}
+
+func (e *Endpoint) newSession(key sessionKey) *session {
+	s := &session{ep: e, key: key, rto: e.opts.RTO, limit: 64}
+	s.conn = &Conn{s: s, deliveries: make(chan *wire.Inbound, e.opts.Deliveries), done: make(chan struct{})}
+	return s
+}
+
+// enqueue hands s to the reactor, waking it if it sleeps. Seen together
+// with the reactor's check of readyFlag after setting sleeping, the two
+// sequentially consistent flags guarantee no wake-up is lost.
+func (e *Endpoint) enqueue(s *session) {
+	e.mu.Lock()
+	e.ready = append(e.ready, s)
+	e.mu.Unlock()
+	e.readyFlag.Store(true)
+	if e.sleeping.Load() {
+		e.link.Wake()
+	}
+}
+
+func (e *Endpoint) run(ready chan<- struct{}) {
+	defer close(e.done)
+	// The reactor keeps its thread: it may be pinned, and an OS thread
+	// that only ever runs the reactor keeps caches warm. The thread ends
+	// with the goroutine.
+	runtime.LockOSThread()
+	if e.opts.Pin {
+		var set unix.CPUSet
+		set.Set(e.opts.CPU % runtime.NumCPU())
+		_ = unix.SchedSetaffinity(0, &set) // best effort: the reactor works unpinned too
+	}
+	close(ready)
+	var idleAt time.Time
+	for !e.stopping.Load() {
+		e.now = time.Now()
+		n, err := e.link.Receive(e.rx)
+		if err != nil {
+			e.err = fmt.Errorf("afxdp: receive on %v: %w", e.link.LocalAddr(), err)
+			break
+		}
+		for i := range n {
+			e.handle(&e.rx[i])
+		}
+		worked := n > 0
+		if e.readyFlag.Load() {
+			e.takeReady()
+			worked = true
+		}
+		next, more := e.pumpAll()
+		e.flushAcks()
+		if err := e.link.Flush(); err != nil && !e.stopping.Load() {
+			e.err = fmt.Errorf("afxdp: send on %v: %w", e.link.LocalAddr(), err)
+			break
+		}
+		if worked || more {
+			idleAt = time.Time{}
+			continue
+		}
+		if e.opts.Busy {
+			continue
+		}
+		if idleAt.IsZero() {
+			idleAt = e.now
+		}
+		if e.now.Sub(idleAt) < e.opts.Spin {
+			continue
+		}
+		wait := time.Duration(-1)
+		if !next.IsZero() {
+			wait = max(next.Sub(e.now), 0)
+		}
+		e.sleeping.Store(true)
+		if !e.readyFlag.Load() && !e.stopping.Load() {
+			if err := e.link.Wait(wait); err != nil && !e.stopping.Load() {
+				e.err = fmt.Errorf("afxdp: wait on %v: %w", e.link.LocalAddr(), err)
+				e.sleeping.Store(false)
+				break
+			}
+		}
+		e.sleeping.Store(false)
+	}
+	e.shutdown()
+}
+
+// shutdown ends every session, telling peers, and refuses further work.
+func (e *Endpoint) shutdown() {
+	e.stopping.Store(true)
+	err := e.err
+	if err == nil {
+		err = ErrClosed
+	}
+	for len(e.list) > 0 {
+		s := e.list[len(e.list)-1]
+		s.control(TypeClose)
+		e.endSession(s, err)
+	}
+	e.link.Flush()
+	// Sessions queued after the last takeReady (a Dial racing Close).
+	e.mu.Lock()
+	pending := e.ready
+	e.ready = nil
+	e.mu.Unlock()
+	for _, s := range pending {
+		s.end(err)
+	}
+}
+
+func (e *Endpoint) takeReady() {
+	e.mu.Lock()
+	q := e.ready
+	e.ready = e.readyNext[:0]
+	e.readyFlag.Store(false)
+	e.mu.Unlock()
+	for i, s := range q {
+		q[i] = nil
+		if s.ended {
+			continue
+		}
+		if !s.registered {
+			s.registered = true
+			e.sessions[s.key] = s
+			e.list = append(e.list, s)
+		}
+		if s.take() {
+			// Twice, since a lost CLOSE leaves the peer waiting for its
+			// dead-peer timeout.
+			s.control(TypeClose)
+			s.control(TypeClose)
+			e.endSession(s, fmt.Errorf("afxdp: session %#x with %v: %w", s.key.id, s.key.peer, ErrClosed))
+		}
+	}
+	e.readyNext = q[:0]
+}
+
+// pumpAll runs every session's timers and transmits what their windows
+// allow. It returns the earliest timer and whether a session had more to
+// send than its budget.
+func (e *Endpoint) pumpAll() (next time.Time, more bool) {
+	for i := 0; i < len(e.list); i++ {
+		s := e.list[i]
+		t, err := s.timers()
+		if err != nil {
+			e.endSession(s, err)
+			i--
+			continue
+		}
+		if s.pump(pumpBudget) == pumpBudget {
+			more = true
+		}
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next, more
+}
+
+// flushAcks sends an ACK for every session that received data this loop
+// and had no data of its own to carry the acknowledgement.
+func (e *Endpoint) flushAcks() {
+	for i, s := range e.acks {
+		e.acks[i] = nil
+		s.inAcks = false
+		if !s.ended && s.ackOwed {
+			s.control(TypeAck)
+		}
+	}
+	e.acks = e.acks[:0]
+}
+
+func (e *Endpoint) handle(d *Datagram) {
+	h, data, err := DecodeHeader(d.Data)
+	if err != nil {
+		e.malformed.Add(1)
+		return
+	}
+	key := sessionKey{peer: d.From, id: h.Session}
+	s := e.sessions[key]
+	switch h.Type {
+	case TypeOpen:
+		if s == nil {
+			if s = e.acceptSession(key); s == nil {
+				e.reset(key)
+				return
+			}
+		}
+		s.onAck(&h)
+		s.control(TypeAck)
+		return
+	case TypeReset:
+		if s != nil {
+			e.endSession(s, fmt.Errorf("afxdp: session %#x with %v: %w", h.Session, d.From, ErrReset))
+		}
+		return
+	}
+	if s == nil {
+		if h.Type != TypeClose {
+			e.reset(key)
+		}
+		return
+	}
+	if s.opening { // any answer opens the session
+		s.opening = false
+		s.openDone <- nil
+	}
+	switch h.Type {
+	case TypeData:
+		s.onAck(&h)
+		if err := s.onData(&h, data); err != nil {
+			s.control(TypeReset)
+			e.endSession(s, err)
+			return
+		}
+		if s.ackOwed && !s.inAcks {
+			s.inAcks = true
+			e.acks = append(e.acks, s)
+		}
+	case TypeAck:
+		s.onAck(&h)
+	case TypeClose:
+		e.endSession(s, fmt.Errorf("afxdp: session %#x with %v: %w", h.Session, d.From, ErrPeerClosed))
+	}
+}
+
+// acceptSession creates the session a peer's OPEN asks for, or returns nil
+// when the endpoint does not accept or its backlog is full.
+func (e *Endpoint) acceptSession(key sessionKey) *session {
+	if e.opts.Backlog < 0 || len(e.accepts) == cap(e.accepts) {
+		return nil
+	}
+	s := e.newSession(key)
+	s.registered = true
+	e.sessions[key] = s
+	e.list = append(e.list, s)
+	e.accepts <- s.conn
+	return s
+}
+
+// reset tells a peer that this endpoint has no session key.
+func (e *Endpoint) reset(key sessionKey) {
+	buf := e.link.TxBuffer()
+	if buf == nil {
+		return
+	}
+	PutHeader(buf, &PacketHeader{Type: TypeReset, Session: key.id})
+	e.link.Queue(HeaderLen, key.peer)
+	e.resets.Add(1)
+}
+
+func (e *Endpoint) endSession(s *session, err error) {
+	s.end(err)
+	if e.sessions[s.key] == s {
+		delete(e.sessions, s.key)
+	}
+	for i, x := range e.list {
+		if x == s {
+			last := len(e.list) - 1
+			e.list[i] = e.list[last]
+			e.list[last] = nil
+			e.list = e.list[:last]
+			break
+		}
+	}
+}

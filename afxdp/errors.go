@@ -1,0 +1,24 @@
+package afxdp
+
+import "errors"
+
+// Errors callers branch on with errors.Is.
+var (
+	// ErrClosed is returned by operations on a closed Conn or Endpoint,
+	// and completes the messages they still held.
+	ErrClosed = errors.New("afxdp: closed")
+	// ErrPeerClosed completes messages still unacknowledged when the peer
+	// closed the session.
+	ErrPeerClosed = errors.New("afxdp: peer closed the session")
+	// ErrPeerUnreachable ends a session whose packets went unacknowledged
+	// for Options.DeadAfter.
+	ErrPeerUnreachable = errors.New("afxdp: peer unreachable")
+	// ErrReset ends a session the peer does not know (it restarted, or it
+	// does not accept sessions).
+	ErrReset = errors.New("afxdp: session reset by peer")
+	// ErrProtocol ends a session whose peer broke the protocol.
+	ErrProtocol = errors.New("afxdp: protocol violation")
+	// ErrUnavailable is wrapped by Available and OpenXSK when AF_XDP cannot
+	// be used on an interface; callers fall back to another transport.
+	ErrUnavailable = errors.New("afxdp: AF_XDP unavailable")
+)

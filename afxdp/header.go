@@ -1,0 +1,139 @@
+package afxdp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// The packet header every datagram of the protocol starts with, 40 bytes,
+// little-endian like package wire:
+//
+//	0  magic u16 ("XS") | 2 version u8 | 3 type u8
+//	4  flags u8 | 5 reserved u8 | 6 data length u16
+//	8  session id u64
+//	16 packet number u32 (DATA: its place in the session's stream)
+//	20 message number u32 (DATA: which frame of the stream it belongs to)
+//	24 ack u32 (every packet: the next packet number the sender expects)
+//	28 window u32 (every packet: how many packets from ack it accepts)
+//	32 offset u64 (DATA: where the data starts in its frame; ACK: how many
+//	   out-of-order packets arrived since the last ACK)
+//
+// Every packet carries an acknowledgement, so replies piggyback acks. The
+// data, Length bytes, follows the header.
+const (
+	HeaderLen     = 40
+	packetMagic   = 0x5358 // "XS" on the wire
+	packetVersion = 1
+)
+
+// PacketType says what a packet does.
+type PacketType uint8
+
+// Packet types.
+const (
+	TypeData  PacketType = 1 + iota // a piece of a frame
+	TypeAck                         // acknowledgement and credit only
+	TypeOpen                        // the dialer asks for a session
+	TypeClose                       // the sender closed the session
+	TypeReset                       // the sender knows no such session
+	typeEnd
+)
+
+var typeNames = [...]string{"invalid", "data", "ack", "open", "close", "reset"}
+
+func (t PacketType) String() string {
+	if t < typeEnd {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Packet flags.
+const (
+	FlagFirst uint8 = 1 << iota // DATA: the first packet of a frame
+	FlagLast                    // DATA: the last packet of a frame
+	FlagGap                     // any: the sender holds packets past a gap at ack
+	flagsKnown = FlagFirst | FlagLast | FlagGap
+)
+
+// Errors of DecodeHeader.
+var (
+	// ErrShortPacket is wrapped when a datagram is shorter than its header
+	// or than the data length it announces.
+	ErrShortPacket = errors.New("short packet")
+	// ErrNotOurs is wrapped when a datagram does not start with the
+	// protocol's magic and version.
+	ErrNotOurs = errors.New("not a starwire packet")
+	// ErrBadPacket is wrapped for an unknown type or flags, or fields that
+	// contradict each other.
+	ErrBadPacket = errors.New("malformed packet")
+)
+
+// PacketHeader is the decoded packet header.
+type PacketHeader struct {
+	Type    PacketType
+	Flags   uint8
+	Length  uint16 // data bytes after the header
+	Session uint64
+	Seq     uint32
+	Msg     uint32
+	Ack     uint32
+	Window  uint32
+	Offset  uint64
+}
+
+// PutHeader writes h into b[:HeaderLen]; b must be at least that long.
+func PutHeader(b []byte, h *PacketHeader) {
+	_ = b[HeaderLen-1]
+	binary.LittleEndian.PutUint16(b[0:], packetMagic)
+	b[2] = packetVersion
+	b[3] = byte(h.Type)
+	b[4] = h.Flags
+	b[5] = 0
+	binary.LittleEndian.PutUint16(b[6:], h.Length)
+	binary.LittleEndian.PutUint64(b[8:], h.Session)
+	binary.LittleEndian.PutUint32(b[16:], h.Seq)
+	binary.LittleEndian.PutUint32(b[20:], h.Msg)
+	binary.LittleEndian.PutUint32(b[24:], h.Ack)
+	binary.LittleEndian.PutUint32(b[28:], h.Window)
+	binary.LittleEndian.PutUint64(b[32:], h.Offset)
+}
+
+// DecodeHeader decodes the header at the start of b and returns it with the
+// packet's data, a view into b. It does not allocate.
+func DecodeHeader(b []byte) (PacketHeader, []byte, error) {
+	var h PacketHeader
+	if len(b) < HeaderLen {
+		return h, nil, fmt.Errorf("afxdp: packet of %d bytes: %w", len(b), ErrShortPacket)
+	}
+	if binary.LittleEndian.Uint16(b[0:]) != packetMagic || b[2] != packetVersion {
+		return h, nil, ErrNotOurs
+	}
+	h.Type = PacketType(b[3])
+	h.Flags = b[4]
+	h.Length = binary.LittleEndian.Uint16(b[6:])
+	h.Session = binary.LittleEndian.Uint64(b[8:])
+	h.Seq = binary.LittleEndian.Uint32(b[16:])
+	h.Msg = binary.LittleEndian.Uint32(b[20:])
+	h.Ack = binary.LittleEndian.Uint32(b[24:])
+	h.Window = binary.LittleEndian.Uint32(b[28:])
+	h.Offset = binary.LittleEndian.Uint64(b[32:])
+	if h.Type == 0 || h.Type >= typeEnd || h.Flags&^flagsKnown != 0 || b[5] != 0 {
+		return h, nil, fmt.Errorf("afxdp: %v packet with flags %#x: %w", h.Type, h.Flags, ErrBadPacket)
+	}
+	if h.Type != TypeData && (h.Length != 0 || h.Flags&(FlagFirst|FlagLast) != 0) {
+		return h, nil, fmt.Errorf("afxdp: %v packet with %d data bytes: %w", h.Type, h.Length, ErrBadPacket)
+	}
+	if h.Type == TypeData && h.Flags&FlagFirst != 0 && h.Offset != 0 {
+		return h, nil, fmt.Errorf("afxdp: first packet at offset %d: %w", h.Offset, ErrBadPacket)
+	}
+	end := HeaderLen + int(h.Length)
+	if len(b) < end {
+		return h, nil, fmt.Errorf("afxdp: %v packet of %d bytes announces %d: %w", h.Type, len(b), end, ErrShortPacket)
+	}
+	return h, b[HeaderLen:end], nil
+}
+
+// seqLess reports whether packet number a comes before b, modulo 2³².
+func seqLess(a, b uint32) bool { return int32(a-b) < 0 }

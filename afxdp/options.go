@@ -1,0 +1,118 @@
+package afxdp
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// Options configure an Endpoint. The zero value gives the defaults below.
+type Options struct {
+	// Window is the number of packets a session keeps in flight and the
+	// number of out-of-order packets it holds for reassembly; 0 means 512.
+	Window int
+	// RTO is the first retransmission timeout: a session whose oldest
+	// unacknowledged packet is this old sends the window again (go-back-N),
+	// doubling the timeout up to MaxRTO. 0 means 4ms and 200ms.
+	RTO, MaxRTO time.Duration
+	// DeadAfter ends a session, completing its messages with
+	// ErrPeerUnreachable, when it gets no acknowledgement for this long
+	// while packets are outstanding. 0 means 5s.
+	DeadAfter time.Duration
+	// Backlog bounds the sessions waiting in Accept; 0 means 128. A
+	// negative value makes the endpoint refuse sessions (dial only).
+	Backlog int
+	// Deliveries bounds the received frames waiting for a Conn's Receive
+	// loop; further frames are not acknowledged until there is room, which
+	// is the session's flow control. 0 means 1024.
+	Deliveries int
+	// Limits bound what the receive side accepts; zero means
+	// wire.DefaultLimits.
+	Limits wire.Limits
+	// Spin is how long the reactor keeps polling after its last work
+	// before sleeping in poll(); 0 means 50µs, negative never spins.
+	Spin time.Duration
+	// Busy makes the reactor poll without ever sleeping (a core per
+	// endpoint, lowest latency).
+	Busy bool
+	// Pin locks the reactor's thread to CPU.
+	Pin bool
+	CPU int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Window <= 0 {
+		o.Window = 512
+	}
+	if o.RTO <= 0 {
+		o.RTO = 4 * time.Millisecond
+	}
+	if o.MaxRTO <= 0 {
+		o.MaxRTO = 200 * time.Millisecond
+	}
+	o.MaxRTO = max(o.MaxRTO, o.RTO)
+	if o.DeadAfter <= 0 {
+		o.DeadAfter = 5 * time.Second
+	}
+	if o.Backlog == 0 {
+		o.Backlog = 128
+	}
+	if o.Deliveries <= 0 {
+		o.Deliveries = 1024
+	}
+	if o.Spin == 0 {
+		o.Spin = 50 * time.Microsecond
+	}
+	return o
+}
+
+// Environment variables read by OptionsFromEnv, with the names TensorFlow
+// and DeepRec users know.
+const (
+	EnvCoreNumber          = "SEASTAR_CORE_NUMBER"
+	EnvWorkerPolling       = "WORKER_ENABLE_POLLING"
+	EnvPSPolling           = "PS_ENABLE_POLLING"
+	EnvWorkerDisablePin    = "WORKER_DISABLE_PIN_CORES"
+	EnvPSDisablePin        = "PS_DISABLE_PIN_CORES"
+	defaultReactorsPerLink = 1
+)
+
+// OptionsFromEnv returns the defaults adjusted for a task of job ("ps" or
+// anything else for a worker) and reactor index: busy polling when
+// *_ENABLE_POLLING is "true", and the reactor pinned to CPU index (modulo
+// the CPUs) when *_DISABLE_PIN_CORES is "false". Unset variables keep
+// adaptive polling and no pinning.
+func OptionsFromEnv(job string, index int) Options {
+	poll, pin := EnvWorkerPolling, EnvWorkerDisablePin
+	if job == "ps" {
+		poll, pin = EnvPSPolling, EnvPSDisablePin
+	}
+	var o Options
+	o.Busy = envBool(poll, false)
+	if !envBool(pin, true) {
+		o.Pin, o.CPU = true, index
+	}
+	return o
+}
+
+// Reactors returns how many reactors to run for a device with queues
+// queues: SEASTAR_CORE_NUMBER when set (at least 1), never more than
+// queues, since a reactor owns whole queues.
+func Reactors(queues int) int {
+	n := defaultReactorsPerLink
+	if v, err := strconv.Atoi(strings.TrimSpace(os.Getenv(EnvCoreNumber))); err == nil && v > 0 {
+		n = v
+	}
+	return max(1, min(n, queues))
+}
+
+func envBool(name string, def bool) bool {
+	v, err := strconv.ParseBool(strings.TrimSpace(os.Getenv(name)))
+	if err != nil {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,228 @@
+package afxdp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/wire"
+)
+
+var (
+	memA = netip.MustParseAddrPort("198.18.0.1:7000")
+	memB = netip.MustParseAddrPort("198.18.0.2:7000")
+)
+
+// collector is a wire.Receiver that hands every frame to a channel.
+type collector struct {
+	frames chan *wire.Inbound
+}
+
+func newCollector(n int) *collector { return &collector{frames: make(chan *wire.Inbound, n)} }
+
+func (c *collector) Alloc(in *wire.Inbound) error { in.AllocPooled(); return nil }
+func (c *collector) Deliver(in *wire.Inbound)     { c.frames <- in }
+
+func (c *collector) next(t testing.TB, within time.Duration) *wire.Inbound {
+	t.Helper()
+	select {
+	case in := <-c.frames:
+		return in
+	case <-time.After(within):
+		t.Fatalf("no frame within %v", within)
+		return nil
+	}
+}
+
+// doneChan is a wire.Completion reporting on a channel.
+type doneChan chan error
+
+func (d doneChan) Sent(m *wire.Message, err error) { d <- err }
+
+// connected returns a dialed and an accepted Conn over a pair of endpoints.
+func connected(t testing.TB, a, b afxdp.Link, opts afxdp.Options) (ea, eb *afxdp.Endpoint, ca, cb *afxdp.Conn) {
+	t.Helper()
+	ea, eb = afxdp.NewEndpoint(a, opts), afxdp.NewEndpoint(b, opts)
+	t.Cleanup(func() { ea.Close(); eb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var err error
+	if ca, err = ea.Dial(ctx, b.LocalAddr().String()); err != nil {
+		t.Fatal(err)
+	}
+	if cb, err = eb.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	return ea, eb, ca, cb
+}
+
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7) ^ seed ^ byte(i>>11)
+	}
+	return b
+}
+
+func TestMemLinkFrames(t *testing.T) {
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
+	rb := newCollector(16)
+	go cb.Receive(rb)
+	data := pattern(100_000, 3)
+	done := make(doneChan, 1)
+	m := &wire.Message{
+		Header:  wire.Header{Kind: wire.KindRequest, Method: 9, CallID: 42},
+		Meta:    []byte("metadata"),
+		Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(len(data))}, Data: data}},
+		Done:    done,
+	}
+	if err := ca.Send(m); err != nil {
+		t.Fatal(err)
+	}
+	in := rb.next(t, 5*time.Second)
+	defer in.Release()
+	if in.Err != nil || in.Header.CallID != 42 || string(in.Meta) != "metadata" || len(in.Tensors) != 1 {
+		t.Fatalf("got %+v meta %q err %v", in.Header, in.Meta, in.Err)
+	}
+	if !bytes.Equal(in.Tensors[0].Data, data) {
+		t.Fatal("tensor bytes differ")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("message never completed")
+	}
+}
+
+// TestMemLinkImpaired sends 1000 frames and a 64 MiB tensor through a link
+// that loses 5%, reorders 25% and duplicates 1% of the packets, and checks
+// every frame arrives once, in order, byte-exact.
+func TestMemLinkImpaired(t *testing.T) {
+	size := 64 << 20
+	if testing.Short() {
+		size = 4 << 20
+	}
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 1})
+	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{RTO: 2 * time.Millisecond})
+	rb := newCollector(2048)
+	go cb.Receive(rb)
+
+	const frames = 1000
+	done := make(doneChan, frames+1)
+	for i := range frames {
+		meta := binary.LittleEndian.AppendUint64(nil, uint64(i))
+		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: uint64(i + 1)}, Meta: meta, Done: done}
+		if err := ca.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := pattern(size, 5)
+	m := &wire.Message{
+		Header:  wire.Header{Kind: wire.KindRequest, CallID: frames + 1},
+		Tensors: []wire.Tensor{{DType: wire.DTFloat, Shape: []int64{int64(size / 4)}, Data: big}},
+		Done:    done,
+	}
+	if err := ca.Send(m); err != nil {
+		t.Fatal(err)
+	}
+	for i := range frames + 1 {
+		in := rb.next(t, 60*time.Second)
+		if in.Err != nil || in.Header.CallID != uint64(i+1) {
+			t.Fatalf("frame %d: call %d err %v", i, in.Header.CallID, in.Err)
+		}
+		if i < frames && binary.LittleEndian.Uint64(in.Meta) != uint64(i) {
+			t.Fatalf("frame %d carries %d", i, binary.LittleEndian.Uint64(in.Meta))
+		}
+		if i == frames && !bytes.Equal(in.Tensors[0].Data, big) {
+			t.Fatal("64 MiB tensor differs")
+		}
+		in.Release()
+	}
+	for range frames + 1 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a message never completed")
+		}
+	}
+	select {
+	case in := <-rb.frames:
+		t.Fatalf("extra frame, call %d", in.Header.CallID)
+	case <-time.After(50 * time.Millisecond):
+	}
+	st := ea.Stats()
+	t.Logf("dropped %d reordered %d duplicated %d, resent %d", la.Dropped.Load(), la.Reordered.Load(), la.Duplicated.Load(), st.Resent)
+	if la.Dropped.Load() == 0 || la.Reordered.Load() == 0 || la.Duplicated.Load() == 0 {
+		t.Fatal("the link impaired nothing")
+	}
+}
+
+func TestDialRefused(t *testing.T) {
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{Backlog: -1})
+	defer ea.Close()
+	defer eb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := ea.Dial(ctx, memB.String()); !errors.Is(err, afxdp.ErrReset) {
+		t.Fatalf("dial to a refusing endpoint: %v", err)
+	}
+}
+
+func TestPeerGoneCompletesWithError(t *testing.T) {
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	_, eb, ca, cb := connected(t, la, lb, afxdp.Options{DeadAfter: 300 * time.Millisecond})
+	go cb.Receive(newCollector(16))
+	// The peer vanishes without a word: its link drops everything.
+	lb.Close()
+	t.Cleanup(func() { eb.Close() })
+	done := make(doneChan, 1)
+	start := time.Now()
+	data := pattern(1<<20, 1)
+	ca.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 1},
+		Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{1 << 20}, Data: data}}, Done: done})
+	select {
+	case err := <-done:
+		if !errors.Is(err, afxdp.ErrPeerUnreachable) {
+			t.Fatalf("completed with %v", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("took %v", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("message never completed")
+	}
+	ca.Receive(newCollector(1)) // returns, since the session ended
+}
+
+func TestCloseEndsPeerReceive(t *testing.T) {
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
+	errc := make(chan error, 1)
+	go func() { errc <- cb.Receive(newCollector(1)) }()
+	ca.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, afxdp.ErrPeerClosed) {
+			t.Fatalf("Receive returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Receive did not return after the peer closed")
+	}
+	if err := ca.Send(&wire.Message{}); !errors.Is(err, afxdp.ErrClosed) {
+		t.Fatalf("Send after Close: %v", err)
+	}
+}

@@ -1,0 +1,124 @@
+package afxdp
+
+import (
+	"fmt"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// frameParser rebuilds frames from a session's in-order packet stream. The
+// header and the metadata and descriptors are gathered first; then the
+// Receiver's Alloc says where the tensor bytes go, and every later packet's
+// data is copied straight there.
+type frameParser struct {
+	msg    uint32 // number of the frame being rebuilt (or next)
+	active bool   // inside a frame
+	off    uint64 // frame bytes received so far
+	hdr    [wire.HeaderSize]byte
+	hdrN   int
+	in     *wire.Inbound
+	body   []byte // Begin's room for metadata and descriptors
+	bodyN  int
+	payN   uint64 // payload bytes received
+	skip   bool   // Alloc failed: the payload is read and dropped
+	ready  bool   // header and body parsed, destinations known
+}
+
+// feed takes the data of the next packet in order and returns the frame it
+// completes, if any.
+func (p *frameParser) feed(h *PacketHeader, data []byte, c *Conn, lim *wire.Limits) (*wire.Inbound, error) {
+	if h.Flags&FlagFirst != 0 {
+		if p.active {
+			return nil, fmt.Errorf("frame %d starts inside frame %d: %w", h.Msg, p.msg, ErrProtocol)
+		}
+		p.active, p.off, p.hdrN, p.payN, p.bodyN, p.skip, p.ready = true, 0, 0, 0, 0, false, false
+	}
+	if !p.active || h.Msg != p.msg || h.Offset != p.off {
+		return nil, fmt.Errorf("packet %d of frame %d at offset %d, expected frame %d offset %d: %w",
+			h.Seq, h.Msg, h.Offset, p.msg, p.off, ErrProtocol)
+	}
+	p.off += uint64(len(data))
+	for len(data) > 0 {
+		switch {
+		case p.in == nil: // the fixed header
+			n := copy(p.hdr[p.hdrN:], data)
+			p.hdrN += n
+			data = data[n:]
+			if p.hdrN < wire.HeaderSize {
+				continue
+			}
+			wh, err := wire.ParseHeader(p.hdr[:], lim)
+			if err != nil {
+				return nil, fmt.Errorf("frame %d: %w: %w", h.Msg, err, ErrProtocol)
+			}
+			p.in = wire.NewInbound()
+			p.body = p.in.Begin(&wh)
+			if len(p.body) == 0 {
+				p.allocate(c)
+			}
+		case !p.ready: // metadata and descriptors
+			n := copy(p.body[p.bodyN:], data)
+			p.bodyN += n
+			data = data[n:]
+			if p.bodyN == len(p.body) {
+				p.allocate(c)
+			}
+		default: // tensor bytes, into their destinations
+			left := p.in.Header.PayloadLen - p.payN
+			if uint64(len(data)) > left {
+				return nil, fmt.Errorf("frame %d: %d bytes past its end: %w", h.Msg, uint64(len(data))-left, ErrProtocol)
+			}
+			if p.skip {
+				p.payN += uint64(len(data))
+				data = nil
+				continue
+			}
+			dst, _ := p.in.PayloadDest(p.payN)
+			n := copy(dst, data)
+			p.payN += uint64(n)
+			data = data[n:]
+		}
+	}
+	if h.Flags&FlagLast == 0 {
+		return nil, nil
+	}
+	if p.in == nil || !p.ready || p.payN != p.in.Header.PayloadLen {
+		return nil, fmt.Errorf("frame %d ends after %d bytes, short of its length: %w", h.Msg, p.off, ErrProtocol)
+	}
+	in := p.in
+	p.in, p.body, p.active = nil, nil, false
+	p.msg++
+	return in, nil
+}
+
+// allocate parses the descriptors and asks the receiver for destinations.
+// A failure is the frame's, not the session's: the payload is dropped and
+// the frame delivered with in.Err set, as the stream transport does.
+func (p *frameParser) allocate(c *Conn) {
+	p.ready = true
+	in := p.in
+	err := in.ParseDescs()
+	if err == nil {
+		if r := c.receiver(); r != nil {
+			err = r.Alloc(in)
+		} else {
+			in.AllocPooled()
+		}
+	}
+	if err == nil {
+		err = in.CheckAlloc()
+	}
+	if err != nil {
+		in.Err = err
+		p.skip = true
+	}
+}
+
+// reset drops a partly received frame.
+func (p *frameParser) reset() {
+	if p.in != nil {
+		p.in.Release()
+		p.in = nil
+	}
+	p.active = false
+}

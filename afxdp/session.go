@@ -1,0 +1,391 @@
+package afxdp
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// sessionKey names a session: the peer's address and the id its dialer
+// chose.
+type sessionKey struct {
+	peer netip.AddrPort
+	id   uint64
+}
+
+// outMsg is a frame being sent: its head encoded once, its tensors read in
+// place. Its packets are numbered first .. first+npk-1 in the session's
+// stream.
+type outMsg struct {
+	m     *wire.Message
+	head  []byte // reused by the next message in this ring slot
+	total uint64 // head and payload bytes
+	first uint32
+	npk   uint32
+	no    uint32
+}
+
+// session is one end of a reliable, ordered, bidirectional stream of frames
+// with one peer. Everything but the fields under mu belongs to the reactor.
+type session struct {
+	ep   *Endpoint
+	key  sessionKey
+	conn *Conn
+
+	mu       sync.Mutex
+	inq      []*wire.Message // Sent, not yet taken by the reactor
+	spare    []*wire.Message // the reactor's previous inq, swapped back in
+	closeReq bool
+	queued   bool  // on ep.ready
+	dead     error // set once the session ended
+
+	// Send side. Packet numbers: base is the oldest unacknowledged,
+	// next the next to transmit (it moves back to base on a timeout),
+	// maxSent one past the highest ever transmitted, assign the number
+	// the next queued message starts at, limit the peer's credit.
+	out          fifo[outMsg]
+	nextIdx      int // out index of the message holding next
+	msgNo        uint32
+	base, next   uint32
+	maxSent      uint32
+	assign       uint32
+	limit        uint32
+	rto          time.Duration
+	retxAt       time.Time // zero when nothing is outstanding
+	lastProgress time.Time
+	dupAcks      uint64
+	fastSeq      uint32
+	fastAt       time.Time
+
+	// Receive side: expect is the next packet number wanted; packets past
+	// it wait in ooo.
+	expect  uint32
+	naks    uint64 // out-of-order arrivals since the last ACK
+	ackOwed bool
+	inAcks  bool // on ep.acks
+	ooo     *reorder
+	rx      frameParser
+
+	// Dialing: OPEN is repeated until the peer answers.
+	opening  bool
+	openAt   time.Time
+	openWait time.Duration
+	openDone chan error
+
+	registered bool
+	ended      bool
+}
+
+// emit writes packet seq, which must be queued, into a transmit buffer.
+// idx is the out index of its message. It reports false when the link has
+// no free buffer.
+func (s *session) emit(seq uint32, idx int) bool {
+	l := s.ep.link
+	buf := l.TxBuffer()
+	if buf == nil {
+		return false
+	}
+	om := s.out.at(idx)
+	i := seq - om.first
+	d := uint64(s.ep.dataLen)
+	off := uint64(i) * d
+	n := min(d, om.total-off)
+	h := PacketHeader{Type: TypeData, Length: uint16(n), Session: s.key.id, Seq: seq, Msg: om.no, Offset: off}
+	if i == 0 {
+		h.Flags |= FlagFirst
+	}
+	if i == om.npk-1 {
+		h.Flags |= FlagLast
+	}
+	s.fillAck(&h)
+	PutHeader(buf, &h)
+	copyFrame(buf[HeaderLen:HeaderLen+n], om, off)
+	l.Queue(HeaderLen+int(n), s.key.peer)
+	if s.maxSent == s.base {
+		s.lastProgress = s.ep.now // the clock of the dead-peer check starts now
+	}
+	if seqLess(s.maxSent, seq+1) {
+		s.maxSent = seq + 1
+	}
+	if s.retxAt.IsZero() {
+		s.retxAt = s.ep.now.Add(s.rto)
+	}
+	return true
+}
+
+// copyFrame copies the frame bytes of om from off on into dst: from the
+// encoded head, then straight from the tensors' memory.
+func copyFrame(dst []byte, om *outMsg, off uint64) {
+	w := 0
+	if off < uint64(len(om.head)) {
+		w = copy(dst, om.head[off:])
+		off = 0
+	} else {
+		off -= uint64(len(om.head))
+	}
+	for i := range om.m.Tensors {
+		if w == len(dst) {
+			return
+		}
+		data := om.m.Tensors[i].Data
+		if off >= uint64(len(data)) {
+			off -= uint64(len(data))
+			continue
+		}
+		w += copy(dst[w:], data[off:])
+		off = 0
+	}
+}
+
+// fillAck sets the acknowledgement fields every packet carries.
+func (s *session) fillAck(h *PacketHeader) {
+	h.Ack = s.expect
+	h.Window = uint32(s.ep.opts.Window)
+	if s.ooo != nil && s.ooo.held > 0 {
+		h.Flags |= FlagGap
+	}
+	s.ackOwed = false
+	s.naks = 0
+}
+
+// control sends a packet without data: ACK, OPEN, CLOSE or RESET.
+func (s *session) control(t PacketType) {
+	l := s.ep.link
+	buf := l.TxBuffer()
+	if buf == nil {
+		return // the peer will ask again
+	}
+	h := PacketHeader{Type: t, Session: s.key.id}
+	naks := s.naks
+	s.fillAck(&h)
+	if t == TypeAck {
+		h.Offset = naks
+	}
+	PutHeader(buf, &h)
+	l.Queue(HeaderLen, s.key.peer)
+}
+
+// take moves messages from the Send queue into the packet stream, giving
+// each its packet numbers. It reports whether the session is to close.
+func (s *session) take() (closing bool) {
+	s.mu.Lock()
+	q := s.inq
+	s.inq = s.spare[:0]
+	closing = s.closeReq
+	s.queued = false
+	s.mu.Unlock()
+	d := uint64(s.ep.dataLen)
+	for i, m := range q {
+		q[i] = nil
+		om := s.out.push()
+		head, err := wire.AppendHead(om.head[:0], m)
+		if err != nil {
+			s.out.size-- // give the slot back
+			m.Complete(fmt.Errorf("afxdp: send to %v: %w", s.key.peer, err))
+			continue
+		}
+		total := uint64(len(head)) + m.Header.PayloadLen
+		*om = outMsg{m: m, head: head, total: total, first: s.assign, npk: uint32((total + d - 1) / d), no: s.msgNo}
+		s.assign += om.npk
+		s.msgNo++
+	}
+	s.spare = q[:0]
+	return closing
+}
+
+// pump transmits new or repeated packets the window allows, at most budget
+// of them, and reports how many it sent.
+func (s *session) pump(budget int) int {
+	sent := 0
+	for sent < budget && seqLess(s.next, s.assign) && seqLess(s.next, s.limit) &&
+		seqLess(s.next, s.base+uint32(s.ep.opts.Window)) {
+		for {
+			om := s.out.at(s.nextIdx)
+			if s.next-om.first < om.npk {
+				break
+			}
+			s.nextIdx++
+		}
+		if !s.emit(s.next, s.nextIdx) {
+			break
+		}
+		s.next++
+		sent++
+	}
+	return sent
+}
+
+// onAck takes the acknowledgement and credit every packet carries.
+func (s *session) onAck(h *PacketHeader) {
+	a := h.Ack
+	if seqLess(a, s.base) || seqLess(s.maxSent, a) {
+		return // stale, or acknowledging what was never sent
+	}
+	s.limit = a + h.Window
+	if a == s.base {
+		if s.base == s.maxSent || h.Type != TypeAck {
+			return
+		}
+		// A duplicate acknowledgement: the peer got packets past a gap.
+		s.dupAcks += h.Offset
+		if s.dupAcks >= 3 {
+			s.fastRetransmit()
+		}
+		return
+	}
+	s.base = a
+	for s.out.len() > 0 {
+		om := s.out.at(0)
+		if seqLess(a, om.first+om.npk) {
+			break
+		}
+		m := om.m
+		om.m = nil
+		s.out.pop()
+		s.nextIdx = max(0, s.nextIdx-1)
+		m.Complete(nil)
+	}
+	if seqLess(s.next, a) {
+		s.next, s.nextIdx = a, 0
+	}
+	s.lastProgress = s.ep.now
+	s.rto = s.ep.opts.RTO
+	s.dupAcks = 0
+	if a == s.maxSent {
+		s.retxAt = time.Time{}
+		return
+	}
+	s.retxAt = s.ep.now.Add(s.rto)
+	if h.Flags&FlagGap != 0 {
+		// The peer holds packets past a new gap: the packet at it was
+		// lost, or is late; send it again now rather than at the timeout.
+		s.fastRetransmit()
+	}
+}
+
+// fastRetransmit sends the oldest unacknowledged packet again, at most once
+// per half RTO for the same packet.
+func (s *session) fastRetransmit() {
+	if s.fastSeq == s.base && s.ep.now.Sub(s.fastAt) < s.ep.opts.RTO/2 {
+		return
+	}
+	if s.emit(s.base, 0) {
+		s.fastSeq, s.fastAt = s.base, s.ep.now
+		s.dupAcks = 0
+		s.ep.resent.Add(1)
+	}
+}
+
+// timers runs the retransmission and dead-peer clocks and returns the next
+// time they need a look (zero for none).
+func (s *session) timers() (time.Time, error) {
+	now := s.ep.now
+	if s.opening {
+		if now.Before(s.openAt) {
+			return s.openAt, nil
+		}
+		s.control(TypeOpen)
+		s.openWait = min(2*s.openWait, s.ep.opts.MaxRTO)
+		s.openAt = now.Add(s.openWait)
+		return s.openAt, nil
+	}
+	if s.retxAt.IsZero() {
+		return time.Time{}, nil
+	}
+	if now.Sub(s.lastProgress) > s.ep.opts.DeadAfter {
+		return time.Time{}, fmt.Errorf("afxdp: session %#x with %v: no acknowledgement for %v: %w",
+			s.key.id, s.key.peer, s.ep.opts.DeadAfter, ErrPeerUnreachable)
+	}
+	if now.Before(s.retxAt) {
+		return s.retxAt, nil
+	}
+	// Go back N: everything from the oldest unacknowledged packet again.
+	s.ep.resent.Add(uint64(s.next - s.base))
+	s.next, s.nextIdx = s.base, 0
+	s.rto = min(2*s.rto, s.ep.opts.MaxRTO)
+	s.retxAt = now.Add(s.rto)
+	return s.retxAt, nil
+}
+
+// onData takes a DATA packet: in order, it lands in its frame; ahead of
+// order, it waits in the reorder buffer; behind, it is a duplicate.
+func (s *session) onData(h *PacketHeader, data []byte) error {
+	s.ackOwed = true
+	switch {
+	case h.Seq == s.expect:
+		ok, err := s.accept(h, data)
+		if err != nil || !ok {
+			return err
+		}
+		for s.ooo != nil && s.ooo.held > 0 {
+			hh, dd, ok := s.ooo.take(s.expect)
+			if !ok {
+				break
+			}
+			if ok, err := s.accept(hh, dd); err != nil || !ok {
+				s.ooo.put(hh, dd) // no room for delivery yet: keep it
+				return err
+			}
+		}
+	case seqLess(s.expect, h.Seq) && seqLess(h.Seq, s.expect+uint32(s.ep.opts.Window)):
+		if s.ooo == nil {
+			s.ooo = newReorder(s.ep.opts.Window, s.ep.dataLen)
+		}
+		s.ooo.put(h, data)
+		s.naks++
+	default:
+		s.ep.dups.Add(1)
+	}
+	return nil
+}
+
+// accept lands the next in-order packet in its frame. It reports false,
+// leaving the packet unaccepted, when a frame would complete but the
+// delivery queue is full.
+func (s *session) accept(h *PacketHeader, data []byte) (bool, error) {
+	if h.Flags&FlagLast != 0 && len(s.conn.deliveries) == cap(s.conn.deliveries) {
+		return false, nil
+	}
+	in, err := s.rx.feed(h, data, s.conn, &s.ep.opts.Limits)
+	if err != nil {
+		return false, fmt.Errorf("afxdp: session %#x from %v: %w", s.key.id, s.key.peer, err)
+	}
+	s.expect++
+	if in != nil {
+		s.conn.deliveries <- in
+	}
+	return true, nil
+}
+
+// end finishes the session with err: every message it holds completes with
+// err, and its Conn's Receive returns.
+func (s *session) end(err error) {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.mu.Lock()
+	s.dead = err
+	q := s.inq
+	s.inq = nil
+	s.mu.Unlock()
+	for s.out.len() > 0 {
+		om := s.out.at(0)
+		m := om.m
+		om.m = nil
+		s.out.pop()
+		m.Complete(err)
+	}
+	for _, m := range q {
+		m.Complete(err)
+	}
+	s.rx.reset()
+	if s.opening {
+		s.opening = false
+		s.openDone <- err
+	}
+	s.conn.finish(err)
+}
