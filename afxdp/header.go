@@ -51,9 +51,9 @@ func (t PacketType) String() string {
 
 // Packet flags.
 const (
-	FlagFirst uint8 = 1 << iota // DATA: the first packet of a frame
-	FlagLast                    // DATA: the last packet of a frame
-	FlagGap                     // any: the sender holds packets past a gap at ack
+	FlagFirst  uint8 = 1 << iota // DATA: the first packet of a frame
+	FlagLast                     // DATA: the last packet of a frame
+	FlagGap                      // any: the sender holds packets past a gap at ack
 	flagsKnown = FlagFirst | FlagLast | FlagGap
 )
 
