@@ -1,0 +1,265 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// ErrUnknownTask is returned (wrapped) for a task the driver has no Caller
+// for.
+var ErrUnknownTask = errors.New("driver: unknown task")
+
+// A Driver is the master of one session on a cluster: one Caller per task.
+// Steps run partitions on several tasks concurrently, as TensorFlow's
+// master does, and clean up after themselves. Safe for concurrent use by
+// several steps at once.
+type Driver struct {
+	session string
+	callers map[string]Caller
+	order   []string
+
+	mu     sync.Mutex
+	graphs []Graph
+	open   bool
+}
+
+// New returns a driver for session over callers, one per task; it owns
+// them and closes them in Close.
+func New(session string, callers ...Caller) *Driver {
+	d := &Driver{session: session, callers: make(map[string]Caller, len(callers))}
+	for _, c := range callers {
+		d.callers[c.Task()] = c
+		d.order = append(d.order, c.Task())
+	}
+	return d
+}
+
+// Session returns the session handle.
+func (d *Driver) Session() string { return d.session }
+
+// Tasks returns the tasks in the order given to New.
+func (d *Driver) Tasks() []string { return d.order }
+
+// Caller returns the Caller of task.
+func (d *Driver) Caller(task string) (Caller, error) {
+	c, ok := d.callers[task]
+	if !ok {
+		return nil, fmt.Errorf("%w %s", ErrUnknownTask, task)
+	}
+	return c, nil
+}
+
+// each calls f on every task concurrently and returns the first error.
+func (d *Driver) each(f func(task string, c Caller) error) error {
+	errs := make([]error, len(d.order))
+	var wg sync.WaitGroup
+	for i, task := range d.order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(task, d.callers[task])
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Status calls GetStatus on every task and returns the answers by task.
+// A task that does not answer fails the whole call, naming the task.
+func (d *Driver) Status(ctx context.Context) (map[string]*tfpb.GetStatusResponse, error) {
+	var mu sync.Mutex
+	out := make(map[string]*tfpb.GetStatusResponse, len(d.order))
+	err := d.each(func(task string, c Caller) error {
+		st, err := c.GetStatus(ctx)
+		if err != nil {
+			return fmt.Errorf("driver: GetStatus of %s: %w", task, err)
+		}
+		mu.Lock()
+		out[task] = st
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
+
+// CreateSessions creates the driver's worker session on every task.
+// serverDef, when not nil, is sent to each task with its own job and index.
+// Session state is not isolated: variables are shared with other sessions,
+// as between-graph replicas of TensorFlow share their parameter servers.
+func (d *Driver) CreateSessions(ctx context.Context, serverDef *tfpb.ServerDef) error {
+	err := d.each(func(task string, c Caller) error {
+		req := &tfpb.CreateWorkerSessionRequest{SessionHandle: d.session}
+		if serverDef != nil {
+			sd := cloneServerDef(serverDef)
+			if job, idx, ok := parseTask(task); ok {
+				sd.JobName, sd.TaskIndex = job, int32(idx)
+			}
+			req.ServerDef = sd
+		}
+		if err := c.CreateWorkerSession(ctx, req); err != nil {
+			return fmt.Errorf("driver: CreateWorkerSession on %s: %w", task, err)
+		}
+		return nil
+	})
+	if err == nil {
+		d.mu.Lock()
+		d.open = true
+		d.mu.Unlock()
+	}
+	return err
+}
+
+// A Graph is a partition registered on one task.
+type Graph struct {
+	Task   string
+	Handle string
+}
+
+// RegisterGraph registers a partition graph on task.
+func (d *Driver) RegisterGraph(ctx context.Context, task string, def *tfpb.GraphDef) (Graph, error) {
+	c, err := d.Caller(task)
+	if err != nil {
+		return Graph{}, err
+	}
+	resp, err := c.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{
+		SessionHandle:             d.session,
+		CreateWorkerSessionCalled: true,
+		GraphDef:                  def,
+	})
+	if err != nil {
+		return Graph{}, fmt.Errorf("driver: RegisterGraph on %s: %w", task, err)
+	}
+	g := Graph{Task: task, Handle: resp.GetGraphHandle()}
+	d.mu.Lock()
+	d.graphs = append(d.graphs, g)
+	d.mu.Unlock()
+	return g, nil
+}
+
+// A Partition is one RunGraph of a step: a registered graph, its feeds, the
+// keys it fetches, and where the fetched tensors go (Out may be nil when
+// nothing is fetched).
+type Partition struct {
+	Graph   Graph
+	Feeds   []Feed
+	Fetches []string
+	Out     *Fetched
+}
+
+// RunPartitions runs parts concurrently as step step and waits for all of
+// them. When one fails, the others are cancelled (a partition waiting for a
+// tensor the failed one would have sent would otherwise wait for its
+// deadline) and the first failure is returned. It does not clean up the
+// step: call CleanupStep once the step's last partitions have run.
+func (d *Driver) RunPartitions(ctx context.Context, step int64, parts ...Partition) error {
+	if len(parts) == 1 {
+		return d.runPartition(ctx, step, &parts[0])
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = d.runPartition(ctx, step, &parts[i]); errs[i] != nil {
+				cancel(errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	// The first failure caused the cancellations that followed.
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Driver) runPartition(ctx context.Context, step int64, p *Partition) error {
+	c, err := d.Caller(p.Graph.Task)
+	if err != nil {
+		return err
+	}
+	req := &tfpb.RunGraphRequest{
+		SessionHandle:             d.session,
+		CreateWorkerSessionCalled: true,
+		GraphHandle:               p.Graph.Handle,
+		StepId:                    step,
+		RecvKey:                   p.Fetches,
+	}
+	out := p.Out
+	if out == nil {
+		out = new(Fetched)
+		defer out.Release()
+	}
+	if err := c.RunGraph(ctx, req, p.Feeds, out); err != nil {
+		return fmt.Errorf("driver: RunGraph %s on %s, step %d: %w", p.Graph.Handle, p.Graph.Task, step, err)
+	}
+	if len(out.Keys) != len(p.Fetches) {
+		n := len(out.Keys)
+		out.Release()
+		return fmt.Errorf("driver: RunGraph %s on %s, step %d: %d tensors fetched for %d keys", p.Graph.Handle, p.Graph.Task, step, n, len(p.Fetches))
+	}
+	return nil
+}
+
+// CleanupStep tells tasks that step is over, so they drop what their
+// rendezvous still holds for it.
+func (d *Driver) CleanupStep(ctx context.Context, step int64, tasks ...string) error {
+	var errs []error
+	for _, task := range tasks {
+		c, err := d.Caller(task)
+		if err == nil {
+			err = c.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: step})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("driver: CleanupGraph step %d on %s: %w", step, task, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns the sum of every Caller's calls and bytes.
+func (d *Driver) Stats() Stats {
+	var s Stats
+	for _, task := range d.order {
+		s = s.Add(d.callers[task].Stats())
+	}
+	return s
+}
+
+// Close deregisters the driver's graphs, deletes its worker sessions and
+// closes its callers. It reports every failure, but tries every step.
+func (d *Driver) Close(ctx context.Context) error {
+	d.mu.Lock()
+	graphs, open := d.graphs, d.open
+	d.graphs, d.open = nil, false
+	d.mu.Unlock()
+	var errs []error
+	for _, g := range graphs {
+		c, err := d.Caller(g.Task)
+		if err == nil {
+			err = c.DeregisterGraph(ctx, &tfpb.DeregisterGraphRequest{SessionHandle: d.session, CreateWorkerSessionCalled: true, GraphHandle: g.Handle})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("driver: DeregisterGraph %s on %s: %w", g.Handle, g.Task, err))
+		}
+	}
+	if open {
+		errs = append(errs, d.each(func(task string, c Caller) error {
+			if err := c.DeleteWorkerSession(ctx, &tfpb.DeleteWorkerSessionRequest{SessionHandle: d.session}); err != nil {
+				return fmt.Errorf("driver: DeleteWorkerSession on %s: %w", task, err)
+			}
+			return nil
+		}))
+	}
+	for _, task := range d.order {
+		d.callers[task].Close()
+	}
+	return errors.Join(errs...)
+}

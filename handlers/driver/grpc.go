@@ -1,0 +1,194 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// GRPCCaller calls a task's WorkerService over gRPC with the generated
+// client; tensors travel in TensorProto.tensor_content, as in stock
+// TensorFlow.
+type GRPCCaller struct {
+	task string
+	cc   *grpc.ClientConn
+	c    tfpb.WorkerServiceClient
+	n    counter
+}
+
+// grpcCallOptions lift gRPC's 4 MiB default message limit: embedding rows
+// and gradients of a large batch exceed it.
+var grpcCallOptions = []grpc.CallOption{
+	grpc.MaxCallRecvMsgSize(math.MaxInt32),
+	grpc.MaxCallSendMsgSize(math.MaxInt32),
+}
+
+// DialGRPC returns a Caller for task at addr over gRPC. It connects lazily.
+func DialGRPC(task, addr string) (*GRPCCaller, error) {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpcCallOptions...))
+	if err != nil {
+		return nil, fmt.Errorf("driver: dial %s at %s over grpc: %w", task, addr, err)
+	}
+	return &GRPCCaller{task: task, cc: cc, c: tfpb.NewWorkerServiceClient(cc)}, nil
+}
+
+// Task implements Caller.
+func (g *GRPCCaller) Task() string { return g.task }
+
+// Stats implements Caller.
+func (g *GRPCCaller) Stats() Stats { return g.n.stats() }
+
+// Close implements Caller.
+func (g *GRPCCaller) Close() error { return g.cc.Close() }
+
+func (g *GRPCCaller) count(req, resp proto.Message) { g.n.add(proto.Size(req) + proto.Size(resp)) }
+
+// wrap names the call and task in a gRPC error.
+func (g *GRPCCaller) wrap(op string, err error) error {
+	return fmt.Errorf("driver: %s on %s: %w", op, g.task, fromGRPC(err))
+}
+
+// GetStatus implements Caller.
+func (g *GRPCCaller) GetStatus(ctx context.Context) (*tfpb.GetStatusResponse, error) {
+	req := &tfpb.GetStatusRequest{}
+	resp, err := g.c.GetStatus(ctx, req)
+	if err != nil {
+		return nil, g.wrap("GetStatus", err)
+	}
+	g.count(req, resp)
+	return resp, nil
+}
+
+// CreateWorkerSession implements Caller.
+func (g *GRPCCaller) CreateWorkerSession(ctx context.Context, req *tfpb.CreateWorkerSessionRequest) error {
+	resp, err := g.c.CreateWorkerSession(ctx, req)
+	if err != nil {
+		return g.wrap("CreateWorkerSession", err)
+	}
+	g.count(req, resp)
+	return nil
+}
+
+// DeleteWorkerSession implements Caller.
+func (g *GRPCCaller) DeleteWorkerSession(ctx context.Context, req *tfpb.DeleteWorkerSessionRequest) error {
+	resp, err := g.c.DeleteWorkerSession(ctx, req)
+	if err != nil {
+		return g.wrap("DeleteWorkerSession", err)
+	}
+	g.count(req, resp)
+	return nil
+}
+
+// RegisterGraph implements Caller.
+func (g *GRPCCaller) RegisterGraph(ctx context.Context, req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
+	resp, err := g.c.RegisterGraph(ctx, req)
+	if err != nil {
+		return nil, g.wrap("RegisterGraph", err)
+	}
+	g.count(req, resp)
+	return resp, nil
+}
+
+// DeregisterGraph implements Caller.
+func (g *GRPCCaller) DeregisterGraph(ctx context.Context, req *tfpb.DeregisterGraphRequest) error {
+	resp, err := g.c.DeregisterGraph(ctx, req)
+	if err != nil {
+		return g.wrap("DeregisterGraph", err)
+	}
+	g.count(req, resp)
+	return nil
+}
+
+// CleanupGraph implements Caller.
+func (g *GRPCCaller) CleanupGraph(ctx context.Context, req *tfpb.CleanupGraphRequest) error {
+	resp, err := g.c.CleanupGraph(ctx, req)
+	if err != nil {
+		return g.wrap("CleanupGraph", err)
+	}
+	g.count(req, resp)
+	return nil
+}
+
+// RunGraph implements Caller: feeds are copied into TensorProtos, and the
+// fetched tensors point into the response's tensor_content.
+func (g *GRPCCaller) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, feeds []Feed, out *Fetched) error {
+	out.Release()
+	req.Send = req.Send[:0]
+	for i := range feeds {
+		tp, err := handlers.TensorToProto(&feeds[i].Tensor)
+		if err != nil {
+			return fmt.Errorf("driver: RunGraph on %s: feed %q: %w", g.task, feeds[i].Key, err)
+		}
+		req.Send = append(req.Send, &tfpb.NamedTensorProto{Name: feeds[i].Key, Tensor: tp})
+	}
+	resp, err := g.c.RunGraph(ctx, req)
+	if err != nil {
+		return g.wrap("RunGraph", err)
+	}
+	g.count(req, resp)
+	if err := statusInBody(resp); err != nil {
+		return fmt.Errorf("driver: RunGraph on %s: %w", g.task, err)
+	}
+	for _, r := range resp.Recv {
+		t, err := tensorView(r.GetTensor())
+		if err != nil {
+			out.Release()
+			return fmt.Errorf("driver: RunGraph on %s: fetch %q: %w", g.task, r.GetName(), err)
+		}
+		out.Keys = append(out.Keys, r.GetName())
+		out.Tensors = append(out.Tensors, t)
+	}
+	return nil
+}
+
+// RecvTensor implements Caller.
+func (g *GRPCCaller) RecvTensor(ctx context.Context, req *tfpb.RecvTensorRequest, out *Fetched) error {
+	out.Release()
+	resp, err := g.c.RecvTensor(ctx, req)
+	if err != nil {
+		return g.wrap("RecvTensor", err)
+	}
+	g.count(req, resp)
+	t, err := tensorView(resp.GetTensor())
+	if err != nil {
+		return fmt.Errorf("driver: RecvTensor on %s: %w", g.task, err)
+	}
+	t.Dead = resp.GetIsDead()
+	out.Keys = append(out.Keys, req.GetRendezvousKey())
+	out.Tensors = append(out.Tensors, t)
+	return nil
+}
+
+// tensorView returns p as a tensor that points into p's tensor_content when
+// it has one (no copy), or decodes p's typed values otherwise.
+func tensorView(p *tfpb.TensorProto) (wire.Tensor, error) {
+	if c := p.GetTensorContent(); len(c) > 0 {
+		shape, err := handlers.ShapeFromProto(p.GetTensorShape())
+		if err != nil {
+			return wire.Tensor{}, err
+		}
+		t := wire.Tensor{DType: wire.DataType(p.GetDtype()), Shape: shape, Data: c}
+		if err := t.Check(); err != nil {
+			return wire.Tensor{}, err
+		}
+		return t, nil
+	}
+	t, err := handlers.TensorFromProto(p)
+	if err != nil {
+		return wire.Tensor{}, err
+	}
+	// Copy out of the pooled buffer so the tensor needs no release.
+	data := append([]byte(nil), t.Data...)
+	t.Buf.Release()
+	t.Data, t.Buf = data, nil
+	return t, nil
+}
