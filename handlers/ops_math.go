@@ -1,0 +1,519 @@
+package handlers
+
+import (
+	"math"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+func init() {
+	for name, op := range map[string]binaryKind{"Add": addOp, "AddV2": addOp, "Sub": subOp, "Mul": mulOp, "RealDiv": divOp, "Maximum": maxOp} {
+		registerOp(name, &opSpec{build: buildBinary(op)})
+	}
+	for name, op := range map[string]unaryKind{"Neg": negOp, "Sigmoid": sigmoidOp, "Log": logOp, "Exp": expOp, "Square": squareOp, "Log1p": log1pOp} {
+		registerOp(name, &opSpec{build: buildUnary(op)})
+	}
+	registerOp("SigmoidGrad", &opSpec{build: buildSigmoidGrad})
+	red := map[string]*tfpb.AttrValue{"keep_dims": boolAttr(false), "Tidx": typeAttr(wire.DTInt32)}
+	registerOp("Sum", &opSpec{defaults: red, build: buildReduce(false)})
+	registerOp("Mean", &opSpec{defaults: red, build: buildReduce(true)})
+	registerOp("MatMul", &opSpec{defaults: map[string]*tfpb.AttrValue{"transpose_a": boolAttr(false), "transpose_b": boolAttr(false)}, build: buildMatMul})
+}
+
+// numeric is the element types of arithmetic kernels.
+type numeric interface{ ~float32 | ~float64 | ~int32 | ~int64 }
+
+type binaryKind int
+
+const (
+	addOp binaryKind = iota
+	subOp
+	mulOp
+	divOp
+	maxOp
+)
+
+func binaryFunc[T numeric](op binaryKind) func(x, y T) T {
+	switch op {
+	case addOp:
+		return func(x, y T) T { return x + y }
+	case subOp:
+		return func(x, y T) T { return x - y }
+	case mulOp:
+		return func(x, y T) T { return x * y }
+	case divOp:
+		return func(x, y T) T { return x / y }
+	default:
+		return func(x, y T) T { return max(x, y) }
+	}
+}
+
+func buildBinary(op binaryKind) func(*Worker, *node) (kernel, error) {
+	return func(_ *Worker, n *node) (kernel, error) {
+		if err := n.wantInputs(2); err != nil {
+			return nil, err
+		}
+		types := numericTypes
+		if op == divOp {
+			types = floatTypes
+		}
+		dt, err := n.attrTypeIn("T", types...)
+		if err != nil {
+			return nil, err
+		}
+		n.nouts = 1
+		return func(c *opCtx) error {
+			a, err := c.typed(0, dt)
+			if err != nil {
+				return err
+			}
+			b, err := c.typed(1, dt)
+			if err != nil {
+				return err
+			}
+			out, err := broadcastShape(a.Shape, b.Shape)
+			if err != nil {
+				return err
+			}
+			r, err := NewTensor(dt, out)
+			if err != nil {
+				return err
+			}
+			switch dt {
+			case wire.DTFloat:
+				broadcastBinary(View[float32](r.Data), out, View[float32](a.Data), a.Shape, View[float32](b.Data), b.Shape, binaryFunc[float32](op))
+			case wire.DTDouble:
+				broadcastBinary(View[float64](r.Data), out, View[float64](a.Data), a.Shape, View[float64](b.Data), b.Shape, binaryFunc[float64](op))
+			case wire.DTInt32:
+				broadcastBinary(View[int32](r.Data), out, View[int32](a.Data), a.Shape, View[int32](b.Data), b.Shape, binaryFunc[int32](op))
+			case wire.DTInt64:
+				broadcastBinary(View[int64](r.Data), out, View[int64](a.Data), a.Shape, View[int64](b.Data), b.Shape, binaryFunc[int64](op))
+			}
+			c.setOut(0, r)
+			return nil
+		}, nil
+	}
+}
+
+// broadcastShape returns the shape of a binary op's result under NumPy
+// broadcasting.
+func broadcastShape(a, b []int64) ([]int64, error) {
+	rank := max(len(a), len(b))
+	out := make([]int64, rank)
+	for i := range out {
+		da, db := int64(1), int64(1)
+		if j := i - (rank - len(a)); j >= 0 {
+			da = a[j]
+		}
+		if j := i - (rank - len(b)); j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db || db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		default:
+			return nil, rpc.Errorf(wire.InvalidArgument, "incompatible shapes %v and %v", a, b)
+		}
+	}
+	return out, nil
+}
+
+// broadcastStrides returns the element strides of shape aligned to the
+// rank of out, zero along broadcast dimensions.
+func broadcastStrides(shape, out []int64) []int64 {
+	strides := make([]int64, len(out))
+	s := int64(1)
+	for i := len(shape) - 1; i >= 0; i-- {
+		j := i + len(out) - len(shape)
+		if shape[i] != 1 {
+			strides[j] = s
+		}
+		s *= shape[i]
+	}
+	return strides
+}
+
+func broadcastBinary[T numeric](r []T, out []int64, a []T, as []int64, b []T, bs []int64, f func(x, y T) T) {
+	switch {
+	case len(a) == len(r) && len(b) == len(r):
+		for i := range r {
+			r[i] = f(a[i], b[i])
+		}
+		return
+	case len(b) == 1 && len(a) == len(r):
+		for i := range r {
+			r[i] = f(a[i], b[0])
+		}
+		return
+	case len(a) == 1 && len(b) == len(r):
+		for i := range r {
+			r[i] = f(a[0], b[i])
+		}
+		return
+	}
+	sa, sb := broadcastStrides(as, out), broadcastStrides(bs, out)
+	idx := make([]int64, len(out))
+	var ia, ib int64
+	for i := range r {
+		r[i] = f(a[ia], b[ib])
+		for d := len(out) - 1; d >= 0; d-- {
+			idx[d]++
+			ia += sa[d]
+			ib += sb[d]
+			if idx[d] < out[d] {
+				break
+			}
+			ia -= sa[d] * out[d]
+			ib -= sb[d] * out[d]
+			idx[d] = 0
+		}
+	}
+}
+
+// elementwiseInPlace computes t = t op d for tensors of one shape.
+func elementwiseInPlace(op binaryKind, t, d *wire.Tensor) error {
+	switch t.DType {
+	case wire.DTFloat:
+		inPlace(View[float32](t.Data), View[float32](d.Data), binaryFunc[float32](op))
+	case wire.DTDouble:
+		inPlace(View[float64](t.Data), View[float64](d.Data), binaryFunc[float64](op))
+	case wire.DTInt32:
+		inPlace(View[int32](t.Data), View[int32](d.Data), binaryFunc[int32](op))
+	case wire.DTInt64:
+		inPlace(View[int64](t.Data), View[int64](d.Data), binaryFunc[int64](op))
+	default:
+		return rpc.Errorf(wire.InvalidArgument, "arithmetic on %v", t.DType)
+	}
+	return nil
+}
+
+func inPlace[T numeric](t, d []T, f func(x, y T) T) {
+	d = d[:len(t)]
+	for i := range t {
+		t[i] = f(t[i], d[i])
+	}
+}
+
+type unaryKind int
+
+const (
+	negOp unaryKind = iota
+	sigmoidOp
+	logOp
+	expOp
+	squareOp
+	log1pOp
+)
+
+func unaryFunc[T float32 | float64](op unaryKind) func(T) T {
+	switch op {
+	case negOp:
+		return func(x T) T { return -x }
+	case sigmoidOp:
+		return func(x T) T { return T(1 / (1 + math.Exp(-float64(x)))) }
+	case logOp:
+		return func(x T) T { return T(math.Log(float64(x))) }
+	case expOp:
+		return func(x T) T { return T(math.Exp(float64(x))) }
+	case squareOp:
+		return func(x T) T { return x * x }
+	default:
+		return func(x T) T { return T(math.Log1p(float64(x))) }
+	}
+}
+
+func buildUnary(op unaryKind) func(*Worker, *node) (kernel, error) {
+	return func(_ *Worker, n *node) (kernel, error) {
+		if err := n.wantInputs(1); err != nil {
+			return nil, err
+		}
+		types := floatTypes
+		if op == negOp || op == squareOp {
+			types = numericTypes
+		}
+		dt, err := n.attrTypeIn("T", types...)
+		if err != nil {
+			return nil, err
+		}
+		n.nouts = 1
+		return func(c *opCtx) error {
+			a, err := c.typed(0, dt)
+			if err != nil {
+				return err
+			}
+			r, err := NewTensor(dt, a.Shape)
+			if err != nil {
+				return err
+			}
+			switch dt {
+			case wire.DTFloat:
+				mapInto(View[float32](r.Data), View[float32](a.Data), unaryFunc[float32](op))
+			case wire.DTDouble:
+				mapInto(View[float64](r.Data), View[float64](a.Data), unaryFunc[float64](op))
+			case wire.DTInt32:
+				mapInto(View[int32](r.Data), View[int32](a.Data), intUnary[int32](op))
+			case wire.DTInt64:
+				mapInto(View[int64](r.Data), View[int64](a.Data), intUnary[int64](op))
+			}
+			c.setOut(0, r)
+			return nil
+		}, nil
+	}
+}
+
+// intUnary is unaryFunc for the integer ops (Neg, Square).
+func intUnary[T int32 | int64](op unaryKind) func(T) T {
+	if op == negOp {
+		return func(x T) T { return -x }
+	}
+	return func(x T) T { return x * x }
+}
+
+func mapInto[T numeric](r, a []T, f func(T) T) {
+	a = a[:len(r)]
+	for i := range r {
+		r[i] = f(a[i])
+	}
+}
+
+// buildSigmoidGrad builds SigmoidGrad(y, dy) = dy * y * (1 - y).
+func buildSigmoidGrad(_ *Worker, n *node) (kernel, error) {
+	if err := n.wantInputs(2); err != nil {
+		return nil, err
+	}
+	dt, err := n.attrTypeIn("T", floatTypes...)
+	if err != nil {
+		return nil, err
+	}
+	n.nouts = 1
+	return func(c *opCtx) error {
+		y, err := c.typed(0, dt)
+		if err != nil {
+			return err
+		}
+		dy, err := c.typed(1, dt)
+		if err != nil {
+			return err
+		}
+		if !sameShape(y.Shape, dy.Shape) {
+			return rpc.Errorf(wire.InvalidArgument, "y%v and dy%v differ in shape", y.Shape, dy.Shape)
+		}
+		r, err := NewTensor(dt, y.Shape)
+		if err != nil {
+			return err
+		}
+		switch dt {
+		case wire.DTFloat:
+			broadcastBinary(View[float32](r.Data), y.Shape, View[float32](y.Data), y.Shape, View[float32](dy.Data), dy.Shape, func(y, dy float32) float32 { return dy * y * (1 - y) })
+		case wire.DTDouble:
+			broadcastBinary(View[float64](r.Data), y.Shape, View[float64](y.Data), y.Shape, View[float64](dy.Data), dy.Shape, func(y, dy float64) float64 { return dy * y * (1 - y) })
+		}
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+// buildReduce builds Sum and Mean over the axes given by input 1.
+func buildReduce(mean bool) func(*Worker, *node) (kernel, error) {
+	return func(_ *Worker, n *node) (kernel, error) {
+		if err := n.wantInputs(2); err != nil {
+			return nil, err
+		}
+		dt, err := n.attrTypeIn("T", numericTypes...)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := n.attrTypeIn("Tidx", indexTypes...); err != nil {
+			return nil, err
+		}
+		keep, err := n.attrBool("keep_dims")
+		if err != nil {
+			return nil, err
+		}
+		n.nouts = 1
+		return func(c *opCtx) error {
+			a, err := c.typed(0, dt)
+			if err != nil {
+				return err
+			}
+			at, err := c.input(1)
+			if err != nil {
+				return err
+			}
+			axes, err := indices(at)
+			if err != nil || len(at.Shape) > 1 {
+				return rpc.Errorf(wire.InvalidArgument, "reduction indices must be an int scalar or vector, are %v%v", at.DType, at.Shape)
+			}
+			reduced := make([]bool, len(a.Shape))
+			for _, ax := range axes {
+				if ax < 0 {
+					ax += int64(len(a.Shape))
+				}
+				if ax < 0 || ax >= int64(len(a.Shape)) {
+					return rpc.Errorf(wire.InvalidArgument, "reduction axis %d out of range for rank %d", ax, len(a.Shape))
+				}
+				reduced[ax] = true
+			}
+			var outShape, keptShape []int64
+			for i, d := range a.Shape {
+				if reduced[i] {
+					keptShape = append(keptShape, 1)
+					if keep {
+						outShape = append(outShape, 1)
+					}
+					continue
+				}
+				keptShape = append(keptShape, d)
+				outShape = append(outShape, d)
+			}
+			r, err := NewTensor(dt, outShape)
+			if err != nil {
+				return err
+			}
+			clear(r.Data)
+			in, _ := a.NumElements()
+			out, _ := r.NumElements()
+			count := float64(1)
+			if out > 0 {
+				count = float64(in / out)
+			}
+			switch dt {
+			case wire.DTFloat:
+				reduceSum(View[float32](r.Data), View[float32](a.Data), a.Shape, keptShape, mean, count)
+			case wire.DTDouble:
+				reduceSum(View[float64](r.Data), View[float64](a.Data), a.Shape, keptShape, mean, count)
+			case wire.DTInt32:
+				reduceSum(View[int32](r.Data), View[int32](a.Data), a.Shape, keptShape, mean, count)
+			case wire.DTInt64:
+				reduceSum(View[int64](r.Data), View[int64](a.Data), a.Shape, keptShape, mean, count)
+			}
+			c.setOut(0, r)
+			return nil
+		}, nil
+	}
+}
+
+// reduceSum adds every element of a into r, whose shape is kept (a's shape
+// with reduced dimensions set to 1), and divides by count for a mean.
+func reduceSum[T numeric](r, a []T, shape, kept []int64, mean bool, count float64) {
+	strides := broadcastStrides(kept, shape)
+	idx := make([]int64, len(shape))
+	var ir int64
+	for i := range a {
+		r[ir] += a[i]
+		for d := len(shape) - 1; d >= 0; d-- {
+			idx[d]++
+			ir += strides[d]
+			if idx[d] < shape[d] {
+				break
+			}
+			ir -= strides[d] * shape[d]
+			idx[d] = 0
+		}
+	}
+	if mean {
+		for i := range r {
+			r[i] = T(float64(r[i]) / count)
+		}
+	}
+}
+
+func buildMatMul(_ *Worker, n *node) (kernel, error) {
+	if err := n.wantInputs(2); err != nil {
+		return nil, err
+	}
+	dt, err := n.attrTypeIn("T", numericTypes...)
+	if err != nil {
+		return nil, err
+	}
+	ta, err := n.attrBool("transpose_a")
+	if err != nil {
+		return nil, err
+	}
+	tb, err := n.attrBool("transpose_b")
+	if err != nil {
+		return nil, err
+	}
+	n.nouts = 1
+	return func(c *opCtx) error {
+		a, err := c.typed(0, dt)
+		if err != nil {
+			return err
+		}
+		b, err := c.typed(1, dt)
+		if err != nil {
+			return err
+		}
+		if len(a.Shape) != 2 || len(b.Shape) != 2 {
+			return rpc.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v: both must be matrices", a.Shape, b.Shape)
+		}
+		m, k := a.Shape[0], a.Shape[1]
+		if ta {
+			m, k = k, m
+		}
+		k2, nn := b.Shape[0], b.Shape[1]
+		if tb {
+			k2, nn = nn, k2
+		}
+		if k != k2 {
+			return rpc.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v (transpose %v, %v): inner dimensions %d and %d differ", a.Shape, b.Shape, ta, tb, k, k2)
+		}
+		r, err := NewTensor(dt, []int64{m, nn})
+		if err != nil {
+			return err
+		}
+		clear(r.Data)
+		dims := matDims{m: int(m), k: int(k), n: int(nn), ta: ta, tb: tb}
+		switch dt {
+		case wire.DTFloat:
+			matMul(View[float32](r.Data), View[float32](a.Data), View[float32](b.Data), dims)
+		case wire.DTDouble:
+			matMul(View[float64](r.Data), View[float64](a.Data), View[float64](b.Data), dims)
+		case wire.DTInt32:
+			matMul(View[int32](r.Data), View[int32](a.Data), View[int32](b.Data), dims)
+		case wire.DTInt64:
+			matMul(View[int64](r.Data), View[int64](a.Data), View[int64](b.Data), dims)
+		}
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+type matDims struct {
+	m, k, n int
+	ta, tb  bool
+}
+
+// matMul computes r[m×n] += op(a)[m×k] · op(b)[k×n], looping i, p, j so
+// that the inner loop walks rows of r and of b when b is not transposed.
+func matMul[T numeric](r, a, b []T, d matDims) {
+	at := func(i, p int) T {
+		if d.ta {
+			return a[p*d.m+i]
+		}
+		return a[i*d.k+p]
+	}
+	for i := 0; i < d.m; i++ {
+		row := r[i*d.n : (i+1)*d.n]
+		for p := 0; p < d.k; p++ {
+			x := at(i, p)
+			if x == 0 {
+				continue
+			}
+			if !d.tb {
+				brow := b[p*d.n : (p+1)*d.n]
+				for j := range row {
+					row[j] += x * brow[j]
+				}
+				continue
+			}
+			for j := range row {
+				row[j] += x * b[j*d.k+p]
+			}
+		}
+	}
+}
