@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/rpc"
+)
+
+// Layout is what every process of a cluster agrees on: the protocol, the
+// tasks' gRPC addresses, and, under grpc+seastar, their starwire addresses.
+type Layout struct {
+	Protocol  rpc.Protocol
+	Cluster   rpc.ClusterSpec
+	Endpoints rpc.EndpointMap
+	// Transport carries starwire calls; nil means TCP.
+	Transport rpc.Transport
+}
+
+// Check reports a layout that cannot work: no tasks, or a task without a
+// starwire address under grpc+seastar.
+func (l *Layout) Check() error {
+	if l.Cluster.Len() == 0 {
+		return fmt.Errorf("cluster: empty cluster spec")
+	}
+	if l.Protocol.UsesStar() {
+		if err := l.Endpoints.CheckCluster(l.Cluster); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	return nil
+}
+
+// Peers hands out one cached Caller per task, over the layout's protocol.
+// A task's Resolver and the driver both take their Callers from a Peers.
+// Safe for concurrent use.
+type Peers struct {
+	layout Layout
+
+	mu      sync.Mutex
+	callers map[string]driver.Caller
+	closed  bool
+}
+
+// NewPeers returns the peers of layout.
+func NewPeers(layout Layout) *Peers {
+	return &Peers{layout: layout, callers: make(map[string]driver.Caller)}
+}
+
+// Layout returns the layout the peers were made from.
+func (p *Peers) Layout() Layout { return p.layout }
+
+// Caller returns the Caller of task ("/job:ps/replica:0/task:0").
+func (p *Peers) Caller(task string) (driver.Caller, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.callers[task]; c != nil {
+		return c, nil
+	}
+	if p.closed {
+		return nil, fmt.Errorf("cluster: peers closed")
+	}
+	job, idx, err := rpc.ParseTaskName(task)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	grpcAddr, err := p.layout.Cluster.Lookup(job, idx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	var c driver.Caller
+	if p.layout.Protocol.UsesStar() {
+		starAddr, err := p.layout.Endpoints.StarAddr(p.layout.Cluster, job, idx)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		c = driver.NewStarCaller(task, rpc.NewClient(starAddr, rpc.ClientOptions{Name: task, Transport: p.layout.Transport}))
+	} else {
+		gc, err := driver.DialGRPC(task, grpcAddr)
+		if err != nil {
+			return nil, err
+		}
+		c = gc
+	}
+	p.callers[task] = c
+	return c, nil
+}
+
+// Resolve is a handlers.Resolver: a worker's remote _Recv reaches its peer
+// through the same Callers.
+func (p *Peers) Resolve(task string) (handlers.Caller, error) {
+	c, err := p.Caller(task)
+	if err != nil {
+		return nil, err
+	}
+	hc, ok := c.(handlers.Caller)
+	if !ok {
+		return nil, fmt.Errorf("cluster: the %s caller of %s cannot carry peer calls", p.layout.Protocol, task)
+	}
+	return hc, nil
+}
+
+// Stats sums the calls and bytes of every Caller handed out.
+func (p *Peers) Stats() driver.Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var s driver.Stats
+	for _, c := range p.callers {
+		s = s.Add(c.Stats())
+	}
+	return s
+}
+
+// Close closes every Caller handed out.
+func (p *Peers) Close() {
+	p.mu.Lock()
+	callers := p.callers
+	p.callers, p.closed = nil, true
+	p.mu.Unlock()
+	for _, c := range callers {
+		c.Close()
+	}
+}

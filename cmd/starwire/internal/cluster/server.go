@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// ErrAddrInUse is returned (wrapped) when a task's port is taken.
+var ErrAddrInUse = errors.New("address already in use")
+
+// A Server is one task: its listeners, and once started its worker and
+// servers.
+type Server struct {
+	Job   string
+	Index int
+	// GRPCAddr and StarAddr are the addresses the listeners got (StarAddr
+	// is empty when the protocol does not use starwire).
+	GRPCAddr, StarAddr string
+
+	grpcL   net.Listener
+	starL   rpc.Listener
+	grpcSrv *grpc.Server
+	starSrv *rpc.Server
+	worker  *handlers.Worker
+	peers   *Peers
+}
+
+// Listen binds task index of job: gRPC at grpcAddr and, when useStar, the
+// starwire worker service at starAddr over transport (nil means TCP). Port
+// 0 picks a free port; the addresses got are in the Server.
+func Listen(job string, index int, grpcAddr, starAddr string, useStar bool, transport rpc.Transport) (*Server, error) {
+	task := rpc.TaskName(job, index)
+	s := &Server{Job: job, Index: index}
+	l, err := net.Listen("tcp", grpcAddr)
+	if err != nil {
+		return nil, listenError(task, "grpc", grpcAddr, err)
+	}
+	s.grpcL, s.GRPCAddr = l, l.Addr().String()
+	if useStar {
+		if transport == nil {
+			transport = &rpc.TCP{}
+		}
+		sl, err := transport.Listen(starAddr)
+		if err != nil {
+			l.Close()
+			return nil, listenError(task, "starwire", starAddr, err)
+		}
+		s.starL, s.StarAddr = sl, sl.Addr().String()
+	}
+	return s, nil
+}
+
+func listenError(task, what, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("cluster: %s: %s port %s: %w", task, what, addr, ErrAddrInUse)
+	}
+	return fmt.Errorf("cluster: %s: listen %s on %s: %w", task, what, addr, err)
+}
+
+// Task returns the task's name.
+func (s *Server) Task() string { return rpc.TaskName(s.Job, s.Index) }
+
+// Start creates the task's worker, resolving its peers through peers, and
+// serves it on the listeners.
+func (s *Server) Start(peers *Peers, logger *slog.Logger) error {
+	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("cluster: %s: %w", s.Task(), err)
+	}
+	s.worker, s.peers = w, peers
+	s.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(1<<31-1), grpc.MaxSendMsgSize(1<<31-1))
+	tfpb.RegisterWorkerServiceServer(s.grpcSrv, w.GRPCService())
+	go s.grpcSrv.Serve(s.grpcL)
+	if s.starL != nil {
+		s.starSrv = rpc.NewServer()
+		s.starSrv.Logger = logger
+		w.Register(s.starSrv)
+		go s.starSrv.Serve(s.starL)
+	}
+	return nil
+}
+
+// Worker returns the task's worker, nil before Start.
+func (s *Server) Worker() *handlers.Worker { return s.worker }
+
+// PeerStats returns the calls this task made to its peers.
+func (s *Server) PeerStats() (calls, bytes int64) {
+	if s.peers == nil {
+		return 0, 0
+	}
+	st := s.peers.Stats()
+	return st.Calls, st.Bytes
+}
+
+// Close stops the servers, waiting up to a second for calls in flight, and
+// closes the task's peer connections.
+func (s *Server) Close() {
+	if s.starSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		s.starSrv.Shutdown(ctx)
+		cancel()
+	} else if s.starL != nil {
+		s.starL.Close()
+	}
+	if s.grpcSrv != nil {
+		stopped := make(chan struct{})
+		go func() { s.grpcSrv.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(time.Second):
+			s.grpcSrv.Stop()
+		}
+	} else {
+		s.grpcL.Close()
+	}
+	if s.peers != nil {
+		s.peers.Close()
+	}
+}

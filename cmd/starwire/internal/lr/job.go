@@ -1,0 +1,450 @@
+package lr
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/clicks"
+	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/wire"
+)
+
+// Progress is a periodic report of a running job.
+type Progress struct {
+	Elapsed time.Duration
+	// Steps and Examples are totals over all workers.
+	Steps, Examples int64
+	// ExamplesPerSec, RPCsPerSec and MBPerSec are rates over the last
+	// interval.
+	ExamplesPerSec, RPCsPerSec, MBPerSec float64
+	// Loss is the mean training loss of the steps in the last interval.
+	Loss float64
+}
+
+// Summary is a finished job's outcome.
+type Summary struct {
+	Steps, Examples int64
+	Elapsed         time.Duration
+	// InitialLoss and FinalLoss are the held-out log loss before and after
+	// training; Accuracy is the held-out accuracy after training.
+	InitialLoss, FinalLoss, Accuracy float64
+	// FirstTrainLoss and LastTrainLoss average the first and last tenth of
+	// the training steps.
+	FirstTrainLoss, LastTrainLoss float64
+	// BayesLoss is the hidden true model's held-out loss, the floor; and
+	// BaseRateLoss that of always predicting the click rate.
+	BayesLoss, BaseRateLoss float64
+	// Calls and Bytes count every RPC of the run (driver and task to task)
+	// and the metadata and tensor bytes they moved.
+	Calls, Bytes int64
+}
+
+// ExamplesPerSec is the training throughput.
+func (s *Summary) ExamplesPerSec() float64 { return float64(s.Examples) / s.Elapsed.Seconds() }
+
+// A Job trains the model over a driver whose Callers reach the tasks.
+type Job struct {
+	cfg   Config
+	d     *driver.Driver
+	stats func() driver.Stats // every RPC of the run, driver's included
+	gen   *clicks.Generator
+	plan  plan
+
+	gather [][]driver.Graph // [replica][ps]
+	apply  [][]driver.Graph
+	worker []driver.Graph
+
+	nextStep atomic.Int64
+	steps    atomic.Int64
+	mu       sync.Mutex
+	losses   []float64 // by completion order
+}
+
+// New prepares a job; stats, when not nil, returns the RPCs of the whole run
+// (the driver's and those the tasks make to each other), else the driver's
+// alone are counted.
+func New(cfg Config, d *driver.Driver, stats func() driver.Stats) (*Job, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if stats == nil {
+		stats = d.Stats
+	}
+	gc := clicks.DefaultConfig(cfg.Vocab, cfg.Seed)
+	gc.Fields = cfg.Fields
+	gen, err := clicks.New(gc)
+	if err != nil {
+		return nil, err
+	}
+	j := &Job{cfg: cfg, d: d, stats: stats, gen: gen}
+	j.nextStep.Store(int64(rand.Uint32())<<20 + 1)
+	return j, nil
+}
+
+// Setup asks every task for its status (the incarnations rendezvous keys
+// need), creates the worker sessions, registers every partition and
+// initializes the table.
+func (j *Job) Setup(ctx context.Context) error {
+	status, err := j.d.Status(ctx)
+	if err != nil {
+		return err
+	}
+	inc := func(job string, i int) (string, uint64, error) {
+		dev := device(job, i)
+		st, ok := status[dev[:len(dev)-len("/device:CPU:0")]]
+		if !ok || len(st.GetDeviceAttributes()) == 0 {
+			return "", 0, fmt.Errorf("lr: %s reported no device", dev)
+		}
+		return dev, st.GetDeviceAttributes()[0].GetIncarnation(), nil
+	}
+	j.plan = plan{cfg: j.cfg}
+	for s := range j.cfg.PS {
+		dev, n, err := inc("ps", s)
+		if err != nil {
+			return err
+		}
+		j.plan.ps, j.plan.psInc = append(j.plan.ps, dev), append(j.plan.psInc, n)
+	}
+	for r := range j.cfg.Workers {
+		dev, n, err := inc("worker", r)
+		if err != nil {
+			return err
+		}
+		j.plan.workers, j.plan.wInc = append(j.plan.workers, dev), append(j.plan.wInc, n)
+	}
+	if err := j.d.CreateSessions(ctx, nil); err != nil {
+		return err
+	}
+	var inits []driver.Partition
+	for s := range j.cfg.PS {
+		g, err := j.d.RegisterGraph(ctx, task(j.plan.ps[s]), j.plan.initGraph(s))
+		if err != nil {
+			return err
+		}
+		inits = append(inits, driver.Partition{Graph: g})
+	}
+	for r := range j.cfg.Workers {
+		var gs, as []driver.Graph
+		for s := range j.cfg.PS {
+			g, err := j.d.RegisterGraph(ctx, task(j.plan.ps[s]), j.plan.gatherGraph(r, s))
+			if err != nil {
+				return err
+			}
+			a, err := j.d.RegisterGraph(ctx, task(j.plan.ps[s]), j.plan.applyGraph(r, s))
+			if err != nil {
+				return err
+			}
+			gs, as = append(gs, g), append(as, a)
+		}
+		w, err := j.d.RegisterGraph(ctx, task(j.plan.workers[r]), j.plan.workerGraph(r))
+		if err != nil {
+			return err
+		}
+		j.gather, j.apply, j.worker = append(j.gather, gs), append(j.apply, as), append(j.worker, w)
+	}
+	step := j.nextStep.Add(1)
+	if err := j.d.RunPartitions(ctx, step, inits...); err != nil {
+		return fmt.Errorf("lr: initialize the table: %w", err)
+	}
+	return j.d.CleanupStep(ctx, step, j.psTasks()...)
+}
+
+// task returns a device's task name.
+func task(dev string) string { return dev[:len(dev)-len("/device:CPU:0")] }
+
+func (j *Job) psTasks() []string {
+	t := make([]string, len(j.plan.ps))
+	for i, d := range j.plan.ps {
+		t[i] = task(d)
+	}
+	return t
+}
+
+// Run evaluates the held-out set, trains every worker for cfg.Steps steps
+// concurrently while reporting progress, and evaluates again.
+func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error) {
+	held := j.heldOut()
+	sum := &Summary{BayesLoss: j.gen.BayesLoss(held), BaseRateLoss: baseRateLoss(held)}
+	var err error
+	if sum.InitialLoss, _, err = j.evaluate(ctx, held); err != nil {
+		return nil, fmt.Errorf("lr: evaluate before training: %w", err)
+	}
+	start := time.Now()
+	before := j.stats()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for r := range j.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := j.train(ctx, r); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	j.report(done, start, before, progress)
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	sum.Elapsed = time.Since(start)
+	after := j.stats()
+	sum.Calls, sum.Bytes = after.Calls-before.Calls, after.Bytes-before.Bytes
+	sum.Steps = j.steps.Load()
+	sum.Examples = sum.Steps * int64(j.cfg.BatchSize)
+	j.mu.Lock()
+	tenth := max(len(j.losses)/10, 1)
+	sum.FirstTrainLoss, sum.LastTrainLoss = mean(j.losses[:tenth]), mean(j.losses[len(j.losses)-tenth:])
+	j.mu.Unlock()
+	if sum.FinalLoss, sum.Accuracy, err = j.evaluate(ctx, held); err != nil {
+		return nil, fmt.Errorf("lr: evaluate after training: %w", err)
+	}
+	return sum, nil
+}
+
+// report calls progress every interval until done is closed.
+func (j *Job) report(done <-chan struct{}, start time.Time, before driver.Stats, progress func(Progress)) {
+	t := time.NewTicker(j.cfg.ProgressEvery)
+	defer t.Stop()
+	last, lastAt, lastSteps, lastLosses := before, start, int64(0), 0
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			st, steps := j.stats(), j.steps.Load()
+			dt := now.Sub(lastAt).Seconds()
+			j.mu.Lock()
+			loss := mean(j.losses[lastLosses:])
+			lastLosses = len(j.losses)
+			j.mu.Unlock()
+			if progress != nil {
+				progress(Progress{
+					Elapsed: now.Sub(start), Steps: steps, Examples: steps * int64(j.cfg.BatchSize),
+					ExamplesPerSec: float64((steps-lastSteps)*int64(j.cfg.BatchSize)) / dt,
+					RPCsPerSec:     float64(st.Calls-last.Calls) / dt,
+					MBPerSec:       float64(st.Bytes-last.Bytes) / dt / 1e6,
+					Loss:           loss,
+				})
+			}
+			last, lastAt, lastSteps = st, now, steps
+		}
+	}
+}
+
+// batchFeeds holds one batch's tensors, reused from step to step.
+type batchFeeds struct {
+	ids    []int64   // the batch's hashed ids, one per feature
+	shard  [][]int64 // per server: local row of each feature (0 where masked)
+	mask   [][]float32
+	labels []float32
+
+	gatherFeeds [][]driver.Feed
+	workerFeeds []driver.Feed
+	out         driver.Fetched
+	pushIDs     [][]int64
+	pushGrads   [][]float32
+}
+
+// prepare lays out b for replica r: the ids each server gathers and, with
+// several servers, the masks that keep each feature's row from its owner.
+func (j *Job) prepare(f *batchFeeds, b *clicks.Batch, r int) {
+	P := j.cfg.PS
+	n := len(b.IDs)
+	f.ids, f.labels = b.IDs, b.Labels
+	if len(f.shard) != P {
+		f.shard, f.mask = make([][]int64, P), make([][]float32, P)
+		f.gatherFeeds = make([][]driver.Feed, P)
+	}
+	f.workerFeeds = append(f.workerFeeds[:0], driver.Feed{Key: j.plan.labelsLink(r).key(), Tensor: floatTensor(b.Labels, int64(len(b.Labels)))})
+	for s := range P {
+		if P == 1 {
+			f.shard[s] = b.IDs
+		} else {
+			f.shard[s], f.mask[s] = resize(f.shard[s], n), resize(f.mask[s], n)
+			for i, id := range b.IDs {
+				if int(id%int64(P)) == s {
+					f.shard[s][i], f.mask[s][i] = id/int64(P), 1
+				} else {
+					f.shard[s][i], f.mask[s][i] = 0, 0
+				}
+			}
+			f.workerFeeds = append(f.workerFeeds, driver.Feed{Key: j.plan.maskLink(r, s).key(), Tensor: floatTensor(f.mask[s], int64(n), 1)})
+		}
+		f.gatherFeeds[s] = append(f.gatherFeeds[s][:0], driver.Feed{Key: j.plan.idsLink(r, s).key(), Tensor: int64Tensor(f.shard[s])})
+	}
+}
+
+// forward runs replica r's gather and worker partitions as step, leaving
+// the fetched gradient, loss and probabilities in f.out.
+func (j *Job) forward(ctx context.Context, r int, step int64, f *batchFeeds) error {
+	parts := make([]driver.Partition, 0, j.cfg.PS+1)
+	for s := range j.cfg.PS {
+		parts = append(parts, driver.Partition{Graph: j.gather[r][s], Feeds: f.gatherFeeds[s]})
+	}
+	parts = append(parts, driver.Partition{
+		Graph: j.worker[r], Feeds: f.workerFeeds, Out: &f.out,
+		Fetches: []string{j.plan.fetchLink(r, fetchGrads).key(), j.plan.fetchLink(r, fetchLoss).key(), j.plan.fetchLink(r, fetchProb).key()},
+	})
+	return j.d.RunPartitions(ctx, step, parts...)
+}
+
+// push sends the fetched gradient to the servers: with one server, the
+// fetched tensor itself; with several, each server's rows picked out.
+func (j *Job) push(ctx context.Context, r int, step int64, f *batchFeeds) error {
+	grads := &f.out.Tensors[0]
+	P, D := j.cfg.PS, j.cfg.EmbeddingDim
+	parts := make([]driver.Partition, P)
+	if P == 1 {
+		g := *grads
+		g.Buf = nil // f.out keeps the reference until the push is done
+		parts[0] = driver.Partition{Graph: j.apply[r][0], Feeds: []driver.Feed{
+			{Key: j.plan.pushIDsLink(r, 0).key(), Tensor: int64Tensor(f.ids)},
+			{Key: j.plan.gradsLink(r, 0).key(), Tensor: g},
+		}}
+		return j.d.RunPartitions(ctx, step, parts...)
+	}
+	all := handlers.View[float32](grads.Data)
+	if len(f.pushIDs) != P {
+		f.pushIDs, f.pushGrads = make([][]int64, P), make([][]float32, P)
+	}
+	for s := range P {
+		f.pushIDs[s], f.pushGrads[s] = f.pushIDs[s][:0], f.pushGrads[s][:0]
+	}
+	for i, id := range f.ids {
+		s := int(id % int64(P))
+		f.pushIDs[s] = append(f.pushIDs[s], id/int64(P))
+		f.pushGrads[s] = append(f.pushGrads[s], all[i*D:(i+1)*D]...)
+	}
+	for s := range P {
+		parts[s] = driver.Partition{Graph: j.apply[r][s], Feeds: []driver.Feed{
+			{Key: j.plan.pushIDsLink(r, s).key(), Tensor: int64Tensor(f.pushIDs[s])},
+			{Key: j.plan.gradsLink(r, s).key(), Tensor: floatTensor(f.pushGrads[s], int64(len(f.pushIDs[s])), int64(D))},
+		}}
+	}
+	return j.d.RunPartitions(ctx, step, parts...)
+}
+
+// train runs replica r's steps.
+func (j *Job) train(ctx context.Context, r int) error {
+	stream := j.gen.Stream(uint64(r) + 1)
+	var b clicks.Batch
+	var f batchFeeds
+	tasks := append(j.psTasks(), task(j.plan.workers[r]))
+	for range j.cfg.Steps {
+		stream.Fill(&b, j.cfg.BatchSize)
+		j.prepare(&f, &b, r)
+		step := j.nextStep.Add(1)
+		err := j.forward(ctx, r, step, &f)
+		if err == nil {
+			err = j.push(ctx, r, step, &f)
+		}
+		var loss float64
+		if err == nil {
+			loss = float64(handlers.View[float32](f.out.Tensors[1].Data)[0])
+		}
+		f.out.Release()
+		if cerr := j.d.CleanupStep(ctx, step, tasks...); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("lr: worker %d: %w", r, err)
+		}
+		j.mu.Lock()
+		j.losses = append(j.losses, loss)
+		j.mu.Unlock()
+		j.steps.Add(1)
+	}
+	return nil
+}
+
+// heldOut draws the held-out set from a stream no worker trains on.
+func (j *Job) heldOut() *clicks.Batch {
+	n := (j.cfg.HeldOut + j.cfg.BatchSize - 1) / j.cfg.BatchSize * j.cfg.BatchSize
+	var b clicks.Batch
+	j.gen.Stream(0).Fill(&b, n)
+	return &b
+}
+
+// evaluate runs the forward pass of replica 0 over the held-out set and
+// returns its mean log loss and accuracy.
+func (j *Job) evaluate(ctx context.Context, held *clicks.Batch) (loss, acc float64, err error) {
+	B, F := j.cfg.BatchSize, j.cfg.Fields
+	var f batchFeeds
+	var lossSum float64
+	correct := 0
+	tasks := append(j.psTasks(), task(j.plan.workers[0]))
+	for i := 0; i < held.Len(); i += B {
+		b := clicks.Batch{IDs: held.IDs[i*F : (i+B)*F], Labels: held.Labels[i : i+B]}
+		j.prepare(&f, &b, 0)
+		step := j.nextStep.Add(1)
+		err := j.forward(ctx, 0, step, &f)
+		if err == nil {
+			lossSum += float64(handlers.View[float32](f.out.Tensors[1].Data)[0])
+			for k, p := range handlers.View[float32](f.out.Tensors[2].Data) {
+				if (p > 0.5) == (b.Labels[k] > 0.5) {
+					correct++
+				}
+			}
+		}
+		f.out.Release()
+		if cerr := j.d.CleanupStep(ctx, step, tasks...); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	batches := held.Len() / B
+	return lossSum / float64(batches), float64(correct) / float64(held.Len()), nil
+}
+
+// Close deregisters the graphs and deletes the sessions.
+func (j *Job) Close(ctx context.Context) error { return j.d.Close(ctx) }
+
+func floatTensor(v []float32, shape ...int64) wire.Tensor {
+	return wire.Tensor{DType: wire.DTFloat, Shape: shape, Data: handlers.Bytes(v)}
+}
+
+func int64Tensor(v []int64) wire.Tensor {
+	return wire.Tensor{DType: wire.DTInt64, Shape: []int64{int64(len(v))}, Data: handlers.Bytes(v)}
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func baseRateLoss(b *clicks.Batch) float64 {
+	var n float64
+	for _, y := range b.Labels {
+		n += float64(y)
+	}
+	rate := n / float64(max(b.Len(), 1))
+	var s float64
+	for _, y := range b.Labels {
+		s += clicks.LogLoss(rate, y)
+	}
+	return s / float64(max(b.Len(), 1))
+}

@@ -1,0 +1,73 @@
+package lr
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/cluster"
+	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/rpc"
+)
+
+// trainLocal trains cfg on an in-process cluster over protocol.
+func trainLocal(t *testing.T, protocol rpc.Protocol, cfg Config) *Summary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	local, err := cluster.StartLocal(cfg.PS, cfg.Workers, protocol, nil, t.TempDir(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(local.Close)
+	peers := cluster.NewPeers(local.Layout)
+	t.Cleanup(peers.Close)
+	var callers []driver.Caller
+	for _, job := range []string{"ps", "worker"} {
+		for _, i := range local.Layout.Cluster.TaskIndices(job) {
+			c, err := peers.Caller(rpc.TaskName(job, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			callers = append(callers, c)
+		}
+	}
+	d := driver.New("test-session", callers...)
+	stats := func() driver.Stats {
+		c, b := local.PeerStats()
+		return d.Stats().Add(driver.Stats{Calls: c, Bytes: b})
+	}
+	job, err := New(cfg, d, stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := job.Run(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Close(ctx); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	t.Logf("%s: loss %.4f -> %.4f (train %.4f -> %.4f, bayes %.4f, base %.4f), accuracy %.3f, %d steps, %.0f examples/s, %d calls, %d bytes",
+		protocol, sum.InitialLoss, sum.FinalLoss, sum.FirstTrainLoss, sum.LastTrainLoss, sum.BayesLoss, sum.BaseRateLoss, sum.Accuracy, sum.Steps, sum.ExamplesPerSec(), sum.Calls, sum.Bytes)
+	return sum
+}
+
+func TestTrainLossDrops(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Steps, cfg.Vocab, cfg.HeldOut = 150, 5000, 2048
+	for _, p := range []rpc.Protocol{rpc.ProtocolGRPCSeastar, rpc.ProtocolGRPC} {
+		t.Run(string(p), func(t *testing.T) {
+			sum := trainLocal(t, p, cfg)
+			if sum.FinalLoss > 0.9*sum.InitialLoss {
+				t.Errorf("held-out loss %.4f -> %.4f: did not drop by 10%%", sum.InitialLoss, sum.FinalLoss)
+			}
+		})
+	}
+}
