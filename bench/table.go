@@ -11,6 +11,8 @@ import (
 // FormatTable writes one comparison table of rs measured under cfg: calls,
 // ops/s, p50, p99 and MB/s per contender, and how starwire's ops/s compare
 // with each (the "starwire ×" column; "-" when there is no starwire row).
+// A contender that failed gets a row of dashes and its error after the
+// table.
 func FormatTable(w io.Writer, cfg LoadConfig, rs []Result) error {
 	fmt.Fprintf(w, "%s, %d B, %d in flight, %v per contender\n", cfg.Mode, cfg.Size, cfg.Inflight, cfg.Duration)
 	var base *Result
@@ -21,9 +23,11 @@ func FormatTable(w io.Writer, cfg LoadConfig, rs []Result) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "contender\tcalls\tops/s\tp50\tp99\tMB/s\tstarwire ×\t")
+	var failed []Result
 	for _, r := range rs {
 		if r.Err != nil {
-			fmt.Fprintf(tw, "%s\terror: %v\t\t\t\t\t\t\n", r.Name, r.Err)
+			fmt.Fprintf(tw, "%s\terror\t-\t-\t-\t-\t-\t\n", r.Name)
+			failed = append(failed, r)
 			continue
 		}
 		ratio := "-"
@@ -33,7 +37,15 @@ func FormatTable(w io.Writer, cfg LoadConfig, rs []Result) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t\n",
 			r.Name, r.Calls, groupThousands(int64(r.OpsPerSec()+0.5)), micros(r.P50), micros(r.P99), r.MBPerSec(), ratio)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range failed {
+		if _, err := fmt.Fprintf(w, "%s: %v\n", r.Name, r.Err); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // micros formats d in microseconds with one decimal.
