@@ -258,3 +258,37 @@ func TestCheckAddr(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseCluster checks that an accepted cluster holds only valid
+// addresses and reads back from its String form unchanged.
+func FuzzParseCluster(f *testing.F) {
+	for _, s := range []string{
+		"ps=10.0.0.1:2222,10.0.0.2:2222;worker=10.0.0.3:2222",
+		" worker = a:1 , b:2 ; chief=c:3; ",
+		"ps=[::1]:2222;Worker_2=localhost:2223",
+		"ps=h:1;worker=h:2,h:1",
+		"ps=",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCluster(s)
+		if err != nil {
+			return
+		}
+		for _, job := range c.Jobs() {
+			if checkJobName(job) != nil || c.NumTasks(job) == 0 || !c.dense(job) {
+				t.Fatalf("accepted job %q with tasks %v", job, c.TaskIndices(job))
+			}
+			for _, a := range c.Tasks(job) {
+				if CheckAddr(a) != nil {
+					t.Fatalf("accepted address %q", a)
+				}
+			}
+		}
+		back, err := ParseCluster(c.String())
+		if err != nil || !back.Equal(c) {
+			t.Fatalf("String %q reads back as %v, %v", c.String(), back, err)
+		}
+	})
+}

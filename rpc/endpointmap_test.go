@@ -309,3 +309,21 @@ func ExampleParseEndpointMap() {
 	// rpc: /job:worker/replica:0/task:1 (127.0.0.1:7777): no starwire address in endpoint map .endpoint_map
 	// rpc: .endpoint_map:2: "127.0.0.1:4444": missing '=', want grpcHost:port=starHost:port
 }
+
+// BenchmarkParseEndpointMap reads the map of a 2000-task cluster, the scale
+// grpc+seastar is meant for, once per iteration.
+func BenchmarkParseEndpointMap(b *testing.B) {
+	var file strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&file, "10.%d.%d.1:2222=10.%d.%d.1:3222\n", i/250, i%250, i/250, i%250)
+	}
+	data := file.String()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		m, err := ParseEndpointMap("bench", strings.NewReader(data))
+		if err != nil || m.Len() != 2000 {
+			b.Fatalf("%d entries, %v", m.Len(), err)
+		}
+	}
+}

@@ -319,3 +319,78 @@ func TestAdvertiseAddr(t *testing.T) {
 		t.Errorf("port 0 advertised: %v", err)
 	}
 }
+
+// A reader racing with repeated registrations of the same task sees one
+// complete registration or the other, never a partial file.
+func TestRegisterIsAtomicForReaders(t *testing.T) {
+	dir := t.TempDir()
+	addrs := []map[string]string{
+		{AddrGRPC: "127.0.0.1:1111", AddrStar: "127.0.0.1:2111"},
+		{AddrGRPC: "worker-with-a-longer-host-name.cluster.local:1112", AddrStar: "127.0.0.1:2112"},
+	}
+	if err := Register(dir, "worker", 0, addrs[0]); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 100 {
+			if err := Register(dir, "worker", 0, addrs[i%2]); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	path := filepath.Join(dir, registryFile("worker", 0))
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("%d files after the writes, want 1", len(entries))
+			}
+			return
+		default:
+		}
+		reg, err := readRegistration(path)
+		if err != nil {
+			t.Fatalf("read %d: %v", reads, err)
+		}
+		if g := reg.Addrs[AddrGRPC]; g != addrs[0][AddrGRPC] && g != addrs[1][AddrGRPC] {
+			t.Fatalf("read %d: grpc address %q", reads, g)
+		}
+	}
+}
+
+// Each task of a launch binds port 0, registers what it got, and waits for
+// the others; here two tasks of one process stand in for a cluster.
+func ExampleWaitCluster() {
+	dir, err := os.MkdirTemp("", "launch")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+
+	for task := range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer l.Close()
+		addr, _ := AdvertiseAddr("", l.Addr())
+		if err := Register(dir, "worker", task, map[string]string{AddrGRPC: addr}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := WaitCluster(ctx, dir, map[string]int{"worker": 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(r.Cluster.Jobs(), r.Cluster.NumTasks("worker"))
+	// Output: [worker] 2
+}
