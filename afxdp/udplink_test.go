@@ -1,0 +1,87 @@
+package afxdp_test
+
+import (
+	"testing"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/internal/netns"
+)
+
+func listenUDP(t testing.TB, addr string) *afxdp.UDPLink {
+	t.Helper()
+	l, err := afxdp.ListenUDP(addr, afxdp.UDPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestRPCOverUDPNamespacesClean(t *testing.T) {
+	p := netns.NewForTest(t, netns.Options{})
+	ls, lc := udpPair(t, p)
+	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+	t.Cleanup(func() { srv.Close(); cli.Close() })
+	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
+}
+
+func TestRPCOverUDPLoopback(t *testing.T) {
+	srv := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{})
+	cli := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{Backlog: -1})
+	t.Cleanup(func() { srv.Close(); cli.Close() })
+	checkRPC(t, serveRPC(t, srv, cli), 1000, 16<<20)
+}
+
+// TestRPCOverUDPNamespaces runs calls between two namespaces over a veth
+// whose kernel path loses, reorders and duplicates packets (netem).
+func TestRPCOverUDPNamespaces(t *testing.T) {
+	netns.Require(t, netns.Netem)
+	p := netns.NewForTest(t, netns.Options{})
+	for _, e := range []*netns.End{p.A, p.B} {
+		if err := e.Netem("loss", "5%", "delay", "1ms", "reorder", "25%", "duplicate", "1%"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls, lc := udpPair(t, p)
+	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+	t.Cleanup(func() { srv.Close(); cli.Close() })
+	size := 64 << 20
+	if testing.Short() {
+		size = 4 << 20
+	}
+	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
+	t.Logf("client %+v server %+v", cli.Stats(), srv.Stats())
+}
+
+// udpPair returns UDP links in the two namespaces of p, the server's on
+// port 7600.
+func udpPair(t testing.TB, p *netns.Pair) (srv, cli *afxdp.UDPLink) {
+	t.Helper()
+	if err := p.B.Do(func() (err error) { srv, err = afxdp.ListenUDP(p.B.Addr.String()+":7600", afxdp.UDPOptions{}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.A.Do(func() (err error) { cli, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return srv, cli
+}
+
+// TestRPCOverUDPImpaired is the namespace test with faults injected on both
+// receive sides, for kernels without netem.
+func TestRPCOverUDPImpaired(t *testing.T) {
+	p := netns.NewForTest(t, netns.Options{})
+	ls, lc := udpPair(t, p)
+	imp := afxdp.Impairment{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 3}
+	is, ic := afxdp.Impair(ls, imp), afxdp.Impair(lc, imp)
+	srv, cli := afxdp.NewEndpoint(is, afxdp.Options{}), afxdp.NewEndpoint(ic, afxdp.Options{Backlog: -1})
+	t.Cleanup(func() { srv.Close(); cli.Close() })
+	size := 64 << 20
+	if testing.Short() {
+		size = 4 << 20
+	}
+	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
+	srv.Close()
+	cli.Close()
+	if is.Dropped == 0 || is.Reordered == 0 || is.Duplicated == 0 {
+		t.Fatalf("nothing impaired: %+v", is)
+	}
+}
