@@ -112,13 +112,16 @@ func (w *Worker) buildGraph(def *tfpb.GraphDef) (*graph, error) {
 			return nil, graphError(nd, "%v", err)
 		}
 		n.kernel = k
-		for _, e := range n.inputs {
-			if e.port >= g.nodes[e.node].nouts {
-				return nil, graphError(nd, "input %s:%d: %s has %d outputs", g.nodes[e.node].name, e.port, g.nodes[e.node].op, g.nodes[e.node].nouts)
-			}
-		}
 		if err := g.index(n); err != nil {
 			return nil, graphError(nd, "%v", err)
+		}
+	}
+	// Output counts are known once every kernel is built.
+	for i, nd := range def.GetNode() {
+		for _, e := range g.nodes[i].inputs {
+			if src := g.nodes[e.node]; e.port >= src.nouts {
+				return nil, graphError(nd, "input %s:%d: %s has %d outputs", src.name, e.port, src.op, src.nouts)
+			}
 		}
 	}
 	if err := g.checkAcyclic(); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -196,4 +197,16 @@ func approxEqual(a, b []float32) bool {
 		}
 	}
 	return true
+}
+
+// grpcCode returns the status code of a gRPC error.
+func grpcCode(err error) wire.Code {
+	if err == nil {
+		return wire.OK
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return wire.Unknown
+	}
+	return wire.Code(st.Code())
 }
