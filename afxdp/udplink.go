@@ -27,14 +27,14 @@ type UDPOptions struct {
 // Datagrams leave in sendmmsg batches and arrive in recvmmsg batches, into
 // buffers the link owns.
 type UDPLink struct {
-	fd      int
-	local   netip.AddrPort
-	maxPay  int
-	poll    *poller
-	closed  atomic.Bool
-	tx, rx  mmsgBatch
-	txN     int
-	outPfd  [1]unix.PollFd
+	fd     int
+	local  netip.AddrPort
+	maxPay int
+	poll   *poller
+	closed atomic.Bool
+	tx, rx mmsgBatch
+	txN    int
+	outPfd [1]unix.PollFd
 }
 
 // mmsgBatch is the preallocated state of one sendmmsg or recvmmsg call.

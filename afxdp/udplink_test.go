@@ -56,7 +56,10 @@ func TestRPCOverUDPNamespaces(t *testing.T) {
 // port 7600.
 func udpPair(t testing.TB, p *netns.Pair) (srv, cli *afxdp.UDPLink) {
 	t.Helper()
-	if err := p.B.Do(func() (err error) { srv, err = afxdp.ListenUDP(p.B.Addr.String()+":7600", afxdp.UDPOptions{}); return err }); err != nil {
+	if err := p.B.Do(func() (err error) {
+		srv, err = afxdp.ListenUDP(p.B.Addr.String()+":7600", afxdp.UDPOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.A.Do(func() (err error) { cli, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{}); return err }); err != nil {
