@@ -183,7 +183,11 @@ func ParseTaskName(name string) (job string, task int, err error) {
 		return "", 0, fmt.Errorf("rpc: task name %q: %w", name, err)
 	}
 	if r, ok := strings.CutPrefix(rest, "replica:"); ok {
-		_, rest, _ = strings.Cut(r, "/")
+		var replica string
+		replica, rest, _ = strings.Cut(r, "/")
+		if replica == "" || strings.TrimLeft(replica, "0123456789") != "" {
+			return "", 0, fmt.Errorf("rpc: task name %q: bad replica %q", name, replica)
+		}
 	}
 	r, ok := strings.CutPrefix(rest, "task:")
 	if !ok {

@@ -182,7 +182,7 @@ func TestTaskNames(t *testing.T) {
 			t.Errorf("ParseTaskName(%q) = %q, %d, %v", tt.name, job, task, err)
 		}
 	}
-	for _, bad := range []string{"", "ps:1", "/job:ps", "/job:ps/replica:0", "/job:ps/task:x", "/job:ps/task:-1", "/job:/task:0", "/job:ps/task:+1"} {
+	for _, bad := range []string{"", "ps:1", "/job:ps", "/job:ps/replica:0", "/job:ps/task:x", "/job:ps/task:-1", "/job:/task:0", "/job:ps/task:+1", "/job:ps/replica:x/task:0", "/job:ps/replica:/task:0"} {
 		if _, _, err := ParseTaskName(bad); err == nil {
 			t.Errorf("ParseTaskName(%q) accepted", bad)
 		}
