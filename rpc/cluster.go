@@ -81,18 +81,18 @@ func (c *ClusterSpec) Set(s string) error {
 		}
 		job, list, ok := strings.Cut(entry, "=")
 		if !ok {
-			return fmt.Errorf("rpc: cluster spec %q: want job=host:port,..., no '=' in %q", s, entry)
+			return fmt.Errorf("rpc: cluster spec %q: want job=host:port,..., no '=' in %q", shorten(s), shorten(entry))
 		}
 		job = strings.TrimSpace(job)
 		if next.NumTasks(job) > 0 {
-			return fmt.Errorf("rpc: cluster spec %q: job %q given twice", s, job)
+			return fmt.Errorf("rpc: cluster spec %q: job %q given twice", shorten(s), job)
 		}
 		var addrs []string
 		if strings.TrimSpace(list) != "" {
 			addrs = strings.Split(list, ",")
 		}
 		if err := next.addJob(job, addrs); err != nil {
-			return fmt.Errorf("rpc: cluster spec %q: %w", s, err)
+			return fmt.Errorf("rpc: cluster spec %q: %w", shorten(s), err)
 		}
 	}
 	*c = next

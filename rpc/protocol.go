@@ -42,6 +42,14 @@ var protocolAliases = map[string]Protocol{
 // accepted as aliases of ProtocolGRPCSeastar. Any other name is an error
 // wrapping ErrUnknownProtocol that lists the valid names.
 func ParseProtocol(s string) (Protocol, error) {
+	p, err := parseProtocol(s)
+	if err != nil {
+		return "", fmt.Errorf("rpc: %w", err)
+	}
+	return p, nil
+}
+
+func parseProtocol(s string) (Protocol, error) {
 	name := strings.ToLower(strings.TrimSpace(s))
 	switch p := Protocol(name); p {
 	case "":
@@ -52,7 +60,7 @@ func ParseProtocol(s string) (Protocol, error) {
 	if p, ok := protocolAliases[name]; ok {
 		return p, nil
 	}
-	return "", fmt.Errorf("rpc: protocol %q: %w (valid: %q, %q, or the aliases %q, %q of %q)",
+	return "", fmt.Errorf("protocol %q: %w (valid: %q, %q, or the aliases %q, %q of %q)",
 		s, ErrUnknownProtocol, ProtocolGRPC, ProtocolGRPCSeastar,
 		"star_server", "star_server_lite", ProtocolGRPCSeastar)
 }

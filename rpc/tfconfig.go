@@ -76,7 +76,7 @@ func ParseTFConfig(data []byte) (TFConfig, error) {
 		cfg.Cluster = *raw.Cluster
 	}
 	if raw.RPCLayer != "" {
-		p, err := ParseProtocol(raw.RPCLayer)
+		p, err := parseProtocol(raw.RPCLayer)
 		if err != nil {
 			return TFConfig{}, fmt.Errorf("rpc: %s: rpc_layer: %w", EnvTFConfig, err)
 		}
