@@ -1,0 +1,279 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// cluster is a ps task and a worker task that reach each other through
+// their Resolvers.
+type cluster struct {
+	ps, worker *testTask
+	mu         sync.Mutex
+	clients    map[string]*rpc.Client
+}
+
+func newCluster(t *testing.T, psOpts Options) *cluster {
+	c := &cluster{clients: make(map[string]*rpc.Client)}
+	resolve := func(task string) (Caller, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if cl := c.clients[task]; cl != nil {
+			return cl, nil
+		}
+		return nil, fmt.Errorf("no task %s", task)
+	}
+	psOpts.Job, psOpts.Resolver = "ps", resolve
+	c.ps = startTask(t, psOpts)
+	c.worker = startTask(t, Options{Job: "worker", Resolver: resolve})
+	c.mu.Lock()
+	c.clients[c.ps.w.Task()] = c.ps.client
+	c.clients[c.worker.w.Task()] = c.worker.client
+	c.mu.Unlock()
+	return c
+}
+
+const (
+	vocab = 8
+	batch = 4
+)
+
+// logisticGraphs returns the two partitions of a sparse logistic regression
+// with one weight per feature id: the ps gathers the rows of the batch's
+// ids, the worker computes the loss and dL/dz = sigmoid(z) - y, and the ps
+// applies it with sparse Adagrad. The ids travel worker→ps and the rows and
+// gradients in both directions through RecvTensor.
+func logisticGraphs(c *cluster) (ps, worker *tfpb.GraphDef) {
+	f, i64t := wire.DTFloat, wire.DTInt64
+	psDev, wkDev := c.ps.w.Device(), c.worker.w.Device()
+	psInc, wkInc := c.ps.w.Incarnation(), c.worker.w.Incarnation()
+	ps = graphDef(
+		nodeDef("emb", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{vocab, 1})),
+		nodeDef("acc", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{vocab, 1})),
+		recvNode("ids", "ids:0", i64t, wkDev, wkInc, psDev),
+		nodeDef("rows", "ResourceGather", in("emb", "ids"), attrs("dtype", f, "Tindices", i64t)),
+		sendNode("rows/_send", "rows", "rows:0", f, psDev, psInc, wkDev),
+		recvNode("grad", "grad:0", f, wkDev, wkInc, psDev),
+		constF32("lr", nil, 0.5),
+		nodeDef("apply", "ResourceSparseApplyAdagrad", in("emb", "acc", "lr", "grad", "ids"), attrs("T", f, "Tindices", i64t)),
+	)
+	worker = graphDef(
+		feedNode("ids", "ids:0", i64t, wkDev),
+		feedNode("y", "y:0", f, wkDev),
+		sendNode("ids/_send", "ids", "ids:0", i64t, wkDev, wkInc, psDev),
+		recvNode("z", "rows:0", f, psDev, psInc, wkDev),
+		nodeDef("p", "Sigmoid", in("z"), attrs("T", f)),
+		nodeDef("grad", "Sub", in("p", "y"), attrs("T", f)),
+		sendNode("grad/_send", "grad", "grad:0", f, wkDev, wkInc, psDev),
+		// loss = -Σ y·log p + (1-y)·log(1-p)
+		constF32("one", nil, 1),
+		nodeDef("logp", "Log", in("p"), attrs("T", f)),
+		nodeDef("q", "Sub", in("one", "p"), attrs("T", f)),
+		nodeDef("logq", "Log", in("q"), attrs("T", f)),
+		nodeDef("ny", "Sub", in("one", "y"), attrs("T", f)),
+		nodeDef("a", "Mul", in("y", "logp"), attrs("T", f)),
+		nodeDef("b", "Mul", in("ny", "logq"), attrs("T", f)),
+		nodeDef("ab", "AddV2", in("a", "b"), attrs("T", f)),
+		constI32("axes", []int64{2}, 0, 1),
+		nodeDef("s", "Sum", in("ab", "axes"), attrs("T", f)),
+		nodeDef("loss", "Neg", in("s"), attrs("T", f)),
+		fetchNode("loss/_send", "loss", "loss:0", f, wkDev, wkInc),
+	)
+	return ps, worker
+}
+
+// initPS registers and runs the ps's initializer: zero weights, Adagrad
+// accumulators at 0.1 (a one-value Const broadcast to the whole shape).
+func initPS(t *testing.T, ctx context.Context, ps *testTask) {
+	f := wire.DTFloat
+	reg, err := ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
+		nodeDef("emb", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{vocab, 1})),
+		nodeDef("acc", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{vocab, 1})),
+		constF32("zeros", []int64{vocab, 1}),
+		constF32("tenth", []int64{vocab, 1}, 0.1),
+		nodeDef("init_emb", "AssignVariableOp", in("emb", "zeros"), attrs("dtype", f)),
+		nodeDef("init_acc", "AssignVariableOp", in("acc", "tenth"), attrs("dtype", f)),
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply rpc.Reply
+	defer reply.Release()
+	if _, err := ps.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 1}, nil, &reply); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// trainer runs steps of the logistic regression.
+type trainer struct {
+	c              *cluster
+	psH, wkH       string
+	idsKey, yKey   string
+	lossKey        string
+	cleanupEachRun bool
+}
+
+func newTrainer(t *testing.T, ctx context.Context, c *cluster) *trainer {
+	psG, wkG := logisticGraphs(c)
+	psReg, err := c.ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: psG})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wkReg, err := c.worker.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: wkG})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wkDev := c.worker.w.Device()
+	return &trainer{c: c, psH: psReg.GraphHandle, wkH: wkReg.GraphHandle, idsKey: feedKey("ids:0", wkDev), yKey: feedKey("y:0", wkDev),
+		lossKey: fetchKey("loss:0", wkDev, c.worker.w.Incarnation()), cleanupEachRun: true}
+}
+
+// step runs both partitions of one step at once, as a master does, and
+// returns the loss.
+func (tr *trainer) step(ctx context.Context, id int64, ids []int64, ys []float32) (float32, error) {
+	idsT, yT := i64([]int64{int64(len(ids))}, ids...), f32([]int64{int64(len(ys)), 1}, ys...)
+	defer idsT.Buf.Release()
+	defer yT.Buf.Release()
+	psErr := make(chan error, 1)
+	go func() {
+		var reply rpc.Reply
+		defer reply.Release()
+		_, err := tr.c.ps.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: tr.psH, StepId: id}, nil, &reply)
+		psErr <- err
+	}()
+	var reply rpc.Reply
+	defer reply.Release()
+	_, err := tr.c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: tr.wkH, StepId: id,
+		Send: []*tfpb.NamedTensorProto{{Name: tr.idsKey}, {Name: tr.yKey}}, RecvKey: []string{tr.lossKey}},
+		[]wire.Tensor{idsT, yT}, &reply)
+	if err != nil {
+		// A failed partition: clean the step up so the other one stops.
+		tr.c.ps.wc.CleanupGraph(ctx, id)
+		tr.c.worker.wc.CleanupGraph(ctx, id)
+		<-psErr
+		return 0, err
+	}
+	if err := <-psErr; err != nil {
+		return 0, err
+	}
+	loss := View[float32](reply.Tensors[0].Data)[0]
+	if tr.cleanupEachRun {
+		tr.c.ps.wc.CleanupGraph(ctx, id)
+		tr.c.worker.wc.CleanupGraph(ctx, id)
+	}
+	return loss, nil
+}
+
+// batchFor returns ids and labels: even ids are positive.
+func batchFor(step int) ([]int64, []float32) {
+	ids := make([]int64, batch)
+	ys := make([]float32, batch)
+	for i := range ids {
+		ids[i] = int64((step*batch + i*3) % vocab)
+		if ids[i]%2 == 0 {
+			ys[i] = 1
+		}
+	}
+	return ids, ys
+}
+
+func readVariable(t *testing.T, ctx context.Context, task *testTask, name string, shape []int64) []float32 {
+	t.Helper()
+	f := wire.DTFloat
+	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
+		nodeDef(name, "VarHandleOp", nil, attrs("dtype", f, "shape", shape)),
+		nodeDef("read", "ReadVariableOp", in(name), attrs("dtype", f)),
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply rpc.Reply
+	defer reply.Release()
+	if _, err := task.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 999999, RecvKey: []string{"read"}}, nil, &reply); err != nil {
+		t.Fatal(err)
+	}
+	return floatsOf(&reply.Tensors[0])
+}
+
+func TestTwoPartitionTraining(t *testing.T) {
+	c := newCluster(t, Options{})
+	ctx := testCtx(t)
+	initPS(t, ctx, c.ps)
+	tr := newTrainer(t, ctx, c)
+	var first, last float32
+	for s := 0; s < 30; s++ {
+		ids, ys := batchFor(s)
+		loss, err := tr.step(ctx, int64(100+s), ids, ys)
+		if err != nil {
+			t.Fatalf("step %d: %v", s, err)
+		}
+		if s == 0 {
+			first = loss
+		}
+		last = loss
+	}
+	// Zero weights give p = 0.5 everywhere: the first loss is 4·ln 2.
+	if !approxEqual([]float32{first}, []float32{4 * 0.6931472}) {
+		t.Fatalf("first loss %v, want 4 ln 2", first)
+	}
+	if last > first/4 {
+		t.Fatalf("loss went from %v to %v: not learning", first, last)
+	}
+	emb := readVariable(t, ctx, c.ps, "emb", []int64{vocab, 1})
+	for id, w := range emb {
+		if (id%2 == 0) != (w > 0) {
+			t.Fatalf("weight of id %d is %v: wrong sign (%v)", id, w, emb)
+		}
+	}
+	for _, task := range []*testTask{c.ps, c.worker} {
+		if steps, keys := task.w.Rendezvous().Len(); steps != 0 || keys != 0 {
+			t.Fatalf("%s: rendezvous holds %d steps, %d keys after cleanup", task.w.Task(), steps, keys)
+		}
+	}
+}
+
+// TestConcurrentSteps runs many two-partition steps at once, their sparse
+// updates of the same rows racing (run it with -race).
+func TestConcurrentSteps(t *testing.T) {
+	c := newCluster(t, Options{})
+	ctx := testCtx(t)
+	initPS(t, ctx, c.ps)
+	tr := newTrainer(t, ctx, c)
+	const steps, parallel = 40, 8
+	var wg sync.WaitGroup
+	errs := make(chan error, steps)
+	sem := make(chan struct{}, parallel)
+	for s := 0; s < steps; s++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			// Every step updates row 0 with label 1 and row 1 with label 0.
+			if _, err := tr.step(ctx, int64(1000+s), []int64{0, 1, 0, 1}, []float32{1, 0, 1, 0}); err != nil {
+				errs <- fmt.Errorf("step %d: %w", s, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	acc := readVariable(t, ctx, c.ps, "acc", []int64{vocab, 1})
+	// Each step adds two g² to rows 0 and 1 and nothing elsewhere.
+	if acc[0] <= 0.1 || acc[1] <= 0.1 || acc[2] != 0.1 {
+		t.Fatalf("accumulators %v", acc)
+	}
+	for _, task := range []*testTask{c.ps, c.worker} {
+		if steps, keys := task.w.Rendezvous().Len(); steps != 0 || keys != 0 {
+			t.Fatalf("%s: rendezvous holds %d steps, %d keys", task.w.Task(), steps, keys)
+		}
+	}
+}
