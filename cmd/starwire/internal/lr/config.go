@@ -34,8 +34,8 @@ type Config struct {
 // DefaultConfig returns the job "starwire train" runs without flags.
 func DefaultConfig() Config {
 	return Config{
-		PS: 1, Workers: 2, Steps: 600, BatchSize: 256, EmbeddingDim: 8, Vocab: 100000, Fields: 8,
-		LearningRate: 0.05, InitialAccumulator: 0.1, HeldOut: 8192, Seed: 1, ProgressEvery: 2 * time.Second,
+		PS: 1, Workers: 2, Steps: 2000, BatchSize: 256, EmbeddingDim: 8, Vocab: 100000, Fields: 8,
+		LearningRate: 0.2, InitialAccumulator: 0.1, HeldOut: 8192, Seed: 1, ProgressEvery: 2 * time.Second,
 	}
 }
 

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/cluster"
+	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/rpc"
+)
+
+// clusterFlags say which cluster a command joins and how: a cluster spec
+// (--cluster or TF_CONFIG's "cluster"), or a registry directory tasks
+// started on port 0 publish their addresses in; the protocol; and, for
+// grpc+seastar with a cluster spec, the endpoint map.
+type clusterFlags struct {
+	protocol    string
+	cluster     rpc.ClusterSpec
+	endpointMap string
+	registryDir string
+	waitTimeout time.Duration
+	tfConfig    *rpc.TFConfig // TF_CONFIG when set
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.protocol, "protocol", string(rpc.ProtocolGRPCSeastar), `"grpc+seastar" (worker service over starwire) or "grpc"; default TF_CONFIG's rpc_layer when set`)
+	fs.Var(&c.cluster, "cluster", "cluster spec, ps=host:port,...;worker=host:port,... (default TF_CONFIG's cluster)")
+	fs.StringVar(&c.endpointMap, "endpoint_map", "", "endpoint map file for grpc+seastar (default $"+rpc.EnvEndpointMapPath+" or ./"+rpc.DefaultEndpointMapFile+")")
+	fs.StringVar(&c.registryDir, "registry_dir", "", "directory where tasks started on port 0 publish their addresses")
+	fs.DurationVar(&c.waitTimeout, "cluster_wait", time.Minute, "how long to wait for every task to register in --registry_dir")
+}
+
+// layout returns the cluster to join and whether one was given at all
+// (false: the command starts its own). ps and workers are the job sizes a
+// registry directory must hold.
+func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, ps, workers int) (cluster.Layout, bool, error) {
+	var l cluster.Layout
+	cfg, ok, err := rpc.LoadTFConfig()
+	if err != nil {
+		return l, false, usagef("%v", err)
+	}
+	if ok {
+		c.tfConfig = &cfg
+	}
+	proto := c.protocol
+	if !set["protocol"] && c.tfConfig != nil && c.tfConfig.RPCLayer != "" {
+		proto = string(c.tfConfig.RPCLayer)
+	}
+	if l.Protocol, err = rpc.ParseProtocol(proto); err != nil {
+		return l, false, usagef("%v", err)
+	}
+	given := 0
+	for _, b := range []bool{set["cluster"], c.registryDir != "", c.tfConfig != nil && c.tfConfig.Cluster.Len() > 0} {
+		if b {
+			given++
+		}
+	}
+	switch {
+	case given == 0:
+		return l, false, nil
+	case set["cluster"] && c.registryDir != "":
+		return l, false, usagef("--cluster and --registry_dir both name the cluster; give one")
+	case c.registryDir != "":
+		roster, err := c.wait(ctx, ps, workers)
+		if err != nil {
+			return l, false, err
+		}
+		l.Cluster, l.Endpoints = roster.Cluster, roster.Endpoints
+	case set["cluster"]:
+		l.Cluster = c.cluster
+	default:
+		l.Cluster = c.tfConfig.Cluster
+	}
+	if l.Protocol.UsesStar() && l.Endpoints.Len() == 0 {
+		if c.endpointMap != "" {
+			l.Endpoints, err = rpc.ReadEndpointMap(c.endpointMap)
+		} else {
+			l.Endpoints, err = rpc.LoadEndpointMap()
+		}
+		if err != nil {
+			return l, false, usagef("%v", err)
+		}
+	}
+	if err := l.Check(); err != nil {
+		return l, false, usagef("%v", err)
+	}
+	return l, true, nil
+}
+
+// wait waits for ps and workers tasks to register in the registry directory.
+func (c *clusterFlags) wait(ctx context.Context, ps, workers int) (rpc.Roster, error) {
+	if ps <= 0 || workers <= 0 {
+		return rpc.Roster{}, usagef("--registry_dir needs --ps and --workers > 0")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.waitTimeout)
+	defer cancel()
+	roster, err := rpc.WaitCluster(ctx, c.registryDir, map[string]int{"ps": ps, "worker": workers})
+	if err != nil {
+		return rpc.Roster{}, err
+	}
+	return roster, nil
+}
+
+// awaitCluster waits until every task answers GetStatus on its gRPC
+// address, the master-side service every task keeps, polling until
+// timeout; the error names the tasks that never answered.
+func awaitCluster(ctx context.Context, l cluster.Layout, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pending := map[string]string{}
+	for _, job := range l.Cluster.Jobs() {
+		for _, i := range l.Cluster.TaskIndices(job) {
+			addr, _ := l.Cluster.Lookup(job, i)
+			pending[rpc.TaskName(job, i)] = addr
+		}
+	}
+	last := map[string]error{}
+	for {
+		for task, addr := range pending {
+			c, err := driver.DialGRPC(task, addr)
+			if err == nil {
+				callCtx, cancel := context.WithTimeout(ctx, time.Second)
+				_, err = c.GetStatus(callCtx)
+				cancel()
+				c.Close()
+			}
+			if err == nil {
+				delete(pending, task)
+			} else {
+				last[task] = err
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			var parts []string
+			for task, addr := range pending {
+				parts = append(parts, fmt.Sprintf("%s at %s (%v)", task, addr, shortErr(last[task])))
+			}
+			return fmt.Errorf("cluster unreachable after %v: %s", timeout, strings.Join(parts, "; "))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// shortErr keeps the innermost cause of a long wrapped error.
+func shortErr(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	var st *rpc.Status
+	if errors.As(err, &st) {
+		return st.Msg
+	}
+	return err.Error()
+}
+
+// endpointPairs lists an endpoint map on one line.
+func endpointPairs(m rpc.EndpointMap) string {
+	var parts []string
+	for g, s := range m.All() {
+		parts = append(parts, g+"="+s)
+	}
+	return strings.Join(parts, " ")
+}

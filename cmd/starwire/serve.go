@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/cluster"
+	"github.com/starwire/starwire/rpc"
+)
+
+// serveCmd runs one task until interrupted.
+func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	var cf clusterFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	job := fs.String("job", "", `the task's job, "ps" or "worker" (default TF_CONFIG's task type)`)
+	index := fs.Int("task", 0, "the task's index in its job (default TF_CONFIG's task index)")
+	ps := fs.Int("ps", 0, "with --registry_dir: the cluster's parameter-server tasks")
+	workers := fs.Int("workers", 0, "with --registry_dir: the cluster's worker tasks")
+	host := fs.String("host", "127.0.0.1", "with --registry_dir: the address to bind and publish")
+	cf.register(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	cfg, haveTF, err := rpc.LoadTFConfig()
+	if err != nil {
+		return usagef("serve: %v", err)
+	}
+	if !set["job"] && haveTF {
+		*job = cfg.TaskType
+		if !set["task"] {
+			*index = cfg.TaskIndex
+		}
+	}
+	if *job == "" {
+		return usagef("serve: --job is required (or TF_CONFIG's task)")
+	}
+	if *index < 0 {
+		return usagef("serve: --task %d, want >= 0", *index)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	tr := chooseTransport()
+	task := rpc.TaskName(*job, *index)
+
+	var s *cluster.Server
+	var layout cluster.Layout
+	if cf.registryDir != "" {
+		if set["cluster"] {
+			return usagef("serve: --cluster and --registry_dir both name the cluster; give one")
+		}
+		want := map[string]int{"ps": *ps, "worker": *workers}
+		if n, ok := want[*job]; !ok || *index >= n {
+			return usagef("serve: task %s is not in a cluster of --ps %d and --workers %d", task, *ps, *workers)
+		}
+		proto, err := rpc.ParseProtocol(cf.protocol)
+		if err != nil {
+			return usagef("serve: %v", err)
+		}
+		bind := net.JoinHostPort(*host, "0")
+		if s, err = cluster.Listen(*job, *index, bind, bind, proto.UsesStar(), tr.transport); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer s.Close()
+		addrs := map[string]string{rpc.AddrGRPC: s.GRPCAddr}
+		if s.StarAddr != "" {
+			addrs[rpc.AddrStar] = s.StarAddr
+		}
+		if err := rpc.Register(cf.registryDir, *job, *index, addrs); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		fmt.Fprintf(stdout, "%s registered grpc %s star %s in %s; waiting for the cluster\n", task, s.GRPCAddr, orNone(s.StarAddr), cf.registryDir)
+		if layout, _, err = cf.layout(ctx, set, *ps, *workers); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		layout.Protocol = proto
+	} else {
+		var joined bool
+		if layout, joined, err = cf.layout(ctx, set, 0, 0); err != nil {
+			return err
+		}
+		if !joined {
+			return usagef("serve: give the cluster with --cluster, TF_CONFIG or --registry_dir")
+		}
+		grpcAddr, err := layout.Cluster.Lookup(*job, *index)
+		if err != nil {
+			return usagef("serve: %v", err)
+		}
+		var starAddr string
+		if layout.Protocol.UsesStar() {
+			if starAddr, err = layout.Endpoints.StarAddr(layout.Cluster, *job, *index); err != nil {
+				return usagef("serve: %v", err)
+			}
+		}
+		if s, err = cluster.Listen(*job, *index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), tr.transport); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer s.Close()
+	}
+	layout.Transport = tr.transport
+	if err := s.Start(cluster.NewPeers(layout), logger); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintf(stdout, "%s serving: grpc %s, starwire %s, protocol %s, transport %s; cluster %s\n",
+		task, s.GRPCAddr, orNone(s.StarAddr), layout.Protocol, transportName(layout.Protocol, tr), layout.Cluster)
+	<-ctx.Done()
+	fmt.Fprintf(stdout, "%s stopping\n", task)
+	return nil
+}
+
+// bindAddr listens on every interface at an address's port when its host
+// is a name rather than an IP, as a cluster spec's hostnames are.
+func bindAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return addr
+	}
+	if net.ParseIP(host) != nil {
+		return addr
+	}
+	if _, err := strconv.Atoi(port); err != nil {
+		return addr
+	}
+	return net.JoinHostPort("", port)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
