@@ -115,18 +115,39 @@ func (w *Worker) recvTensor(ctx context.Context, step int64, key string) (wire.T
 }
 
 // checkKey refuses keys whose source is not this worker's device in this
-// incarnation. It parses only the first two fields, so the steady-state
-// RecvTensor path stays free of allocations.
+// incarnation, with Aborted for an old incarnation, so a master learns that
+// the task restarted. Keys in TensorFlow's form (16 hex digits) are checked
+// in place, without allocating, on the steady-state RecvTensor path; others
+// are parsed in full.
 func (w *Worker) checkKey(key string) error {
 	dev := w.attrs.Name
-	if len(key) < len(dev)+18 || key[:len(dev)] != dev || key[len(dev)] != ';' || key[len(dev)+17] != ';' {
-		if _, err := ParseKey(key); err != nil {
-			return rpc.Errorf(wire.InvalidArgument, "RecvTensor: %v", err)
+	if len(key) > len(dev)+17 && key[:len(dev)] == dev && key[len(dev)] == ';' && key[len(dev)+17] == ';' {
+		if inc, ok := parseHex16(key[len(dev)+1 : len(dev)+17]); ok {
+			return w.checkIncarnation(key, inc)
 		}
+	}
+	p, err := ParseKey(key)
+	if err != nil {
+		return rpc.Errorf(wire.InvalidArgument, "RecvTensor: %v", err)
+	}
+	if p.Src != w.device {
 		return rpc.Errorf(wire.InvalidArgument, "RecvTensor: key %q is not sent from %s", key, dev)
 	}
-	var inc uint64
-	for _, c := range []byte(key[len(dev)+1 : len(dev)+17]) {
+	return w.checkIncarnation(key, p.SrcIncarnation)
+}
+
+func (w *Worker) checkIncarnation(key string, inc uint64) error {
+	if inc != w.opts.Incarnation {
+		return rpc.Errorf(wire.Aborted, "RecvTensor: key %q expects incarnation %016x of %s, which is %016x (the task restarted)", key, inc, w.attrs.Name, w.opts.Incarnation)
+	}
+	return nil
+}
+
+// parseHex16 parses 16 hex digits.
+func parseHex16(s string) (uint64, bool) {
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		var d byte
 		switch {
 		case c >= '0' && c <= '9':
@@ -136,12 +157,9 @@ func (w *Worker) checkKey(key string) error {
 		case c >= 'A' && c <= 'F':
 			d = c - 'A' + 10
 		default:
-			return rpc.Errorf(wire.InvalidArgument, "RecvTensor: key %q: bad incarnation", key)
+			return 0, false
 		}
-		inc = inc<<4 | uint64(d)
+		v = v<<4 | uint64(d)
 	}
-	if inc != w.opts.Incarnation {
-		return rpc.Errorf(wire.Aborted, "RecvTensor: key %q expects incarnation %016x of %s, which is %016x (the task restarted)", key, inc, dev, w.opts.Incarnation)
-	}
-	return nil
+	return v, len(s) == 16
 }

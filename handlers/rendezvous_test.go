@@ -1,0 +1,172 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/internal/bufpool"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+)
+
+func TestRendezvousSendThenRecv(t *testing.T) {
+	r := NewRendezvous()
+	x := f32([]int64{2}, 1, 2)
+	if err := r.Send(1, "k", x); err != nil {
+		t.Fatal(err)
+	}
+	got, start, err := r.Recv(context.Background(), 1, "k")
+	if err != nil || start == 0 || !approxEqual(floatsOf(&got), []float32{1, 2}) {
+		t.Fatalf("Recv = %v, %d, %v", floatsOf(&got), start, err)
+	}
+	got.Buf.Release()
+	// Keys are per step.
+	y := f32([]int64{1}, 3)
+	r.Send(2, "k", y)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, _, err := r.Recv(ctx, 1, "k"); !errors.Is(err, rpc.ErrDeadlineExceeded) {
+		t.Fatalf("Recv of a key sent in another step: %v", err)
+	}
+	r.Cleanup(1, errStepCleaned)
+	r.Cleanup(2, errStepCleaned)
+}
+
+func TestRendezvousRecvWaits(t *testing.T) {
+	r := NewRendezvous()
+	done := make(chan []float32)
+	go func() {
+		got, _, err := r.Recv(context.Background(), 1, "k")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- floatsOf(&got)
+		got.Buf.Release()
+	}()
+	time.Sleep(10 * time.Millisecond)
+	if err := r.Send(1, "k", f32([]int64{1}, 5)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-done:
+		if !approxEqual(got, []float32{5}) {
+			t.Fatalf("got %v", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("receiver not woken")
+	}
+	r.Cleanup(1, errStepCleaned)
+}
+
+func TestRendezvousDuplicates(t *testing.T) {
+	r := NewRendezvous()
+	defer r.Cleanup(1, errStepCleaned)
+	r.Send(1, "k", f32([]int64{1}, 1))
+	if err := r.Send(1, "k", f32([]int64{1}, 2)); !errors.Is(err, rpc.ErrAlreadyExists) {
+		t.Fatalf("second Send: %v", err)
+	}
+}
+
+func TestRendezvousDeadline(t *testing.T) {
+	r := NewRendezvous()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, _, err := r.Recv(ctx, 1, "k"); !errors.Is(err, rpc.ErrDeadlineExceeded) {
+		t.Fatalf("Recv past its deadline: %v", err)
+	}
+	// The timed-out receiver leaves nothing behind.
+	if steps, keys := r.Len(); steps != 0 || keys != 0 {
+		t.Fatalf("after a timed-out Recv: %d steps, %d keys", steps, keys)
+	}
+}
+
+func TestRendezvousAbortFailsWaiters(t *testing.T) {
+	r := NewRendezvous()
+	stepErr := rpc.Errorf(wire.Internal, "node \"x\" failed")
+	errs := make(chan error, 3)
+	for _, k := range []string{"a", "b", "c"} {
+		go func() {
+			_, _, err := r.Recv(context.Background(), 9, k)
+			errs <- err
+		}()
+	}
+	for {
+		if _, keys := r.Len(); keys == 3 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.Abort(9, stepErr)
+	for range 3 {
+		select {
+		case err := <-errs:
+			if err != stepErr {
+				t.Fatalf("waiter got %v, want the step's error", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("waiter not failed by Abort")
+		}
+	}
+	// Later sends and receives of the step fail too, until Cleanup.
+	if err := r.Send(9, "d", f32([]int64{1})); err != stepErr {
+		t.Fatalf("Send after Abort: %v", err)
+	}
+	if _, _, err := r.Recv(context.Background(), 9, "d"); err != stepErr {
+		t.Fatalf("Recv after Abort: %v", err)
+	}
+	r.Cleanup(9, errStepCleaned)
+	if steps, keys := r.Len(); steps != 0 || keys != 0 {
+		t.Fatalf("after Cleanup: %d steps, %d keys", steps, keys)
+	}
+}
+
+// TestRendezvousCleanupFreesEverything checks that cleaning a step up
+// fails its waiters, releases the tensors nobody received, and leaves no
+// state, even when a late Send or Recv for the step arrives afterwards.
+func TestRendezvousCleanupFreesEverything(t *testing.T) {
+	live := bufpool.Live()
+	r := NewRendezvous()
+	for k := range 10 {
+		r.Send(3, string(rune('a'+k)), f32([]int64{256}))
+	}
+	waiter := make(chan error, 1)
+	go func() {
+		_, _, err := r.Recv(context.Background(), 3, "never-sent")
+		waiter <- err
+	}()
+	for {
+		if _, keys := r.Len(); keys == 11 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.Cleanup(3, errStepCleaned)
+	if err := <-waiter; !errors.Is(err, rpc.ErrAborted) {
+		t.Fatalf("waiter after cleanup: %v", err)
+	}
+	if err := r.Send(3, "late", f32([]int64{4})); !errors.Is(err, rpc.ErrAborted) {
+		t.Fatalf("late Send: %v", err)
+	}
+	if _, _, err := r.Recv(context.Background(), 3, "late"); !errors.Is(err, rpc.ErrAborted) {
+		t.Fatalf("late Recv: %v", err)
+	}
+	if steps, keys := r.Len(); steps != 0 || keys != 0 {
+		t.Fatalf("after Cleanup: %d steps, %d keys", steps, keys)
+	}
+	if got := bufpool.Live(); got != live {
+		t.Fatalf("%d buffers still held after Cleanup", got-live)
+	}
+}
+
+func TestRendezvousCleanupAll(t *testing.T) {
+	r := NewRendezvous()
+	for s := range int64(40) {
+		r.Send(s, "k", f32([]int64{1}))
+	}
+	r.CleanupAll(errStepCleaned)
+	if steps, keys := r.Len(); steps != 0 || keys != 0 {
+		t.Fatalf("after CleanupAll: %d steps, %d keys", steps, keys)
+	}
+}
