@@ -23,7 +23,9 @@ func init() {
 }
 
 // numeric is the element types of arithmetic kernels.
-type numeric interface{ ~float32 | ~float64 | ~int32 | ~int64 }
+type numeric interface {
+	~float32 | ~float64 | ~int32 | ~int64
+}
 
 type binaryKind int
 
