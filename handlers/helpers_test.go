@@ -22,7 +22,10 @@ type testTask struct {
 	client *rpc.Client
 	wc     *WorkerClient
 	grpc   tfpb.WorkerServiceClient
+	conn   *grpc.ClientConn
 }
+
+func (t *testTask) grpcConn() *grpc.ClientConn { return t.conn }
 
 // startTask serves a worker for job/task; resolve, when set, finds other
 // tasks for remote _Recv.
@@ -57,7 +60,7 @@ func startTask(t testing.TB, opts Options) *testTask {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return &testTask{w: w, addr: l.Addr().String(), client: client, wc: NewWorkerClient(client), grpc: tfpb.NewWorkerServiceClient(cc)}
+	return &testTask{w: w, addr: l.Addr().String(), client: client, wc: NewWorkerClient(client), grpc: tfpb.NewWorkerServiceClient(cc), conn: cc}
 }
 
 func testCtx(t testing.TB) context.Context {
