@@ -1,5 +1,7 @@
 package xdp
 
+import "fmt"
+
 // Counter indexes the program's per-CPU counters map.
 type Counter uint32
 
@@ -29,4 +31,13 @@ const (
 // Counters are the program's counters summed over CPUs.
 type Counters struct {
 	Redirected, Passed, NoSocket, NotAllowed, Malformed, Impaired uint64
+}
+
+// String names the counter.
+func (c Counter) String() string {
+	names := [...]string{"redirected", "passed", "no-socket", "not-allowed", "malformed", "impaired"}
+	if int(c) < len(names) {
+		return names[c]
+	}
+	return fmt.Sprintf("counter(%d)", uint32(c))
 }

@@ -167,3 +167,7 @@ func TestLoadRejects(t *testing.T) {
 		t.Fatal("IPv6 allowlist entry accepted")
 	}
 }
+
+func layersOption(typ uint8) layers.IPv4Option { return layers.IPv4Option{OptionType: typ} }
+
+func addrOf(a [4]byte) netip.Addr { return netip.AddrFrom4(a) }
