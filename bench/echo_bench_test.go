@@ -48,6 +48,10 @@ func benchEcho(b *testing.B, a Addrs) {
 			measured: ratio(figs.field("inflight32/starwire", opsOf), figs.field("inflight32/raw", opsOf))},
 		{name: "sequential: starwire / raw ping-pong p50", unit: "×", want: 1.5, atMost: true,
 			measured: ratio(figs.field("seq/starwire", p50Of), figs.field("seq/raw", p50Of))},
+		{name: "(info) 32 in flight: CPU per call, starwire / raw", unit: "×", info: true,
+			measured: ratio(figs.field("inflight32/starwire", cpuOf), figs.field("inflight32/raw", cpuOf))},
+		{name: "(info) 32 in flight: CPU per call, gRPC-Go / starwire", unit: "×", info: true,
+			measured: ratio(figs.field("inflight32/grpc", cpuOf), figs.field("inflight32/starwire", cpuOf))},
 	})
 }
 
@@ -74,12 +78,20 @@ func benchRawEcho(b *testing.B, addr string, inflight int) figure {
 		b.Fatal(err)
 	}
 	lat := NewSamples(sampleRoom)
+	io0 := readIOCounts()
+	cpu0, cpuOK := cpuTime()
 	b.ReportAllocs()
 	b.ResetTimer()
 	err = p.Run(b.N, 64, inflight, lat)
 	b.StopTimer()
+	cpu1, cpuOK1 := cpuTime()
+	reportSyscalls(b, io0, readIOCounts())
 	if err != nil {
 		b.Fatal(err)
 	}
-	return reportLatency(b, lat)
+	f := reportLatency(b, lat)
+	if cpuOK && cpuOK1 {
+		f.cpu = reportCPU(b, cpu1-cpu0)
+	}
+	return f
 }

@@ -29,10 +29,14 @@ type LoadConfig struct {
 	Calls    int64         // stop after this many calls; 0 means no bound
 	Duration time.Duration // stop after this long
 	Warmup   time.Duration // unmeasured calls first, to settle connections and pools
+	// Rounds cuts Duration into turns that the contenders take one after
+	// another; 0 means 1.
+	Rounds int
 }
 
-// DefaultLoad is a short echo run with 32 calls in flight.
-var DefaultLoad = LoadConfig{Mode: ModeEcho, Size: 64, Inflight: 32, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond}
+// DefaultLoad is a short echo run with 32 calls in flight, 3 seconds per
+// contender in 6 turns.
+var DefaultLoad = LoadConfig{Mode: ModeEcho, Size: 64, Inflight: 32, Duration: 3 * time.Second, Warmup: 200 * time.Millisecond, Rounds: 6}
 
 // A Result is one contender's measurement.
 type Result struct {
@@ -60,18 +64,38 @@ func (r Result) MBPerSec() float64 {
 	return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds()
 }
 
-// RunLoad measures every contender in a (starwire, gRPC, raw TCP, in that
-// order, one after another) under cfg.
+// RunLoad measures every contender in a (starwire, gRPC-Go, raw TCP) under
+// cfg. The measuring time is cut into cfg.Rounds rounds in which the
+// contenders take turns, so that a change in the machine's other load
+// touches them all alike and their ratios stay meaningful.
 func RunLoad(ctx context.Context, a Addrs, cfg LoadConfig) []Result {
-	var rs []Result
-	if a.Starwire != "" {
-		rs = append(rs, measure("starwire", cfg, func() (loader, error) { return newStarwireLoader(a.Starwire, cfg) }))
+	var cs []*contender
+	add := func(name, addr string, open func(string, LoadConfig) (loader, error)) {
+		if addr != "" {
+			cs = append(cs, newContender(name, cfg, func() (loader, error) { return open(addr, cfg) }))
+		}
 	}
-	if a.GRPC != "" {
-		rs = append(rs, measure("grpc-go", cfg, func() (loader, error) { return newGRPCLoader(a.GRPC, cfg) }))
+	add("starwire", a.Starwire, newStarwireLoader)
+	add("grpc-go", a.GRPC, newGRPCLoader)
+	add("raw-tcp", a.Raw, newRawLoader)
+	defer func() {
+		for _, c := range cs {
+			if c.l != nil {
+				c.l.close()
+			}
+		}
+	}()
+	rounds := max(cfg.Rounds, 1)
+	for range rounds {
+		for _, c := range cs {
+			if ctx.Err() == nil {
+				c.round(ctx, cfg.Duration/time.Duration(rounds))
+			}
+		}
 	}
-	if a.Raw != "" {
-		rs = append(rs, measure("raw-tcp", cfg, func() (loader, error) { return newRawLoader(a.Raw, cfg) }))
+	rs := make([]Result, len(cs))
+	for i, c := range cs {
+		rs[i] = c.result(cfg)
 	}
 	return rs
 }
@@ -84,42 +108,60 @@ type loader interface {
 	close()
 }
 
-func measure(name string, cfg LoadConfig, open func() (loader, error)) Result {
-	r := Result{Name: name}
+// contender is one contender's loader and what it measured so far.
+type contender struct {
+	r      Result
+	l      loader
+	budget atomic.Int64
+	lat    *Samples
+}
+
+// newContender checks cfg, opens the loader and warms it up; a failure is
+// kept in the result.
+func newContender(name string, cfg LoadConfig, open func() (loader, error)) *contender {
+	c := &contender{r: Result{Name: name}, lat: NewSamples(1 << 18)}
+	c.budget.Store(cfg.Calls)
+	if cfg.Calls <= 0 {
+		c.budget.Store(1 << 62)
+	}
 	if cfg.Mode != ModeEcho && cfg.Mode != ModeFetch {
-		r.Err = fmt.Errorf("bench: mode %q: %w", cfg.Mode, ErrMode)
-		return r
+		c.r.Err = fmt.Errorf("bench: mode %q: %w", cfg.Mode, ErrMode)
+		return c
 	}
 	if cfg.Inflight < 1 || cfg.Size < 0 {
-		r.Err = fmt.Errorf("bench: %d in flight of %d bytes: invalid load", cfg.Inflight, cfg.Size)
-		return r
+		c.r.Err = fmt.Errorf("bench: %d in flight of %d bytes: invalid load", cfg.Inflight, cfg.Size)
+		return c
 	}
-	l, err := open()
-	if err != nil {
-		r.Err = err
-		return r
+	if c.l, c.r.Err = open(); c.r.Err != nil {
+		return c
 	}
-	defer l.close()
-	ctx := context.Background()
 	if cfg.Warmup > 0 {
 		var budget atomic.Int64
 		budget.Store(1 << 62)
-		if _, err := l.run(ctx, time.Now().Add(cfg.Warmup), &budget, NewSamples(2)); err != nil {
-			r.Err = fmt.Errorf("bench: %s warm-up: %w", name, err)
-			return r
+		if _, err := c.l.run(context.Background(), time.Now().Add(cfg.Warmup), &budget, NewSamples(2)); err != nil {
+			c.r.Err = fmt.Errorf("bench: %s warm-up: %w", name, err)
 		}
 	}
-	var budget atomic.Int64
-	budget.Store(cfg.Calls)
-	if cfg.Calls <= 0 {
-		budget.Store(1 << 62)
+	return c
+}
+
+// round measures for d, unless the contender has failed or spent its
+// budget.
+func (c *contender) round(ctx context.Context, d time.Duration) {
+	if c.r.Err != nil || c.budget.Load() <= 0 {
+		return
 	}
-	lat := NewSamples(1 << 18)
 	start := time.Now()
-	r.Calls, r.Err = l.run(ctx, start.Add(cfg.Duration), &budget, lat)
-	r.Elapsed = time.Since(start)
+	n, err := c.l.run(ctx, start.Add(d), &c.budget, c.lat)
+	c.r.Elapsed += time.Since(start)
+	c.r.Calls += n
+	c.r.Err = err
+}
+
+func (c *contender) result(cfg LoadConfig) Result {
+	r := c.r
 	r.Bytes = r.Calls * int64(cfg.Size)
-	r.P50, r.P99 = lat.Percentile(50), lat.Percentile(99)
+	r.P50, r.P99 = c.lat.Percentile(50), c.lat.Percentile(99)
 	return r
 }
 

@@ -32,6 +32,7 @@ func TestRunLoad(t *testing.T) {
 	for _, cfg := range tests {
 		cfg.Duration = 20 * time.Second // the call budget ends the run first
 		cfg.Warmup = 10 * time.Millisecond
+		cfg.Rounds = 3
 		t.Run(cfg.Mode, func(t *testing.T) {
 			rs := RunLoad(context.Background(), s.Addrs, cfg)
 			if len(rs) != 3 {
@@ -61,7 +62,7 @@ func TestRunLoad(t *testing.T) {
 
 func TestRunLoadStopsAtDeadline(t *testing.T) {
 	s := startServers(t)
-	cfg := LoadConfig{Mode: ModeEcho, Size: 64, Inflight: 4, Duration: 100 * time.Millisecond}
+	cfg := LoadConfig{Mode: ModeEcho, Size: 64, Inflight: 4, Duration: 100 * time.Millisecond, Rounds: 4}
 	start := time.Now()
 	rs := RunLoad(context.Background(), Addrs{Starwire: s.Addrs.Starwire, Raw: s.Addrs.Raw}, cfg)
 	if el := time.Since(start); el > 5*time.Second {

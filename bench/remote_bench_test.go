@@ -41,8 +41,10 @@ func startRemote(b *testing.B) Addrs {
 	if err := cmd.Start(); err != nil {
 		b.Fatalf("start echoserver: %v", err)
 	}
+	serverPID.Store(int64(cmd.Process.Pid))
 	exited := make(chan error, 1)
 	b.Cleanup(func() {
+		serverPID.Store(0)
 		stdin.Close()
 		select {
 		case <-exited:

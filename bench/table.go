@@ -14,7 +14,7 @@ import (
 // A contender that failed gets a row of dashes and its error after the
 // table.
 func FormatTable(w io.Writer, cfg LoadConfig, rs []Result) error {
-	fmt.Fprintf(w, "%s, %d B, %d in flight, %v per contender\n", cfg.Mode, cfg.Size, cfg.Inflight, cfg.Duration)
+	fmt.Fprintf(w, "%s, %d B, %d in flight, %v per contender in %d turns\n", cfg.Mode, cfg.Size, cfg.Inflight, cfg.Duration, max(cfg.Rounds, 1))
 	var base *Result
 	for i := range rs {
 		if rs[i].Name == "starwire" && rs[i].Err == nil {

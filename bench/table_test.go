@@ -8,7 +8,7 @@ import (
 )
 
 func TestFormatTable(t *testing.T) {
-	cfg := LoadConfig{Mode: ModeEcho, Size: 64, Inflight: 32, Duration: 2 * time.Second}
+	cfg := LoadConfig{Mode: ModeEcho, Size: 64, Inflight: 32, Duration: 2 * time.Second, Rounds: 4}
 	rs := []Result{
 		{Name: "starwire", Calls: 2_000_000, Elapsed: 2 * time.Second, P50: 25_400 * time.Nanosecond, P99: 80 * time.Microsecond, Bytes: 128_000_000},
 		{Name: "grpc-go", Calls: 60_000, Elapsed: 2 * time.Second, P50: time.Millisecond, P99: 3 * time.Millisecond, Bytes: 3_840_000},
@@ -18,7 +18,7 @@ func TestFormatTable(t *testing.T) {
 	if err := FormatTable(&sb, cfg, rs); err != nil {
 		t.Fatal(err)
 	}
-	want := `echo, 64 B, 32 in flight, 2s per contender
+	want := `echo, 64 B, 32 in flight, 2s per contender in 4 turns
   contender    calls      ops/s       p50       p99  MB/s  starwire ×
    starwire  2000000  1,000,000    25.4µs    80.0µs  64.0        1.00
     grpc-go    60000     30,000  1000.0µs  3000.0µs   1.9       33.33

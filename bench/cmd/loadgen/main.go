@@ -1,5 +1,5 @@
 // Command loadgen puts the same load on starwire, gRPC-Go and the raw TCP
-// baseline, one after another, and prints one comparison table:
+// baseline, taking turns (-rounds), and prints one comparison table:
 //
 //	go run ./bench/cmd/loadgen -inflight 32 -size 64 -duration 3s
 //
@@ -25,6 +25,7 @@ func main() {
 	flag.Int64Var(&cfg.Calls, "calls", 0, "stop each contender after this many calls (0: only -duration)")
 	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measuring time per contender")
 	flag.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured calls per contender first")
+	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "turns the contenders take, each -duration/-rounds long")
 	server := flag.String("server", "embedded", `"embedded", or the addresses echoserver printed`)
 	flag.Parse()
 	if err := run(*server, cfg); err != nil {
