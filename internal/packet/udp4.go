@@ -159,3 +159,23 @@ func SwapUDP4(frame []byte) bool {
 	copy(udp[2:4], t[:2])
 	return true
 }
+
+// UDP4ChecksumOK verifies the UDP checksum of an Ethernet/IPv4/UDP frame
+// (a zero checksum, "none", passes). Frames a kernel socket sent over veth
+// may fail it: with checksum offload the sender leaves only the
+// pseudo-header sum in place, for hardware that veth does not have.
+func UDP4ChecksumOK(frame []byte) bool {
+	if _, _, err := ParseUDP4(frame); err != nil {
+		return false
+	}
+	ip := frame[EthernetLen:]
+	ihl := int(ip[0]&0x0f) * 4
+	udp := ip[ihl:]
+	udp = udp[:binary.BigEndian.Uint16(udp[4:6])]
+	if binary.BigEndian.Uint16(udp[6:8]) == 0 {
+		return true
+	}
+	acc := sum(0, ip[12:20])
+	acc += protoUDP + uint64(len(udp))
+	return fold(sum(acc, udp)) == 0
+}

@@ -139,6 +139,28 @@ func TestSwapUDP4KeepsChecksums(t *testing.T) {
 	}
 }
 
+func TestUDP4ChecksumOK(t *testing.T) {
+	for _, n := range []int{0, 1, 22, 999} {
+		frame := make([]byte, UDP4HeaderLen+n)
+		for i := range n {
+			frame[UDP4HeaderLen+i] = byte(i * 13)
+		}
+		if _, err := WriteUDP4(frame, &testHeader, n); err != nil {
+			t.Fatal(err)
+		}
+		if !UDP4ChecksumOK(frame) {
+			t.Fatalf("payload %d: own checksum rejected", n)
+		}
+		if !SwapUDP4(frame) || !UDP4ChecksumOK(frame) {
+			t.Fatalf("payload %d: checksum rejected after swap", n)
+		}
+		frame[len(frame)-1-n/2] ^= 0x40
+		if n > 0 && UDP4ChecksumOK(frame) {
+			t.Fatalf("payload %d: corrupted frame accepted", n)
+		}
+	}
+}
+
 func TestWriteUDP4ShortFrame(t *testing.T) {
 	if _, err := WriteUDP4(make([]byte, 50), &testHeader, 10); !errors.Is(err, ErrShort) {
 		t.Fatalf("err %v", err)
