@@ -135,9 +135,9 @@ func (w *Worker) remoteRecv(ctx context.Context, task string, step int64, key st
 		return wire.Tensor{}, err
 	}
 	t := reply.Tensors[0]
-	reply.Tensors[0].Buf = nil // the reference moves to t
+	t.Shape = append([]int64(nil), t.Shape...) // the reply's shapes go with it
+	reply.Tensors[0].Buf = nil                 // the reference moves to t
 	reply.Release()
-	t.Shape = append([]int64(nil), t.Shape...)
 	if resp.GetIsDead() || t.Dead {
 		t.Buf.Release()
 		return wire.Tensor{DType: t.DType, Dead: true}, nil
