@@ -19,7 +19,8 @@ import (
 // goroutine runs Alloc and which runs Deliver.
 type Conn struct {
 	s          *session
-	deliveries chan *wire.Inbound // filled by the reactor, drained by Receive
+	onReactor  bool               // the reactor calls Deliver (not BlockingReceiver)
+	deliveries chan *wire.Inbound // frames for Receive's goroutine, or held until Receive is called
 	r          atomic.Pointer[receiverRef]
 	done       chan struct{} // closed by the reactor when the session ends
 	err        error         // why; written before done is closed
@@ -61,11 +62,25 @@ func (c *Conn) Send(m *wire.Message) error {
 }
 
 // Receive delivers received frames to r until the session ends, and
-// returns why. It is called once. r.Deliver runs on Receive's goroutine;
-// r.Alloc runs on the endpoint's reactor (before Receive is called, frames
-// get pooled buffers).
+// returns why. It is called once. r.Alloc runs on the endpoint's reactor
+// (frames that arrive before Receive is called get pooled buffers), and so
+// does r.Deliver unless Options.BlockingReceiver is set, in which case it
+// runs on Receive's goroutine. Either way r is never called concurrently.
 func (c *Conn) Receive(r wire.Receiver) error {
 	c.r.Store(&receiverRef{r})
+	if c.onReactor {
+		// Have the reactor deliver what arrived before now.
+		s := c.s
+		s.mu.Lock()
+		wasQueued := s.queued || s.dead != nil
+		s.queued = true
+		s.mu.Unlock()
+		if !wasQueued {
+			s.ep.enqueue(s)
+		}
+		<-c.done
+		return c.err
+	}
 	for {
 		select {
 		case in := <-c.deliveries:
@@ -128,4 +143,33 @@ func (c *Conn) RemoteAddr() net.Addr { return net.UDPAddrFromAddrPort(c.s.key.pe
 func (c *Conn) finish(err error) {
 	c.err = err
 	close(c.done)
+}
+
+// room reports whether a completed frame can be handed on now.
+func (c *Conn) room() bool {
+	return (c.onReactor && c.receiver() != nil) || len(c.deliveries) < cap(c.deliveries)
+}
+
+// deliver hands a completed frame on; called by the reactor.
+func (c *Conn) deliver(in *wire.Inbound) {
+	if c.onReactor {
+		if r := c.receiver(); r != nil {
+			c.drainBacklog(r)
+			r.Deliver(in)
+			return
+		}
+	}
+	c.deliveries <- in
+}
+
+// drainBacklog delivers, on the reactor, frames held until Receive.
+func (c *Conn) drainBacklog(r wire.Receiver) {
+	for {
+		select {
+		case in := <-c.deliveries:
+			r.Deliver(in)
+		default:
+			return
+		}
+	}
 }

@@ -28,9 +28,10 @@ import (
 // until a packet, a wake-up or the next timer.
 //
 // The receiver's Alloc runs on the reactor, so that tensor bytes land in
-// place as packets arrive; Deliver runs on the Conn's Receive goroutine,
-// since a receiver may block there (an inline handler sends its answer from
-// it). Alloc must therefore be quick and must not wait on Deliver.
+// place as packets arrive, and so, by default, does Deliver: a quick
+// handler answers within the same reactor loop, its answer carrying the
+// acknowledgement. Receivers that may block set Options.BlockingReceiver,
+// and their frames are delivered from the Conn's Receive goroutine.
 type Endpoint struct {
 	link    Link
 	opts    Options
@@ -182,7 +183,7 @@ func (e *Endpoint) Close() error {
 
 func (e *Endpoint) newSession(key sessionKey) *session {
 	s := &session{ep: e, key: key, rto: e.opts.RTO, limit: 64}
-	s.conn = &Conn{s: s, deliveries: make(chan *wire.Inbound, e.opts.Deliveries), done: make(chan struct{})}
+	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, e.opts.Deliveries), done: make(chan struct{})}
 	return s
 }
 
@@ -201,11 +202,12 @@ func (e *Endpoint) enqueue(s *session) {
 
 func (e *Endpoint) run(ready chan<- struct{}) {
 	defer close(e.done)
-	// The reactor keeps its thread: it may be pinned, and an OS thread
-	// that only ever runs the reactor keeps caches warm. The thread ends
-	// with the goroutine.
-	runtime.LockOSThread()
+	// A pinned reactor keeps its thread, which ends with the goroutine.
+	// An unpinned one does not lock it: a locked goroutine that parks or
+	// yields costs a thread hand-off each time, which measured worse than
+	// letting the scheduler run it anywhere.
 	if e.opts.Pin {
+		runtime.LockOSThread()
 		var set unix.CPUSet
 		set.Set(e.opts.CPU % runtime.NumCPU())
 		_ = unix.SchedSetaffinity(0, &set) // best effort: the reactor works unpinned too
@@ -243,7 +245,10 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		if idleAt.IsZero() {
 			idleAt = e.now
 		}
-		if e.now.Sub(idleAt) < e.opts.Spin {
+		if e.opts.Spin > 0 && e.now.Sub(idleAt) < e.opts.Spin {
+			// Let the goroutines this loop woke (a Receive loop, a
+			// caller) run on this P while spinning.
+			runtime.Gosched()
 			continue
 		}
 		wait := time.Duration(-1)
@@ -302,7 +307,11 @@ func (e *Endpoint) takeReady() {
 			e.sessions[s.key] = s
 			e.list = append(e.list, s)
 		}
-		if s.take() {
+		closing := s.take()
+		if r := s.conn.receiver(); r != nil && !e.opts.BlockingReceiver {
+			s.conn.drainBacklog(r) // frames that arrived before Receive
+		}
+		if closing {
 			// Twice, since a lost CLOSE leaves the peer waiting for its
 			// dead-peer timeout.
 			s.control(TypeClose)

@@ -346,7 +346,7 @@ func (s *session) onData(h *PacketHeader, data []byte) error {
 // leaving the packet unaccepted, when a frame would complete but the
 // delivery queue is full.
 func (s *session) accept(h *PacketHeader, data []byte) (bool, error) {
-	if h.Flags&FlagLast != 0 && len(s.conn.deliveries) == cap(s.conn.deliveries) {
+	if h.Flags&FlagLast != 0 && !s.conn.room() {
 		return false, nil
 	}
 	in, err := s.rx.feed(h, data, s.conn, &s.ep.opts.Limits)
@@ -355,7 +355,7 @@ func (s *session) accept(h *PacketHeader, data []byte) (bool, error) {
 	}
 	s.expect++
 	if in != nil {
-		s.conn.deliveries <- in
+		s.conn.deliver(in)
 	}
 	return true, nil
 }
@@ -383,6 +383,9 @@ func (s *session) end(err error) {
 		m.Complete(err)
 	}
 	s.rx.reset()
+	if r := s.conn.receiver(); r != nil && !s.ep.opts.BlockingReceiver {
+		s.conn.drainBacklog(r)
+	}
 	if s.opening {
 		s.opening = false
 		s.openDone <- err

@@ -3,59 +3,109 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// poller sleeps in ppoll on a link's descriptors and an eventfd that Wake
-// writes, so another goroutine can interrupt the sleep with one write. It
-// is owned by the reactor except for wake.
+// poller puts the reactor to sleep until a link descriptor is readable,
+// Wake is called, or a timeout passes.
+//
+// It does not sleep in ppoll: a goroutine blocked in a plain system call
+// keeps its P (the scheduler's processor) until the runtime's monitor takes
+// it back, which can be milliseconds later, and meanwhile the goroutines the
+// reactor just made runnable (a Receive loop, a caller) wait. Instead the
+// link's descriptors and an eventfd sit in an epoll instance of their own,
+// and that epoll descriptor is handed to Go's netpoller, so the reactor
+// parks like any goroutine blocked on a socket and frees its P at once.
 type poller struct {
-	efd int
-	pfd []unix.PollFd // the link's descriptors, then the eventfd
-	ts  unix.Timespec
-	buf [8]byte
+	epfd   int
+	efd    int
+	file   *os.File
+	raw    syscall.RawConn
+	ready  func(uintptr) bool // p.check, bound once so waiting allocates nothing
+	events [8]unix.EpollEvent
+	buf    [8]byte
 }
 
-func newPoller(fds ...int) (*poller, error) {
-	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
+func newPoller(fds ...int) (_ *poller, err error) {
+	p := &poller{epfd: -1, efd: -1}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	if p.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("afxdp: epoll: %w", err)
+	}
+	if p.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("afxdp: eventfd: %w", err)
 	}
-	p := &poller{efd: efd}
-	for _, fd := range fds {
-		p.pfd = append(p.pfd, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	for _, fd := range append(fds, p.efd) {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+		if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+			return nil, fmt.Errorf("afxdp: epoll add fd %d: %w", fd, err)
+		}
 	}
-	p.pfd = append(p.pfd, unix.PollFd{Fd: int32(efd), Events: unix.POLLIN})
+	if err := unix.SetNonblock(p.epfd, true); err != nil {
+		return nil, fmt.Errorf("afxdp: epoll nonblock: %w", err)
+	}
+	p.file = os.NewFile(uintptr(p.epfd), "afxdp-poller")
+	if p.raw, err = p.file.SyscallConn(); err != nil {
+		return nil, fmt.Errorf("afxdp: poller: %w", err)
+	}
+	p.ready = p.check
 	return p, nil
 }
 
+// check reports whether anything is ready, consuming a wake-up.
+func (p *poller) check(uintptr) bool {
+	n, _ := unix.EpollWait(p.epfd, p.events[:], 0)
+	for _, ev := range p.events[:max(n, 0)] {
+		if int(ev.Fd) == p.efd {
+			unix.Read(p.efd, p.buf[:]) // reset the counter
+		}
+	}
+	return n > 0
+}
+
 // wait sleeps until a descriptor is readable, wake is called, or d passes
-// (d < 0: no limit). It does not allocate.
+// (d < 0: no limit).
 func (p *poller) wait(d time.Duration) error {
-	var tsp *unix.Timespec
+	if p.check(0) {
+		return nil
+	}
+	var deadline time.Time
 	if d >= 0 {
-		p.ts = unix.NsecToTimespec(int64(d))
-		tsp = &p.ts
+		deadline = time.Now().Add(d)
 	}
-	for i := range p.pfd {
-		p.pfd[i].Revents = 0
+	if err := p.file.SetReadDeadline(deadline); err != nil {
+		return fmt.Errorf("afxdp: poller deadline: %w", err)
 	}
-	_, err := unix.Ppoll(p.pfd, tsp, nil)
-	if err != nil && !errors.Is(err, unix.EINTR) {
+	err := p.raw.Read(p.ready)
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("afxdp: poll: %w", err)
-	}
-	if p.pfd[len(p.pfd)-1].Revents&unix.POLLIN != 0 {
-		unix.Read(p.efd, p.buf[:]) // reset the counter
 	}
 	return nil
 }
 
 // wake interrupts wait; safe for concurrent use.
 func (p *poller) wake() {
-	var one = [8]byte{1}
+	one := [8]byte{1}
 	unix.Write(p.efd, one[:])
 }
 
-func (p *poller) close() error { return unix.Close(p.efd) }
+func (p *poller) close() error {
+	var errs []error
+	if p.file != nil {
+		errs = append(errs, p.file.Close())
+	} else if p.epfd >= 0 {
+		errs = append(errs, unix.Close(p.epfd))
+	}
+	if p.efd >= 0 {
+		errs = append(errs, unix.Close(p.efd))
+	}
+	return errors.Join(errs...)
+}
