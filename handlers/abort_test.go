@@ -1,0 +1,112 @@
+package handlers
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// TestOpErrorAbortsOtherPartition fails a node on the worker: the ps,
+// waiting in RecvTensor for a tensor the failed node would have produced,
+// gets the worker's error at once instead of waiting for its deadline.
+func TestOpErrorAbortsOtherPartition(t *testing.T) {
+	c := newCluster(t, Options{})
+	ctx := testCtx(t)
+	f := wire.DTFloat
+	psDev, wkDev, wkInc := c.ps.w.Device(), c.worker.w.Device(), c.worker.w.Incarnation()
+	wkReg, err := c.worker.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
+		constF32("x", []int64{2}, 1, 2),
+		constI32("idx", []int64{1}, 5),
+		constI32("axis", nil, 0),
+		nodeDef("bad_gather", "GatherV2", in("x", "idx", "axis"), attrs("Tparams", f, "Tindices", wire.DTInt32, "Taxis", wire.DTInt32)),
+		sendNode("g/_send", "bad_gather", "g:0", f, wkDev, wkInc, psDev),
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	psReg, err := c.ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
+		recvNode("g", "g:0", f, wkDev, wkInc, psDev),
+		nodeDef("use", "Neg", in("g"), attrs("T", f)),
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	psErr := make(chan error, 1)
+	go func() {
+		var reply rpc.Reply
+		defer reply.Release()
+		_, err := c.ps.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: psReg.GraphHandle, StepId: 42}, nil, &reply)
+		psErr <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let the ps start waiting
+	var reply rpc.Reply
+	defer reply.Release()
+	_, wkErr := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: 42}, nil, &reply)
+	if !errors.Is(wkErr, rpc.ErrInvalidArgument) || !strings.Contains(wkErr.Error(), `node "bad_gather"`) {
+		t.Fatalf("worker: %v", wkErr)
+	}
+	select {
+	case err := <-psErr:
+		if !strings.Contains(err.Error(), `node "bad_gather"`) || !strings.Contains(err.Error(), `node "g" (_Recv)`) {
+			t.Fatalf("ps: %v, want the worker's error through its _Recv", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ps still waiting after the worker's step failed")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("abort took %v", d)
+	}
+	for _, task := range []*testTask{c.ps, c.worker} {
+		task.wc.CleanupGraph(ctx, 42)
+		if steps, keys := task.w.Rendezvous().Len(); steps != 0 || keys != 0 {
+			t.Fatalf("%s: %d steps, %d keys after cleanup", task.w.Task(), steps, keys)
+		}
+	}
+}
+
+// TestCleanupGraphStopsWaitingStep cleans a step up while its _Recv waits
+// for a tensor that will never come: RunGraph returns Aborted.
+func TestCleanupGraphStopsWaitingStep(t *testing.T) {
+	task := startTask(t, Options{Job: "ps"})
+	ctx := testCtx(t)
+	dev, inc := task.w.Device(), task.w.Incarnation()
+	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
+		recvNode("r", "never:0", wire.DTFloat, dev, inc, dev),
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var reply rpc.Reply
+		defer reply.Release()
+		_, err := task.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 5, RecvKey: []string{"r"}}, nil, &reply)
+		done <- err
+	}()
+	for {
+		if _, keys := task.w.Rendezvous().Len(); keys == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := task.wc.CleanupGraph(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, rpc.ErrAborted) {
+			t.Fatalf("RunGraph after CleanupGraph: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("RunGraph still waiting after CleanupGraph")
+	}
+	if steps, keys := task.w.Rendezvous().Len(); steps != 0 || keys != 0 {
+		t.Fatalf("%d steps, %d keys after cleanup", steps, keys)
+	}
+}
