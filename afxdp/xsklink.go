@@ -84,9 +84,24 @@ type XSKLink struct {
 	txHdr  packet.UDP4
 	rxNext int // socket to read first, for fairness
 
+	rxCount []atomic.Uint64 // datagrams received per socket
+
 	// Counters for tests and stats; written by the reactor.
 	TxDropped, RxForeign, NoMAC atomic.Uint64
 }
+
+// Received returns how many datagrams each bound queue delivered, in the
+// order of Queues.
+func (l *XSKLink) Received() []uint64 {
+	out := make([]uint64, len(l.rxCount))
+	for i := range l.rxCount {
+		out[i] = l.rxCount[i].Load()
+	}
+	return out
+}
+
+// Queues returns the queues the link has a socket on.
+func (l *XSKLink) Queues() []int { return l.queues }
 
 type lentFrame struct {
 	sock int
@@ -162,6 +177,7 @@ func OpenXSK(ifname string, opts XSKOptions) (_ *XSKLink, err error) {
 		}
 		fds = append(fds, s.FD())
 	}
+	l.rxCount = make([]atomic.Uint64, len(l.socks))
 	if l.poll, err = newPoller(fds...); err != nil {
 		return nil, err
 	}
@@ -374,6 +390,9 @@ func (l *XSKLink) Receive(pkts []Datagram) (int, error) {
 			break
 		}
 		n := s.Receive(l.rxd[:room])
+		if n > 0 {
+			l.rxCount[si].Add(uint64(n))
+		}
 		for _, d := range l.rxd[:n] {
 			frame := s.Packet(d)
 			h, payload, err := packet.ParseUDP4(frame)

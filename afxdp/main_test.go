@@ -1,0 +1,147 @@
+package afxdp_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/wire"
+)
+
+// The test binary doubles as a peer process that a test can kill: with
+// helperEnv set it serves AF_XDP on the interface named by helperLinkEnv
+// instead of running tests.
+const (
+	helperEnv     = "AFXDP_TEST_HELPER"
+	helperLinkEnv = "AFXDP_TEST_LINK"
+	helperLife    = 60 * time.Second
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "xsk-server" {
+		os.Exit(runHelperServer(os.Getenv(helperLinkEnv)))
+	}
+	os.Exit(m.Run())
+}
+
+// runHelperServer accepts sessions and drops what they carry, until killed
+// or helperLife passes.
+func runHelperServer(link string) int {
+	l, err := afxdp.OpenXSK(link, afxdp.XSKOptions{Port: xskPort})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ep := afxdp.NewEndpoint(l, afxdp.Options{})
+	fmt.Println("ready")
+	go func() {
+		for {
+			c, err := ep.Accept()
+			if err != nil {
+				return
+			}
+			go c.Receive(discard{})
+		}
+	}()
+	time.Sleep(helperLife)
+	ep.Close()
+	return 0
+}
+
+type discard struct{}
+
+func (discard) Alloc(in *wire.Inbound) error { in.AllocPooled(); return nil }
+func (discard) Deliver(in *wire.Inbound)     { in.Release() }
+
+// TestXSKPeerKilled kills the receiving process in the middle of a large
+// transfer: the sender's message must complete with ErrPeerUnreachable
+// within the dead-peer bound, and the dead process's XDP program must be
+// gone from its interface.
+func TestXSKPeerKilled(t *testing.T) {
+	p := netns.NewForTest(t, netns.Options{})
+	cmd := exec.Command("ip", "netns", "exec", p.B.NS, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=xsk-server", helperLinkEnv+"="+p.B.Link)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		ready <- strings.TrimSpace(line)
+	}()
+	select {
+	case line := <-ready:
+		if line != "ready" {
+			t.Fatalf("helper said %q", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("helper did not start")
+	}
+
+	const deadAfter = 500 * time.Millisecond
+	opts := afxdp.Options{DeadAfter: deadAfter, MaxRTO: 100 * time.Millisecond, Backlog: -1}
+	cli := afxdp.NewEndpoint(openXSK(t, p.A, afxdp.XSKOptions{}), opts)
+	t.Cleanup(func() { cli.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := cli.Dial(ctx, fmt.Sprintf("%s:%d", p.B.Addr, xskPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 256 << 20
+	data := pattern(size, 2)
+	done := make(doneChan, 1)
+	if err := c.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 1},
+		Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(size)}, Data: data}}, Done: done}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the transfer ended before the peer was killed: %v", err)
+	default:
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	bound := deadAfter + opts.MaxRTO + time.Second
+	select {
+	case err := <-done:
+		if !errors.Is(err, afxdp.ErrPeerUnreachable) {
+			t.Fatalf("message completed with %v", err)
+		}
+		t.Logf("completed %v after the kill: %v", time.Since(killed), err)
+	case <-time.After(bound):
+		t.Fatalf("message not completed %v after the kill", bound)
+	}
+	cmd.Wait()
+	// The program was attached through a bpf_link, which dies with the process.
+	for i := 0; ; i++ {
+		on, err := p.B.XDPAttached()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !on {
+			break
+		}
+		if i == 100 {
+			t.Fatal("the killed process's XDP program is still attached")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
