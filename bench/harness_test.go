@@ -99,6 +99,7 @@ func runCalls(b *testing.B, inflight, warm int, newCall func() func() error) fig
 	runtime.ReadMemStats(&before)
 	io0 := readIOCounts()
 	cpu0, cpuOK := cpuTime()
+	w0, fr0 := rpc.TCPWriteStats()
 	b.ReportAllocs()
 	b.ResetTimer()
 	if inflight == 1 {
@@ -117,8 +118,14 @@ func runCalls(b *testing.B, inflight, warm int, newCall func() func() error) fig
 	b.StopTimer()
 	cpu1, cpuOK1 := cpuTime()
 	io1 := readIOCounts()
+	w1, fr1 := rpc.TCPWriteStats()
 	runtime.ReadMemStats(&after)
 	reportSyscalls(b, io0, io1)
+	if w1 > w0 {
+		// Frames per write is how well starwire batches; this process's
+		// TCP connections only (both ends when the server runs here).
+		b.ReportMetric(float64(fr1-fr0)/float64(w1-w0), "frames/write")
+	}
 	if err := failed.Load(); err != nil {
 		b.Fatal(*err)
 	}
