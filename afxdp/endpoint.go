@@ -37,6 +37,7 @@ type Endpoint struct {
 	opts    Options
 	dataLen int // frame bytes per packet
 
+	loop      sync.Mutex // held by whoever runs the reactor's work
 	mu        sync.Mutex
 	ready     []*session // sessions with work queued by other goroutines
 	readyNext []*session
@@ -195,9 +196,27 @@ func (e *Endpoint) enqueue(s *session) {
 	e.ready = append(e.ready, s)
 	e.mu.Unlock()
 	e.readyFlag.Store(true)
-	if e.sleeping.Load() {
-		e.link.Wake()
+	if !e.sleeping.Load() {
+		return
 	}
+	// The reactor is parked: rather than wake it and wait for the
+	// scheduler to run it, send from this goroutine, which saves a
+	// hand-off on the latency path of a call.
+	if e.loop.TryLock() {
+		more := false
+		if e.sleeping.Load() && !e.stopping.Load() {
+			e.now = time.Now()
+			e.takeReady()
+			_, more = e.pumpAll()
+			e.flushAcks()
+			e.link.Flush()
+		}
+		e.loop.Unlock()
+		if !more {
+			return
+		}
+	}
+	e.link.Wake()
 }
 
 func (e *Endpoint) run(ready chan<- struct{}) {
@@ -213,6 +232,10 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		_ = unix.SchedSetaffinity(0, &set) // best effort: the reactor works unpinned too
 	}
 	close(ready)
+	// The loop lock is held except while parked; a sender that finds the
+	// reactor parked takes it and transmits itself (see enqueue). After
+	// shutdown it is never released, so late senders just queue.
+	e.loop.Lock()
 	var idleAt time.Time
 	for !e.stopping.Load() {
 		e.now = time.Now()
@@ -251,19 +274,25 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			runtime.Gosched()
 			continue
 		}
-		wait := time.Duration(-1)
+		// Sleep until the next timer, and at most an RTO: packets a
+		// sender transmitted while the reactor was parked started
+		// retransmission timers it does not know about.
+		wait := e.opts.RTO
 		if !next.IsZero() {
-			wait = max(next.Sub(e.now), 0)
+			wait = min(max(next.Sub(e.now), 0), wait)
 		}
 		e.sleeping.Store(true)
+		var werr error
 		if !e.readyFlag.Load() && !e.stopping.Load() {
-			if err := e.link.Wait(wait); err != nil && !e.stopping.Load() {
-				e.err = fmt.Errorf("afxdp: wait on %v: %w", e.link.LocalAddr(), err)
-				e.sleeping.Store(false)
-				break
-			}
+			e.loop.Unlock()
+			werr = e.link.Wait(wait)
+			e.loop.Lock()
 		}
 		e.sleeping.Store(false)
+		if werr != nil && !e.stopping.Load() {
+			e.err = fmt.Errorf("afxdp: wait on %v: %w", e.link.LocalAddr(), werr)
+			break
+		}
 	}
 	e.shutdown()
 }
