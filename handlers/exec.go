@@ -62,7 +62,7 @@ func (c *opCtx) input(i int) (*wire.Tensor, error) {
 		return &c.temp[len(c.temp)-1], nil
 	}
 	if in.v != nil {
-		return nil, fmt.Errorf("input %d is a resource handle, not a tensor", i)
+		return nil, rpc.Errorf(wire.InvalidArgument, "input %d is a resource handle, not a tensor", i)
 	}
 	return &in.t, nil
 }

@@ -13,7 +13,10 @@ import (
 
 // GRPCService returns the worker as a gRPC WorkerService; register it with
 // tfpb.RegisterWorkerServiceServer. Tensors travel in
-// TensorProto.tensor_content, as TensorFlow's gRPC runtime expects.
+// TensorProto.tensor_content, as TensorFlow's gRPC runtime expects. Like
+// TensorFlow, serve it with gRPC's message size limits raised
+// (grpc.MaxRecvMsgSize, grpc.MaxSendMsgSize): tensors exceed the 4 MiB
+// default.
 func (w *Worker) GRPCService() tfpb.WorkerServiceServer { return &grpcService{w: w} }
 
 type grpcService struct {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -51,11 +52,13 @@ func startTask(t testing.TB, opts Options) *testTask {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer()
+	// TensorFlow lifts gRPC's 4 MiB message limit; so do the tests.
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(math.MaxInt32), grpc.MaxSendMsgSize(math.MaxInt32))
 	tfpb.RegisterWorkerServiceServer(gs, w.GRPCService())
 	go gs.Serve(gl)
 	t.Cleanup(gs.Stop)
-	cc, err := grpc.NewClient(gl.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(gl.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,6 @@ const (
 	fieldTensorShape    = 2
 	fieldShapeDim       = 2
 	fieldDimSize        = 1
-	recvTensorKeyOnWire = "rendezvous_key"
 )
 
 // recvTensorRequest is the part of a RecvTensorRequest the worker uses.
@@ -60,7 +59,7 @@ func parseRecvTensorRequest(b []byte) (recvTensorRequest, error) {
 		case num == fieldRecvKey && typ == protowire.BytesType:
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return r, rpc.Errorf(wire.InvalidArgument, "decode RecvTensorRequest %s: %v", recvTensorKeyOnWire, protowire.ParseError(n))
+				return r, rpc.Errorf(wire.InvalidArgument, "decode RecvTensorRequest rendezvous_key: %v", protowire.ParseError(n))
 			}
 			r.key, b = v, b[n:]
 		default:
@@ -179,8 +178,7 @@ func (w *Worker) handleFuseRecvTensor(ctx context.Context, in *wire.Inbound, res
 		if err != nil {
 			return rpc.Errorf(wire.InvalidArgument, "FuseRecvTensor: request %d: %v", i, err)
 		}
-		// The key outlives nothing here, but a waiting Recv stores it, so
-		// it is copied (Recv copies keys it keeps).
+		// A view of the metadata: Recv copies the key if it has to wait.
 		key := unsafe.String(unsafe.SliceData(req.key), len(req.key))
 		t, start, err := w.recvTensor(ctx, req.step, key)
 		if err != nil {

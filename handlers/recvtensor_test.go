@@ -87,25 +87,6 @@ func BenchmarkRecvTensorHandler(b *testing.B) {
 	}
 }
 
-// BenchmarkRecvTensorLoopback is a RecvTensor of a 4 KiB tensor from a
-// worker over starwire on loopback, client and server in this process.
-func BenchmarkRecvTensorLoopback(b *testing.B) {
-	task := startTask(b, Options{Job: "ps", Incarnation: 1})
-	key := CreateKey(task.w.Device(), 1, "/job:worker/replica:0/task:0/device:CPU:0", "t", FrameIter{})
-	x := f32([]int64{1024})
-	defer x.Buf.Release()
-	ctx := context.Background()
-	var reply rpc.Reply
-	b.ReportAllocs()
-	b.SetBytes(int64(len(x.Data)))
-	for b.Loop() {
-		task.w.rendezvous.Send(1, key, refTensor(x))
-		if _, err := task.wc.RecvTensor(ctx, 1, key, &reply); err != nil {
-			b.Fatal(err)
-		}
-		reply.Release()
-	}
-}
 
 func TestRecvTensorChecksKey(t *testing.T) {
 	task := startTask(t, Options{Job: "ps", Incarnation: 0x1234})

@@ -13,7 +13,8 @@ import (
 // Register puts every WorkerService method, and FuseRecvTensor, on srv.
 // Methods that answer at once run inline on the connection's goroutine;
 // RunGraph, RecvTensor, FuseRecvTensor, CompleteGroup and CompleteInstance,
-// which wait, run on goroutines of their own.
+// which wait, and RegisterGraph and CleanupAll, which may take a while, run
+// on goroutines of their own.
 func (w *Worker) Register(srv *rpc.Server) {
 	inline := rpc.HandlerOptions{Inline: true}
 	blocking := rpc.HandlerOptions{}
@@ -38,9 +39,10 @@ func (w *Worker) Register(srv *rpc.Server) {
 	srv.Register(MethodCleanupGraph, protoHandler(func(_ context.Context, req *tfpb.CleanupGraphRequest) (*tfpb.CleanupGraphResponse, error) {
 		return w.cleanupGraph(req), nil
 	}), inline)
+	// CleanupAll waits for each variable's lock, which steps may hold.
 	srv.Register(MethodCleanupAll, protoHandler(func(_ context.Context, req *tfpb.CleanupAllRequest) (*tfpb.CleanupAllResponse, error) {
 		return w.cleanupAll(req), nil
-	}), inline)
+	}), blocking)
 	srv.Register(MethodRecvTensor, w.handleRecvTensor, blocking)
 	srv.Register(MethodFuseRecvTensor, w.handleFuseRecvTensor, blocking)
 	srv.Register(MethodLogging, protoHandler(func(_ context.Context, req *tfpb.LoggingRequest) (*tfpb.LoggingResponse, error) {

@@ -1,0 +1,102 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+var benchSizes = []int{1 << 10, 1 << 20} // floats
+
+// BenchmarkRunGraph feeds a tensor through a client-terminated _Recv and
+// fetches it back through a client-terminated _Send, over starwire (raw
+// segments) and over gRPC (tensor_content), client and server in this
+// process on loopback.
+func BenchmarkRunGraph(b *testing.B) {
+	task := startTask(b, Options{Job: "worker", Incarnation: 1})
+	dev := task.w.Device()
+	g := graphDef(
+		feedNode("x", "x:0", wire.DTFloat, dev),
+		nodeDef("y", "Identity", in("x"), attrs("T", wire.DTFloat)),
+		fetchNode("y/_send", "y", "y:0", wire.DTFloat, dev, 1),
+	)
+	ctx := context.Background()
+	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: g})
+	if err != nil {
+		b.Fatal(err)
+	}
+	xKey, yKey := feedKey("x:0", dev), fetchKey("y:0", dev, 1)
+	for _, n := range benchSizes {
+		x := f32([]int64{int64(n)})
+		xp, _ := TensorToProto(&x)
+		b.Run(fmt.Sprintf("starwire/%dKiB", 4*n>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(2 * len(x.Data)))
+			var reply rpc.Reply
+			step := int64(0)
+			for b.Loop() {
+				step++
+				req := &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: step,
+					Send: []*tfpb.NamedTensorProto{{Name: xKey}}, RecvKey: []string{yKey}}
+				if _, err := task.wc.RunGraph(ctx, req, []wire.Tensor{x}, &reply); err != nil {
+					b.Fatal(err)
+				}
+				reply.Release()
+				task.w.rendezvous.Cleanup(step, errStepCleaned)
+			}
+		})
+		b.Run(fmt.Sprintf("grpc/%dKiB", 4*n>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(2 * len(x.Data)))
+			step := int64(1 << 40)
+			for b.Loop() {
+				step++
+				req := &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: step,
+					Send: []*tfpb.NamedTensorProto{{Name: xKey, Tensor: xp}}, RecvKey: []string{yKey}}
+				if _, err := task.grpc.RunGraph(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+				task.w.rendezvous.Cleanup(step, errStepCleaned)
+			}
+		})
+		x.Buf.Release()
+	}
+}
+
+// BenchmarkRecvTensor pulls a tensor that is already in the rendezvous,
+// over starwire and over gRPC.
+func BenchmarkRecvTensor(b *testing.B) {
+	task := startTask(b, Options{Job: "ps", Incarnation: 1})
+	key := CreateKey(task.w.Device(), 1, "/job:worker/replica:0/task:0/device:CPU:0", "t", FrameIter{})
+	ctx := context.Background()
+	for _, n := range benchSizes {
+		x := f32([]int64{int64(n)})
+		b.Run(fmt.Sprintf("starwire/%dKiB", 4*n>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(x.Data)))
+			var reply rpc.Reply
+			for b.Loop() {
+				task.w.rendezvous.Send(1, key, refTensor(x))
+				if _, err := task.wc.RecvTensor(ctx, 1, key, &reply); err != nil {
+					b.Fatal(err)
+				}
+				reply.Release()
+			}
+		})
+		b.Run(fmt.Sprintf("grpc/%dKiB", 4*n>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(x.Data)))
+			for b.Loop() {
+				task.w.rendezvous.Send(1, key, refTensor(x))
+				if _, err := task.grpc.RecvTensor(ctx, &tfpb.RecvTensorRequest{StepId: 1, RendezvousKey: key}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		x.Buf.Release()
+	}
+}
