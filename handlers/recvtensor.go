@@ -13,16 +13,16 @@ import (
 // RecvTensorRequest and RecvTensorResponse field numbers, for the
 // hand-written codec of the steady-state path.
 const (
-	fieldRecvStepID     = 1
-	fieldRecvKey        = 2
-	fieldRecvRequestID  = 7
-	fieldRespTensor     = 1
-	fieldRespIsDead     = 2
-	fieldRespSendStart  = 3
-	fieldTensorDType    = 1
-	fieldTensorShape    = 2
-	fieldShapeDim       = 2
-	fieldDimSize        = 1
+	fieldRecvStepID    = 1
+	fieldRecvKey       = 2
+	fieldRecvRequestID = 7
+	fieldRespTensor    = 1
+	fieldRespIsDead    = 2
+	fieldRespSendStart = 3
+	fieldTensorDType   = 1
+	fieldTensorShape   = 2
+	fieldShapeDim      = 2
+	fieldDimSize       = 1
 )
 
 // recvTensorRequest is the part of a RecvTensorRequest the worker uses.

@@ -87,7 +87,6 @@ func BenchmarkRecvTensorHandler(b *testing.B) {
 	}
 }
 
-
 func TestRecvTensorChecksKey(t *testing.T) {
 	task := startTask(t, Options{Job: "ps", Incarnation: 0x1234})
 	ctx := testCtx(t)
