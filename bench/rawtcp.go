@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -198,8 +199,10 @@ func FillPattern(b []byte) {
 }
 
 // RawEchoClient makes one echo at a time on its own connection (ping-pong).
+// It reads through a buffer, so an answer usually takes one read.
 type RawEchoClient struct {
 	c    net.Conn
+	br   *bufio.Reader
 	wbuf []byte
 	hdr  [4]byte
 }
@@ -210,7 +213,7 @@ func DialRawEcho(addr string) (*RawEchoClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RawEchoClient{c: c}, nil
+	return &RawEchoClient{c: c, br: bufio.NewReaderSize(c, rawReadSize)}, nil
 }
 
 func dialRaw(addr string, mode byte) (net.Conn, error) {
@@ -233,13 +236,13 @@ func (e *RawEchoClient) Echo(req, resp []byte) error {
 	if _, err := e.c.Write(e.wbuf); err != nil {
 		return fmt.Errorf("bench: raw echo write: %w", err)
 	}
-	if _, err := io.ReadFull(e.c, e.hdr[:]); err != nil {
+	if _, err := io.ReadFull(e.br, e.hdr[:]); err != nil {
 		return fmt.Errorf("bench: raw echo read: %w", err)
 	}
 	if n := binary.LittleEndian.Uint32(e.hdr[:]); int(n) != len(resp) {
 		return fmt.Errorf("bench: raw echo of %d bytes, want %d", n, len(resp))
 	}
-	if _, err := io.ReadFull(e.c, resp); err != nil {
+	if _, err := io.ReadFull(e.br, resp); err != nil {
 		return fmt.Errorf("bench: raw echo read: %w", err)
 	}
 	return nil
