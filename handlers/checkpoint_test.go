@@ -111,3 +111,59 @@ func TestCheckpointPathStaysInside(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadCheckpoint feeds the checkpoint reader arbitrary files, seeded
+// with one SaveV2 wrote; whatever it accepts must hold valid tensors.
+func FuzzReadCheckpoint(f *testing.F) {
+	seed, err := os.ReadFile("testdata/checkpoint-seed" + checkpointSuffix)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(dir, "c"+checkpointSuffix)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readCheckpoint(path)
+		if err != nil {
+			if !errors.Is(err, rpc.ErrDataLoss) {
+				t.Fatalf("a bad file gave %v, want DataLoss", err)
+			}
+			return
+		}
+		for name, ts := range got {
+			if err := ts.Check(); err != nil {
+				t.Fatalf("tensor %q: %v", name, err)
+			}
+		}
+	})
+}
+
+// TestCheckpointSeedIsCurrent checks that the fuzz seed is what SaveV2
+// writes today, so a format change updates it.
+func TestCheckpointSeedIsCurrent(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := NewWorker(Options{Job: "ps", CheckpointDir: dir})
+	if _, err := runLocal(t, w, graphDef(
+		constF32("a", []int64{2, 2}, 1, 2, 3, 4),
+		constI64("b", nil, 9),
+		constStr("s", []int64{1}, "x"),
+		constStr("prefix", nil, "seed"),
+		constStr("names", []int64{3}, "a", "b", "s"),
+		constStr("slices", []int64{3}, "", "", ""),
+		nodeDef("save", "SaveV2", in("prefix", "names", "slices", "a", "b", "s"), attrs("dtypes", []wire.DataType{wire.DTFloat, wire.DTInt64, wire.DTString})),
+	), nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "seed"+checkpointSuffix))
+	want, err := os.ReadFile("testdata/checkpoint-seed" + checkpointSuffix)
+	if os.Getenv("STARWIRE_UPDATE_SEEDS") == "1" {
+		os.WriteFile("testdata/checkpoint-seed"+checkpointSuffix, got, 0o644)
+		return
+	}
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("SaveV2 writes %d bytes unlike the seed (%v); rerun with STARWIRE_UPDATE_SEEDS=1", len(got), err)
+	}
+}

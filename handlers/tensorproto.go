@@ -156,6 +156,9 @@ func broadcastPairs[T float32 | float64](dst, src []T) error {
 
 func stringsFromProto(p *tfpb.TensorProto, shape []int64, n int64) (wire.Tensor, error) {
 	vals := p.GetStringVal()
+	if len(p.GetTensorContent()) > 0 {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: strings in tensor_content are not supported; use string_val")
+	}
 	if int64(len(vals)) > n {
 		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %d strings for %d elements", len(vals), n)
 	}
