@@ -202,7 +202,10 @@ func (e *Endpoint) enqueue(s *session) {
 	// The reactor is parked: rather than wake it and wait for the
 	// scheduler to run it, send from this goroutine, which saves a
 	// hand-off on the latency path of a call.
-	if e.loop.TryLock() {
+	// Yield once first, so that callers made runnable alongside this one
+	// queue their messages too and leave in the same batch (one kick).
+	runtime.Gosched()
+	if e.sleeping.Load() && e.loop.TryLock() {
 		more := false
 		if e.sleeping.Load() && !e.stopping.Load() {
 			e.now = time.Now()
