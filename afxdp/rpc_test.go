@@ -36,6 +36,7 @@ func serveRPC(t testing.TB, srv, cli *afxdp.Endpoint) *rpc.Client {
 	t.Helper()
 	s := rpc.NewServer()
 	s.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})
+	s.Register(methodSink, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error { return nil }, rpc.HandlerOptions{Inline: true})
 	s.Register(methodFail, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {
 		return rpc.Errorf(wire.NotFound, "nothing called %q", req.Meta)
 	}, rpc.HandlerOptions{})
