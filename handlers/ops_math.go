@@ -35,22 +35,8 @@ const (
 	mulOp
 	divOp
 	maxOp
+	sigmoidGradOp // dy·y·(1-y) of y and dy, for SigmoidGrad
 )
-
-func binaryFunc[T numeric](op binaryKind) func(x, y T) T {
-	switch op {
-	case addOp:
-		return func(x, y T) T { return x + y }
-	case subOp:
-		return func(x, y T) T { return x - y }
-	case mulOp:
-		return func(x, y T) T { return x * y }
-	case divOp:
-		return func(x, y T) T { return x / y }
-	default:
-		return func(x, y T) T { return max(x, y) }
-	}
-}
 
 func buildBinary(op binaryKind) func(*Worker, *node) (kernel, error) {
 	return func(_ *Worker, n *node) (kernel, error) {
@@ -85,13 +71,13 @@ func buildBinary(op binaryKind) func(*Worker, *node) (kernel, error) {
 			}
 			switch dt {
 			case wire.DTFloat:
-				broadcastBinary(View[float32](r.Data), out, View[float32](a.Data), a.Shape, View[float32](b.Data), b.Shape, binaryFunc[float32](op))
+				broadcastBinary(op, View[float32](r.Data), out, View[float32](a.Data), a.Shape, View[float32](b.Data), b.Shape)
 			case wire.DTDouble:
-				broadcastBinary(View[float64](r.Data), out, View[float64](a.Data), a.Shape, View[float64](b.Data), b.Shape, binaryFunc[float64](op))
+				broadcastBinary(op, View[float64](r.Data), out, View[float64](a.Data), a.Shape, View[float64](b.Data), b.Shape)
 			case wire.DTInt32:
-				broadcastBinary(View[int32](r.Data), out, View[int32](a.Data), a.Shape, View[int32](b.Data), b.Shape, binaryFunc[int32](op))
+				broadcastBinary(op, View[int32](r.Data), out, View[int32](a.Data), a.Shape, View[int32](b.Data), b.Shape)
 			case wire.DTInt64:
-				broadcastBinary(View[int64](r.Data), out, View[int64](a.Data), a.Shape, View[int64](b.Data), b.Shape, binaryFunc[int64](op))
+				broadcastBinary(op, View[int64](r.Data), out, View[int64](a.Data), a.Shape, View[int64](b.Data), b.Shape)
 			}
 			c.setOut(0, r)
 			return nil
@@ -139,39 +125,73 @@ func broadcastStrides(shape, out []int64) []int64 {
 	return strides
 }
 
-func broadcastBinary[T numeric](r []T, out []int64, a []T, as []int64, b []T, bs []int64, f func(x, y T) T) {
+// broadcastBinary computes r = a op b under broadcasting. It walks the
+// result in runs along its last dimension, where each operand either moves
+// by one element or stays (a broadcast dimension), so the inner loop is a
+// plain loop the compiler can optimize, with the op chosen outside it.
+func broadcastBinary[T numeric](op binaryKind, r []T, out []int64, a []T, as []int64, b []T, bs []int64) {
 	switch {
 	case len(a) == len(r) && len(b) == len(r):
-		for i := range r {
-			r[i] = f(a[i], b[i])
-		}
+		binaryRun(op, r, a, 1, b, 1)
 		return
 	case len(b) == 1 && len(a) == len(r):
-		for i := range r {
-			r[i] = f(a[i], b[0])
-		}
+		binaryRun(op, r, a, 1, b, 0)
 		return
 	case len(a) == 1 && len(b) == len(r):
-		for i := range r {
-			r[i] = f(a[0], b[i])
-		}
+		binaryRun(op, r, a, 0, b, 1)
+		return
+	case len(r) == 0:
 		return
 	}
 	sa, sb := broadcastStrides(as, out), broadcastStrides(bs, out)
-	idx := make([]int64, len(out))
+	last := len(out) - 1
+	inner := int(out[last])
+	outer := out[:last]
+	idx := make([]int64, len(outer))
 	var ia, ib int64
-	for i := range r {
-		r[i] = f(a[ia], b[ib])
-		for d := len(out) - 1; d >= 0; d-- {
+	for o := 0; o < len(r); o += inner {
+		binaryRun(op, r[o:o+inner], a[ia:], int(sa[last]), b[ib:], int(sb[last]))
+		for d := len(outer) - 1; d >= 0; d-- {
 			idx[d]++
 			ia += sa[d]
 			ib += sb[d]
-			if idx[d] < out[d] {
+			if idx[d] < outer[d] {
 				break
 			}
-			ia -= sa[d] * out[d]
-			ib -= sb[d] * out[d]
+			ia -= sa[d] * outer[d]
+			ib -= sb[d] * outer[d]
 			idx[d] = 0
+		}
+	}
+}
+
+// binaryRun computes r[i] = a[i·da] op b[i·db], with da and db 0 or 1.
+func binaryRun[T numeric](op binaryKind, r, a []T, da int, b []T, db int) {
+	switch op {
+	case addOp:
+		for i := range r {
+			r[i] = a[i*da] + b[i*db]
+		}
+	case subOp:
+		for i := range r {
+			r[i] = a[i*da] - b[i*db]
+		}
+	case mulOp:
+		for i := range r {
+			r[i] = a[i*da] * b[i*db]
+		}
+	case divOp:
+		for i := range r {
+			r[i] = a[i*da] / b[i*db]
+		}
+	case maxOp:
+		for i := range r {
+			r[i] = max(a[i*da], b[i*db])
+		}
+	case sigmoidGradOp:
+		for i := range r {
+			y := a[i*da]
+			r[i] = b[i*db] * y * (1 - y)
 		}
 	}
 }
@@ -180,24 +200,17 @@ func broadcastBinary[T numeric](r []T, out []int64, a []T, as []int64, b []T, bs
 func elementwiseInPlace(op binaryKind, t, d *wire.Tensor) error {
 	switch t.DType {
 	case wire.DTFloat:
-		inPlace(View[float32](t.Data), View[float32](d.Data), binaryFunc[float32](op))
+		binaryRun(op, View[float32](t.Data), View[float32](t.Data), 1, View[float32](d.Data), 1)
 	case wire.DTDouble:
-		inPlace(View[float64](t.Data), View[float64](d.Data), binaryFunc[float64](op))
+		binaryRun(op, View[float64](t.Data), View[float64](t.Data), 1, View[float64](d.Data), 1)
 	case wire.DTInt32:
-		inPlace(View[int32](t.Data), View[int32](d.Data), binaryFunc[int32](op))
+		binaryRun(op, View[int32](t.Data), View[int32](t.Data), 1, View[int32](d.Data), 1)
 	case wire.DTInt64:
-		inPlace(View[int64](t.Data), View[int64](d.Data), binaryFunc[int64](op))
+		binaryRun(op, View[int64](t.Data), View[int64](t.Data), 1, View[int64](d.Data), 1)
 	default:
 		return rpc.Errorf(wire.InvalidArgument, "arithmetic on %v", t.DType)
 	}
 	return nil
-}
-
-func inPlace[T numeric](t, d []T, f func(x, y T) T) {
-	d = d[:len(t)]
-	for i := range t {
-		t[i] = f(t[i], d[i])
-	}
 }
 
 type unaryKind int
@@ -310,9 +323,9 @@ func buildSigmoidGrad(_ *Worker, n *node) (kernel, error) {
 		}
 		switch dt {
 		case wire.DTFloat:
-			broadcastBinary(View[float32](r.Data), y.Shape, View[float32](y.Data), y.Shape, View[float32](dy.Data), dy.Shape, func(y, dy float32) float32 { return dy * y * (1 - y) })
+			binaryRun(sigmoidGradOp, View[float32](r.Data), View[float32](y.Data), 1, View[float32](dy.Data), 1)
 		case wire.DTDouble:
-			broadcastBinary(View[float64](r.Data), y.Shape, View[float64](y.Data), y.Shape, View[float64](dy.Data), dy.Shape, func(y, dy float64) float64 { return dy * y * (1 - y) })
+			binaryRun(sigmoidGradOp, View[float64](r.Data), View[float64](y.Data), 1, View[float64](dy.Data), 1)
 		}
 		c.setOut(0, r)
 		return nil
@@ -400,21 +413,44 @@ func buildReduce(mean bool) func(*Worker, *node) (kernel, error) {
 }
 
 // reduceSum adds every element of a into r, whose shape is kept (a's shape
-// with reduced dimensions set to 1), and divides by count for a mean.
+// with reduced dimensions set to 1), and divides by count for a mean. It
+// walks a in runs along its last dimension: a reduced last dimension sums
+// each run into one element, a kept one adds the run to a run of r.
 func reduceSum[T numeric](r, a []T, shape, kept []int64, mean bool, count float64) {
-	strides := broadcastStrides(kept, shape)
-	idx := make([]int64, len(shape))
-	var ir int64
-	for i := range a {
-		r[ir] += a[i]
-		for d := len(shape) - 1; d >= 0; d-- {
-			idx[d]++
-			ir += strides[d]
-			if idx[d] < shape[d] {
-				break
+	if len(a) > 0 {
+		if len(shape) == 0 {
+			r[0] = a[0]
+		} else {
+			strides := broadcastStrides(kept, shape)
+			last := len(shape) - 1
+			inner := int(shape[last])
+			outer := shape[:last]
+			idx := make([]int64, len(outer))
+			var ir int64
+			for o := 0; o < len(a); o += inner {
+				run := a[o : o+inner]
+				if strides[last] == 0 {
+					var sum T
+					for _, x := range run {
+						sum += x
+					}
+					r[ir] += sum
+				} else {
+					dst := r[ir : int(ir)+inner]
+					for i, x := range run {
+						dst[i] += x
+					}
+				}
+				for d := len(outer) - 1; d >= 0; d-- {
+					idx[d]++
+					ir += strides[d]
+					if idx[d] < outer[d] {
+						break
+					}
+					ir -= strides[d] * outer[d]
+					idx[d] = 0
+				}
 			}
-			ir -= strides[d] * shape[d]
-			idx[d] = 0
 		}
 	}
 	if mean {
