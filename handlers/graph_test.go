@@ -62,7 +62,8 @@ func TestOpDefaults(t *testing.T) {
 		nodeDef("shape", "Shape", in("sum"), attrs("T", f)),                      // out_type
 		nodeDef("v", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{2})), // container, shared_name
 		nodeDef("init", "AssignVariableOp", in("v", "sum"), attrs("dtype", f)),
-		nodeDef("read", "ReadVariableOp", in("v", "^init"), attrs("dtype", f)),
+		nodeDef("handle", "Identity", in("v"), attrs("T", wire.DTResource)),
+		nodeDef("read", "ReadVariableOp", in("handle", "^init"), attrs("dtype", f)),
 	), nil, "sum", "shape", "read")
 	if err != nil {
 		t.Fatal(err)

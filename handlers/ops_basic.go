@@ -102,6 +102,10 @@ func buildIdentity(_ *Worker, n *node) (kernel, error) {
 	}
 	n.nouts = 1
 	return func(c *opCtx) error {
+		if in := c.in[0]; in.v != nil && !in.isRef {
+			c.out[0] = in // a resource handle passes through as is
+			return nil
+		}
 		t, err := c.input(0)
 		if err != nil {
 			return err
