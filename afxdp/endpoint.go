@@ -35,7 +35,9 @@ import (
 type Endpoint struct {
 	link    Link
 	opts    Options
-	dataLen int // frame bytes per packet
+	dataLen int    // frame bytes per packet
+	group   *Group // nil unless one of a Group's endpoints
+	inbox   inbox  // packets forwarded by the group's other reactors
 
 	loop      sync.Mutex // held by whoever runs the reactor's work
 	mu        sync.Mutex
@@ -55,7 +57,7 @@ type Endpoint struct {
 	now      time.Time
 	err      error // why the reactor stopped; read after done
 
-	resent, dups, malformed, resets atomic.Uint64
+	resent, dups, malformed, resets, forwardedIn atomic.Uint64
 }
 
 // Stats count what an Endpoint's reactor did.
@@ -64,6 +66,7 @@ type Stats struct {
 	Duplicates uint64 // data packets received twice
 	Malformed  uint64 // datagrams that were not valid protocol packets
 	Resets     uint64 // RESETs sent for unknown sessions
+	Forwarded  uint64 // packets another reactor of the Group received for this one
 }
 
 const (
@@ -75,14 +78,21 @@ const (
 // NewEndpoint starts a reactor on link. The Endpoint owns the link from now
 // on and closes it in Close.
 func NewEndpoint(link Link, opts Options) *Endpoint {
-	opts = opts.withDefaults()
+	return newEndpoint(link, opts.withDefaults(), nil)
+}
+
+func newEndpoint(link Link, opts Options, g *Group) *Endpoint {
 	e := &Endpoint{
-		link: link, opts: opts,
+		link: link, opts: opts, group: g,
 		dataLen:  link.MaxPayload() - HeaderLen,
 		done:     make(chan struct{}),
-		accepts:  make(chan *Conn, max(opts.Backlog, 0)),
 		sessions: make(map[sessionKey]*session),
 		rx:       make([]Datagram, rxBatch),
+	}
+	if g != nil {
+		e.accepts = g.accepts
+	} else {
+		e.accepts = make(chan *Conn, max(opts.Backlog, 0))
 	}
 	ready := make(chan struct{})
 	go e.run(ready)
@@ -98,7 +108,8 @@ func (e *Endpoint) Link() Link { return e.link }
 
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats {
-	return Stats{Resent: e.resent.Load(), Duplicates: e.dups.Load(), Malformed: e.malformed.Load(), Resets: e.resets.Load()}
+	return Stats{Resent: e.resent.Load(), Duplicates: e.dups.Load(), Malformed: e.malformed.Load(),
+		Resets: e.resets.Load(), Forwarded: e.forwardedIn.Load()}
 }
 
 // resolver is implemented by links that must learn something about a peer
@@ -251,6 +262,10 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			e.handle(&e.rx[i])
 		}
 		worked := n > 0
+		if e.inbox.flag.Load() {
+			e.handleInbox()
+			worked = true
+		}
 		if e.readyFlag.Load() {
 			e.takeReady()
 			worked = true
@@ -338,6 +353,9 @@ func (e *Endpoint) takeReady() {
 			s.registered = true
 			e.sessions[s.key] = s
 			e.list = append(e.list, s)
+			if e.group != nil {
+				e.group.claim(s.key, e)
+			}
 		}
 		closing := s.take()
 		if r := s.conn.receiver(); r != nil && !e.opts.BlockingReceiver {
@@ -397,10 +415,25 @@ func (e *Endpoint) handle(d *Datagram) {
 	}
 	key := sessionKey{peer: d.From, id: h.Session}
 	s := e.sessions[key]
+	if s == nil && e.group != nil {
+		if o := e.group.ownerOf(key); o != nil && o != e {
+			o.forward(d.Data, d.From)
+			return
+		}
+	}
 	switch h.Type {
 	case TypeOpen:
+		if s == nil && e.group != nil {
+			if o, mine := e.group.claim(key, e); !mine && o != e {
+				o.forward(d.Data, d.From) // another reactor took it a moment ago
+				return
+			}
+		}
 		if s == nil {
 			if s = e.acceptSession(key); s == nil {
+				if e.group != nil {
+					e.group.forget(key, e)
+				}
 				e.reset(key)
 				return
 			}
@@ -472,6 +505,9 @@ func (e *Endpoint) endSession(s *session, err error) {
 	s.end(err)
 	if e.sessions[s.key] == s {
 		delete(e.sessions, s.key)
+		if e.group != nil {
+			e.group.forget(s.key, e)
+		}
 	}
 	for i, x := range e.list {
 		if x == s {

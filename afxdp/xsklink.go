@@ -61,6 +61,7 @@ type XSKLink struct {
 	local   netip.AddrPort
 	maxPay  int
 	prog    *xdp.Program
+	sh      *xskShared
 	socks   []*xsk.Socket
 	queues  []int
 	poll    *poller
@@ -117,7 +118,21 @@ const rxHeadroom = 256
 // socket to each of its queues. It runs in the calling thread's network
 // namespace. Errors that mean AF_XDP cannot be used here wrap
 // ErrUnavailable, so a caller can fall back to UDPLink or TCP.
-func OpenXSK(ifname string, opts XSKOptions) (_ *XSKLink, err error) {
+func OpenXSK(ifname string, opts XSKOptions) (*XSKLink, error) {
+	links, err := OpenXSKLinks(ifname, opts, 1)
+	if err != nil {
+		return nil, err
+	}
+	return links[0], nil
+}
+
+// OpenXSKLinks is OpenXSK for n reactors: it returns up to n links (never
+// more than the queues) sharing one steering program, link k owning the
+// sockets of every queue q with q mod n = k. The program stays attached
+// until the last link closes. All links use opts.Port; a Group runs an
+// Endpoint on each and forwards packets that arrive on another reactor's
+// queue.
+func OpenXSKLinks(ifname string, opts XSKOptions, n int) (_ []*XSKLink, err error) {
 	if opts.Port == 0 {
 		return nil, fmt.Errorf("afxdp: open %s: no port", ifname)
 	}
@@ -125,41 +140,92 @@ func OpenXSK(ifname string, opts XSKOptions) (_ *XSKLink, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("afxdp: open %s: netlink: %w: %w", ifname, err, ErrUnavailable)
 	}
-	l := &XSKLink{ifname: ifname, nl: nl, probeFD: -1, cur: noFrame, macs: make(map[netip.Addr][6]byte), resolving: make(map[netip.Addr]bool)}
-	defer func() {
-		if err != nil {
-			l.Close()
-		}
-	}()
 	info, err := inspect(nl, ifname)
+	nl.Close()
 	if err != nil {
 		return nil, err
 	}
-	l.ifindex, l.mac, l.local = info.index, info.mac, netip.AddrPortFrom(info.addr, opts.Port)
 	if opts.FrameSize == 0 {
 		opts.FrameSize = xsk.DefaultFrameSize
 	}
-	l.maxPay = min(info.mtu-packet.IPv4Len-packet.UDPLen, opts.FrameSize-rxHeadroom-packet.UDP4HeaderLen)
 	queues := opts.Queues
 	if len(queues) == 0 {
 		for q := range max(info.queues, 1) {
 			queues = append(queues, q)
 		}
 	}
+	n = max(1, min(n, len(queues)))
 	maxQ := 0
 	for _, q := range queues {
 		maxQ = max(maxQ, q+1)
 	}
-	if l.prog, err = xdp.Load(xdp.Options{Ports: []uint16{opts.Port}, Queues: max(maxQ, xdp.DefaultQueues)}); err != nil {
+	sh := &xskShared{}
+	if sh.prog, err = xdp.Load(xdp.Options{Ports: []uint16{opts.Port}, Queues: max(maxQ, xdp.DefaultQueues)}); err != nil {
 		return nil, fmt.Errorf("afxdp: open %s: %w: %w", ifname, err, ErrUnavailable)
 	}
+	var links []*XSKLink
+	defer func() {
+		if err != nil {
+			for _, l := range links {
+				l.Close()
+			}
+			if len(links) == 0 {
+				sh.prog.Close()
+			}
+		}
+	}()
 	mode := opts.XDPMode
 	if mode == xdp.ModeAuto {
 		mode = xdp.ModeGeneric
 	}
-	if _, err := l.prog.AttachMode(l.ifindex, mode); err != nil {
+	if _, err := sh.prog.AttachMode(info.index, mode); err != nil {
 		return nil, fmt.Errorf("afxdp: open %s: %w: %w", ifname, err, ErrUnavailable)
 	}
+	for k := range n {
+		var mine []int
+		for i, q := range queues {
+			if i%n == k {
+				mine = append(mine, q)
+			}
+		}
+		sh.refs.Add(1)
+		l, err := openLink(ifname, info, opts, mine, sh)
+		if err != nil {
+			return nil, err
+		}
+		links = append(links, l)
+	}
+	return links, nil
+}
+
+// xskShared is the steering program the links of one interface share.
+type xskShared struct {
+	prog *xdp.Program
+	refs atomic.Int32
+}
+
+func (sh *xskShared) release() error {
+	if sh.refs.Add(-1) == 0 {
+		return sh.prog.Close()
+	}
+	return nil
+}
+
+// openLink binds sockets to queues and registers them with the shared
+// program. On error it releases what it took, including its reference.
+func openLink(ifname string, info ifaceInfo, opts XSKOptions, queues []int, sh *xskShared) (_ *XSKLink, err error) {
+	l := &XSKLink{ifname: ifname, sh: sh, prog: sh.prog, probeFD: -1, cur: noFrame,
+		macs: make(map[netip.Addr][6]byte), resolving: make(map[netip.Addr]bool)}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
+	if l.nl, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+		return nil, fmt.Errorf("afxdp: open %s: netlink: %w: %w", ifname, err, ErrUnavailable)
+	}
+	l.ifindex, l.mac, l.local = info.index, info.mac, netip.AddrPortFrom(info.addr, opts.Port)
+	l.maxPay = min(info.mtu-packet.IPv4Len-packet.UDPLen, opts.FrameSize-rxHeadroom-packet.UDP4HeaderLen)
 	cfg := xsk.Config{FrameSize: opts.FrameSize, NumFrames: opts.NumFrames}
 	if opts.ZeroCopy {
 		cfg.Mode = xsk.ModeZeroCopy
@@ -454,15 +520,19 @@ func (l *XSKLink) Wake() {
 	}
 }
 
-// Close implements Link: it detaches the steering program (the interface's
-// traffic all goes to the kernel again), then closes the sockets.
+// Close implements Link: it takes its sockets out of the steering program,
+// detaches the program if no other link of the interface uses it (the
+// interface's traffic all goes to the kernel again), and closes the sockets.
 func (l *XSKLink) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
 	var errs []error
-	if l.prog != nil {
-		errs = append(errs, l.prog.Close())
+	for _, q := range l.queues {
+		errs = append(errs, l.prog.UnregisterSocket(q))
+	}
+	if l.sh != nil {
+		errs = append(errs, l.sh.release())
 	}
 	for _, s := range l.socks {
 		errs = append(errs, s.Close())
@@ -473,7 +543,9 @@ func (l *XSKLink) Close() error {
 	if l.probeFD >= 0 {
 		errs = append(errs, unix.Close(l.probeFD))
 	}
-	l.nl.Close()
+	if l.nl != nil {
+		l.nl.Close()
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("afxdp: close %s: %w", l.ifname, err)
 	}

@@ -5,19 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/rpc"
 )
 
+// A Network opens and accepts afxdp sessions: an *afxdp.Endpoint (one
+// reactor) or an *afxdp.Group (a reactor per queue group).
+type Network interface {
+	Dial(ctx context.Context, addr string) (*afxdp.Conn, error)
+	AcceptContext(ctx context.Context) (*afxdp.Conn, error)
+	Addr() netip.AddrPort
+}
+
 // Transport returns an rpc.Transport whose connections are sessions of ep:
 // Dial opens a session with the endpoint at an "ip:port" address, and
-// Listen returns the sessions peers open with ep. The endpoint stays the
+// Listen returns the sessions peers open with ep. The network stays the
 // caller's: closing a listener stops accepting but leaves ep and its
 // sessions running.
-func Transport(ep *afxdp.Endpoint) rpc.Transport { return &transport{ep: ep} }
+func Transport(ep Network) rpc.Transport { return &transport{ep: ep} }
 
-type transport struct{ ep *afxdp.Endpoint }
+type transport struct{ ep Network }
 
 func (t *transport) Name() string { return "afxdp" }
 
@@ -40,7 +49,7 @@ func (t *transport) Listen(addr string) (rpc.Listener, error) {
 }
 
 type listener struct {
-	ep     *afxdp.Endpoint
+	ep     Network
 	ctx    context.Context
 	cancel context.CancelFunc
 }
