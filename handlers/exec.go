@@ -45,7 +45,9 @@ type step struct {
 	id     int64
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	out    [][]value // by node id
+	vals   []value // every node's outputs, at graph.outOff
+	ins    []value // every node's inputs, at graph.inOff
+	ctxs   []opCtx // by node id
 	feeds  map[string]wire.Tensor
 	stats  []*tfpb.NodeExecStats // when recording
 }
@@ -128,7 +130,7 @@ func (w *Worker) runGraphErr(ctx context.Context, req *tfpb.RunGraphRequest, fee
 	if len(feeds) != len(req.GetSend()) {
 		return nil, nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: %d tensors for %d sends", len(feeds), len(req.GetSend()))
 	}
-	s := &step{w: w, g: g, id: req.GetStepId(), out: make([][]value, len(g.nodes))}
+	s := &step{w: w, g: g, id: req.GetStepId(), vals: make([]value, g.numOuts), ins: make([]value, g.numIns), ctxs: make([]opCtx, len(g.nodes))}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	defer s.cancel(nil)
 	keyed, err := s.checkFeeds(req, feeds)
@@ -288,7 +290,7 @@ func (s *step) fetch(k string) (wire.Tensor, error) {
 	if n.op == "_Retval" {
 		n, port = s.g.nodes[n.inputs[0].node], n.inputs[0].port
 	}
-	v := s.out[n.id][port]
+	v := s.outputs(n)[port]
 	switch {
 	case v.isRef:
 		return v.v.read()
@@ -300,13 +302,17 @@ func (s *step) fetch(k string) (wire.Tensor, error) {
 	return refTensor(v.t), nil
 }
 
+// outputs returns n's outputs in this step.
+func (s *step) outputs(n *node) []value {
+	off := s.g.outOff[n.id]
+	return s.vals[off : off+n.nouts : off+n.nouts]
+}
+
 // release drops the step's outputs.
 func (s *step) release() {
-	for _, outs := range s.out {
-		for i := range outs {
-			outs[i].t.Buf.Release()
-			outs[i] = value{}
-		}
+	for i := range s.vals {
+		s.vals[i].t.Buf.Release()
+		s.vals[i] = value{}
 	}
 }
 
@@ -324,10 +330,7 @@ type asyncDone struct {
 // returns once the nodes running have ended.
 func (s *step) execute() error {
 	g := s.g
-	pending := make([]int, len(g.nodes))
-	for _, n := range g.nodes {
-		pending[n.id] = len(n.inputs) + len(n.controls)
-	}
+	pending := append([]int(nil), g.pending...)
 	ready := append(make([]int, 0, len(g.nodes)), g.roots...)
 	done := make(chan asyncDone, len(g.nodes))
 	running := 0
@@ -383,10 +386,12 @@ func (s *step) run(n *node) error {
 	if s.stats != nil {
 		start = time.Now()
 	}
-	c := &opCtx{ctx: s.ctx, s: s, n: n, in: make([]value, len(n.inputs)), out: make([]value, n.nouts)}
+	off := s.g.inOff[n.id]
+	c := &s.ctxs[n.id]
+	*c = opCtx{ctx: s.ctx, s: s, n: n, in: s.ins[off : off+len(n.inputs) : off+len(n.inputs)], out: s.outputs(n)}
 	dead := false
 	for i, e := range n.inputs {
-		c.in[i] = s.out[e.node][e.port]
+		c.in[i] = s.outputs(s.g.nodes[e.node])[e.port]
 		dead = dead || c.in[i].t.Dead
 	}
 	var err error
@@ -407,7 +412,6 @@ func (s *step) run(n *node) error {
 	for i := range c.temp {
 		c.temp[i].Buf.Release()
 	}
-	s.out[n.id] = c.out
 	if s.stats != nil && err == nil {
 		s.w.stats.mu.Lock() // also guards s.stats: async nodes finish concurrently
 		end := time.Now()

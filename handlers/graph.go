@@ -26,6 +26,12 @@ type graph struct {
 	fetchSends map[string]*node
 	namedFeeds map[string]*node
 	roots      []int // nodes without inputs
+	// Steps keep every node's inputs and outputs in two flat arrays; node
+	// n's are at inOff[n] and outOff[n]. pending is each node's number of
+	// incoming edges.
+	inOff, outOff   []int
+	numIns, numOuts int
+	pending         []int
 }
 
 // A node is one operation of a graph.
@@ -127,6 +133,7 @@ func (w *Worker) buildGraph(def *tfpb.GraphDef) (*graph, error) {
 	if err := g.checkAcyclic(); err != nil {
 		return nil, err
 	}
+	g.layout()
 	return g, nil
 }
 
@@ -212,4 +219,17 @@ func (g *graph) checkAcyclic() error {
 		}
 	}
 	return nil
+}
+
+// layout computes the offsets of the nodes' inputs and outputs in a
+// step's flat arrays, so that a step allocates them at once.
+func (g *graph) layout() {
+	g.inOff, g.outOff = make([]int, len(g.nodes)), make([]int, len(g.nodes))
+	g.pending = make([]int, len(g.nodes))
+	for i, n := range g.nodes {
+		g.inOff[i], g.outOff[i] = g.numIns, g.numOuts
+		g.numIns += len(n.inputs)
+		g.numOuts += n.nouts
+		g.pending[i] = len(n.inputs) + len(n.controls)
+	}
 }
