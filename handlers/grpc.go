@@ -32,6 +32,9 @@ func grpcError(err error) error {
 	return status.Error(codes.Code(rpc.CodeOf(err)), err.Error())
 }
 
+// The methods below implement tfpb.WorkerServiceServer over the worker's
+// transport-neutral methods.
+
 func (g *grpcService) GetStatus(context.Context, *tfpb.GetStatusRequest) (*tfpb.GetStatusResponse, error) {
 	return g.w.getStatus(), nil
 }

@@ -101,6 +101,7 @@ func (d DeviceName) TaskName() string {
 	return "/job:" + d.Job + "/replica:" + strconv.Itoa(d.Replica) + "/task:" + strconv.Itoa(d.Task)
 }
 
+// String returns the canonical name, "/job:ps/replica:0/task:1/device:CPU:0".
 func (d DeviceName) String() string {
 	return d.TaskName() + "/device:" + d.Type + ":" + strconv.Itoa(d.ID)
 }
