@@ -32,6 +32,7 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&f.cfg.BatchSize, "batch_size", f.cfg.BatchSize, "examples per step and worker")
 	fs.IntVar(&f.cfg.Vocab, "vocab", f.cfg.Vocab, "hashed feature ids (embedding rows)")
 	fs.Uint64Var(&f.cfg.Seed, "seed", f.cfg.Seed, "seed of the synthetic data and hidden model")
+	fs.IntVar(&f.cfg.HeldOut, "held_out", f.cfg.HeldOut, "held-out examples evaluated before and after training")
 	lrate := fs.Float64("learning_rate", float64(f.cfg.LearningRate), "Adagrad learning rate")
 	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines")
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// binary builds the command once into a temporary directory, for the tests
+// that run it as separate processes.
+var binary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "starwire-bin-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "starwire")
+	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return path, nil
+})
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if path, err := binary(); err == nil {
+		os.RemoveAll(filepath.Dir(path))
+	}
+	os.Exit(code)
+}
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	path, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runMain runs the command in this process and returns its exit status and
+// output.
+func runMain(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+var heldOutRE = regexp.MustCompile(`held-out loss: initial ([0-9.]+), final ([0-9.]+)`)
+
+// heldOutLoss parses the summary's held-out losses.
+func heldOutLoss(t *testing.T, out string) (initial, final float64) {
+	t.Helper()
+	m := heldOutRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no held-out loss in the output:\n%s", out)
+	}
+	initial, _ = strconv.ParseFloat(m[1], 64)
+	final, _ = strconv.ParseFloat(m[2], 64)
+	return initial, final
+}
+
+// TestTrainBothProtocols trains the same seed over starwire and gRPC: the
+// loss must drop on both and end up about the same.
+func TestTrainBothProtocols(t *testing.T) {
+	finals := map[string]float64{}
+	for _, p := range []string{"grpc+seastar", "grpc"} {
+		code, out, errOut := runMain(t, "train", "--protocol", p, "--steps", "150", "--vocab", "5000", "--seed", "3", "--held_out", "2048")
+		if code != 0 {
+			t.Fatalf("train over %s: exit %d: %s", p, code, errOut)
+		}
+		initial, final := heldOutLoss(t, out)
+		t.Logf("%s: held-out loss %.4f -> %.4f", p, initial, final)
+		if final > 0.85*initial {
+			t.Errorf("over %s the held-out loss went from %.4f to %.4f, want a drop of at least 15%%", p, initial, final)
+		}
+		if want := "protocol: " + p; !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+		finals[p] = final
+	}
+	if d := math.Abs(finals["grpc+seastar"] - finals["grpc"]); d > 0.02 {
+		t.Errorf("final losses %.4f (starwire) and %.4f (grpc) differ by %.4f, want within 0.02", finals["grpc+seastar"], finals["grpc"], d)
+	}
+}
+
+// TestTrainAcrossProcesses starts a ps and two workers as separate serve
+// processes on port 0, meeting in a registry directory, and trains against
+// them: every step's rows reach the workers by RecvTensor from the ps
+// process.
+func TestTrainAcrossProcesses(t *testing.T) {
+	bin := buildBinary(t)
+	for _, p := range []string{"grpc+seastar", "grpc"} {
+		t.Run(p, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			dir := t.TempDir()
+			for _, task := range []struct {
+				job   string
+				index int
+			}{{"ps", 0}, {"worker", 0}, {"worker", 1}} {
+				cmd := exec.CommandContext(ctx, bin, "serve", "--job", task.job, "--task", strconv.Itoa(task.index),
+					"--ps", "1", "--workers", "2", "--registry_dir", dir, "--protocol", p)
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					cmd.Process.Kill()
+					cmd.Wait()
+					if t.Failed() {
+						t.Logf("%s %d:\n%s", task.job, task.index, out.String())
+					}
+				})
+			}
+			cmd := exec.CommandContext(ctx, bin, "train", "--registry_dir", dir, "--protocol", p,
+				"--steps", "100", "--vocab", "5000", "--held_out", "1024", "--connect_timeout", "20s")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("train: %v\n%s", err, out)
+			}
+			initial, final := heldOutLoss(t, string(out))
+			if final >= initial {
+				t.Errorf("held-out loss %.4f -> %.4f across processes", initial, final)
+			}
+			if !strings.Contains(string(out), "joining cluster") {
+				t.Errorf("train did not join the registered cluster:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestStalenessRuns(t *testing.T) {
+	code, out, errOut := runMain(t, "staleness", "--duration", "300ms", "--data_size", "0.5",
+		"--push_frequency", "0.02", "--pull_frequency", "0.02", "--step_frequency", "0.002", "--workers", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, p := range []string{"starwire", "grpc"} {
+		re := regexp.MustCompile(`(?m)^` + p + ` +mean staleness ([0-9.]+) versions`)
+		if m := re.FindStringSubmatch(out); m == nil {
+			t.Errorf("no staleness line for %s:\n%s", p, out)
+		}
+	}
+}
+
+// freePort returns a loopback address nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestErrors runs the built binary with bad input and checks for one line
+// on stderr saying what is wrong, and a non-zero exit.
+func TestErrors(t *testing.T) {
+	bin := buildBinary(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dead1, dead2, dead3 := freePort(t), freePort(t), freePort(t)
+	emap := filepath.Join(t.TempDir(), "endpoints")
+	if err := os.WriteFile(emap, []byte(dead1+"="+freePort(t)+"\n"+dead2+"="+freePort(t)+"\n"+dead3+"="+freePort(t)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadCluster := "ps=" + dead1 + ";worker=" + dead2 + "," + dead3
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no command", nil, 2, "usage"},
+		{"unknown command", []string{"frob"}, 2, `unknown command "frob"`},
+		{"unknown flag", []string{"train", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{"bad steps", []string{"train", "--steps", "-3"}, 2, "-3 steps"},
+		{"bad protocol", []string{"train", "--protocol", "carrier-pigeon"}, 2, `protocol "carrier-pigeon"`},
+		{"bad cluster", []string{"train", "--cluster", "ps=nohostport"}, 2, "nohostport"},
+		{"stray argument", []string{"train", "extra"}, 2, `unexpected argument "extra"`},
+		{"serve without job", []string{"serve", "--cluster", deadCluster}, 2, "--job is required"},
+		{"serve unknown task", []string{"serve", "--job", "ps", "--task", "4", "--cluster", deadCluster, "--protocol", "grpc"}, 2, "task"},
+		{"staleness workers", []string{"staleness", "--workers", "0"}, 2, "0 workers"},
+		{"missing endpoint map", []string{"train", "--cluster", deadCluster, "--endpoint_map", filepath.Join(t.TempDir(), "none")}, 2, "no such file"},
+		{"unreachable peer grpc", []string{"train", "--cluster", deadCluster, "--protocol", "grpc", "--connect_timeout", "1s"}, 1, "cluster unreachable"},
+		{"unreachable peer star", []string{"train", "--cluster", deadCluster, "--endpoint_map", emap, "--connect_timeout", "1s"}, 1, "cluster unreachable"},
+		{"port in use", []string{"serve", "--job", "ps", "--task", "0", "--protocol", "grpc",
+			"--cluster", "ps=" + busy.Addr().String() + ";worker=" + dead2}, 1, "address already in use"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, tc.args...)
+			cmd.Env = append(os.Environ(), "TF_CONFIG=")
+			var stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+			err := cmd.Run()
+			code := cmd.ProcessState.ExitCode()
+			if err != nil && code == -1 {
+				t.Fatalf("run: %v", err)
+			}
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tc.code, stderr.String())
+			}
+			lines := nonEmptyLines(stderr.String())
+			if tc.args == nil {
+				return // the usage text
+			}
+			if len(lines) != 1 {
+				t.Errorf("stderr has %d lines, want 1:\n%s", len(lines), stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tc.want)
+			}
+		})
+	}
+}
+
+func nonEmptyLines(s string) []string {
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "" {
+			lines = append(lines, sc.Text())
+		}
+	}
+	return lines
+}
