@@ -13,6 +13,9 @@ import (
 // session is warm: send, segmentation, acknowledgement, reassembly and
 // delivery all reuse their storage.
 func TestSteadyStateAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
 	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
 	rb := newCollector(4)
