@@ -20,7 +20,8 @@
 //
 //	go test ./afxdp -run '^$' -bench RawEcho -benchtime 1s -count 5 -v
 //
-// Lightly loaded machine (load average about 2), round trips/s, p50, p99:
+// Lightly loaded machine (load average about 2; single 2 s runs), round
+// trips/s, p50, p99:
 //
 //	xsk spin          275k   3.2 µs    8.9 µs
 //	xsk spin-yield    279k   3.2 µs   12.1 µs
@@ -29,17 +30,18 @@
 //	asavie spin       275k   3.2 µs    8.6 µs
 //	kernel UDP     77–109k   8.7 µs   16–23 µs
 //
-// Machine shared with other test runs (load average 8–9, medians of 5):
+// Machine shared with other test runs (load average 8–9, medians of 5 runs;
+// a second session at load 5–8, medians of 3, in brackets):
 //
-//	xsk spin          3.5k   3.6 µs   7.1 ms   (745 resends)
-//	xsk spin-yield    7.5k  50 µs   0.8 ms
-//	xsk hybrid         31k  16 µs    77 µs
-//	xsk poll           87k  10 µs    26 µs
-//	asavie spin       2.5k   4.6 µs   9.9 ms   (809 resends)
-//	asavie spin-yield 9.2k 112 µs   250 µs
-//	asavie hybrid      20k  50 µs   258 µs
-//	asavie poll        45k  13 µs    69 µs
-//	kernel UDP         55k  13 µs    32 µs
+//	xsk spin          3.5k [4.9k]   3.6 µs   7.1 ms   (hundreds of resends)
+//	xsk spin-yield    7.5k [20k]   50 µs     0.8 ms
+//	xsk hybrid         31k [20k]   16 µs      77 µs
+//	xsk poll           87k [89k]   10 µs      26 µs
+//	asavie spin       2.5k [2.0k]   4.6 µs   9.9 ms   (hundreds of resends)
+//	asavie spin-yield 9.2k [4.4k] 112 µs     250 µs
+//	asavie hybrid      20k [16k]   50 µs     258 µs
+//	asavie poll        45k [41k]   13 µs      69 µs
+//	kernel UDP         55k [46k]   13 µs      32 µs
 //
 // All AF_XDP variants allocate nothing per round trip.
 //
