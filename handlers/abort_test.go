@@ -89,12 +89,7 @@ func TestCleanupGraphStopsWaitingStep(t *testing.T) {
 		_, err := task.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 5, RecvKey: []string{"r"}}, nil, &reply)
 		done <- err
 	}()
-	for {
-		if _, keys := task.w.Rendezvous().Len(); keys == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the _Recv to wait", func() bool { _, keys := task.w.Rendezvous().Len(); return keys == 1 })
 	if err := task.wc.CleanupGraph(ctx, 5); err != nil {
 		t.Fatal(err)
 	}

@@ -216,3 +216,16 @@ func grpcCode(err error) wire.Code {
 	}
 	return wire.Code(st.Code())
 }
+
+// waitFor polls cond for up to five seconds and fails the test if it never
+// holds.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -92,12 +92,7 @@ func TestRendezvousAbortFailsWaiters(t *testing.T) {
 			errs <- err
 		}()
 	}
-	for {
-		if _, keys := r.Len(); keys == 3 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "3 keys in the rendezvous", func() bool { _, keys := r.Len(); return keys == 3 })
 	r.Abort(9, stepErr)
 	for range 3 {
 		select {
@@ -136,12 +131,7 @@ func TestRendezvousCleanupFreesEverything(t *testing.T) {
 		_, _, err := r.Recv(context.Background(), 3, "never-sent")
 		waiter <- err
 	}()
-	for {
-		if _, keys := r.Len(); keys == 11 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "11 keys in the rendezvous", func() bool { _, keys := r.Len(); return keys == 11 })
 	r.Cleanup(3, errStepCleaned)
 	if err := <-waiter; !errors.Is(err, rpc.ErrAborted) {
 		t.Fatalf("waiter after cleanup: %v", err)
