@@ -238,6 +238,9 @@ func (s *Socket) FreeFrames() int { return s.frames.n }
 // ring sizes, at most half of the UMEM sits in the fill ring, so the rest
 // stays available to AllocFrame.
 func (s *Socket) RefillFill() int {
+	if s.closed {
+		return 0
+	}
 	idx, n := s.fill.reserve(uint32(s.frames.n))
 	for i := range n {
 		addr, _ := s.frames.pop()
@@ -253,6 +256,9 @@ func (s *Socket) RefillFill() int {
 // how many. The caller now owns their frames and must FreeFrame or
 // Transmit each of them; RefillFill replaces them on the fill ring.
 func (s *Socket) Receive(out []Desc) int {
+	if s.closed {
+		return 0
+	}
 	idx, n := s.rx.peek(uint32(len(out)))
 	for i := range n {
 		out[i] = *s.rx.slot(idx + i)
@@ -267,6 +273,9 @@ func (s *Socket) Receive(out []Desc) int {
 // how many it queued; the kernel owns those frames until ReapCompletions.
 // Nothing is sent until Kick (copy mode) or the driver's own schedule.
 func (s *Socket) Transmit(descs []Desc) int {
+	if s.closed {
+		return 0
+	}
 	idx, n := s.tx.reserve(uint32(len(descs)))
 	for i := range n {
 		*s.tx.slot(idx + i) = descs[i]
@@ -279,15 +288,22 @@ func (s *Socket) Transmit(descs []Desc) int {
 
 // TxPending returns how many queued descriptors the kernel has not taken
 // from the TX ring yet.
-func (s *Socket) TxPending() int { return int(s.tx.pending()) }
+func (s *Socket) TxPending() int {
+	if s.closed {
+		return 0
+	}
+	return int(s.tx.pending())
+}
 
 // TxNeedsWakeup reports whether the kernel asks for a sendto to process the
 // TX ring (always true without XDP_USE_NEED_WAKEUP).
-func (s *Socket) TxNeedsWakeup() bool { return !s.needWakeup || s.tx.needsWakeup() }
+func (s *Socket) TxNeedsWakeup() bool { return !s.closed && (!s.needWakeup || s.tx.needsWakeup()) }
 
 // FillNeedsWakeup reports whether the kernel asks for a wake-up (poll or
 // recvfrom) to process the fill ring.
-func (s *Socket) FillNeedsWakeup() bool { return !s.needWakeup || s.fill.needsWakeup() }
+func (s *Socket) FillNeedsWakeup() bool {
+	return !s.closed && (!s.needWakeup || s.fill.needsWakeup())
+}
 
 // maxKickRounds bounds Kick when the kernel keeps refusing work.
 const maxKickRounds = 16
@@ -298,6 +314,9 @@ const maxKickRounds = 16
 // number of kicks that made no progress, it returns ErrTxStalled wrapped.
 // Other errors are returned wrapped; queued descriptors stay queued.
 func (s *Socket) Kick() error {
+	if s.closed {
+		return fmt.Errorf("xsk: kick tx: %w", ErrClosed)
+	}
 	stuck := 0
 	for {
 		pending := s.tx.pending()
@@ -327,6 +346,9 @@ func (s *Socket) Kick() error {
 // ReapCompletions returns every completed TX frame to the free stack and
 // returns how many.
 func (s *Socket) ReapCompletions() int {
+	if s.closed {
+		return 0
+	}
 	idx, n := s.comp.peek(s.comp.size)
 	for i := range n {
 		s.frames.push(*s.comp.slot(idx + i) & s.frameMask)
@@ -340,6 +362,9 @@ func (s *Socket) ReapCompletions() int {
 // WakeRx asks the kernel to process the fill ring; needed only when
 // FillNeedsWakeup reports true and the caller is not about to Poll.
 func (s *Socket) WakeRx() error {
+	if s.closed {
+		return fmt.Errorf("xsk: wake rx: %w", ErrClosed)
+	}
 	switch e := kickRx(s.fd); e {
 	case 0, unix.EAGAIN, unix.EBUSY, unix.EINTR:
 		return nil
@@ -352,6 +377,9 @@ func (s *Socket) WakeRx() error {
 // whether one is ready. A negative timeout waits indefinitely; EINTR counts
 // as a timeout. It does not allocate.
 func (s *Socket) Poll(timeout time.Duration) (bool, error) {
+	if s.closed {
+		return false, fmt.Errorf("xsk: poll: %w", ErrClosed)
+	}
 	var tsp *unix.Timespec
 	if timeout >= 0 {
 		s.ts = unix.NsecToTimespec(int64(timeout))
@@ -377,6 +405,9 @@ type Stats = unix.XDPStatistics
 // Stats reads the kernel's counters for this socket.
 func (s *Socket) Stats() (Stats, error) {
 	var st Stats
+	if s.closed {
+		return st, fmt.Errorf("xsk: statistics: %w", ErrClosed)
+	}
 	if err := getsockopt(s.fd, unix.XDP_STATISTICS, unsafe.Pointer(&st), unsafe.Sizeof(st)); err != nil {
 		return st, fmt.Errorf("xsk: statistics: %w", err)
 	}
@@ -384,7 +415,9 @@ func (s *Socket) Stats() (Stats, error) {
 }
 
 // Close closes the socket and unmaps its rings and UMEM. Every view
-// returned by Frame or Packet becomes invalid. The kernel releases the
+// returned by Frame or Packet becomes invalid, and Frame and Packet must
+// not be called again; the ring operations do nothing and the
+// system-call ones return ErrClosed. The kernel releases the
 // queue once no XSKMAP entry refers to the socket (unregister it first)
 // and, asynchronously, a moment later; Open retries EBUSY for that
 // reason. Close is idempotent.

@@ -253,13 +253,28 @@ func TestOpenFailsCleanly(t *testing.T) {
 	}
 }
 
-func TestCloseIdempotent(t *testing.T) {
+func TestClosedSocket(t *testing.T) {
 	a, _ := newLinks(t, xsk.Config{NumFrames: 64})
 	if err := a.sock.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.sock.Close(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("second Close: %v", err)
+	}
+	s := a.sock
+	if s.Receive(make([]xsk.Desc, 4)) != 0 || s.Transmit([]xsk.Desc{{}}) != 0 || s.RefillFill() != 0 ||
+		s.ReapCompletions() != 0 || s.TxPending() != 0 {
+		t.Fatal("ring operation did something on a closed socket")
+	}
+	for name, err := range map[string]error{
+		"Kick":   s.Kick(),
+		"WakeRx": s.WakeRx(),
+		"Poll":   func() error { _, err := s.Poll(0); return err }(),
+		"Stats":  func() error { _, err := s.Stats(); return err }(),
+	} {
+		if !errors.Is(err, xsk.ErrClosed) {
+			t.Errorf("%s on a closed socket: %v", name, err)
+		}
 	}
 }
 
