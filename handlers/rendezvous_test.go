@@ -133,8 +133,13 @@ func TestRendezvousCleanupFreesEverything(t *testing.T) {
 	}()
 	waitFor(t, "11 keys in the rendezvous", func() bool { _, keys := r.Len(); return keys == 11 })
 	r.Cleanup(3, errStepCleaned)
-	if err := <-waiter; !errors.Is(err, rpc.ErrAborted) {
-		t.Fatalf("waiter after cleanup: %v", err)
+	select {
+	case err := <-waiter:
+		if !errors.Is(err, rpc.ErrAborted) {
+			t.Fatalf("waiter after cleanup: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not failed by Cleanup")
 	}
 	if err := r.Send(3, "late", f32([]int64{4})); !errors.Is(err, rpc.ErrAborted) {
 		t.Fatalf("late Send: %v", err)
