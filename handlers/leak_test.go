@@ -72,7 +72,7 @@ func TestNoBufferLeaks(t *testing.T) {
 	if steps, keys := w.rendezvous.Len(); steps != 0 || keys != 0 {
 		t.Fatalf("rendezvous holds %d steps, %d keys", steps, keys)
 	}
-	if got := bufpool.Live(); got != before {
-		t.Fatalf("%d pooled buffers leaked", got-before)
-	}
+	// Buffers of earlier tests' connections may still be on their way back,
+	// so the count may drop below the baseline, but must not stay above.
+	waitFor(t, "pooled buffers to come back", func() bool { return bufpool.Live() <= before })
 }

@@ -150,9 +150,9 @@ func TestRendezvousCleanupFreesEverything(t *testing.T) {
 	if steps, keys := r.Len(); steps != 0 || keys != 0 {
 		t.Fatalf("after Cleanup: %d steps, %d keys", steps, keys)
 	}
-	if got := bufpool.Live(); got != live {
-		t.Fatalf("%d buffers still held after Cleanup", got-live)
-	}
+	// Buffers of earlier tests' connections may still be on their way back,
+	// so the count may drop below the baseline, but must not stay above.
+	waitFor(t, "pooled buffers to come back", func() bool { return bufpool.Live() <= live })
 }
 
 func TestRendezvousCleanupAll(t *testing.T) {
