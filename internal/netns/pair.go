@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
@@ -101,7 +102,41 @@ func New(opts Options) (_ *Pair, err error) {
 			return nil, err
 		}
 	}
+	for _, e := range []*End{p.A, p.B} {
+		if err := e.waitUp(linkUpTimeout); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// linkUpTimeout bounds the wait for the kernel to bring a veth end up.
+const linkUpTimeout = 10 * time.Second
+
+// waitUp waits until the kernel reports e's veth end operationally up.
+// Setting a link up only schedules the work that attaches its transmit
+// queue (the kernel's link watch, rate-limited to about once a second);
+// until it has run, packets sent on the link are silently dropped.
+func (e *End) waitUp(timeout time.Duration) error {
+	h, err := netlink.NewHandleAt(e.handle)
+	if err != nil {
+		return fmt.Errorf("netns: netlink in %s: %w", e.NS, err)
+	}
+	defer h.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := h.LinkByIndex(e.Ifindex)
+		if err != nil {
+			return fmt.Errorf("netns: link %s: %w", e.Link, err)
+		}
+		if l.Attrs().OperState == netlink.OperUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("netns: %s not up after %v (state %s)", e.Link, timeout, l.Attrs().OperState)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // createNamespaces creates both named namespaces on a locked thread and
