@@ -41,7 +41,10 @@ const (
 // RX/TX/completion rings of the same size as the fill ring.
 type Config struct {
 	// FrameSize is the UMEM chunk size: a power of two from 2048 to the
-	// page size.
+	// page size. It bounds the largest frame: in copy mode the kernel puts
+	// packets 256 bytes (XDP_PACKET_HEADROOM) into the chunk, so 2048
+	// carries frames up to 1792 bytes, enough for a 1500-byte MTU; larger
+	// frames are dropped and counted in Stats.
 	FrameSize int
 	// NumFrames is the number of chunks in the UMEM.
 	NumFrames int
