@@ -12,6 +12,7 @@ import (
 	"github.com/google/gopacket/pcapgo"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/xdp"
+	"github.com/vishvananda/netlink"
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/internal/netns"
@@ -68,17 +69,40 @@ func TestRPCOverXSK(t *testing.T) {
 	}
 }
 
-func TestXSKOpenOnMissingInterface(t *testing.T) {
+// TestXSKAvailable checks the fallback decision: a usable veth is fine; a
+// missing or down interface is refused with ErrUnavailable, as is OpenXSK on
+// it, and nothing stays attached.
+func TestXSKAvailable(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
+	if err := p.A.Do(func() error { return afxdp.Available(p.A.Link) }); err != nil {
+		t.Fatalf("Available on a usable veth: %v", err)
+	}
 	err := p.A.Do(func() error {
 		_, err := afxdp.OpenXSK("nosuch0", afxdp.XSKOptions{Port: xskPort})
 		return err
 	})
-	if err == nil || !errors.Is(err, afxdp.ErrUnavailable) {
+	if !errors.Is(err, afxdp.ErrUnavailable) {
 		t.Fatalf("open on a missing interface: %v", err)
 	}
-	if err := p.A.Do(func() error { return afxdp.Available(p.A.Link) }); err != nil {
-		t.Fatalf("Available on a usable veth: %v", err)
+	if err := p.A.Do(func() error { return afxdp.Available("nosuch0") }); !errors.Is(err, afxdp.ErrUnavailable) {
+		t.Fatalf("Available on a missing interface: %v", err)
+	}
+	err = p.A.Do(func() error {
+		l, err := netlink.LinkByName(p.A.Link)
+		if err != nil {
+			return err
+		}
+		if err := netlink.LinkSetDown(l); err != nil {
+			return err
+		}
+		defer netlink.LinkSetUp(l)
+		return afxdp.Available(p.A.Link)
+	})
+	if !errors.Is(err, afxdp.ErrUnavailable) {
+		t.Fatalf("Available on a down interface: %v", err)
+	}
+	if on, err := p.A.XDPAttached(); err != nil || on {
+		t.Fatalf("XDP attached after the checks: %v %v", on, err)
 	}
 }
 
