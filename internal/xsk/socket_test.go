@@ -318,3 +318,70 @@ func TestBindOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestFrameSizeBound: a 2 KiB chunk takes frames up to 2048-256 bytes in
+// copy mode; a larger one is dropped and counted.
+func TestFrameSizeBound(t *testing.T) {
+	pair := netns.NewForTest(t, netns.Options{MTU: 9000})
+	prog, err := xdp.Load(xdp.Options{Ports: []uint16{port}, Queues: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	var s *xsk.Socket
+	err = pair.B.Do(func() (err error) {
+		if _, err := prog.AttachMode(pair.B.Ifindex, xdp.ModeGeneric); err != nil {
+			return err
+		}
+		s, err = xsk.Open(pair.B.Ifindex, 0, xsk.Config{NumFrames: 64})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prog.UnregisterSocket(0); s.Close() })
+	if err := prog.RegisterSocket(0, s.FD()); err != nil {
+		t.Fatal(err)
+	}
+	b := &link{end: pair.B, sock: s}
+	a := &link{end: pair.A, hdr: packet.UDP4{SrcIP: pair.A.Addr.As4(), DstIP: pair.B.Addr.As4(), SrcPort: port, DstPort: port}}
+	copy(a.hdr.SrcMAC[:], pair.A.MAC)
+	copy(a.hdr.DstMAC[:], pair.B.MAC)
+	// Send from A with a raw packet socket, so the frame length is exact.
+	send := func(frameLen int) {
+		t.Helper()
+		err := pair.A.Do(func() error {
+			fd, err := unixSocketPacket()
+			if err != nil {
+				return err
+			}
+			defer closeFD(fd)
+			frame := make([]byte, frameLen)
+			if _, err := packet.WriteUDP4(frame, &a.hdr, frameLen-packet.UDP4HeaderLen); err != nil {
+				return err
+			}
+			return sendPacket(fd, pair.A.Ifindex, frame)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		frameLen int
+		want     int
+	}{{1792, 1}, {1793, 0}} {
+		send(tt.frameLen)
+		got := b.collect(t, 1, 300*time.Millisecond, func(d xsk.Desc) {
+			if int(d.Len) != tt.frameLen {
+				t.Errorf("received %d bytes, sent %d", d.Len, tt.frameLen)
+			}
+			s.FreeFrame(d.Addr)
+		})
+		if got != tt.want {
+			t.Fatalf("%d-byte frame: received %d, want %d", tt.frameLen, got, tt.want)
+		}
+	}
+	if st, err := s.Stats(); err != nil || st.Rx_dropped != 1 {
+		t.Fatalf("stats %+v, %v: want one drop", st, err)
+	}
+}
