@@ -140,6 +140,7 @@ func (w *Worker) runGraphErr(ctx context.Context, req *tfpb.RunGraphRequest, fee
 	if err := s.checkFetches(req.GetRecvKey()); err != nil {
 		return nil, nil, err
 	}
+	w.rendezvous.Open(s.id)
 	for i, k := range keyed {
 		if k == "" {
 			continue

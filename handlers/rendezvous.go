@@ -27,17 +27,25 @@ const rendezvousShards = 16
 type rendezvousShard struct {
 	mu    sync.Mutex
 	steps map[int64]*stepTable
-	// cleaned remembers the shard's most recently cleaned steps, so that a
-	// late Send or RecvTensor for one fails instead of recreating its state.
+	// cleaned remembers the shard's most recently cleaned steps for a
+	// while, so that a late Send or RecvTensor for one fails instead of
+	// recreating its state, which nobody would clean up again.
 	cleaned [cleanedSteps]cleanedStep
 	next    int
 }
 
-const cleanedSteps = 64
+const (
+	cleanedSteps = 64
+	// cleanedTTL bounds how long a cleaned step refuses late arrivals. A
+	// step id reused later (a restarted master counting from 1 again) is
+	// a new step; Open also clears it at once.
+	cleanedTTL = 5 * time.Second
+)
 
 type cleanedStep struct {
 	step int64
 	err  error
+	at   time.Time
 }
 
 // stepTable holds one step's keys; guarded by its shard's mutex.
@@ -77,7 +85,7 @@ func (sh *rendezvousShard) table(step int64) *stepTable {
 	st := sh.steps[step]
 	if st == nil {
 		for i := range sh.cleaned {
-			if c := &sh.cleaned[i]; c.err != nil && c.step == step {
+			if c := &sh.cleaned[i]; c.err != nil && c.step == step && time.Since(c.at) < cleanedTTL {
 				return &stepTable{err: c.err}
 			}
 		}
@@ -191,6 +199,19 @@ func (r *Rendezvous) Abort(step int64, err error) {
 	sh.mu.Unlock()
 }
 
+// Open starts a new run of step: a step id cleaned up recently, which
+// late arrivals could not use, becomes usable again.
+func (r *Rendezvous) Open(step int64) {
+	sh := r.shard(step)
+	sh.mu.Lock()
+	for i := range sh.cleaned {
+		if c := &sh.cleaned[i]; c.step == step {
+			*c = cleanedStep{}
+		}
+	}
+	sh.mu.Unlock()
+}
+
 // Cleanup aborts step with err, if it is still open, and forgets it.
 func (r *Rendezvous) Cleanup(step int64, err error) {
 	sh := r.shard(step)
@@ -202,7 +223,7 @@ func (r *Rendezvous) Cleanup(step int64, err error) {
 		st.drain(err)
 		delete(sh.steps, step)
 	}
-	sh.cleaned[sh.next] = cleanedStep{step: step, err: err}
+	sh.cleaned[sh.next] = cleanedStep{step: step, err: err, at: time.Now()}
 	sh.next = (sh.next + 1) % cleanedSteps
 	sh.mu.Unlock()
 }

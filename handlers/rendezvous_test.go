@@ -150,6 +150,12 @@ func TestRendezvousCleanupFreesEverything(t *testing.T) {
 	if steps, keys := r.Len(); steps != 0 || keys != 0 {
 		t.Fatalf("after Cleanup: %d steps, %d keys", steps, keys)
 	}
+	// A new run of the step id (a RunGraph) opens it again.
+	r.Open(3)
+	if err := r.Send(3, "again", f32([]int64{4})); err != nil {
+		t.Fatalf("Send after Open: %v", err)
+	}
+	r.Cleanup(3, errStepCleaned)
 	// Buffers of earlier tests' connections may still be on their way back,
 	// so the count may drop below the baseline, but must not stay above.
 	waitFor(t, "pooled buffers to come back", func() bool { return bufpool.Live() <= live })
