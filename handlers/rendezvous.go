@@ -16,7 +16,9 @@ import (
 //
 // Aborting a step fails its waiting and future receivers with the step's
 // error until Cleanup forgets the step; Cleanup drops everything the step
-// held. Steps are spread over shards, each with its own mutex, so that
+// held, and for a few seconds afterwards late Sends and Recvs of the step
+// fail rather than recreate state for it (Open lifts that for a new run of
+// the same step id). Steps are spread over shards, each with its own mutex, so that
 // concurrent steps rarely contend. Safe for concurrent use.
 type Rendezvous struct {
 	shards [rendezvousShards]rendezvousShard
