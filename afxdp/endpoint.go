@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -57,7 +58,7 @@ type Endpoint struct {
 	now      time.Time
 	err      error // why the reactor stopped; read after done
 
-	resent, dups, malformed, resets, forwardedIn atomic.Uint64
+	resent, dups, malformed, resets, forwardedIn, sendErrors atomic.Uint64
 }
 
 // Stats count what an Endpoint's reactor did.
@@ -67,6 +68,7 @@ type Stats struct {
 	Malformed  uint64 // datagrams that were not valid protocol packets
 	Resets     uint64 // RESETs sent for unknown sessions
 	Forwarded  uint64 // packets another reactor of the Group received for this one
+	SendErrors uint64 // link flushes that failed (their datagrams are resent)
 }
 
 const (
@@ -109,7 +111,7 @@ func (e *Endpoint) Link() Link { return e.link }
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats {
 	return Stats{Resent: e.resent.Load(), Duplicates: e.dups.Load(), Malformed: e.malformed.Load(),
-		Resets: e.resets.Load(), Forwarded: e.forwardedIn.Load()}
+		Resets: e.resets.Load(), Forwarded: e.forwardedIn.Load(), SendErrors: e.sendErrors.Load()}
 }
 
 // resolver is implemented by links that must learn something about a peer
@@ -273,8 +275,12 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		next, more := e.pumpAll()
 		e.flushAcks()
 		if err := e.link.Flush(); err != nil && !e.stopping.Load() {
-			e.err = fmt.Errorf("afxdp: send on %v: %w", e.link.LocalAddr(), err)
-			break
+			if errors.Is(err, ErrLinkClosed) {
+				e.err = fmt.Errorf("afxdp: send on %v: %w", e.link.LocalAddr(), err)
+				break
+			}
+			// The datagrams are lost; the protocol sends them again.
+			e.sendErrors.Add(1)
 		}
 		if worked || more {
 			idleAt = time.Time{}

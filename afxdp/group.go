@@ -74,6 +74,7 @@ func (g *Group) Stats() Stats {
 		s.Malformed += x.Malformed
 		s.Resets += x.Resets
 		s.Forwarded += x.Forwarded
+		s.SendErrors += x.SendErrors
 	}
 	return s
 }
