@@ -100,3 +100,47 @@ func BenchmarkRecvTensor(b *testing.B) {
 		x.Buf.Release()
 	}
 }
+
+// BenchmarkFuseRecvTensor pulls 16 tensors of 4 KiB in one FuseRecvTensor
+// call, against 16 RecvTensor calls in a row.
+func BenchmarkFuseRecvTensor(b *testing.B) {
+	task := startTask(b, Options{Job: "ps", Incarnation: 1})
+	ctx := context.Background()
+	const n = 16
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = CreateKey(task.w.Device(), 1, "/job:worker/replica:0/task:0/device:CPU:0", fmt.Sprintf("t%d", i), FrameIter{})
+	}
+	x := f32([]int64{1024})
+	defer x.Buf.Release()
+	b.Run("fused", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(n * int64(len(x.Data)))
+		var reply rpc.Reply
+		for b.Loop() {
+			for _, k := range keys {
+				task.w.rendezvous.Send(1, k, refTensor(x))
+			}
+			if _, err := task.wc.FuseRecvTensor(ctx, 1, keys, &reply); err != nil {
+				b.Fatal(err)
+			}
+			reply.Release()
+		}
+	})
+	b.Run("separate", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(n * int64(len(x.Data)))
+		var reply rpc.Reply
+		for b.Loop() {
+			for _, k := range keys {
+				task.w.rendezvous.Send(1, k, refTensor(x))
+			}
+			for _, k := range keys {
+				if _, err := task.wc.RecvTensor(ctx, 1, k, &reply); err != nil {
+					b.Fatal(err)
+				}
+				reply.Release()
+			}
+		}
+	})
+}
