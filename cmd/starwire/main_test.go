@@ -98,6 +98,22 @@ func TestTrainBothProtocols(t *testing.T) {
 	}
 }
 
+// TestTrainOverUDP trains over afxdp's packet protocol on kernel UDP
+// sockets, the transport a host without AF_XDP uses.
+func TestTrainOverUDP(t *testing.T) {
+	code, out, errOut := runMain(t, "train", "--transport", "udp", "--steps", "100", "--vocab", "5000", "--held_out", "1024")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	initial, final := heldOutLoss(t, out)
+	if final >= initial {
+		t.Errorf("held-out loss %.4f -> %.4f over UDP", initial, final)
+	}
+	if !strings.Contains(out, "afxdp packet protocol on kernel UDP") {
+		t.Errorf("summary does not name the UDP transport:\n%s", out)
+	}
+}
+
 // TestTrainAcrossProcesses starts a ps and two workers as separate serve
 // processes on port 0, meeting in a registry directory, and trains against
 // them: every step's rows reach the workers by RecvTensor from the ps
@@ -202,6 +218,7 @@ func TestErrors(t *testing.T) {
 		{"serve without job", []string{"serve", "--cluster", deadCluster}, 2, "--job is required"},
 		{"serve unknown task", []string{"serve", "--job", "ps", "--task", "4", "--cluster", deadCluster, "--protocol", "grpc"}, 2, "task"},
 		{"staleness workers", []string{"staleness", "--workers", "0"}, 2, "0 workers"},
+		{"bad transport", []string{"train", "--transport", "smoke"}, 2, `--transport "smoke"`},
 		{"missing endpoint map", []string{"train", "--cluster", deadCluster, "--endpoint_map", filepath.Join(t.TempDir(), "none")}, 2, "no such file"},
 		{"unreachable peer grpc", []string{"train", "--cluster", deadCluster, "--protocol", "grpc", "--connect_timeout", "1s"}, 1, "cluster unreachable"},
 		{"unreachable peer star", []string{"train", "--cluster", deadCluster, "--endpoint_map", emap, "--connect_timeout", "1s"}, 1, "cluster unreachable"},

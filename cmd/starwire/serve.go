@@ -23,6 +23,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	ps := fs.Int("ps", 0, "with --registry_dir: the cluster's parameter-server tasks")
 	workers := fs.Int("workers", 0, "with --registry_dir: the cluster's worker tasks")
 	host := fs.String("host", "127.0.0.1", "with --registry_dir: the address to bind and publish")
+	transport := fs.String("transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
 	cf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -46,7 +47,10 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return usagef("serve: --task %d, want >= 0", *index)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	tr := chooseTransport()
+	tr, err := chooseTransport(*transport)
+	if err != nil {
+		return err
+	}
 	task := rpc.TaskName(*job, *index)
 
 	var s *cluster.Server
@@ -64,7 +68,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			return usagef("serve: %v", err)
 		}
 		bind := net.JoinHostPort(*host, "0")
-		if s, err = cluster.Listen(*job, *index, bind, bind, proto.UsesStar(), tr.transport); err != nil {
+		if s, err = cluster.Listen(*job, *index, bind, bind, proto.UsesStar(), tr.net); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		defer s.Close()
@@ -98,13 +102,12 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 				return usagef("serve: %v", err)
 			}
 		}
-		if s, err = cluster.Listen(*job, *index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), tr.transport); err != nil {
+		if s, err = cluster.Listen(*job, *index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), tr.net); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		defer s.Close()
 	}
-	layout.Transport = tr.transport
-	if err := s.Start(cluster.NewPeers(layout), logger); err != nil {
+	if err := s.Start(layout, logger); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	fmt.Fprintf(stdout, "%s serving: grpc %s, starwire %s, protocol %s, transport %s; cluster %s\n",

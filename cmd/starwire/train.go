@@ -37,6 +37,7 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines")
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	transport := fs.String("transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
 	f.clusterFlags.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -65,7 +66,10 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return usagef("train: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	tr := chooseTransport()
+	tr, err := chooseTransport(*transport)
+	if err != nil {
+		return err
+	}
 
 	var local *cluster.Local
 	if !joining {
@@ -74,7 +78,7 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("train: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		local, err = cluster.StartLocal(f.cfg.PS, f.cfg.Workers, layout.Protocol, tr.transport, dir, logger)
+		local, err = cluster.StartLocal(f.cfg.PS, f.cfg.Workers, layout.Protocol, tr.net, dir, logger)
 		if err != nil {
 			return fmt.Errorf("train: start local cluster: %w", err)
 		}
@@ -85,7 +89,6 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "endpoint map %s: %s\n", local.EndpointMapPath, endpointPairs(layout.Endpoints))
 		}
 	} else {
-		layout.Transport = tr.transport
 		fmt.Fprintf(stdout, "joining cluster: %s\n", layout.Cluster)
 		if err := awaitCluster(ctx, layout, f.connectTimeout); err != nil {
 			return fmt.Errorf("train: %w", err)
@@ -94,6 +97,14 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	transportLine := transportName(layout.Protocol, tr)
 	fmt.Fprintf(stdout, "protocol %s, transport %s\n", layout.Protocol, transportLine)
 
+	dialer, closer, err := tr.net.Dialer()
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	layout.Transport = dialer
 	peers := cluster.NewPeers(layout)
 	defer peers.Close()
 	var callers []driver.Caller

@@ -22,7 +22,7 @@ type Local struct {
 
 // StartLocal starts ps parameter servers and workers worker tasks over
 // protocol, writing the endpoint map into dir.
-func StartLocal(ps, workers int, protocol rpc.Protocol, transport rpc.Transport, dir string, logger *slog.Logger) (l *Local, err error) {
+func StartLocal(ps, workers int, protocol rpc.Protocol, n Net, dir string, logger *slog.Logger) (l *Local, err error) {
 	l = &Local{}
 	defer func() {
 		if err != nil {
@@ -36,7 +36,7 @@ func StartLocal(ps, workers int, protocol rpc.Protocol, transport rpc.Transport,
 		n    int
 	}{{"ps", ps}, {"worker", workers}} {
 		for i := range job.n {
-			s, err := Listen(job.name, i, "127.0.0.1:0", "127.0.0.1:0", protocol.UsesStar(), transport)
+			s, err := Listen(job.name, i, "127.0.0.1:0", "127.0.0.1:0", protocol.UsesStar(), n)
 			if err != nil {
 				return nil, err
 			}
@@ -63,12 +63,12 @@ func StartLocal(ps, workers int, protocol rpc.Protocol, transport rpc.Transport,
 			return nil, err
 		}
 	}
-	l.Layout = Layout{Protocol: protocol, Cluster: spec, Endpoints: em, Transport: transport}
+	l.Layout = Layout{Protocol: protocol, Cluster: spec, Endpoints: em}
 	if err := l.Layout.Check(); err != nil {
 		return nil, err
 	}
 	for _, s := range l.Servers {
-		if err := s.Start(NewPeers(l.Layout), logger); err != nil {
+		if err := s.Start(l.Layout, logger); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"syscall"
@@ -30,6 +31,8 @@ type Server struct {
 
 	grpcL   net.Listener
 	starL   rpc.Listener
+	starTr  rpc.Transport // carries the task's calls to its peers
+	starC   io.Closer     // closes what the starwire transport holds
 	grpcSrv *grpc.Server
 	starSrv *rpc.Server
 	worker  *handlers.Worker
@@ -37,9 +40,9 @@ type Server struct {
 }
 
 // Listen binds task index of job: gRPC at grpcAddr and, when useStar, the
-// starwire worker service at starAddr over transport (nil means TCP). Port
-// 0 picks a free port; the addresses got are in the Server.
-func Listen(job string, index int, grpcAddr, starAddr string, useStar bool, transport rpc.Transport) (*Server, error) {
+// starwire worker service at starAddr over n (nil means TCP). Port 0 picks
+// a free port; the addresses got are in the Server.
+func Listen(job string, index int, grpcAddr, starAddr string, useStar bool, n Net) (*Server, error) {
 	task := rpc.TaskName(job, index)
 	s := &Server{Job: job, Index: index}
 	l, err := net.Listen("tcp", grpcAddr)
@@ -48,15 +51,15 @@ func Listen(job string, index int, grpcAddr, starAddr string, useStar bool, tran
 	}
 	s.grpcL, s.GRPCAddr = l, l.Addr().String()
 	if useStar {
-		if transport == nil {
-			transport = &rpc.TCP{}
+		if n == nil {
+			n = TCPNet{}
 		}
-		sl, err := transport.Listen(starAddr)
+		sl, tr, c, err := n.Listen(starAddr)
 		if err != nil {
 			l.Close()
 			return nil, listenError(task, "starwire", starAddr, err)
 		}
-		s.starL, s.StarAddr = sl, sl.Addr().String()
+		s.starL, s.starTr, s.starC, s.StarAddr = sl, tr, c, sl.Addr().String()
 	}
 	return s, nil
 }
@@ -71,9 +74,11 @@ func listenError(task, what, addr string, err error) error {
 // Task returns the task's name.
 func (s *Server) Task() string { return rpc.TaskName(s.Job, s.Index) }
 
-// Start creates the task's worker, resolving its peers through peers, and
-// serves it on the listeners.
-func (s *Server) Start(peers *Peers, logger *slog.Logger) error {
+// Start creates the task's worker, which reaches its peers in layout over
+// the task's own starwire transport, and serves it on the listeners.
+func (s *Server) Start(layout Layout, logger *slog.Logger) error {
+	layout.Transport = s.starTr
+	peers := NewPeers(layout)
 	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("cluster: %s: %w", s.Task(), err)
@@ -126,5 +131,8 @@ func (s *Server) Close() {
 	}
 	if s.peers != nil {
 		s.peers.Close()
+	}
+	if s.starC != nil {
+		s.starC.Close()
 	}
 }

@@ -66,8 +66,13 @@ func Run(ctx context.Context, protocol string, cfg Config) (*Result, error) {
 	}()
 
 	r := &run{cfg: cfg, res: &Result{Protocol: protocol, Config: cfg}}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	// The run ends by cancellation rather than a deadline: a call's own
+	// deadline timer could fire a moment before the context reports it,
+	// and the run would take its end for a failure.
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stopAt := time.AfterFunc(cfg.Duration, cancel)
+	defer stopAt.Stop()
 	return r.do(ctx, peers[0], peers[1:])
 }
 

@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/rpc"
+)
+
+// A Net makes the starwire transport of one process: a task's, which both
+// serves and dials its peers, or a driver's, which only dials. Every
+// process of a cluster must use the same kind.
+type Net interface {
+	// Name describes the transport for people ("TCP", ...).
+	Name() string
+	// Listen binds the task's starwire address and returns its listener,
+	// the transport its peer calls go out on, and what to close at the end
+	// (nil when nothing beyond the listener).
+	Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error)
+	// Dialer returns a transport for a process that serves nothing.
+	Dialer() (rpc.Transport, io.Closer, error)
+}
+
+// TCPNet carries starwire over TCP.
+type TCPNet struct{}
+
+// Name implements Net.
+func (TCPNet) Name() string { return "TCP" }
+
+// Listen implements Net.
+func (TCPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error) {
+	tr := &rpc.TCP{}
+	l, err := tr.Listen(bind)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return l, tr, nil, nil
+}
+
+// Dialer implements Net.
+func (TCPNet) Dialer() (rpc.Transport, io.Closer, error) { return &rpc.TCP{}, nil, nil }
+
+// UDPNet carries starwire with afxdp's reliable packet protocol over kernel
+// UDP sockets: the path a host without AF_XDP takes to talk to peers that
+// use it, and a way to run that protocol under a real workload anywhere.
+// Host is the address a dial-only endpoint binds.
+type UDPNet struct{ Host string }
+
+// Name implements Net.
+func (UDPNet) Name() string { return "the afxdp packet protocol on kernel UDP" }
+
+// Listen implements Net: one endpoint serves the task and carries its
+// calls to peers.
+func (UDPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error) {
+	ep, err := udpEndpoint(bind, afxdp.Options{})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tr := afxdprpc.Transport(ep)
+	l, err := tr.Listen("")
+	if err != nil {
+		ep.Close()
+		return nil, nil, nil, err
+	}
+	return l, tr, ep, nil
+}
+
+// Dialer implements Net with an endpoint that accepts no sessions.
+func (n UDPNet) Dialer() (rpc.Transport, io.Closer, error) {
+	host := n.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ep, err := udpEndpoint(net.JoinHostPort(host, "0"), afxdp.Options{Backlog: -1})
+	if err != nil {
+		return nil, nil, err
+	}
+	return afxdprpc.Transport(ep), ep, nil
+}
+
+func udpEndpoint(bind string, opts afxdp.Options) (*afxdp.Endpoint, error) {
+	link, err := afxdp.ListenUDP(bind, afxdp.UDPOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("udp endpoint: %w", err)
+	}
+	return afxdp.NewEndpoint(link, opts), nil
+}
