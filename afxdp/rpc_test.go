@@ -32,7 +32,7 @@ func echoHandler(ctx context.Context, req *wire.Inbound, resp *rpc.Response) err
 
 // serveRPC runs an rpc.Server on srv and returns a client of it dialing
 // from cli; both stop at the end of the test.
-func serveRPC(t testing.TB, srv, cli *afxdp.Endpoint) *rpc.Client {
+func serveRPC(t testing.TB, srv, cli afxdprpc.Network) *rpc.Client {
 	t.Helper()
 	s := rpc.NewServer()
 	s.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})

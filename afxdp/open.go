@@ -1,0 +1,66 @@
+package afxdp
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Paths Open reports.
+const (
+	PathXDP = "afxdp" // AF_XDP sockets on the interface's queues
+	PathUDP = "udp"   // a kernel UDP socket: AF_XDP is unavailable there
+)
+
+// Open starts the packet transport on ifname's IPv4 address and port, in the
+// calling thread's network namespace: a Group with Reactors(queues)
+// reactors over AF_XDP when Available says it can be used, otherwise one
+// endpoint over a kernel UDP socket, and the reason is returned as
+// fallback (nil on the AF_XDP path) for a log line rather than as an error.
+// Peers of either path interoperate: both speak UDP on the same port.
+func Open(ifname string, port uint16, opts Options, xo XSKOptions) (g *Group, path string, fallback error, err error) {
+	xo.Port = port
+	if fallback = Available(ifname); fallback == nil {
+		queues := 1
+		if nl, err := netlink.NewHandle(unix.NETLINK_ROUTE); err == nil {
+			if info, err := inspect(nl, ifname); err == nil {
+				queues = max(info.queues, 1)
+			}
+			nl.Close()
+		}
+		links, xerr := OpenXSKLinks(ifname, xo, Reactors(queues))
+		if xerr == nil {
+			ls := make([]Link, len(links))
+			for i, l := range links {
+				ls[i] = l
+			}
+			return NewGroup(ls, opts), PathXDP, nil, nil
+		}
+		fallback = xerr
+	}
+	addr, err := ifaceAddr(ifname)
+	if err != nil {
+		return nil, "", fallback, err
+	}
+	l, err := ListenUDP(netip.AddrPortFrom(addr, port).String(), UDPOptions{})
+	if err != nil {
+		return nil, "", fallback, err
+	}
+	return NewGroup([]Link{l}, opts), PathUDP, fallback, nil
+}
+
+// ifaceAddr returns ifname's first IPv4 address.
+func ifaceAddr(ifname string) (netip.Addr, error) {
+	lk, err := netlink.LinkByName(ifname)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("afxdp: interface %s: %w", ifname, err)
+	}
+	addrs, err := netlink.AddrList(lk, netlink.FAMILY_V4)
+	if err != nil || len(addrs) == 0 {
+		return netip.Addr{}, fmt.Errorf("afxdp: interface %s has no IPv4 address", ifname)
+	}
+	a, _ := netip.AddrFromSlice(addrs[0].IP.To4())
+	return a, nil
+}

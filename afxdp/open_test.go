@@ -1,0 +1,43 @@
+package afxdp_test
+
+import (
+	"testing"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/internal/netns"
+)
+
+// TestOpenChoosesPath opens the transport on a veth (AF_XDP) and on
+// loopback (no Ethernet address: kernel UDP), and makes calls between the
+// two paths.
+func TestOpenChoosesPath(t *testing.T) {
+	p := netns.NewForTest(t, netns.Options{})
+	open := func(e *netns.End, ifname string, opts afxdp.Options) (*afxdp.Group, string, error) {
+		var g *afxdp.Group
+		var path string
+		var fallback error
+		err := e.Do(func() (err error) {
+			g, path, fallback, err = afxdp.Open(ifname, 7900, opts, afxdp.XSKOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		return g, path, fallback
+	}
+	srv, path, fallback := open(p.B, p.B.Link, afxdp.Options{})
+	if path != afxdp.PathXDP || fallback != nil {
+		t.Fatalf("veth: path %s, fallback %v", path, fallback)
+	}
+	_, path, fallback = open(p.A, "lo", afxdp.Options{Backlog: -1})
+	if path != afxdp.PathUDP || fallback == nil {
+		t.Fatalf("loopback: path %s, fallback %v", path, fallback)
+	}
+	// An AF_XDP client in A calls the AF_XDP server in B.
+	cli, path, _ := open(p.A, p.A.Link, afxdp.Options{Backlog: -1})
+	if path != afxdp.PathXDP {
+		t.Fatalf("client veth: path %s", path)
+	}
+	checkRPC(t, serveRPC(t, srv, cli), 100, 1<<20)
+}
