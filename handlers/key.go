@@ -1,14 +1,10 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
-
-// ErrBadKey is wrapped by errors from ParseKey and ParseDevice.
-var ErrBadKey = errors.New("handlers: malformed rendezvous key")
 
 // FrameIter names a control-flow frame and iteration; graphs without loops
 // use the zero value, written "0:0".

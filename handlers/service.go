@@ -91,9 +91,6 @@ func (w *Worker) lookupGraph(handle string) (*graph, error) {
 	return g, nil
 }
 
-// errStepCleaned is what receivers of a step see once it is cleaned up.
-var errStepCleaned = rpc.Errorf(wire.Aborted, "step cleaned up")
-
 func (w *Worker) cleanupGraph(req *tfpb.CleanupGraphRequest) *tfpb.CleanupGraphResponse {
 	w.rendezvous.Cleanup(req.GetStepId(), errStepCleaned)
 	return &tfpb.CleanupGraphResponse{}
