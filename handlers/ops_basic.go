@@ -266,7 +266,7 @@ func buildFill(_ *Worker, n *node) (kernel, error) {
 		}
 		r, err := NewTensor(v.DType, dims)
 		if err != nil {
-			return rpc.Errorf(wire.InvalidArgument, "fill: %v", err)
+			return err
 		}
 		size := v.DType.Size()
 		for off := 0; off < len(r.Data); off += size {

@@ -153,6 +153,8 @@ func TestOpErrorsAtRun(t *testing.T) {
 		{"uninitialized variable", []*tfpb.NodeDef{nodeDef("v", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{2})),
 			nodeDef("out", "ReadVariableOp", in("v"), attrs("dtype", f))}, "uninitialized", wire.FailedPrecondition},
 		{"input dtype", []*tfpb.NodeDef{constF32("a", []int64{2}), constI32("b", []int64{2}), nodeDef("out", "Add", in("a", "b"), attrs("T", f))}, "want float", wire.InvalidArgument},
+		{"huge Fill", []*tfpb.NodeDef{constI64("d", []int64{2}, 1<<20, 1<<20), constF32("v", nil, 1), nodeDef("out", "Fill", in("d", "v"), attrs("T", f, "index_type", wire.DTInt64))}, "over", wire.ResourceExhausted},
+		{"huge MatMul", []*tfpb.NodeDef{constF32("a", []int64{1 << 16, 1}), constF32("b", []int64{1, 1 << 16}), nodeDef("out", "MatMul", in("a", "b"), attrs("T", f))}, "over", wire.ResourceExhausted},
 		{"placeholder not fed", []*tfpb.NodeDef{nodeDef("out", "Placeholder", nil, attrs("dtype", f))}, "not fed", wire.InvalidArgument},
 	}
 	for _, tt := range tests {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -56,10 +55,10 @@ func TensorFromProto(p *tfpb.TensorProto) (wire.Tensor, error) {
 	if size == 0 {
 		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: dtype %v cannot be held", dt)
 	}
-	nbytes := n * int64(size)
-	if nbytes > math.MaxInt32*16 {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %d bytes is too large", nbytes)
+	if n > MaxTensorBytes/int64(size) {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %v%v is over %d bytes", dt, shape, MaxTensorBytes)
 	}
+	nbytes := n * int64(size)
 	buf := wire.NewBuffer(int(nbytes))
 	t := wire.Tensor{DType: dt, Shape: shape, Data: buf.Bytes(), Buf: buf}
 	if c := p.GetTensorContent(); len(c) > 0 || n == 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -48,12 +49,19 @@ func aligned(t *wire.Tensor) bool {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))%uintptr(align) == 0
 }
 
+// MaxTensorBytes bounds the tensors a worker creates, so that a hostile or
+// mistaken shape fails with ResourceExhausted instead of exhausting memory.
+const MaxTensorBytes = 4 << 30
+
 // NewTensor returns a tensor of dtype and shape in a fresh pooled buffer,
 // owned by the caller (release t.Buf). Its contents are unspecified.
 func NewTensor(dt wire.DataType, shape []int64) (wire.Tensor, error) {
 	n, ok := numElements(shape)
 	if !ok || dt.Size() == 0 {
-		return wire.Tensor{}, fmt.Errorf("handlers: new %v tensor of shape %v: %w", dt, shape, errBadTensor)
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "new %v tensor of shape %v: %v", dt, shape, errBadTensor)
+	}
+	if n > MaxTensorBytes/int64(dt.Size()) {
+		return wire.Tensor{}, rpc.Errorf(wire.ResourceExhausted, "new %v tensor of shape %v: over %d bytes", dt, shape, MaxTensorBytes)
 	}
 	buf := wire.NewBuffer(int(n) * dt.Size())
 	return wire.Tensor{DType: dt, Shape: append([]int64(nil), shape...), Data: buf.Bytes(), Buf: buf}, nil
