@@ -3,16 +3,21 @@ package afxdp_test
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	asavie "github.com/asavie/xdp"
+	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/starwire/starwire/internal/netns"
@@ -522,6 +527,9 @@ func BenchmarkRawEcho(b *testing.B) {
 		b.Run("xsk/"+w.name, func(b *testing.B) { benchXSK(b, e, w.mode) })
 	}
 	for _, w := range waits {
+		b.Run("xsk-2proc/"+w.name, func(b *testing.B) { benchXSKProcess(b, e, w.mode) })
+	}
+	for _, w := range waits {
 		b.Run("asavie/"+w.name, func(b *testing.B) { benchAsavie(b, e, w.mode) })
 	}
 	b.Run("kernel-udp/netpoll", func(b *testing.B) { benchKernelUDP(b, e) })
@@ -631,4 +639,123 @@ func benchOneWay(b *testing.B, e *rawEnv, size int) {
 	b.ReportMetric(float64(received.Load())/elapsed.Seconds()/1e6, "Mpps")
 	b.ReportMetric(float64(sent-received.Load()), "lost")
 	b.ReportMetric(0, "ns/op")
+}
+
+// --- the echo server in its own process ---
+//
+// Users run client and server in separate processes, and on this machine
+// a second process has cost throughput before, so the xsk echo also runs
+// with the server re-executed from this test binary (TestRawEchoChild) in
+// namespace B. The parent copies the child's socket descriptor with
+// pidfd_getfd to register it in B's program.
+
+const (
+	childEnv   = "STARWIRE_RAW_ECHO_CHILD"
+	childNSEnv = "STARWIRE_RAW_ECHO_NS"
+	childIfEnv = "STARWIRE_RAW_ECHO_IFINDEX"
+)
+
+// TestRawEchoChild is the echo server process of BenchmarkRawEcho; it does
+// nothing unless started by it.
+func TestRawEchoChild(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		return
+	}
+	w, _ := strconv.Atoi(os.Getenv(childEnv))
+	ifindex, _ := strconv.Atoi(os.Getenv(childIfEnv))
+	runtime.LockOSThread() // this thread enters B for good
+	h, err := vnetns.GetFromName(os.Getenv(childNSEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vnetns.Set(h); err != nil {
+		t.Fatal(err)
+	}
+	s, err := xsk.Open(ifindex, 0, xsk.Config{NumFrames: 1024, Mode: xsk.ModeCopy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fmt.Printf("ready %d\n", s.FD())
+	var stop atomic.Bool
+	go func() {
+		io.Copy(io.Discard, os.Stdin) // the parent closes stdin to stop us
+		stop.Store(true)
+	}()
+	xskEcho(s, wait(w-1))(&stop)
+}
+
+func benchXSKProcess(b *testing.B, e *rawEnv, w wait) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRawEchoChild$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", childEnv, int(w)+1),
+		childNSEnv+"="+e.pair.B.NS, fmt.Sprintf("%s=%d", childIfEnv, e.pair.B.Ifindex))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	defer func() {
+		e.progB.UnregisterSocket(0)
+		stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	ready := make(chan int, 1)
+	go func() {
+		var fd int
+		if _, err := fmt.Fscanf(stdout, "ready %d\n", &fd); err == nil {
+			ready <- fd
+		}
+		io.Copy(io.Discard, stdout)
+		exited <- cmd.Wait()
+	}()
+	var childFD int
+	select {
+	case childFD = <-ready:
+	case err := <-exited:
+		exited <- err
+		b.Fatalf("echo process exited before it was ready: %v", err)
+	case <-time.After(10 * time.Second):
+		b.Fatal("echo process not ready")
+	}
+	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fd, err := unix.PidfdGetfd(pidfd, childFD, 0)
+	unix.Close(pidfd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = e.progB.RegisterSocket(0, fd)
+	unix.Close(fd) // the map keeps its own reference
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	var cli *xsk.Socket
+	err = e.pair.A.Do(func() (err error) {
+		cli, err = xsk.Open(e.pair.A.Ifindex, 0, xsk.Config{NumFrames: 1024, Mode: xsk.ModeCopy})
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.progA.RegisterSocket(0, cli.FD()); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { e.progA.UnregisterSocket(0); cli.Close() }()
+	drive(b, &xskClient{s: cli, hdr: &e.toB, wait: w, poll: xskPoll(cli)})
 }
