@@ -264,3 +264,59 @@ func nonEmptyLines(s string) []string {
 	}
 	return lines
 }
+
+// TestTFConfig launches a cluster the way TensorFlow launchers do: every
+// process gets TF_CONFIG with the cluster and its own task, and the
+// grpc+seastar endpoint map comes from TF_SEASTAR_ENDPOINT_MAP_PATH.
+func TestTFConfig(t *testing.T) {
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	grpcAddrs := []string{freePort(t), freePort(t), freePort(t)}
+	var emap strings.Builder
+	for _, a := range grpcAddrs {
+		fmt.Fprintf(&emap, "%s=%s\n", a, freePort(t))
+	}
+	emapPath := filepath.Join(t.TempDir(), "endpoint_map")
+	if err := os.WriteFile(emapPath, []byte(emap.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cluster := fmt.Sprintf(`{"ps": [%q], "worker": [%q, %q]}`, grpcAddrs[0], grpcAddrs[1], grpcAddrs[2])
+	env := func(job string, index int) []string {
+		return append(os.Environ(),
+			"TF_SEASTAR_ENDPOINT_MAP_PATH="+emapPath,
+			fmt.Sprintf(`TF_CONFIG={"cluster": %s, "task": {"type": %q, "index": %d}, "rpc_layer": "grpc+seastar"}`, cluster, job, index))
+	}
+	for _, task := range []struct {
+		job   string
+		index int
+	}{{"ps", 0}, {"worker", 0}, {"worker", 1}} {
+		cmd := exec.CommandContext(ctx, bin, "serve")
+		cmd.Env = env(task.job, task.index)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			if t.Failed() {
+				t.Logf("%s %d:\n%s", task.job, task.index, out.String())
+			}
+		})
+	}
+	cmd := exec.CommandContext(ctx, bin, "train", "--steps", "100", "--vocab", "5000", "--held_out", "1024", "--connect_timeout", "20s")
+	cmd.Env = env("worker", 0)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, out)
+	}
+	initial, final := heldOutLoss(t, string(out))
+	if final >= initial {
+		t.Errorf("held-out loss %.4f -> %.4f", initial, final)
+	}
+	if !strings.Contains(string(out), "protocol: grpc+seastar") {
+		t.Errorf("TF_CONFIG's rpc_layer was not used:\n%s", out)
+	}
+}
