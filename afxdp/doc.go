@@ -12,38 +12,40 @@
 // two network namespaces over a 1-queue veth pair, copy mode, the steering
 // program attached in generic mode on both ends; the server swaps
 // addresses and ports in place and sends the same chunk back. It compares
-// internal/xsk, asavie/xdp v0.3.3 driven the same way, and kernel UDP
-// sockets (Go's netpoller), each end waiting by pure spinning ("spin"),
-// spinning with sched_yield after 20 µs idle ("spin-yield"), spinning 20 µs
-// then poll() ("hybrid"), or poll() at once ("poll"). Both ends run in one
-// process on the machine's 2 vCPUs. Reproduce with:
+// internal/xsk (with the server in the same process, "xsk", or re-executed
+// as its own process, "xsk-2proc"), asavie/xdp v0.3.3 driven the same way,
+// and kernel UDP sockets (Go's netpoller). AF_XDP ends wait by pure
+// spinning ("spin"), spinning with sched_yield after 20 µs idle
+// ("spin-yield"), spinning 20 µs then poll() ("hybrid"), or poll() at once
+// ("poll"). A frame not echoed within 5 ms is sent again ("resends").
+// Reproduce with:
 //
-//	go test ./afxdp -run '^$' -bench RawEcho -benchtime 1s -count 5 -v
+//	go test ./afxdp -run '^$' -bench RawEcho -benchtime 1s -count 3
+//	go test ./afxdp -run '^$' -bench RawOneWay -benchtime 1s -count 3
 //
-// Lightly loaded machine (load average about 2; single 2 s runs), round
-// trips/s, p50, p99:
+// The machine has 2 vCPUs, and during these runs it was shared with other
+// test runs (load average 9–12). Medians of 3 runs: round trips/s, p50,
+// p99.
 //
-//	xsk spin          275k   3.2 µs    8.9 µs
-//	xsk spin-yield    279k   3.2 µs   12.1 µs
-//	xsk hybrid        220k   3.9 µs   19.0 µs
-//	xsk poll           58k  17.2 µs   33.3 µs
-//	asavie spin       275k   3.2 µs    8.6 µs
-//	kernel UDP     77–109k   8.7 µs   16–23 µs
+//	xsk spin               5.3k    3.1 µs   0.26 ms  (454 resends)
+//	xsk spin-yield         7.9k   46 µs     1.5 ms
+//	xsk hybrid              15k   37 µs     0.34 ms
+//	xsk poll               100k    7.1 µs  24 µs
+//	xsk-2proc spin          12k    3.8 µs   0.20 ms  (243 resends)
+//	xsk-2proc poll          73k   10.9 µs  27 µs
+//	asavie spin            2.0k    4.6 µs   2.3 ms   (602 resends)
+//	asavie spin-yield      8.2k    4.8 µs   1.6 ms
+//	asavie hybrid          5.8k   51 µs     2.4 ms
+//	asavie poll             41k   10.9 µs  43 µs
+//	kernel UDP              38k   12.9 µs  35 µs
 //
-// Machine shared with other test runs (load average 8–9, medians of 5 runs;
-// a second session at load 5–8, medians of 3, in brackets):
-//
-//	xsk spin          3.5k [4.9k]   3.6 µs   7.1 ms   (hundreds of resends)
-//	xsk spin-yield    7.5k [20k]   50 µs     0.8 ms
-//	xsk hybrid         31k [20k]   16 µs      77 µs
-//	xsk poll           87k [89k]   10 µs      26 µs
-//	asavie spin       2.5k [2.0k]   4.6 µs   9.9 ms   (hundreds of resends)
-//	asavie spin-yield 9.2k [4.4k] 112 µs     250 µs
-//	asavie hybrid      20k [16k]   50 µs     258 µs
-//	asavie poll        45k [41k]   13 µs      69 µs
-//	kernel UDP         55k [46k]   13 µs      32 µs
-//
-// All AF_XDP variants allocate nothing per round trip.
+// Earlier single 2 s runs at load average about 2 gave: xsk spin 275k
+// round trips/s (p50 3.2 µs, p99 8.9 µs), xsk spin-yield 279k (3.2 µs,
+// 12 µs), xsk hybrid 220k (3.9 µs, 19 µs), xsk poll 58k (17 µs), asavie
+// spin 275k (3.2 µs, 8.6 µs), kernel UDP 77–109k (8.7 µs). One-way
+// (RawOneWay, 64 frames per kick, load 9–10): 0.29–0.42 Mpps of 64-byte
+// frames, 0.12–0.28 Mpps of 1500-byte frames (up to 420 MB/s). Every
+// AF_XDP variant allocates nothing per round trip or frame.
 //
 // What the figures say:
 //   - On the same kernel path both socket layers reach the same spinning
@@ -53,9 +55,10 @@
 //     kernel's softirq thread of the same CPU and echoes stall for
 //     milliseconds (the resends). Yielding after a short idle spin keeps
 //     the spinning latency with none of the stalls when the machine is
-//     otherwise idle; under contention, sleeping in poll() wins outright.
-//     Reactors therefore spin for a short budget, then sleep in poll();
-//     pure spinning stays opt-in.
+//     otherwise idle; under contention, sleeping in poll() wins outright,
+//     and AF_XDP in poll() still beats kernel UDP (2.6× here, 1.9× with
+//     the server in its own process). Reactors therefore spin for a short
+//     budget, then sleep in poll(); pure spinning stays opt-in.
 //   - asavie/xdp cannot be used as the base: its Close never unmaps the
 //     rings, so the socket and its queue stay bound until the process
 //     exits (a second socket on the queue gets EBUSY; the benchmark has
