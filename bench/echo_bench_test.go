@@ -12,7 +12,9 @@ var echoLoads = []struct {
 }{{"seq", 1}, {"inflight32", 32}}
 
 // BenchmarkEcho64 compares 64-byte echo calls of starwire, gRPC-Go and a raw
-// TCP baseline, client and server in this process over loopback.
+// TCP baseline (ping-pong for one caller, a pipeline for 32 in flight),
+// client and server in this process over loopback. raw-mux is the raw echo
+// with one blocking goroutine per call in flight, for reference.
 func BenchmarkEcho64(b *testing.B) {
 	s := startLoopback(b)
 	benchEcho(b, s.Addrs)
@@ -39,6 +41,9 @@ func benchEcho(b *testing.B, a Addrs) {
 			b.Run("raw", func(b *testing.B) {
 				figs.set(load.name+"/raw", benchRawEcho(b, a.Raw, load.inflight))
 			})
+			b.Run("raw-mux", func(b *testing.B) {
+				figs.set(load.name+"/raw-mux", benchRawMux(b, a.Raw, load.inflight))
+			})
 		})
 	}
 	logTargets([]target{
@@ -48,6 +53,12 @@ func benchEcho(b *testing.B, a Addrs) {
 			measured: ratio(figs.field("inflight32/starwire", opsOf), figs.field("inflight32/raw", opsOf))},
 		{name: "sequential: starwire / raw ping-pong p50", unit: "×", want: 1.5, atMost: true,
 			measured: ratio(figs.field("seq/starwire", p50Of), figs.field("seq/raw", p50Of))},
+		{name: "(info) 32 in flight: starwire / raw-mux ops/s", unit: "%", info: true,
+			measured: ratio(figs.field("inflight32/starwire", opsOf), figs.field("inflight32/raw-mux", opsOf))},
+		{name: "(info) 32 in flight: raw-mux / raw pipelined ops/s", unit: "%", info: true,
+			measured: ratio(figs.field("inflight32/raw-mux", opsOf), figs.field("inflight32/raw", opsOf))},
+		{name: "(info) sequential: starwire / raw-mux p50", unit: "×", info: true,
+			measured: ratio(figs.field("seq/starwire", p50Of), figs.field("seq/raw-mux", p50Of))},
 		{name: "(info) 32 in flight: CPU per call, starwire / raw", unit: "×", info: true,
 			measured: ratio(figs.field("inflight32/starwire", cpuOf), figs.field("inflight32/raw", cpuOf))},
 		{name: "(info) 32 in flight: CPU per call, gRPC-Go / starwire", unit: "×", info: true,
@@ -94,4 +105,21 @@ func benchRawEcho(b *testing.B, addr string, inflight int) figure {
 		f.cpu = reportCPU(b, cpu1-cpu0)
 	}
 	return f
+}
+
+// benchRawMux measures the raw echo with one blocking goroutine per call in
+// flight (see RawMux): the floor of what any client that wakes one caller
+// per answer costs.
+func benchRawMux(b *testing.B, addr string, inflight int) figure {
+	m, err := DialRawMux(addr, inflight)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	slot := 0
+	return runCalls(b, inflight, warmCalls, func() func() error {
+		s, req := slot, echoPayload(64)
+		slot++
+		return func() error { return m.Echo(s, req) }
+	})
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"runtime"
@@ -274,6 +275,9 @@ func (t target) String() string {
 func logTargets(ts []target) {
 	var sb strings.Builder
 	sb.WriteString("targets (ratios within this run, median of repetitions):\n")
+	if f := flag.Lookup("test.benchtime"); f != nil && f.Value.String() == "1x" {
+		sb.WriteString("  (-benchtime=1x: one call per figure, the ratios below mean nothing)\n")
+	}
 	n := 0
 	for _, t := range ts {
 		if !math.IsNaN(t.median()) {

@@ -226,3 +226,49 @@ func TestRawServerCloseEndsConnections(t *testing.T) {
 		t.Fatal("echo succeeded after Close")
 	}
 }
+
+func TestRawMux(t *testing.T) {
+	m, err := DialRawMux(startRaw(t), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	done := make(chan error, m.Slots())
+	for slot := range m.Slots() {
+		go func() {
+			req := echoPayload(64)
+			for range 200 {
+				if err := m.Echo(slot, req); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range m.Slots() {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("raw mux calls did not finish")
+		}
+	}
+	for _, bad := range []struct {
+		slot int
+		req  []byte
+	}{{-1, make([]byte, 8)}, {8, make([]byte, 8)}, {0, make([]byte, 3)}} {
+		if err := m.Echo(bad.slot, bad.req); err == nil {
+			t.Errorf("Echo(slot %d, %d bytes) succeeded", bad.slot, len(bad.req))
+		}
+	}
+	m.Close()
+	if err := m.Echo(0, make([]byte, 8)); !errors.Is(err, ErrRawMuxClosed) {
+		t.Errorf("Echo after Close = %v, want ErrRawMuxClosed", err)
+	}
+	if _, err := DialRawMux("127.0.0.1:1", 0); err == nil {
+		t.Error("DialRawMux with no slots succeeded")
+	}
+}
