@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/cmd/starwire/internal/cluster"
 	"github.com/starwire/starwire/rpc"
 )
@@ -23,6 +25,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	ps := fs.Int("ps", 0, "with --registry_dir: the cluster's parameter-server tasks")
 	workers := fs.Int("workers", 0, "with --registry_dir: the cluster's worker tasks")
 	host := fs.String("host", "127.0.0.1", "with --registry_dir: the address to bind and publish")
+	iface := fs.String("afxdp_iface", "", "carry this task's calls to its peers over AF_XDP on this interface, whose address is the task's starwire host (every task must)")
 	transport := fs.String("transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
 	cf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -107,13 +110,27 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer s.Close()
 	}
+	tr.fallback = afxdpFallback(noIfaceGiven)
+	peerLine := transportName(layout.Protocol, tr)
+	if *iface != "" {
+		err := s.ServeAFXDP(*iface)
+		switch {
+		case err == nil:
+			peerLine = "starwire over " + s.PeerTransport
+		case errors.Is(err, afxdp.ErrUnavailable):
+			peerLine += "; AF_XDP on " + *iface + " unavailable: " + err.Error()
+		default:
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	if err := s.Start(layout, logger); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	fmt.Fprintf(stdout, "%s serving: grpc %s, starwire %s, protocol %s, transport %s; cluster %s\n",
-		task, s.GRPCAddr, orNone(s.StarAddr), layout.Protocol, transportName(layout.Protocol, tr), layout.Cluster)
+	fmt.Fprintf(stdout, "%s serving: grpc %s, starwire %s (%s), protocol %s; peer calls over %s; cluster %s\n",
+		task, s.GRPCAddr, orNone(s.StarAddr), tr.net.Name(), layout.Protocol, peerLine, layout.Cluster)
 	<-ctx.Done()
-	fmt.Fprintf(stdout, "%s stopping\n", task)
+	calls, bytes := s.PeerStats()
+	fmt.Fprintf(stdout, "%s stopping: %d calls to peers (%.1f MB) over %s\n", task, calls, float64(bytes)/1e6, peerLine)
 	return nil
 }
 

@@ -84,11 +84,13 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer local.Close()
 		layout = local.Layout
+		tr.fallback = afxdpFallback(onLoopback)
 		fmt.Fprintf(stdout, "local cluster: %s\n", layout.Cluster)
 		if local.EndpointMapPath != "" {
 			fmt.Fprintf(stdout, "endpoint map %s: %s\n", local.EndpointMapPath, endpointPairs(layout.Endpoints))
 		}
 	} else {
+		tr.fallback = afxdpFallback(driverOnTCP)
 		fmt.Fprintf(stdout, "joining cluster: %s\n", layout.Cluster)
 		if err := awaitCluster(ctx, layout, f.connectTimeout); err != nil {
 			return fmt.Errorf("train: %w", err)

@@ -15,9 +15,7 @@ type transportChoice struct {
 }
 
 // chooseTransport returns the transport named by --transport ("tcp" or
-// "udp"). Neither is AF_XDP: the tasks of a cluster this command starts
-// talk over loopback, and XDP only sees packets arriving on a NIC or veth,
-// so fallback says why, in terms of this process.
+// "udp"), with the reason it is not AF_XDP left for the caller to set.
 func chooseTransport(name string) (transportChoice, error) {
 	var c transportChoice
 	switch name {
@@ -28,12 +26,24 @@ func chooseTransport(name string) (transportChoice, error) {
 	default:
 		return c, usagef(`--transport %q, want "tcp" or "udp"`, name)
 	}
-	if os.Geteuid() != 0 {
-		c.fallback = "AF_XDP needs root (CAP_NET_ADMIN and CAP_BPF)"
-	} else {
-		c.fallback = "the tasks talk over loopback, where XDP never sees their packets; AF_XDP needs each task on its own NIC or veth"
-	}
 	return c, nil
+}
+
+// Why a run is not on AF_XDP, by situation.
+const (
+	noRoot       = "AF_XDP needs root (CAP_NET_ADMIN and CAP_BPF)"
+	onLoopback   = "the tasks talk over loopback, where XDP never sees their packets; AF_XDP needs each task on its own NIC or veth (serve --afxdp_iface)"
+	driverOnTCP  = "the driver's calls are control traffic and stay on the stream transport; tasks started with serve --afxdp_iface carry their peer calls over AF_XDP"
+	noIfaceGiven = "no --afxdp_iface given"
+)
+
+// afxdpFallback returns why, or "" when root could use AF_XDP and the
+// caller's situation decides.
+func afxdpFallback(situation string) string {
+	if os.Geteuid() != 0 {
+		return noRoot
+	}
+	return situation
 }
 
 // transportName describes the transport for the summary line.

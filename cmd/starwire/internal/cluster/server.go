@@ -28,11 +28,17 @@ type Server struct {
 	// GRPCAddr and StarAddr are the addresses the listeners got (StarAddr
 	// is empty when the protocol does not use starwire).
 	GRPCAddr, StarAddr string
+	// PeerTransport describes what carries the task's calls to its peers
+	// when it is not the starwire listener's transport (see ServeAFXDP).
+	PeerTransport string
 
 	grpcL   net.Listener
 	starL   rpc.Listener
 	starTr  rpc.Transport // carries the task's calls to its peers
 	starC   io.Closer     // closes what the starwire transport holds
+	xdpL    rpc.Listener  // the AF_XDP listener, with ServeAFXDP
+	xdpEP   io.Closer
+	peerTr  rpc.Transport // overrides starTr for peer calls
 	grpcSrv *grpc.Server
 	starSrv *rpc.Server
 	worker  *handlers.Worker
@@ -78,6 +84,9 @@ func (s *Server) Task() string { return rpc.TaskName(s.Job, s.Index) }
 // the task's own starwire transport, and serves it on the listeners.
 func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	layout.Transport = s.starTr
+	if s.peerTr != nil {
+		layout.Transport = s.peerTr
+	}
 	peers := NewPeers(layout)
 	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger})
 	if err != nil {
@@ -92,6 +101,9 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 		s.starSrv.Logger = logger
 		w.Register(s.starSrv)
 		go s.starSrv.Serve(s.starL)
+		if s.xdpL != nil {
+			go s.starSrv.Serve(s.xdpL)
+		}
 	}
 	return nil
 }
@@ -134,5 +146,8 @@ func (s *Server) Close() {
 	}
 	if s.starC != nil {
 		s.starC.Close()
+	}
+	if s.xdpEP != nil {
+		s.xdpEP.Close()
 	}
 }

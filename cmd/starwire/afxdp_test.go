@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/internal/netns"
+)
+
+// TestPeersOverAFXDP runs a ps and a worker in two network namespaces
+// joined by a veth pair, each serving with --afxdp_iface on its veth end,
+// and trains against them from the worker's namespace: the worker pulls
+// every step's rows from the ps with RecvTensor over AF_XDP, while the
+// driver's calls go over TCP.
+func TestPeersOverAFXDP(t *testing.T) {
+	p := netns.NewForTest(t, netns.Options{Queues: 1})
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	// start runs bin inside e's namespace: a child process inherits the
+	// namespace of the thread that forks it.
+	start := func(e *netns.End, out *bytes.Buffer, args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := e.Do(cmd.Start); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	var psOut, wOut, trainOut bytes.Buffer
+	servers := []struct {
+		cmd *exec.Cmd
+		out *bytes.Buffer
+	}{
+		{start(p.A, &psOut, "serve", "--job", "ps", "--ps", "1", "--workers", "1", "--registry_dir", dir,
+			"--host", p.A.Addr.String(), "--afxdp_iface", p.A.Link), &psOut},
+		{start(p.B, &wOut, "serve", "--job", "worker", "--ps", "1", "--workers", "1", "--registry_dir", dir,
+			"--host", p.B.Addr.String(), "--afxdp_iface", p.B.Link), &wOut},
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+		}
+	})
+	train := start(p.B, &trainOut, "train", "--registry_dir", dir, "--ps", "1", "--workers", "1",
+		"--steps", "60", "--vocab", "5000", "--held_out", "512", "--connect_timeout", "20s")
+	if err := train.Wait(); err != nil {
+		t.Fatalf("train: %v\n%s\nps:\n%s\nworker:\n%s", err, trainOut.String(), psOut.String(), wOut.String())
+	}
+	initial, final := heldOutLoss(t, trainOut.String())
+	if final >= initial {
+		t.Errorf("held-out loss %.4f -> %.4f", initial, final)
+	}
+	// Stop the servers and read what their peer calls went over.
+	for _, s := range servers {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, s := range servers {
+		done := make(chan struct{})
+		go func() { s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a server did not stop on SIGTERM:\n%s", s.out.String())
+		}
+	}
+	m := regexp.MustCompile(`stopping: (\d+) calls to peers .* over starwire over AF_XDP on `).FindStringSubmatch(wOut.String())
+	if m == nil {
+		t.Fatalf("the worker's peer calls did not go over AF_XDP:\n%s", wOut.String())
+	}
+	// Every training step and held-out batch pulls its rows once.
+	t.Logf("worker:\n%s", wOut.String())
+	if n, _ := strconv.Atoi(m[1]); n < 60 {
+		t.Errorf("the worker made %d peer calls over AF_XDP, want at least 60", n)
+	}
+}
