@@ -298,7 +298,8 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			runtime.Gosched()
 			continue
 		}
-		// Sleep until the next timer, and at most an RTO: packets a
+		// Sleep until the next timer (a delayed acknowledgement is one),
+	// and at most an RTO: packets a
 		// sender transmitted while the reactor was parked started
 		// retransmission timers it does not know about.
 		wait := e.opts.RTO
@@ -471,7 +472,16 @@ func (e *Endpoint) handle(d *Datagram) {
 			e.endSession(s, err)
 			return
 		}
-		if s.ackOwed && !s.inAcks {
+		switch {
+		case !s.ackOwed || s.inAcks:
+		case s.framed && (s.ooo == nil || s.ooo.held == 0) && e.opts.AckDelay > 0:
+			// A whole frame arrived in order: its answer, or the next
+			// request, will likely carry the acknowledgement, so a
+			// packet of its own waits a little.
+			if s.ackAt.IsZero() {
+				s.ackAt = e.now.Add(e.opts.AckDelay)
+			}
+		default:
 			s.inAcks = true
 			e.acks = append(e.acks, s)
 		}

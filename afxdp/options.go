@@ -22,6 +22,15 @@ type Options struct {
 	// ErrPeerUnreachable, when it gets no acknowledgement for this long
 	// while packets are outstanding. 0 means 5s.
 	DeadAfter time.Duration
+	// AckDelay is how long the acknowledgement of a packet that completed
+	// a frame may wait for data to ride on (the next request) before it is
+	// sent alone; 0 sends it at the end of the reactor loop (an inline
+	// handler's answer, sent in the same loop, still carries it). Packets
+	// of a frame still arriving are acknowledged per received batch, and
+	// gaps at once. A delay saves a packet per call, but on a loaded
+	// machine a parked reactor can wake milliseconds late and the peer
+	// then retransmits spuriously, so it is off by default.
+	AckDelay time.Duration
 	// Backlog bounds the sessions waiting in Accept; 0 means 128. A
 	// negative value makes the endpoint refuse sessions (dial only).
 	Backlog int

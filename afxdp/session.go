@@ -65,7 +65,9 @@ type session struct {
 	expect  uint32
 	naks    uint64 // out-of-order arrivals since the last ACK
 	ackOwed bool
-	inAcks  bool // on ep.acks
+	inAcks  bool      // on ep.acks
+	framed  bool      // a frame completed since the last acknowledgement
+	ackAt   time.Time // when a delayed acknowledgement is due, if any
 	ooo     *reorder
 	rx      frameParser
 
@@ -148,6 +150,8 @@ func (s *session) fillAck(h *PacketHeader) {
 		h.Flags |= FlagGap
 	}
 	s.ackOwed = false
+	s.framed = false
+	s.ackAt = time.Time{}
 	s.naks = 0
 }
 
@@ -292,14 +296,27 @@ func (s *session) timers() (time.Time, error) {
 		s.openAt = now.Add(s.openWait)
 		return s.openAt, nil
 	}
+	var ackAt time.Time
+	if !s.ackAt.IsZero() {
+		if s.ackOwed && !now.Before(s.ackAt) {
+			s.control(TypeAck) // nothing carried it in time
+		} else if s.ackOwed {
+			ackAt = s.ackAt
+		} else {
+			s.ackAt = time.Time{}
+		}
+	}
 	if s.retxAt.IsZero() {
-		return time.Time{}, nil
+		return ackAt, nil
 	}
 	if now.Sub(s.lastProgress) > s.ep.opts.DeadAfter {
 		return time.Time{}, fmt.Errorf("afxdp: session %#x with %v: no acknowledgement for %v: %w",
 			s.key.id, s.key.peer, s.ep.opts.DeadAfter, ErrPeerUnreachable)
 	}
 	if now.Before(s.retxAt) {
+		if !ackAt.IsZero() && ackAt.Before(s.retxAt) {
+			return ackAt, nil
+		}
 		return s.retxAt, nil
 	}
 	// Go back N: everything from the oldest unacknowledged packet again.
@@ -355,6 +372,7 @@ func (s *session) accept(h *PacketHeader, data []byte) (bool, error) {
 	}
 	s.expect++
 	if in != nil {
+		s.framed = true
 		s.conn.deliver(in)
 	}
 	return true, nil
