@@ -56,6 +56,7 @@ type Endpoint struct {
 	acks     []*session
 	rx       []Datagram
 	now      time.Time
+	epoch    time.Time // origin of the sessions' send times
 	err      error // why the reactor stopped; read after done
 
 	resent, dups, malformed, resets, forwardedIn, sendErrors atomic.Uint64
@@ -87,6 +88,7 @@ func newEndpoint(link Link, opts Options, g *Group) *Endpoint {
 	e := &Endpoint{
 		link: link, opts: opts, group: g,
 		dataLen:  link.MaxPayload() - HeaderLen,
+		epoch:    time.Now(),
 		done:     make(chan struct{}),
 		sessions: make(map[sessionKey]*session),
 		rx:       make([]Datagram, rxBatch),
@@ -196,7 +198,8 @@ func (e *Endpoint) Close() error {
 }
 
 func (e *Endpoint) newSession(key sessionKey) *session {
-	s := &session{ep: e, key: key, rto: e.opts.RTO, limit: 64}
+	s := &session{ep: e, key: key, rto: e.opts.RTO, rtoBase: e.opts.RTO, limit: 64,
+		sentAt: make([]time.Duration, e.opts.Window)}
 	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, e.opts.Deliveries), done: make(chan struct{})}
 	return s
 }

@@ -53,7 +53,10 @@ type session struct {
 	maxSent      uint32
 	assign       uint32
 	limit        uint32
-	rto          time.Duration
+	rto          time.Duration // current timeout, doubled on each expiry
+	rtoBase      time.Duration // from the round-trip estimate, at least Options.RTO
+	srtt, rttvar time.Duration
+	sentAt       []time.Duration // per window slot: when first sent (0: resent), since ep.epoch
 	retxAt       time.Time // zero when nothing is outstanding
 	lastProgress time.Time
 	dupAcks      uint64
@@ -109,7 +112,11 @@ func (s *session) emit(seq uint32, idx int) bool {
 	if s.maxSent == s.base {
 		s.lastProgress = s.ep.now // the clock of the dead-peer check starts now
 	}
-	if seqLess(s.maxSent, seq+1) {
+	slot := &s.sentAt[seq%uint32(len(s.sentAt))]
+	if seqLess(seq, s.maxSent) {
+		*slot = 0 // resent: its acknowledgement is no round-trip sample (Karn)
+	} else {
+		*slot = s.ep.now.Sub(s.ep.epoch)
 		s.maxSent = seq + 1
 	}
 	if s.retxAt.IsZero() {
@@ -256,7 +263,10 @@ func (s *session) onAck(h *PacketHeader) {
 		s.next, s.nextIdx = a, 0
 	}
 	s.lastProgress = s.ep.now
-	s.rto = s.ep.opts.RTO
+	if t := s.sentAt[(a-1)%uint32(len(s.sentAt))]; t != 0 {
+		s.sampleRTT(s.ep.now.Sub(s.ep.epoch) - t)
+	}
+	s.rto = s.rtoBase
 	s.dupAcks = 0
 	if a == s.maxSent {
 		s.retxAt = time.Time{}
@@ -270,10 +280,29 @@ func (s *session) onAck(h *PacketHeader) {
 	}
 }
 
+// sampleRTT updates the round-trip estimate and the timeout derived from
+// it as TCP does (RFC 6298), bounded by Options.RTO and MaxRTO, so a loaded
+// host whose answers come late is not flooded with spurious go-back-N
+// rounds.
+func (s *session) sampleRTT(r time.Duration) {
+	if s.srtt == 0 {
+		s.srtt, s.rttvar = r, r/2
+	} else {
+		d := s.srtt - r
+		if d < 0 {
+			d = -d
+		}
+		s.rttvar = (3*s.rttvar + d) / 4
+		s.srtt = (7*s.srtt + r) / 8
+	}
+	o := &s.ep.opts
+	s.rtoBase = min(max(s.srtt+4*s.rttvar, o.RTO), o.MaxRTO)
+}
+
 // fastRetransmit sends the oldest unacknowledged packet again, at most once
 // per half RTO for the same packet.
 func (s *session) fastRetransmit() {
-	if s.fastSeq == s.base && s.ep.now.Sub(s.fastAt) < s.ep.opts.RTO/2 {
+	if s.fastSeq == s.base && s.ep.now.Sub(s.fastAt) < s.rtoBase/2 {
 		return
 	}
 	if s.emit(s.base, 0) {
