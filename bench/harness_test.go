@@ -335,8 +335,7 @@ func newGRPCClient(b *testing.B, addr string) *GRPCClient {
 	return c
 }
 
-// echoContenders returns the call factories of the starwire and gRPC echo
-// contenders for 64-byte payloads.
+// echoCall returns a 64-byte starwire echo call that checks its answer.
 func echoCall(c *StarwireClient) func() error {
 	req, resp := echoPayload(64), make([]byte, 64)
 	ctx := context.Background()
@@ -351,6 +350,7 @@ func echoCall(c *StarwireClient) func() error {
 	}
 }
 
+// grpcEchoCall returns a 64-byte gRPC echo call.
 func grpcEchoCall(c *GRPCClient) func() error {
 	req := echoPayload(64)
 	ctx := context.Background()

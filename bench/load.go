@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -191,7 +192,7 @@ func (l *callerLoader) run(ctx context.Context, deadline time.Time, budget *atom
 			total.Add(n)
 			if err != nil {
 				mu.Lock()
-				first = cmpOr(first, err)
+				first = cmp.Or(first, err)
 				mu.Unlock()
 			}
 		}(samples[i])
@@ -199,13 +200,6 @@ func (l *callerLoader) run(ctx context.Context, deadline time.Time, budget *atom
 	wg.Wait()
 	lat.Merge(samples...)
 	return total.Load(), first
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func callLoop(ctx context.Context, call func(context.Context) error, deadline time.Time, budget *atomic.Int64, lat *Samples) (int64, error) {
