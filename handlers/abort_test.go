@@ -105,3 +105,59 @@ func TestCleanupGraphStopsWaitingStep(t *testing.T) {
 		t.Fatalf("%d steps, %d keys after cleanup", steps, keys)
 	}
 }
+
+// TestFedTensorOutlivesCall feeds a tensor that the worker only sends on to
+// the ps: the ps pulls it after the worker's RunGraph has returned and
+// other calls have reused the connection's buffers, and must still see the
+// fed shape and values.
+func TestFedTensorOutlivesCall(t *testing.T) {
+	c := newCluster(t, Options{})
+	ctx := testCtx(t)
+	f := wire.DTFloat
+	psDev, wkDev, wkInc := c.ps.w.Device(), c.worker.w.Device(), c.worker.w.Incarnation()
+	wkReg, err := c.worker.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
+		feedNode("x", "x:0", f, wkDev),
+		sendNode("x/_send", "x", "x:0", f, wkDev, wkInc, psDev),
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	psReg, err := c.ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
+		recvNode("x", "x:0", f, wkDev, wkInc, psDev),
+		nodeDef("y", "Identity", in("x"), attrs("T", f)),
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xKey := feedKey("x:0", wkDev)
+	for step := int64(300); step < 310; step++ {
+		x := f32([]int64{2, 3}, 1, 2, 3, 4, 5, float32(step))
+		var reply rpc.Reply
+		if _, err := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: step,
+			Send: []*tfpb.NamedTensorProto{{Name: xKey}}}, []wire.Tensor{x}, &reply); err != nil {
+			t.Fatal(err)
+		}
+		reply.Release()
+		x.Buf.Release()
+		// Another call on the same connection, with shapes of its own.
+		other := f32([]int64{7, 1, 1}, 9, 9, 9, 9, 9, 9, 9)
+		if _, err := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: step + 1000,
+			Send: []*tfpb.NamedTensorProto{{Name: xKey}}}, []wire.Tensor{other}, &reply); err != nil {
+			t.Fatal(err)
+		}
+		reply.Release()
+		other.Buf.Release()
+		if _, err := c.ps.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: psReg.GraphHandle, StepId: step, RecvKey: []string{"y"}}, nil, &reply); err != nil {
+			t.Fatal(err)
+		}
+		y := reply.Tensors[0]
+		if !sameShape(y.Shape, []int64{2, 3}) || !approxEqual(floatsOf(&y), []float32{1, 2, 3, 4, 5, float32(step)}) {
+			t.Fatalf("step %d: ps received %v%v", step, y.Shape, floatsOf(&y))
+		}
+		reply.Release()
+		for _, task := range []*testTask{c.ps, c.worker} {
+			task.wc.CleanupGraph(ctx, step)
+			task.wc.CleanupGraph(ctx, step+1000)
+		}
+	}
+}

@@ -130,9 +130,16 @@ func (w *Worker) runGraphErr(ctx context.Context, req *tfpb.RunGraphRequest, fee
 	if len(feeds) != len(req.GetSend()) {
 		return nil, nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: %d tensors for %d sends", len(feeds), len(req.GetSend()))
 	}
+	feeds = ownFeeds(feeds)
+	defer func() {
+		for i := range feeds {
+			feeds[i].Buf.Release()
+		}
+	}()
 	s := &step{w: w, g: g, id: req.GetStepId(), vals: make([]value, g.numOuts), ins: make([]value, g.numIns), ctxs: make([]opCtx, len(g.nodes))}
-	s.ctx, s.cancel = context.WithCancelCause(ctx)
-	defer s.cancel(nil)
+	var stop func()
+	s.ctx, s.cancel, stop = stepContext(ctx)
+	defer stop()
 	keyed, err := s.checkFeeds(req, feeds)
 	if err != nil {
 		return nil, nil, err
@@ -179,6 +186,24 @@ func (w *Worker) runGraphErr(ctx context.Context, req *tfpb.RunGraphRequest, fee
 		}
 	}
 	return resp, fetches, nil
+}
+
+// ownFeeds returns the feeds as tensors the step may keep past the call
+// (in its rendezvous, or sent on to another task): each with a reference of
+// its own and a shape of its own, since a received frame's shapes are
+// reused once the call ends. Memory without a Buf is copied.
+func ownFeeds(feeds []wire.Tensor) []wire.Tensor {
+	owned := make([]wire.Tensor, len(feeds))
+	for i := range feeds {
+		t := &feeds[i]
+		if t.Buf == nil && len(t.Data) > 0 {
+			owned[i] = copyTensor(t)
+			continue
+		}
+		owned[i] = refTensor(*t)
+		owned[i].Shape = append([]int64(nil), t.Shape...)
+	}
+	return owned
 }
 
 // checkFeeds matches every send to a feed node and checks its dtype and
