@@ -38,6 +38,7 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	transport := fs.String("transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
+	useXDP := fs.String("afxdp", "auto", `local cluster: "on" puts each task in a network namespace, joined by veth pairs, and carries the workers' RecvTensor calls over AF_XDP; "auto" does so when it can (root), "off" never`)
 	f.clusterFlags.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -65,6 +66,11 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := f.cfg.Validate(); err != nil {
 		return usagef("train: %v", err)
 	}
+	switch *useXDP {
+	case "auto", "on", "off":
+	default:
+		return usagef(`train: --afxdp %q, want "auto", "on" or "off"`, *useXDP)
+	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	tr, err := chooseTransport(*transport)
 	if err != nil {
@@ -78,13 +84,15 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("train: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		local, err = cluster.StartLocal(f.cfg.PS, f.cfg.Workers, layout.Protocol, tr.net, dir, logger)
+		local, tr.fallback, err = startLocal(cluster.LocalOptions{
+			PS: f.cfg.PS, Workers: f.cfg.Workers, Protocol: layout.Protocol, Net: tr.net, Dir: dir, Logger: logger,
+		}, *useXDP)
 		if err != nil {
 			return fmt.Errorf("train: start local cluster: %w", err)
 		}
 		defer local.Close()
 		layout = local.Layout
-		tr.fallback = afxdpFallback(onLoopback)
+		tr.peers = local.PeerTransport
 		fmt.Fprintf(stdout, "local cluster: %s\n", layout.Cluster)
 		if local.EndpointMapPath != "" {
 			fmt.Fprintf(stdout, "endpoint map %s: %s\n", local.EndpointMapPath, endpointPairs(layout.Endpoints))
@@ -170,4 +178,31 @@ func printSummary(w io.Writer, s *lr.Summary, p rpc.Protocol, transport string, 
 	}
 	fmt.Fprintf(w, "  RPCs (%s): %d (%.0f/s), bytes moved: %.1f MB (%.1f MB/s)\n", which, s.Calls, float64(s.Calls)/s.Elapsed.Seconds(), float64(s.Bytes)/1e6, float64(s.Bytes)/1e6/s.Elapsed.Seconds())
 	fmt.Fprintf(w, "  protocol: %s, transport: %s\n", p, transport)
+}
+
+// startLocal starts the local cluster, with AF_XDP between the tasks as
+// mode ("auto", "on", "off") says, and returns why AF_XDP is not used
+// ("" when it is).
+func startLocal(opts cluster.LocalOptions, mode string) (*cluster.Local, string, error) {
+	why := afxdpFallback(onLoopback)
+	switch {
+	case mode == "off":
+		why = "--afxdp off"
+	case !opts.Protocol.UsesStar():
+		why = "protocol " + string(opts.Protocol) + " has no starwire worker service"
+	case os.Geteuid() != 0 && mode == "auto":
+	default:
+		xo := opts
+		xo.AFXDP = true
+		l, err := cluster.StartLocal(xo)
+		if err == nil {
+			return l, "", nil
+		}
+		if mode == "on" {
+			return nil, "", err
+		}
+		why = "AF_XDP setup failed: " + err.Error()
+	}
+	l, err := cluster.StartLocal(opts)
+	return l, why, err
 }

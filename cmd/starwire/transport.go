@@ -12,6 +12,7 @@ import (
 type transportChoice struct {
 	net      cluster.Net
 	fallback string
+	peers    string // what carries the tasks' calls to each other, when not net
 }
 
 // chooseTransport returns the transport named by --transport ("tcp" or
@@ -50,6 +51,9 @@ func afxdpFallback(situation string) string {
 func transportName(p rpc.Protocol, t transportChoice) string {
 	if !p.UsesStar() {
 		return "gRPC over TCP (HTTP/2)"
+	}
+	if t.peers != "" {
+		return "starwire: RecvTensor between tasks over " + t.peers + "; driver calls over " + t.net.Name() + " on loopback"
 	}
 	return "starwire over " + t.net.Name() + " (fallback: " + t.fallback + ")"
 }

@@ -24,22 +24,40 @@ func (s *Server) ServeAFXDP(iface string) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %s: starwire address %s: %w", s.Task(), s.StarAddr, err)
 	}
-	link, err := afxdp.OpenXSK(iface, afxdp.XSKOptions{Port: ap.Port()})
+	ep, err := s.addAFXDP(iface, ap.Port(), nil)
 	if err != nil {
-		return fmt.Errorf("cluster: %s: %w", s.Task(), err)
+		return err
 	}
-	if got := link.LocalAddr(); got != ap {
-		link.Close()
+	if got := ep.Addr(); got != ap {
 		return fmt.Errorf("cluster: %s: %s has address %v, not the starwire address %v", s.Task(), iface, got.Addr(), ap.Addr())
 	}
-	ep := afxdp.NewEndpoint(link, afxdp.Options{})
-	tr := afxdprpc.Transport(ep)
-	l, err := tr.Listen("")
-	if err != nil {
-		ep.Close()
-		return fmt.Errorf("cluster: %s: %w", s.Task(), err)
-	}
-	s.xdpL, s.xdpEP, s.peerTr = l, ep, tr
+	s.peerTr = afxdprpc.Transport(ep)
 	s.PeerTransport = fmt.Sprintf("AF_XDP on %s (UDP port %d)", iface, ap.Port())
 	return nil
+}
+
+// addAFXDP opens an AF_XDP endpoint on iface at UDP port, inside the
+// namespace do runs its function in (nil: this thread's), and serves the
+// worker service on it once the task starts. The server closes it.
+func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error) (*afxdp.Endpoint, error) {
+	if do == nil {
+		do = func(f func() error) error { return f() }
+	}
+	var link *afxdp.XSKLink
+	err := do(func() (err error) {
+		link, err = afxdp.OpenXSK(iface, afxdp.XSKOptions{Port: port})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", s.Task(), err)
+	}
+	ep := afxdp.NewEndpoint(link, afxdp.Options{})
+	l, err := afxdprpc.Transport(ep).Listen("")
+	if err != nil {
+		ep.Close()
+		return nil, fmt.Errorf("cluster: %s: %w", s.Task(), err)
+	}
+	s.xdpLs = append(s.xdpLs, l)
+	s.xdpEPs = append(s.xdpEPs, ep)
+	return ep, nil
 }

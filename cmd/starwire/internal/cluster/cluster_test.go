@@ -33,7 +33,7 @@ func TestLocalClusterAnswers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			l, err := StartLocal(1, 2, tc.protocol, tc.net, t.TempDir(), quiet)
+			l, err := StartLocal(LocalOptions{PS: 1, Workers: 2, Protocol: tc.protocol, Net: tc.net, Dir: t.TempDir(), Logger: quiet})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,11 +4,35 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 
+	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/rpc"
 )
+
+// LocalOptions describe an in-process cluster.
+type LocalOptions struct {
+	PS, Workers int
+	Protocol    rpc.Protocol
+	// Net carries starwire; nil means TCP.
+	Net Net
+	// Dir receives the endpoint map file.
+	Dir    string
+	Logger *slog.Logger
+	// AFXDP gives every task a network namespace, joins each worker to
+	// each parameter server by a veth pair, and carries the workers' calls
+	// to the servers (RecvTensor) over AF_XDP on those links. The driver's
+	// calls stay on Net over loopback. It needs root; StartLocal fails
+	// with the reason when it cannot.
+	AFXDP bool
+}
+
+// xdpPort is the UDP port of every AF_XDP endpoint of a local fabric; each
+// sits on its own interface, so they do not collide.
+const xdpPort = 7700
 
 // A Local is a whole cluster in this process, every task on loopback ports
 // the kernel picked, each with peers of its own as separate processes
@@ -18,29 +42,40 @@ type Local struct {
 	// EndpointMapPath is the endpoint map file written for the launch.
 	EndpointMapPath string
 	Servers         []*Server
+	// PeerTransport says what carries the tasks' calls to each other.
+	PeerTransport string
+	fabric        *vethnet.Fabric
 }
 
-// StartLocal starts ps parameter servers and workers worker tasks over
-// protocol, writing the endpoint map into dir.
-func StartLocal(ps, workers int, protocol rpc.Protocol, n Net, dir string, logger *slog.Logger) (l *Local, err error) {
+// StartLocal starts the cluster opts describes.
+func StartLocal(opts LocalOptions) (l *Local, err error) {
 	l = &Local{}
 	defer func() {
 		if err != nil {
 			l.Close()
 		}
 	}()
+	protocol := opts.Protocol
 	jobs := map[string][]string{}
-	em := rpc.NewEndpointMap(filepath.Join(dir, rpc.DefaultEndpointMapFile))
+	em := rpc.NewEndpointMap(filepath.Join(opts.Dir, rpc.DefaultEndpointMapFile))
+	byTask := map[string]*Server{}
+	var psTasks, workerTasks []string
 	for _, job := range []struct {
 		name string
 		n    int
-	}{{"ps", ps}, {"worker", workers}} {
+	}{{"ps", opts.PS}, {"worker", opts.Workers}} {
 		for i := range job.n {
-			s, err := Listen(job.name, i, "127.0.0.1:0", "127.0.0.1:0", protocol.UsesStar(), n)
+			s, err := Listen(job.name, i, "127.0.0.1:0", "127.0.0.1:0", protocol.UsesStar(), opts.Net)
 			if err != nil {
 				return nil, err
 			}
 			l.Servers = append(l.Servers, s)
+			byTask[s.Task()] = s
+			if job.name == "ps" {
+				psTasks = append(psTasks, s.Task())
+			} else {
+				workerTasks = append(workerTasks, s.Task())
+			}
 			jobs[job.name] = append(jobs[job.name], s.GRPCAddr)
 			if protocol.UsesStar() {
 				if err := em.Add(s.GRPCAddr, s.StarAddr); err != nil {
@@ -55,7 +90,7 @@ func StartLocal(ps, workers int, protocol rpc.Protocol, n Net, dir string, logge
 	}
 	if protocol.UsesStar() {
 		// Written and read back, as tasks launched separately would read it.
-		l.EndpointMapPath = filepath.Join(dir, rpc.DefaultEndpointMapFile)
+		l.EndpointMapPath = filepath.Join(opts.Dir, rpc.DefaultEndpointMapFile)
 		if err := writeEndpointMap(l.EndpointMapPath, em); err != nil {
 			return nil, err
 		}
@@ -67,12 +102,50 @@ func StartLocal(ps, workers int, protocol rpc.Protocol, n Net, dir string, logge
 	if err := l.Layout.Check(); err != nil {
 		return nil, err
 	}
+	if opts.AFXDP {
+		if !protocol.UsesStar() {
+			return nil, fmt.Errorf("cluster: AF_XDP carries the starwire worker service, which protocol %s does not use", protocol)
+		}
+		if err := l.buildFabric(psTasks, workerTasks, byTask); err != nil {
+			return nil, err
+		}
+	}
 	for _, s := range l.Servers {
-		if err := s.Start(l.Layout, logger); err != nil {
+		if err := s.Start(l.Layout, opts.Logger); err != nil {
 			return nil, err
 		}
 	}
 	return l, nil
+}
+
+// buildFabric joins workers to servers by veth pairs and opens an AF_XDP
+// endpoint on both ends of each: the server serves on its end, the worker
+// routes its calls to that server through its end.
+func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server) error {
+	f, err := vethnet.Build(ps, workers)
+	if err != nil {
+		return err
+	}
+	l.fabric = f
+	for _, link := range f.Links {
+		do := func(task string) func(func() error) error {
+			return func(fn func() error) error { return f.Do(task, fn) }
+		}
+		srv, wrk := byTask[link.PS.Task], byTask[link.Worker.Task]
+		if _, err := srv.addAFXDP(link.PS.Name, xdpPort, do(link.PS.Task)); err != nil {
+			return err
+		}
+		ep, err := wrk.addAFXDP(link.Worker.Name, xdpPort, do(link.Worker.Task))
+		if err != nil {
+			return err
+		}
+		if wrk.routes == nil {
+			wrk.routes = make(map[string]route)
+		}
+		wrk.routes[link.PS.Task] = route{afxdprpc.Transport(ep), netip.AddrPortFrom(link.PS.Addr, xdpPort).String()}
+	}
+	l.PeerTransport = fmt.Sprintf("AF_XDP over %d veth pairs, one per worker and server, each task in its own network namespace", len(f.Links))
+	return nil
 }
 
 // PeerStats sums the calls the tasks made to each other.
@@ -85,10 +158,13 @@ func (l *Local) PeerStats() (calls, bytes int64) {
 	return calls, bytes
 }
 
-// Close stops every task.
+// Close stops every task and lets the namespaces of a fabric go.
 func (l *Local) Close() {
 	for _, s := range l.Servers {
 		s.Close()
+	}
+	if l.fabric != nil {
+		l.fabric.Close()
 	}
 }
 
@@ -101,3 +177,4 @@ func writeEndpointMap(path string, em rpc.EndpointMap) error {
 	_, werr := em.WriteTo(f)
 	return errors.Join(werr, f.Close())
 }
+

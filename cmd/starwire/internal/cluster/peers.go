@@ -41,7 +41,26 @@ type Peers struct {
 
 	mu      sync.Mutex
 	callers map[string]driver.Caller
+	routes  map[string]route
 	closed  bool
+}
+
+// A route reaches one task by another transport and address than the
+// layout's, such as an AF_XDP endpoint on a link to it.
+type route struct {
+	transport rpc.Transport
+	addr      string
+}
+
+// Route makes calls to task go to addr over transport. Call it before the
+// task's Caller is first asked for.
+func (p *Peers) Route(task string, transport rpc.Transport, addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.routes == nil {
+		p.routes = make(map[string]route)
+	}
+	p.routes[task] = route{transport, addr}
 }
 
 // NewPeers returns the peers of layout.
@@ -71,7 +90,9 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	var c driver.Caller
-	if p.layout.Protocol.UsesStar() {
+	if r, ok := p.routes[task]; ok {
+		c = driver.NewStarCaller(task, rpc.NewClient(r.addr, rpc.ClientOptions{Name: task, Transport: r.transport}))
+	} else if p.layout.Protocol.UsesStar() {
 		starAddr, err := p.layout.Endpoints.StarAddr(p.layout.Cluster, job, idx)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)

@@ -36,9 +36,10 @@ type Server struct {
 	starL   rpc.Listener
 	starTr  rpc.Transport // carries the task's calls to its peers
 	starC   io.Closer     // closes what the starwire transport holds
-	xdpL    rpc.Listener  // the AF_XDP listener, with ServeAFXDP
-	xdpEP   io.Closer
-	peerTr  rpc.Transport // overrides starTr for peer calls
+	xdpLs   []rpc.Listener // AF_XDP listeners (ServeAFXDP, local fabrics)
+	xdpEPs  []io.Closer
+	peerTr  rpc.Transport    // overrides starTr for peer calls
+	routes  map[string]route // overrides the layout for some peers
 	grpcSrv *grpc.Server
 	starSrv *rpc.Server
 	worker  *handlers.Worker
@@ -88,6 +89,9 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 		layout.Transport = s.peerTr
 	}
 	peers := NewPeers(layout)
+	for task, r := range s.routes {
+		peers.Route(task, r.transport, r.addr)
+	}
 	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("cluster: %s: %w", s.Task(), err)
@@ -101,8 +105,8 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 		s.starSrv.Logger = logger
 		w.Register(s.starSrv)
 		go s.starSrv.Serve(s.starL)
-		if s.xdpL != nil {
-			go s.starSrv.Serve(s.xdpL)
+		for _, l := range s.xdpLs {
+			go s.starSrv.Serve(l)
 		}
 	}
 	return nil
@@ -147,7 +151,7 @@ func (s *Server) Close() {
 	if s.starC != nil {
 		s.starC.Close()
 	}
-	if s.xdpEP != nil {
-		s.xdpEP.Close()
+	for _, ep := range s.xdpEPs {
+		ep.Close()
 	}
 }

@@ -18,7 +18,7 @@ func trainLocal(t *testing.T, protocol rpc.Protocol, cfg Config) *Summary {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	local, err := cluster.StartLocal(cfg.PS, cfg.Workers, protocol, nil, t.TempDir(), logger)
+	local, err := cluster.StartLocal(cluster.LocalOptions{PS: cfg.PS, Workers: cfg.Workers, Protocol: protocol, Dir: t.TempDir(), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
