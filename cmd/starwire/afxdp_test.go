@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -80,5 +81,22 @@ func TestPeersOverAFXDP(t *testing.T) {
 	t.Logf("worker:\n%s", wOut.String())
 	if n, _ := strconv.Atoi(m[1]); n < 60 {
 		t.Errorf("the worker made %d peer calls over AF_XDP, want at least 60", n)
+	}
+}
+
+// TestTrainLocalAFXDP trains on the in-process cluster with each task in
+// its own namespace and the workers' RecvTensor calls over AF_XDP.
+func TestTrainLocalAFXDP(t *testing.T) {
+	netns.Require(t)
+	code, out, errOut := runMain(t, "train", "--afxdp", "on", "--steps", "100", "--vocab", "5000", "--held_out", "1024")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	initial, final := heldOutLoss(t, out)
+	if final >= initial {
+		t.Errorf("held-out loss %.4f -> %.4f over AF_XDP", initial, final)
+	}
+	if !strings.Contains(out, "RecvTensor between tasks over AF_XDP") {
+		t.Errorf("summary does not report AF_XDP:\n%s", out)
 	}
 }

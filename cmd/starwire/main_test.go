@@ -219,6 +219,7 @@ func TestErrors(t *testing.T) {
 		{"serve unknown task", []string{"serve", "--job", "ps", "--task", "4", "--cluster", deadCluster, "--protocol", "grpc"}, 2, "task"},
 		{"staleness workers", []string{"staleness", "--workers", "0"}, 2, "0 workers"},
 		{"bad transport", []string{"train", "--transport", "smoke"}, 2, `--transport "smoke"`},
+		{"bad afxdp mode", []string{"train", "--afxdp", "maybe"}, 2, `--afxdp "maybe"`},
 		{"missing endpoint map", []string{"train", "--cluster", deadCluster, "--endpoint_map", filepath.Join(t.TempDir(), "none")}, 2, "no such file"},
 		{"unreachable peer grpc", []string{"train", "--cluster", deadCluster, "--protocol", "grpc", "--connect_timeout", "1s"}, 1, "cluster unreachable"},
 		{"unreachable peer star", []string{"train", "--cluster", deadCluster, "--endpoint_map", emap, "--connect_timeout", "1s"}, 1, "cluster unreachable"},

@@ -177,4 +177,3 @@ func writeEndpointMap(path string, em rpc.EndpointMap) error {
 	_, werr := em.WriteTo(f)
 	return errors.Join(werr, f.Close())
 }
-

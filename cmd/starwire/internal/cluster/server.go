@@ -34,8 +34,8 @@ type Server struct {
 
 	grpcL   net.Listener
 	starL   rpc.Listener
-	starTr  rpc.Transport // carries the task's calls to its peers
-	starC   io.Closer     // closes what the starwire transport holds
+	starTr  rpc.Transport  // carries the task's calls to its peers
+	starC   io.Closer      // closes what the starwire transport holds
 	xdpLs   []rpc.Listener // AF_XDP listeners (ServeAFXDP, local fabrics)
 	xdpEPs  []io.Closer
 	peerTr  rpc.Transport    // overrides starTr for peer calls
