@@ -57,7 +57,7 @@ type Endpoint struct {
 	rx       []Datagram
 	now      time.Time
 	epoch    time.Time // origin of the sessions' send times
-	err      error // why the reactor stopped; read after done
+	err      error     // why the reactor stopped; read after done
 
 	resent, dups, malformed, resets, forwardedIn, sendErrors atomic.Uint64
 }
@@ -198,7 +198,7 @@ func (e *Endpoint) Close() error {
 }
 
 func (e *Endpoint) newSession(key sessionKey) *session {
-	s := &session{ep: e, key: key, rto: e.opts.RTO, rtoBase: e.opts.RTO, limit: 64,
+	s := &session{ep: e, key: key, dataLen: e.dataLen, rto: e.opts.RTO, rtoBase: e.opts.RTO, limit: 64,
 		sentAt: make([]time.Duration, e.opts.Window)}
 	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, e.opts.Deliveries), done: make(chan struct{})}
 	return s
@@ -302,7 +302,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			continue
 		}
 		// Sleep until the next timer (a delayed acknowledgement is one),
-	// and at most an RTO: packets a
+		// and at most an RTO: packets a
 		// sender transmitted while the reactor was parked started
 		// retransmission timers it does not know about.
 		wait := e.opts.RTO
@@ -448,8 +448,9 @@ func (e *Endpoint) handle(d *Datagram) {
 				return
 			}
 		}
+		s.agree(h.Offset)
 		s.onAck(&h)
-		s.control(TypeAck)
+		s.openAck()
 		return
 	case TypeReset:
 		if s != nil {
@@ -462,6 +463,9 @@ func (e *Endpoint) handle(d *Datagram) {
 			e.reset(key)
 		}
 		return
+	}
+	if h.Flags&FlagSize != 0 {
+		s.agree(h.Offset)
 	}
 	if s.opening { // any answer opens the session
 		s.opening = false

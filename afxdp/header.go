@@ -17,7 +17,8 @@ import (
 //	24 ack u32 (every packet: the next packet number the sender expects)
 //	28 window u32 (every packet: how many packets from ack it accepts)
 //	32 offset u64 (DATA: where the data starts in its frame; ACK: how many
-//	   out-of-order packets arrived since the last ACK)
+//	   out-of-order packets arrived since the last ACK, or with FlagSize
+//	   the sender's datagram size; OPEN: the sender's datagram size)
 //
 // Every packet carries an acknowledgement, so replies piggyback acks. The
 // data, Length bytes, follows the header.
@@ -54,7 +55,8 @@ const (
 	FlagFirst  uint8 = 1 << iota // DATA: the first packet of a frame
 	FlagLast                     // DATA: the last packet of a frame
 	FlagGap                      // any: the sender holds packets past a gap at ack
-	flagsKnown = FlagFirst | FlagLast | FlagGap
+	FlagSize                     // ACK: Offset is the sender's datagram size (answering OPEN)
+	flagsKnown = FlagFirst | FlagLast | FlagGap | FlagSize
 )
 
 // Errors of DecodeHeader.
@@ -124,6 +126,9 @@ func DecodeHeader(b []byte) (PacketHeader, []byte, error) {
 	}
 	if h.Type != TypeData && (h.Length != 0 || h.Flags&(FlagFirst|FlagLast) != 0) {
 		return h, nil, fmt.Errorf("afxdp: %v packet with %d data bytes: %w", h.Type, h.Length, ErrBadPacket)
+	}
+	if h.Type != TypeAck && h.Flags&FlagSize != 0 {
+		return h, nil, fmt.Errorf("afxdp: %v packet with a size flag: %w", h.Type, ErrBadPacket)
 	}
 	if h.Type == TypeData && h.Flags&FlagFirst != 0 && h.Offset != 0 {
 		return h, nil, fmt.Errorf("afxdp: first packet at offset %d: %w", h.Offset, ErrBadPacket)

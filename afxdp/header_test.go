@@ -16,7 +16,8 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{"data first", afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst, Session: 1, Seq: 7, Msg: 3, Ack: 9, Window: 512}, 100},
 		{"data last", afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagLast | afxdp.FlagGap, Session: ^uint64(0), Seq: ^uint32(0), Offset: 1 << 40}, 1432},
 		{"ack", afxdp.PacketHeader{Type: afxdp.TypeAck, Session: 5, Ack: 1 << 31, Window: 64, Offset: 3}, 0},
-		{"open", afxdp.PacketHeader{Type: afxdp.TypeOpen, Session: 99, Window: 512}, 0},
+		{"open", afxdp.PacketHeader{Type: afxdp.TypeOpen, Session: 99, Window: 512, Offset: 1472}, 0},
+		{"open answer", afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagSize, Session: 99, Window: 512, Offset: 1750}, 0},
 		{"reset", afxdp.PacketHeader{Type: afxdp.TypeReset, Session: 99}, 0},
 	}
 	for _, tt := range tests {
@@ -53,6 +54,7 @@ func TestHeaderRejects(t *testing.T) {
 		{"reserved", func(b []byte) []byte { b[5] = 1; return b }, afxdp.ErrBadPacket},
 		{"ack with data", func(b []byte) []byte { b[3], b[4] = byte(afxdp.TypeAck), 0; return b }, afxdp.ErrBadPacket},
 		{"first not at zero", func(b []byte) []byte { b[32] = 1; return b }, afxdp.ErrBadPacket},
+		{"size flag on data", func(b []byte) []byte { b[4] |= afxdp.FlagSize; return b }, afxdp.ErrBadPacket},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

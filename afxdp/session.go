@@ -34,6 +34,9 @@ type session struct {
 	ep   *Endpoint
 	key  sessionKey
 	conn *Conn
+	// dataLen is the frame bytes a packet carries: the smaller of the two
+	// ends' datagram sizes, less the header, agreed in OPEN and its ACK.
+	dataLen int
 
 	mu       sync.Mutex
 	inq      []*wire.Message // Sent, not yet taken by the reactor
@@ -57,7 +60,7 @@ type session struct {
 	rtoBase      time.Duration // from the round-trip estimate, at least Options.RTO
 	srtt, rttvar time.Duration
 	sentAt       []time.Duration // per window slot: when first sent (0: resent), since ep.epoch
-	retxAt       time.Time // zero when nothing is outstanding
+	retxAt       time.Time       // zero when nothing is outstanding
 	lastProgress time.Time
 	dupAcks      uint64
 	fastSeq      uint32
@@ -95,7 +98,7 @@ func (s *session) emit(seq uint32, idx int) bool {
 	}
 	om := s.out.at(idx)
 	i := seq - om.first
-	d := uint64(s.ep.dataLen)
+	d := uint64(s.dataLen)
 	off := uint64(i) * d
 	n := min(d, om.total-off)
 	h := PacketHeader{Type: TypeData, Length: uint16(n), Session: s.key.id, Seq: seq, Msg: om.no, Offset: off}
@@ -162,7 +165,8 @@ func (s *session) fillAck(h *PacketHeader) {
 	s.naks = 0
 }
 
-// control sends a packet without data: ACK, OPEN, CLOSE or RESET.
+// control sends a packet without data: ACK, OPEN, CLOSE or RESET. OPEN
+// carries this end's datagram size in Offset.
 func (s *session) control(t PacketType) {
 	l := s.ep.link
 	buf := l.TxBuffer()
@@ -172,8 +176,11 @@ func (s *session) control(t PacketType) {
 	h := PacketHeader{Type: t, Session: s.key.id}
 	naks := s.naks
 	s.fillAck(&h)
-	if t == TypeAck {
+	switch t {
+	case TypeAck:
 		h.Offset = naks
+	case TypeOpen:
+		h.Offset = uint64(l.MaxPayload())
 	}
 	PutHeader(buf, &h)
 	l.Queue(HeaderLen, s.key.peer)
@@ -188,7 +195,7 @@ func (s *session) take() (closing bool) {
 	closing = s.closeReq
 	s.queued = false
 	s.mu.Unlock()
-	d := uint64(s.ep.dataLen)
+	d := uint64(s.dataLen)
 	for i, m := range q {
 		q[i] = nil
 		om := s.out.push()
@@ -378,7 +385,7 @@ func (s *session) onData(h *PacketHeader, data []byte) error {
 		}
 	case seqLess(s.expect, h.Seq) && seqLess(h.Seq, s.expect+uint32(s.ep.opts.Window)):
 		if s.ooo == nil {
-			s.ooo = newReorder(s.ep.opts.Window, s.ep.dataLen)
+			s.ooo = newReorder(s.ep.opts.Window, s.dataLen)
 		}
 		s.ooo.put(h, data)
 		s.naks++
@@ -438,4 +445,25 @@ func (s *session) end(err error) {
 		s.openDone <- err
 	}
 	s.conn.finish(err)
+}
+
+// openAck answers an OPEN: an ACK whose Offset is this end's datagram size,
+// flagged FlagSize, so the dialer learns the size both ends can carry.
+func (s *session) openAck() {
+	l := s.ep.link
+	buf := l.TxBuffer()
+	if buf == nil {
+		return // the dialer repeats its OPEN
+	}
+	h := PacketHeader{Type: TypeAck, Session: s.key.id, Flags: FlagSize, Offset: uint64(l.MaxPayload())}
+	s.fillAck(&h)
+	PutHeader(buf, &h)
+	l.Queue(HeaderLen, s.key.peer)
+}
+
+// agree takes the peer's datagram size from an OPEN or its answer.
+func (s *session) agree(peerMax uint64) {
+	if peerMax > HeaderLen && peerMax-HeaderLen < uint64(s.dataLen) {
+		s.dataLen = int(peerMax - HeaderLen)
+	}
 }

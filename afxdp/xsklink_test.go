@@ -278,3 +278,28 @@ func TestXSKPcap(t *testing.T) {
 		t.Fatalf("captured %d received and %d sent packets", in, out)
 	}
 }
+
+// TestXSKSizeAgreement joins ends with different datagram sizes on a
+// 9000-byte MTU: a kernel UDP socket sending 8972-byte datagrams, and an
+// AF_XDP link whose 2 KiB frames hold 1750. The session must use the
+// smaller size in both directions.
+func TestXSKSizeAgreement(t *testing.T) {
+	p := netns.NewForTest(t, netns.Options{MTU: 9000})
+	ls := openXSK(t, p.B, afxdp.XSKOptions{})
+	if ls.MaxPayload() >= 8972 {
+		t.Fatalf("AF_XDP link carries %d bytes", ls.MaxPayload())
+	}
+	var lc *afxdp.UDPLink
+	if err := p.A.Do(func() (err error) {
+		lc, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{MaxPayload: 8972})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1, DeadAfter: 2 * time.Second})
+	t.Cleanup(func() { srv.Close(); cli.Close() })
+	checkRPC(t, serveRPC(t, srv, cli), 100, 4<<20)
+	if ls.RxForeign.Load() != 0 {
+		t.Fatalf("%d frames the AF_XDP link could not take", ls.RxForeign.Load())
+	}
+}
