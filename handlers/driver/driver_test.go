@@ -37,7 +37,7 @@ type testCluster struct {
 	peers map[string]Caller
 }
 
-func newTestCluster(t *testing.T, protocol string) *testCluster {
+func newTestCluster(t testing.TB, protocol string) *testCluster {
 	t.Helper()
 	tc := &testCluster{protocol: protocol, star: map[string]string{}, grpc: map[string]string{}, peers: map[string]Caller{}}
 	for _, task := range []struct {
