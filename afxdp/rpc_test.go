@@ -140,3 +140,15 @@ func TestRPCOverMemLink(t *testing.T) {
 		t.Fatal("the link impaired nothing")
 	}
 }
+
+// TestRPCBlockingReceiver runs the calls with frames delivered from each
+// Conn's Receive goroutine instead of the reactor.
+func TestRPCBlockingReceiver(t *testing.T) {
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Loss: 0.02, Reorder: 0.1, Duplicate: 0.01, Seed: 5})
+	opts := afxdp.Options{BlockingReceiver: true, Deliveries: 8}
+	srv := afxdp.NewEndpoint(lb, opts)
+	opts.Backlog = -1
+	cli := afxdp.NewEndpoint(la, opts)
+	t.Cleanup(func() { srv.Close(); cli.Close() })
+	checkRPC(t, serveRPC(t, srv, cli), 500, 8<<20)
+}
