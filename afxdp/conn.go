@@ -79,6 +79,7 @@ func (c *Conn) Receive(r wire.Receiver) error {
 			s.ep.enqueue(s)
 		}
 		<-c.done
+		c.drainBacklog(r) // frames held for a Receive that came after the end
 		return c.err
 	}
 	for {
