@@ -14,11 +14,18 @@ type callCtx struct {
 	parent   context.Context
 	deadline time.Time
 
-	mu    sync.Mutex
-	gen   uint64 // counts reuses, so a late timer cannot cancel the next call
-	done  chan struct{}
-	err   error
-	timer *time.Timer
+	mu     sync.Mutex
+	gen    uint64 // counts reuses, so a late timer cannot cancel the next call
+	done   chan struct{}
+	err    error
+	timer  *time.Timer
+	afters []afterFunc // functions to run when the context ends
+	nextID uint64
+}
+
+type afterFunc struct {
+	id uint64
+	f  func()
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -32,6 +39,7 @@ func (c *callCtx) reset(parent context.Context, timeout time.Duration) {
 	c.mu.Lock()
 	c.gen++
 	c.done, c.err, c.timer = nil, nil, nil
+	c.afters = c.afters[:0]
 	c.mu.Unlock()
 }
 
@@ -49,11 +57,48 @@ func (c *callCtx) Done() <-chan struct{} {
 		return c.done
 	}
 	c.done = make(chan struct{})
-	if !c.deadline.IsZero() {
+	c.armLocked()
+	return c.done
+}
+
+// armLocked starts the deadline timer, once someone waits for the context.
+func (c *callCtx) armLocked() {
+	if c.timer == nil && !c.deadline.IsZero() {
 		gen := c.gen
 		c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.cancelGen(gen, context.DeadlineExceeded) })
 	}
-	return c.done
+}
+
+// AfterFunc arranges for f to run on its own goroutine once the context
+// ends. The context package looks for this method: without it, a context
+// derived from this one (context.WithCancel, WithTimeout) would start a
+// goroutine that watches Done and outlives the call.
+func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireLocked()
+	if c.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	c.nextID++
+	id, gen := c.nextID, c.gen
+	c.afters = append(c.afters, afterFunc{id: id, f: f})
+	c.armLocked()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.gen != gen {
+			return false
+		}
+		for i, a := range c.afters {
+			if a.id == id {
+				c.afters = append(c.afters[:i], c.afters[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
 }
 
 func (c *callCtx) Err() error {
@@ -95,6 +140,11 @@ func (c *callCtx) cancelLocked(err error) {
 	if c.err == nil {
 		c.err = err
 	}
+	for i, a := range c.afters {
+		go a.f()
+		c.afters[i] = afterFunc{}
+	}
+	c.afters = c.afters[:0]
 	if c.done != nil && c.done != closedChan {
 		select {
 		case <-c.done:
@@ -104,9 +154,14 @@ func (c *callCtx) cancelLocked(err error) {
 	}
 }
 
-// finish stops the timer before the context goes back to the pool.
+// finish ends the context when its call is over, as net/http does for a
+// request's, so that contexts derived from it end too, and stops the timer
+// before the context goes back to the pool.
 func (c *callCtx) finish() {
 	c.mu.Lock()
+	if c.done != nil || len(c.afters) > 0 {
+		c.cancelLocked(context.Canceled)
+	}
 	if c.timer != nil {
 		c.timer.Stop()
 	}

@@ -122,29 +122,15 @@ func (k *call) answerLocked(in *wire.Inbound, err error) (wake bool) {
 // when both have happened (or, for an abandoned call, when the request is
 // out), since each wake-up costs more than the rest of a small call.
 func (k *call) wait(ctx context.Context) error {
-	select {
-	case <-k.done:
-	case <-ctx.Done():
-		k.cc.mu.Lock()
-		switch {
-		case k.answered || k.receiving:
-			// The answer is here or landing; its token will come.
-			k.cc.mu.Unlock()
-			<-k.done
-			k.cc.mu.Lock()
-		default:
-			k.abandoned = true
-			k.err = Errorf(CodeOf(ctx.Err()), "%v", ctx.Err())
-			if k.sent {
-				go k.cc.sendCancel(k.id, CodeOf(ctx.Err()))
-			} else {
-				// Sent still reads the request; it wakes us.
-				k.cc.mu.Unlock()
-				<-k.done
-				k.cc.mu.Lock()
-			}
+	cancelled := ctx.Done()
+	if cancelled == nil {
+		<-k.done // a plain receive costs less than a select
+	} else {
+		select {
+		case <-k.done:
+		case <-cancelled:
+			k.abandon(ctx.Err())
 		}
-		k.cc.mu.Unlock()
 	}
 	k.cc.mu.Lock()
 	defer k.cc.mu.Unlock()
@@ -172,6 +158,30 @@ func (k *call) wait(ctx context.Context) error {
 
 // sendCancel tells the server to stop call id; status says why, so the
 // handler's context reports the caller's reason.
+// abandon gives up on the call because its context ended with cause. It
+// returns once the transport no longer reads the request.
+func (k *call) abandon(cause error) {
+	k.cc.mu.Lock()
+	defer k.cc.mu.Unlock()
+	if k.answered || k.receiving {
+		// The answer is here or landing; its token will come.
+		k.cc.mu.Unlock()
+		<-k.done
+		k.cc.mu.Lock()
+		return
+	}
+	k.abandoned = true
+	k.err = Errorf(CodeOf(cause), "%v", cause)
+	if k.sent {
+		go k.cc.sendCancel(k.id, CodeOf(cause))
+		return
+	}
+	// Sent still reads the request; it wakes us.
+	k.cc.mu.Unlock()
+	<-k.done
+	k.cc.mu.Lock()
+}
+
 func (cc *clientConn) sendCancel(id uint64, status wire.Code) {
 	cc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindCancel, CallID: id, Status: status}})
 }

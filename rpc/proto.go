@@ -12,6 +12,10 @@ import (
 // metaBufs recycles the buffers protobuf metadata is marshalled into.
 var metaBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
+// replies recycles CallProto's replies, which the call table refers to and
+// which would otherwise escape to the heap on every call.
+var replies = sync.Pool{New: func() any { return new(Reply) }}
+
 // CallProto calls m with req marshalled as the metadata and unmarshals the
 // answer's metadata into resp. It is for methods without tensors.
 func (c *Client) CallProto(ctx context.Context, m Method, req, resp proto.Message) error {
@@ -22,9 +26,9 @@ func (c *Client) CallProto(ctx context.Context, m Method, req, resp proto.Messag
 		return c.fail(m, Errorf(wire.InvalidArgument, "marshal %T: %v", req, err))
 	}
 	*bp = meta
-	var reply Reply
-	defer reply.Release()
-	if err := c.Call(ctx, m, &Request{Meta: meta}, &reply); err != nil {
+	reply := replies.Get().(*Reply)
+	defer func() { reply.Release(); replies.Put(reply) }()
+	if err := c.Call(ctx, m, &Request{Meta: meta}, reply); err != nil {
 		return err
 	}
 	if err := proto.Unmarshal(reply.Meta, resp); err != nil {

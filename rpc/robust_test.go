@@ -246,3 +246,40 @@ func TestShutdownDrainsCallsInFlight(t *testing.T) {
 		}
 	}
 }
+
+// A context derived from the handler's ends with the call and starts no
+// goroutine of its own that could outlive it.
+func TestDerivedContextEndsWithCall(t *testing.T) {
+	env := newTestEnv(t)
+	m := NewMethod("Derive")
+	derived := make(chan context.Context, 1)
+	env.srv.Register(m, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		child, cancel := context.WithCancel(ctx)
+		_ = cancel // deliberately left for the call's end to cancel
+		derived <- child
+		return nil
+	}, HandlerOptions{})
+	var reply Reply
+	if err := env.client.Call(context.Background(), m, &Request{}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	child := <-derived
+	select {
+	case <-child.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("derived context outlived its call")
+	}
+}
+
+func TestStatusMessageNotRepeated(t *testing.T) {
+	env := newTestEnv(t)
+	m := NewMethod("Refuse")
+	env.srv.Register(m, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		return Errorf(wire.InvalidArgument, "bad feed")
+	}, HandlerOptions{Inline: true})
+	var reply Reply
+	err := env.client.Call(context.Background(), m, &Request{}, &reply)
+	if want := "rpc: call Refuse to " + env.addr + ": invalid argument: bad feed"; err == nil || err.Error() != want {
+		t.Fatalf("err = %q, want %q", err, want)
+	}
+}

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -132,7 +133,12 @@ func (call *serverCall) finish(err error) {
 	call.msg = wire.Message{Header: wire.Header{Kind: wire.KindResponse, Method: h.Method, CallID: h.CallID}, Done: call}
 	if err != nil {
 		call.resp.reset()
-		call.err = append(call.err[:0], err.Error()...)
+		msg := err.Error()
+		var st *Status
+		if errors.As(err, &st) {
+			msg = st.Msg // the code travels in the header
+		}
+		call.err = append(call.err[:0], msg...)
 		call.msg.Header.Kind = wire.KindError
 		call.msg.Header.Status = CodeOf(err)
 		call.msg.Meta = call.err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -221,9 +222,17 @@ func (c *tcpConn) Close() error {
 // Receive reads frames until the connection fails.
 func (c *tcpConn) Receive(r wire.Receiver) error {
 	var hb [wire.HeaderSize]byte
+	corked, delivered := false, 0
 	for {
-		if c.br.Buffered() == 0 {
+		if corked && c.br.Buffered() == 0 {
+			// Callers woken by this batch are about to queue frames (the
+			// next requests, or the answers of goroutine handlers);
+			// yielding once lets them, so they leave in the same write.
+			if delivered > 1 {
+				runtime.Gosched()
+			}
 			c.uncork()
+			corked, delivered = false, 0
 		}
 		if _, err := io.ReadFull(c.br, hb[:]); err != nil {
 			return c.fail(err)
@@ -233,8 +242,9 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 			// A stream cannot be resynchronised after a bad header.
 			return c.fail(err)
 		}
-		if c.br.Buffered() > 0 {
+		if !corked && c.br.Buffered() > 0 {
 			c.cork()
+			corked = true
 		}
 		in := wire.NewInbound()
 		if _, err := io.ReadFull(c.br, in.Begin(&h)); err != nil {
@@ -246,6 +256,7 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 			return c.fail(err)
 		}
 		c.framesIn.Add(1)
+		delivered++
 		r.Deliver(in)
 	}
 }

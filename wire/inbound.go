@@ -21,8 +21,10 @@ type Inbound struct {
 	Tensors []Tensor // shapes valid until Release
 	Err     error    // why the tensors could not be received; Meta is still valid
 
-	head *bufpool.Buffer // metadata and descriptors
-	dims []int64         // storage for the tensors' shapes
+	head  *bufpool.Buffer // metadata and descriptors, when they outgrow small
+	small [256]byte       // metadata and descriptors of small frames
+	body  []byte          // whichever of the two holds them
+	dims  []int64         // storage for the tensors' shapes
 }
 
 var inboundPool = sync.Pool{New: func() any { return new(Inbound) }}
@@ -35,17 +37,22 @@ func NewInbound() *Inbound { return inboundPool.Get().(*Inbound) }
 func (in *Inbound) Begin(h *Header) []byte {
 	in.Header = *h
 	in.Err = nil
-	in.head = bufpool.Get(int(h.MetaLen) + int(h.DescLen))
-	b := in.head.Bytes()
-	in.Meta = b[:h.MetaLen]
-	return b
+	n := int(h.MetaLen) + int(h.DescLen)
+	if n <= len(in.small) {
+		in.body = in.small[:n]
+	} else {
+		in.head = bufpool.Get(n)
+		in.body = in.head.Bytes()
+	}
+	in.Meta = in.body[:h.MetaLen]
+	return in.body
 }
 
 // ParseDescs decodes the tensor descriptors that follow the metadata and
 // checks that their byte lengths add up to the header's PayloadLen.
 func (in *Inbound) ParseDescs() error {
 	h := &in.Header
-	b := in.head.Bytes()[h.MetaLen:]
+	b := in.body[h.MetaLen:]
 	in.Tensors = in.Tensors[:0]
 	// Every dimension costs 8 descriptor bytes, so this bounds all shapes
 	// together and ParseDesc never has to grow the storage.
@@ -108,7 +115,7 @@ func (in *Inbound) Release() {
 	}
 	in.Tensors = in.Tensors[:0]
 	in.head.Release()
-	in.head = nil
+	in.head, in.body = nil, nil
 	in.Meta = nil
 	in.Err = nil
 	inboundPool.Put(in)
