@@ -3,7 +3,9 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -281,5 +283,18 @@ func TestStatusMessageNotRepeated(t *testing.T) {
 	err := env.client.Call(context.Background(), m, &Request{}, &reply)
 	if want := "rpc: call Refuse to " + env.addr + ": invalid argument: bad feed"; err == nil || err.Error() != want {
 		t.Fatalf("err = %q, want %q", err, want)
+	}
+}
+
+func TestWrappedStatusKeepsContext(t *testing.T) {
+	env := newTestEnv(t)
+	m := NewMethod("RefuseWrapped")
+	env.srv.Register(m, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		return fmt.Errorf("node %q: %w", "gather", Errorf(wire.InvalidArgument, "index 5 out of range"))
+	}, HandlerOptions{Inline: true})
+	var reply Reply
+	err := env.client.Call(context.Background(), m, &Request{}, &reply)
+	if want := "invalid argument: node \"gather\": index 5 out of range"; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("err = %q, want suffix %q", err, want)
 	}
 }

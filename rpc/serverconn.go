@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,7 +137,9 @@ func (call *serverCall) finish(err error) {
 		msg := err.Error()
 		var st *Status
 		if errors.As(err, &st) {
-			msg = st.Msg // the code travels in the header
+			// The code travels in the header; keep the context that
+			// wraps the status, without the code's text.
+			msg = strings.Replace(msg, st.Error(), st.Msg, 1)
 		}
 		call.err = append(call.err[:0], msg...)
 		call.msg.Header.Kind = wire.KindError
