@@ -97,7 +97,7 @@ func (j *Job) Setup(ctx context.Context) error {
 	}
 	inc := func(job string, i int) (string, uint64, error) {
 		dev := device(job, i)
-		st, ok := status[dev[:len(dev)-len("/device:CPU:0")]]
+		st, ok := status[task(dev)]
 		if !ok || len(st.GetDeviceAttributes()) == 0 {
 			return "", 0, fmt.Errorf("lr: %s reported no device", dev)
 		}

@@ -25,8 +25,10 @@ type message struct {
 
 type rawCodec struct{}
 
+// Name implements encoding.Codec.
 func (rawCodec) Name() string { return "starwire-staleness-raw" }
 
+// Marshal implements encoding.Codec: version then blob, one copy.
 func (rawCodec) Marshal(v any) ([]byte, error) {
 	m, ok := v.(*message)
 	if !ok {
@@ -38,6 +40,7 @@ func (rawCodec) Marshal(v any) ([]byte, error) {
 	return out, nil
 }
 
+// Unmarshal implements encoding.Codec.
 func (rawCodec) Unmarshal(b []byte, v any) error {
 	m, ok := v.(*message)
 	if !ok {
