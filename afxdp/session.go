@@ -244,8 +244,8 @@ func (s *session) onAck(h *PacketHeader) {
 	}
 	s.limit = a + h.Window
 	if a == s.base {
-		if s.base == s.maxSent || h.Type != TypeAck {
-			return
+		if s.base == s.maxSent || h.Type != TypeAck || h.Flags&FlagSize != 0 {
+			return // nothing outstanding, or no duplicate count in Offset
 		}
 		// A duplicate acknowledgement: the peer got packets past a gap.
 		s.dupAcks += h.Offset
