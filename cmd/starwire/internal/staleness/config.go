@@ -8,8 +8,14 @@ import (
 
 // Protocols the benchmark runs over.
 const (
+	// ProtocolStarwire is starwire over TCP on loopback.
 	ProtocolStarwire = "starwire"
-	ProtocolGRPC     = "grpc"
+	// ProtocolAFXDP is starwire over AF_XDP: the server in a network
+	// namespace of its own, joined to each peer by a veth pair. It needs
+	// root.
+	ProtocolAFXDP = "afxdp"
+	// ProtocolGRPC is gRPC over TCP on loopback.
+	ProtocolGRPC = "grpc"
 )
 
 // ErrConfig is wrapped by every configuration error.

@@ -19,8 +19,8 @@ type peer interface {
 	close()
 }
 
-// Run runs the benchmark over protocol (ProtocolStarwire or ProtocolGRPC)
-// for cfg.Duration, or until ctx ends.
+// Run runs the benchmark over protocol (ProtocolStarwire, ProtocolAFXDP or
+// ProtocolGRPC) for cfg.Duration, or until ctx ends.
 func Run(ctx context.Context, protocol string, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -37,12 +37,23 @@ func Run(ctx context.Context, protocol string, cfg Config) (*Result, error) {
 	switch protocol {
 	case ProtocolStarwire:
 		addr, stop, err = startStarwire(st)
-		dial = func() (peer, error) { return dialStarwire(addr), nil }
+		dial = func() (peer, error) { return dialStarwire(addr, nil), nil }
+	case ProtocolAFXDP:
+		var x *xdpFabric
+		if x, err = startAFXDP(st, cfg.Workers+1); err == nil {
+			stop = x.close
+			next := 0
+			dial = func() (peer, error) {
+				p := x.peers[next]
+				next++
+				return dialStarwire(p.addr, p.tr), nil
+			}
+		}
 	case ProtocolGRPC:
 		addr, stop, err = startGRPC(st, maxMsg)
 		dial = func() (peer, error) { return dialGRPC(addr, maxMsg) }
 	default:
-		return nil, fmt.Errorf("%w: protocol %q, want %q or %q", ErrConfig, protocol, ProtocolStarwire, ProtocolGRPC)
+		return nil, fmt.Errorf("%w: protocol %q, want %q, %q or %q", ErrConfig, protocol, ProtocolStarwire, ProtocolAFXDP, ProtocolGRPC)
 	}
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/starwire/starwire/internal/netns"
 )
 
 func TestRunBothProtocols(t *testing.T) {
@@ -41,6 +43,31 @@ func TestRunBothProtocols(t *testing.T) {
 				t.Errorf("mean staleness %.2f outside [0, %d]", res.MeanStaleness, res.Versions)
 			}
 		})
+	}
+}
+
+// TestRunOverAFXDP runs the benchmark with the server in a namespace of
+// its own, reached by every peer over AF_XDP on a veth pair.
+func TestRunOverAFXDP(t *testing.T) {
+	netns.Require(t)
+	cfg := Config{
+		DataSize:  256 << 10,
+		PushEvery: 20 * time.Millisecond,
+		PullEvery: 20 * time.Millisecond,
+		StepEvery: 2 * time.Millisecond,
+		Workers:   2,
+		Duration:  500 * time.Millisecond,
+	}
+	res, err := Run(context.Background(), ProtocolAFXDP, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res)
+	if res.Versions < 4 || res.Pull.Count() < 3 {
+		t.Errorf("%d versions and %d pulls with data, want at least 4 and 3", res.Versions, res.Pull.Count())
+	}
+	if res.Corrupted != 0 {
+		t.Errorf("%d pulled blobs carried the wrong version", res.Corrupted)
 	}
 }
 

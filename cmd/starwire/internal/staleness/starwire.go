@@ -18,8 +18,8 @@ var (
 	mPull = rpc.NewMethod("staleness.Pull")
 )
 
-// startStarwire serves st over starwire on a free loopback port.
-func startStarwire(st *store) (addr string, stop func(), err error) {
+// newStarServer returns a server of st's Push and Pull methods.
+func newStarServer(st *store) *rpc.Server {
 	srv := rpc.NewServer()
 	srv.Register(mPush, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {
 		if len(req.Meta) != 8 || len(req.Tensors) != 1 {
@@ -44,6 +44,12 @@ func startStarwire(st *store) (addr string, stop func(), err error) {
 		}
 		return nil
 	}, rpc.HandlerOptions{Inline: true})
+	return srv
+}
+
+// startStarwire serves st over starwire on a free loopback port.
+func startStarwire(st *store) (addr string, stop func(), err error) {
+	srv := newStarServer(st)
 	tr := &rpc.TCP{}
 	l, err := tr.Listen("127.0.0.1:0")
 	if err != nil {
@@ -61,8 +67,9 @@ type starwireConn struct {
 	reply rpc.Reply
 }
 
-func dialStarwire(addr string) *starwireConn {
-	return &starwireConn{c: rpc.NewClient(addr, rpc.ClientOptions{Name: "parameter server"})}
+// dialStarwire returns a connection to addr over tr (nil means TCP).
+func dialStarwire(addr string, tr rpc.Transport) *starwireConn {
+	return &starwireConn{c: rpc.NewClient(addr, rpc.ClientOptions{Name: "parameter server", Transport: tr})}
 }
 
 func (s *starwireConn) push(ctx context.Context, version uint64, blob []byte) error {
