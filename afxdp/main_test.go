@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
@@ -22,18 +24,89 @@ import (
 const (
 	helperEnv     = "AFXDP_TEST_HELPER"
 	helperLinkEnv = "AFXDP_TEST_LINK"
-	helperLife    = 60 * time.Second
+	helperKindEnv = "AFXDP_TEST_KIND"
+	helperAddrEnv = "AFXDP_TEST_ADDR"
+	helperLife    = 10 * time.Minute // a bound in case the parent's pipe stays open
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "xsk-server" {
+	switch os.Getenv(helperEnv) {
+	case "xsk-server":
 		os.Exit(runHelperServer(os.Getenv(helperLinkEnv)))
+	case "rpc-server":
+		os.Exit(runBenchServer(os.Getenv(helperKindEnv), os.Getenv(helperLinkEnv), os.Getenv(helperAddrEnv)))
 	}
 	os.Exit(m.Run())
 }
 
+// runBenchServer serves the benchmark's methods until its parent is done.
+func runBenchServer(name, link, addr string) int {
+	kind, _, xo := benchKind(name)
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	stop, err := startBenchServer(kind, link, a, xo)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
+	fmt.Println("ready")
+	waitForParent()
+	return 0
+}
+
+// startHelper runs this test binary as a helper of role in e's namespace,
+// waits for it to be ready, and stops it at the end of the test. It
+// returns the helper's command, for a test that kills it.
+func startHelper(t testing.TB, e *netns.End, role, kind string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", e.NS, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+role, helperLinkEnv+"="+e.Link,
+		helperKindEnv+"="+kind, helperAddrEnv+"="+e.Addr.String())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close() // a clean exit, which detaches its XDP program
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		ready <- strings.TrimSpace(line)
+	}()
+	select {
+	case line := <-ready:
+		if line != "ready" {
+			t.Fatalf("helper said %q", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("helper did not start")
+	}
+	return cmd
+}
+
 // runHelperServer accepts sessions and drops what they carry, until killed
-// or helperLife passes.
+// or its parent is done.
 func runHelperServer(link string) int {
 	l, err := afxdp.OpenXSK(link, afxdp.XSKOptions{Port: xskPort})
 	if err != nil {
@@ -51,9 +124,23 @@ func runHelperServer(link string) int {
 			go c.Receive(discard{})
 		}
 	}()
-	time.Sleep(helperLife)
+	waitForParent()
 	ep.Close()
 	return 0
+}
+
+// waitForParent returns when standard input closes (the parent is done or
+// died) or helperLife passes.
+func waitForParent() {
+	eof := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(eof)
+	}()
+	select {
+	case <-eof:
+	case <-time.After(helperLife):
+	}
 }
 
 type discard struct{}
@@ -67,30 +154,7 @@ func (discard) Deliver(in *wire.Inbound)     { in.Release() }
 // gone from its interface.
 func TestXSKPeerKilled(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
-	cmd := exec.Command("ip", "netns", "exec", p.B.NS, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=xsk-server", helperLinkEnv+"="+p.B.Link)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		ready <- strings.TrimSpace(line)
-	}()
-	select {
-	case line := <-ready:
-		if line != "ready" {
-			t.Fatalf("helper said %q", line)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("helper did not start")
-	}
+	cmd := startHelper(t, p.B, "xsk-server", "")
 
 	const deadAfter = 500 * time.Millisecond
 	opts := afxdp.Options{DeadAfter: deadAfter, MaxRTO: 100 * time.Millisecond, Backlog: -1}

@@ -41,51 +41,94 @@ func (t *nsTCP) Dial(ctx context.Context, addr string) (c rpc.Conn, err error) {
 	return c, err
 }
 
-func newBenchEnv(b *testing.B, kind string) *benchEnv {
-	mtu, xo := 0, afxdp.XSKOptions{}
+const benchPort = 7800
+
+// benchKind splits a benchmark name into the transport and the veth's MTU
+// and UMEM chunk size.
+func benchKind(kind string) (string, int, afxdp.XSKOptions) {
 	if kind == "afxdp-jumbo" {
 		// 9000-byte MTU, 4 KiB UMEM chunks: 3798 bytes of data a packet.
-		kind, mtu, xo = "afxdp", 9000, afxdp.XSKOptions{FrameSize: 4096}
+		return "afxdp", 9000, afxdp.XSKOptions{FrameSize: 4096}
 	}
-	p := netns.NewForTest(b, netns.Options{MTU: mtu})
+	return kind, 0, afxdp.XSKOptions{}
+}
+
+// startBenchServer serves the echo and sink methods over kind on the veth
+// end named link with address addr, in the calling thread's namespace. It
+// returns a function that stops it.
+func startBenchServer(kind, link string, addr netip.Addr, xo afxdp.XSKOptions) (stop func(), err error) {
 	srv := rpc.NewServer()
 	srv.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})
 	srv.Register(methodSink, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error { return nil }, rpc.HandlerOptions{Inline: true})
 	var l rpc.Listener
-	var cliT rpc.Transport
-	var addr string
+	closeEP := func() {}
 	switch kind {
 	case "tcp":
-		var err error
-		addr = netip.AddrPortFrom(p.B.Addr, 7800).String()
-		if err := p.B.Do(func() (err error) { l, err = (&rpc.TCP{}).Listen(addr); return err }); err != nil {
-			b.Fatal(err)
+		if l, err = (&rpc.TCP{}).Listen(netip.AddrPortFrom(addr, benchPort).String()); err != nil {
+			return nil, err
 		}
-		cliT = &nsTCP{end: p.A}
-		_ = err
 	default:
-		var ls, lc afxdp.Link
+		var ln afxdp.Link
 		if kind == "afxdp" {
-			ls, lc = openXSK(b, p.B, xo), openXSK(b, p.A, xo)
+			xo.Port = benchPort
+			ln, err = afxdp.OpenXSK(link, xo)
 		} else {
-			ls, lc = udpPair(b, p)
+			ln, err = afxdp.ListenUDP(netip.AddrPortFrom(addr, benchPort).String(), afxdp.UDPOptions{})
 		}
-		es, ec := afxdp.NewEndpoint(ls, afxdp.OptionsFromEnv("ps", 0)), afxdp.NewEndpoint(lc, afxdp.OptionsFromEnv("worker", 1))
-		b.Cleanup(func() { es.Close(); ec.Close() })
-		var err error
-		if l, err = afxdprpc.Transport(es).Listen(""); err != nil {
-			b.Fatal(err)
+		if err != nil {
+			return nil, err
 		}
-		addr, cliT = es.Addr().String(), afxdprpc.Transport(ec)
+		ep := afxdp.NewEndpoint(ln, afxdp.OptionsFromEnv("ps", 0))
+		closeEP = func() { ep.Close() }
+		if l, err = afxdprpc.Transport(ep).Listen(""); err != nil {
+			ep.Close()
+			return nil, err
+		}
 	}
 	go srv.Serve(l)
-	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: cliT})
-	b.Cleanup(func() {
-		c.Close()
+	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
-	})
+		closeEP()
+	}, nil
+}
+
+// newBenchEnv starts the server in B, in this process or, with
+// separate, in a process of its own (the layout users deploy), and a client
+// dialing it from A.
+func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
+	kind, mtu, xo := benchKind(name)
+	p := netns.NewForTest(b, netns.Options{MTU: mtu})
+	if separate {
+		startHelper(b, p.B, "rpc-server", name)
+	} else {
+		var stop func()
+		if err := p.B.Do(func() (err error) { stop, err = startBenchServer(kind, p.B.Link, p.B.Addr, xo); return err }); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(stop)
+	}
+	addr := netip.AddrPortFrom(p.B.Addr, benchPort).String()
+	var cliT rpc.Transport
+	switch kind {
+	case "tcp":
+		cliT = &nsTCP{end: p.A}
+	default:
+		var lc afxdp.Link
+		if kind == "afxdp" {
+			lc = openXSK(b, p.A, xo)
+		} else {
+			if err := p.A.Do(func() (err error) { lc, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{}); return err }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ec := afxdp.NewEndpoint(lc, afxdp.OptionsFromEnv("worker", 1))
+		b.Cleanup(func() { ec.Close() })
+		cliT = afxdprpc.Transport(ec)
+	}
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: cliT})
+	b.Cleanup(func() { c.Close() })
 	// One call so the connection is up before timing.
 	var r rpc.Reply
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -165,10 +208,16 @@ func tensorBench(b *testing.B, env *benchEnv) {
 	b.ReportMetric(float64(b.N)*size/b.Elapsed().Seconds()/1e9, "GB/s")
 }
 
-func BenchmarkTransport(b *testing.B) {
+func BenchmarkTransport(b *testing.B) { transportBench(b, false) }
+
+// BenchmarkTransportProcesses is BenchmarkTransport with the server in a
+// process of its own.
+func BenchmarkTransportProcesses(b *testing.B) { transportBench(b, true) }
+
+func transportBench(b *testing.B, separate bool) {
 	for _, kind := range []string{"afxdp", "udp", "tcp", "afxdp-jumbo"} {
 		b.Run(kind, func(b *testing.B) {
-			env := newBenchEnv(b, kind)
+			env := newBenchEnv(b, kind, separate)
 			if kind != "afxdp-jumbo" {
 				b.Run("sequential", func(b *testing.B) { callsBench(b, env, 1) })
 				b.Run("inflight32", func(b *testing.B) { callsBench(b, env, 32) })
