@@ -51,7 +51,8 @@ func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %s: %w", s.Task(), err)
 	}
-	ep := afxdp.NewEndpoint(link, afxdp.Options{})
+	// DeepRec's *_ENABLE_POLLING and *_DISABLE_PIN_CORES tune the reactor.
+	ep := afxdp.NewEndpoint(link, afxdp.OptionsFromEnv(s.Job, 0))
 	l, err := afxdprpc.Transport(ep).Listen("")
 	if err != nil {
 		ep.Close()
