@@ -152,3 +152,23 @@ func TestRPCBlockingReceiver(t *testing.T) {
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	checkRPC(t, serveRPC(t, srv, cli), 500, 8<<20)
 }
+
+// TestRPCPollingModes runs calls with a busy-polling, pinned server reactor
+// and a client reactor that spins before sleeping, as the *_ENABLE_POLLING
+// and *_DISABLE_PIN_CORES variables ask.
+func TestRPCPollingModes(t *testing.T) {
+	t.Setenv(afxdp.EnvPSPolling, "true")
+	t.Setenv(afxdp.EnvPSDisablePin, "false")
+	so := afxdp.OptionsFromEnv("ps", 0)
+	if !so.Busy || !so.Pin || so.CPU != 0 {
+		t.Fatalf("options from the environment: %+v", so)
+	}
+	if co := afxdp.OptionsFromEnv("worker", 1); co.Busy || co.Pin {
+		t.Fatalf("worker options follow the ps variables: %+v", co)
+	}
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	srv := afxdp.NewEndpoint(lb, so)
+	cli := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1, Spin: 100 * time.Microsecond})
+	t.Cleanup(func() { srv.Close(); cli.Close() })
+	checkRPC(t, serveRPC(t, srv, cli), 200, 1<<20)
+}
