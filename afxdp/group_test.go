@@ -48,7 +48,13 @@ func openGroup(t testing.TB, e *netns.End, mode xdp.Mode, opts afxdp.Options) (*
 		links[i] = l
 	}
 	g := afxdp.NewGroup(links, opts)
-	t.Cleanup(func() { g.Close() })
+	t.Cleanup(func() {
+		g.Close()
+		// The links shared one program; the last to close detached it.
+		if on, err := e.XDPAttached(); err != nil || on {
+			t.Errorf("%s: XDP program still attached after close (%v)", e.Link, err)
+		}
+	})
 	return g, xl
 }
 
