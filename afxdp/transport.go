@@ -100,3 +100,15 @@ package afxdp
 // before it on receive): tests use the program's loss knob and
 // ImpairedLink. Available says why AF_XDP cannot be used on an interface,
 // wrapping ErrUnavailable, so callers fall back to UDPLink or TCP.
+//
+// # What to expect on veth
+//
+// Copy mode costs the kernel an skb allocation and two copies per packet,
+// while TCP crosses a veth in 64 KiB segments. Measured with both ends on
+// two shared vCPUs (BenchmarkTransport, BenchmarkTransportProcesses), the
+// packet transport over AF_XDP matches TCP on sequential calls in one
+// process (p50 15-22µs both), trails it with 32 calls in flight, and moves
+// a 16 MiB tensor at 0.1-0.6 GB/s against TCP's 0.7-1.9 GB/s (a 9000-byte
+// MTU roughly doubles AF_XDP's figure). Kernel UDP is slower than AF_XDP on
+// every count. The case for this path is zero-copy NICs, where the
+// per-packet kernel work disappears.
