@@ -109,6 +109,6 @@ package afxdp
 // packet transport over AF_XDP matches TCP on sequential calls in one
 // process (p50 15-22µs both), trails it with 32 calls in flight, and moves
 // a 16 MiB tensor at 0.1-0.6 GB/s against TCP's 0.7-1.9 GB/s (a 9000-byte
-// MTU roughly doubles AF_XDP's figure). Kernel UDP is slower than AF_XDP on
-// every count. The case for this path is zero-copy NICs, where the
-// per-packet kernel work disappears.
+// MTU roughly doubles AF_XDP's figure). Kernel UDP is mostly slower than
+// AF_XDP. The case for this path is zero-copy NICs, where the per-packet
+// kernel work disappears.
