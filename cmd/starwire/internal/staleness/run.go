@@ -82,9 +82,7 @@ func Run(ctx context.Context, protocol string, cfg Config) (*Result, error) {
 	// and the run would take its end for a failure.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopAt := time.AfterFunc(cfg.Duration, cancel)
-	defer stopAt.Stop()
-	return r.do(ctx, peers[0], peers[1:])
+	return r.do(ctx, cancel, peers[0], peers[1:])
 }
 
 // run is one benchmark's shared state.
@@ -107,13 +105,17 @@ func (r *run) fail(ctx context.Context, err error) {
 	r.mu.Unlock()
 }
 
-func (r *run) do(ctx context.Context, trainer peer, workers []peer) (*Result, error) {
+// do runs the trainer and the workers until cfg.Duration has passed, then
+// calls stop.
+func (r *run) do(ctx context.Context, stop func(), trainer peer, workers []peer) (*Result, error) {
 	blob := make([]byte, r.cfg.DataSize)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i+8 <= len(blob); i += 8 {
 		binary.LittleEndian.PutUint64(blob[i:], rng.Uint64())
 	}
 	start := time.Now()
+	stopAt := time.AfterFunc(r.cfg.Duration, stop)
+	defer stopAt.Stop()
 	// The first version is in place before the workers start, so every
 	// sample measures lag behind a running trainer.
 	if err := r.push(ctx, trainer, blob); err != nil {
