@@ -1,6 +1,24 @@
 // Command starwire runs a parameter-server cluster over starwire: a local
 // training job (train), one long-lived task of a cluster (serve), and the
 // parameter-serving staleness benchmark (staleness).
+//
+// With no flags, train starts one parameter server and two workers in this
+// process over grpc+seastar and trains a sparse logistic-regression model
+// on synthetic clicks; as root it gives each task a network namespace and
+// carries the workers' RecvTensor calls over AF_XDP (--afxdp off: TCP).
+// --protocol grpc runs the same job over gRPC.
+//
+// A cluster of separate processes, on ports the kernel picks:
+//
+//	starwire serve --job ps --task 0 --ps 1 --workers 2 --registry_dir /tmp/reg &
+//	starwire serve --job worker --task 0 --ps 1 --workers 2 --registry_dir /tmp/reg &
+//	starwire serve --job worker --task 1 --ps 1 --workers 2 --registry_dir /tmp/reg &
+//	starwire train --registry_dir /tmp/reg
+//
+// or on known ports, with --cluster ps=h:p;worker=h:p,h:p (or TF_CONFIG)
+// and, for grpc+seastar, the endpoint map (.endpoint_map or
+// TF_SEASTAR_ENDPOINT_MAP_PATH). Errors are one line on stderr; the exit
+// status is 2 for a bad command line and 1 for a failed run.
 package main
 
 import (
