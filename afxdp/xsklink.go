@@ -41,8 +41,13 @@ type XSKOptions struct {
 	// (skb) mode, which measured lower latency than native on veth.
 	XDPMode xdp.Mode
 	// Pcap, when set, receives a pcap capture (Ethernet frames) of every
-	// packet the link sends and receives.
+	// packet the link sends and receives, written by the reactor: give it
+	// a bufio.Writer and flush that after Close. For debugging, not speed.
 	Pcap io.Writer
+	// Allow, when not empty, lists the only peers whose packets the
+	// steering program lets through to the sockets; others are dropped
+	// in XDP and counted (xdp.Counters.NotAllowed).
+	Allow []netip.Addr
 }
 
 // XSKLink is a Link over AF_XDP sockets bound to the queues of one
@@ -160,7 +165,7 @@ func OpenXSKLinks(ifname string, opts XSKOptions, n int) (_ []*XSKLink, err erro
 		maxQ = max(maxQ, q+1)
 	}
 	sh := &xskShared{}
-	if sh.prog, err = xdp.Load(xdp.Options{Ports: []uint16{opts.Port}, Queues: max(maxQ, xdp.DefaultQueues)}); err != nil {
+	if sh.prog, err = xdp.Load(xdp.Options{Ports: []uint16{opts.Port}, Queues: max(maxQ, xdp.DefaultQueues), Allow: opts.Allow}); err != nil {
 		return nil, fmt.Errorf("afxdp: open %s: %w: %w", ifname, err, ErrUnavailable)
 	}
 	var links []*XSKLink

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -302,4 +304,31 @@ func TestXSKSizeAgreement(t *testing.T) {
 	if ls.RxForeign.Load() != 0 {
 		t.Fatalf("%d frames the AF_XDP link could not take", ls.RxForeign.Load())
 	}
+}
+
+// TestXSKAllow checks that an allowlist lets the listed peer through and
+// drops, in XDP, a peer not on it.
+func TestXSKAllow(t *testing.T) {
+	p := netns.NewForTest(t, netns.Options{})
+	other := netip.MustParseAddr("198.18.255.254")
+	ls := openXSK(t, p.B, afxdp.XSKOptions{Allow: []netip.Addr{other}})
+	lc := openXSK(t, p.A, afxdp.XSKOptions{})
+	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+	t.Cleanup(func() { srv.Close(); cli.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := cli.Dial(ctx, fmt.Sprintf("%s:%d", p.B.Addr, xskPort)); err == nil {
+		t.Fatal("a peer off the allowlist opened a session")
+	}
+	c, err := ls.Program().Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NotAllowed == 0 {
+		t.Fatalf("nothing dropped by the allowlist: %+v", c)
+	}
+	if err := ls.Program().Allow(p.A.Addr); err != nil {
+		t.Fatal(err)
+	}
+	checkRPC(t, serveRPC(t, srv, cli), 10, 0)
 }
