@@ -1,10 +1,14 @@
 package afxdp_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/rpc"
 )
 
 func listenUDP(t testing.TB, addr string) *afxdp.UDPLink {
@@ -87,4 +91,45 @@ func TestRPCOverUDPImpaired(t *testing.T) {
 	if is.Dropped == 0 || is.Reordered == 0 || is.Duplicated == 0 {
 		t.Fatalf("nothing impaired: %+v", is)
 	}
+}
+
+// TestServerRestart closes the server endpoint and starts a new one on the
+// same port: the client's session is reset or times out, and the rpc
+// client redials and carries on.
+func TestServerRestart(t *testing.T) {
+	ls := listenUDP(t, "127.0.0.1:0")
+	addr := ls.LocalAddr().String()
+	srv := afxdp.NewEndpoint(ls, afxdp.Options{})
+	cli := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{Backlog: -1, DeadAfter: time.Second})
+	t.Cleanup(func() { cli.Close() })
+	c := serveRPC(t, srv, cli)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var r rpc.Reply
+	if err := c.Call(ctx, methodEcho, &rpc.Request{Meta: []byte("before")}, &r); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	srv2 := afxdp.NewEndpoint(listenUDP(t, addr), afxdp.Options{})
+	t.Cleanup(func() { srv2.Close() })
+	s := rpc.NewServer()
+	s.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})
+	l, err := afxdprpc.Transport(srv2).Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	// The first call may fail with the old session; the next redials.
+	var last error
+	for range 50 {
+		if last = c.Call(ctx, methodEcho, &rpc.Request{Meta: []byte("after")}, &r); last == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if last != nil || string(r.Meta) != "after" {
+		t.Fatalf("after the restart: %v, %q", last, r.Meta)
+	}
+	r.Release()
 }
