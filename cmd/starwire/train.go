@@ -93,6 +93,11 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer local.Close()
 		layout = local.Layout
 		tr.peers = local.PeerTransport
+		// The master side asks every task for its status over gRPC first,
+		// as TensorFlow's master does whatever the worker protocol.
+		if err := awaitCluster(ctx, layout, f.connectTimeout); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
 		fmt.Fprintf(stdout, "local cluster: %s\n", layout.Cluster)
 		if local.EndpointMapPath != "" {
 			fmt.Fprintf(stdout, "endpoint map %s: %s\n", local.EndpointMapPath, endpointPairs(layout.Endpoints))
