@@ -302,9 +302,9 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			continue
 		}
 		// Sleep until the next timer (a delayed acknowledgement is one),
-		// and at most an RTO: packets a
-		// sender transmitted while the reactor was parked started
-		// retransmission timers it does not know about.
+		// and at most an RTO: packets a sender transmitted while the
+		// reactor was parked started retransmission timers it does not
+		// know about.
 		wait := e.opts.RTO
 		if !next.IsZero() {
 			wait = min(max(next.Sub(e.now), 0), wait)
