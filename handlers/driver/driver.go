@@ -209,18 +209,31 @@ func (d *Driver) runPartition(ctx context.Context, step int64, p *Partition) err
 }
 
 // CleanupStep tells tasks that step is over, so they drop what their
-// rendezvous still holds for it.
+// rendezvous still holds for it. The tasks are told concurrently.
 func (d *Driver) CleanupStep(ctx context.Context, step int64, tasks ...string) error {
-	var errs []error
-	for _, task := range tasks {
+	cleanup := func(task string) error {
 		c, err := d.Caller(task)
 		if err == nil {
 			err = c.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: step})
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("driver: CleanupGraph step %d on %s: %w", step, task, err))
+			return fmt.Errorf("driver: CleanupGraph step %d on %s: %w", step, task, err)
 		}
+		return nil
 	}
+	if len(tasks) == 1 {
+		return cleanup(tasks[0])
+	}
+	errs := make([]error, len(tasks))
+	var wg sync.WaitGroup
+	for i, task := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = cleanup(task)
+		}()
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
