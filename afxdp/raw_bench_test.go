@@ -82,6 +82,14 @@ func (w wait) idle(idleSince, now time.Time, limit time.Duration, poll func(time
 	}
 }
 
+// current is w, or sleep while an A/B server is not the one measured.
+func current(w wait, active *atomic.Bool) wait {
+	if active != nil && !active.Load() {
+		return sleep
+	}
+	return w
+}
+
 // pinger is one client implementation.
 type pinger interface {
 	// send transmits a frame carrying seq.
@@ -97,39 +105,59 @@ func drive(b *testing.B, p pinger) {
 	samples := make([]int64, 0, maxRTTSamples)
 	resends := 0
 	var seq uint32
-	// One untimed round trip so both ends are warm.
-	p.send(b, 0)
-	if !p.recv(b, 0, time.Now().Add(roundTripCap)) {
-		b.Fatal("no echo of the warm-up frame")
-	}
+	warmUp(b, p)
 	b.ReportAllocs()
 	b.SetBytes(2 * 64)
 	start := time.Now()
 	for b.Loop() {
 		seq++
-		t0 := time.Now()
-		giveUp := t0.Add(roundTripCap)
-		for {
-			p.send(b, seq)
-			if p.recv(b, seq, earliest(time.Now().Add(resendAfter), giveUp)) {
-				break
-			}
-			if time.Now().After(giveUp) {
-				b.Fatalf("no echo of frame %d within %v", seq, roundTripCap)
-			}
-			resends++
-		}
+		d, r := roundTrip(b, p, seq)
+		resends += r
 		if len(samples) < cap(samples) {
-			samples = append(samples, int64(time.Since(t0)))
+			samples = append(samples, int64(d))
 		}
 	}
 	elapsed := time.Since(start)
-	slices.Sort(samples)
-	b.ReportMetric(float64(seq)/elapsed.Seconds(), "rt/s")
-	b.ReportMetric(float64(samples[len(samples)/2]), "p50-ns")
-	b.ReportMetric(float64(samples[len(samples)*99/100]), "p99-ns")
+	reportRTT(b, "", float64(seq)/elapsed.Seconds(), samples)
 	b.ReportMetric(float64(resends), "resends")
 	b.ReportMetric(0, "ns/op") // rt/s says it better
+}
+
+// warmUp makes one untimed round trip so both ends are warm.
+func warmUp(b *testing.B, p pinger) {
+	p.send(b, 0)
+	if !p.recv(b, 0, time.Now().Add(roundTripCap)) {
+		b.Fatal("no echo of the warm-up frame")
+	}
+}
+
+// roundTrip sends seq until its echo arrives, resending after
+// resendAfter, failing after roundTripCap; it returns the time taken and
+// the number of resends.
+func roundTrip(b *testing.B, p pinger, seq uint32) (time.Duration, int) {
+	t0 := time.Now()
+	giveUp := t0.Add(roundTripCap)
+	for resends := 0; ; resends++ {
+		p.send(b, seq)
+		if p.recv(b, seq, earliest(time.Now().Add(resendAfter), giveUp)) {
+			return time.Since(t0), resends
+		}
+		if time.Now().After(giveUp) {
+			b.Fatalf("no echo of frame %d within %v", seq, roundTripCap)
+		}
+	}
+}
+
+// reportRTT reports a rate and the median and 99th percentile of samples
+// (sorted in place), with metric names prefixed by prefix.
+func reportRTT(b *testing.B, prefix string, rate float64, samples []int64) {
+	if len(samples) == 0 {
+		return
+	}
+	slices.Sort(samples)
+	b.ReportMetric(rate, prefix+"rt/s")
+	b.ReportMetric(float64(samples[len(samples)/2]), prefix+"p50-ns")
+	b.ReportMetric(float64(samples[len(samples)*99/100]), prefix+"p99-ns")
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -255,7 +283,10 @@ func xskPoll(s *xsk.Socket) func(time.Duration) {
 	return func(d time.Duration) { s.Poll(d) }
 }
 
-func xskEcho(s *xsk.Socket, w wait) func(stop *atomic.Bool) {
+// xskEcho is the echo server loop. While active is false (nil means
+// always active) it waits in poll() whatever w says, so an idle server
+// does not compete for the CPU with the one being measured.
+func xskEcho(s *xsk.Socket, w wait, active *atomic.Bool) func(stop *atomic.Bool) {
 	return func(stop *atomic.Bool) {
 		var descs [64]xsk.Desc
 		poll := xskPoll(s)
@@ -263,7 +294,7 @@ func xskEcho(s *xsk.Socket, w wait) func(stop *atomic.Bool) {
 		for !stop.Load() {
 			n := s.Receive(descs[:])
 			if n == 0 {
-				w.idle(idleSince, time.Now(), serverIdle, poll)
+				current(w, active).idle(idleSince, time.Now(), serverIdle, poll)
 				continue
 			}
 			for _, d := range descs[:n] {
@@ -278,7 +309,9 @@ func xskEcho(s *xsk.Socket, w wait) func(stop *atomic.Bool) {
 	}
 }
 
-func benchXSK(b *testing.B, e *rawEnv, w wait) {
+// xskSockets opens a client socket in A and a server socket in B and
+// registers them; b's cleanup closes them.
+func (e *rawEnv) xskSockets(b *testing.B) (cli, srv *xsk.Socket) {
 	open := func(end *netns.End, p *xdp.Program) *xsk.Socket {
 		var s *xsk.Socket
 		err := end.Do(func() (err error) {
@@ -299,8 +332,12 @@ func benchXSK(b *testing.B, e *rawEnv, w wait) {
 		})
 		return s
 	}
-	cli, srv := open(e.pair.A, e.progA), open(e.pair.B, e.progB)
-	stop := serve(b, e, xskEcho(srv, w))
+	return open(e.pair.A, e.progA), open(e.pair.B, e.progB)
+}
+
+func benchXSK(b *testing.B, e *rawEnv, w wait) {
+	cli, srv := e.xskSockets(b)
+	stop := serve(b, e, xskEcho(srv, w, nil))
 	defer stop()
 	drive(b, &xskClient{s: cli, hdr: &e.toB, wait: w, poll: xskPoll(cli)})
 }
@@ -372,14 +409,15 @@ func (c *asavieClient) recv(b *testing.B, seq uint32, deadline time.Time) bool {
 	}
 }
 
-func asavieEcho(s *asavie.Socket, w wait) func(stop *atomic.Bool) {
+// asavieEcho is xskEcho for asavie/xdp.
+func asavieEcho(s *asavie.Socket, w wait, active *atomic.Bool) func(stop *atomic.Bool) {
 	return func(stop *atomic.Bool) {
 		poll := asaviePoll(s)
 		idleSince := time.Now()
 		for !stop.Load() {
 			n := s.NumReceived()
 			if n == 0 {
-				w.idle(idleSince, time.Now(), serverIdle, poll)
+				current(w, active).idle(idleSince, time.Now(), serverIdle, poll)
 				continue
 			}
 			descs := s.Receive(n)
@@ -444,7 +482,7 @@ func (e *rawEnv) closeAsavie() {
 
 func benchAsavie(b *testing.B, e *rawEnv, w wait) {
 	cli, srv := e.asavieSockets(b)
-	stop := serve(b, e, asavieEcho(srv, w))
+	stop := serve(b, e, asavieEcho(srv, w, nil))
 	defer stop()
 	drive(b, &asavieClient{s: cli, hdr: &e.toB, wait: w, poll: asaviePoll(cli)})
 }
@@ -682,7 +720,7 @@ func TestRawEchoChild(t *testing.T) {
 		io.Copy(io.Discard, os.Stdin) // the parent closes stdin to stop us
 		stop.Store(true)
 	}()
-	xskEcho(s, wait(w-1))(&stop)
+	xskEcho(s, wait(w-1), nil)(&stop)
 }
 
 func benchXSKProcess(b *testing.B, e *rawEnv, w wait) {
@@ -758,4 +796,70 @@ func benchXSKProcess(b *testing.B, e *rawEnv, w wait) {
 	}
 	defer func() { e.progA.UnregisterSocket(0); cli.Close() }()
 	drive(b, &xskClient{s: cli, hdr: &e.toB, wait: w, poll: xskPoll(cli)})
+}
+
+// BenchmarkRawEchoAB compares this module's socket layer with asavie/xdp
+// fairly on a machine whose load shifts: each library has its own veth
+// pair, and the client alternates between them every 1000 round trips,
+// while the server not being measured sleeps in poll(). Run it with
+//
+//	go test ./afxdp -run '^$' -bench RawEchoAB -benchtime 400000x
+func BenchmarkRawEchoAB(b *testing.B) {
+	ex, ea := newRawEnv(b), newRawEnv(b)
+	defer ea.closeAsavie()
+	for _, w := range waits {
+		b.Run(w.name, func(b *testing.B) { benchAB(b, ex, ea, w.mode) })
+	}
+}
+
+func benchAB(b *testing.B, ex, ea *rawEnv, w wait) {
+	const block = 1000
+	var active [2]atomic.Bool
+	xcli, xsrv := ex.xskSockets(b)
+	acli, asrv := ea.asavieSockets(b)
+	stopX := serve(b, ex, xskEcho(xsrv, w, &active[0]))
+	defer stopX()
+	stopA := serve(b, ea, asavieEcho(asrv, w, &active[1]))
+	defer stopA()
+	clients := [2]pinger{
+		&xskClient{s: xcli, hdr: &ex.toB, wait: w, poll: xskPoll(xcli)},
+		&asavieClient{s: acli, hdr: &ea.toB, wait: w, poll: asaviePoll(acli)},
+	}
+	var (
+		samples [2][]int64
+		spent   [2]time.Duration
+		resends [2]int
+	)
+	for i := range clients {
+		active[i].Store(true)
+		warmUp(b, clients[i])
+		active[i].Store(false)
+		samples[i] = make([]int64, 0, maxRTTSamples/2)
+	}
+	b.ReportAllocs()
+	b.SetBytes(2 * 64)
+	cur := 0
+	active[cur].Store(true)
+	var seq uint32
+	for i := 0; b.Loop(); i++ {
+		if i > 0 && i%block == 0 {
+			active[cur].Store(false)
+			cur ^= 1
+			active[cur].Store(true)
+		}
+		seq++
+		d, r := roundTrip(b, clients[cur], seq)
+		spent[cur] += d
+		resends[cur] += r
+		if len(samples[cur]) < cap(samples[cur]) {
+			samples[cur] = append(samples[cur], int64(d))
+		}
+	}
+	for i, name := range []string{"xsk-", "asavie-"} {
+		if n := len(samples[i]); n > 0 {
+			reportRTT(b, name, float64(n)/spent[i].Seconds(), samples[i])
+			b.ReportMetric(float64(resends[i]), name+"resends")
+		}
+	}
+	b.ReportMetric(0, "ns/op")
 }
