@@ -171,16 +171,30 @@ func (c *Client) Close() error {
 
 // Stats describes a client's connection.
 type Stats struct {
-	Transport  string // the transport of the current connection
+	Transport  string // the transport the client dials with
+	Path       string // the path calls take now, for transports that choose one per peer
 	Connected  bool
 	Reconnects int // connections made after the first
+}
+
+// A PathConn is a Conn that can carry calls over more than one path and
+// says which one it uses now.
+type PathConn interface {
+	Conn
+	Path() string
 }
 
 // Stats returns the client's connection state.
 func (c *Client) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats{Transport: c.opts.Transport.Name(), Connected: c.cc != nil, Reconnects: max(c.redialed-1, 0)}
+	st := Stats{Transport: c.opts.Transport.Name(), Path: c.opts.Transport.Name(), Connected: c.cc != nil, Reconnects: max(c.redialed-1, 0)}
+	if c.cc != nil {
+		if pc, ok := c.cc.conn.(PathConn); ok {
+			st.Path = pc.Path()
+		}
+	}
+	return st
 }
 
 // conn returns the live connection, dialing when there is none.

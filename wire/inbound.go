@@ -126,7 +126,9 @@ func (in *Inbound) Release() {
 // arrive, so the bytes land directly in their final buffers; then it calls
 // Deliver with the whole frame, or with in.Err set when the tensors could not
 // be received (Alloc failed, or the data was bad). Deliver takes ownership of
-// in. A transport calls both from one goroutine per connection.
+// in. A transport calls Alloc and Deliver of one frame from one goroutine; a
+// connection with several paths may deliver frames of different paths
+// concurrently.
 type Receiver interface {
 	Alloc(in *Inbound) error
 	Deliver(in *Inbound)

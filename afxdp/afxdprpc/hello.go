@@ -1,0 +1,39 @@
+package afxdprpc
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// helloVersion is the capability format this package speaks.
+const helloVersion = 1
+
+// hello is what a peer advertises on the first frame of its TCP connection:
+// where its packet endpoint listens and over what it runs there. It travels
+// as JSON in a wire.KindHello frame; it is sent once per connection, so its
+// encoding does not matter for speed, and JSON lets later versions add
+// fields that older peers ignore.
+type hello struct {
+	Version int    `json:"version"`
+	Packet  string `json:"packet,omitempty"` // "ip:port" of the packet endpoint, if any
+	Path    string `json:"path,omitempty"`   // "afxdp" or "udp"
+}
+
+func (h hello) encode() []byte {
+	b, err := json.Marshal(h)
+	if err != nil {
+		panic(fmt.Sprintf("afxdprpc: encode hello: %v", err)) // plain struct: cannot fail
+	}
+	return b
+}
+
+func decodeHello(b []byte) (hello, error) {
+	var h hello
+	if err := json.Unmarshal(b, &h); err != nil {
+		return h, fmt.Errorf("afxdprpc: hello: %w", err)
+	}
+	if h.Version < 1 {
+		return h, fmt.Errorf("afxdprpc: hello version %d", h.Version)
+	}
+	return h, nil
+}

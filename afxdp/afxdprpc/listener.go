@@ -1,0 +1,105 @@
+package afxdprpc
+
+import (
+	"net"
+	"sync"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+)
+
+// dualListener accepts TCP connections, which answer hellos, and the packet
+// endpoint's sessions, so that one server serves both paths.
+type dualListener struct {
+	d     *dual
+	tcp   rpc.Listener
+	pkt   rpc.Listener
+	conns chan rpc.Conn
+	errs  chan error
+	quit  chan struct{}
+	once  sync.Once
+}
+
+func (l *dualListener) acceptLoop(src rpc.Listener, answerHellos bool) {
+	for {
+		c, err := src.Accept()
+		if err != nil {
+			if !answerHellos {
+				// The packet path is an optimisation: without it the
+				// server keeps serving on TCP.
+				select {
+				case <-l.quit:
+				default:
+					l.d.opts.Logger.Warn("starwire: packet listener stopped, serving tcp only", "err", err)
+				}
+				return
+			}
+			select {
+			case l.errs <- err:
+			case <-l.quit:
+			}
+			return
+		}
+		if answerHellos {
+			c = &helloAnswerer{Conn: c, hello: l.d.local().encode()}
+		}
+		select {
+		case l.conns <- c:
+		case <-l.quit:
+			c.Close()
+			return
+		}
+	}
+}
+
+func (l *dualListener) Accept() (rpc.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case err := <-l.errs:
+		l.Close()
+		return nil, err
+	case <-l.quit:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *dualListener) Close() error {
+	l.once.Do(func() {
+		close(l.quit)
+		l.tcp.Close()
+		if l.pkt != nil {
+			l.pkt.Close()
+		}
+	})
+	return nil
+}
+
+func (l *dualListener) Addr() net.Addr { return l.tcp.Addr() }
+
+// helloAnswerer is a server-side TCP connection that answers a client's
+// hello with this end's capabilities; everything else reaches the server.
+type helloAnswerer struct {
+	rpc.Conn
+	hello []byte
+}
+
+func (c *helloAnswerer) Receive(r wire.Receiver) error {
+	return c.Conn.Receive(answerReader{c: c, r: r})
+}
+
+type answerReader struct {
+	c *helloAnswerer
+	r wire.Receiver
+}
+
+func (a answerReader) Alloc(in *wire.Inbound) error { return a.r.Alloc(in) }
+
+func (a answerReader) Deliver(in *wire.Inbound) {
+	if in.Header.Kind != wire.KindHello {
+		a.r.Deliver(in)
+		return
+	}
+	in.Release()
+	a.c.Send(&wire.Message{Header: wire.Header{Kind: wire.KindHello}, Meta: a.c.hello})
+}

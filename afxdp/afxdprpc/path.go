@@ -1,0 +1,229 @@
+package afxdprpc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+)
+
+// PathTCP names the stream path in stats and logs.
+const PathTCP = "tcp"
+
+// DualOptions configure Dual.
+type DualOptions struct {
+	// Path says what the packet network runs over: afxdp.PathXDP or
+	// afxdp.PathUDP (as afxdp.Open reports it).
+	Path string
+	// AllowUDP moves calls to a packet path over kernel UDP too. By default
+	// only AF_XDP on both ends is worth leaving TCP for: the kernel's UDP
+	// path is slower than its TCP.
+	AllowUDP bool
+	// OpenTimeout bounds opening the packet session after the hello; zero
+	// means one second.
+	OpenTimeout time.Duration
+	// Logger receives the one line per peer that says which path it uses;
+	// nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Dual returns an rpc.Transport that chooses a path per peer. Every
+// connection starts on stream (TCP) with a hello that advertises the packet
+// endpoint ep; when both ends have one over AF_XDP and a session between
+// them opens, calls move to the packet path. TCP stays open for control and
+// takes the calls back if the packet path fails. A nil ep makes a transport
+// that stays on TCP but still answers hellos.
+//
+// The listener accepts both paths, so one rpc.Server serves them all.
+func Dual(stream rpc.Transport, ep Network, opts DualOptions) rpc.Transport {
+	if opts.OpenTimeout <= 0 {
+		opts.OpenTimeout = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &dual{stream: stream, ep: ep, opts: opts}
+}
+
+type dual struct {
+	stream rpc.Transport
+	ep     Network
+	opts   DualOptions
+}
+
+func (d *dual) Name() string { return "dual" }
+
+func (d *dual) local() hello {
+	h := hello{Version: helloVersion}
+	if d.ep != nil {
+		h.Packet, h.Path = d.ep.Addr().String(), d.opts.Path
+	}
+	return h
+}
+
+// usable reports whether calls to a peer advertising h may leave TCP.
+func (d *dual) usable(h hello) bool {
+	if d.ep == nil || h.Packet == "" {
+		return false
+	}
+	if d.opts.AllowUDP {
+		return true
+	}
+	return d.opts.Path == afxdp.PathXDP && h.Path == afxdp.PathXDP
+}
+
+func (d *dual) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
+	tc, err := d.stream.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &dualConn{d: d, tcp: tc, peer: addr}
+	if err := tc.Send(&wire.Message{Header: wire.Header{Kind: wire.KindHello}, Meta: d.local().encode()}); err != nil {
+		tc.Close()
+		return nil, fmt.Errorf("afxdprpc: hello to %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+func (d *dual) Listen(addr string) (rpc.Listener, error) {
+	tl, err := d.stream.Listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	l := &dualListener{d: d, tcp: tl, conns: make(chan rpc.Conn), errs: make(chan error, 2), quit: make(chan struct{})}
+	go l.acceptLoop(tl, true)
+	if d.ep != nil {
+		pl, err := Transport(d.ep).Listen("")
+		if err != nil {
+			tl.Close()
+			return nil, err
+		}
+		l.pkt = pl
+		go l.acceptLoop(pl, false)
+	}
+	return l, nil
+}
+
+// dualConn is a client connection that starts on TCP and may move its
+// calls to a packet session.
+type dualConn struct {
+	d    *dual
+	tcp  rpc.Conn
+	peer string
+	r    wire.Receiver
+	pkt  atomic.Pointer[afxdp.Conn]
+
+	once   sync.Once // the hello is handled once
+	closed atomic.Bool
+}
+
+// Path reports the path calls take now; rpc.Client.Stats shows it.
+func (c *dualConn) Path() string {
+	if c.pkt.Load() != nil {
+		return c.d.opts.Path
+	}
+	return PathTCP
+}
+
+func (c *dualConn) Send(m *wire.Message) error {
+	if p := c.pkt.Load(); p != nil {
+		if err := p.Send(m); err == nil {
+			return nil
+		}
+		c.leavePacket(p, fmt.Errorf("send failed"))
+	}
+	return c.tcp.Send(m)
+}
+
+// Receive runs the TCP receive loop, and the packet session's loop once it
+// exists, both delivering to r. Alloc and Deliver of one frame come from
+// one goroutine; frames of the two paths may be delivered concurrently.
+func (c *dualConn) Receive(r wire.Receiver) error {
+	c.r = r
+	err := c.tcp.Receive(helloReader{c: c, r: r})
+	c.closed.Store(true)
+	if p := c.pkt.Swap(nil); p != nil {
+		p.Close()
+	}
+	return err
+}
+
+func (c *dualConn) Close() error {
+	c.closed.Store(true)
+	if p := c.pkt.Swap(nil); p != nil {
+		p.Close()
+	}
+	return c.tcp.Close()
+}
+
+func (c *dualConn) LocalAddr() net.Addr  { return c.tcp.LocalAddr() }
+func (c *dualConn) RemoteAddr() net.Addr { return c.tcp.RemoteAddr() }
+
+// upgrade opens a packet session to the peer that advertised h and moves
+// the calls to it, or says once why they stay on TCP.
+func (c *dualConn) upgrade(h hello) {
+	log := c.d.opts.Logger.With("peer", c.peer)
+	if !c.d.usable(h) {
+		log.Info("starwire: calls stay on tcp", "local", c.d.local().Path, "remote", h.Path)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.d.opts.OpenTimeout)
+	defer cancel()
+	p, err := c.d.ep.Dial(ctx, h.Packet)
+	if err != nil {
+		log.Warn("starwire: calls stay on tcp: packet path unusable", "packet", h.Packet, "err", err)
+		return
+	}
+	if c.closed.Load() {
+		p.Close()
+		return
+	}
+	c.pkt.Store(p)
+	log.Info("starwire: calls move to the packet path", "path", c.d.opts.Path, "packet", h.Packet)
+	go func() {
+		err := p.Receive(c.r)
+		c.leavePacket(p, err)
+	}()
+}
+
+// leavePacket hands the calls back to TCP after the packet path failed.
+func (c *dualConn) leavePacket(p *afxdp.Conn, err error) {
+	if c.pkt.CompareAndSwap(p, nil) {
+		p.Close()
+		if !c.closed.Load() {
+			c.d.opts.Logger.Warn("starwire: packet path failed, calls back on tcp", "peer", c.peer, "err", err)
+		}
+	}
+}
+
+// helloReader passes frames through to the client's receiver, except the
+// peer's hello, which starts the path choice.
+type helloReader struct {
+	c *dualConn
+	r wire.Receiver
+}
+
+func (h helloReader) Alloc(in *wire.Inbound) error { return h.r.Alloc(in) }
+
+func (h helloReader) Deliver(in *wire.Inbound) {
+	if in.Header.Kind != wire.KindHello {
+		h.r.Deliver(in)
+		return
+	}
+	peer, err := decodeHello(in.Meta)
+	in.Release()
+	h.c.once.Do(func() {
+		if err != nil {
+			h.c.d.opts.Logger.Warn("starwire: calls stay on tcp: bad hello", "peer", h.c.peer, "err", err)
+			return
+		}
+		go h.c.upgrade(peer)
+	})
+}

@@ -1,0 +1,279 @@
+package afxdprpc_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+)
+
+var echo = rpc.NewMethod("afxdprpc.test.Echo")
+
+// logBuffer collects log lines for assertions.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+func udpEndpoint(t *testing.T, addr string, opts afxdp.Options) *afxdp.Endpoint {
+	t.Helper()
+	link, err := afxdp.ListenUDP(addr, afxdp.UDPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := afxdp.NewEndpoint(link, opts)
+	t.Cleanup(func() { ep.Close() })
+	return ep
+}
+
+// frameCounter counts the frames a server receives over packet sessions.
+type frameCounter struct{ packet atomic.Int64 }
+
+type countingListener struct {
+	rpc.Listener
+	n *frameCounter
+}
+
+func (l countingListener) Accept() (rpc.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if _, udp := c.LocalAddr().(*net.UDPAddr); udp {
+		return countingConn{Conn: c, n: l.n}, nil
+	}
+	return c, nil
+}
+
+type countingConn struct {
+	rpc.Conn
+	n *frameCounter
+}
+
+func (c countingConn) Receive(r wire.Receiver) error {
+	return c.Conn.Receive(countingReceiver{Receiver: r, n: c.n})
+}
+
+type countingReceiver struct {
+	wire.Receiver
+	n *frameCounter
+}
+
+func (r countingReceiver) Deliver(in *wire.Inbound) {
+	r.n.packet.Add(1)
+	r.Receiver.Deliver(in)
+}
+
+var packetFrames frameCounter
+
+// serveDual serves an echo over a Dual transport on addr and returns the
+// TCP address clients dial. Frames that arrive over packet sessions are
+// counted in packetFrames.
+func serveDual(t *testing.T, tr rpc.Transport, addr string) string {
+	t.Helper()
+	tl, err := tr.Listen(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := countingListener{Listener: tl, n: &packetFrames}
+	s := rpc.NewServer()
+	s.Register(echo, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {
+		resp.Meta = append(resp.Meta, req.Meta...)
+		return nil
+	}, rpc.HandlerOptions{Inline: true})
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	return l.Addr().String()
+}
+
+func call(t *testing.T, c *rpc.Client, i int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	want := fmt.Sprintf("call %d", i)
+	var r rpc.Reply
+	if err := c.Call(ctx, echo, &rpc.Request{Meta: []byte(want)}, &r); err != nil {
+		t.Fatalf("%s: %v", want, err)
+	}
+	if string(r.Meta) != want {
+		t.Fatalf("%s: answer %q", want, r.Meta)
+	}
+	r.Release()
+}
+
+// waitPath calls until the client's calls take path, or fails.
+func waitPath(t *testing.T, c *rpc.Client, path string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; c.Stats().Path != path; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("path %q after 5s, want %q", c.Stats().Path, path)
+		}
+		call(t, c, i)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestDualMovesCallsToPacketPath(t *testing.T) {
+	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})
+	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1})
+	var logs logBuffer
+	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: logs.logger()}
+	addr := serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvEP, opts), "127.0.0.1:0")
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{}, cliEP, opts)})
+	defer c.Close()
+	waitPath(t, c, afxdp.PathUDP)
+	before := packetFrames.packet.Load()
+	for i := range 50 {
+		call(t, c, i)
+	}
+	if n := packetFrames.packet.Load() - before; n < 50 {
+		t.Fatalf("%d of 50 calls reached the server over the packet path", n)
+	}
+	if n := strings.Count(logs.String(), "calls move to the packet path"); n != 1 {
+		t.Fatalf("%d path lines, want 1:\n%s", n, logs.String())
+	}
+}
+
+func TestDualStaysOnTCP(t *testing.T) {
+	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1})
+	tests := []struct {
+		name   string
+		server func(t *testing.T) rpc.Transport
+		client afxdprpc.DualOptions
+	}{
+		{"server without packet endpoint", func(t *testing.T) rpc.Transport {
+			return afxdprpc.Dual(&rpc.TCP{}, nil, afxdprpc.DualOptions{})
+		}, afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true}},
+		{"kernel UDP is not worth it", func(t *testing.T) rpc.Transport {
+			return afxdprpc.Dual(&rpc.TCP{}, udpEndpoint(t, "127.0.0.1:0", afxdp.Options{}), afxdprpc.DualOptions{Path: afxdp.PathUDP})
+		}, afxdprpc.DualOptions{Path: afxdp.PathUDP}},
+		{"packet endpoint unreachable", func(t *testing.T) rpc.Transport {
+			ep := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})
+			ep.Close() // advertised, but nobody answers there
+			return afxdprpc.Dual(&rpc.TCP{}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP})
+		}, afxdprpc.DualOptions{Path: afxdp.PathXDP, OpenTimeout: 200 * time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs logBuffer
+			tt.client.Logger = logs.logger()
+			addr := serveDual(t, tt.server(t), "127.0.0.1:0")
+			c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{}, cliEP, tt.client)})
+			defer c.Close()
+			deadline := time.Now().Add(5 * time.Second)
+			for i := 0; !strings.Contains(logs.String(), "calls stay on tcp"); i++ {
+				if time.Now().After(deadline) {
+					t.Fatalf("no decision logged:\n%s", logs.String())
+				}
+				call(t, c, i)
+				time.Sleep(10 * time.Millisecond)
+			}
+			call(t, c, -1)
+			if p := c.Stats().Path; p != afxdprpc.PathTCP {
+				t.Fatalf("path %q, want tcp", p)
+			}
+		})
+	}
+}
+
+func TestDualFallsBackToTCPWhenPacketPathFails(t *testing.T) {
+	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})
+	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1, DeadAfter: 300 * time.Millisecond})
+	var logs logBuffer
+	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: logs.logger()}
+	addr := serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvEP, opts), "127.0.0.1:0")
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{}, cliEP, opts)})
+	defer c.Close()
+	waitPath(t, c, afxdp.PathUDP)
+	srvEP.Close()
+	// Calls in flight on the dead path may fail; after that TCP carries them.
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; c.Stats().Path != afxdprpc.PathTCP; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("still on %q:\n%s", c.Stats().Path, logs.String())
+		}
+		var r rpc.Reply
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c.Call(ctx, echo, &rpc.Request{Meta: []byte("x")}, &r)
+		cancel()
+		r.Release()
+	}
+	for i := range 20 {
+		call(t, c, i)
+	}
+	if !strings.Contains(logs.String(), "calls back on tcp") {
+		t.Fatalf("fallback not logged:\n%s", logs.String())
+	}
+}
+
+// Between two network namespaces over veth, both ends on AF_XDP: calls move
+// to the AF_XDP path by themselves.
+func TestDualOverAFXDP(t *testing.T) {
+	p := netns.NewForTest(t, netns.Options{})
+	const port = 7710
+	open := func(e *netns.End) *afxdp.Group {
+		var g *afxdp.Group
+		if err := e.Do(func() error {
+			var path string
+			var fallback, err error
+			g, path, fallback, err = afxdp.Open(e.Link, port, afxdp.Options{}, afxdp.XSKOptions{})
+			if err == nil && path != afxdp.PathXDP {
+				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, fallback)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		return g
+	}
+	srvG, cliG := open(p.B), open(p.A)
+	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP}
+	var addr string
+	if err := p.B.Do(func() error {
+		addr = serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvG, opts), p.B.Addr.String()+":0")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{}, cliG, opts)})
+	defer c.Close()
+	// The TCP connection is dialled inside A's namespace.
+	if err := p.A.Do(func() error { waitPath(t, c, afxdp.PathXDP); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	before := packetFrames.packet.Load()
+	for i := range 100 {
+		call(t, c, i)
+	}
+	if n := packetFrames.packet.Load() - before; n < 100 {
+		t.Fatalf("%d of 100 calls reached the server over AF_XDP", n)
+	}
+}
