@@ -224,15 +224,18 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 	var hb [wire.HeaderSize]byte
 	corked, delivered := false, 0
 	for {
-		if corked && c.br.Buffered() == 0 {
-			// Callers woken by this batch are about to queue frames (the
-			// next requests, or the answers of goroutine handlers);
-			// yielding once lets them, so they leave in the same write.
-			if delivered > 1 {
-				runtime.Gosched()
+		if delivered > 0 && c.br.Buffered() == 0 {
+			// The callers this batch woke wait in this thread's run
+			// queue. Yielding runs them here at once, where otherwise
+			// the scheduler would wake another thread for them (on a
+			// VM that wake-up costs more than a small call), and lets
+			// them queue their next frames before the corked ones leave.
+			runtime.Gosched()
+			if corked {
+				c.uncork()
+				corked = false
 			}
-			c.uncork()
-			corked, delivered = false, 0
+			delivered = 0
 		}
 		if _, err := io.ReadFull(c.br, hb[:]); err != nil {
 			return c.fail(err)
