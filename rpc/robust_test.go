@@ -298,3 +298,23 @@ func TestWrappedStatusKeepsContext(t *testing.T) {
 		t.Fatalf("err = %q, want suffix %q", err, want)
 	}
 }
+
+func TestBadResponseTensorFailsOnlyItsCall(t *testing.T) {
+	env := newTestEnv(t)
+	m := NewMethod("BadTensor")
+	env.srv.Register(m, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTFloat, Shape: []int64{3}, Data: make([]byte, 5)})
+		return nil
+	}, HandlerOptions{Inline: true})
+	var reply Reply
+	if err := env.client.Call(context.Background(), m, &Request{}, &reply); !errors.Is(err, ErrInternal) {
+		t.Fatalf("err = %v, want internal", err)
+	}
+	if err := env.client.Call(context.Background(), mEcho, &Request{Meta: []byte("x")}, &reply); err != nil {
+		t.Fatalf("connection broken by a bad response: %v", err)
+	}
+	reply.Release()
+	if st := env.client.Stats(); st.Reconnects != 0 {
+		t.Fatalf("client reconnected: %+v", st)
+	}
+}

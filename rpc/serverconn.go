@@ -125,6 +125,9 @@ func (call *serverCall) invoke(m *method) (err error) {
 
 // finish sends the response, or err in its place.
 func (call *serverCall) finish(err error) {
+	if err == nil {
+		err = call.checkResponse()
+	}
 	h := &call.in.Header
 	if call.tracked {
 		call.sc.mu.Lock()
@@ -151,6 +154,18 @@ func (call *serverCall) finish(err error) {
 	if err := call.sc.conn.Send(&call.msg); err != nil {
 		call.Sent(&call.msg, err)
 	}
+}
+
+// checkResponse refuses response tensors whose dtype, shape and length
+// disagree: written as they are, they would break the frame encoding of the
+// whole connection, not only this call.
+func (call *serverCall) checkResponse() error {
+	for i := range call.resp.Tensors {
+		if err := call.resp.Tensors[i].Check(); err != nil {
+			return Errorf(wire.Internal, "response tensor %d: %v", i, err)
+		}
+	}
+	return nil
 }
 
 // Sent implements wire.Completion: the response is out, so the request and
