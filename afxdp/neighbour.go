@@ -30,27 +30,25 @@ func (l *XSKLink) Resolve(ctx context.Context, peer netip.AddrPort) error {
 	if _, ok := l.lookup2(ip); ok {
 		return nil
 	}
-	hop := ip
-	if routes, err := l.nl.RouteGet(ip.AsSlice()); err == nil && len(routes) > 0 && routes[0].Gw != nil {
-		if gw, ok := netip.AddrFromSlice(routes[0].Gw.To4()); ok {
-			hop = gw
-		}
+	hop, err := l.nextHop(ip)
+	if err != nil {
+		return err
 	}
 	var lastProbe time.Time
 	for {
-		if l.closed.Load() {
-			return fmt.Errorf("afxdp: resolve %v: %w", ip, ErrLinkClosed)
+		probe := time.Since(lastProbe) >= neighProbeEvery
+		if probe {
+			lastProbe = time.Now()
 		}
-		if mac, ok := l.neighbour(hop); ok {
+		mac, ok, err := l.neighbourOrProbe(ip, hop, probe)
+		if err != nil {
+			return err
+		}
+		if ok {
 			l.macMu.Lock()
 			l.macs[ip] = mac
 			l.macMu.Unlock()
 			return nil
-		}
-		if time.Since(lastProbe) >= neighProbeEvery {
-			lastProbe = time.Now()
-			sa := &unix.SockaddrInet4{Addr: ip.As4(), Port: discardPort}
-			unix.Sendto(l.probeFD, nil, 0, sa) // errors mean "not yet": keep polling
 		}
 		select {
 		case <-ctx.Done():
@@ -60,7 +58,45 @@ func (l *XSKLink) Resolve(ctx context.Context, peer netip.AddrPort) error {
 	}
 }
 
-// neighbour reads hop's entry from the kernel's neighbour table.
+// nextHop returns the address whose MAC frames to ip go to: ip itself, or
+// the gateway the kernel routes it through.
+func (l *XSKLink) nextHop(ip netip.Addr) (netip.Addr, error) {
+	l.resMu.RLock()
+	defer l.resMu.RUnlock()
+	if l.closed.Load() {
+		return ip, fmt.Errorf("afxdp: resolve %v: %w", ip, ErrLinkClosed)
+	}
+	if routes, err := l.nl.RouteGet(ip.AsSlice()); err == nil && len(routes) > 0 && routes[0].Gw != nil {
+		if gw, ok := netip.AddrFromSlice(routes[0].Gw.To4()); ok {
+			return gw, nil
+		}
+	}
+	return ip, nil
+}
+
+// neighbourOrProbe reads hop's entry from the neighbour table and, when it
+// is missing and probe is set, sends a datagram to ip's discard port
+// through the kernel, which makes the kernel resolve it (ARP). It holds
+// resMu, so Close does not close the netlink handle or the probe socket
+// under it (the descriptor could already name another socket).
+func (l *XSKLink) neighbourOrProbe(ip, hop netip.Addr, probe bool) ([6]byte, bool, error) {
+	l.resMu.RLock()
+	defer l.resMu.RUnlock()
+	if l.closed.Load() {
+		return [6]byte{}, false, fmt.Errorf("afxdp: resolve %v: %w", ip, ErrLinkClosed)
+	}
+	if mac, ok := l.neighbour(hop); ok {
+		return mac, true, nil
+	}
+	if probe {
+		sa := &unix.SockaddrInet4{Addr: ip.As4(), Port: discardPort}
+		unix.Sendto(l.probeFD, nil, 0, sa) // errors mean "not yet": keep polling
+	}
+	return [6]byte{}, false, nil
+}
+
+// neighbour reads hop's entry from the kernel's neighbour table; the
+// caller holds resMu.
 func (l *XSKLink) neighbour(hop netip.Addr) ([6]byte, bool) {
 	var mac [6]byte
 	neighs, err := l.nl.NeighList(l.ifindex, netlink.FAMILY_V4)

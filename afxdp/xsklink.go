@@ -70,6 +70,9 @@ type XSKLink struct {
 	socks   []*xsk.Socket
 	queues  []int
 	poll    *poller
+	// resMu is held by resolutions while they use nl and probeFD, and by
+	// Close while it closes them.
+	resMu   sync.RWMutex
 	nl      *netlink.Handle // bound to the interface's namespace at open
 	probeFD int             // kernel UDP socket whose sends trigger ARP
 	pcap    *pcapgo.Writer
@@ -545,12 +548,15 @@ func (l *XSKLink) Close() error {
 	if l.poll != nil {
 		errs = append(errs, l.poll.close())
 	}
+	l.resMu.Lock() // wait for resolutions in progress on other goroutines
 	if l.probeFD >= 0 {
 		errs = append(errs, unix.Close(l.probeFD))
+		l.probeFD = -1
 	}
 	if l.nl != nil {
 		l.nl.Close()
 	}
+	l.resMu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("afxdp: close %s: %w", l.ifname, err)
 	}
