@@ -1,0 +1,72 @@
+package afxdp_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/internal/netns"
+)
+
+// TestLinkAllocs checks the Link contract that moving a datagram allocates
+// nothing, on the two links TestSteadyStateAllocs does not run: a datagram
+// goes from an XSKLink to a UDPLink and back, through TxBuffer, Queue,
+// Flush and Receive on both.
+func TestLinkAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	p := netns.NewForTest(t, netns.Options{})
+	x := openXSK(t, p.A, afxdp.XSKOptions{})
+	t.Cleanup(func() { x.Close() })
+	var u *afxdp.UDPLink
+	if err := p.B.Do(func() (err error) { u, err = afxdp.ListenUDP(p.B.Addr.String()+":7611", afxdp.UDPOptions{}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := x.Resolve(ctx, u.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	pkts := make([]afxdp.Datagram, 8)
+	send := func(from afxdp.Link, to afxdp.Link, n int) {
+		buf := from.TxBuffer()
+		if buf == nil {
+			t.Fatal("no transmit buffer")
+		}
+		buf[0] = byte(n)
+		from.Queue(64, to.LocalAddr())
+		if err := from.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		// Bounded: the kernel delivers over veth within the sending call,
+		// but a loaded machine may take a while.
+		for range 1 << 22 {
+			k, err := to.Receive(pkts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k > 0 {
+				if len(pkts[0].Data) != 64 || pkts[0].Data[0] != byte(n) {
+					t.Fatalf("got %d bytes starting %d, want 64 starting %d", len(pkts[0].Data), pkts[0].Data[0], byte(n))
+				}
+				return
+			}
+		}
+		t.Fatal("datagram lost")
+	}
+	n := 0
+	roundTrip := func() {
+		n++
+		send(x, u, n)
+		send(u, x, n)
+	}
+	for range 100 {
+		roundTrip() // learn the peer, grow the lent list, warm the rings
+	}
+	if allocs := testing.AllocsPerRun(500, roundTrip); allocs != 0 {
+		t.Fatalf("%v allocations per round trip", allocs)
+	}
+}
