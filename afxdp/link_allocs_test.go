@@ -21,7 +21,10 @@ func TestLinkAllocs(t *testing.T) {
 	x := openXSK(t, p.A, afxdp.XSKOptions{})
 	t.Cleanup(func() { x.Close() })
 	var u *afxdp.UDPLink
-	if err := p.B.Do(func() (err error) { u, err = afxdp.ListenUDP(p.B.Addr.String()+":7611", afxdp.UDPOptions{}); return err }); err != nil {
+	if err := p.B.Do(func() (err error) {
+		u, err = afxdp.ListenUDP(p.B.Addr.String()+":7611", afxdp.UDPOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { u.Close() })
