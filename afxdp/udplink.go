@@ -171,10 +171,7 @@ func (l *UDPLink) Flush() error {
 			return fmt.Errorf("afxdp: sendmmsg on %v: %w", l.local, e)
 		}
 	}
-	for i := range l.txN {
-		l.tx.iov[i].SetLen(l.maxPay)
-	}
-	l.txN = 0
+	l.txN = 0 // Queue sets each iovec's length, so none needs resetting
 	return nil
 }
 
