@@ -513,10 +513,16 @@ func (e *Endpoint) acceptSession(key sessionKey) *session {
 		return nil
 	}
 	s := e.newSession(key)
+	// A Group's reactors share accepts: another one may have filled it
+	// since the check above, and the reactor must not block on it.
+	select {
+	case e.accepts <- s.conn:
+	default:
+		return nil
+	}
 	s.registered = true
 	e.sessions[key] = s
 	e.list = append(e.list, s)
-	e.accepts <- s.conn
 	return s
 }
 
