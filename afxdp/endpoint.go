@@ -228,7 +228,11 @@ func (e *Endpoint) enqueue(s *session) {
 			e.takeReady()
 			_, more = e.pumpAll()
 			e.flushAcks()
-			e.link.Flush()
+			if err := e.link.Flush(); err != nil {
+				// As in run: the datagrams are resent; a closed link
+				// stops the reactor when it next flushes.
+				e.sendErrors.Add(1)
+			}
 		}
 		e.loop.Unlock()
 		if !more {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,5 +225,39 @@ func TestCloseEndsPeerReceive(t *testing.T) {
 	}
 	if err := ca.Send(&wire.Message{}); !errors.Is(err, afxdp.ErrClosed) {
 		t.Fatalf("Send after Close: %v", err)
+	}
+}
+
+// failOnce is a Link whose next Flush, once armed, reports an error.
+type failOnce struct {
+	afxdp.Link
+	armed atomic.Bool
+}
+
+func (f *failOnce) Flush() error {
+	err := f.Link.Flush()
+	if f.armed.CompareAndSwap(true, false) {
+		return errors.New("injected flush failure")
+	}
+	return err
+}
+
+// TestSendErrorOnSenderFlush checks that a failed flush is counted when the
+// sending goroutine, finding the reactor parked, transmits itself.
+func TestSendErrorOnSenderFlush(t *testing.T) {
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	fa := &failOnce{Link: la}
+	ea, _, ca, _ := connected(t, fa, lb, afxdp.Options{RTO: 2 * time.Second})
+	time.Sleep(50 * time.Millisecond) // the reactor parks: nothing to do for an RTO
+	fa.armed.Store(true)
+	if err := ca.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 1}, Done: make(doneChan, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for ea.Stats().SendErrors == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the failed flush was not counted")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
