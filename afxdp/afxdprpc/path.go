@@ -134,10 +134,11 @@ func (c *dualConn) Path() string {
 
 func (c *dualConn) Send(m *wire.Message) error {
 	if p := c.pkt.Load(); p != nil {
-		if err := p.Send(m); err == nil {
+		err := p.Send(m)
+		if err == nil {
 			return nil
 		}
-		c.leavePacket(p, fmt.Errorf("send failed"))
+		c.leavePacket(p, err)
 	}
 	return c.tcp.Send(m)
 }
@@ -181,11 +182,15 @@ func (c *dualConn) upgrade(h hello) {
 		log.Warn("starwire: calls stay on tcp: packet path unusable", "packet", h.Packet, "err", err)
 		return
 	}
+	// Publish, then look at closed: Close sets closed before it takes pkt,
+	// so either Close finds p and closes it, or this sees closed.
+	c.pkt.Store(p)
 	if c.closed.Load() {
-		p.Close()
+		if c.pkt.CompareAndSwap(p, nil) {
+			p.Close()
+		}
 		return
 	}
-	c.pkt.Store(p)
 	log.Info("starwire: calls move to the packet path", "path", c.d.opts.Path, "packet", h.Packet)
 	go func() {
 		err := p.Receive(c.r)
