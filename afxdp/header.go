@@ -43,6 +43,7 @@ const (
 
 var typeNames = [...]string{"invalid", "data", "ack", "open", "close", "reset"}
 
+// String names the type as logs and tests print it.
 func (t PacketType) String() string {
 	if t < typeEnd {
 		return typeNames[t]

@@ -59,6 +59,8 @@ type Options struct {
 	Busy bool
 	// Pin locks the reactor's thread to CPU.
 	Pin bool
+	// CPU is the CPU a pinned reactor runs on, modulo the CPUs; a Group
+	// pins its endpoint i to CPU+i.
 	CPU int
 }
 
