@@ -18,14 +18,26 @@ func (n *node) attr(name string) (*tfpb.AttrValue, error) {
 	return a, nil
 }
 
-func (n *node) attrType(name string) (wire.DataType, error) {
+// attrValue reads attribute name, which must hold the oneof case V; what
+// names the case in the error. Every typed reader below goes through it so
+// that a missing or mistyped attribute is reported the same way.
+func attrValue[V any](n *node, name, what string) (V, error) {
+	var zero V
 	a, err := n.attr(name)
 	if err != nil {
-		return 0, err
+		return zero, err
 	}
-	v, ok := a.GetValue().(*tfpb.AttrValue_Type)
+	v, ok := a.GetValue().(V)
 	if !ok {
-		return 0, fmt.Errorf("attr %q is not a type", name)
+		return zero, fmt.Errorf("attr %q is not %s", name, what)
+	}
+	return v, nil
+}
+
+func (n *node) attrType(name string) (wire.DataType, error) {
+	v, err := attrValue[*tfpb.AttrValue_Type](n, name, "a type")
+	if err != nil {
+		return 0, err
 	}
 	return wire.DataType(v.Type), nil
 }
@@ -45,37 +57,25 @@ func (n *node) attrTypeIn(name string, allowed ...wire.DataType) (wire.DataType,
 }
 
 func (n *node) attrInt(name string) (int64, error) {
-	a, err := n.attr(name)
+	v, err := attrValue[*tfpb.AttrValue_I](n, name, "an int")
 	if err != nil {
 		return 0, err
-	}
-	v, ok := a.GetValue().(*tfpb.AttrValue_I)
-	if !ok {
-		return 0, fmt.Errorf("attr %q is not an int", name)
 	}
 	return v.I, nil
 }
 
 func (n *node) attrBool(name string) (bool, error) {
-	a, err := n.attr(name)
+	v, err := attrValue[*tfpb.AttrValue_B](n, name, "a bool")
 	if err != nil {
 		return false, err
-	}
-	v, ok := a.GetValue().(*tfpb.AttrValue_B)
-	if !ok {
-		return false, fmt.Errorf("attr %q is not a bool", name)
 	}
 	return v.B, nil
 }
 
 func (n *node) attrString(name string) (string, error) {
-	a, err := n.attr(name)
+	v, err := attrValue[*tfpb.AttrValue_S](n, name, "a string")
 	if err != nil {
 		return "", err
-	}
-	v, ok := a.GetValue().(*tfpb.AttrValue_S)
-	if !ok {
-		return "", fmt.Errorf("attr %q is not a string", name)
 	}
 	return string(v.S), nil
 }
@@ -83,13 +83,9 @@ func (n *node) attrString(name string) (string, error) {
 // attrShape reads a shape attribute: nil for unknown rank, -1 for unknown
 // dimensions.
 func (n *node) attrShape(name string) ([]int64, error) {
-	a, err := n.attr(name)
+	v, err := attrValue[*tfpb.AttrValue_Shape](n, name, "a shape")
 	if err != nil {
 		return nil, err
-	}
-	v, ok := a.GetValue().(*tfpb.AttrValue_Shape)
-	if !ok {
-		return nil, fmt.Errorf("attr %q is not a shape", name)
 	}
 	return partialShape(v.Shape), nil
 }
@@ -106,13 +102,9 @@ func partialShape(s *tfpb.TensorShapeProto) []int64 {
 }
 
 func (n *node) attrTypeList(name string) ([]wire.DataType, error) {
-	a, err := n.attr(name)
+	v, err := attrValue[*tfpb.AttrValue_List](n, name, "a list")
 	if err != nil {
 		return nil, err
-	}
-	v, ok := a.GetValue().(*tfpb.AttrValue_List)
-	if !ok {
-		return nil, fmt.Errorf("attr %q is not a list", name)
 	}
 	out := make([]wire.DataType, len(v.List.GetType()))
 	for i, t := range v.List.GetType() {

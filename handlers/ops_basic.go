@@ -30,13 +30,9 @@ func buildConst(_ *Worker, n *node) (kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := n.attr("value")
+	v, err := attrValue[*tfpb.AttrValue_Tensor](n, "value", "a tensor")
 	if err != nil {
 		return nil, err
-	}
-	v, ok := a.GetValue().(*tfpb.AttrValue_Tensor)
-	if !ok {
-		return nil, fmt.Errorf("attr \"value\" is not a tensor")
 	}
 	if wire.DataType(v.Tensor.GetDtype()) != dt {
 		return nil, fmt.Errorf("value is %v, dtype is %v", wire.DataType(v.Tensor.GetDtype()), dt)
