@@ -5,7 +5,6 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // Paths Open reports.
@@ -22,15 +21,9 @@ const (
 // Peers of either path interoperate: both speak UDP on the same port.
 func Open(ifname string, port uint16, opts Options, xo XSKOptions) (g *Group, path string, fallback error, err error) {
 	xo.Port = port
-	if fallback = Available(ifname); fallback == nil {
-		queues := 1
-		if nl, err := netlink.NewHandle(unix.NETLINK_ROUTE); err == nil {
-			if info, err := inspect(nl, ifname); err == nil {
-				queues = max(info.queues, 1)
-			}
-			nl.Close()
-		}
-		links, xerr := OpenXSKLinks(ifname, xo, Reactors(queues))
+	var info ifaceInfo
+	if info, fallback = available(ifname); fallback == nil {
+		links, xerr := OpenXSKLinks(ifname, xo, Reactors(max(info.queues, 1)))
 		if xerr == nil {
 			ls := make([]Link, len(links))
 			for i, l := range links {

@@ -307,32 +307,38 @@ func inspect(nl *netlink.Handle, ifname string) (ifaceInfo, error) {
 // process must be able to create AF_XDP sockets and load XDP programs. It
 // attaches nothing. Errors wrap ErrUnavailable.
 func Available(ifname string) error {
+	_, err := available(ifname)
+	return err
+}
+
+// available is Available that also returns what it learnt of ifname.
+func available(ifname string) (ifaceInfo, error) {
 	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
-		return fmt.Errorf("afxdp: netlink: %w: %w", err, ErrUnavailable)
+		return ifaceInfo{}, fmt.Errorf("afxdp: netlink: %w: %w", err, ErrUnavailable)
 	}
 	defer nl.Close()
 	info, err := inspect(nl, ifname)
 	if err != nil {
-		return err
+		return info, err
 	}
 	if !info.up {
-		return fmt.Errorf("afxdp: interface %s is down: %w", ifname, ErrUnavailable)
+		return info, fmt.Errorf("afxdp: interface %s is down: %w", ifname, ErrUnavailable)
 	}
 	if info.xdpAttached {
-		return fmt.Errorf("afxdp: interface %s already runs an XDP program: %w", ifname, ErrUnavailable)
+		return info, fmt.Errorf("afxdp: interface %s already runs an XDP program: %w", ifname, ErrUnavailable)
 	}
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("afxdp: AF_XDP socket (kernel support or CAP_NET_RAW): %w: %w", err, ErrUnavailable)
+		return info, fmt.Errorf("afxdp: AF_XDP socket (kernel support or CAP_NET_RAW): %w: %w", err, ErrUnavailable)
 	}
 	unix.Close(fd)
 	prog, err := xdp.Load(xdp.Options{Ports: []uint16{1}, Queues: 1})
 	if err != nil {
-		return fmt.Errorf("afxdp: load XDP program (CAP_BPF): %w: %w", err, ErrUnavailable)
+		return info, fmt.Errorf("afxdp: load XDP program (CAP_BPF): %w: %w", err, ErrUnavailable)
 	}
 	prog.Close()
-	return nil
+	return info, nil
 }
 
 // MaxPayload implements Link.
