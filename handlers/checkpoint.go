@@ -91,12 +91,8 @@ func buildSaveV2(w *Worker, n *node) (kernel, error) {
 	}
 	return func(c *opCtx) error {
 		ts := make([]*wire.Tensor, 3+len(dtypes))
-		for i := range ts {
-			t, err := c.input(i)
-			if err != nil {
-				return err
-			}
-			ts[i] = t
+		if err := c.inputs(ts); err != nil {
+			return err
 		}
 		prefix, err := scalarString(ts[0])
 		if err != nil {
@@ -239,13 +235,9 @@ func buildRestoreV2(w *Worker, n *node) (kernel, error) {
 	}
 	n.nouts = len(dtypes)
 	return func(c *opCtx) error {
-		ts := make([]*wire.Tensor, 3)
-		for i := range ts {
-			t, err := c.input(i)
-			if err != nil {
-				return err
-			}
-			ts[i] = t
+		var ts [3]*wire.Tensor
+		if err := c.inputs(ts[:]); err != nil {
+			return err
 		}
 		prefix, err := scalarString(ts[0])
 		if err != nil {

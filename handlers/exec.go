@@ -81,6 +81,31 @@ func (c *opCtx) typed(i int, want wire.DataType) (*wire.Tensor, error) {
 	return t, nil
 }
 
+// inputs sets ts[i] to input i, as input returns it, for every i below
+// len(ts), and stops at the first error. Kernels pass an array on their
+// stack, so fetching several inputs costs no allocation.
+func (c *opCtx) inputs(ts []*wire.Tensor) error {
+	for i := range ts {
+		var err error
+		if ts[i], err = c.input(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// typedInputs is inputs for kernels whose first len(ts) inputs all have
+// dtype want; each is checked, as typed does, before the next is read.
+func (c *opCtx) typedInputs(want wire.DataType, ts []*wire.Tensor) error {
+	for i := range ts {
+		var err error
+		if ts[i], err = c.typed(i, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // resource returns the variable input i refers to.
 func (c *opCtx) resource(i int) (*variable, error) {
 	if c.in[i].v == nil {

@@ -153,14 +153,11 @@ func buildReshape(_ *Worker, n *node) (kernel, error) {
 	}
 	n.nouts = 1
 	return func(c *opCtx) error {
-		t, err := c.input(0)
-		if err != nil {
+		var in [2]*wire.Tensor
+		if err := c.inputs(in[:]); err != nil {
 			return err
 		}
-		st, err := c.input(1)
-		if err != nil {
-			return err
-		}
+		t, st := in[0], in[1]
 		dims, err := indices(st)
 		if err != nil || len(st.Shape) > 1 {
 			return rpc.Errorf(wire.InvalidArgument, "shape must be a vector of int32 or int64, is %v%v", st.DType, st.Shape)
@@ -240,14 +237,11 @@ func buildFill(_ *Worker, n *node) (kernel, error) {
 	}
 	n.nouts = 1
 	return func(c *opCtx) error {
-		dt, err := c.input(0)
-		if err != nil {
+		var in [2]*wire.Tensor
+		if err := c.inputs(in[:]); err != nil {
 			return err
 		}
-		v, err := c.input(1)
-		if err != nil {
-			return err
-		}
+		dt, v := in[0], in[1]
 		dims, err := indices(dt)
 		if err != nil || len(dt.Shape) != 1 {
 			return rpc.Errorf(wire.InvalidArgument, "dims must be an int vector, is %v%v", dt.DType, dt.Shape)

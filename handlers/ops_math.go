@@ -53,14 +53,11 @@ func buildBinary(op binaryKind) func(*Worker, *node) (kernel, error) {
 		}
 		n.nouts = 1
 		return func(c *opCtx) error {
-			a, err := c.typed(0, dt)
-			if err != nil {
+			var in [2]*wire.Tensor
+			if err := c.typedInputs(dt, in[:]); err != nil {
 				return err
 			}
-			b, err := c.typed(1, dt)
-			if err != nil {
-				return err
-			}
+			a, b := in[0], in[1]
 			out, err := broadcastShape(a.Shape, b.Shape)
 			if err != nil {
 				return err
@@ -306,14 +303,11 @@ func buildSigmoidGrad(_ *Worker, n *node) (kernel, error) {
 	}
 	n.nouts = 1
 	return func(c *opCtx) error {
-		y, err := c.typed(0, dt)
-		if err != nil {
+		var in [2]*wire.Tensor
+		if err := c.typedInputs(dt, in[:]); err != nil {
 			return err
 		}
-		dy, err := c.typed(1, dt)
-		if err != nil {
-			return err
-		}
+		y, dy := in[0], in[1]
 		if !sameShape(y.Shape, dy.Shape) {
 			return rpc.Errorf(wire.InvalidArgument, "y%v and dy%v differ in shape", y.Shape, dy.Shape)
 		}
@@ -478,14 +472,11 @@ func buildMatMul(_ *Worker, n *node) (kernel, error) {
 	}
 	n.nouts = 1
 	return func(c *opCtx) error {
-		a, err := c.typed(0, dt)
-		if err != nil {
+		var in [2]*wire.Tensor
+		if err := c.typedInputs(dt, in[:]); err != nil {
 			return err
 		}
-		b, err := c.typed(1, dt)
-		if err != nil {
-			return err
-		}
+		a, b := in[0], in[1]
 		if len(a.Shape) != 2 || len(b.Shape) != 2 {
 			return rpc.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v: both must be matrices", a.Shape, b.Shape)
 		}

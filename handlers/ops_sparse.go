@@ -67,18 +67,11 @@ func buildGatherV2(_ *Worker, n *node) (kernel, error) {
 	}
 	n.nouts = 1
 	return func(c *opCtx) error {
-		params, err := c.input(0)
-		if err != nil {
+		var in [3]*wire.Tensor
+		if err := c.inputs(in[:]); err != nil {
 			return err
 		}
-		it, err := c.input(1)
-		if err != nil {
-			return err
-		}
-		at, err := c.input(2)
-		if err != nil {
-			return err
-		}
+		params, it, at := in[0], in[1], in[2]
 		idx, err := indices(it)
 		if err != nil {
 			return err
