@@ -56,8 +56,8 @@ func scalarString(t *wire.Tensor) (string, error) {
 	return string(s[0]), nil
 }
 
-// stringVector returns a string vector's elements; slices must be empty,
-// since partitioned variables are not supported.
+// namesAndSlices returns the n elements of the string vector names;
+// slices must be empty, since partitioned variables are not supported.
 func namesAndSlices(names, slices *wire.Tensor, n int) ([][]byte, error) {
 	if names.DType != wire.DTString || len(names.Shape) != 1 || names.Shape[0] != int64(n) {
 		return nil, rpc.Errorf(wire.InvalidArgument, "tensor_names must be %d strings, is %v%v", n, names.DType, names.Shape)
@@ -81,6 +81,33 @@ func namesAndSlices(names, slices *wire.Tensor, n int) ([][]byte, error) {
 	return out, nil
 }
 
+// A checkpointTarget is what SaveV2 and RestoreV2 read from their first
+// three inputs: prefix, tensor_names and shape_and_slices.
+type checkpointTarget struct {
+	prefix string   // as given, for messages
+	path   string   // the file prefix names in the checkpoint directory
+	names  [][]byte // one per entry of dtypes
+}
+
+// resolveCheckpoint reads ts, the first three inputs of SaveV2 or RestoreV2,
+// for n tensors. Both ops check them alike, so that a prefix saves and
+// restores the same file.
+func (w *Worker) resolveCheckpoint(ts []*wire.Tensor, n int) (checkpointTarget, error) {
+	prefix, err := scalarString(ts[0])
+	if err != nil {
+		return checkpointTarget{}, fmt.Errorf("prefix: %w", err)
+	}
+	names, err := namesAndSlices(ts[1], ts[2], n)
+	if err != nil {
+		return checkpointTarget{}, err
+	}
+	path, err := w.checkpointPath(prefix)
+	if err != nil {
+		return checkpointTarget{}, err
+	}
+	return checkpointTarget{prefix: prefix, path: path, names: names}, nil
+}
+
 func buildSaveV2(w *Worker, n *node) (kernel, error) {
 	dtypes, err := n.attrTypeList("dtypes")
 	if err != nil {
@@ -94,21 +121,13 @@ func buildSaveV2(w *Worker, n *node) (kernel, error) {
 		if err := c.inputs(ts); err != nil {
 			return err
 		}
-		prefix, err := scalarString(ts[0])
-		if err != nil {
-			return fmt.Errorf("prefix: %w", err)
-		}
-		names, err := namesAndSlices(ts[1], ts[2], len(dtypes))
-		if err != nil {
-			return err
-		}
-		path, err := w.checkpointPath(prefix)
+		target, err := w.resolveCheckpoint(ts[:3], len(dtypes))
 		if err != nil {
 			return err
 		}
 		b := []byte(checkpointMagic)
-		b = binary.AppendUvarint(b, uint64(len(names)))
-		for i, name := range names {
+		b = binary.AppendUvarint(b, uint64(len(target.names)))
+		for i, name := range target.names {
 			t := ts[3+i]
 			if t.DType != dtypes[i] {
 				return rpc.Errorf(wire.InvalidArgument, "tensor %q is %v, dtypes says %v", name, t.DType, dtypes[i])
@@ -124,7 +143,7 @@ func buildSaveV2(w *Worker, n *node) (kernel, error) {
 			b = append(b, t.Data...)
 		}
 		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-		return writeFileAtomic(path, b)
+		return writeFileAtomic(target.path, b)
 	}, nil
 }
 
@@ -239,29 +258,21 @@ func buildRestoreV2(w *Worker, n *node) (kernel, error) {
 		if err := c.inputs(ts[:]); err != nil {
 			return err
 		}
-		prefix, err := scalarString(ts[0])
-		if err != nil {
-			return fmt.Errorf("prefix: %w", err)
-		}
-		names, err := namesAndSlices(ts[1], ts[2], len(dtypes))
+		target, err := w.resolveCheckpoint(ts[:], len(dtypes))
 		if err != nil {
 			return err
 		}
-		path, err := w.checkpointPath(prefix)
+		saved, err := readCheckpoint(target.path)
 		if err != nil {
 			return err
 		}
-		saved, err := readCheckpoint(path)
-		if err != nil {
-			return err
-		}
-		for i, name := range names {
+		for i, name := range target.names {
 			t, ok := saved[string(name)]
 			if !ok {
-				return rpc.Errorf(wire.NotFound, "tensor %q is not in checkpoint %s", name, prefix)
+				return rpc.Errorf(wire.NotFound, "tensor %q is not in checkpoint %s", name, target.prefix)
 			}
 			if t.DType != dtypes[i] {
-				return rpc.Errorf(wire.InvalidArgument, "tensor %q is %v in checkpoint %s, dtypes says %v", name, t.DType, prefix, dtypes[i])
+				return rpc.Errorf(wire.InvalidArgument, "tensor %q is %v in checkpoint %s, dtypes says %v", name, t.DType, target.prefix, dtypes[i])
 			}
 			c.setOut(i, copyTensor(&t))
 		}
