@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,7 +22,10 @@ import (
 // and that epoll descriptor is handed to Go's netpoller, so the reactor
 // parks like any goroutine blocked on a socket and frees its P at once.
 type poller struct {
-	epfd   int
+	epfd int
+	// efd is read by wake on any goroutine; mu keeps close from closing it,
+	// and the number from naming another descriptor, under a wake.
+	mu     sync.RWMutex
 	efd    int
 	file   *os.File
 	raw    syscall.RawConn
@@ -91,10 +95,15 @@ func (p *poller) wait(d time.Duration) error {
 	return nil
 }
 
-// wake interrupts wait; safe for concurrent use.
+// wake interrupts wait; safe for concurrent use, also with close, after
+// which it does nothing.
 func (p *poller) wake() {
 	one := [8]byte{1}
-	unix.Write(p.efd, one[:])
+	p.mu.RLock()
+	if p.efd >= 0 {
+		unix.Write(p.efd, one[:])
+	}
+	p.mu.RUnlock()
 }
 
 func (p *poller) close() error {
@@ -104,8 +113,11 @@ func (p *poller) close() error {
 	} else if p.epfd >= 0 {
 		errs = append(errs, unix.Close(p.epfd))
 	}
+	p.mu.Lock()
 	if p.efd >= 0 {
 		errs = append(errs, unix.Close(p.efd))
+		p.efd = -1
 	}
+	p.mu.Unlock()
 	return errors.Join(errs...)
 }
