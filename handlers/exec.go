@@ -114,6 +114,21 @@ func (c *opCtx) resource(i int) (*variable, error) {
 	return c.in[i].v, nil
 }
 
+// variableAndInput returns the variable of input 0 and the tensor of input
+// 1, the two inputs every op that writes or indexes one variable starts
+// with.
+func (c *opCtx) variableAndInput() (*variable, *wire.Tensor, error) {
+	v, err := c.resource(0)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := c.input(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, t, nil
+}
+
 // setOut makes t output i; the step takes over t.Buf.
 func (c *opCtx) setOut(i int, t wire.Tensor) { c.out[i] = value{t: t, set: true} }
 

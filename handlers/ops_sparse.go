@@ -42,6 +42,18 @@ func checkIndices(idx []int64, n int) error {
 	return nil
 }
 
+// scatterRows checks an update of rows of t, as ResourceScatterAdd and
+// ResourceSparseApplyAdagrad make one: u (named what in the error) must
+// hold one row of t per index, and every index must be a row of t. It
+// returns t's row layout.
+func scatterRows(what string, u, t *wire.Tensor, idxShape, idx []int64) (rowLayout, error) {
+	if want := gatherShape(t.Shape, idxShape, 0); !sameShape(u.Shape, want) {
+		return rowLayout{}, rpc.Errorf(wire.InvalidArgument, "%s of shape %v for indices %v into %v, want %v", what, u.Shape, idxShape, t.Shape, want)
+	}
+	l := layoutAt(t, 0)
+	return l, checkIndices(idx, l.rows)
+}
+
 // gatherShape is params' shape with dimension axis replaced by idxShape.
 func gatherShape(params, idxShape []int64, axis int) []int64 {
 	out := append([]int64(nil), params[:axis]...)
@@ -62,8 +74,8 @@ func buildGatherV2(_ *Worker, n *node) (kernel, error) {
 	if _, err := n.attrTypeIn("Taxis", indexTypes...); err != nil {
 		return nil, err
 	}
-	if bd, err := n.attrInt("batch_dims"); err != nil || bd != 0 {
-		return nil, errOr(err, "batch_dims %d is not supported", bd)
+	if err := n.rejectBatchDims(); err != nil {
+		return nil, err
 	}
 	n.nouts = 1
 	return func(c *opCtx) error {
@@ -107,6 +119,15 @@ func buildGatherV2(_ *Worker, n *node) (kernel, error) {
 	}, nil
 }
 
+// rejectBatchDims refuses a gather with batch dimensions: gathers here
+// take whole rows of one table.
+func (n *node) rejectBatchDims() error {
+	if bd, err := n.attrInt("batch_dims"); err != nil || bd != 0 {
+		return errOr(err, "batch_dims %d is not supported", bd)
+	}
+	return nil
+}
+
 // errOr returns err, or a new InvalidArgument error when err is nil.
 func errOr(err error, format string, args ...any) error {
 	if err != nil {
@@ -144,16 +165,12 @@ func buildResourceGather(_ *Worker, n *node) (kernel, error) {
 	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
 		return nil, err
 	}
-	if bd, err := n.attrInt("batch_dims"); err != nil || bd != 0 {
-		return nil, errOr(err, "batch_dims %d is not supported", bd)
+	if err := n.rejectBatchDims(); err != nil {
+		return nil, err
 	}
 	n.nouts = 1
 	return func(c *opCtx) error {
-		v, err := c.resource(0)
-		if err != nil {
-			return err
-		}
-		it, err := c.input(1)
+		v, it, err := c.variableAndInput()
 		if err != nil {
 			return err
 		}
@@ -161,8 +178,8 @@ func buildResourceGather(_ *Worker, n *node) (kernel, error) {
 		if err != nil {
 			return err
 		}
-		if v.dtype != dt {
-			return rpc.Errorf(wire.InvalidArgument, "variable %s holds %v, dtype is %v", v.name, v.dtype, dt)
+		if err := v.checkDType(dt); err != nil {
+			return err
 		}
 		var r wire.Tensor
 		err = v.sparse(func(t *wire.Tensor) error {
@@ -200,11 +217,7 @@ func buildResourceScatterAdd(_ *Worker, n *node) (kernel, error) {
 		return nil, err
 	}
 	return func(c *opCtx) error {
-		v, err := c.resource(0)
-		if err != nil {
-			return err
-		}
-		it, err := c.input(1)
+		v, it, err := c.variableAndInput()
 		if err != nil {
 			return err
 		}
@@ -217,14 +230,13 @@ func buildResourceScatterAdd(_ *Worker, n *node) (kernel, error) {
 			return err
 		}
 		return v.sparse(func(t *wire.Tensor) error {
-			if t.DType != dt {
-				return rpc.Errorf(wire.InvalidArgument, "variable %s holds %v, dtype is %v", v.name, t.DType, dt)
+			// Checked here, so that an uninitialized variable is
+			// reported as such first.
+			if err := v.checkDType(dt); err != nil {
+				return err
 			}
-			if want := gatherShape(t.Shape, it.Shape, 0); !sameShape(u.Shape, want) {
-				return rpc.Errorf(wire.InvalidArgument, "updates of shape %v for indices %v into %v, want %v", u.Shape, it.Shape, t.Shape, want)
-			}
-			l := layoutAt(t, 0)
-			if err := checkIndices(idx, l.rows); err != nil {
+			l, err := scatterRows("updates", u, t, it.Shape, idx)
+			if err != nil {
 				return err
 			}
 			for i, x := range idx {
@@ -299,11 +311,8 @@ func buildSparseApplyAdagrad(_ *Worker, n *node) (kernel, error) {
 				if vt.DType != dt || at.DType != dt || !sameShape(vt.Shape, at.Shape) {
 					return rpc.Errorf(wire.InvalidArgument, "var %v%v and accum %v%v must match, of %v", vt.DType, vt.Shape, at.DType, at.Shape, dt)
 				}
-				if want := gatherShape(vt.Shape, it.Shape, 0); !sameShape(g.Shape, want) {
-					return rpc.Errorf(wire.InvalidArgument, "grad of shape %v for indices %v into %v, want %v", g.Shape, it.Shape, vt.Shape, want)
-				}
-				l := layoutAt(vt, 0)
-				if err := checkIndices(idx, l.rows); err != nil {
+				l, err := scatterRows("grad", g, vt, it.Shape, idx)
+				if err != nil {
 					return err
 				}
 				for i, x := range idx {

@@ -87,8 +87,8 @@ func buildReadVariable(_ *Worker, n *node) (kernel, error) {
 		if err != nil {
 			return err
 		}
-		if v.dtype != dt {
-			return rpc.Errorf(wire.InvalidArgument, "variable %s holds %v, dtype is %v", v.name, v.dtype, dt)
+		if err := v.checkDType(dt); err != nil {
+			return err
 		}
 		t, err := v.read()
 		if err != nil {
@@ -140,11 +140,7 @@ func buildAssignVariable(_ *Worker, n *node) (kernel, error) {
 		return nil, err
 	}
 	return func(c *opCtx) error {
-		v, err := c.resource(0)
-		if err != nil {
-			return err
-		}
-		t, err := c.input(1)
+		v, t, err := c.variableAndInput()
 		if err != nil {
 			return err
 		}
@@ -162,11 +158,7 @@ func buildAssignUpdate(op binaryKind) func(*Worker, *node) (kernel, error) {
 			return nil, err
 		}
 		return func(c *opCtx) error {
-			v, err := c.resource(0)
-			if err != nil {
-				return err
-			}
-			d, err := c.input(1)
+			v, d, err := c.variableAndInput()
 			if err != nil {
 				return err
 			}

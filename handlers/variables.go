@@ -96,6 +96,15 @@ func (vs *variables) cleanup(containers []string) {
 	}
 }
 
+// checkDType refuses an op whose dtype attribute is not the dtype the
+// variable was created with.
+func (v *variable) checkDType(dt wire.DataType) error {
+	if v.dtype != dt {
+		return rpc.Errorf(wire.InvalidArgument, "variable %s holds %v, dtype is %v", v.name, v.dtype, dt)
+	}
+	return nil
+}
+
 func errUninitialized(v *variable) error {
 	return rpc.Errorf(wire.FailedPrecondition, "attempting to use uninitialized value %s", v.name)
 }
