@@ -193,19 +193,20 @@ func binaryRun[T numeric](op binaryKind, r, a []T, da int, b []T, db int) {
 	}
 }
 
-// elementwiseInPlace computes t = t op d for tensors of one shape.
-func elementwiseInPlace(op binaryKind, t, d *wire.Tensor) error {
-	switch t.DType {
+// elementwise computes r = a op b for tensors of one shape and of r's
+// dtype, without broadcasting; r may be a, to update a in place.
+func elementwise(op binaryKind, r, a, b *wire.Tensor) error {
+	switch r.DType {
 	case wire.DTFloat:
-		binaryRun(op, View[float32](t.Data), View[float32](t.Data), 1, View[float32](d.Data), 1)
+		binaryRun(op, View[float32](r.Data), View[float32](a.Data), 1, View[float32](b.Data), 1)
 	case wire.DTDouble:
-		binaryRun(op, View[float64](t.Data), View[float64](t.Data), 1, View[float64](d.Data), 1)
+		binaryRun(op, View[float64](r.Data), View[float64](a.Data), 1, View[float64](b.Data), 1)
 	case wire.DTInt32:
-		binaryRun(op, View[int32](t.Data), View[int32](t.Data), 1, View[int32](d.Data), 1)
+		binaryRun(op, View[int32](r.Data), View[int32](a.Data), 1, View[int32](b.Data), 1)
 	case wire.DTInt64:
-		binaryRun(op, View[int64](t.Data), View[int64](t.Data), 1, View[int64](d.Data), 1)
+		binaryRun(op, View[int64](r.Data), View[int64](a.Data), 1, View[int64](b.Data), 1)
 	default:
-		return rpc.Errorf(wire.InvalidArgument, "arithmetic on %v", t.DType)
+		return rpc.Errorf(wire.InvalidArgument, "arithmetic on %v", r.DType)
 	}
 	return nil
 }
@@ -315,12 +316,7 @@ func buildSigmoidGrad(_ *Worker, n *node) (kernel, error) {
 		if err != nil {
 			return err
 		}
-		switch dt {
-		case wire.DTFloat:
-			binaryRun(sigmoidGradOp, View[float32](r.Data), View[float32](y.Data), 1, View[float32](dy.Data), 1)
-		case wire.DTDouble:
-			binaryRun(sigmoidGradOp, View[float64](r.Data), View[float64](y.Data), 1, View[float64](dy.Data), 1)
-		}
+		elementwise(sigmoidGradOp, &r, y, dy) // cannot fail: dt is a float type
 		c.setOut(0, r)
 		return nil
 	}, nil

@@ -243,7 +243,7 @@ func buildResourceScatterAdd(_ *Worker, n *node) (kernel, error) {
 				row := &wire.Tensor{DType: dt, Data: t.Data[int(x)*l.rowBytes : int(x+1)*l.rowBytes]}
 				upd := &wire.Tensor{DType: dt, Data: u.Data[i*l.rowBytes : (i+1)*l.rowBytes]}
 				v.lockRow(x)
-				elementwiseInPlace(addOp, row, upd)
+				elementwise(addOp, row, row, upd)
 				v.unlockRow(x)
 			}
 			return nil

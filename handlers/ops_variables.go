@@ -166,7 +166,7 @@ func buildAssignUpdate(op binaryKind) func(*Worker, *node) (kernel, error) {
 				if d.DType != t.DType || !sameShape(d.Shape, t.Shape) {
 					return rpc.Errorf(wire.InvalidArgument, "update %v%v of variable %s of %v%v", d.DType, d.Shape, v.name, t.DType, t.Shape)
 				}
-				return elementwiseInPlace(op, t, d)
+				return elementwise(op, t, t, d)
 			})
 		}, nil
 	}
