@@ -81,7 +81,10 @@ type XSKLink struct {
 	macMu     sync.RWMutex
 	macs      map[netip.Addr][6]byte // peers' (or their gateway's) MACs
 	resolving map[netip.Addr]bool
-	// Reactor-local cache of the last lookup, to skip the lock.
+	// Reactor-local copies of what macs holds for the peers the reactor
+	// met, and the last one, so that steady traffic with many peers takes
+	// no lock (macMu) per packet.
+	seen    map[netip.Addr][6]byte
 	lastIP  netip.Addr
 	lastMAC [6]byte
 
@@ -223,7 +226,7 @@ func (sh *xskShared) release() error {
 // program. On error it releases what it took, including its reference.
 func openLink(ifname string, info ifaceInfo, opts XSKOptions, queues []int, sh *xskShared) (_ *XSKLink, err error) {
 	l := &XSKLink{ifname: ifname, sh: sh, prog: sh.prog, probeFD: -1, cur: noFrame,
-		macs: make(map[netip.Addr][6]byte), resolving: make(map[netip.Addr]bool)}
+		macs: make(map[netip.Addr][6]byte), resolving: make(map[netip.Addr]bool), seen: make(map[netip.Addr][6]byte)}
 	defer func() {
 		if err != nil {
 			l.Close()
@@ -495,28 +498,38 @@ func (l *XSKLink) Receive(pkts []Datagram) (int, error) {
 	return k, nil
 }
 
-// learn records the MAC address a peer's frames come from.
+// learn records the MAC address a peer's frames come from. It takes
+// macMu only when the address is new or changed.
 func (l *XSKLink) learn(ip netip.Addr, mac [6]byte) {
 	if ip == l.lastIP && mac == l.lastMAC {
 		return
 	}
 	l.lastIP, l.lastMAC = ip, mac
+	if old, ok := l.seen[ip]; ok && old == mac {
+		return
+	}
+	l.seen[ip] = mac
 	l.macMu.Lock()
 	l.macs[ip] = mac
 	l.macMu.Unlock()
 }
 
+// lookup returns the MAC address frames to ip go to, if known; it runs on
+// the reactor and takes macMu only for a peer it has not met yet (one
+// Resolve may have found).
 func (l *XSKLink) lookup(ip netip.Addr) ([6]byte, bool) {
 	if ip == l.lastIP {
 		return l.lastMAC, true
 	}
-	l.macMu.RLock()
-	mac, ok := l.macs[ip]
-	l.macMu.RUnlock()
-	if ok {
-		l.lastIP, l.lastMAC = ip, mac
+	mac, ok := l.seen[ip]
+	if !ok {
+		if mac, ok = l.lookup2(ip); !ok {
+			return mac, false
+		}
+		l.seen[ip] = mac
 	}
-	return mac, ok
+	l.lastIP, l.lastMAC = ip, mac
+	return mac, true
 }
 
 // Wait implements Link.
