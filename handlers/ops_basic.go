@@ -203,10 +203,7 @@ func inferShape(dims []int64, total int64) ([]int64, error) {
 }
 
 func buildZerosLike(_ *Worker, n *node) (kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("T", numericTypes...); err != nil {
+	if _, err := n.wantSignature(1, numericTypes...); err != nil {
 		return nil, err
 	}
 	n.nouts = 1
@@ -226,10 +223,7 @@ func buildZerosLike(_ *Worker, n *node) (kernel, error) {
 }
 
 func buildFill(_ *Worker, n *node) (kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("T", numericTypes...); err != nil {
+	if _, err := n.wantSignature(2, numericTypes...); err != nil {
 		return nil, err
 	}
 	if _, err := n.attrTypeIn("index_type", indexTypes...); err != nil {

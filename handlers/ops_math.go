@@ -40,14 +40,11 @@ const (
 
 func buildBinary(op binaryKind) func(*Worker, *node) (kernel, error) {
 	return func(_ *Worker, n *node) (kernel, error) {
-		if err := n.wantInputs(2); err != nil {
-			return nil, err
-		}
 		types := numericTypes
 		if op == divOp {
 			types = floatTypes
 		}
-		dt, err := n.attrTypeIn("T", types...)
+		dt, err := n.wantSignature(2, types...)
 		if err != nil {
 			return nil, err
 		}
@@ -241,14 +238,11 @@ func unaryFunc[T float32 | float64](op unaryKind) func(T) T {
 
 func buildUnary(op unaryKind) func(*Worker, *node) (kernel, error) {
 	return func(_ *Worker, n *node) (kernel, error) {
-		if err := n.wantInputs(1); err != nil {
-			return nil, err
-		}
 		types := floatTypes
 		if op == negOp || op == squareOp {
 			types = numericTypes
 		}
-		dt, err := n.attrTypeIn("T", types...)
+		dt, err := n.wantSignature(1, types...)
 		if err != nil {
 			return nil, err
 		}
@@ -295,10 +289,7 @@ func mapInto[T numeric](r, a []T, f func(T) T) {
 
 // buildSigmoidGrad builds SigmoidGrad(y, dy) = dy * y * (1 - y).
 func buildSigmoidGrad(_ *Worker, n *node) (kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrTypeIn("T", floatTypes...)
+	dt, err := n.wantSignature(2, floatTypes...)
 	if err != nil {
 		return nil, err
 	}
@@ -325,10 +316,7 @@ func buildSigmoidGrad(_ *Worker, n *node) (kernel, error) {
 // buildReduce builds Sum and Mean over the axes given by input 1.
 func buildReduce(mean bool) func(*Worker, *node) (kernel, error) {
 	return func(_ *Worker, n *node) (kernel, error) {
-		if err := n.wantInputs(2); err != nil {
-			return nil, err
-		}
-		dt, err := n.attrTypeIn("T", numericTypes...)
+		dt, err := n.wantSignature(2, numericTypes...)
 		if err != nil {
 			return nil, err
 		}
@@ -451,10 +439,7 @@ func reduceSum[T numeric](r, a []T, shape, kept []int64, mean bool, count float6
 }
 
 func buildMatMul(_ *Worker, n *node) (kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrTypeIn("T", numericTypes...)
+	dt, err := n.wantSignature(2, numericTypes...)
 	if err != nil {
 		return nil, err
 	}

@@ -255,10 +255,7 @@ func buildResourceScatterAdd(_ *Worker, n *node) (kernel, error) {
 // index i with gradient row g, accum[i] += g² (when update_slots), then
 // var[i] -= lr · g / √accum[i].
 func buildSparseApplyAdagrad(_ *Worker, n *node) (kernel, error) {
-	if err := n.wantInputs(5); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrTypeIn("T", floatTypes...)
+	dt, err := n.wantSignature(5, floatTypes...)
 	if err != nil {
 		return nil, err
 	}

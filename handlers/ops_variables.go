@@ -176,10 +176,7 @@ func buildAssignUpdate(op binaryKind) func(*Worker, *node) (kernel, error) {
 // is its output) and ResourceApplyGradientDescent: var -= alpha * delta.
 func buildApplyGradientDescent(ref bool) func(*Worker, *node) (kernel, error) {
 	return func(_ *Worker, n *node) (kernel, error) {
-		if err := n.wantInputs(3); err != nil {
-			return nil, err
-		}
-		if _, err := n.attrTypeIn("T", floatTypes...); err != nil {
+		if _, err := n.wantSignature(3, floatTypes...); err != nil {
 			return nil, err
 		}
 		if ref {
