@@ -7,8 +7,10 @@ import (
 )
 
 // A Link moves datagrams between this host and peers. It is driven by one
-// goroutine, the reactor that owns it; only Wake may be called from any
-// goroutine.
+// goroutine at a time, the reactor that owns it or a sender holding the
+// reactor's loop lock; Wake may be called from any goroutine, and the
+// sending methods (TxBuffer, Queue, Flush) may run on a sender while the
+// reactor is in Wait, so Wait must not touch their state.
 //
 // Buffers belong to the link, so moving a packet allocates nothing. Sending
 // is three steps: TxBuffer lends room for one packet, Queue commits it with
