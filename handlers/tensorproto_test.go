@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -55,15 +56,15 @@ func TestTensorFromProto(t *testing.T) {
 			var eq bool
 			switch want := tt.want.(type) {
 			case []float32:
-				eq = equalSlices(View[float32](got.Data), want)
+				eq = slices.Equal(View[float32](got.Data), want)
 			case []float64:
-				eq = equalSlices(View[float64](got.Data), want)
+				eq = slices.Equal(View[float64](got.Data), want)
 			case []int32:
-				eq = equalSlices(View[int32](got.Data), want)
+				eq = slices.Equal(View[int32](got.Data), want)
 			case []int64:
-				eq = equalSlices(View[int64](got.Data), want)
+				eq = slices.Equal(View[int64](got.Data), want)
 			case []uint8:
-				eq = equalSlices(got.Data, want)
+				eq = slices.Equal(got.Data, want)
 			case []string:
 				elems, err := got.Strings(nil)
 				eq = err == nil && len(elems) == len(want)
@@ -89,18 +90,6 @@ func TestTensorFromProto(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalSlices[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestTensorFromProtoRejects(t *testing.T) {
@@ -130,14 +119,7 @@ func TestTensorFromProtoRejects(t *testing.T) {
 // encodings from testdata; whatever decodes must pass Check and survive a
 // round trip.
 func FuzzTensorFromProto(f *testing.F) {
-	seeds, _ := filepath.Glob("testdata/tensorproto-*.bin")
-	for _, s := range seeds {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
+	addSeeds(f, "testdata/tensorproto-*.bin")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := new(tfpb.TensorProto)
 		if proto.Unmarshal(b, p) != nil {
@@ -172,14 +154,7 @@ func FuzzTensorFromProto(f *testing.F) {
 // FuzzRecvTensorRequest checks the hand-written decoder against protobuf's:
 // whatever protobuf decodes, it decodes the same way.
 func FuzzRecvTensorRequest(f *testing.F) {
-	seeds, _ := filepath.Glob("testdata/recvtensorrequest-*.bin")
-	for _, s := range seeds {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
+	addSeeds(f, "testdata/recvtensorrequest-*.bin")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := parseRecvTensorRequest(b)
 		want := new(tfpb.RecvTensorRequest)
@@ -195,6 +170,19 @@ func FuzzRecvTensorRequest(f *testing.F) {
 			t.Fatalf("parsed %+v, protobuf %v", got, want)
 		}
 	})
+}
+
+// addSeeds adds the contents of the testdata files pattern matches to f's
+// corpus. TestFuzzSeedsDecode checks that the patterns match.
+func addSeeds(f *testing.F, pattern string) {
+	seeds, _ := filepath.Glob(pattern)
+	for _, s := range seeds {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 }
 
 // TestFuzzSeedsDecode checks that testdata's seeds are encodings of the

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -165,14 +166,5 @@ func copyTensor(t *wire.Tensor) wire.Tensor {
 	return wire.Tensor{DType: t.DType, Shape: append([]int64(nil), t.Shape...), Dead: t.Dead, Data: buf.Bytes(), Buf: buf}
 }
 
-func sameShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+// sameShape reports whether two shapes have the same dimensions.
+func sameShape(a, b []int64) bool { return slices.Equal(a, b) }
