@@ -312,28 +312,33 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			runtime.Gosched()
 			continue
 		}
-		// Sleep until the next timer (a delayed acknowledgement is one),
-		// and at most an RTO: packets a sender transmitted while the
-		// reactor was parked started retransmission timers it does not
-		// know about.
-		wait := e.opts.RTO
-		if !next.IsZero() {
-			wait = min(max(next.Sub(e.now), 0), wait)
-		}
-		e.sleeping.Store(true)
-		var werr error
-		if !e.readyFlag.Load() && !e.stopping.Load() {
-			e.loop.Unlock()
-			werr = e.link.Wait(wait)
-			e.loop.Lock()
-		}
-		e.sleeping.Store(false)
-		if werr != nil && !e.stopping.Load() {
-			e.err = fmt.Errorf("afxdp: wait on %v: %w", e.link.LocalAddr(), werr)
+		if err := e.park(next); err != nil && !e.stopping.Load() {
+			e.err = fmt.Errorf("afxdp: wait on %v: %w", e.link.LocalAddr(), err)
 			break
 		}
 	}
 	e.shutdown()
+}
+
+// park sleeps in the link's Wait until the next timer (a delayed
+// acknowledgement is one), and at most an RTO: packets a sender transmitted
+// while the reactor was parked started retransmission timers it does not
+// know about. The loop lock is released meanwhile, so senders that find
+// the reactor sleeping transmit themselves (see enqueue).
+func (e *Endpoint) park(next time.Time) error {
+	wait := e.opts.RTO
+	if !next.IsZero() {
+		wait = min(max(next.Sub(e.now), 0), wait)
+	}
+	e.sleeping.Store(true)
+	var err error
+	if !e.readyFlag.Load() && !e.stopping.Load() {
+		e.loop.Unlock()
+		err = e.link.Wait(wait)
+		e.loop.Lock()
+	}
+	e.sleeping.Store(false)
+	return err
 }
 
 // shutdown ends every session, telling peers, and refuses further work.
