@@ -171,22 +171,20 @@ func recvNode(name, tensor string, dt wire.DataType, src string, inc uint64, dst
 
 func graphDef(nodes ...*tfpb.NodeDef) *tfpb.GraphDef { return &tfpb.GraphDef{Node: nodes} }
 
-// f32 returns a float tensor owned by the test (no Buf).
-func f32(shape []int64, vals ...float32) wire.Tensor {
-	t, err := NewTensor(wire.DTFloat, shape)
-	if err != nil {
-		panic(err)
-	}
-	copy(View[float32](t.Data), vals)
-	return t
-}
+// f32 returns a float tensor for a test, which releases it.
+func f32(shape []int64, vals ...float32) wire.Tensor { return tensorOf(wire.DTFloat, shape, vals) }
 
-func i64(shape []int64, vals ...int64) wire.Tensor {
-	t, err := NewTensor(wire.DTInt64, shape)
+// i64 returns an int64 tensor for a test, which releases it.
+func i64(shape []int64, vals ...int64) wire.Tensor { return tensorOf(wire.DTInt64, shape, vals) }
+
+// tensorOf returns a tensor of dt, whose elements are of type T, holding
+// vals.
+func tensorOf[T Elem](dt wire.DataType, shape []int64, vals []T) wire.Tensor {
+	t, err := NewTensor(dt, shape)
 	if err != nil {
 		panic(err)
 	}
-	copy(View[int64](t.Data), vals)
+	copy(View[T](t.Data), vals)
 	return t
 }
 

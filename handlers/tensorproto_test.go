@@ -76,20 +76,28 @@ func TestTensorFromProto(t *testing.T) {
 				t.Fatalf("got %v, want %v", got.Data, tt.want)
 			}
 			// Round trip through TensorToProto keeps the values.
-			back, err := TensorToProto(&got)
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, err := TensorFromProto(back)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer again.Buf.Release()
+			again := roundTrip(t, &got)
 			if string(again.Data) != string(got.Data) || !sameShape(again.Shape, got.Shape) {
 				t.Fatalf("round trip changed %v to %v", got.Data, again.Data)
 			}
 		})
 	}
+}
+
+// roundTrip encodes x with TensorToProto and decodes the result; what it
+// returns is released when the test ends.
+func roundTrip(tb testing.TB, x *wire.Tensor) wire.Tensor {
+	tb.Helper()
+	p, err := TensorToProto(x)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	again, err := TensorFromProto(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(again.Buf.Release)
+	return again
 }
 
 func TestTensorFromProtoRejects(t *testing.T) {
@@ -136,15 +144,7 @@ func FuzzTensorFromProto(f *testing.F) {
 		if err := tensor.Check(); err != nil {
 			t.Fatalf("decoded tensor fails Check: %v", err)
 		}
-		back, err := TensorToProto(&tensor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := TensorFromProto(back)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer again.Buf.Release()
+		again := roundTrip(t, &tensor)
 		if string(again.Data) != string(tensor.Data) {
 			t.Fatal("round trip changed the data")
 		}
