@@ -261,3 +261,32 @@ func TestSendErrorOnSenderFlush(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestMemLinkManyTensors sends a frame whose tensors, an empty one among
+// them, start and end inside packets and straddle packet boundaries, with
+// loss and reordering, and checks every tensor lands whole.
+func TestMemLinkManyTensors(t *testing.T) {
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{MaxPayload: 512, Loss: 0.05, Reorder: 0.2, Seed: 7})
+	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
+	rb := newCollector(4)
+	go cb.Receive(rb)
+	sizes := []int{1, 0, 471, 472, 473, 3000, 5, 0, 1 << 16, 2}
+	ts := make([]wire.Tensor, len(sizes))
+	for i, n := range sizes {
+		ts[i] = wire.Tensor{DType: wire.DTUint8, Shape: []int64{int64(n)}, Data: pattern(n, byte(i))}
+	}
+	done := make(doneChan, 1)
+	if err := ca.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 7}, Tensors: ts, Done: done}); err != nil {
+		t.Fatal(err)
+	}
+	in := rb.next(t, 10*time.Second)
+	defer in.Release()
+	if in.Err != nil || len(in.Tensors) != len(sizes) {
+		t.Fatalf("got %d tensors, err %v", len(in.Tensors), in.Err)
+	}
+	for i := range sizes {
+		if !bytes.Equal(in.Tensors[i].Data, ts[i].Data) {
+			t.Fatalf("tensor %d (%d bytes) differs", i, sizes[i])
+		}
+	}
+}

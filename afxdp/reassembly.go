@@ -20,8 +20,12 @@ type frameParser struct {
 	body   []byte // Begin's room for metadata and descriptors
 	bodyN  int
 	payN   uint64 // payload bytes received
-	skip   bool   // Alloc failed: the payload is read and dropped
-	ready  bool   // header and body parsed, destinations known
+	// The destination the next payload byte goes to: tensor ti, byte
+	// toff, so a packet finds it without scanning the frame's tensors.
+	ti    int
+	toff  int
+	skip  bool // Alloc failed: the payload is read and dropped
+	ready bool // header and body parsed, destinations known
 }
 
 // feed takes the data of the next packet in order and returns the frame it
@@ -32,6 +36,7 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, c *Conn, lim *wire.Limi
 			return nil, fmt.Errorf("frame %d starts inside frame %d: %w", h.Msg, p.msg, ErrProtocol)
 		}
 		p.active, p.off, p.hdrN, p.payN, p.bodyN, p.skip, p.ready = true, 0, 0, 0, 0, false, false
+		p.ti, p.toff = 0, 0
 	}
 	if !p.active || h.Msg != p.msg || h.Offset != p.off {
 		return nil, fmt.Errorf("packet %d of frame %d at offset %d, expected frame %d offset %d: %w",
@@ -73,8 +78,17 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, c *Conn, lim *wire.Limi
 				data = nil
 				continue
 			}
-			dst, _ := p.in.PayloadDest(p.payN)
-			n := copy(dst, data)
+			ts := p.in.Tensors
+			for p.ti < len(ts) && p.toff == len(ts[p.ti].Data) {
+				p.ti, p.toff = p.ti+1, 0
+			}
+			if p.ti == len(ts) {
+				// CheckAlloc made the destinations add up to the
+				// payload, so this cannot happen; the loop would spin.
+				return nil, fmt.Errorf("frame %d: no destination for payload byte %d: %w", h.Msg, p.payN, ErrProtocol)
+			}
+			n := copy(ts[p.ti].Data[p.toff:], data)
+			p.toff += n
 			p.payN += uint64(n)
 			data = data[n:]
 		}
