@@ -32,6 +32,10 @@ func grpcError(err error) error {
 	return status.Error(codes.Code(rpc.CodeOf(err)), err.Error())
 }
 
+// grpcResult passes a worker method's answer on, with its error as a gRPC
+// status.
+func grpcResult[Resp any](resp Resp, err error) (Resp, error) { return resp, grpcError(err) }
+
 // The methods below implement tfpb.WorkerServiceServer over the worker's
 // transport-neutral methods.
 
@@ -40,23 +44,19 @@ func (g *grpcService) GetStatus(context.Context, *tfpb.GetStatusRequest) (*tfpb.
 }
 
 func (g *grpcService) CreateWorkerSession(_ context.Context, req *tfpb.CreateWorkerSessionRequest) (*tfpb.CreateWorkerSessionResponse, error) {
-	resp, err := g.w.createWorkerSession(req)
-	return resp, grpcError(err)
+	return grpcResult(g.w.createWorkerSession(req))
 }
 
 func (g *grpcService) DeleteWorkerSession(_ context.Context, req *tfpb.DeleteWorkerSessionRequest) (*tfpb.DeleteWorkerSessionResponse, error) {
-	resp, err := g.w.deleteWorkerSession(req)
-	return resp, grpcError(err)
+	return grpcResult(g.w.deleteWorkerSession(req))
 }
 
 func (g *grpcService) RegisterGraph(_ context.Context, req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
-	resp, err := g.w.registerGraph(req)
-	return resp, grpcError(err)
+	return grpcResult(g.w.registerGraph(req))
 }
 
 func (g *grpcService) DeregisterGraph(_ context.Context, req *tfpb.DeregisterGraphRequest) (*tfpb.DeregisterGraphResponse, error) {
-	resp, err := g.w.deregisterGraph(req)
-	return resp, grpcError(err)
+	return grpcResult(g.w.deregisterGraph(req))
 }
 
 func (g *grpcService) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest) (*tfpb.RunGraphResponse, error) {
@@ -120,13 +120,11 @@ func (g *grpcService) Logging(_ context.Context, req *tfpb.LoggingRequest) (*tfp
 }
 
 func (g *grpcService) Tracing(_ context.Context, req *tfpb.TracingRequest) (*tfpb.TracingResponse, error) {
-	resp, err := g.w.tracing(req)
-	return resp, grpcError(err)
+	return grpcResult(g.w.tracing(req))
 }
 
 func (g *grpcService) RecvBuf(_ context.Context, req *tfpb.RecvBufRequest) (*tfpb.RecvBufResponse, error) {
-	resp, err := g.w.recvBuf(req)
-	return resp, grpcError(err)
+	return grpcResult(g.w.recvBuf(req))
 }
 
 func (g *grpcService) GetStepSequence(_ context.Context, req *tfpb.GetStepSequenceRequest) (*tfpb.GetStepSequenceResponse, error) {
@@ -134,13 +132,11 @@ func (g *grpcService) GetStepSequence(_ context.Context, req *tfpb.GetStepSequen
 }
 
 func (g *grpcService) CompleteGroup(ctx context.Context, req *tfpb.CompleteGroupRequest) (*tfpb.CompleteGroupResponse, error) {
-	resp, err := g.w.completeGroup(ctx, req)
-	return resp, grpcError(err)
+	return grpcResult(g.w.completeGroup(ctx, req))
 }
 
 func (g *grpcService) CompleteInstance(ctx context.Context, req *tfpb.CompleteInstanceRequest) (*tfpb.CompleteInstanceResponse, error) {
-	resp, err := g.w.completeInstance(ctx, req)
-	return resp, grpcError(err)
+	return grpcResult(g.w.completeInstance(ctx, req))
 }
 
 func (g *grpcService) MarkRecvFinished(_ context.Context, req *tfpb.MarkRecvFinishedRequest) (*tfpb.MarkRecvFinishedResponse, error) {

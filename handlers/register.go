@@ -21,51 +21,36 @@ func (w *Worker) Register(srv *rpc.Server) {
 	srv.Register(MethodGetStatus, protoHandler(func(_ context.Context, _ *tfpb.GetStatusRequest) (*tfpb.GetStatusResponse, error) {
 		return w.getStatus(), nil
 	}), inline)
-	srv.Register(MethodCreateWorkerSession, protoHandler(func(_ context.Context, req *tfpb.CreateWorkerSessionRequest) (*tfpb.CreateWorkerSessionResponse, error) {
-		return w.createWorkerSession(req)
-	}), inline)
-	srv.Register(MethodDeleteWorkerSession, protoHandler(func(_ context.Context, req *tfpb.DeleteWorkerSessionRequest) (*tfpb.DeleteWorkerSessionResponse, error) {
-		return w.deleteWorkerSession(req)
-	}), inline)
+	srv.Register(MethodCreateWorkerSession, protoHandler(ctxFree(w.createWorkerSession)), inline)
+	srv.Register(MethodDeleteWorkerSession, protoHandler(ctxFree(w.deleteWorkerSession)), inline)
 	// Building a graph is quick (no I/O, no waiting), but can be large;
 	// it runs off the connection's goroutine so it does not delay others.
-	srv.Register(MethodRegisterGraph, protoHandler(func(_ context.Context, req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
-		return w.registerGraph(req)
-	}), blocking)
-	srv.Register(MethodDeregisterGraph, protoHandler(func(_ context.Context, req *tfpb.DeregisterGraphRequest) (*tfpb.DeregisterGraphResponse, error) {
-		return w.deregisterGraph(req)
-	}), inline)
+	srv.Register(MethodRegisterGraph, protoHandler(ctxFree(w.registerGraph)), blocking)
+	srv.Register(MethodDeregisterGraph, protoHandler(ctxFree(w.deregisterGraph)), inline)
 	srv.Register(MethodRunGraph, w.handleRunGraph, blocking)
-	srv.Register(MethodCleanupGraph, protoHandler(func(_ context.Context, req *tfpb.CleanupGraphRequest) (*tfpb.CleanupGraphResponse, error) {
-		return w.cleanupGraph(req), nil
-	}), inline)
+	srv.Register(MethodCleanupGraph, protoHandler(infallible(w.cleanupGraph)), inline)
 	// CleanupAll waits for each variable's lock, which steps may hold.
-	srv.Register(MethodCleanupAll, protoHandler(func(_ context.Context, req *tfpb.CleanupAllRequest) (*tfpb.CleanupAllResponse, error) {
-		return w.cleanupAll(req), nil
-	}), blocking)
+	srv.Register(MethodCleanupAll, protoHandler(infallible(w.cleanupAll)), blocking)
 	srv.Register(MethodRecvTensor, w.handleRecvTensor, blocking)
 	srv.Register(MethodFuseRecvTensor, w.handleFuseRecvTensor, blocking)
-	srv.Register(MethodLogging, protoHandler(func(_ context.Context, req *tfpb.LoggingRequest) (*tfpb.LoggingResponse, error) {
-		return w.logging(req), nil
-	}), inline)
-	srv.Register(MethodTracing, protoHandler(func(_ context.Context, req *tfpb.TracingRequest) (*tfpb.TracingResponse, error) {
-		return w.tracing(req)
-	}), inline)
-	srv.Register(MethodRecvBuf, protoHandler(func(_ context.Context, req *tfpb.RecvBufRequest) (*tfpb.RecvBufResponse, error) {
-		return w.recvBuf(req)
-	}), inline)
-	srv.Register(MethodCompleteGroup, protoHandler(func(ctx context.Context, req *tfpb.CompleteGroupRequest) (*tfpb.CompleteGroupResponse, error) {
-		return w.completeGroup(ctx, req)
-	}), blocking)
-	srv.Register(MethodCompleteInstance, protoHandler(func(ctx context.Context, req *tfpb.CompleteInstanceRequest) (*tfpb.CompleteInstanceResponse, error) {
-		return w.completeInstance(ctx, req)
-	}), blocking)
-	srv.Register(MethodGetStepSequence, protoHandler(func(_ context.Context, req *tfpb.GetStepSequenceRequest) (*tfpb.GetStepSequenceResponse, error) {
-		return w.getStepSequence(req), nil
-	}), inline)
-	srv.Register(MethodMarkRecvFinished, protoHandler(func(_ context.Context, req *tfpb.MarkRecvFinishedRequest) (*tfpb.MarkRecvFinishedResponse, error) {
-		return w.markRecvFinished(req), nil
-	}), inline)
+	srv.Register(MethodLogging, protoHandler(infallible(w.logging)), inline)
+	srv.Register(MethodTracing, protoHandler(ctxFree(w.tracing)), inline)
+	srv.Register(MethodRecvBuf, protoHandler(ctxFree(w.recvBuf)), inline)
+	srv.Register(MethodCompleteGroup, protoHandler(w.completeGroup), blocking)
+	srv.Register(MethodCompleteInstance, protoHandler(w.completeInstance), blocking)
+	srv.Register(MethodGetStepSequence, protoHandler(infallible(w.getStepSequence)), inline)
+	srv.Register(MethodMarkRecvFinished, protoHandler(infallible(w.markRecvFinished)), inline)
+}
+
+// ctxFree adapts a worker method that needs no context to protoHandler.
+func ctxFree[Req, Resp any](f func(Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
+	return func(_ context.Context, req Req) (Resp, error) { return f(req) }
+}
+
+// infallible adapts a worker method that needs no context and cannot fail
+// to protoHandler.
+func infallible[Req, Resp any](f func(Req) Resp) func(context.Context, Req) (Resp, error) {
+	return func(_ context.Context, req Req) (Resp, error) { return f(req), nil }
 }
 
 // protoHandler adapts a method whose request and response are plain
