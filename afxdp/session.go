@@ -26,6 +26,11 @@ type outMsg struct {
 	first uint32
 	npk   uint32
 	no    uint32
+	// Where the last packet's tensor bytes started: tensor ti, which
+	// begins at frame byte tstart, so the next packet does not scan the
+	// tensors before it (a resend that goes back scans from the start).
+	ti     int
+	tstart uint64
 }
 
 // session is one end of a reliable, ordered, bidirectional stream of frames
@@ -132,23 +137,28 @@ func (s *session) emit(seq uint32, idx int) bool {
 // encoded head, then straight from the tensors' memory.
 func copyFrame(dst []byte, om *outMsg, off uint64) {
 	w := 0
-	if off < uint64(len(om.head)) {
+	head := uint64(len(om.head))
+	if off < head {
 		w = copy(dst, om.head[off:])
-		off = 0
-	} else {
-		off -= uint64(len(om.head))
+		off = head
 	}
-	for i := range om.m.Tensors {
-		if w == len(dst) {
-			return
+	i, start := 0, head
+	if om.ti > 0 && om.tstart <= off {
+		i, start = om.ti, om.tstart
+	}
+	ts := om.m.Tensors
+	found := false
+	for ; i < len(ts) && w < len(dst); i++ {
+		data := ts[i].Data
+		end := start + uint64(len(data))
+		if off < end {
+			if !found {
+				found, om.ti, om.tstart = true, i, start
+			}
+			w += copy(dst[w:], data[off-start:])
+			off = end
 		}
-		data := om.m.Tensors[i].Data
-		if off >= uint64(len(data)) {
-			off -= uint64(len(data))
-			continue
-		}
-		w += copy(dst[w:], data[off:])
-		off = 0
+		start = end
 	}
 }
 
