@@ -86,11 +86,7 @@ func (c *WorkerClient) CleanupAll(ctx context.Context, containers ...string) err
 func (c *WorkerClient) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, sends []wire.Tensor, reply *rpc.Reply) (*tfpb.RunGraphResponse, error) {
 	if sends == nil && len(req.GetSend()) > 0 {
 		sends = make([]wire.Tensor, len(req.Send))
-		defer func() {
-			for i := range sends {
-				sends[i].Buf.Release()
-			}
-		}()
+		defer releaseTensors(sends)
 		for i, s := range req.Send {
 			t, err := TensorFromProto(s.GetTensor())
 			if err != nil {

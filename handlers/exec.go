@@ -145,6 +145,13 @@ func refTensor(t wire.Tensor) wire.Tensor {
 	return t
 }
 
+// releaseTensors drops the references ts hold.
+func releaseTensors(ts []wire.Tensor) {
+	for i := range ts {
+		ts[i].Buf.Release()
+	}
+}
+
 // runGraph runs one step of a registered graph. feeds[i] is the tensor of
 // req.Send[i]; runGraph does not take the callers' references. The
 // returned tensors, one per req.RecvKey, each own a reference.
@@ -171,11 +178,7 @@ func (w *Worker) runGraphErr(ctx context.Context, req *tfpb.RunGraphRequest, fee
 		return nil, nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: %d tensors for %d sends", len(feeds), len(req.GetSend()))
 	}
 	feeds = ownFeeds(feeds)
-	defer func() {
-		for i := range feeds {
-			feeds[i].Buf.Release()
-		}
-	}()
+	defer releaseTensors(feeds)
 	s := &step{w: w, g: g, id: req.GetStepId(), vals: make([]value, g.numOuts), ins: make([]value, g.numIns), ctxs: make([]opCtx, len(g.nodes))}
 	var stop func()
 	s.ctx, s.cancel, stop = stepContext(ctx)
@@ -211,9 +214,7 @@ func (w *Worker) runGraphErr(ctx context.Context, req *tfpb.RunGraphRequest, fee
 		resp.Recv[i] = &tfpb.NamedTensorProto{Name: k}
 		t, err := s.fetch(k)
 		if err != nil {
-			for j := range fetches {
-				fetches[j].Buf.Release()
-			}
+			releaseTensors(fetches)
 			return nil, nil, err
 		}
 		fetches = append(fetches, t)
@@ -493,6 +494,22 @@ func (s *step) run(n *node) error {
 	return err
 }
 
+// decodeSends decodes the tensors a RunGraph request carries in its
+// protobuf, as gRPC callers send them. On error it releases those it
+// decoded.
+func decodeSends(req *tfpb.RunGraphRequest) ([]wire.Tensor, error) {
+	feeds := make([]wire.Tensor, len(req.GetSend()))
+	for i, s := range req.GetSend() {
+		t, err := TensorFromProto(s.GetTensor())
+		if err != nil {
+			releaseTensors(feeds[:i])
+			return nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: send %q: %v", s.GetName(), err)
+		}
+		feeds[i] = t
+	}
+	return feeds, nil
+}
+
 // handleRunGraph serves RunGraph over starwire: the sends' tensors are the
 // request's segments and the fetched tensors the response's, in order.
 func (w *Worker) handleRunGraph(ctx context.Context, in *wire.Inbound, resp *rpc.Response) error {
@@ -503,19 +520,12 @@ func (w *Worker) handleRunGraph(ctx context.Context, in *wire.Inbound, resp *rpc
 	feeds := in.Tensors
 	if len(feeds) == 0 && len(req.GetSend()) > 0 {
 		// A caller may put the tensors in the protobuf instead.
-		feeds = make([]wire.Tensor, len(req.GetSend()))
-		defer func() {
-			for i := range feeds {
-				feeds[i].Buf.Release()
-			}
-		}()
-		for i, s := range req.GetSend() {
-			t, err := TensorFromProto(s.GetTensor())
-			if err != nil {
-				return rpc.Errorf(wire.InvalidArgument, "RunGraph: send %q: %v", s.GetName(), err)
-			}
-			feeds[i] = t
+		decoded, err := decodeSends(req)
+		if err != nil {
+			return err
 		}
+		defer releaseTensors(decoded)
+		feeds = decoded
 	}
 	out, fetches, err := w.runGraph(ctx, req, feeds)
 	if err != nil {

@@ -60,30 +60,16 @@ func (g *grpcService) DeregisterGraph(_ context.Context, req *tfpb.DeregisterGra
 }
 
 func (g *grpcService) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest) (*tfpb.RunGraphResponse, error) {
-	feeds := make([]wire.Tensor, len(req.GetSend()))
-	release := func() {
-		for i := range feeds {
-			feeds[i].Buf.Release()
-		}
-	}
-	for i, s := range req.GetSend() {
-		t, err := TensorFromProto(s.GetTensor())
-		if err != nil {
-			release()
-			return nil, grpcError(rpc.Errorf(wire.InvalidArgument, "RunGraph: send %q: %v", s.GetName(), err))
-		}
-		feeds[i] = t
-	}
-	resp, fetches, err := g.w.runGraph(ctx, req, feeds)
-	release()
+	feeds, err := decodeSends(req)
 	if err != nil {
 		return nil, grpcError(err)
 	}
-	defer func() {
-		for i := range fetches {
-			fetches[i].Buf.Release()
-		}
-	}()
+	resp, fetches, err := g.w.runGraph(ctx, req, feeds)
+	releaseTensors(feeds)
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	defer releaseTensors(fetches)
 	for i := range fetches {
 		p, err := TensorToProto(&fetches[i])
 		if err != nil {
