@@ -139,33 +139,40 @@ func (e *End) waitUp(timeout time.Duration) error {
 	}
 }
 
-// createNamespaces creates both named namespaces on a locked thread and
-// puts the thread back where it was.
+// createNamespaces creates both named namespaces on a locked thread of a
+// goroutine of its own, and puts the thread back where it was; if that
+// fails, the goroutine exits with the thread still locked, so the runtime
+// destroys the thread instead of running other goroutines in a test
+// namespace.
 func createNamespaces(ends ...*End) error {
-	runtime.LockOSThread()
-	orig, err := vnetns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("netns: current namespace: %w", err)
-	}
-	defer orig.Close()
-	var cerr error
-	for _, e := range ends {
-		// NewNamed also moves this thread into the new namespace.
-		h, err := vnetns.NewNamed(e.NS)
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := vnetns.Get()
 		if err != nil {
-			cerr = fmt.Errorf("netns: create %s: %w", e.NS, err)
-			break
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("netns: current namespace: %w", err)
+			return
 		}
-		e.handle = h
-	}
-	if err := vnetns.Set(orig); err != nil {
-		// This thread is stuck in a test namespace: let it die with the
-		// goroutine instead of returning it to the scheduler.
-		return errors.Join(cerr, fmt.Errorf("netns: restore namespace: %w", err))
-	}
-	runtime.UnlockOSThread()
-	return cerr
+		defer orig.Close()
+		var cerr error
+		for _, e := range ends {
+			// NewNamed also moves this thread into the new namespace.
+			h, err := vnetns.NewNamed(e.NS)
+			if err != nil {
+				cerr = fmt.Errorf("netns: create %s: %w", e.NS, err)
+				break
+			}
+			e.handle = h
+		}
+		if err := vnetns.Set(orig); err != nil {
+			errc <- errors.Join(cerr, fmt.Errorf("netns: restore namespace: %w", err))
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- cerr
+	}()
+	return <-errc
 }
 
 // configure brings loopback and the veth end up inside e's namespace and
