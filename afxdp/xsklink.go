@@ -65,8 +65,7 @@ type XSKLink struct {
 	mac     [6]byte
 	local   netip.AddrPort
 	maxPay  int
-	prog    *xdp.Program
-	sh      *xskShared
+	sh      *xskShared // the steering program, shared with sibling links
 	socks   []*xsk.Socket
 	queues  []int
 	poll    *poller
@@ -225,7 +224,7 @@ func (sh *xskShared) release() error {
 // openLink binds sockets to queues and registers them with the shared
 // program. On error it releases what it took, including its reference.
 func openLink(ifname string, info ifaceInfo, opts XSKOptions, queues []int, sh *xskShared) (_ *XSKLink, err error) {
-	l := &XSKLink{ifname: ifname, sh: sh, prog: sh.prog, probeFD: -1, cur: noFrame,
+	l := &XSKLink{ifname: ifname, sh: sh, probeFD: -1, cur: noFrame,
 		macs: make(map[netip.Addr][6]byte), resolving: make(map[netip.Addr]bool), seen: make(map[netip.Addr][6]byte)}
 	defer func() {
 		if err != nil {
@@ -249,7 +248,7 @@ func openLink(ifname string, info ifaceInfo, opts XSKOptions, queues []int, sh *
 		}
 		l.socks = append(l.socks, s)
 		l.queues = append(l.queues, q)
-		if err := l.prog.RegisterSocket(q, s.FD()); err != nil {
+		if err := l.sh.prog.RegisterSocket(q, s.FD()); err != nil {
 			return nil, fmt.Errorf("afxdp: open %s: %w", ifname, err)
 		}
 		fds = append(fds, s.FD())
@@ -351,7 +350,7 @@ func (l *XSKLink) MaxPayload() int { return l.maxPay }
 func (l *XSKLink) LocalAddr() netip.AddrPort { return l.local }
 
 // Program returns the attached steering program (for its counters).
-func (l *XSKLink) Program() *xdp.Program { return l.prog }
+func (l *XSKLink) Program() *xdp.Program { return l.sh.prog }
 
 // Sockets returns the AF_XDP sockets, one per bound queue.
 func (l *XSKLink) Sockets() []*xsk.Socket { return l.socks }
@@ -556,11 +555,9 @@ func (l *XSKLink) Close() error {
 	}
 	var errs []error
 	for _, q := range l.queues {
-		errs = append(errs, l.prog.UnregisterSocket(q))
+		errs = append(errs, l.sh.prog.UnregisterSocket(q))
 	}
-	if l.sh != nil {
-		errs = append(errs, l.sh.release())
-	}
+	errs = append(errs, l.sh.release())
 	for _, s := range l.socks {
 		errs = append(errs, s.Close())
 	}
