@@ -139,7 +139,13 @@ func (e *Endpoint) Dial(ctx context.Context, addr string) (*Conn, error) {
 // DialAddr is Dial with a parsed address.
 func (e *Endpoint) DialAddr(ctx context.Context, peer netip.AddrPort) (*Conn, error) {
 	if e.stopping.Load() {
-		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, ErrClosed)
+		err := ErrClosed
+		select {
+		case <-e.done:
+			err = e.stoppedErr()
+		default: // stopping: the reason is not known yet
+		}
+		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -166,7 +172,7 @@ func (e *Endpoint) DialAddr(ctx context.Context, peer netip.AddrPort) (*Conn, er
 		s.conn.Close()
 		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, ctx.Err())
 	case <-e.done:
-		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, ErrClosed)
+		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, e.stoppedErr())
 	}
 }
 
@@ -179,10 +185,19 @@ func (e *Endpoint) AcceptContext(ctx context.Context) (*Conn, error) {
 	case c := <-e.accepts:
 		return c, nil
 	case <-e.done:
-		return nil, fmt.Errorf("afxdp: accept on %v: %w", e.Addr(), ErrClosed)
+		return nil, fmt.Errorf("afxdp: accept on %v: %w", e.Addr(), e.stoppedErr())
 	case <-ctx.Done():
 		return nil, fmt.Errorf("afxdp: accept on %v: %w", e.Addr(), ctx.Err())
 	}
+}
+
+// stoppedErr says why the reactor stopped: ErrClosed, wrapping the link's
+// error when one stopped it. Call it after done is closed.
+func (e *Endpoint) stoppedErr() error {
+	if e.err != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, e.err)
+	}
+	return ErrClosed
 }
 
 // Close stops the reactor: every session ends with ErrClosed (its peer is

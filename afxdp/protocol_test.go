@@ -290,3 +290,29 @@ func TestMemLinkManyTensors(t *testing.T) {
 		}
 	}
 }
+
+// failReceive is a Link whose Receive fails, as a link whose device went
+// away would.
+type failReceive struct {
+	afxdp.Link
+	err error
+}
+
+func (f failReceive) Receive([]afxdp.Datagram) (int, error) { return 0, f.err }
+
+// TestAcceptSaysWhyReactorStopped checks that Accept and Dial on an
+// endpoint whose link failed return the link's error, not only ErrClosed.
+func TestAcceptSaysWhyReactorStopped(t *testing.T) {
+	la, _ := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	injected := errors.New("injected receive failure")
+	e := afxdp.NewEndpoint(failReceive{Link: la, err: injected}, afxdp.Options{})
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.Accept(); !errors.Is(err, injected) || !errors.Is(err, afxdp.ErrClosed) {
+		t.Fatalf("Accept: %v, want ErrClosed wrapping the link's error", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := e.Dial(ctx, memB.String()); !errors.Is(err, injected) || !errors.Is(err, afxdp.ErrClosed) {
+		t.Fatalf("Dial: %v, want ErrClosed wrapping the link's error", err)
+	}
+}
