@@ -504,29 +504,33 @@ func (e *Endpoint) handle(d *Datagram) {
 	}
 	switch h.Type {
 	case TypeData:
-		s.onAck(&h)
-		if err := s.onData(&h, data); err != nil {
-			s.control(TypeReset)
-			e.endSession(s, err)
-			return
-		}
-		switch {
-		case !s.ackOwed || s.inAcks:
-		case s.framed && (s.ooo == nil || s.ooo.held == 0) && e.opts.AckDelay > 0:
-			// A whole frame arrived in order: its answer, or the next
-			// request, will likely carry the acknowledgement, so a
-			// packet of its own waits a little.
-			if s.ackAt.IsZero() {
-				s.ackAt = e.now.Add(e.opts.AckDelay)
-			}
-		default:
-			s.inAcks = true
-			e.acks = append(e.acks, s)
-		}
+		e.handleData(s, &h, data)
 	case TypeAck:
 		s.onAck(&h)
 	case TypeClose:
 		e.endSession(s, fmt.Errorf("afxdp: session %#x with %v: %w", h.Session, d.From, ErrPeerClosed))
+	}
+}
+
+// handleData takes a DATA packet for s and schedules its acknowledgement:
+// delayed when a whole frame arrived in order (its answer, or the next
+// request, will likely carry it), otherwise at the end of this loop.
+func (e *Endpoint) handleData(s *session, h *PacketHeader, data []byte) {
+	s.onAck(h)
+	if err := s.onData(h, data); err != nil {
+		s.control(TypeReset)
+		e.endSession(s, err)
+		return
+	}
+	switch {
+	case !s.ackOwed || s.inAcks:
+	case s.framed && (s.ooo == nil || s.ooo.held == 0) && e.opts.AckDelay > 0:
+		if s.ackAt.IsZero() {
+			s.ackAt = e.now.Add(e.opts.AckDelay)
+		}
+	default:
+		s.inAcks = true
+		e.acks = append(e.acks, s)
 	}
 }
 
