@@ -138,8 +138,9 @@ func OpenXSK(ifname string, opts XSKOptions) (*XSKLink, error) {
 
 // OpenXSKLinks is OpenXSK for n reactors: it returns up to n links (never
 // more than the queues) sharing one steering program, link k owning the
-// sockets of every queue q with q mod n = k. The program stays attached
-// until the last link closes. All links use opts.Port; a Group runs an
+// sockets of entries k, k+n, k+2n, ... of opts.Queues (queues k, k+n,
+// ... when it is nil). The program stays attached until the last link
+// closes. All links use opts.Port; a Group runs an
 // Endpoint on each and forwards packets that arrive on another reactor's
 // queue.
 func OpenXSKLinks(ifname string, opts XSKOptions, n int) (_ []*XSKLink, err error) {
