@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -17,6 +18,20 @@ func TestSteadyStateAllocs(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	steadyStateAllocs(t, la, lb)
+}
+
+// TestSteadyStateAllocsXSK is TestSteadyStateAllocs over AF_XDP sockets on
+// a veth pair.
+func TestSteadyStateAllocsXSK(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	p := netns.NewForTest(t, netns.Options{})
+	steadyStateAllocs(t, openXSK(t, p.A, afxdp.XSKOptions{}), openXSK(t, p.B, afxdp.XSKOptions{}))
+}
+
+func steadyStateAllocs(t *testing.T, la, lb afxdp.Link) {
 	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
 	rb := newCollector(4)
 	go cb.Receive(rb)
