@@ -1,11 +1,9 @@
 package afxdp
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -90,11 +88,11 @@ func (o Options) withDefaults() Options {
 // Environment variables read by OptionsFromEnv, with the names TensorFlow
 // and DeepRec users know.
 const (
-	EnvCoreNumber          = "SEASTAR_CORE_NUMBER"
-	EnvWorkerPolling       = "WORKER_ENABLE_POLLING"
-	EnvPSPolling           = "PS_ENABLE_POLLING"
-	EnvWorkerDisablePin    = "WORKER_DISABLE_PIN_CORES"
-	EnvPSDisablePin        = "PS_DISABLE_PIN_CORES"
+	EnvCoreNumber          = envvar.CoreNumber
+	EnvWorkerPolling       = envvar.WorkerPolling
+	EnvPSPolling           = envvar.PSPolling
+	EnvWorkerDisablePin    = envvar.WorkerDisablePin
+	EnvPSDisablePin        = envvar.PSDisablePin
 	defaultReactorsPerLink = 1
 )
 
@@ -109,8 +107,8 @@ func OptionsFromEnv(job string, index int) Options {
 		poll, pin = EnvPSPolling, EnvPSDisablePin
 	}
 	var o Options
-	o.Busy = envBool(poll, false)
-	if !envBool(pin, true) {
+	o.Busy = envvar.Bool(poll, false)
+	if !envvar.Bool(pin, true) {
 		o.Pin, o.CPU = true, index
 	}
 	return o
@@ -121,16 +119,8 @@ func OptionsFromEnv(job string, index int) Options {
 // queues, since a reactor owns whole queues.
 func Reactors(queues int) int {
 	n := defaultReactorsPerLink
-	if v, err := strconv.Atoi(strings.TrimSpace(os.Getenv(EnvCoreNumber))); err == nil && v > 0 {
+	if v, ok := envvar.PositiveInt(EnvCoreNumber); ok {
 		n = v
 	}
 	return max(1, min(n, queues))
-}
-
-func envBool(name string, def bool) bool {
-	v, err := strconv.ParseBool(strings.TrimSpace(os.Getenv(name)))
-	if err != nil {
-		return def
-	}
-	return v
 }

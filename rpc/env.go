@@ -1,24 +1,20 @@
 package rpc
 
-import (
-	"os"
-	"strconv"
-	"strings"
-)
+import "github.com/starwire/starwire/internal/envvar"
 
 // Environment variables, with the names TensorFlow and DeepRec users know.
 const (
-	EnvCoreNumber       = "SEASTAR_CORE_NUMBER"
-	EnvPSCoreNumber     = "NETWORK_PS_CORE_NUMBER"
-	EnvWorkerCoreNumber = "NETWORK_WORKER_CORE_NUMBER"
-	EnvEndpointMapPath  = "TF_SEASTAR_ENDPOINT_MAP_PATH"
-	EnvTFConfig         = "TF_CONFIG"
+	EnvCoreNumber       = envvar.CoreNumber
+	EnvPSCoreNumber     = envvar.PSCoreNumber
+	EnvWorkerCoreNumber = envvar.WorkerCoreNumber
+	EnvEndpointMapPath  = envvar.EndpointMapPath
+	EnvTFConfig         = envvar.TFConfig
 )
 
 // CoreNumber returns the number of reactors: SEASTAR_CORE_NUMBER when it is
 // a positive integer, DefaultReactors otherwise.
 func CoreNumber() int {
-	if n, ok := envInt(EnvCoreNumber); ok {
+	if n, ok := envvar.PositiveInt(EnvCoreNumber); ok {
 		return n
 	}
 	return DefaultReactors
@@ -35,7 +31,7 @@ func RoleCoreNumber(job string, peers int) int {
 	if job == "ps" {
 		env = EnvPSCoreNumber
 	}
-	if v, ok := envInt(env); ok {
+	if v, ok := envvar.PositiveInt(env); ok {
 		n = v
 	}
 	if peers > 0 && n > peers {
@@ -46,18 +42,4 @@ func RoleCoreNumber(job string, peers int) int {
 
 // EnvBool reads a "true"/"false" variable (any case, also 1/0), as DeepRec's
 // *_ENABLE_POLLING and *_DISABLE_PIN_CORES; def when unset or unparsable.
-func EnvBool(name string, def bool) bool {
-	v, err := strconv.ParseBool(strings.TrimSpace(os.Getenv(name)))
-	if err != nil {
-		return def
-	}
-	return v
-}
-
-func envInt(name string) (int, bool) {
-	n, err := strconv.Atoi(strings.TrimSpace(os.Getenv(name)))
-	if err != nil || n <= 0 {
-		return 0, false
-	}
-	return n, true
-}
+func EnvBool(name string, def bool) bool { return envvar.Bool(name, def) }

@@ -60,12 +60,3 @@ func AppendHead(dst []byte, m *Message) ([]byte, error) {
 	}
 	return dst, nil
 }
-
-// HeadLen returns the number of bytes AppendHead writes for m.
-func HeadLen(m *Message) int {
-	n := HeaderSize + len(m.Meta)
-	for i := range m.Tensors {
-		n += DescLen(&m.Tensors[i])
-	}
-	return n
-}
