@@ -36,11 +36,13 @@ func NewReactors(n int) *Reactors {
 // Len returns the number of reactors.
 func (g *Reactors) Len() int { return len(g.rs) }
 
-// Stop ends the reactors' goroutines. Connections assigned to them must be
-// closed first.
+// Stop ends the reactors' goroutines. Connections still assigned to them
+// keep working: their callers then write for themselves.
 func (g *Reactors) Stop() {
 	for _, r := range g.rs {
-		close(r.quit)
+		if r.stopped.CompareAndSwap(false, true) {
+			close(r.quit)
+		}
 	}
 }
 
@@ -61,6 +63,8 @@ func sharedReactors() *Reactors {
 }
 
 type reactor struct {
+	stopped atomic.Bool
+
 	mu    sync.Mutex
 	ready []*tcpConn
 	spare []*tcpConn
@@ -69,6 +73,10 @@ type reactor struct {
 }
 
 func (r *reactor) schedule(c *tcpConn) {
+	if r.stopped.Load() {
+		c.flush()
+		return
+	}
 	r.mu.Lock()
 	r.ready = append(r.ready, c)
 	r.mu.Unlock()

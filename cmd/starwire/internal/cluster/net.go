@@ -24,20 +24,33 @@ type Net interface {
 	Dialer() (rpc.Transport, io.Closer, error)
 }
 
-// TCPNet carries starwire over TCP.
-type TCPNet struct{}
+// TCPNet carries starwire over TCP. A task's transport gets reactors of
+// its own, as many as DeepRec's per-role variables say for Job
+// (NETWORK_PS_CORE_NUMBER, NETWORK_WORKER_CORE_NUMBER), else
+// SEASTAR_CORE_NUMBER.
+type TCPNet struct{ Job string }
 
 // Name implements Net.
 func (TCPNet) Name() string { return "TCP" }
 
 // Listen implements Net.
-func (TCPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error) {
-	tr := &rpc.TCP{}
+func (n TCPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error) {
+	rs := rpc.NewReactors(rpc.RoleCoreNumber(n.Job, 0))
+	tr := &rpc.TCP{Reactors: rs}
 	l, err := tr.Listen(bind)
 	if err != nil {
+		rs.Stop()
 		return nil, nil, nil, err
 	}
-	return l, tr, nil, nil
+	return l, tr, reactorsCloser{rs}, nil
+}
+
+// reactorsCloser stops a task's reactors when the task closes.
+type reactorsCloser struct{ rs *rpc.Reactors }
+
+func (c reactorsCloser) Close() error {
+	c.rs.Stop()
+	return nil
 }
 
 // Dialer implements Net.

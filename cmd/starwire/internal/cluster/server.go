@@ -58,8 +58,8 @@ func Listen(job string, index int, grpcAddr, starAddr string, useStar bool, n Ne
 	}
 	s.grpcL, s.GRPCAddr = l, l.Addr().String()
 	if useStar {
-		if n == nil {
-			n = TCPNet{}
+		if _, tcp := n.(TCPNet); tcp || n == nil {
+			n = TCPNet{Job: job}
 		}
 		sl, tr, c, err := n.Listen(starAddr)
 		if err != nil {

@@ -1,0 +1,28 @@
+package rpc
+
+import "testing"
+
+func TestRoleCoreNumber(t *testing.T) {
+	tests := []struct {
+		core, ps, worker string
+		job              string
+		peers, want      int
+	}{
+		{"", "", "", "worker", 0, DefaultReactors},
+		{"2", "", "", "worker", 0, 2},
+		{"2", "8", "", "ps", 0, 8},
+		{"2", "8", "", "worker", 0, 2},
+		{"", "8", "3", "worker", 0, 3},
+		{"", "8", "", "ps", 5, 5}, // capped by the peers
+		{"junk", "", "-1", "worker", 0, DefaultReactors},
+	}
+	for _, tt := range tests {
+		t.Setenv(EnvCoreNumber, tt.core)
+		t.Setenv(EnvPSCoreNumber, tt.ps)
+		t.Setenv(EnvWorkerCoreNumber, tt.worker)
+		if got := RoleCoreNumber(tt.job, tt.peers); got != tt.want {
+			t.Errorf("core=%q ps=%q worker=%q: RoleCoreNumber(%s, %d) = %d, want %d",
+				tt.core, tt.ps, tt.worker, tt.job, tt.peers, got, tt.want)
+		}
+	}
+}
