@@ -56,10 +56,15 @@ type Endpoint struct {
 	acks     []*session
 	rx       []Datagram
 	now      time.Time
+	// streamUntil is when the reactor may sleep again after a packet
+	// that left a frame partly received (Options.FrameSpin).
+	streamUntil time.Time
 	epoch    time.Time // origin of the sessions' send times
 	err      error     // why the reactor stopped; read after done
 
 	resent, dups, malformed, resets, forwardedIn, sendErrors atomic.Uint64
+	sent, acksSent, batches, received                        atomic.Uint64
+	unflushed                                                int // packets queued since the last flush
 }
 
 // Stats count what an Endpoint's reactor did.
@@ -70,12 +75,20 @@ type Stats struct {
 	Resets     uint64 // RESETs sent for unknown sessions
 	Forwarded  uint64 // packets another reactor of the Group received for this one
 	SendErrors uint64 // link flushes that failed (their datagrams are resent)
+	Sent       uint64 // packets handed to the link, of which
+	Acks       uint64 // ACKs that carried nothing else
+	Batches    uint64 // flushes of the link with packets queued (transmit kicks)
+	Received   uint64 // datagrams received
 }
 
 const (
 	rxBatch     = 64
 	pumpBudget  = 64 // packets a session transmits per reactor loop
 	dialTimeout = 3 * time.Second
+	// ackPacketTime bounds how long an acknowledgement owed for a packet
+	// mid-frame waits, per packet of Options.AckEvery: the time a packet
+	// takes on the slowest link this is made for (1500 bytes at 1 Gb/s).
+	ackPacketTime = 12 * time.Microsecond
 )
 
 // NewEndpoint starts a reactor on link. The Endpoint owns the link from now
@@ -113,7 +126,8 @@ func (e *Endpoint) Link() Link { return e.link }
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats {
 	return Stats{Resent: e.resent.Load(), Duplicates: e.dups.Load(), Malformed: e.malformed.Load(),
-		Resets: e.resets.Load(), Forwarded: e.forwardedIn.Load(), SendErrors: e.sendErrors.Load()}
+		Resets: e.resets.Load(), Forwarded: e.forwardedIn.Load(), SendErrors: e.sendErrors.Load(),
+		Sent: e.sent.Load(), Acks: e.acksSent.Load(), Batches: e.batches.Load(), Received: e.received.Load()}
 }
 
 // resolver is implemented by links that must learn something about a peer
@@ -243,7 +257,7 @@ func (e *Endpoint) enqueue(s *session) {
 			e.takeReady()
 			_, more = e.pumpAll()
 			e.flushAcks()
-			if err := e.link.Flush(); err != nil {
+			if err := e.flush(); err != nil {
 				// As in run: the datagrams are resent; a closed link
 				// stops the reactor when it next flushes.
 				e.sendErrors.Add(1)
@@ -285,6 +299,19 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		for i := range n {
 			e.handle(&e.rx[i])
 		}
+		e.received.Add(uint64(n))
+		if n > 0 {
+			// Callers woken by what this batch delivered wait in this
+			// thread's run queue: yielding runs them here now instead of
+			// waking another thread for them, which costs more than the
+			// call itself on a VM. Yielding before transmitting lets
+			// their next requests carry the acknowledgements this batch
+			// owes, which then need no packet (and no kick) of their own.
+			// A busy reactor yields too: never yielding, it left them
+			// waiting for the scheduler's 10ms preemption whenever every
+			// P ran a reactor.
+			runtime.Gosched()
+		}
 		worked := n > 0
 		if e.inbox.flag.Load() {
 			e.handleInbox()
@@ -296,7 +323,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		}
 		next, more := e.pumpAll()
 		e.flushAcks()
-		if err := e.link.Flush(); err != nil && !e.stopping.Load() {
+		if err := e.flush(); err != nil && !e.stopping.Load() {
 			if errors.Is(err, ErrLinkClosed) {
 				e.err = fmt.Errorf("afxdp: send on %v: %w", e.link.LocalAddr(), err)
 				break
@@ -304,24 +331,18 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			// The datagrams are lost; the protocol sends them again.
 			e.sendErrors.Add(1)
 		}
-		if n > 0 && !e.opts.Busy {
-			// Callers woken by what this batch delivered wait in this
-			// thread's run queue: yielding runs them here now instead of
-			// waking another thread for them, which costs more than the
-			// call itself on a VM.
-			runtime.Gosched()
-		}
 		if worked || more {
 			idleAt = time.Time{}
 			continue
 		}
 		if e.opts.Busy {
+			runtime.Gosched() // as above: goroutines woken by other means
 			continue
 		}
 		if idleAt.IsZero() {
 			idleAt = e.now
 		}
-		if e.opts.Spin > 0 && e.now.Sub(idleAt) < e.opts.Spin {
+		if (e.opts.Spin > 0 && e.now.Sub(idleAt) < e.opts.Spin) || e.now.Before(e.streamUntil) {
 			// Let the goroutines this loop woke (a Receive loop, a
 			// caller) run on this P while spinning.
 			runtime.Gosched()
@@ -356,6 +377,22 @@ func (e *Endpoint) park(next time.Time) error {
 	return err
 }
 
+// queue hands the packet written in the link's TxBuffer to the link.
+func (e *Endpoint) queue(n int, to netip.AddrPort) {
+	e.link.Queue(n, to)
+	e.unflushed++
+}
+
+// flush transmits what the loop queued.
+func (e *Endpoint) flush() error {
+	if e.unflushed > 0 {
+		e.sent.Add(uint64(e.unflushed))
+		e.batches.Add(1)
+		e.unflushed = 0
+	}
+	return e.link.Flush()
+}
+
 // shutdown ends every session, telling peers, and refuses further work.
 func (e *Endpoint) shutdown() {
 	e.stopping.Store(true)
@@ -368,7 +405,7 @@ func (e *Endpoint) shutdown() {
 		s.control(TypeClose)
 		e.endSession(s, err)
 	}
-	e.link.Flush()
+	e.flush()
 	// Sessions queued after the last takeReady (a Dial racing Close).
 	e.mu.Lock()
 	pending := e.ready
@@ -512,9 +549,14 @@ func (e *Endpoint) handle(d *Datagram) {
 	}
 }
 
-// handleData takes a DATA packet for s and schedules its acknowledgement:
-// delayed when a whole frame arrived in order (its answer, or the next
-// request, will likely carry it), otherwise at the end of this loop.
+// handleData takes a DATA packet for s and schedules its acknowledgement.
+// Packets of a frame still arriving in order are acknowledged every
+// Options.AckEvery packets, or AckEvery packet times after the first one
+// unacknowledged: an ACK costs the receiver a transmit kick and the sender
+// a wake-up, and one per received batch (a few packets) halved the rate
+// of a large tensor. A completed frame is acknowledged at the end of this
+// loop, so that an inline handler's answer carries it, or after AckDelay.
+// A gap is reported at the end of this loop.
 func (e *Endpoint) handleData(s *session, h *PacketHeader, data []byte) {
 	s.onAck(h)
 	if err := s.onData(h, data); err != nil {
@@ -522,11 +564,19 @@ func (e *Endpoint) handleData(s *session, h *PacketHeader, data []byte) {
 		e.endSession(s, err)
 		return
 	}
+	if s.rx.active && e.opts.FrameSpin > 0 {
+		e.streamUntil = e.now.Add(e.opts.FrameSpin)
+	}
+	inOrder := s.ooo == nil || s.ooo.held == 0
 	switch {
 	case !s.ackOwed || s.inAcks:
-	case s.framed && (s.ooo == nil || s.ooo.held == 0) && e.opts.AckDelay > 0:
+	case s.framed && inOrder && e.opts.AckDelay > 0:
 		if s.ackAt.IsZero() {
 			s.ackAt = e.now.Add(e.opts.AckDelay)
+		}
+	case !s.framed && inOrder && s.unacked < e.opts.AckEvery:
+		if s.ackAt.IsZero() {
+			s.ackAt = e.now.Add(time.Duration(e.opts.AckEvery) * ackPacketTime)
 		}
 	default:
 		s.inAcks = true
@@ -561,7 +611,7 @@ func (e *Endpoint) reset(key sessionKey) {
 		return
 	}
 	PutHeader(buf, &PacketHeader{Type: TypeReset, Session: key.id})
-	e.link.Queue(HeaderLen, key.peer)
+	e.queue(HeaderLen, key.peer)
 	e.resets.Add(1)
 }
 

@@ -47,7 +47,7 @@ func runBenchServer(name, link, addr string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	stop, err := startBenchServer(kind, link, a, xo)
+	stop, _, err := startBenchServer(kind, link, a, xo)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

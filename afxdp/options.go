@@ -29,6 +29,11 @@ type Options struct {
 	// machine a parked reactor can wake milliseconds late and the peer
 	// then retransmits spuriously, so it is off by default.
 	AckDelay time.Duration
+	// AckEvery is how many in-order packets of a frame still arriving
+	// are acknowledged together (a completed frame or a gap is
+	// acknowledged at once); 0 means Window/8. It must stay well below
+	// Window, or the sender stalls on its window waiting for an ACK.
+	AckEvery int
 	// Backlog bounds the sessions waiting in Accept; 0 means 128. A
 	// negative value makes the endpoint refuse sessions (dial only).
 	Backlog int
@@ -52,6 +57,13 @@ type Options struct {
 	// keeps the runtime from polling the network for the parked one. Give
 	// it a budget where reactors have cores of their own.
 	Spin time.Duration
+	// FrameSpin is how long the reactor keeps polling instead of sleeping
+	// after a packet that left a frame partly received, since the rest
+	// is on its way: a reactor that slept between the packets of a large
+	// tensor was woken for nearly every one, and the wake-ups, paid in
+	// the sender's transmit kick, halved the tensor's rate. 0 means 50µs;
+	// negative never spins.
+	FrameSpin time.Duration
 	// Busy makes the reactor poll without ever sleeping (a core per
 	// endpoint, lowest latency).
 	Busy bool
@@ -65,6 +77,12 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Window <= 0 {
 		o.Window = 512
+	}
+	if o.AckEvery <= 0 || o.AckEvery > o.Window/2 {
+		o.AckEvery = max(o.Window/8, 1)
+	}
+	if o.FrameSpin == 0 {
+		o.FrameSpin = 50 * time.Microsecond
 	}
 	if o.RTO <= 0 {
 		o.RTO = 4 * time.Millisecond

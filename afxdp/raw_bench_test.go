@@ -99,9 +99,15 @@ type pinger interface {
 	recv(b *testing.B, seq uint32, deadline time.Time) bool
 }
 
+// echoResult is what an echo benchmark measured.
+type echoResult struct {
+	rate float64 // round trips per second
+	p50  float64 // median round trip, ns
+}
+
 // drive runs the benchmark loop: one round trip per iteration, resending
 // after resendAfter, failing after roundTripCap.
-func drive(b *testing.B, p pinger) {
+func drive(b *testing.B, p pinger) echoResult {
 	samples := make([]int64, 0, maxRTTSamples)
 	resends := 0
 	var seq uint32
@@ -118,9 +124,14 @@ func drive(b *testing.B, p pinger) {
 		}
 	}
 	elapsed := time.Since(start)
-	reportRTT(b, "", float64(seq)/elapsed.Seconds(), samples)
+	res := echoResult{rate: float64(seq) / elapsed.Seconds()}
+	if len(samples) > 0 {
+		reportRTT(b, "", res.rate, samples)
+		res.p50 = float64(samples[len(samples)/2])
+	}
 	b.ReportMetric(float64(resends), "resends")
 	b.ReportMetric(0, "ns/op") // rt/s says it better
+	return res
 }
 
 // warmUp makes one untimed round trip so both ends are warm.
@@ -335,11 +346,11 @@ func (e *rawEnv) xskSockets(b *testing.B) (cli, srv *xsk.Socket) {
 	return open(e.pair.A, e.progA), open(e.pair.B, e.progB)
 }
 
-func benchXSK(b *testing.B, e *rawEnv, w wait) {
+func benchXSK(b *testing.B, e *rawEnv, w wait) echoResult {
 	cli, srv := e.xskSockets(b)
 	stop := serve(b, e, xskEcho(srv, w, nil))
 	defer stop()
-	drive(b, &xskClient{s: cli, hdr: &e.toB, wait: w, poll: xskPoll(cli)})
+	return drive(b, &xskClient{s: cli, hdr: &e.toB, wait: w, poll: xskPoll(cli)})
 }
 
 // --- asavie/xdp v0.3.3 ---
@@ -587,7 +598,8 @@ func BenchmarkRawOneWay(b *testing.B) {
 	}
 }
 
-func benchOneWay(b *testing.B, e *rawEnv, size int) {
+// benchOneWay returns the frame bytes received per second.
+func benchOneWay(b *testing.B, e *rawEnv, size int) float64 {
 	const batch, window = 64, 384
 	open := func(end *netns.End, p *xdp.Program) *xsk.Socket {
 		var s *xsk.Socket
@@ -677,6 +689,7 @@ func benchOneWay(b *testing.B, e *rawEnv, size int) {
 	b.ReportMetric(float64(received.Load())/elapsed.Seconds()/1e6, "Mpps")
 	b.ReportMetric(float64(sent-received.Load()), "lost")
 	b.ReportMetric(0, "ns/op")
+	return float64(received.Load()) * float64(size) / elapsed.Seconds()
 }
 
 // --- the echo server in its own process ---
@@ -723,7 +736,7 @@ func TestRawEchoChild(t *testing.T) {
 	xskEcho(s, wait(w-1), nil)(&stop)
 }
 
-func benchXSKProcess(b *testing.B, e *rawEnv, w wait) {
+func benchXSKProcess(b *testing.B, e *rawEnv, w wait) echoResult {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRawEchoChild$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", childEnv, int(w)+1),
 		childNSEnv+"="+e.pair.B.NS, fmt.Sprintf("%s=%d", childIfEnv, e.pair.B.Ifindex))
@@ -795,7 +808,7 @@ func benchXSKProcess(b *testing.B, e *rawEnv, w wait) {
 		b.Fatal(err)
 	}
 	defer func() { e.progA.UnregisterSocket(0); cli.Close() }()
-	drive(b, &xskClient{s: cli, hdr: &e.toB, wait: w, poll: xskPoll(cli)})
+	return drive(b, &xskClient{s: cli, hdr: &e.toB, wait: w, poll: xskPoll(cli)})
 }
 
 // BenchmarkRawEchoAB compares this module's socket layer with asavie/xdp

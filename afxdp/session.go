@@ -75,6 +75,7 @@ type session struct {
 	// it wait in ooo.
 	expect  uint32
 	naks    uint64 // out-of-order arrivals since the last ACK
+	unacked int    // data packets received since the last ACK
 	ackOwed bool
 	inAcks  bool      // on ep.acks
 	framed  bool      // a frame completed since the last acknowledgement
@@ -116,7 +117,7 @@ func (s *session) emit(seq uint32, idx int) bool {
 	s.fillAck(&h)
 	PutHeader(buf, &h)
 	copyFrame(buf[HeaderLen:HeaderLen+n], om, off)
-	l.Queue(HeaderLen+int(n), s.key.peer)
+	s.ep.queue(HeaderLen+int(n), s.key.peer)
 	if s.maxSent == s.base {
 		s.lastProgress = s.ep.now // the clock of the dead-peer check starts now
 	}
@@ -173,6 +174,7 @@ func (s *session) fillAck(h *PacketHeader) {
 	s.framed = false
 	s.ackAt = time.Time{}
 	s.naks = 0
+	s.unacked = 0
 }
 
 // control sends a packet without data: ACK, OPEN, CLOSE or RESET. OPEN
@@ -189,11 +191,12 @@ func (s *session) control(t PacketType) {
 	switch t {
 	case TypeAck:
 		h.Offset = naks
+		s.ep.acksSent.Add(1)
 	case TypeOpen:
 		h.Offset = uint64(l.MaxPayload())
 	}
 	PutHeader(buf, &h)
-	l.Queue(HeaderLen, s.key.peer)
+	s.ep.queue(HeaderLen, s.key.peer)
 }
 
 // take moves messages from the Send queue into the packet stream, giving
@@ -377,6 +380,7 @@ func (s *session) timers() (time.Time, error) {
 // order, it waits in the reorder buffer; behind, it is a duplicate.
 func (s *session) onData(h *PacketHeader, data []byte) error {
 	s.ackOwed = true
+	s.unacked++
 	switch {
 	case h.Seq == s.expect:
 		ok, err := s.accept(h, data)
@@ -468,7 +472,7 @@ func (s *session) openAck() {
 	h := PacketHeader{Type: TypeAck, Session: s.key.id, Flags: FlagSize, Offset: uint64(l.MaxPayload())}
 	s.fillAck(&h)
 	PutHeader(buf, &h)
-	l.Queue(HeaderLen, s.key.peer)
+	s.ep.queue(HeaderLen, s.key.peer)
 }
 
 // agree takes the peer's datagram size from an OPEN or its answer.

@@ -24,9 +24,11 @@ import (
 
 var methodSink = rpc.NewMethod("afxdp.test.Sink")
 
-// benchEnv is a server in B and a client dialing it from A.
+// benchEnv is a server in B and a client dialing it from A. eps are the
+// packet endpoints in this process, whose counters give packets per call.
 type benchEnv struct {
 	client *rpc.Client
+	eps    []*afxdp.Endpoint
 }
 
 // nsTCP dials from inside a namespace, so the TCP client reaches the
@@ -56,7 +58,7 @@ func benchKind(kind string) (string, int, afxdp.XSKOptions) {
 // startBenchServer serves the echo and sink methods over kind on the veth
 // end named link with address addr, in the calling thread's namespace. It
 // returns a function that stops it.
-func startBenchServer(kind, link string, addr netip.Addr, xo afxdp.XSKOptions) (stop func(), err error) {
+func startBenchServer(kind, link string, addr netip.Addr, xo afxdp.XSKOptions) (stop func(), ep *afxdp.Endpoint, err error) {
 	srv := rpc.NewServer()
 	srv.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})
 	srv.Register(methodSink, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error { return nil }, rpc.HandlerOptions{Inline: true})
@@ -65,7 +67,7 @@ func startBenchServer(kind, link string, addr netip.Addr, xo afxdp.XSKOptions) (
 	switch kind {
 	case "tcp":
 		if l, err = (&rpc.TCP{}).Listen(netip.AddrPortFrom(addr, benchPort).String()); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	default:
 		var ln afxdp.Link
@@ -76,13 +78,13 @@ func startBenchServer(kind, link string, addr netip.Addr, xo afxdp.XSKOptions) (
 			ln, err = afxdp.ListenUDP(netip.AddrPortFrom(addr, benchPort).String(), afxdp.UDPOptions{})
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		ep := afxdp.NewEndpoint(ln, afxdp.OptionsFromEnv("ps", 0))
+		ep = afxdp.NewEndpoint(ln, afxdp.OptionsFromEnv("ps", 0))
 		closeEP = func() { ep.Close() }
 		if l, err = afxdprpc.Transport(ep).Listen(""); err != nil {
 			ep.Close()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	go srv.Serve(l)
@@ -91,7 +93,7 @@ func startBenchServer(kind, link string, addr netip.Addr, xo afxdp.XSKOptions) (
 		defer cancel()
 		srv.Shutdown(ctx)
 		closeEP()
-	}, nil
+	}, ep, nil
 }
 
 // newBenchEnv starts the server in B, in this process or, with
@@ -100,14 +102,19 @@ func startBenchServer(kind, link string, addr netip.Addr, xo afxdp.XSKOptions) (
 func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 	kind, mtu, xo := benchKind(name)
 	p := netns.NewForTest(b, netns.Options{MTU: mtu})
+	env := &benchEnv{}
 	if separate {
 		startHelper(b, p.B, "rpc-server", name)
 	} else {
 		var stop func()
-		if err := p.B.Do(func() (err error) { stop, err = startBenchServer(kind, p.B.Link, p.B.Addr, xo); return err }); err != nil {
+		var ep *afxdp.Endpoint
+		if err := p.B.Do(func() (err error) { stop, ep, err = startBenchServer(kind, p.B.Link, p.B.Addr, xo); return err }); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(stop)
+		if ep != nil {
+			env.eps = append(env.eps, ep)
+		}
 	}
 	addr := netip.AddrPortFrom(p.B.Addr, benchPort).String()
 	var cliT rpc.Transport
@@ -125,6 +132,7 @@ func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 		}
 		ec := afxdp.NewEndpoint(lc, afxdp.OptionsFromEnv("worker", 1))
 		b.Cleanup(func() { ec.Close() })
+		env.eps = append(env.eps, ec)
 		cliT = afxdprpc.Transport(ec)
 	}
 	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: cliT})
@@ -137,17 +145,54 @@ func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 		b.Fatal(err)
 	}
 	r.Release()
-	return &benchEnv{client: c}
+	env.client = c
+	return env
+}
+
+// packets sums the counters of the packet endpoints in this process.
+func (env *benchEnv) packets() afxdp.Stats {
+	var t afxdp.Stats
+	for _, ep := range env.eps {
+		s := ep.Stats()
+		t.Sent += s.Sent
+		t.Acks += s.Acks
+		t.Batches += s.Batches
+		t.Resent += s.Resent
+	}
+	return t
+}
+
+// reportPackets reports, for the packet transports, packets and ACK-only
+// packets per op, packets per transmit batch (a kick), and resends.
+func (env *benchEnv) reportPackets(b *testing.B, before afxdp.Stats) {
+	if len(env.eps) == 0 {
+		return
+	}
+	after := env.packets()
+	sent, n := float64(after.Sent-before.Sent), float64(b.N)
+	b.ReportMetric(sent/n, "pkts/op")
+	b.ReportMetric(float64(after.Acks-before.Acks)/n, "acks/op")
+	if k := after.Batches - before.Batches; k > 0 {
+		b.ReportMetric(sent/float64(k), "pkts/kick")
+	}
+	b.ReportMetric(float64(after.Resent-before.Resent), "resent")
+}
+
+// callsResult is what callsBench measured.
+type callsResult struct {
+	rate float64 // calls per second
+	p50  float64 // ns
 }
 
 // callsBench runs b.N 64-byte echo calls from inflight goroutines and
 // reports throughput and latency percentiles.
-func callsBench(b *testing.B, env *benchEnv, inflight int) {
+func callsBench(b *testing.B, env *benchEnv, inflight int) callsResult {
 	payload := make([]byte, 64)
 	lat := make([][]time.Duration, inflight)
 	per := b.N / inflight
 	b.ReportAllocs()
 	b.SetBytes(2 * 64)
+	before := env.packets()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for g := range inflight {
@@ -177,24 +222,29 @@ func callsBench(b *testing.B, env *benchEnv, inflight int) {
 	}
 	wg.Wait()
 	b.StopTimer()
+	env.reportPackets(b, before)
+	res := callsResult{rate: float64(b.N) / b.Elapsed().Seconds()}
 	all := slices.Concat(lat...)
 	slices.Sort(all)
 	if len(all) > 0 {
-		b.ReportMetric(float64(all[len(all)/2].Nanoseconds()), "p50-ns")
+		res.p50 = float64(all[len(all)/2].Nanoseconds())
+		b.ReportMetric(res.p50, "p50-ns")
 		b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds()), "p99-ns")
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	b.ReportMetric(res.rate, "calls/s")
+	return res
 }
 
 // tensorBench sends a 16 MiB tensor per call to a method that answers
-// with nothing.
-func tensorBench(b *testing.B, env *benchEnv) {
+// with nothing, and returns the tensor bytes per second.
+func tensorBench(b *testing.B, env *benchEnv) float64 {
 	const size = 16 << 20
 	data := pattern(size, 1)
 	req := rpc.Request{Tensors: []wire.Tensor{{DType: wire.DTFloat, Shape: []int64{size / 4}, Data: data}}}
 	var reply rpc.Reply
 	b.ReportAllocs()
 	b.SetBytes(size)
+	before := env.packets()
 	b.ResetTimer()
 	for b.Loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -205,24 +255,114 @@ func tensorBench(b *testing.B, env *benchEnv) {
 		}
 		reply.Release()
 	}
-	b.ReportMetric(float64(b.N)*size/b.Elapsed().Seconds()/1e9, "GB/s")
+	env.reportPackets(b, before)
+	rate := float64(b.N) * size / b.Elapsed().Seconds()
+	b.ReportMetric(rate/1e9, "GB/s")
+	return rate
 }
 
+
+// BenchmarkTransport runs, in one command, the limits of this path (a raw
+// AF_XDP frame echo waiting in poll() and spinning, and raw one-way
+// streams) and starwire over AF_XDP, kernel UDP and TCP, then logs each
+// target of the kernel-bypass path as a ratio of figures of this run:
+//
+//	go test ./afxdp -run '^$' -bench 'Transport$' -benchtime 2s
 func BenchmarkTransport(b *testing.B) { transportBench(b, false) }
 
 // BenchmarkTransportProcesses is BenchmarkTransport with the server in a
-// process of its own.
+// process of its own (the raw echo server too).
 func BenchmarkTransportProcesses(b *testing.B) { transportBench(b, true) }
 
 func transportBench(b *testing.B, separate bool) {
+	var f transportFigures
+	raw := newRawEnv(b)
+	echo := benchXSK
+	if separate {
+		echo = benchXSKProcess
+	}
+	b.Run("raw/echo-poll", func(b *testing.B) { f.rawPoll = echo(b, raw, sleep) })
+	b.Run("raw/echo-spin", func(b *testing.B) { f.rawSpin = echo(b, raw, spinYield) })
+	b.Run("raw/oneway-64B", func(b *testing.B) { f.rawPPS = benchOneWay(b, raw, 64) / 64 })
+	b.Run("raw/oneway-1500B", func(b *testing.B) { f.rawBytes = benchOneWay(b, raw, 1500) })
 	for _, kind := range []string{"afxdp", "udp", "tcp", "afxdp-jumbo"} {
 		b.Run(kind, func(b *testing.B) {
 			env := newBenchEnv(b, kind, separate)
+			r := f.kind(kind)
 			if kind != "afxdp-jumbo" {
-				b.Run("sequential", func(b *testing.B) { callsBench(b, env, 1) })
-				b.Run("inflight32", func(b *testing.B) { callsBench(b, env, 32) })
+				b.Run("sequential", func(b *testing.B) { r.seq = callsBench(b, env, 1) })
+				b.Run("inflight32", func(b *testing.B) { r.par = callsBench(b, env, 32) })
 			}
-			b.Run("tensor16MiB", func(b *testing.B) { tensorBench(b, env) })
+			b.Run("tensor16MiB", func(b *testing.B) { r.tensor = tensorBench(b, env) })
 		})
 	}
+	b.Run("targets", f.report)
+}
+
+// transportFigures are the headline figures of one transportBench run:
+// each sub-benchmark's last run (the largest b.N) sets its own.
+type transportFigures struct {
+	rawPoll, rawSpin echoResult
+	rawPPS, rawBytes float64 // one-way 64-byte frames/s, 1500-byte frame bytes/s
+	kinds            map[string]*kindFigures
+	logged           bool
+}
+
+type kindFigures struct {
+	seq, par callsResult
+	tensor   float64 // bytes/s
+}
+
+func (f *transportFigures) kind(k string) *kindFigures {
+	if f.kinds == nil {
+		f.kinds = make(map[string]*kindFigures)
+	}
+	if f.kinds[k] == nil {
+		f.kinds[k] = new(kindFigures)
+	}
+	return f.kinds[k]
+}
+
+// report states each target against the figures, as metrics and, once,
+// in the log. Reactors that park compare with the raw echo waiting in
+// poll(); busy-polling ones (WORKER_ENABLE_POLLING, PS_ENABLE_POLLING) with
+// the spinning echo.
+func (f *transportFigures) report(b *testing.B) {
+	for b.Loop() {
+	}
+	b.ReportMetric(0, "ns/op")
+	x, u := f.kind("afxdp"), f.kind("udp")
+	base, mode := f.rawPoll, "poll()"
+	if afxdp.OptionsFromEnv("worker", 1).Busy {
+		base, mode = f.rawSpin, "spinning"
+	}
+	if x.seq.rate == 0 || base.rate == 0 || u.seq.rate == 0 || f.rawBytes == 0 {
+		return // a sub-benchmark was filtered out
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	seqRate, seqP50 := x.seq.rate/base.rate, x.seq.p50/base.p50
+	overUDP, tensor := x.seq.rate/u.seq.rate, x.tensor/f.rawBytes
+	b.ReportMetric(100*seqRate, "seq-%raw")
+	b.ReportMetric(seqP50, "seq-p50/raw")
+	b.ReportMetric(overUDP, "seq/udp")
+	b.ReportMetric(x.par.rate, "inflight32-calls/s")
+	b.ReportMetric(100*tensor, "tensor-%raw")
+	if f.logged {
+		return
+	}
+	f.logged = true
+	b.Logf("targets, from this run (raw echo in %s: %.0f round trips/s, p50 %.1fµs; spinning: %.0f/s, p50 %.1fµs):",
+		mode, base.rate, base.p50/1e3, f.rawSpin.rate, f.rawSpin.p50/1e3)
+	b.Logf("  sequential %.0f calls/s = %.0f%% of the raw echo (≥60%%: %s)", x.seq.rate, 100*seqRate, verdict(seqRate >= 0.6))
+	b.Logf("  sequential p50 %.1fµs = %.2f× the raw echo's (≤1.3×: %s)", x.seq.p50/1e3, seqP50, verdict(seqP50 <= 1.3))
+	b.Logf("  sequential = %.2f× starwire over kernel UDP (%.0f calls/s) (≥1.5×: %s)", overUDP, u.seq.rate, verdict(overUDP >= 1.5))
+	b.Logf("  32 in flight %.0f calls/s (≥500k: %s); two packets a call, so the raw one-way rate of %.2f Mpps caps it near %.0f",
+		x.par.rate, verdict(x.par.rate >= 500e3), f.rawPPS/1e6, f.rawPPS/2)
+	b.Logf("  16 MiB tensor %.2f GB/s = %.0f%% of raw one-way 1500-byte frames, %.2f GB/s (≥70%%: %s)",
+		x.tensor/1e9, 100*tensor, f.rawBytes/1e9, verdict(tensor >= 0.7))
 }

@@ -19,6 +19,22 @@ const (
 
 var pools [numClasses]sync.Pool
 
+// Large buffers are also kept, up to retainBytes a class, on free lists
+// the garbage collector does not empty. A sync.Pool is cleared within two
+// collections, and a job moving large tensors collects often: each time,
+// the next large receive allocated and zeroed its buffer again, which for
+// 16 MiB stalled the receiving reactor for milliseconds (long enough for
+// its peer to time out and resend a window).
+const (
+	retainMinShift = 20       // 1 MiB
+	retainBytes    = 32 << 20 // per class
+)
+
+var retained [numClasses]struct {
+	mu   sync.Mutex
+	free []*Buffer
+}
+
 // live counts buffers handed out and not yet released, so tests can assert
 // that a path leaks nothing.
 var live atomic.Int64
@@ -42,8 +58,11 @@ func Get(n int) *Buffer {
 	c := classOf(n)
 	var b *Buffer
 	if c >= 0 {
-		if v := pools[c].Get(); v != nil {
-			b = v.(*Buffer)
+		b = takeRetained(c)
+		if b == nil {
+			if v := pools[c].Get(); v != nil {
+				b = v.(*Buffer)
+			}
 		}
 	}
 	if b == nil {
@@ -87,9 +106,52 @@ func (b *Buffer) Release() {
 		panic("bufpool: Release of a released buffer")
 	}
 	live.Add(-1)
-	if b.class >= 0 {
+	if b.class >= 0 && !retain(b) {
 		pools[b.class].Put(b)
 	}
+}
+
+// retainLimit is how many buffers of class c the free lists keep.
+func retainLimit(c int) int {
+	shift := c + minClassShift
+	if shift < retainMinShift || shift > maxClassShift {
+		return 0
+	}
+	return retainBytes >> shift
+}
+
+// retain keeps b on its class's free list if there is room.
+func retain(b *Buffer) bool {
+	c := int(b.class)
+	limit := retainLimit(c)
+	if limit == 0 {
+		return false
+	}
+	r := &retained[c]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.free) >= limit {
+		return false
+	}
+	r.free = append(r.free, b)
+	return true
+}
+
+func takeRetained(c int) *Buffer {
+	if retainLimit(c) == 0 {
+		return nil
+	}
+	r := &retained[c]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.free)
+	if n == 0 {
+		return nil
+	}
+	b := r.free[n-1]
+	r.free[n-1] = nil
+	r.free = r.free[:n-1]
+	return b
 }
 
 // Live returns how many buffers are held by someone. Tests compare it before

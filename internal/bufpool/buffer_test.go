@@ -1,6 +1,7 @@
 package bufpool
 
 import (
+	"runtime"
 	"testing"
 	"unsafe"
 )
@@ -56,6 +57,52 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 	Get(4096).Release()
 	if n := testing.AllocsPerRun(100, func() { Get(4096).Release() }); n != 0 {
 		t.Fatalf("Get/Release allocates %v times", n)
+	}
+}
+
+// TestLargeBuffersSurviveCollections: a large buffer released before a
+// garbage collection is handed out again after it (a sync.Pool alone drops
+// it), and the free lists keep no more than their bound.
+func TestLargeBuffersSurviveCollections(t *testing.T) {
+	tests := []struct {
+		size, kept int
+	}{
+		{1 << 20, 32},
+		{16 << 20, 2},
+		{32 << 20, 1},
+		{64 << 20, 0},
+		{64 << 10, 0}, // small classes live in the sync.Pool only
+	}
+	for _, tt := range tests {
+		c := classOf(tt.size)
+		if got := retainLimit(c); got != tt.kept {
+			t.Errorf("retainLimit(size %d) = %d, want %d", tt.size, got, tt.kept)
+		}
+		bufs := make([]*Buffer, tt.kept+2)
+		for i := range bufs {
+			bufs[i] = Get(tt.size)
+		}
+		for _, b := range bufs {
+			b.Release()
+		}
+		runtime.GC()
+		runtime.GC()
+		runtime.GC()
+		got := make(map[*Buffer]bool)
+		for range bufs {
+			b := Get(tt.size)
+			got[b] = true
+			defer b.Release()
+		}
+		reused := 0
+		for _, b := range bufs {
+			if got[b] {
+				reused++
+			}
+		}
+		if reused != tt.kept {
+			t.Errorf("size %d: %d of %d released buffers came back after GC, want %d", tt.size, reused, len(bufs), tt.kept)
+		}
 	}
 }
 
