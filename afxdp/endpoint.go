@@ -59,8 +59,8 @@ type Endpoint struct {
 	// streamUntil is when the reactor may sleep again after a packet
 	// that left a frame partly received (Options.FrameSpin).
 	streamUntil time.Time
-	epoch    time.Time // origin of the sessions' send times
-	err      error     // why the reactor stopped; read after done
+	epoch       time.Time // origin of the sessions' send times
+	err         error     // why the reactor stopped; read after done
 
 	resent, dups, malformed, resets, forwardedIn, sendErrors atomic.Uint64
 	sent, acksSent, batches, received                        atomic.Uint64

@@ -261,7 +261,6 @@ func tensorBench(b *testing.B, env *benchEnv) float64 {
 	return rate
 }
 
-
 // BenchmarkTransport runs, in one command, the limits of this path (a raw
 // AF_XDP frame echo waiting in poll() and spinning, and raw one-way
 // streams) and starwire over AF_XDP, kernel UDP and TCP, then logs each
