@@ -21,13 +21,14 @@ type Options struct {
 	// while packets are outstanding. 0 means 5s.
 	DeadAfter time.Duration
 	// AckDelay is how long the acknowledgement of a packet that completed
-	// a frame may wait for data to ride on (the next request) before it is
-	// sent alone; 0 sends it at the end of the reactor loop (an inline
-	// handler's answer, sent in the same loop, still carries it). Packets
-	// of a frame still arriving are acknowledged per received batch, and
-	// gaps at once. A delay saves a packet per call, but on a loaded
-	// machine a parked reactor can wake milliseconds late and the peer
-	// then retransmits spuriously, so it is off by default.
+	// a frame may wait for data to ride on (the caller's next request)
+	// before it is sent alone. 0 means as long as Spin, so the reactor is
+	// still polling when it is due and never sleeps owing one (a parked
+	// reactor can wake milliseconds late, and its peer would retransmit);
+	// negative sends it at the end of the reactor loop. An inline
+	// handler's answer, sent in the same loop, carries it either way.
+	// Packets of a frame still arriving are acknowledged every AckEvery,
+	// and gaps at once.
 	AckDelay time.Duration
 	// AckEvery is how many in-order packets of a frame still arriving
 	// are acknowledged together (a completed frame or a gap is
@@ -50,12 +51,12 @@ type Options struct {
 	// Limits bound what the receive side accepts; zero means
 	// wire.DefaultLimits.
 	Limits wire.Limits
-	// Spin is how long the reactor keeps polling after its last work
-	// before it sleeps; 0 sleeps at once. Spinning holds a scheduler P: on
-	// two cores shared by both ends of a call, a 50µs spin raised the mean
-	// sequential round trip from 30µs to 77µs, since a spinning reactor
-	// keeps the runtime from polling the network for the parked one. Give
-	// it a budget where reactors have cores of their own.
+	// Spin is how long the reactor keeps polling, yielding to runnable
+	// goroutines between polls, after its last work before it sleeps
+	// (adaptive polling); 0 means 20µs, negative sleeps at once. An answer
+	// or the next request usually comes within it, and catching it
+	// without a wake-up took sequential calls between two processes from
+	// 29k to 119k calls/s (p50 30µs to 6.5µs) on two shared vCPUs.
 	Spin time.Duration
 	// FrameSpin is how long the reactor keeps polling instead of sleeping
 	// after a packet that left a frame partly received, since the rest
@@ -80,6 +81,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.AckEvery <= 0 || o.AckEvery > o.Window/2 {
 		o.AckEvery = max(o.Window/8, 1)
+	}
+	if o.Spin == 0 {
+		o.Spin = 20 * time.Microsecond
+	}
+	switch {
+	case o.AckDelay == 0 && o.Spin > 0:
+		o.AckDelay = o.Spin
+	case o.AckDelay < 0:
+		o.AckDelay = 0
 	}
 	if o.FrameSpin == 0 {
 		o.FrameSpin = 50 * time.Microsecond
