@@ -73,10 +73,10 @@
 //     the spinning latency with none of the stalls when the machine is
 //     otherwise idle; under contention, sleeping in poll() wins outright,
 //     and AF_XDP in poll() still beats kernel UDP (2.6× here, 1.9× with
-//     the server in its own process). The transport's reactors, measured
-//     in turn (transport.go), do not spin by default but park in Go's
-//     netpoller at once; a spin budget (Options.Spin) and pure spinning
-//     (Options.Busy) are opt-in.
+//     the server in its own process). The transport's reactors spin
+//     20µs after their last work, yielding to other goroutines between
+//     polls, then park in Go's netpoller (Options.Spin; see transport.go);
+//     pure spinning (Options.Busy) is opt-in.
 //   - asavie/xdp cannot be used as the base: its Close never unmaps the
 //     rings, so the socket and its queue stay bound until the process
 //     exits (a second socket on the queue gets EBUSY; the benchmark has

@@ -64,26 +64,39 @@ package afxdp
 // One goroutine per Endpoint owns the link, the sessions and the timers.
 // Each loop receives a batch, handles it (Alloc, and Deliver, run here: a
 // quick rpc handler answers within the same loop, its answer carrying the
-// acknowledgement), takes messages queued by Send, transmits what the
-// windows allow and flushes the link once (one sendmmsg, one AF_XDP kick).
+// acknowledgement), yields once so the callers it woke queue their next
+// messages, takes messages queued by Send, transmits what the windows allow
+// and flushes the link once (one sendmmsg, one AF_XDP kick).
 //
-// Measured on two vCPUs shared by both ends of a call, three choices
-// differ from the obvious design:
+// Measured on two vCPUs shared by both ends of a call (BenchmarkTransport,
+// BenchmarkTransportProcesses), these choices carry the figures:
 //
-//   - The reactor parks in Go's netpoller (an epoll descriptor holding the
-//     link's descriptors and an eventfd), not in ppoll: a goroutine in a
-//     blocking system call keeps its P until the runtime's monitor takes it
-//     back, and the goroutines it just woke waited up to milliseconds.
+//   - Adaptive polling: after its last work the reactor keeps polling for
+//     Options.Spin (20µs), yielding to runnable goroutines between polls,
+//     then parks in Go's netpoller (an epoll descriptor holding the link's
+//     descriptors and an eventfd; not ppoll, since a goroutine in a
+//     blocking system call keeps its P and the goroutines it just woke
+//     waited up to milliseconds). The answer to a call, or the next
+//     request, usually arrives within the spin: sequential calls between
+//     two processes went from 29k to 114-126k calls/s, p50 from 30µs to
+//     6.5µs.
+//   - While a frame is partly received the reactor keeps polling
+//     (Options.FrameSpin), and acknowledges its packets AckEvery at a time:
+//     a receiver that slept between packets and acknowledged each batch
+//     cost the sender a wake-up and the receiver a kick every 3 packets,
+//     and a 16 MiB tensor moved at 0.4-0.55 GB/s instead of 0.65-0.76.
+//   - The acknowledgement of a completed frame waits up to AckDelay (as
+//     long as the spin) for the caller's next request to carry it, so a
+//     sequential call is two packets, not three.
+//   - A busy reactor (Options.Busy, the *_ENABLE_POLLING variables) yields
+//     between polls too: one that never yielded left the goroutines it woke
+//     waiting for the scheduler's 10ms preemption whenever every P ran a
+//     reactor (48 calls/s).
 //   - A sender that finds the reactor parked transmits itself, under the
 //     reactor's loop lock, after yielding once so concurrent callers share
 //     the kick; the reactor, parked, wakes at least every RTO to run the
-//     timers those packets started. This took a sequential call from 30µs
-//     to 17µs and 32 callers from 78k to 129k calls/s.
-//   - Spinning is off by default (Options.Spin, Options.Busy, or the
-//     *_ENABLE_POLLING variables turn it on): a spinning reactor holds a P
-//     and keeps the runtime from polling the network for the other end's
-//     parked reactor, which made the mean round trip 77µs instead of 30µs.
-//     The reactor locks its OS thread only when pinned
+//     timers those packets started.
+//   - The reactor locks its OS thread only when pinned
 //     (*_DISABLE_PIN_CORES=false), since a locked goroutine pays a thread
 //     hand-off at every park.
 //
@@ -103,16 +116,15 @@ package afxdp
 //
 // # What to expect on veth
 //
-// Copy mode costs the kernel an skb allocation and two copies per packet,
-// while TCP crosses a veth in 64 KiB segments. Measured with both ends on
-// two shared vCPUs (BenchmarkTransport, BenchmarkTransportProcesses), the
-// packet transport over AF_XDP matches TCP on sequential calls in one
-// process (p50 15-22µs both), trails it with 32 calls in flight, and moves
-// a 16 MiB tensor at 0.1-0.6 GB/s against TCP's 0.7-1.9 GB/s (a 9000-byte
-// MTU roughly doubles AF_XDP's figure). That is the ceiling the raw ring
-// layer itself reaches with 1500-byte frames (see doc.go: up to 420 MB/s),
-// so the protocol costs little on top of copy mode. With the server in its
-// own process, sequential calls over AF_XDP and TCP both take 32-45µs at
-// p50 on this machine. Kernel UDP is mostly slower than AF_XDP. The case
-// for this path is zero-copy NICs, where the per-packet kernel work
-// disappears.
+// Copy mode costs the kernel an skb allocation and several copies per
+// packet, and on veth the sender's kick also runs the receiving side, while
+// TCP crosses a veth in 64 KiB segments. BenchmarkTransport runs the raw
+// limits of the path and the three transports in one command and states
+// each target as a ratio of that run. On this machine: a sequential call
+// over AF_XDP takes 6-10µs at p50 (TCP 13-34µs, kernel UDP 11-21µs), 1.6×
+// the calls/s of kernel UDP; 32 calls in flight reach about 200k calls/s
+// (TCP 220-270k), where two frames a call cost the kernel alone half the
+// CPU 500k/s would leave; a 16 MiB tensor moves at 0.65-0.76 GB/s, 55-71%
+// of a raw one-way stream of 1500-byte frames (1.2 GB/s with a 9000-byte
+// MTU), against TCP's 2-2.6 GB/s. The case for this path is zero-copy
+// NICs, where the per-packet kernel work disappears.
