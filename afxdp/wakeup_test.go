@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,5 +35,50 @@ func TestWakeAfterClose(t *testing.T) {
 	var buf [8]byte
 	if n, err := unix.Read(fd, buf[:]); err != unix.EAGAIN {
 		t.Fatalf("wake after close wrote to another descriptor: read %d bytes %v, err %v", n, buf, err)
+	}
+}
+
+// TestWaitArmsLinkDescriptors: the link's descriptors are disarmed between
+// waits, yet a wait reports data that arrived before it began, and data
+// that arrives during it.
+func TestWaitArmsLinkDescriptors(t *testing.T) {
+	var pipe [2]int
+	if err := unix.Pipe2(pipe[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pipe[0])
+	defer unix.Close(pipe[1])
+	p, err := newPoller(pipe[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	// Disarmed: readable data is not reported outside wait.
+	unix.Write(pipe[1], []byte{1})
+	if p.check(0) {
+		t.Fatal("a disarmed descriptor was reported")
+	}
+	// Data that came before the wait ends it at once.
+	const limit = 10 * time.Second
+	start := time.Now()
+	if err := p.wait(limit); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) >= limit {
+		t.Fatal("wait missed data that arrived before it")
+	}
+	var buf [8]byte
+	unix.Read(pipe[0], buf[:])
+	// Data that comes during the wait ends it.
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		unix.Write(pipe[1], []byte{2})
+	}()
+	start = time.Now()
+	if err := p.wait(limit); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) >= limit {
+		t.Fatal("wait missed data that arrived during it")
 	}
 }
