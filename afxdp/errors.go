@@ -1,6 +1,9 @@
 package afxdp
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors callers branch on with errors.Is.
 var (
@@ -18,6 +21,10 @@ var (
 	ErrReset = errors.New("afxdp: session reset by peer")
 	// ErrProtocol ends a session whose peer broke the protocol.
 	ErrProtocol = errors.New("afxdp: protocol violation")
+	// ErrLinkDown stops an Endpoint whose AF_XDP interface went down or
+	// was removed; its sessions end with ErrClosed wrapping it, so
+	// callers fall back to another path at once.
+	ErrLinkDown = fmt.Errorf("afxdp: interface down: %w", ErrLinkClosed)
 	// ErrUnavailable is wrapped by Available and OpenXSK when AF_XDP cannot
 	// be used on an interface; callers fall back to another transport.
 	ErrUnavailable = errors.New("afxdp: AF_XDP unavailable")

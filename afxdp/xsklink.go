@@ -69,6 +69,7 @@ type XSKLink struct {
 	socks   []*xsk.Socket
 	queues  []int
 	poll    *poller
+	watch   *linkWatch // the interface going down or away stops the link
 	// resMu is held by resolutions while they use nl and probeFD, and by
 	// Close while it closes them.
 	resMu   sync.RWMutex
@@ -258,6 +259,9 @@ func openLink(ifname string, info ifaceInfo, opts XSKOptions, queues []int, sh *
 	if l.poll, err = newPoller(fds...); err != nil {
 		return nil, err
 	}
+	if l.watch, err = watchLink(l.ifindex, l.Wake); err != nil {
+		return nil, err
+	}
 	if l.probeFD, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0); err != nil {
 		return nil, fmt.Errorf("afxdp: open %s: probe socket: %w", ifname, err)
 	}
@@ -429,6 +433,10 @@ func (l *XSKLink) Flush() error {
 		q = q[n:]
 		if err := s.Kick(); err != nil && !errors.Is(err, xsk.ErrTxStalled) {
 			l.dropTx(q)
+			if errors.Is(err, unix.ENXIO) || errors.Is(err, unix.ENETDOWN) {
+				// The socket was unbound: its interface is gone.
+				return fmt.Errorf("afxdp: flush %s: %w: %w", l.ifname, ErrLinkDown, err)
+			}
 			return fmt.Errorf("afxdp: flush %s: %w", l.ifname, err)
 		}
 		s.ReapCompletions()
@@ -455,6 +463,9 @@ func (l *XSKLink) dropTx(q []xsk.Desc) {
 func (l *XSKLink) Receive(pkts []Datagram) (int, error) {
 	if l.closed.Load() {
 		return 0, ErrLinkClosed
+	}
+	if down, why := l.watch.Down(); down {
+		return 0, fmt.Errorf("afxdp: %s: %s: %w", l.ifname, why, ErrLinkDown)
 	}
 	for _, f := range l.lent {
 		l.socks[f.sock].FreeFrame(f.addr)
@@ -564,6 +575,9 @@ func (l *XSKLink) Close() error {
 	}
 	if l.poll != nil {
 		errs = append(errs, l.poll.close())
+	}
+	if l.watch != nil {
+		errs = append(errs, l.watch.close())
 	}
 	l.resMu.Lock() // wait for resolutions in progress on other goroutines
 	if l.probeFD >= 0 {
