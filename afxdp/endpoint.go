@@ -77,7 +77,7 @@ type Stats struct {
 	SendErrors uint64 // link flushes that failed (their datagrams are resent)
 	Sent       uint64 // packets handed to the link, of which
 	Acks       uint64 // ACKs that carried nothing else
-	Batches    uint64 // flushes of the link with packets queued (transmit kicks)
+	Batches    uint64 // flushes of queued packets to the link (a sendmmsg, or AF_XDP kicks)
 	Received   uint64 // datagrams received
 }
 
@@ -554,9 +554,9 @@ func (e *Endpoint) handle(d *Datagram) {
 // Options.AckEvery packets, or AckEvery packet times after the first one
 // unacknowledged: an ACK costs the receiver a transmit kick and the sender
 // a wake-up, and one per received batch (a few packets) halved the rate
-// of a large tensor. A completed frame is acknowledged at the end of this
-// loop, so that an inline handler's answer carries it, or after AckDelay.
-// A gap is reported at the end of this loop.
+// of a large tensor. A completed frame's acknowledgement waits up to
+// Options.AckDelay for an answer or the next request to carry it. A gap
+// is reported at the end of this loop.
 func (e *Endpoint) handleData(s *session, h *PacketHeader, data []byte) {
 	s.onAck(h)
 	if err := s.onData(h, data); err != nil {

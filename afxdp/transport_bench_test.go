@@ -187,7 +187,7 @@ func (env *benchEnv) packets() packetCounts {
 }
 
 // reportPackets reports, for the packet transports, packets and ACK-only
-// packets per op, packets per transmit batch (a kick), resends, and
+// packets per op, packets per flush of the link, resends, and
 // packets the kernel dropped before the AF_XDP sockets.
 func (env *benchEnv) reportPackets(b *testing.B, before packetCounts) {
 	if len(env.eps) == 0 {
@@ -198,7 +198,7 @@ func (env *benchEnv) reportPackets(b *testing.B, before packetCounts) {
 	b.ReportMetric(sent/n, "pkts/op")
 	b.ReportMetric(float64(after.Acks-before.Acks)/n, "acks/op")
 	if k := after.Batches - before.Batches; k > 0 {
-		b.ReportMetric(sent/float64(k), "pkts/kick")
+		b.ReportMetric(sent/float64(k), "pkts/flush")
 	}
 	b.ReportMetric(float64(after.Resent-before.Resent), "resent")
 	if _, ok := env.eps[0].Link().(*afxdp.XSKLink); ok {
