@@ -18,9 +18,8 @@ import (
 // lasted until Options.DeadAfter, and calls waited for them.
 type linkWatch struct {
 	ifindex int
-	down    atomic.Bool
-	why     atomic.Pointer[string]
-	file    *os.File // the netlink socket, read in Go's netpoller
+	why     atomic.Pointer[string] // set once the interface is unusable
+	file    *os.File               // the netlink socket, read in Go's netpoller
 	done    chan struct{}
 }
 
@@ -43,10 +42,10 @@ func watchLink(ifindex int, onDown func()) (*linkWatch, error) {
 
 // Down reports whether the interface went down or away, and why.
 func (w *linkWatch) Down() (bool, string) {
-	if !w.down.Load() {
-		return false, ""
+	if why := w.why.Load(); why != nil {
+		return true, *why
 	}
-	return true, *w.why.Load()
+	return false, ""
 }
 
 func (w *linkWatch) run(onDown func()) {
@@ -63,9 +62,7 @@ func (w *linkWatch) run(onDown func()) {
 			}
 			return
 		}
-		if why := w.verdict(buf[:n]); why != "" && !w.down.Load() {
-			w.why.Store(&why)
-			w.down.Store(true)
+		if why := w.verdict(buf[:n]); why != "" && w.why.CompareAndSwap(nil, &why) {
 			onDown()
 		}
 	}
