@@ -187,8 +187,11 @@ type rawEnv struct {
 	asavieCli, asavieSrv *asavie.Socket
 }
 
-func newRawEnv(b *testing.B) *rawEnv {
-	e := &rawEnv{pair: netns.NewForTest(b, netns.Options{Queues: 1})}
+func newRawEnv(b *testing.B) *rawEnv { return newRawEnvMTU(b, 0) }
+
+// newRawEnvMTU is newRawEnv over veths with the given MTU (0: the default).
+func newRawEnvMTU(b *testing.B, mtu int) *rawEnv {
+	e := &rawEnv{pair: netns.NewForTest(b, netns.Options{Queues: 1, MTU: mtu})}
 	attach := func(end *netns.End) *xdp.Program {
 		p, err := xdp.Load(xdp.Options{Ports: []uint16{rawPort}, Queues: 1})
 		if err != nil {
@@ -594,17 +597,18 @@ func BenchmarkRawEcho(b *testing.B) {
 func BenchmarkRawOneWay(b *testing.B) {
 	e := newRawEnv(b)
 	for _, size := range []int{64, 1500} {
-		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) { benchOneWay(b, e, size) })
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) { benchOneWay(b, e, size, 0) })
 	}
 }
 
-// benchOneWay returns the frame bytes received per second.
-func benchOneWay(b *testing.B, e *rawEnv, size int) float64 {
+// benchOneWay returns the frame bytes received per second. frameSize is
+// the UMEM chunk size (0: the default, 2048).
+func benchOneWay(b *testing.B, e *rawEnv, size, frameSize int) float64 {
 	const batch, window = 64, 384
 	open := func(end *netns.End, p *xdp.Program) *xsk.Socket {
 		var s *xsk.Socket
 		err := end.Do(func() (err error) {
-			s, err = xsk.Open(end.Ifindex, 0, xsk.Config{NumFrames: 2048, Mode: xsk.ModeCopy})
+			s, err = xsk.Open(end.Ifindex, 0, xsk.Config{NumFrames: 2048, FrameSize: frameSize, Mode: xsk.ModeCopy})
 			return err
 		})
 		if err != nil {
