@@ -1,0 +1,86 @@
+package afxdp_test
+
+import (
+	"testing"
+
+	"github.com/starwire/starwire/afxdp"
+)
+
+// transportFigures are the headline figures of one transportBench run:
+// each sub-benchmark's last run (the largest b.N) sets its own.
+type transportFigures struct {
+	rawPoll, rawHybrid, rawSpin echoResult
+	rawPPS, rawBytes            float64 // one-way 64-byte frames/s, 1500-byte frame bytes/s
+	rawJumboBytes               float64 // one-way jumboFrameLen-byte frame bytes/s
+	kinds                       map[string]*kindFigures
+	logged                      bool
+}
+
+type kindFigures struct {
+	seq, par callsResult
+	tensor   float64 // bytes/s
+}
+
+func (f *transportFigures) kind(k string) *kindFigures {
+	if f.kinds == nil {
+		f.kinds = make(map[string]*kindFigures)
+	}
+	if f.kinds[k] == nil {
+		f.kinds[k] = new(kindFigures)
+	}
+	return f.kinds[k]
+}
+
+// report states each target against the figures, as metrics and, once,
+// in the log. The sequential targets compare with the raw echo that waits
+// as the reactors do: spinning 20µs and then sleeping in poll() (the
+// default adaptive polling), or spinning without end (WORKER_ENABLE_POLLING,
+// PS_ENABLE_POLLING); the echo that sleeps at once is logged too.
+func (f *transportFigures) report(b *testing.B) {
+	for b.Loop() {
+	}
+	b.ReportMetric(0, "ns/op")
+	x, u := f.kind("afxdp"), f.kind("udp")
+	base, mode := f.rawHybrid, "spinning 20µs, then poll() (as the reactors wait)"
+	if afxdp.OptionsFromEnv("worker", 1).Busy {
+		base, mode = f.rawSpin, "spinning (as busy reactors wait)"
+	}
+	if x.seq.rate == 0 || base.rate == 0 || u.seq.rate == 0 || f.rawBytes == 0 {
+		return // a sub-benchmark was filtered out
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	seqRate, seqP50 := x.seq.rate/base.rate, x.seq.p50/base.p50
+	overUDP, tensor := x.seq.rate/u.seq.rate, x.tensor/f.rawBytes
+	b.ReportMetric(100*seqRate, "seq-%raw")
+	b.ReportMetric(seqP50, "seq-p50/raw")
+	b.ReportMetric(overUDP, "seq/udp")
+	b.ReportMetric(x.par.rate, "inflight32-calls/s")
+	b.ReportMetric(100*tensor, "tensor-%raw")
+	if j := f.kind("afxdp-jumbo").tensor; j > 0 && f.rawJumboBytes > 0 {
+		b.ReportMetric(100*j/f.rawJumboBytes, "jumbo-tensor-%raw")
+	}
+	if f.logged {
+		return
+	}
+	f.logged = true
+	b.Logf("targets, from this run; raw echo %s: %.0f round trips/s, p50 %.1fµs", mode, base.rate, base.p50/1e3)
+	b.Logf("  (raw echo in poll() at once: %.0f/s, p50 %.1fµs, of which starwire makes %.0f%%, p50 %.2f×; spinning: %.0f/s, p50 %.1fµs)",
+		f.rawPoll.rate, f.rawPoll.p50/1e3, 100*x.seq.rate/f.rawPoll.rate, x.seq.p50/f.rawPoll.p50, f.rawSpin.rate, f.rawSpin.p50/1e3)
+	b.Logf("  sequential %.0f calls/s = %.0f%% of the raw echo (≥60%%: %s)", x.seq.rate, 100*seqRate, verdict(seqRate >= 0.6))
+	b.Logf("  sequential p50 %.1fµs = %.2f× the raw echo's (≤1.3×: %s)", x.seq.p50/1e3, seqP50, verdict(seqP50 <= 1.3))
+	b.Logf("  sequential = %.2f× starwire over kernel UDP (%.0f calls/s) (≥1.5×: %s)", overUDP, u.seq.rate, verdict(overUDP >= 1.5))
+	b.Logf("  32 in flight %.0f calls/s (≥500k: %s); a call is two frames, and the raw one-way stream moves %.2f Mpps "+
+		"with one CPU's kernel work, so the kernel alone takes %.1fµs of CPU a call of the 4µs two CPUs have for 500k/s",
+		x.par.rate, verdict(x.par.rate >= 500e3), f.rawPPS/1e6, 2e6/f.rawPPS)
+	b.Logf("  16 MiB tensor %.2f GB/s = %.0f%% of raw one-way 1500-byte frames, %.2f GB/s (≥70%%: %s)",
+		x.tensor/1e9, 100*tensor, f.rawBytes/1e9, verdict(tensor >= 0.7))
+	if j := f.kind("afxdp-jumbo").tensor; j > 0 && f.rawJumboBytes > 0 {
+		b.Logf("  9000-byte MTU: 16 MiB tensor %.2f GB/s = %.0f%% of raw one-way %d-byte frames, %.2f GB/s (≥70%%: %s)",
+			j/1e9, 100*j/f.rawJumboBytes, jumboFrameLen, f.rawJumboBytes/1e9, verdict(j/f.rawJumboBytes >= 0.7))
+	}
+}
