@@ -118,13 +118,17 @@ package afxdp
 //
 // Copy mode costs the kernel an skb allocation and several copies per
 // packet, and on veth the sender's kick also runs the receiving side, while
-// TCP crosses a veth in 64 KiB segments. BenchmarkTransport runs the raw
-// limits of the path and the three transports in one command and states
-// each target as a ratio of that run. On this machine: a sequential call
-// over AF_XDP takes 6-10µs at p50 (TCP 13-34µs, kernel UDP 11-21µs), 1.6×
-// the calls/s of kernel UDP; 32 calls in flight reach about 200k calls/s
-// (TCP 220-270k), where two frames a call cost the kernel alone half the
-// CPU 500k/s would leave; a 16 MiB tensor moves at 0.65-0.76 GB/s, 55-71%
-// of a raw one-way stream of 1500-byte frames (1.2 GB/s with a 9000-byte
-// MTU), against TCP's 2-2.6 GB/s. The case for this path is zero-copy
-// NICs, where the per-packet kernel work disappears.
+// TCP crosses a veth in 64 KiB segments. BenchmarkTransport (one process)
+// and BenchmarkTransportProcesses (server in its own process) run the raw
+// limits of the path and the three transports in one command and state
+// each target as a ratio of that run. On this machine, with the server in
+// its own process: a sequential call over AF_XDP takes 6.1-6.5µs at p50
+// (kernel UDP 11µs, TCP 32-37µs), 1.7× the calls/s of kernel UDP and 40-48%
+// of a raw AF_XDP echo that waits as the reactors do (2.6-2.9µs); 32 calls
+// in flight reach 275-309k calls/s (TCP 314-408k), where two frames a call
+// cost the kernel alone half the CPU 500k/s would leave; a 16 MiB tensor
+// moves at 0.63-0.71 GB/s, 56-63% of a raw one-way stream of 1500-byte
+// frames (1.05 GB/s and 62% with a 9000-byte MTU), against TCP's 2-2.4
+// GB/s. In one process, where both reactors and the caller share the
+// runtime, sequential calls take 9.6-13µs. The case for this path is
+// zero-copy NICs, where the per-packet kernel work disappears.
