@@ -131,17 +131,23 @@ const (
 )
 
 // OptionsFromEnv returns the defaults adjusted for a task of job ("ps" or
-// anything else for a worker) and reactor index: busy polling when
-// *_ENABLE_POLLING is "true", and the reactor pinned to CPU index (modulo
-// the CPUs) when *_DISABLE_PIN_CORES is "false". Unset variables keep
-// adaptive polling and no pinning.
+// anything else for a worker) and reactor index: *_ENABLE_POLLING "true"
+// polls without sleeping (Busy), "false" never polls (the reactor sleeps
+// as soon as it has no work, leaving the cores to computation), and unset
+// keeps adaptive polling (Spin); the reactor is pinned to CPU index
+// (modulo the CPUs) when *_DISABLE_PIN_CORES is "false".
 func OptionsFromEnv(job string, index int) Options {
 	poll, pin := EnvWorkerPolling, EnvWorkerDisablePin
 	if job == "ps" {
 		poll, pin = EnvPSPolling, EnvPSDisablePin
 	}
 	var o Options
-	o.Busy = envvar.Bool(poll, false)
+	if busy, set := envvar.BoolSet(poll); set {
+		o.Busy = busy
+		if !busy {
+			o.Spin, o.FrameSpin = -1, -1
+		}
+	}
 	if !envvar.Bool(pin, true) {
 		o.Pin, o.CPU = true, index
 	}

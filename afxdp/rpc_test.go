@@ -163,8 +163,12 @@ func TestRPCPollingModes(t *testing.T) {
 	if !so.Busy || !so.Pin || so.CPU != 0 {
 		t.Fatalf("options from the environment: %+v", so)
 	}
-	if co := afxdp.OptionsFromEnv("worker", 1); co.Busy || co.Pin {
+	if co := afxdp.OptionsFromEnv("worker", 1); co.Busy || co.Pin || co.Spin != 0 {
 		t.Fatalf("worker options follow the ps variables: %+v", co)
+	}
+	t.Setenv(afxdp.EnvWorkerPolling, "False")
+	if co := afxdp.OptionsFromEnv("worker", 1); co.Busy || co.Spin >= 0 || co.FrameSpin >= 0 {
+		t.Fatalf("WORKER_ENABLE_POLLING=False still polls: %+v", co)
 	}
 	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
 	srv := afxdp.NewEndpoint(lb, so)

@@ -34,16 +34,20 @@ func (f *transportFigures) kind(k string) *kindFigures {
 // report states each target against the figures, as metrics and, once,
 // in the log. The sequential targets compare with the raw echo that waits
 // as the reactors do: spinning 20µs and then sleeping in poll() (the
-// default adaptive polling), or spinning without end (WORKER_ENABLE_POLLING,
-// PS_ENABLE_POLLING); the echo that sleeps at once is logged too.
+// default adaptive polling), spinning without end (*_ENABLE_POLLING=true),
+// or sleeping at once (*_ENABLE_POLLING=false); the echo that sleeps at once
+// is logged in every case.
 func (f *transportFigures) report(b *testing.B) {
 	for b.Loop() {
 	}
 	b.ReportMetric(0, "ns/op")
 	x, u := f.kind("afxdp"), f.kind("udp")
 	base, mode := f.rawHybrid, "spinning 20µs, then poll() (as the reactors wait)"
-	if afxdp.OptionsFromEnv("worker", 1).Busy {
+	switch o := afxdp.OptionsFromEnv("worker", 1); {
+	case o.Busy:
 		base, mode = f.rawSpin, "spinning (as busy reactors wait)"
+	case o.Spin < 0:
+		base, mode = f.rawPoll, "in poll() at once (as reactors that never poll wait)"
 	}
 	if x.seq.rate == 0 || base.rate == 0 || u.seq.rate == 0 || f.rawBytes == 0 {
 		return // a sub-benchmark was filtered out

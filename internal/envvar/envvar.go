@@ -25,11 +25,17 @@ const (
 // Bool reads a "true"/"false" variable (any case, also 1/0); def when it
 // is unset or unparsable.
 func Bool(name string, def bool) bool {
-	v, err := strconv.ParseBool(strings.TrimSpace(os.Getenv(name)))
-	if err != nil {
-		return def
+	if v, ok := BoolSet(name); ok {
+		return v
 	}
-	return v
+	return def
+}
+
+// BoolSet reads a "true"/"false" variable like Bool; ok is false when it
+// is unset or unparsable, for settings whose default is neither.
+func BoolSet(name string) (v, ok bool) {
+	v, err := strconv.ParseBool(strings.TrimSpace(os.Getenv(name)))
+	return v, err == nil
 }
 
 // PositiveInt reads a positive integer; ok is false when the variable is

@@ -18,6 +18,21 @@ func TestBool(t *testing.T) {
 	}
 }
 
+func TestBoolSet(t *testing.T) {
+	tests := []struct {
+		value string
+		v, ok bool
+	}{
+		{"", false, false}, {"maybe", false, false}, {"True", true, true}, {"false", false, true}, {"0", false, true},
+	}
+	for _, tt := range tests {
+		t.Setenv("STARWIRE_TEST_BOOL", tt.value)
+		if v, ok := BoolSet("STARWIRE_TEST_BOOL"); v != tt.v || ok != tt.ok {
+			t.Errorf("BoolSet(%q) = %v, %v; want %v, %v", tt.value, v, ok, tt.v, tt.ok)
+		}
+	}
+}
+
 func TestPositiveInt(t *testing.T) {
 	tests := []struct {
 		value string
