@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -55,8 +56,8 @@ func newPoller(fds ...int) (_ *poller, err error) {
 	if p.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("afxdp: eventfd: %w", err)
 	}
-	p.fds = fds
-	for _, fd := range append(fds, p.efd) {
+	p.fds = slices.Clone(fds)
+	for _, fd := range append(slices.Clone(fds), p.efd) {
 		ev := unix.EpollEvent{Fd: int32(fd)} // disarmed
 		if fd == p.efd {
 			ev.Events = unix.EPOLLIN
