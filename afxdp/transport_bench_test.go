@@ -10,6 +10,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -27,8 +28,20 @@ var methodSink = rpc.NewMethod("afxdp.test.Sink")
 // benchEnv is a server in B and a client dialing it from A. eps are the
 // packet endpoints in this process, whose counters give packets per call.
 type benchEnv struct {
-	client *rpc.Client
-	eps    []*afxdp.Endpoint
+	client    *rpc.Client
+	eps       []*afxdp.Endpoint
+	serverPID int // the server process, when it is not this one
+}
+
+// cpu returns the CPU time this process and the server's have used.
+func (env *benchEnv) cpu() time.Duration {
+	d := cpuclock.Self()
+	if env.serverPID != 0 {
+		if sd, err := cpuclock.Of(env.serverPID); err == nil {
+			d += sd
+		}
+	}
+	return d
 }
 
 // nsTCP dials from inside a namespace, so the TCP client reaches the
@@ -108,7 +121,7 @@ func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 	p := netns.NewForTest(b, netns.Options{MTU: mtu})
 	env := &benchEnv{}
 	if separate {
-		startHelper(b, p.B, "rpc-server", name)
+		env.serverPID = startHelper(b, p.B, "rpc-server", name).Process.Pid
 	} else {
 		var stop func()
 		var ep *afxdp.Endpoint
@@ -224,7 +237,7 @@ func callsBench(b *testing.B, env *benchEnv, inflight int) callsResult {
 	per := b.N / inflight
 	b.ReportAllocs()
 	b.SetBytes(2 * 64)
-	before := env.packets()
+	before, cpu0 := env.packets(), env.cpu()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for g := range inflight {
@@ -256,6 +269,7 @@ func callsBench(b *testing.B, env *benchEnv, inflight int) callsResult {
 	}
 	wg.Wait()
 	b.StopTimer()
+	b.ReportMetric(float64(env.cpu()-cpu0)/float64(b.N), "cpu-ns/op")
 	env.reportPackets(b, before)
 	res := callsResult{rate: float64(b.N) / b.Elapsed().Seconds()}
 	all := slices.Concat(lat...)
@@ -278,7 +292,7 @@ func tensorBench(b *testing.B, env *benchEnv) float64 {
 	var reply rpc.Reply
 	b.ReportAllocs()
 	b.SetBytes(size)
-	before := env.packets()
+	before, cpu0 := env.packets(), env.cpu()
 	b.ResetTimer()
 	for b.Loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -289,6 +303,7 @@ func tensorBench(b *testing.B, env *benchEnv) float64 {
 		}
 		reply.Release()
 	}
+	b.ReportMetric(float64(env.cpu()-cpu0)/float64(b.N)/(size>>20), "cpu-ns/MiB")
 	env.reportPackets(b, before)
 	rate := float64(b.N) * size / b.Elapsed().Seconds()
 	b.ReportMetric(rate/1e9, "GB/s")

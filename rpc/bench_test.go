@@ -3,8 +3,9 @@ package rpc
 import (
 	"context"
 	"sync"
-	"syscall"
 	"testing"
+
+	"github.com/starwire/starwire/internal/cpuclock"
 )
 
 // BenchmarkEcho measures 64-byte calls over one loopback connection, one
@@ -17,7 +18,7 @@ func BenchmarkEcho(b *testing.B) {
 			payload := make([]byte, 64)
 			b.ReportAllocs()
 			b.SetBytes(2 * 64)
-			cpu0 := cpuTime()
+			cpu0 := cpuclock.Self()
 			w0, f0 := TCPWriteStats()
 			var wg sync.WaitGroup
 			per := b.N / inflight
@@ -43,17 +44,9 @@ func BenchmarkEcho(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cpuclock.Self()-cpu0)/float64(b.N), "cpu-ns/op")
 			w1, f1 := TCPWriteStats()
 			b.ReportMetric(float64(f1-f0)/float64(max(w1-w0, 1)), "frames/write")
 		})
 	}
-}
-
-// cpuTime is the process's user and system CPU time, in nanoseconds. CPU
-// per call is steadier than wall time on a machine shared with other work.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

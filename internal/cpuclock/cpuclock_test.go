@@ -1,0 +1,47 @@
+package cpuclock
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+)
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		stat string
+		want time.Duration
+		err  bool
+	}{
+		{"1234 (go) S 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 8 0 1 1 1", 3 * time.Second, false},
+		{"1 (a) b) (c) R 0 1 1 0 -1 0 0 0 0 0 7 3 0 0", 100 * time.Millisecond, false},
+		{"1 (truncated) S 1 2", 0, true},
+		{"no name at all", 0, true},
+		{"1 (x) S 1 1 1 0 -1 0 0 0 0 0 u s 0 0", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseStat([]byte(tt.stat))
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("parseStat(%q) = %v, %v; want %v, error %v", tt.stat, got, err, tt.want, tt.err)
+		}
+		if err != nil && !errors.Is(err, errStat) {
+			t.Errorf("parseStat(%q): %v does not wrap errStat", tt.stat, err)
+		}
+	}
+}
+
+// TestSelfAndOf: burning CPU shows in Self, and Of reads this process.
+func TestSelfAndOf(t *testing.T) {
+	before := Self()
+	for start := time.Now(); time.Since(start) < 30*time.Millisecond; {
+	}
+	if d := Self() - before; d < 10*time.Millisecond {
+		t.Fatalf("30ms of spinning counted as %v of CPU", d)
+	}
+	if _, err := Of(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Of(-1); err == nil {
+		t.Fatal("Of(-1) read something")
+	}
+}
