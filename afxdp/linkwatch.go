@@ -1,13 +1,13 @@
 package afxdp
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,14 +53,11 @@ func (w *linkWatch) run(onDown func()) {
 	buf := make([]byte, 1<<16)
 	for {
 		n, err := w.file.Read(buf)
+		if errors.Is(err, unix.ENOBUFS) {
+			continue // notifications were lost; later ones still count
+		}
 		if err != nil {
-			if errors.Is(err, os.ErrClosed) {
-				return
-			}
-			if errors.Is(err, unix.ENOBUFS) {
-				continue // notifications were lost; later ones still count
-			}
-			return
+			return // closed
 		}
 		if why := w.verdict(buf[:n]); why != "" && w.why.CompareAndSwap(nil, &why) {
 			onDown()
@@ -79,16 +76,14 @@ func (w *linkWatch) verdict(b []byte) string {
 		if len(m.Data) < unix.SizeofIfInfomsg {
 			continue
 		}
-		// struct ifinfomsg: family, pad, type, then index and flags.
-		index := int32(binary.NativeEndian.Uint32(m.Data[4:]))
-		flags := binary.NativeEndian.Uint32(m.Data[8:])
-		if int(index) != w.ifindex {
+		info := nl.DeserializeIfInfomsg(m.Data)
+		if int(info.Index) != w.ifindex {
 			continue
 		}
 		switch {
 		case m.Header.Type == unix.RTM_DELLINK:
 			return "interface removed"
-		case m.Header.Type == unix.RTM_NEWLINK && flags&unix.IFF_UP == 0:
+		case m.Header.Type == unix.RTM_NEWLINK && info.Flags&unix.IFF_UP == 0:
 			return "interface down"
 		}
 	}

@@ -57,14 +57,20 @@ func newPoller(fds ...int) (_ *poller, err error) {
 		return nil, fmt.Errorf("afxdp: eventfd: %w", err)
 	}
 	p.fds = slices.Clone(fds)
-	for _, fd := range append(slices.Clone(fds), p.efd) {
-		ev := unix.EpollEvent{Fd: int32(fd)} // disarmed
-		if fd == p.efd {
-			ev.Events = unix.EPOLLIN
-		}
+	add := func(fd int, events uint32) error {
+		ev := unix.EpollEvent{Events: events, Fd: int32(fd)}
 		if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-			return nil, fmt.Errorf("afxdp: epoll add fd %d: %w", fd, err)
+			return fmt.Errorf("afxdp: epoll add fd %d: %w", fd, err)
 		}
+		return nil
+	}
+	for _, fd := range p.fds {
+		if err := add(fd, 0); err != nil { // disarmed until wait
+			return nil, err
+		}
+	}
+	if err := add(p.efd, unix.EPOLLIN); err != nil {
+		return nil, err
 	}
 	if err := unix.SetNonblock(p.epfd, true); err != nil {
 		return nil, fmt.Errorf("afxdp: epoll nonblock: %w", err)
