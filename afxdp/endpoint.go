@@ -228,7 +228,7 @@ func (e *Endpoint) Close() error {
 
 func (e *Endpoint) newSession(key sessionKey) *session {
 	s := &session{ep: e, key: key, dataLen: e.dataLen, rto: e.opts.RTO, rtoBase: e.opts.RTO, limit: 64,
-		sentAt: make([]time.Duration, e.opts.Window)}
+		slots: make([]sendSlot, e.opts.Window)}
 	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, e.opts.Deliveries), done: make(chan struct{})}
 	return s
 }
@@ -544,6 +544,9 @@ func (e *Endpoint) handle(d *Datagram) {
 		e.handleData(s, &h, data)
 	case TypeAck:
 		s.onAck(&h)
+		if h.Flags&FlagSack != 0 {
+			s.onSack(h.Ack, data)
+		}
 	case TypeClose:
 		e.endSession(s, fmt.Errorf("afxdp: session %#x with %v: %w", h.Session, d.From, ErrPeerClosed))
 	}

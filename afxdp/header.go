@@ -21,7 +21,10 @@ import (
 //	   the sender's datagram size; OPEN: the sender's datagram size)
 //
 // Every packet carries an acknowledgement, so replies piggyback acks. The
-// data, Length bytes, follows the header.
+// data, Length bytes, follows the header. An ACK flagged FlagSack carries
+// data too: a bitmap of the packets its sender holds past the gap at ack,
+// bit i (least significant first, byte by byte) standing for packet
+// ack+1+i.
 const (
 	HeaderLen     = 40
 	packetMagic   = 0x5358 // "XS" on the wire
@@ -57,7 +60,8 @@ const (
 	FlagLast                     // DATA: the last packet of a frame
 	FlagGap                      // any: the sender holds packets past a gap at ack
 	FlagSize                     // ACK: Offset is the sender's datagram size (answering OPEN)
-	flagsKnown = FlagFirst | FlagLast | FlagGap | FlagSize
+	FlagSack                     // ACK: the data is a bitmap of the packets held past ack
+	flagsKnown = FlagFirst | FlagLast | FlagGap | FlagSize | FlagSack
 )
 
 // Errors of DecodeHeader.
@@ -125,11 +129,12 @@ func DecodeHeader(b []byte) (PacketHeader, []byte, error) {
 	if h.Type == 0 || h.Type >= typeEnd || h.Flags&^flagsKnown != 0 || b[5] != 0 {
 		return h, nil, fmt.Errorf("afxdp: %v packet with flags %#x: %w", h.Type, h.Flags, ErrBadPacket)
 	}
-	if h.Type != TypeData && (h.Length != 0 || h.Flags&(FlagFirst|FlagLast) != 0) {
-		return h, nil, fmt.Errorf("afxdp: %v packet with %d data bytes: %w", h.Type, h.Length, ErrBadPacket)
+	sack := h.Flags&FlagSack != 0
+	if h.Type != TypeData && (h.Flags&(FlagFirst|FlagLast) != 0 || (h.Length != 0) != sack) {
+		return h, nil, fmt.Errorf("afxdp: %v packet with %d data bytes and flags %#x: %w", h.Type, h.Length, h.Flags, ErrBadPacket)
 	}
-	if h.Type != TypeAck && h.Flags&FlagSize != 0 {
-		return h, nil, fmt.Errorf("afxdp: %v packet with a size flag: %w", h.Type, ErrBadPacket)
+	if h.Type != TypeAck && h.Flags&(FlagSize|FlagSack) != 0 {
+		return h, nil, fmt.Errorf("afxdp: %v packet with flags %#x: %w", h.Type, h.Flags, ErrBadPacket)
 	}
 	if h.Type == TypeData && h.Flags&FlagFirst != 0 && h.Offset != 0 {
 		return h, nil, fmt.Errorf("afxdp: first packet at offset %d: %w", h.Offset, ErrBadPacket)

@@ -18,6 +18,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{"ack", afxdp.PacketHeader{Type: afxdp.TypeAck, Session: 5, Ack: 1 << 31, Window: 64, Offset: 3}, 0},
 		{"open", afxdp.PacketHeader{Type: afxdp.TypeOpen, Session: 99, Window: 512, Offset: 1472}, 0},
 		{"open answer", afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagSize, Session: 99, Window: 512, Offset: 1750}, 0},
+		{"selective ack", afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagGap | afxdp.FlagSack, Session: 7, Ack: 40, Window: 512, Offset: 2}, 64},
 		{"reset", afxdp.PacketHeader{Type: afxdp.TypeReset, Session: 99}, 0},
 	}
 	for _, tt := range tests {
@@ -55,6 +56,12 @@ func TestHeaderRejects(t *testing.T) {
 		{"ack with data", func(b []byte) []byte { b[3], b[4] = byte(afxdp.TypeAck), 0; return b }, afxdp.ErrBadPacket},
 		{"first not at zero", func(b []byte) []byte { b[32] = 1; return b }, afxdp.ErrBadPacket},
 		{"size flag on data", func(b []byte) []byte { b[4] |= afxdp.FlagSize; return b }, afxdp.ErrBadPacket},
+		{"sack flag on data", func(b []byte) []byte { b[4] |= afxdp.FlagSack; return b }, afxdp.ErrBadPacket},
+		{"sack without bitmap", func(b []byte) []byte {
+			b[3], b[4], b[6] = byte(afxdp.TypeAck), afxdp.FlagSack, 0
+			return b[:afxdp.HeaderLen]
+		}, afxdp.ErrBadPacket},
+		{"sack on close", func(b []byte) []byte { b[3], b[4] = byte(afxdp.TypeClose), afxdp.FlagSack; return b }, afxdp.ErrBadPacket},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

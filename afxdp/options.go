@@ -13,7 +13,8 @@ type Options struct {
 	// number of out-of-order packets it holds for reassembly; 0 means 512.
 	Window int
 	// RTO is the first retransmission timeout: a session whose oldest
-	// unacknowledged packet is this old sends the window again (go-back-N),
+	// unacknowledged packet is this old sends the window again, but for the
+	// packets the peer acknowledged selectively (FlagSack),
 	// doubling the timeout up to MaxRTO. 0 means 4ms and 200ms.
 	RTO, MaxRTO time.Duration
 	// DeadAfter ends a session, completing its messages with

@@ -64,12 +64,10 @@ type session struct {
 	rto          time.Duration // current timeout, doubled on each expiry
 	rtoBase      time.Duration // from the round-trip estimate, at least Options.RTO
 	srtt, rttvar time.Duration
-	sentAt       []time.Duration // per window slot: when first sent (0: resent), since ep.epoch
-	retxAt       time.Time       // zero when nothing is outstanding
+	slots        []sendSlot // per window slot: packet number modulo Window
+	retxAt       time.Time  // zero when nothing is outstanding
 	lastProgress time.Time
 	dupAcks      uint64
-	fastSeq      uint32
-	fastAt       time.Time
 
 	// Receive side: expect is the next packet number wanted; packets past
 	// it wait in ooo.
@@ -121,11 +119,13 @@ func (s *session) emit(seq uint32, idx int) bool {
 	if s.maxSent == s.base {
 		s.lastProgress = s.ep.now // the clock of the dead-peer check starts now
 	}
-	slot := &s.sentAt[seq%uint32(len(s.sentAt))]
-	if seqLess(seq, s.maxSent) {
-		*slot = 0 // resent: its acknowledgement is no round-trip sample (Karn)
+	slot := s.slot(seq)
+	if now := s.ep.now.Sub(s.ep.epoch); seqLess(seq, s.maxSent) {
+		slot.sentAt = 0 // resent: its acknowledgement is no round-trip sample (Karn)
+		slot.resentAt = now
+		s.ep.resent.Add(1)
 	} else {
-		*slot = s.ep.now.Sub(s.ep.epoch)
+		*slot = sendSlot{sentAt: now}
 		s.maxSent = seq + 1
 	}
 	if s.retxAt.IsZero() {
@@ -191,12 +191,18 @@ func (s *session) control(t PacketType) {
 	switch t {
 	case TypeAck:
 		h.Offset = naks
+		if h.Flags&FlagGap != 0 {
+			if n := s.ooo.sack(buf[HeaderLen:], s.expect); n > 0 {
+				h.Flags |= FlagSack
+				h.Length = uint16(n)
+			}
+		}
 		s.ep.acksSent.Add(1)
 	case TypeOpen:
 		h.Offset = uint64(l.MaxPayload())
 	}
 	PutHeader(buf, &h)
-	s.ep.queue(HeaderLen, s.key.peer)
+	s.ep.queue(HeaderLen+int(h.Length), s.key.peer)
 }
 
 // take moves messages from the Send queue into the packet stream, giving
@@ -239,6 +245,10 @@ func (s *session) pump(budget int) int {
 				break
 			}
 			s.nextIdx++
+		}
+		if seqLess(s.next, s.maxSent) && s.slot(s.next).held {
+			s.next++ // going back, and the peer has it
+			continue
 		}
 		if !s.emit(s.next, s.nextIdx) {
 			break
@@ -283,8 +293,10 @@ func (s *session) onAck(h *PacketHeader) {
 		s.next, s.nextIdx = a, 0
 	}
 	s.lastProgress = s.ep.now
-	if t := s.sentAt[(a-1)%uint32(len(s.sentAt))]; t != 0 {
-		s.sampleRTT(s.ep.now.Sub(s.ep.epoch) - t)
+	// A packet the peer held past a gap was answered late, by the gap
+	// filling: its round trip was sampled when its SACK came.
+	if sl := s.slot(a - 1); sl.sentAt != 0 && !sl.held {
+		s.sampleRTT(s.ep.now.Sub(s.ep.epoch) - sl.sentAt)
 	}
 	s.rto = s.rtoBase
 	s.dupAcks = 0
@@ -302,8 +314,7 @@ func (s *session) onAck(h *PacketHeader) {
 
 // sampleRTT updates the round-trip estimate and the timeout derived from
 // it as TCP does (RFC 6298), bounded by Options.RTO and MaxRTO, so a loaded
-// host whose answers come late is not flooded with spurious go-back-N
-// rounds.
+// host whose answers come late is not flooded with spurious timeouts.
 func (s *session) sampleRTT(r time.Duration) {
 	if s.srtt == 0 {
 		s.srtt, s.rttvar = r, r/2
@@ -320,15 +331,13 @@ func (s *session) sampleRTT(r time.Duration) {
 }
 
 // fastRetransmit sends the oldest unacknowledged packet again, at most once
-// per half RTO for the same packet.
+// per half RTO.
 func (s *session) fastRetransmit() {
-	if s.fastSeq == s.base && s.ep.now.Sub(s.fastAt) < s.rtoBase/2 {
+	if s.resentLately(s.base) {
 		return
 	}
 	if s.emit(s.base, 0) {
-		s.fastSeq, s.fastAt = s.base, s.ep.now
 		s.dupAcks = 0
-		s.ep.resent.Add(1)
 	}
 }
 
@@ -368,8 +377,9 @@ func (s *session) timers() (time.Time, error) {
 		}
 		return s.retxAt, nil
 	}
-	// Go back N: everything from the oldest unacknowledged packet again.
-	s.ep.resent.Add(uint64(s.next - s.base))
+
+	// Go back N: everything from the oldest unacknowledged packet again,
+	// but for what the peer said it holds (pump skips those).
 	s.next, s.nextIdx = s.base, 0
 	s.rto = min(2*s.rto, s.ep.opts.MaxRTO)
 	s.retxAt = now.Add(s.rto)

@@ -27,19 +27,20 @@ package afxdp
 // encoded head and the tensors' own memory, and copied again from there on
 // a retransmission: no other copy of a message is ever made.
 //
-// Reliability is go-back-N with cumulative acknowledgements: every packet
-// carries the next packet number its sender expects and a credit (the
-// window), so answers piggyback acknowledgements. The sender keeps at most a
-// window of packets unacknowledged; when the oldest has waited RTO
-// (milliseconds, doubling on each expiry up to MaxRTO), it sends the window
-// again from there. Because reordering costs a whole window under strict
-// go-back-N, the receiver keeps packets that arrive past a gap in a reorder
-// buffer of one window (the only place received data is copied twice) and
-// flags the gap; the sender resends just the missing packet after three
-// duplicate acknowledgements, or at once when an acknowledgement moves but
-// still reports a gap, as TCP's fast retransmit does. Packets before the
-// expected number are duplicates and dropped, so a request is delivered,
-// and runs, at most once.
+// Reliability rests on cumulative acknowledgements: every packet carries
+// the next packet number its sender expects and a credit (the window), so
+// answers piggyback acknowledgements. The sender keeps at most a window of
+// packets unacknowledged. The receiver keeps packets that arrive past a gap
+// in a reorder buffer of one window (the only place received data is copied
+// twice), flags the gap, and lists what it holds in a selective
+// acknowledgement (FlagSack). The sender resends a missing packet once
+// three packets above it are held (reordering rarely runs deeper), after
+// three duplicate acknowledgements, or at once when an acknowledgement moves
+// but still reports a gap, as TCP's fast retransmit does. When the oldest
+// packet has waited RTO (milliseconds, doubling on each expiry up to
+// MaxRTO), the sender goes back to it and sends again everything the peer
+// has not said it holds. Packets before the expected number are duplicates
+// and dropped, so a request is delivered, and runs, at most once.
 //
 // Reassembly lands in-order data directly in its destination: the header,
 // metadata and descriptors are gathered first, then the receiver's Alloc
