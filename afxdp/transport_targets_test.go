@@ -81,6 +81,8 @@ func (f *transportFigures) report(b *testing.B) {
 	b.Logf("  32 in flight %.0f calls/s (≥500k: %s); a call is two frames, and the raw one-way stream moves %.2f Mpps "+
 		"with one CPU's kernel work, so the kernel alone takes %.1fµs of CPU a call of the 4µs two CPUs have for 500k/s",
 		x.par.rate, verdict(x.par.rate >= 500e3), f.rawPPS/1e6, 2e6/f.rawPPS)
+	b.Logf("    CPU a call at 32 in flight, both ends: %.1fµs, of which %.1fµs in the kernel (TCP: %.1fµs, %.1fµs; kernel UDP: %.1fµs, %.1fµs)",
+		x.par.cpu/1e3, x.par.sys/1e3, f.kind("tcp").par.cpu/1e3, f.kind("tcp").par.sys/1e3, u.par.cpu/1e3, u.par.sys/1e3)
 	b.Logf("  16 MiB tensor %.2f GB/s = %.0f%% of raw one-way 1500-byte frames, %.2f GB/s (≥70%%: %s)",
 		x.tensor/1e9, 100*tensor, f.rawBytes/1e9, verdict(tensor >= 0.7))
 	if j := f.kind("afxdp-jumbo").tensor; j > 0 && f.rawJumboBytes > 0 {

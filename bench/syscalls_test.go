@@ -57,13 +57,13 @@ var serverPID atomic.Int64
 // call is steadier than wall time per call: it does not count the time the
 // process waited for a core. ok is false where the server's is unreadable.
 func cpuTime() (d time.Duration, ok bool) {
-	d = cpuclock.Self()
+	t := cpuclock.Self()
 	if pid := serverPID.Load(); pid != 0 {
-		sd, err := cpuclock.Of(int(pid))
+		st, err := cpuclock.Of(int(pid))
 		if err != nil {
 			return 0, false
 		}
-		d += sd
+		t = t.Add(st)
 	}
-	return d, true
+	return t.Total(), true
 }

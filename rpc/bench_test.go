@@ -44,7 +44,7 @@ func BenchmarkEcho(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-			b.ReportMetric(float64(cpuclock.Self()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cpuclock.Self().Sub(cpu0).Total())/float64(b.N), "cpu-ns/op")
 			w1, f1 := TCPWriteStats()
 			b.ReportMetric(float64(f1-f0)/float64(max(w1-w0, 1)), "frames/write")
 		})

@@ -10,14 +10,14 @@ import (
 func TestParseStat(t *testing.T) {
 	tests := []struct {
 		stat string
-		want time.Duration
+		want Times
 		err  bool
 	}{
-		{"1234 (go) S 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 8 0 1 1 1", 3 * time.Second, false},
-		{"1 (a) b) (c) R 0 1 1 0 -1 0 0 0 0 0 7 3 0 0", 100 * time.Millisecond, false},
-		{"1 (truncated) S 1 2", 0, true},
-		{"no name at all", 0, true},
-		{"1 (x) S 1 1 1 0 -1 0 0 0 0 0 u s 0 0", 0, true},
+		{"1234 (go) S 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 8 0 1 1 1", Times{2500 * time.Millisecond, 500 * time.Millisecond}, false},
+		{"1 (a) b) (c) R 0 1 1 0 -1 0 0 0 0 0 7 3 0 0", Times{70 * time.Millisecond, 30 * time.Millisecond}, false},
+		{"1 (truncated) S 1 2", Times{}, true},
+		{"no name at all", Times{}, true},
+		{"1 (x) S 1 1 1 0 -1 0 0 0 0 0 u s 0 0", Times{}, true},
 	}
 	for _, tt := range tests {
 		got, err := parseStat([]byte(tt.stat))
@@ -35,7 +35,7 @@ func TestSelfAndOf(t *testing.T) {
 	before := Self()
 	for start := time.Now(); time.Since(start) < 30*time.Millisecond; {
 	}
-	if d := Self() - before; d < 10*time.Millisecond {
+	if d := Self().Sub(before); d.User < 10*time.Millisecond {
 		t.Fatalf("30ms of spinning counted as %v of CPU", d)
 	}
 	if _, err := Of(os.Getpid()); err != nil {
