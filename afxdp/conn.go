@@ -146,9 +146,9 @@ func (c *Conn) finish(err error) {
 	close(c.done)
 }
 
-// room reports whether a completed frame can be handed on now.
-func (c *Conn) room() bool {
-	return (c.onReactor && c.receiver() != nil) || len(c.deliveries) < cap(c.deliveries)
+// room reports whether n completed frames can be handed on now.
+func (c *Conn) room(n int) bool {
+	return (c.onReactor && c.receiver() != nil) || cap(c.deliveries)-len(c.deliveries) >= n
 }
 
 // deliver hands a completed frame on; called by the reactor.

@@ -229,7 +229,7 @@ func (e *Endpoint) Close() error {
 func (e *Endpoint) newSession(key sessionKey) *session {
 	s := &session{ep: e, key: key, dataLen: e.dataLen, rto: e.opts.RTO, rtoBase: e.opts.RTO, limit: 64,
 		slots: make([]sendSlot, e.opts.Window)}
-	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, e.opts.Deliveries), done: make(chan struct{})}
+	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, max(e.opts.Deliveries, maxPacked(e.dataLen))), done: make(chan struct{})}
 	return s
 }
 

@@ -24,7 +24,9 @@ import (
 // data, Length bytes, follows the header. An ACK flagged FlagSack carries
 // data too: a bitmap of the packets its sender holds past the gap at ack,
 // bit i (least significant first, byte by byte) standing for packet
-// ack+1+i.
+// ack+1+i. A DATA packet flagged FlagPacked holds several whole frames,
+// numbered from Msg on, each after its length (u16): small calls in flight
+// together share a packet, and its cost in the kernel.
 const (
 	HeaderLen     = 40
 	packetMagic   = 0x5358 // "XS" on the wire
@@ -61,7 +63,8 @@ const (
 	FlagGap                      // any: the sender holds packets past a gap at ack
 	FlagSize                     // ACK: Offset is the sender's datagram size (answering OPEN)
 	FlagSack                     // ACK: the data is a bitmap of the packets held past ack
-	flagsKnown = FlagFirst | FlagLast | FlagGap | FlagSize | FlagSack
+	FlagPacked                   // DATA: whole small frames, each after its u16 length (with First and Last)
+	flagsKnown = FlagFirst | FlagLast | FlagGap | FlagSize | FlagSack | FlagPacked
 )
 
 // Errors of DecodeHeader.
@@ -135,6 +138,9 @@ func DecodeHeader(b []byte) (PacketHeader, []byte, error) {
 	}
 	if h.Type != TypeAck && h.Flags&(FlagSize|FlagSack) != 0 {
 		return h, nil, fmt.Errorf("afxdp: %v packet with flags %#x: %w", h.Type, h.Flags, ErrBadPacket)
+	}
+	if h.Flags&FlagPacked != 0 && (h.Type != TypeData || h.Flags&(FlagFirst|FlagLast) != FlagFirst|FlagLast) {
+		return h, nil, fmt.Errorf("afxdp: %v packet packed with flags %#x: %w", h.Type, h.Flags, ErrBadPacket)
 	}
 	if h.Type == TypeData && h.Flags&FlagFirst != 0 && h.Offset != 0 {
 		return h, nil, fmt.Errorf("afxdp: first packet at offset %d: %w", h.Offset, ErrBadPacket)

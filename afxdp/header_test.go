@@ -18,6 +18,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{"ack", afxdp.PacketHeader{Type: afxdp.TypeAck, Session: 5, Ack: 1 << 31, Window: 64, Offset: 3}, 0},
 		{"open", afxdp.PacketHeader{Type: afxdp.TypeOpen, Session: 99, Window: 512, Offset: 1472}, 0},
 		{"open answer", afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagSize, Session: 99, Window: 512, Offset: 1750}, 0},
+		{"packed", afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst | afxdp.FlagLast | afxdp.FlagPacked, Session: 3, Seq: 12, Msg: 40, Ack: 2, Window: 512}, 226},
 		{"selective ack", afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagGap | afxdp.FlagSack, Session: 7, Ack: 40, Window: 512, Offset: 2}, 64},
 		{"reset", afxdp.PacketHeader{Type: afxdp.TypeReset, Session: 99}, 0},
 	}
@@ -60,6 +61,12 @@ func TestHeaderRejects(t *testing.T) {
 		{"sack without bitmap", func(b []byte) []byte {
 			b[3], b[4], b[6] = byte(afxdp.TypeAck), afxdp.FlagSack, 0
 			return b[:afxdp.HeaderLen]
+		}, afxdp.ErrBadPacket},
+		{"packed, not first", func(b []byte) []byte { b[4] = afxdp.FlagLast | afxdp.FlagPacked; return b }, afxdp.ErrBadPacket},
+		{"packed, not last", func(b []byte) []byte { b[4] = afxdp.FlagFirst | afxdp.FlagPacked; return b }, afxdp.ErrBadPacket},
+		{"packed ack", func(b []byte) []byte {
+			b[3], b[4] = byte(afxdp.TypeAck), afxdp.FlagSack|afxdp.FlagPacked
+			return b
 		}, afxdp.ErrBadPacket},
 		{"sack on close", func(b []byte) []byte { b[3], b[4] = byte(afxdp.TypeClose), afxdp.FlagSack; return b }, afxdp.ErrBadPacket},
 	}

@@ -31,6 +31,9 @@ type outMsg struct {
 	// tensors before it (a resend that goes back scans from the start).
 	ti     int
 	tstart uint64
+	// member: the message rides in the packet of the one before it
+	// (FlagPacked); so may further ones.
+	member bool
 }
 
 // session is one end of a reliable, ordered, bidirectional stream of frames
@@ -60,6 +63,7 @@ type session struct {
 	base, next   uint32
 	maxSent      uint32
 	assign       uint32
+	packLen      int // bytes packet assign-1 would hold packed; 0: others cannot join it
 	limit        uint32
 	rto          time.Duration // current timeout, doubled on each expiry
 	rtoBase      time.Duration // from the round-trip estimate, at least Options.RTO
@@ -101,21 +105,26 @@ func (s *session) emit(seq uint32, idx int) bool {
 		return false
 	}
 	om := s.out.at(idx)
-	i := seq - om.first
-	d := uint64(s.dataLen)
-	off := uint64(i) * d
-	n := min(d, om.total-off)
-	h := PacketHeader{Type: TypeData, Length: uint16(n), Session: s.key.id, Seq: seq, Msg: om.no, Offset: off}
-	if i == 0 {
-		h.Flags |= FlagFirst
-	}
-	if i == om.npk-1 {
-		h.Flags |= FlagLast
+	h := PacketHeader{Type: TypeData, Session: s.key.id, Seq: seq, Msg: om.no}
+	if idx+1 < s.out.len() && s.out.at(idx+1).member && s.out.at(idx+1).first == seq {
+		h.Flags = FlagFirst | FlagLast | FlagPacked
+		h.Length = uint16(s.writePacked(buf[HeaderLen:], idx))
+	} else {
+		i := seq - om.first
+		d := uint64(s.dataLen)
+		h.Offset = uint64(i) * d
+		h.Length = uint16(min(d, om.total-h.Offset))
+		if i == 0 {
+			h.Flags |= FlagFirst
+		}
+		if i == om.npk-1 {
+			h.Flags |= FlagLast
+		}
+		copyFrame(buf[HeaderLen:HeaderLen+int(h.Length)], om, h.Offset)
 	}
 	s.fillAck(&h)
 	PutHeader(buf, &h)
-	copyFrame(buf[HeaderLen:HeaderLen+n], om, off)
-	s.ep.queue(HeaderLen+int(n), s.key.peer)
+	s.ep.queue(HeaderLen+int(h.Length), s.key.peer)
 	if s.maxSent == s.base {
 		s.lastProgress = s.ep.now // the clock of the dead-peer check starts now
 	}
@@ -226,8 +235,15 @@ func (s *session) take() (closing bool) {
 		}
 		total := uint64(len(head)) + m.Header.PayloadLen
 		*om = outMsg{m: m, head: head, total: total, first: s.assign, npk: uint32((total + d - 1) / d), no: s.msgNo}
-		s.assign += om.npk
 		s.msgNo++
+		if s.join(om) {
+			continue
+		}
+		s.assign += om.npk
+		s.packLen = 0
+		if om.npk == 1 {
+			s.packLen = packedLen(om.total)
+		}
 	}
 	s.spare = q[:0]
 	return closing
@@ -246,8 +262,11 @@ func (s *session) pump(budget int) int {
 			}
 			s.nextIdx++
 		}
-		if seqLess(s.next, s.maxSent) && s.slot(s.next).held {
-			s.next++ // going back, and the peer has it
+		if s.next != s.base && seqLess(s.next, s.maxSent) && s.slot(s.next).held {
+			// Going back, and the peer has it. The oldest goes again
+			// even so: a receiver whose delivery queue was full holds
+			// it without taking it, and waits for it to come again.
+			s.next++
 			continue
 		}
 		if !s.emit(s.next, s.nextIdx) {
@@ -397,6 +416,9 @@ func (s *session) onData(h *PacketHeader, data []byte) error {
 		if err != nil || !ok {
 			return err
 		}
+		if s.ooo != nil && s.ooo.held > 0 {
+			s.ooo.take(h.Seq) // a copy held when there was no room for it
+		}
 		for s.ooo != nil && s.ooo.held > 0 {
 			hh, dd, ok := s.ooo.take(s.expect)
 			if !ok {
@@ -423,7 +445,10 @@ func (s *session) onData(h *PacketHeader, data []byte) error {
 // leaving the packet unaccepted, when a frame would complete but the
 // delivery queue is full.
 func (s *session) accept(h *PacketHeader, data []byte) (bool, error) {
-	if h.Flags&FlagLast != 0 && !s.conn.room() {
+	if h.Flags&FlagPacked != 0 {
+		return s.acceptPacked(h, data)
+	}
+	if h.Flags&FlagLast != 0 && !s.conn.room(1) {
 		return false, nil
 	}
 	in, err := s.rx.feed(h, data, s.conn, &s.ep.opts.Limits)

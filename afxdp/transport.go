@@ -21,8 +21,11 @@ package afxdp
 // A session carries frames in both directions. Each direction is a stream
 // of packets numbered from 0; a frame (the head that wire.AppendHead
 // encodes, then the tensors' bytes) is cut into packets of
-// MaxPayload-HeaderLen bytes, the first flagged First and the last Last, a
-// packet never holding bytes of two frames. Packet data is copied into the
+// MaxPayload-HeaderLen bytes, the first flagged First and the last Last. A
+// packet holds bytes of one frame only, but for small frames queued
+// together, which share one, each whole after its length (FlagPacked): with
+// many calls in flight, a packet carries a batch of them, and the kernel's
+// per-packet work is paid once for the batch. Packet data is copied into the
 // link's transmit buffer (a UMEM frame, for AF_XDP) straight from the
 // encoded head and the tensors' own memory, and copied again from there on
 // a retransmission: no other copy of a message is ever made.

@@ -1,0 +1,134 @@
+package afxdp_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/wire"
+)
+
+// TestSmallFramesSharePackets: small frames sent together travel packed,
+// many to a packet, and arrive whole and in order, delivered on the
+// reactor and from a Receive goroutine alike. A frame too big to share a
+// packet, queued among them, still arrives in its place.
+func TestSmallFramesSharePackets(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		name := map[bool]string{false: "on reactor", true: "blocking receiver"}[blocking]
+		t.Run(name, func(t *testing.T) {
+			la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+			// Deliveries of 1: the reactor must wait for room for a whole
+			// packet's frames, not overfill the queue or stall.
+			ea, _, ca, cb := connected(t, la, lb, afxdp.Options{BlockingReceiver: blocking, Deliveries: 1})
+			const frames = 300
+			rb := newCollector(frames)
+			go cb.Receive(rb)
+			big := pattern(3*la.MaxPayload(), 4)
+			done := make(doneChan, frames)
+			before := ea.Stats().Sent
+			for i := range frames {
+				m := &wire.Message{
+					Header: wire.Header{Kind: wire.KindRequest, CallID: uint64(i + 1)},
+					Meta:   binary.LittleEndian.AppendUint64(make([]byte, 0, 64), uint64(i)),
+					Done:   done,
+				}
+				if i == frames/2 {
+					m.Tensors = []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(len(big))}, Data: big}}
+				}
+				if err := ca.Send(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range frames {
+				in := rb.next(t, 10*time.Second)
+				if in.Err != nil || in.Header.CallID != uint64(i+1) || binary.LittleEndian.Uint64(in.Meta) != uint64(i) {
+					t.Fatalf("frame %d: call %d, meta %x, err %v", i, in.Header.CallID, in.Meta, in.Err)
+				}
+				if i == frames/2 && string(in.Tensors[0].Data) != string(big) {
+					t.Fatal("the large frame among the small ones differs")
+				}
+				in.Release()
+			}
+			for range frames {
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			}
+			// One frame a packet would be 300 packets and more; the
+			// sender may take the queue in a few batches.
+			if sent := ea.Stats().Sent - before; sent > frames/4 {
+				t.Fatalf("%d small frames took %d packets", frames, sent)
+			}
+		})
+	}
+}
+
+// forgeLink replaces, when armed, the next DATA packet it receives with a
+// packed packet whose framing is broken (a length past its end), keeping
+// the original's session and numbers, as a faulty peer would send it.
+type forgeLink struct {
+	afxdp.Link
+	armed atomic.Bool
+	buf   [afxdp.HeaderLen + 8]byte
+}
+
+func (l *forgeLink) Receive(pkts []afxdp.Datagram) (int, error) {
+	n, err := l.Link.Receive(pkts)
+	for i := range pkts[:n] {
+		h, _, herr := afxdp.DecodeHeader(pkts[i].Data)
+		if herr != nil || h.Type != afxdp.TypeData || !l.armed.CompareAndSwap(true, false) {
+			continue
+		}
+		h.Flags, h.Offset, h.Length = afxdp.FlagFirst|afxdp.FlagLast|afxdp.FlagPacked, 0, 8
+		afxdp.PutHeader(l.buf[:], &h)
+		copy(l.buf[afxdp.HeaderLen:], []byte{5, 0, 'a', 'b', 'c', 'd', 'e', 9}) // then a length cut short
+		pkts[i].Data = l.buf[:]
+	}
+	return n, err
+}
+
+// TestMalformedPackedPacket: a packed packet whose framing is broken ends
+// its session with ErrProtocol; the endpoint goes on serving its other
+// sessions.
+func TestMalformedPackedPacket(t *testing.T) {
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	forge := &forgeLink{Link: lb}
+	ea, eb, ca, cb := connected(t, la, forge, afxdp.Options{})
+	received := make(chan error, 1)
+	go func() { received <- cb.Receive(newCollector(16)) }()
+	forge.armed.Store(true)
+	if err := ca.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 1}, Meta: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-received:
+		if !errors.Is(err, afxdp.ErrProtocol) {
+			t.Fatalf("session ended with %v, want ErrProtocol", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the broken packet did not end the session")
+	}
+	// A new session on the same endpoints works.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c2, err := ea.Dial(ctx, memB.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := eb.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := newCollector(1)
+	go s2.Receive(rb)
+	if err := c2.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 2}, Meta: []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	if in := rb.next(t, 5*time.Second); in.Header.CallID != 2 || string(in.Meta) != "y" {
+		t.Fatalf("second session got call %d %q", in.Header.CallID, in.Meta)
+	}
+}
