@@ -126,13 +126,15 @@ package afxdp
 // and BenchmarkTransportProcesses (server in its own process) run the raw
 // limits of the path and the three transports in one command and state
 // each target as a ratio of that run. On this machine, with the server in
-// its own process: a sequential call over AF_XDP takes 6.1-6.5µs at p50
-// (kernel UDP 11µs, TCP 32-37µs), 1.7× the calls/s of kernel UDP and 40-48%
-// of a raw AF_XDP echo that waits as the reactors do (2.6-2.9µs); 32 calls
-// in flight reach 275-309k calls/s (TCP 314-408k), where two frames a call
-// cost the kernel alone half the CPU 500k/s would leave; a 16 MiB tensor
-// moves at 0.63-0.71 GB/s, 56-63% of a raw one-way stream of 1500-byte
-// frames (1.05 GB/s and 62% with a 9000-byte MTU), against TCP's 2-2.4
-// GB/s. In one process, where both reactors and the caller share the
-// runtime, sequential calls take 9.6-13µs. The case for this path is
+// its own process and the machine quiet: a sequential call over AF_XDP
+// takes 6.1-6.5µs at p50 (kernel UDP 11µs, TCP 33-38µs), 1.7-1.9× the
+// calls/s of kernel UDP and 40-48% of a raw AF_XDP echo that waits as the
+// reactors do (2.6-2.9µs); 32 calls in flight, packed about eight to a
+// packet, reach 419-614k calls/s at 3.2-4.6µs of CPU a call, 0.6-1.0µs of
+// it in the kernel (TCP 236-351k, kernel UDP 431-445k); a 16 MiB tensor moves at 0.63-0.72
+// GB/s, 54-61% of a raw one-way stream of 1500-byte frames (0.94-1.05 GB/s
+// and 52-62% with a 9000-byte MTU), against TCP's 1.9-2.4 GB/s: the sender's
+// kick, which runs the receiving side too, is three quarters of its CPU. In
+// one process, where both reactors and the caller share the runtime,
+// sequential calls take 9.6-13µs. The case for this path is
 // zero-copy NICs, where the per-packet kernel work disappears.
