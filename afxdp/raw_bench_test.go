@@ -20,6 +20,7 @@ import (
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/packet"
 	"github.com/starwire/starwire/internal/xsk"
@@ -103,17 +104,33 @@ type pinger interface {
 type echoResult struct {
 	rate float64 // round trips per second
 	p50  float64 // median round trip, ns
+	sys  float64 // kernel CPU a round trip, both ends, ns (0: not measured)
 }
 
 // drive runs the benchmark loop: one round trip per iteration, resending
 // after resendAfter, failing after roundTripCap.
-func drive(b *testing.B, p pinger) echoResult {
+func drive(b *testing.B, p pinger) echoResult { return driveWith(b, p, 0) }
+
+// driveWith is drive against an echo server in process serverPID (0: this
+// one), whose CPU time counts with this process's: it reports the CPU, and
+// the kernel's part of it, a round trip takes at both ends.
+func driveWith(b *testing.B, p pinger, serverPID int) echoResult {
 	samples := make([]int64, 0, maxRTTSamples)
 	resends := 0
 	var seq uint32
 	warmUp(b, p)
 	b.ReportAllocs()
 	b.SetBytes(2 * 64)
+	cpu := func() cpuclock.Times {
+		t := cpuclock.Self()
+		if serverPID != 0 {
+			if st, err := cpuclock.Of(serverPID); err == nil {
+				t = t.Add(st)
+			}
+		}
+		return t
+	}
+	cpu0 := cpu()
 	start := time.Now()
 	for b.Loop() {
 		seq++
@@ -124,7 +141,10 @@ func drive(b *testing.B, p pinger) echoResult {
 		}
 	}
 	elapsed := time.Since(start)
-	res := echoResult{rate: float64(seq) / elapsed.Seconds()}
+	used := cpu().Sub(cpu0)
+	b.ReportMetric(float64(used.Total())/float64(max(seq, 1)), "cpu-ns/op")
+	b.ReportMetric(float64(used.System)/float64(max(seq, 1)), "sys-ns/op")
+	res := echoResult{rate: float64(seq) / elapsed.Seconds(), sys: float64(used.System) / float64(max(seq, 1))}
 	if len(samples) > 0 {
 		reportRTT(b, "", res.rate, samples)
 		res.p50 = float64(samples[len(samples)/2])
@@ -812,7 +832,7 @@ func benchXSKProcess(b *testing.B, e *rawEnv, w wait) echoResult {
 		b.Fatal(err)
 	}
 	defer func() { e.progA.UnregisterSocket(0); cli.Close() }()
-	return drive(b, &xskClient{s: cli, hdr: &e.toB, wait: w, poll: xskPoll(cli)})
+	return driveWith(b, &xskClient{s: cli, hdr: &e.toB, wait: w, poll: xskPoll(cli)}, cmd.Process.Pid)
 }
 
 // BenchmarkRawEchoAB compares this module's socket layer with asavie/xdp
