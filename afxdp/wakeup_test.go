@@ -1,6 +1,9 @@
 package afxdp
 
 import (
+	"bytes"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -53,10 +56,22 @@ func TestWaitArmsLinkDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.close()
-	// Disarmed: readable data is not reported outside wait.
+	// Disarmed: readable data is not reported outside wait, and the
+	// descriptor is not in the epoll instance at all (registered, it sits
+	// on the socket's wait queue and costs every packet a callback).
 	unix.Write(pipe[1], []byte{1})
 	if p.check(0) {
 		t.Fatal("a disarmed descriptor was reported")
+	}
+	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", p.epfd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(info, fmt.Appendf(nil, "tfd: %8d ", pipe[0])) {
+		t.Fatalf("the descriptor stays registered outside wait:\n%s", info)
+	}
+	if !bytes.Contains(info, fmt.Appendf(nil, "tfd: %8d ", p.efd)) {
+		t.Fatalf("the eventfd is not registered, so the fdinfo format is not what this test reads:\n%s", info)
 	}
 	// Data that came before the wait ends it at once.
 	const limit = 10 * time.Second
