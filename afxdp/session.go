@@ -396,7 +396,6 @@ func (s *session) timers() (time.Time, error) {
 		}
 		return s.retxAt, nil
 	}
-
 	// Go back N: everything from the oldest unacknowledged packet again,
 	// but for what the peer said it holds (pump skips those).
 	s.next, s.nextIdx = s.base, 0
