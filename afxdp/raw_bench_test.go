@@ -121,15 +121,7 @@ func driveWith(b *testing.B, p pinger, serverPID int) echoResult {
 	warmUp(b, p)
 	b.ReportAllocs()
 	b.SetBytes(2 * 64)
-	cpu := func() cpuclock.Times {
-		t := cpuclock.Self()
-		if serverPID != 0 {
-			if st, err := cpuclock.Of(serverPID); err == nil {
-				t = t.Add(st)
-			}
-		}
-		return t
-	}
+	cpu := func() cpuclock.Times { t, _ := cpuclock.SelfAnd(serverPID); return t }
 	cpu0 := cpu()
 	start := time.Now()
 	for b.Loop() {

@@ -35,12 +35,7 @@ type benchEnv struct {
 
 // cpu returns the CPU times this process and the server's have used.
 func (env *benchEnv) cpu() cpuclock.Times {
-	t := cpuclock.Self()
-	if env.serverPID != 0 {
-		if st, err := cpuclock.Of(env.serverPID); err == nil {
-			t = t.Add(st)
-		}
-	}
+	t, _ := cpuclock.SelfAnd(env.serverPID)
 	return t
 }
 

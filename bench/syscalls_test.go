@@ -57,13 +57,6 @@ var serverPID atomic.Int64
 // call is steadier than wall time per call: it does not count the time the
 // process waited for a core. ok is false where the server's is unreadable.
 func cpuTime() (d time.Duration, ok bool) {
-	t := cpuclock.Self()
-	if pid := serverPID.Load(); pid != 0 {
-		st, err := cpuclock.Of(int(pid))
-		if err != nil {
-			return 0, false
-		}
-		t = t.Add(st)
-	}
-	return t.Total(), true
+	t, err := cpuclock.SelfAnd(int(serverPID.Load()))
+	return t.Total(), err == nil
 }

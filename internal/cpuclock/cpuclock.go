@@ -35,6 +35,18 @@ func Self() Times {
 	return Times{User: time.Duration(ru.Utime.Nano()), System: time.Duration(ru.Stime.Nano())}
 }
 
+// SelfAnd returns the CPU times of this process plus those of process pid,
+// a server a benchmark runs against (none when pid is 0). When pid's cannot
+// be read it returns this process's alone, and the error.
+func SelfAnd(pid int) (Times, error) {
+	t := Self()
+	if pid == 0 {
+		return t, nil
+	}
+	o, err := Of(pid)
+	return t.Add(o), err
+}
+
 // clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
 // every Linux architecture Go supports).
 const clockTick = 10 * time.Millisecond

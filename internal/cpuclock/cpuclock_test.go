@@ -44,4 +44,10 @@ func TestSelfAndOf(t *testing.T) {
 	if _, err := Of(-1); err == nil {
 		t.Fatal("Of(-1) read something")
 	}
+	if both, err := SelfAnd(os.Getpid()); err != nil || both.User < 2*before.User {
+		t.Fatalf("SelfAnd(self) = %v, %v; want at least twice %v", both, err, before.User)
+	}
+	if _, err := SelfAnd(-1); err == nil {
+		t.Fatal("SelfAnd(-1) read something")
+	}
 }
