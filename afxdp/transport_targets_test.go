@@ -78,8 +78,8 @@ func (f *transportFigures) report(b *testing.B) {
 	b.Logf("  sequential %.0f calls/s = %.0f%% of the raw echo (≥60%%: %s)", x.seq.rate, 100*seqRate, verdict(seqRate >= 0.6))
 	b.Logf("  sequential p50 %.1fµs = %.2f× the raw echo's (≤1.3×: %s)", x.seq.p50/1e3, seqP50, verdict(seqP50 <= 1.3))
 	if base.sys > 0 {
-		b.Logf("    kernel CPU a round trip, both ends: %.1fµs for a call, %.1fµs for the raw echo; the same two kicks cost "+
-			"more in a process that does work between them", x.seq.sys/1e3, base.sys/1e3)
+		b.Logf("    kernel CPU a round trip, both ends: %.1fµs for a call, %.1fµs for the raw echo (two kicks each)",
+			x.seq.sys/1e3, base.sys/1e3)
 	}
 	b.Logf("  sequential = %.2f× starwire over kernel UDP (%.0f calls/s) (≥1.5×: %s)", overUDP, u.seq.rate, verdict(overUDP >= 1.5))
 	b.Logf("  32 in flight %.0f calls/s (≥500k: %s); CPU a call, both ends: %.1fµs, of which %.1fµs in the kernel "+
