@@ -41,7 +41,9 @@ type Options struct {
 	Backlog int
 	// Deliveries bounds the received frames waiting for a Conn's Receive
 	// loop; further frames are not acknowledged until there is room, which
-	// is the session's flow control. 0 means 1024.
+	// is the session's flow control. 0 means 1024; it is never less than
+	// the small frames one packet can carry packed (29 with a 1500-byte
+	// MTU), since a packet's frames are taken together.
 	Deliveries int
 	// BlockingReceiver makes Conns deliver frames from their Receive
 	// goroutine, for receivers whose Deliver may block. By default the
