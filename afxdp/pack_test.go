@@ -1,7 +1,6 @@
 package afxdp_test
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"sync/atomic"
@@ -113,16 +112,7 @@ func TestMalformedPackedPacket(t *testing.T) {
 		t.Fatal("the broken packet did not end the session")
 	}
 	// A new session on the same endpoints works.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c2, err := ea.Dial(ctx, memB.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2, err := eb.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2, s2 := session(t, ea, eb)
 	rb := newCollector(1)
 	go s2.Receive(rb)
 	if err := c2.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 2}, Meta: []byte("y")}); err != nil {

@@ -50,16 +50,23 @@ func connected(t testing.TB, a, b afxdp.Link, opts afxdp.Options) (ea, eb *afxdp
 	t.Helper()
 	ea, eb = afxdp.NewEndpoint(a, opts), afxdp.NewEndpoint(b, opts)
 	t.Cleanup(func() { ea.Close(); eb.Close() })
+	ca, cb = session(t, ea, eb)
+	return ea, eb, ca, cb
+}
+
+// session dials eb from ea and returns both ends of the session.
+func session(t testing.TB, ea, eb *afxdp.Endpoint) (ca, cb *afxdp.Conn) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var err error
-	if ca, err = ea.Dial(ctx, b.LocalAddr().String()); err != nil {
+	if ca, err = ea.Dial(ctx, eb.Addr().String()); err != nil {
 		t.Fatal(err)
 	}
 	if cb, err = eb.Accept(); err != nil {
 		t.Fatal(err)
 	}
-	return ea, eb, ca, cb
+	return ca, cb
 }
 
 func pattern(n int, seed byte) []byte {
