@@ -58,7 +58,7 @@ var (
 // sharedReactors is the process-wide group used by transports that were not
 // given one, sized by SEASTAR_CORE_NUMBER.
 func sharedReactors() *Reactors {
-	sharedOnce.Do(func() { shared = NewReactors(CoreNumber()) })
+	sharedOnce.Do(func() { shared = NewReactors(coreNumber()) })
 	return shared
 }
 

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/cluster"
+	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // clusterFlags say which cluster a command joins and how: a cluster spec
@@ -19,17 +21,17 @@ import (
 // grpc+seastar with a cluster spec, the endpoint map.
 type clusterFlags struct {
 	protocol    string
-	cluster     rpc.ClusterSpec
+	cluster     cluster.Spec
 	endpointMap string
 	registryDir string
 	waitTimeout time.Duration
-	tfConfig    *rpc.TFConfig // TF_CONFIG when set
+	tfConfig    *cluster.TFConfig // TF_CONFIG when set
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.protocol, "protocol", string(rpc.ProtocolGRPCSeastar), `"grpc+seastar" (worker service over starwire) or "grpc"; default TF_CONFIG's rpc_layer when set`)
+	fs.StringVar(&c.protocol, "protocol", string(cluster.ProtocolGRPCSeastar), `"grpc+seastar" (worker service over starwire) or "grpc"; default TF_CONFIG's rpc_layer when set`)
 	fs.Var(&c.cluster, "cluster", "cluster spec, ps=host:port,...;worker=host:port,... (default TF_CONFIG's cluster)")
-	fs.StringVar(&c.endpointMap, "endpoint_map", "", "endpoint map file for grpc+seastar (default $"+rpc.EnvEndpointMapPath+" or ./"+rpc.DefaultEndpointMapFile+")")
+	fs.StringVar(&c.endpointMap, "endpoint_map", "", "endpoint map file for grpc+seastar (default $"+envvar.EndpointMapPath+" or ./"+cluster.DefaultEndpointMapFile+")")
 	fs.StringVar(&c.registryDir, "registry_dir", "", "directory where tasks started on port 0 publish their addresses")
 	fs.DurationVar(&c.waitTimeout, "cluster_wait", time.Minute, "how long to wait for every task to register in --registry_dir")
 }
@@ -37,9 +39,9 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 // layout returns the cluster to join and whether one was given at all
 // (false: the command starts its own). ps and workers are the job sizes a
 // registry directory must hold.
-func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, ps, workers int) (cluster.Layout, bool, error) {
-	var l cluster.Layout
-	cfg, ok, err := rpc.LoadTFConfig()
+func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, ps, workers int) (tasks.Layout, bool, error) {
+	var l tasks.Layout
+	cfg, ok, err := cluster.LoadTFConfig()
 	if err != nil {
 		return l, false, usagef("%v", err)
 	}
@@ -50,7 +52,7 @@ func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, ps, work
 	if !set["protocol"] && c.tfConfig != nil && c.tfConfig.RPCLayer != "" {
 		proto = string(c.tfConfig.RPCLayer)
 	}
-	if l.Protocol, err = rpc.ParseProtocol(proto); err != nil {
+	if l.Protocol, err = cluster.ParseProtocol(proto); err != nil {
 		return l, false, usagef("%v", err)
 	}
 	given := 0
@@ -77,9 +79,9 @@ func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, ps, work
 	}
 	if l.Protocol.UsesStar() && l.Endpoints.Len() == 0 {
 		if c.endpointMap != "" {
-			l.Endpoints, err = rpc.ReadEndpointMap(c.endpointMap)
+			l.Endpoints, err = cluster.ReadEndpointMap(c.endpointMap)
 		} else {
-			l.Endpoints, err = rpc.LoadEndpointMap()
+			l.Endpoints, err = cluster.LoadEndpointMap()
 		}
 		if err != nil {
 			return l, false, usagef("%v", err)
@@ -92,15 +94,15 @@ func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, ps, work
 }
 
 // wait waits for ps and workers tasks to register in the registry directory.
-func (c *clusterFlags) wait(ctx context.Context, ps, workers int) (rpc.Roster, error) {
+func (c *clusterFlags) wait(ctx context.Context, ps, workers int) (cluster.Roster, error) {
 	if ps <= 0 || workers <= 0 {
-		return rpc.Roster{}, usagef("--registry_dir needs --ps and --workers > 0")
+		return cluster.Roster{}, usagef("--registry_dir needs --ps and --workers > 0")
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.waitTimeout)
 	defer cancel()
-	roster, err := rpc.WaitCluster(ctx, c.registryDir, map[string]int{"ps": ps, "worker": workers})
+	roster, err := cluster.Wait(ctx, c.registryDir, map[string]int{"ps": ps, "worker": workers})
 	if err != nil {
-		return rpc.Roster{}, err
+		return cluster.Roster{}, err
 	}
 	return roster, nil
 }
@@ -108,14 +110,14 @@ func (c *clusterFlags) wait(ctx context.Context, ps, workers int) (rpc.Roster, e
 // awaitCluster waits until every task answers GetStatus on its gRPC
 // address, the master-side service every task keeps, polling until
 // timeout; the error names the tasks that never answered.
-func awaitCluster(ctx context.Context, l cluster.Layout, timeout time.Duration) error {
+func awaitCluster(ctx context.Context, l tasks.Layout, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pending := map[string]string{}
 	for _, job := range l.Cluster.Jobs() {
 		for _, i := range l.Cluster.TaskIndices(job) {
 			addr, _ := l.Cluster.Lookup(job, i)
-			pending[rpc.TaskName(job, i)] = addr
+			pending[cluster.TaskName(job, i)] = addr
 		}
 	}
 	last := map[string]error{}
@@ -162,7 +164,7 @@ func shortErr(err error) string {
 }
 
 // endpointPairs lists an endpoint map on one line.
-func endpointPairs(m rpc.EndpointMap) string {
+func endpointPairs(m cluster.EndpointMap) string {
 	var parts []string
 	for g, s := range m.All() {
 		parts = append(parts, g+"="+s)

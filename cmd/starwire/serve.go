@@ -12,8 +12,8 @@ import (
 	"strconv"
 
 	"github.com/starwire/starwire/afxdp"
-	"github.com/starwire/starwire/cmd/starwire/internal/cluster"
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // serveCmd runs one task until interrupted.
@@ -33,7 +33,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	cfg, haveTF, err := rpc.LoadTFConfig()
+	cfg, haveTF, err := cluster.LoadTFConfig()
 	if err != nil {
 		return usagef("serve: %v", err)
 	}
@@ -54,10 +54,10 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	task := rpc.TaskName(*job, *index)
+	task := cluster.TaskName(*job, *index)
 
-	var s *cluster.Server
-	var layout cluster.Layout
+	var s *tasks.Server
+	var layout tasks.Layout
 	if cf.registryDir != "" {
 		if set["cluster"] {
 			return usagef("serve: --cluster and --registry_dir both name the cluster; give one")
@@ -66,20 +66,20 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if n, ok := want[*job]; !ok || *index >= n {
 			return usagef("serve: task %s is not in a cluster of --ps %d and --workers %d", task, *ps, *workers)
 		}
-		proto, err := rpc.ParseProtocol(cf.protocol)
+		proto, err := cluster.ParseProtocol(cf.protocol)
 		if err != nil {
 			return usagef("serve: %v", err)
 		}
 		bind := net.JoinHostPort(*host, "0")
-		if s, err = cluster.Listen(*job, *index, bind, bind, proto.UsesStar(), tr.net); err != nil {
+		if s, err = tasks.Listen(*job, *index, bind, bind, proto.UsesStar(), tr.net); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		defer s.Close()
-		addrs := map[string]string{rpc.AddrGRPC: s.GRPCAddr}
+		addrs := map[string]string{cluster.AddrGRPC: s.GRPCAddr}
 		if s.StarAddr != "" {
-			addrs[rpc.AddrStar] = s.StarAddr
+			addrs[cluster.AddrStar] = s.StarAddr
 		}
-		if err := rpc.Register(cf.registryDir, *job, *index, addrs); err != nil {
+		if err := cluster.Register(cf.registryDir, *job, *index, addrs); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		fmt.Fprintf(stdout, "%s registered grpc %s star %s in %s; waiting for the cluster\n", task, s.GRPCAddr, orNone(s.StarAddr), cf.registryDir)
@@ -105,7 +105,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 				return usagef("serve: %v", err)
 			}
 		}
-		if s, err = cluster.Listen(*job, *index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), tr.net); err != nil {
+		if s, err = tasks.Listen(*job, *index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), tr.net); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		defer s.Close()

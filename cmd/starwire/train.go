@@ -9,10 +9,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/cluster"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
+	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // trainFlags are the flags of "starwire train".
@@ -77,14 +77,14 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	var local *cluster.Local
+	var local *tasks.Local
 	if !joining {
 		dir, err := os.MkdirTemp("", "starwire-train-")
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		local, tr.fallback, err = startLocal(cluster.LocalOptions{
+		local, tr.fallback, err = startLocal(tasks.LocalOptions{
 			PS: f.cfg.PS, Workers: f.cfg.Workers, Protocol: layout.Protocol, Net: tr.net, Dir: dir, Logger: logger,
 		}, *useXDP)
 		if err != nil {
@@ -120,12 +120,12 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer closer.Close()
 	}
 	layout.Transport = dialer
-	peers := cluster.NewPeers(layout)
+	peers := tasks.NewPeers(layout)
 	defer peers.Close()
 	var callers []driver.Caller
 	for _, job := range []string{"ps", "worker"} {
 		for _, i := range layout.Cluster.TaskIndices(job) {
-			c, err := peers.Caller(rpc.TaskName(job, i))
+			c, err := peers.Caller(cluster.TaskName(job, i))
 			if err != nil {
 				return fmt.Errorf("train: %w", err)
 			}
@@ -171,7 +171,7 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 
 // printSummary prints the run's outcome; allRPCs says whether the counts
 // include the tasks' calls to each other (only when they run here).
-func printSummary(w io.Writer, s *lr.Summary, p rpc.Protocol, transport string, allRPCs bool) {
+func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, transport string, allRPCs bool) {
 	fmt.Fprintf(w, "summary:\n")
 	fmt.Fprintf(w, "  steps %d, examples %d in %.2fs: %.0f examples/s\n", s.Steps, s.Examples, s.Elapsed.Seconds(), s.ExamplesPerSec())
 	fmt.Fprintf(w, "  held-out loss: initial %.4f, final %.4f (hidden model %.4f, click rate alone %.4f)\n", s.InitialLoss, s.FinalLoss, s.BayesLoss, s.BaseRateLoss)
@@ -188,7 +188,7 @@ func printSummary(w io.Writer, s *lr.Summary, p rpc.Protocol, transport string, 
 // startLocal starts the local cluster, with AF_XDP between the tasks as
 // mode ("auto", "on", "off") says, and returns why AF_XDP is not used
 // ("" when it is).
-func startLocal(opts cluster.LocalOptions, mode string) (*cluster.Local, string, error) {
+func startLocal(opts tasks.LocalOptions, mode string) (*tasks.Local, string, error) {
 	why := afxdpFallback(onLoopback)
 	switch {
 	case mode == "off":
@@ -199,7 +199,7 @@ func startLocal(opts cluster.LocalOptions, mode string) (*cluster.Local, string,
 	default:
 		xo := opts
 		xo.AFXDP = true
-		l, err := cluster.StartLocal(xo)
+		l, err := tasks.StartLocal(xo)
 		if err == nil {
 			return l, "", nil
 		}
@@ -208,6 +208,6 @@ func startLocal(opts cluster.LocalOptions, mode string) (*cluster.Local, string,
 		}
 		why = "AF_XDP setup failed: " + err.Error()
 	}
-	l, err := cluster.StartLocal(opts)
+	l, err := tasks.StartLocal(opts)
 	return l, why, err
 }

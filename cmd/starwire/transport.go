@@ -3,14 +3,14 @@ package main
 import (
 	"os"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/cluster"
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // transportChoice is the starwire transport a command uses, and why it is
 // not AF_XDP when it is not.
 type transportChoice struct {
-	net      cluster.Net
+	net      tasks.Net
 	fallback string
 	peers    string // what carries the tasks' calls to each other, when not net
 }
@@ -21,9 +21,9 @@ func chooseTransport(name string) (transportChoice, error) {
 	var c transportChoice
 	switch name {
 	case "tcp":
-		c.net = cluster.TCPNet{}
+		c.net = tasks.TCPNet{}
 	case "udp":
-		c.net = cluster.UDPNet{}
+		c.net = tasks.UDPNet{}
 	default:
 		return c, usagef(`--transport %q, want "tcp" or "udp"`, name)
 	}
@@ -48,7 +48,7 @@ func afxdpFallback(situation string) string {
 }
 
 // transportName describes the transport for the summary line.
-func transportName(p rpc.Protocol, t transportChoice) string {
+func transportName(p cluster.Protocol, t transportChoice) string {
 	if !p.UsesStar() {
 		return "gRPC over TCP (HTTP/2)"
 	}

@@ -7,28 +7,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/cluster"
+	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // trainLocal trains cfg on an in-process cluster over protocol.
-func trainLocal(t *testing.T, protocol rpc.Protocol, cfg Config) *Summary {
+func trainLocal(t *testing.T, protocol cluster.Protocol, cfg Config) *Summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	local, err := cluster.StartLocal(cluster.LocalOptions{PS: cfg.PS, Workers: cfg.Workers, Protocol: protocol, Dir: t.TempDir(), Logger: logger})
+	local, err := tasks.StartLocal(tasks.LocalOptions{PS: cfg.PS, Workers: cfg.Workers, Protocol: protocol, Dir: t.TempDir(), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(local.Close)
-	peers := cluster.NewPeers(local.Layout)
+	peers := tasks.NewPeers(local.Layout)
 	t.Cleanup(peers.Close)
 	var callers []driver.Caller
 	for _, job := range []string{"ps", "worker"} {
 		for _, i := range local.Layout.Cluster.TaskIndices(job) {
-			c, err := peers.Caller(rpc.TaskName(job, i))
+			c, err := peers.Caller(cluster.TaskName(job, i))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func trainLocal(t *testing.T, protocol rpc.Protocol, cfg Config) *Summary {
 func TestTrainLossDrops(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Steps, cfg.Vocab, cfg.HeldOut = 150, 5000, 2048
-	for _, p := range []rpc.Protocol{rpc.ProtocolGRPCSeastar, rpc.ProtocolGRPC} {
+	for _, p := range []cluster.Protocol{cluster.ProtocolGRPCSeastar, cluster.ProtocolGRPC} {
 		t.Run(string(p), func(t *testing.T) {
 			sum := trainLocal(t, p, cfg)
 			if sum.FinalLoss > 0.9*sum.InitialLoss {

@@ -1,4 +1,4 @@
-package cluster
+package tasks
 
 import (
 	"fmt"
@@ -7,14 +7,15 @@ import (
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // Layout is what every process of a cluster agrees on: the protocol, the
 // tasks' gRPC addresses, and, under grpc+seastar, their starwire addresses.
 type Layout struct {
-	Protocol  rpc.Protocol
-	Cluster   rpc.ClusterSpec
-	Endpoints rpc.EndpointMap
+	Protocol  cluster.Protocol
+	Cluster   cluster.Spec
+	Endpoints cluster.EndpointMap
 	// Transport carries starwire calls; nil means TCP.
 	Transport rpc.Transport
 }
@@ -81,7 +82,7 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 	if p.closed {
 		return nil, fmt.Errorf("cluster: peers closed")
 	}
-	job, idx, err := rpc.ParseTaskName(task)
+	job, idx, err := cluster.ParseTaskName(task)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

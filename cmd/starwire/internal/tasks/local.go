@@ -1,4 +1,4 @@
-package cluster
+package tasks
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // LocalOptions describe an in-process cluster.
 type LocalOptions struct {
 	PS, Workers int
-	Protocol    rpc.Protocol
+	Protocol    cluster.Protocol
 	// Net carries starwire; nil means TCP.
 	Net Net
 	// Dir receives the endpoint map file.
@@ -57,7 +57,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	}()
 	protocol := opts.Protocol
 	jobs := map[string][]string{}
-	em := rpc.NewEndpointMap(filepath.Join(opts.Dir, rpc.DefaultEndpointMapFile))
+	em := cluster.NewEndpointMap(filepath.Join(opts.Dir, cluster.DefaultEndpointMapFile))
 	byTask := map[string]*Server{}
 	var psTasks, workerTasks []string
 	for _, job := range []struct {
@@ -84,17 +84,17 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 			}
 		}
 	}
-	spec, err := rpc.NewClusterSpec(jobs)
+	spec, err := cluster.NewSpec(jobs)
 	if err != nil {
 		return nil, err
 	}
 	if protocol.UsesStar() {
 		// Written and read back, as tasks launched separately would read it.
-		l.EndpointMapPath = filepath.Join(opts.Dir, rpc.DefaultEndpointMapFile)
+		l.EndpointMapPath = filepath.Join(opts.Dir, cluster.DefaultEndpointMapFile)
 		if err := writeEndpointMap(l.EndpointMapPath, em); err != nil {
 			return nil, err
 		}
-		if em, err = rpc.ReadEndpointMap(l.EndpointMapPath); err != nil {
+		if em, err = cluster.ReadEndpointMap(l.EndpointMapPath); err != nil {
 			return nil, err
 		}
 	}
@@ -169,7 +169,7 @@ func (l *Local) Close() {
 }
 
 // writeEndpointMap writes em to path in its file form.
-func writeEndpointMap(path string, em rpc.EndpointMap) error {
+func writeEndpointMap(path string, em cluster.EndpointMap) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("cluster: endpoint map: %w", err)

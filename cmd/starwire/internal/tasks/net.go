@@ -1,4 +1,4 @@
-package cluster
+package tasks
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // A Net makes the starwire transport of one process: a task's, which both
@@ -35,7 +36,7 @@ func (TCPNet) Name() string { return "TCP" }
 
 // Listen implements Net.
 func (n TCPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error) {
-	rs := rpc.NewReactors(rpc.RoleCoreNumber(n.Job, 0))
+	rs := rpc.NewReactors(cluster.RoleCoreNumber(n.Job, 0))
 	tr := &rpc.TCP{Reactors: rs}
 	l, err := tr.Listen(bind)
 	if err != nil {

@@ -1,4 +1,4 @@
-package rpc
+package cluster
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"iter"
 	"os"
 	"strings"
+
+	"github.com/starwire/starwire/internal/envvar"
 )
 
 // DefaultEndpointMapFile is the endpoint map read from the working directory
@@ -65,9 +67,9 @@ type ParseError struct {
 
 func (e *ParseError) Error() string {
 	if e.Text == "" {
-		return fmt.Sprintf("rpc: %s:%d: %v", e.Name, e.Line, e.Err)
+		return fmt.Sprintf("cluster: %s:%d: %v", e.Name, e.Line, e.Err)
 	}
-	return fmt.Sprintf("rpc: %s:%d: %q: %v", e.Name, e.Line, e.Text, e.Err)
+	return fmt.Sprintf("cluster: %s:%d: %q: %v", e.Name, e.Line, e.Text, e.Err)
 }
 
 // Unwrap returns the cause, so errors.Is(err, ErrBadAddress) and friends work.
@@ -80,10 +82,10 @@ func NewEndpointMap(name string) EndpointMap { return EndpointMap{name: name} }
 // or .endpoint_map in the working directory when the variable is unset. A
 // missing file is an error wrapping fs.ErrNotExist.
 func LoadEndpointMap() (EndpointMap, error) {
-	path := os.Getenv(EnvEndpointMapPath)
-	from := "$" + EnvEndpointMapPath
+	path := os.Getenv(envvar.EndpointMapPath)
+	from := "$" + envvar.EndpointMapPath
 	if path == "" {
-		path, from = DefaultEndpointMapFile, "the working directory (or set $"+EnvEndpointMapPath+")"
+		path, from = DefaultEndpointMapFile, "the working directory (or set $"+envvar.EndpointMapPath+")"
 	}
 	m, err := ReadEndpointMap(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -96,7 +98,7 @@ func LoadEndpointMap() (EndpointMap, error) {
 func ReadEndpointMap(path string) (EndpointMap, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return EndpointMap{}, fmt.Errorf("rpc: endpoint map: %w", err)
+		return EndpointMap{}, fmt.Errorf("cluster: endpoint map: %w", err)
 	}
 	defer f.Close()
 	return ParseEndpointMap(path, f)
@@ -124,7 +126,7 @@ func ParseEndpointMap(name string, r io.Reader) (EndpointMap, error) {
 			err = fmt.Errorf("line longer than %d bytes", maxEndpointLine)
 			return EndpointMap{}, &ParseError{Name: name, Line: n + 1, Err: err}
 		}
-		return EndpointMap{}, fmt.Errorf("rpc: endpoint map %s: %w", name, err)
+		return EndpointMap{}, fmt.Errorf("cluster: endpoint map %s: %w", name, err)
 	}
 	return m, nil
 }
@@ -150,7 +152,7 @@ func (m *EndpointMap) addLine(text string, n int) error {
 // Add maps grpcAddr to starAddr, with the checks a file line gets.
 func (m *EndpointMap) Add(grpcAddr, starAddr string) error {
 	if err := m.add(grpcAddr, starAddr, 0); err != nil {
-		return fmt.Errorf("rpc: endpoint map %s: %w", m.Name(), err)
+		return fmt.Errorf("cluster: endpoint map %s: %w", m.Name(), err)
 	}
 	return nil
 }
@@ -201,35 +203,35 @@ func (m EndpointMap) Len() int { return len(m.order) }
 func (m EndpointMap) Lookup(grpcAddr string) (starAddr string, err error) {
 	e, ok := m.star[grpcAddr]
 	if !ok {
-		return "", fmt.Errorf("rpc: %w for %s in endpoint map %s", ErrNoStarAddr, grpcAddr, m.Name())
+		return "", fmt.Errorf("cluster: %w for %s in endpoint map %s", ErrNoStarAddr, grpcAddr, m.Name())
 	}
 	return e.addr, nil
 }
 
-// StarAddr returns the starwire address of a task of cluster. The error
+// StarAddr returns the starwire address of a task of spec. The error
 // names the task and its gRPC address, as
 // "/job:ps/replica:0/task:1 (127.0.0.1:3333)", and wraps ErrNoTask or
 // ErrNoStarAddr.
-func (m EndpointMap) StarAddr(cluster ClusterSpec, job string, task int) (string, error) {
-	grpc, err := cluster.Lookup(job, task)
+func (m EndpointMap) StarAddr(spec Spec, job string, task int) (string, error) {
+	grpc, err := spec.Lookup(job, task)
 	if err != nil {
 		return "", err
 	}
 	e, ok := m.star[grpc]
 	if !ok {
-		return "", fmt.Errorf("rpc: %s (%s): %w in endpoint map %s", TaskName(job, task), grpc, ErrNoStarAddr, m.Name())
+		return "", fmt.Errorf("cluster: %s (%s): %w in endpoint map %s", TaskName(job, task), grpc, ErrNoStarAddr, m.Name())
 	}
 	return e.addr, nil
 }
 
-// CheckCluster reports every task of cluster the map has no entry for, in
+// CheckCluster reports every task of spec the map has no entry for, in
 // one error wrapping ErrNoStarAddr, so a misconfigured launch fails at start
 // rather than at its first call to the missing task.
-func (m EndpointMap) CheckCluster(cluster ClusterSpec) error {
+func (m EndpointMap) CheckCluster(spec Spec) error {
 	var missing []string
-	for _, job := range cluster.Jobs() {
-		for _, t := range cluster.TaskIndices(job) {
-			grpc, _ := cluster.Lookup(job, t)
+	for _, job := range spec.Jobs() {
+		for _, t := range spec.TaskIndices(job) {
+			grpc, _ := spec.Lookup(job, t)
 			if _, ok := m.star[grpc]; !ok {
 				missing = append(missing, TaskName(job, t)+" ("+grpc+")")
 			}
@@ -245,8 +247,8 @@ func (m EndpointMap) CheckCluster(cluster ClusterSpec) error {
 		more = fmt.Sprintf(" and %d more", total-show)
 		missing = missing[:show]
 	}
-	return fmt.Errorf("rpc: %w in endpoint map %s for %d of %d tasks: %s%s",
-		ErrNoStarAddr, m.Name(), total, cluster.Len(), strings.Join(missing, ", "), more)
+	return fmt.Errorf("cluster: %w in endpoint map %s for %d of %d tasks: %s%s",
+		ErrNoStarAddr, m.Name(), total, spec.Len(), strings.Join(missing, ", "), more)
 }
 
 // All yields the entries, gRPC address then starwire address, in the order

@@ -1,4 +1,4 @@
-package rpc
+package cluster
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/starwire/starwire/internal/envvar"
 )
 
 func TestParseEndpointMapFiles(t *testing.T) {
@@ -90,7 +92,7 @@ func TestParseEndpointMapErrors(t *testing.T) {
 			if pe.Name != "cluster.map" || pe.Line != tt.line {
 				t.Errorf("at %s:%d, want cluster.map:%d", pe.Name, pe.Line, tt.line)
 			}
-			prefix := fmt.Sprintf("rpc: cluster.map:%d: ", tt.line)
+			prefix := fmt.Sprintf("cluster: cluster.map:%d: ", tt.line)
 			if !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("message %q, want prefix %q and %q", err, prefix, tt.msg)
 			}
@@ -118,7 +120,7 @@ func TestEndpointMapLookupAndStarAddr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := ParseCluster("ps=127.0.0.1:2222,127.0.0.1:3333;worker=127.0.0.1:4444")
+	cluster, err := ParseSpec("ps=127.0.0.1:2222,127.0.0.1:3333;worker=127.0.0.1:4444")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestEndpointMapLookupAndStarAddr(t *testing.T) {
 		t.Errorf("Lookup of a missing address: %v", err)
 	}
 	_, err = m.StarAddr(cluster, "ps", 1)
-	const want = "rpc: /job:ps/replica:0/task:1 (127.0.0.1:3333): no starwire address in endpoint map .endpoint_map"
+	const want = "cluster: /job:ps/replica:0/task:1 (127.0.0.1:3333): no starwire address in endpoint map .endpoint_map"
 	if !errors.Is(err, ErrNoStarAddr) || err.Error() != want {
 		t.Errorf("StarAddr(ps, 1):\n got %v\nwant %s", err, want)
 	}
@@ -200,7 +202,7 @@ func writeFile(t *testing.T, path, text string) {
 func TestLoadEndpointMapFromEnv(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cluster.endpoints")
 	writeFile(t, path, "h:1=h:2\n")
-	t.Setenv(EnvEndpointMapPath, path)
+	t.Setenv(envvar.EndpointMapPath, path)
 	t.Chdir(t.TempDir()) // a .endpoint_map here must not be read
 	writeFile(t, DefaultEndpointMapFile, "h:1=h:3\n")
 	m, err := LoadEndpointMap()
@@ -211,15 +213,15 @@ func TestLoadEndpointMapFromEnv(t *testing.T) {
 		t.Errorf("Lookup = %q, %v from %s; want h:2 from %s", s, err, m.Name(), path)
 	}
 
-	t.Setenv(EnvEndpointMapPath, filepath.Join(t.TempDir(), "absent"))
+	t.Setenv(envvar.EndpointMapPath, filepath.Join(t.TempDir(), "absent"))
 	_, err = LoadEndpointMap()
-	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "$"+EnvEndpointMapPath) {
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "$"+envvar.EndpointMapPath) {
 		t.Errorf("missing file named by the variable: %v", err)
 	}
 }
 
 func TestLoadEndpointMapFromWorkingDirectory(t *testing.T) {
-	t.Setenv(EnvEndpointMapPath, "")
+	t.Setenv(envvar.EndpointMapPath, "")
 	t.Chdir(t.TempDir())
 	_, err := LoadEndpointMap()
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "working directory") {
@@ -227,7 +229,7 @@ func TestLoadEndpointMapFromWorkingDirectory(t *testing.T) {
 	}
 	writeFile(t, DefaultEndpointMapFile, "127.0.0.1:3333=127.0.0.1:5555\n127.0.0.1:4444\n")
 	_, err = LoadEndpointMap()
-	if err == nil || !strings.HasPrefix(err.Error(), "rpc: .endpoint_map:2: ") {
+	if err == nil || !strings.HasPrefix(err.Error(), "cluster: .endpoint_map:2: ") {
 		t.Errorf("malformed .endpoint_map: %v", err)
 	}
 	writeFile(t, DefaultEndpointMapFile, "127.0.0.1:3333=127.0.0.1:5555\n")
@@ -296,7 +298,7 @@ func ExampleParseEndpointMap() {
 		fmt.Println(err)
 		return
 	}
-	cluster, _ := ParseCluster("ps=127.0.0.1:3333;worker=127.0.0.1:4444,127.0.0.1:7777")
+	cluster, _ := ParseSpec("ps=127.0.0.1:3333;worker=127.0.0.1:4444,127.0.0.1:7777")
 	star, _ := m.StarAddr(cluster, "worker", 0)
 	fmt.Println("worker 0 serves starwire at", star)
 	_, err = m.StarAddr(cluster, "worker", 1)
@@ -306,8 +308,8 @@ func ExampleParseEndpointMap() {
 	fmt.Println(err)
 	// Output:
 	// worker 0 serves starwire at 127.0.0.1:6666
-	// rpc: /job:worker/replica:0/task:1 (127.0.0.1:7777): no starwire address in endpoint map .endpoint_map
-	// rpc: .endpoint_map:2: "127.0.0.1:4444": missing '=', want grpcHost:port=starHost:port
+	// cluster: /job:worker/replica:0/task:1 (127.0.0.1:7777): no starwire address in endpoint map .endpoint_map
+	// cluster: .endpoint_map:2: "127.0.0.1:4444": missing '=', want grpcHost:port=starHost:port
 }
 
 // BenchmarkParseEndpointMap reads the map of a 2000-task cluster, the scale

@@ -1,4 +1,4 @@
-package rpc
+package cluster
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ var (
 	ErrDuplicateAddress = errors.New("duplicate address")
 )
 
-// A ClusterSpec maps job names ("ps", "worker", "chief") to the addresses of
+// A Spec maps job names ("ps", "worker", "chief") to the addresses of
 // their tasks, with TensorFlow's semantics: a task is named by its job and
 // index, /job:ps/replica:0/task:1, and a job's indices may be sparse (a
 // process that knows only some of its peers). Addresses are host:port,
@@ -35,24 +35,24 @@ var (
 // The zero value is an empty cluster ready for AddTask or Set. A copy shares
 // storage with the original; use Clone before changing a copy. Reading
 // methods are safe for concurrent use; changing methods are not.
-type ClusterSpec struct {
+type Spec struct {
 	jobs   map[string]map[int]string // job -> task index -> address
 	owners map[string]string         // address -> task name, for duplicates
 }
 
-// NewClusterSpec returns the cluster whose job j has tasks 0..len(jobs[j])-1
-// at the given addresses, as tf.train.ClusterSpec({"ps": [...]}) does.
-func NewClusterSpec(jobs map[string][]string) (ClusterSpec, error) {
-	var c ClusterSpec
+// NewSpec returns the cluster whose job j has tasks 0..len(jobs[j])-1
+// at the given addresses, as tf.train.Spec({"ps": [...]}) does.
+func NewSpec(jobs map[string][]string) (Spec, error) {
+	var c Spec
 	for _, job := range slices.Sorted(maps.Keys(jobs)) {
 		if err := c.addJob(job, jobs[job]); err != nil {
-			return ClusterSpec{}, fmt.Errorf("rpc: cluster spec: %w", err)
+			return Spec{}, fmt.Errorf("cluster: cluster spec: %w", err)
 		}
 	}
 	return c, nil
 }
 
-// ParseCluster parses a cluster given on a command line, jobs separated by
+// ParseSpec parses a cluster given on a command line, jobs separated by
 // ';' and each job's task addresses, in index order, by ',':
 //
 //	ps=10.0.0.1:2222,10.0.0.2:2222;worker=10.0.0.3:2222
@@ -60,19 +60,19 @@ func NewClusterSpec(jobs map[string][]string) (ClusterSpec, error) {
 // Spaces around names and addresses are ignored, as is an empty job entry
 // (a trailing ';'). A job given twice, a job without tasks, a bad job name
 // or a bad or duplicate address is an error naming the job and task.
-func ParseCluster(s string) (ClusterSpec, error) {
-	var c ClusterSpec
+func ParseSpec(s string) (Spec, error) {
+	var c Spec
 	if err := c.Set(s); err != nil {
-		return ClusterSpec{}, err
+		return Spec{}, err
 	}
 	return c, nil
 }
 
-// Set adds the jobs in s, written as for ParseCluster, to c. With it a
-// *ClusterSpec is a flag.Value, so a command may take the cluster in one
+// Set adds the jobs in s, written as for ParseSpec, to c. With it a
+// *Spec is a flag.Value, so a command may take the cluster in one
 // flag or as a repeated one (--cluster ps=h:p --cluster worker=h:p,h:p).
 // On error c is unchanged.
-func (c *ClusterSpec) Set(s string) error {
+func (c *Spec) Set(s string) error {
 	next := c.Clone()
 	for entry := range strings.SplitSeq(s, ";") {
 		entry = strings.TrimSpace(entry)
@@ -81,25 +81,25 @@ func (c *ClusterSpec) Set(s string) error {
 		}
 		job, list, ok := strings.Cut(entry, "=")
 		if !ok {
-			return fmt.Errorf("rpc: cluster spec %q: want job=host:port,..., no '=' in %q", shorten(s), shorten(entry))
+			return fmt.Errorf("cluster: cluster spec %q: want job=host:port,..., no '=' in %q", shorten(s), shorten(entry))
 		}
 		job = strings.TrimSpace(job)
 		if next.NumTasks(job) > 0 {
-			return fmt.Errorf("rpc: cluster spec %q: job %q given twice", shorten(s), job)
+			return fmt.Errorf("cluster: cluster spec %q: job %q given twice", shorten(s), job)
 		}
 		var addrs []string
 		if strings.TrimSpace(list) != "" {
 			addrs = strings.Split(list, ",")
 		}
 		if err := next.addJob(job, addrs); err != nil {
-			return fmt.Errorf("rpc: cluster spec %q: %w", shorten(s), err)
+			return fmt.Errorf("cluster: cluster spec %q: %w", shorten(s), err)
 		}
 	}
 	*c = next
 	return nil
 }
 
-func (c *ClusterSpec) addJob(job string, addrs []string) error {
+func (c *Spec) addJob(job string, addrs []string) error {
 	if err := checkJobName(job); err != nil {
 		return err
 	}
@@ -117,14 +117,14 @@ func (c *ClusterSpec) addJob(job string, addrs []string) error {
 // AddTask defines task index task of job at addr. The job name must be a
 // letter followed by letters, digits or '_' (TensorFlow's rule), the index
 // not negative and not yet defined, and addr a host:port no other task has.
-func (c *ClusterSpec) AddTask(job string, task int, addr string) error {
+func (c *Spec) AddTask(job string, task int, addr string) error {
 	if err := c.addTask(job, task, addr); err != nil {
-		return fmt.Errorf("rpc: %w", err)
+		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil
 }
 
-func (c *ClusterSpec) addTask(job string, task int, addr string) error {
+func (c *Spec) addTask(job string, task int, addr string) error {
 	name := TaskName(job, task)
 	if err := checkJobName(job); err != nil {
 		return err
@@ -154,11 +154,11 @@ func (c *ClusterSpec) addTask(job string, task int, addr string) error {
 }
 
 // Clone returns a copy of c that shares no storage with it.
-func (c ClusterSpec) Clone() ClusterSpec {
+func (c Spec) Clone() Spec {
 	if c.jobs == nil {
-		return ClusterSpec{}
+		return Spec{}
 	}
-	out := ClusterSpec{jobs: make(map[string]map[int]string, len(c.jobs)), owners: maps.Clone(c.owners)}
+	out := Spec{jobs: make(map[string]map[int]string, len(c.jobs)), owners: maps.Clone(c.owners)}
 	for job, tasks := range c.jobs {
 		out.jobs[job] = maps.Clone(tasks)
 	}
@@ -176,27 +176,27 @@ func TaskName(job string, task int) string {
 func ParseTaskName(name string) (job string, task int, err error) {
 	rest, ok := strings.CutPrefix(name, "/job:")
 	if !ok {
-		return "", 0, fmt.Errorf("rpc: task name %q: want /job:<job>/replica:0/task:<index>", name)
+		return "", 0, fmt.Errorf("cluster: task name %q: want /job:<job>/replica:0/task:<index>", name)
 	}
 	job, rest, _ = strings.Cut(rest, "/")
 	if err := checkJobName(job); err != nil {
-		return "", 0, fmt.Errorf("rpc: task name %q: %w", name, err)
+		return "", 0, fmt.Errorf("cluster: task name %q: %w", name, err)
 	}
 	if r, ok := strings.CutPrefix(rest, "replica:"); ok {
 		var replica string
 		replica, rest, _ = strings.Cut(r, "/")
 		if replica == "" || strings.TrimLeft(replica, "0123456789") != "" {
-			return "", 0, fmt.Errorf("rpc: task name %q: bad replica %q", name, replica)
+			return "", 0, fmt.Errorf("cluster: task name %q: bad replica %q", name, replica)
 		}
 	}
 	r, ok := strings.CutPrefix(rest, "task:")
 	if !ok {
-		return "", 0, fmt.Errorf("rpc: task name %q: no task index", name)
+		return "", 0, fmt.Errorf("cluster: task name %q: no task index", name)
 	}
 	idx, _, _ := strings.Cut(r, "/")
 	task, err = strconv.Atoi(idx)
 	if err != nil || task < 0 || strings.TrimLeft(idx, "0123456789") != "" {
-		return "", 0, fmt.Errorf("rpc: task name %q: bad task index %q", name, idx)
+		return "", 0, fmt.Errorf("cluster: task name %q: bad task index %q", name, idx)
 	}
 	return job, task, nil
 }
@@ -204,32 +204,32 @@ func ParseTaskName(name string) (job string, task int, err error) {
 // Lookup returns the address of a task. A job or index the cluster does not
 // define is an error wrapping ErrNoTask that names the task and says which
 // jobs or indices exist.
-func (c ClusterSpec) Lookup(job string, task int) (string, error) {
+func (c Spec) Lookup(job string, task int) (string, error) {
 	tasks, ok := c.jobs[job]
 	if !ok {
-		return "", fmt.Errorf("rpc: %s: %w: job %q not in cluster (jobs: %s)",
+		return "", fmt.Errorf("cluster: %s: %w: job %q not in cluster (jobs: %s)",
 			TaskName(job, task), ErrNoTask, job, strings.Join(c.Jobs(), ", "))
 	}
 	addr, ok := tasks[task]
 	if !ok {
-		return "", fmt.Errorf("rpc: %s: %w: job %q has tasks %s",
+		return "", fmt.Errorf("cluster: %s: %w: job %q has tasks %s",
 			TaskName(job, task), ErrNoTask, job, describeIndices(c.TaskIndices(job)))
 	}
 	return addr, nil
 }
 
 // Jobs returns the job names in sorted order.
-func (c ClusterSpec) Jobs() []string { return slices.Sorted(maps.Keys(c.jobs)) }
+func (c Spec) Jobs() []string { return slices.Sorted(maps.Keys(c.jobs)) }
 
 // NumTasks returns the number of tasks job defines (0 for an unknown job).
 // For a sparse job it counts the defined tasks, not the highest index + 1.
-func (c ClusterSpec) NumTasks(job string) int { return len(c.jobs[job]) }
+func (c Spec) NumTasks(job string) int { return len(c.jobs[job]) }
 
 // TaskIndices returns job's task indices in increasing order.
-func (c ClusterSpec) TaskIndices(job string) []int { return slices.Sorted(maps.Keys(c.jobs[job])) }
+func (c Spec) TaskIndices(job string) []int { return slices.Sorted(maps.Keys(c.jobs[job])) }
 
 // Tasks returns job's task addresses in index order.
-func (c ClusterSpec) Tasks(job string) []string {
+func (c Spec) Tasks(job string) []string {
 	idx := c.TaskIndices(job)
 	out := make([]string, len(idx))
 	for i, t := range idx {
@@ -239,15 +239,15 @@ func (c ClusterSpec) Tasks(job string) []string {
 }
 
 // Len returns the number of tasks in all jobs.
-func (c ClusterSpec) Len() int { return len(c.owners) }
+func (c Spec) Len() int { return len(c.owners) }
 
 // Equal reports whether c and o define the same tasks at the same addresses.
-func (c ClusterSpec) Equal(o ClusterSpec) bool {
+func (c Spec) Equal(o Spec) bool {
 	return maps.EqualFunc(c.jobs, o.jobs, maps.Equal)
 }
 
 // dense reports whether job's indices are exactly 0..n-1.
-func (c ClusterSpec) dense(job string) bool {
+func (c Spec) dense(job string) bool {
 	for i := range len(c.jobs[job]) {
 		if _, ok := c.jobs[job][i]; !ok {
 			return false
@@ -256,9 +256,9 @@ func (c ClusterSpec) dense(job string) bool {
 	return true
 }
 
-// String returns c in ParseCluster's form, jobs sorted, addresses in index
+// String returns c in ParseSpec's form, jobs sorted, addresses in index
 // order. The indices of a sparse job are not written; use JSON for those.
-func (c ClusterSpec) String() string {
+func (c Spec) String() string {
 	var b strings.Builder
 	for i, job := range c.Jobs() {
 		if i > 0 {
@@ -273,7 +273,7 @@ func (c ClusterSpec) String() string {
 
 // MarshalJSON writes c as TF_CONFIG's "cluster" object: a list of addresses
 // for a dense job, an object from index to address for a sparse one.
-func (c ClusterSpec) MarshalJSON() ([]byte, error) {
+func (c Spec) MarshalJSON() ([]byte, error) {
 	out := make(map[string]any, len(c.jobs))
 	for job, tasks := range c.jobs {
 		if c.dense(job) {
@@ -290,14 +290,14 @@ func (c ClusterSpec) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads TF_CONFIG's "cluster" object into c, each job either a
-// list of addresses or, as tf.train.ClusterSpec accepts, an object from task
+// list of addresses or, as tf.train.Spec accepts, an object from task
 // index to address. On error c is unchanged.
-func (c *ClusterSpec) UnmarshalJSON(data []byte) error {
+func (c *Spec) UnmarshalJSON(data []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	var next ClusterSpec
+	var next Spec
 	for _, job := range slices.Sorted(maps.Keys(raw)) {
 		if err := next.addJSONJob(job, raw[job]); err != nil {
 			return fmt.Errorf("cluster: %w", err)
@@ -307,7 +307,7 @@ func (c *ClusterSpec) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (c *ClusterSpec) addJSONJob(job string, v json.RawMessage) error {
+func (c *Spec) addJSONJob(job string, v json.RawMessage) error {
 	v = bytes.TrimSpace(v)
 	if len(v) > 0 && v[0] == '{' {
 		var sparse map[string]string
@@ -340,7 +340,7 @@ func (c *ClusterSpec) addJSONJob(job string, v json.RawMessage) error {
 // 1..65535. The error wraps ErrBadAddress and says what is wrong.
 func CheckAddr(addr string) error {
 	if err := checkAddr(addr); err != nil {
-		return fmt.Errorf("rpc: %w", err)
+		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package rpc
+package cluster
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/starwire/starwire/internal/envvar"
 )
 
 // A TFConfig is the TF_CONFIG environment variable that TensorFlow's
@@ -20,7 +22,7 @@ import (
 type TFConfig struct {
 	// Cluster is "cluster": each job a list of addresses, or an object from
 	// task index to address for a sparse job.
-	Cluster ClusterSpec
+	Cluster Spec
 	// TaskType and TaskIndex name this process's task ("task"); the index
 	// defaults to 0, as in TensorFlow.
 	TaskType  string
@@ -40,7 +42,7 @@ const taskEvaluator = "evaluator"
 // LoadTFConfig parses the TF_CONFIG environment variable. Unset or blank,
 // it returns ok=false and no error: the process was not launched with one.
 func LoadTFConfig() (cfg TFConfig, ok bool, err error) {
-	v := os.Getenv(EnvTFConfig)
+	v := os.Getenv(envvar.TFConfig)
 	if strings.TrimSpace(v) == "" {
 		return TFConfig{}, false, nil
 	}
@@ -57,7 +59,7 @@ func LoadTFConfig() (cfg TFConfig, ok bool, err error) {
 // task type that is not a job, or a task index the job does not have.
 func ParseTFConfig(data []byte) (TFConfig, error) {
 	var raw struct {
-		Cluster *ClusterSpec `json:"cluster"`
+		Cluster *Spec `json:"cluster"`
 		Task    *struct {
 			Type  string          `json:"type"`
 			Index json.RawMessage `json:"index"`
@@ -67,9 +69,9 @@ func ParseTFConfig(data []byte) (TFConfig, error) {
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
-			return TFConfig{}, fmt.Errorf("rpc: %s: invalid JSON at byte %d: %w", EnvTFConfig, se.Offset, err)
+			return TFConfig{}, fmt.Errorf("cluster: %s: invalid JSON at byte %d: %w", envvar.TFConfig, se.Offset, err)
 		}
-		return TFConfig{}, fmt.Errorf("rpc: %s: %w", EnvTFConfig, err)
+		return TFConfig{}, fmt.Errorf("cluster: %s: %w", envvar.TFConfig, err)
 	}
 	cfg := TFConfig{Environment: raw.Environment}
 	if raw.Cluster != nil {
@@ -78,7 +80,7 @@ func ParseTFConfig(data []byte) (TFConfig, error) {
 	if raw.RPCLayer != "" {
 		p, err := parseProtocol(raw.RPCLayer)
 		if err != nil {
-			return TFConfig{}, fmt.Errorf("rpc: %s: rpc_layer: %w", EnvTFConfig, err)
+			return TFConfig{}, fmt.Errorf("cluster: %s: rpc_layer: %w", envvar.TFConfig, err)
 		}
 		cfg.RPCLayer = p
 	}
@@ -86,12 +88,12 @@ func ParseTFConfig(data []byte) (TFConfig, error) {
 		cfg.TaskType = strings.TrimSpace(raw.Task.Type)
 		idx, err := parseTaskIndex(raw.Task.Index)
 		if err != nil {
-			return TFConfig{}, fmt.Errorf("rpc: %s: task: %w", EnvTFConfig, err)
+			return TFConfig{}, fmt.Errorf("cluster: %s: task: %w", envvar.TFConfig, err)
 		}
 		cfg.TaskIndex = idx
 	}
 	if err := cfg.check(); err != nil {
-		return TFConfig{}, fmt.Errorf("rpc: %s: %w", EnvTFConfig, err)
+		return TFConfig{}, fmt.Errorf("cluster: %s: %w", envvar.TFConfig, err)
 	}
 	return cfg, nil
 }

@@ -1,4 +1,4 @@
-package cluster
+package tasks
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -19,12 +19,12 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // that Peers caches, and that Close stops the tasks.
 func TestLocalClusterAnswers(t *testing.T) {
 	for _, tc := range []struct {
-		protocol rpc.Protocol
+		protocol cluster.Protocol
 		net      Net
 	}{
-		{rpc.ProtocolGRPCSeastar, TCPNet{}},
-		{rpc.ProtocolGRPCSeastar, UDPNet{}},
-		{rpc.ProtocolGRPC, nil},
+		{cluster.ProtocolGRPCSeastar, TCPNet{}},
+		{cluster.ProtocolGRPCSeastar, UDPNet{}},
+		{cluster.ProtocolGRPC, nil},
 	} {
 		name := string(tc.protocol)
 		if tc.net != nil {
@@ -76,7 +76,7 @@ func TestLocalClusterAnswers(t *testing.T) {
 			if st := peers.Stats(); st.Calls != 3 {
 				t.Errorf("peers counted %d calls, want 3", st.Calls)
 			}
-			if _, err := peers.Caller("/job:ps/replica:0/task:7"); !errors.Is(err, rpc.ErrNoTask) {
+			if _, err := peers.Caller("/job:ps/replica:0/task:7"); !errors.Is(err, cluster.ErrNoTask) {
 				t.Errorf("Caller of a task not in the cluster: %v, want ErrNoTask", err)
 			}
 		})
@@ -103,7 +103,7 @@ func TestListenPortInUse(t *testing.T) {
 }
 
 func TestLayoutCheck(t *testing.T) {
-	spec, err := rpc.ParseCluster("ps=127.0.0.1:1000;worker=127.0.0.1:1001")
+	spec, err := cluster.ParseSpec("ps=127.0.0.1:1000;worker=127.0.0.1:1001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +111,11 @@ func TestLayoutCheck(t *testing.T) {
 	if err := empty.Check(); err == nil {
 		t.Error("an empty layout passed Check")
 	}
-	l := Layout{Protocol: rpc.ProtocolGRPCSeastar, Cluster: spec}
-	if err := l.Check(); !errors.Is(err, rpc.ErrNoStarAddr) {
+	l := Layout{Protocol: cluster.ProtocolGRPCSeastar, Cluster: spec}
+	if err := l.Check(); !errors.Is(err, cluster.ErrNoStarAddr) {
 		t.Errorf("grpc+seastar without endpoints: %v, want ErrNoStarAddr", err)
 	}
-	l.Protocol = rpc.ProtocolGRPC
+	l.Protocol = cluster.ProtocolGRPC
 	if err := l.Check(); err != nil {
 		t.Errorf("grpc layout: %v", err)
 	}

@@ -1,4 +1,4 @@
-package rpc
+package cluster
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/starwire/starwire/internal/envvar"
 )
 
 func readTestdata(t testing.TB, name string) []byte {
@@ -81,7 +83,7 @@ func TestParseTFConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseTFConfig([]byte(tt.in))
-			if err == nil || !strings.HasPrefix(err.Error(), "rpc: TF_CONFIG: ") || !strings.Contains(err.Error(), tt.msg) {
+			if err == nil || !strings.HasPrefix(err.Error(), "cluster: TF_CONFIG: ") || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("err = %v, want one with %q", err, tt.msg)
 			}
 			if tt.is != nil && !errors.Is(err, tt.is) {
@@ -106,20 +108,20 @@ func TestParseTFConfigDefaults(t *testing.T) {
 }
 
 func TestLoadTFConfig(t *testing.T) {
-	t.Setenv(EnvTFConfig, "")
+	t.Setenv(envvar.TFConfig, "")
 	if _, ok, err := LoadTFConfig(); ok || err != nil {
 		t.Errorf("blank: ok %v, err %v", ok, err)
 	}
-	os.Unsetenv(EnvTFConfig) // t.Setenv restores it after the test
+	os.Unsetenv(envvar.TFConfig) // t.Setenv restores it after the test
 	if _, ok, err := LoadTFConfig(); ok || err != nil {
 		t.Errorf("unset: ok %v, err %v", ok, err)
 	}
-	t.Setenv(EnvTFConfig, string(readTestdata(t, "worker.json")))
+	t.Setenv(envvar.TFConfig, string(readTestdata(t, "worker.json")))
 	c, ok, err := LoadTFConfig()
 	if !ok || err != nil || c.TaskName() != "/job:worker/replica:0/task:1" {
 		t.Errorf("set: %+v, ok %v, err %v", c, ok, err)
 	}
-	t.Setenv(EnvTFConfig, `{"cluster":`)
+	t.Setenv(envvar.TFConfig, `{"cluster":`)
 	if _, ok, err := LoadTFConfig(); ok || err == nil {
 		t.Errorf("malformed: ok %v, err %v", ok, err)
 	}

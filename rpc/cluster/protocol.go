@@ -1,4 +1,4 @@
-package rpc
+package cluster
 
 import (
 	"errors"
@@ -44,7 +44,7 @@ var protocolAliases = map[string]Protocol{
 func ParseProtocol(s string) (Protocol, error) {
 	p, err := parseProtocol(s)
 	if err != nil {
-		return "", fmt.Errorf("rpc: %w", err)
+		return "", fmt.Errorf("cluster: %w", err)
 	}
 	return p, nil
 }

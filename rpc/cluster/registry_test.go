@@ -1,4 +1,4 @@
-package rpc
+package cluster
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func TestRegistryConcurrentLaunch(t *testing.T) {
 	}
 	waited := make(chan result, 1)
 	go func() {
-		r, err := WaitCluster(ctx, dir, jobs)
+		r, err := Wait(ctx, dir, jobs)
 		waited <- result{r, err}
 	}()
 
@@ -122,7 +122,7 @@ func TestWaitClusterTimesOutNamingMissingTask(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Files WaitCluster must ignore: a temporary file, a stranger, a job
+	// Files Wait must ignore: a temporary file, a stranger, a job
 	// nobody waits for.
 	writeFile(t, filepath.Join(dir, ".worker.3.json.123.tmp"), "partial")
 	writeFile(t, filepath.Join(dir, "README"), "launch registry")
@@ -133,16 +133,16 @@ func TestWaitClusterTimesOutNamingMissingTask(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := WaitCluster(ctx, dir, map[string]int{"worker": 4})
+	_, err := Wait(ctx, dir, map[string]int{"worker": 4})
 	took := time.Since(start)
-	if !errors.Is(err, ErrClusterIncomplete) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want ErrClusterIncomplete and DeadlineExceeded", err)
+	if !errors.Is(err, ErrIncomplete) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrIncomplete and DeadlineExceeded", err)
 	}
 	if !strings.Contains(err.Error(), "1 of 4 tasks not registered: /job:worker/replica:0/task:3") {
 		t.Errorf("message does not name the missing task: %v", err)
 	}
 	if took > 3*time.Second {
-		t.Errorf("WaitCluster returned %v after a 300ms deadline", took)
+		t.Errorf("Wait returned %v after a 300ms deadline", took)
 	}
 
 	// The late task arrives: the same wait now completes.
@@ -151,7 +151,7 @@ func TestWaitClusterTimesOutNamingMissingTask(t *testing.T) {
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r, err := WaitCluster(ctx, dir, map[string]int{"worker": 4})
+	r, err := Wait(ctx, dir, map[string]int{"worker": 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +163,8 @@ func TestWaitClusterTimesOutNamingMissingTask(t *testing.T) {
 func TestWaitClusterCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	_, err := WaitCluster(ctx, filepath.Join(t.TempDir(), "never"), map[string]int{"ps": 1})
-	if !errors.Is(err, ErrClusterIncomplete) || !errors.Is(err, context.Canceled) {
+	_, err := Wait(ctx, filepath.Join(t.TempDir(), "never"), map[string]int{"ps": 1})
+	if !errors.Is(err, ErrIncomplete) || !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -178,7 +178,7 @@ func TestRegisterReplacesEarlierAddresses(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r, err := WaitCluster(ctx, dir, map[string]int{"ps": 1})
+	r, err := Wait(ctx, dir, map[string]int{"ps": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,8 +228,8 @@ func TestWaitClusterFailsFast(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			start := time.Now()
-			_, err := WaitCluster(ctx, dir, tt.jobs)
-			if err == nil || !strings.Contains(err.Error(), tt.msg) || errors.Is(err, ErrClusterIncomplete) {
+			_, err := Wait(ctx, dir, tt.jobs)
+			if err == nil || !strings.Contains(err.Error(), tt.msg) || errors.Is(err, ErrIncomplete) {
 				t.Fatalf("err = %v, want %q", err, tt.msg)
 			}
 			if took := time.Since(start); took > 5*time.Second {
@@ -363,7 +363,7 @@ func TestRegisterIsAtomicForReaders(t *testing.T) {
 
 // Each task of a launch binds port 0, registers what it got, and waits for
 // the others; here two tasks of one process stand in for a cluster.
-func ExampleWaitCluster() {
+func ExampleWait() {
 	dir, err := os.MkdirTemp("", "launch")
 	if err != nil {
 		fmt.Println(err)
@@ -386,7 +386,7 @@ func ExampleWaitCluster() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := WaitCluster(ctx, dir, map[string]int{"worker": 2})
+	r, err := Wait(ctx, dir, map[string]int{"worker": 2})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-package rpc
+package cluster
 
 import (
 	"context"
@@ -24,16 +24,16 @@ const (
 	AddrStar = "star"
 )
 
-// DefaultClusterWait bounds WaitCluster when its context has no deadline.
+// DefaultWait bounds Wait when its context has no deadline.
 // Batch schedulers can start a job's tasks minutes apart, so it is long;
 // give the context a deadline to choose another bound.
-const DefaultClusterWait = 10 * time.Minute
+const DefaultWait = 10 * time.Minute
 
-// ErrClusterIncomplete is returned (wrapped, with the context's error) when
-// WaitCluster gives up before every expected task has registered.
-var ErrClusterIncomplete = errors.New("cluster incomplete")
+// ErrIncomplete is returned (wrapped, with the context's error) when
+// Wait gives up before every expected task has registered.
+var ErrIncomplete = errors.New("cluster incomplete")
 
-// Polling intervals of WaitCluster: quick at first, when a local test or a
+// Polling intervals of Wait: quick at first, when a local test or a
 // small job is nearly complete, then slower so that hundreds of waiting
 // tasks do not hammer a shared file system.
 const (
@@ -52,7 +52,7 @@ type registration struct {
 }
 
 // Register publishes the addresses of task task of job in the registry
-// directory dir (created if needed), for WaitCluster in every task to find.
+// directory dir (created if needed), for Wait in every task to find.
 // It solves the launch of a cluster whose hosts and ports a batch scheduler
 // picks: each task binds its listeners on port 0, registers the addresses
 // they got, and waits for the others.
@@ -67,17 +67,17 @@ type registration struct {
 // be taken for this one's.
 func Register(dir, job string, task int, addrs map[string]string) error {
 	if err := checkRegistration(job, task, addrs); err != nil {
-		return fmt.Errorf("rpc: register %s in %s: %w", TaskName(job, task), dir, err)
+		return fmt.Errorf("cluster: register %s in %s: %w", TaskName(job, task), dir, err)
 	}
 	data, err := json.Marshal(registration{Job: job, Task: task, Addrs: addrs})
 	if err != nil {
-		return fmt.Errorf("rpc: register %s: %w", TaskName(job, task), err)
+		return fmt.Errorf("cluster: register %s: %w", TaskName(job, task), err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("rpc: register %s: %w", TaskName(job, task), err)
+		return fmt.Errorf("cluster: register %s: %w", TaskName(job, task), err)
 	}
 	if err := writeFileAtomic(filepath.Join(dir, registryFile(job, task)), data); err != nil {
-		return fmt.Errorf("rpc: register %s: %w", TaskName(job, task), err)
+		return fmt.Errorf("cluster: register %s: %w", TaskName(job, task), err)
 	}
 	return nil
 }
@@ -138,34 +138,34 @@ func writeFileAtomic(path string, data []byte) (err error) {
 // A Roster is a cluster as its tasks registered it.
 type Roster struct {
 	// Cluster holds every task's AddrGRPC address.
-	Cluster ClusterSpec
+	Cluster Spec
 	// Endpoints maps each task's AddrGRPC address to its AddrStar address,
 	// for the tasks that registered one; it is the .endpoint_map of the
 	// launch (Endpoints.WriteTo writes the file).
 	Endpoints EndpointMap
 	// Addrs holds the tasks' addresses of every kind, by kind.
-	Addrs map[string]ClusterSpec
+	Addrs map[string]Spec
 }
 
-// WaitCluster polls the registry directory dir until every task of jobs
+// Wait polls the registry directory dir until every task of jobs
 // (job name -> number of tasks, indices 0..n-1) has registered, and returns
 // the cluster they form. Every task must have registered an AddrGRPC
 // address. Jobs registered in dir but not named in jobs are ignored.
 //
-// It waits until ctx is done, or DefaultClusterWait when ctx has no
-// deadline; giving up, it returns an error wrapping ErrClusterIncomplete and
+// It waits until ctx is done, or DefaultWait when ctx has no
+// deadline; giving up, it returns an error wrapping ErrIncomplete and
 // the context's error that names the missing tasks. A registration that
 // cannot be right (a task index beyond its job's count, a malformed file, a
 // duplicate address) fails at once instead of waiting for the deadline.
-// A task's file is read once: registrations replaced after WaitCluster read
+// A task's file is read once: registrations replaced after Wait read
 // them are not seen.
-func WaitCluster(ctx context.Context, dir string, jobs map[string]int) (Roster, error) {
+func Wait(ctx context.Context, dir string, jobs map[string]int) (Roster, error) {
 	if err := checkExpected(jobs); err != nil {
-		return Roster{}, fmt.Errorf("rpc: wait for cluster in %s: %w", dir, err)
+		return Roster{}, fmt.Errorf("cluster: wait for cluster in %s: %w", dir, err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultClusterWait)
+		ctx, cancel = context.WithTimeout(ctx, DefaultWait)
 		defer cancel()
 	}
 	found := make(map[string]registration)
@@ -182,12 +182,12 @@ func WaitCluster(ctx context.Context, dir string, jobs map[string]int) (Roster, 
 		case <-timer.C:
 		}
 		if err := scanRegistry(dir, jobs, found); err != nil {
-			return Roster{}, fmt.Errorf("rpc: wait for cluster in %s: %w", dir, err)
+			return Roster{}, fmt.Errorf("cluster: wait for cluster in %s: %w", dir, err)
 		}
 		if len(found) == total {
 			r, err := buildRoster(dir, jobs, found)
 			if err != nil {
-				return Roster{}, fmt.Errorf("rpc: wait for cluster in %s: %w", dir, err)
+				return Roster{}, fmt.Errorf("cluster: wait for cluster in %s: %w", dir, err)
 			}
 			return r, nil
 		}
@@ -268,7 +268,7 @@ func readRegistration(path string) (registration, error) {
 }
 
 func buildRoster(dir string, jobs map[string]int, found map[string]registration) (Roster, error) {
-	r := Roster{Endpoints: NewEndpointMap(dir), Addrs: make(map[string]ClusterSpec)}
+	r := Roster{Endpoints: NewEndpointMap(dir), Addrs: make(map[string]Spec)}
 	for _, job := range slices.Sorted(maps.Keys(jobs)) {
 		for task := range jobs[job] {
 			reg := found[registryFile(job, task)]
@@ -309,8 +309,8 @@ func incompleteError(ctx context.Context, dir string, jobs map[string]int, found
 		more = fmt.Sprintf(" and %d more", n-show)
 		missing = missing[:show]
 	}
-	return fmt.Errorf("rpc: wait for cluster in %s: %w: %d of %d tasks not registered: %s%s: %w",
-		dir, ErrClusterIncomplete, n, total, strings.Join(missing, ", "), more, context.Cause(ctx))
+	return fmt.Errorf("cluster: wait for cluster in %s: %w: %d of %d tasks not registered: %s%s: %w",
+		dir, ErrIncomplete, n, total, strings.Join(missing, ", "), more, context.Cause(ctx))
 }
 
 // FreePort returns host:port with a port that was free on host for network
@@ -326,23 +326,23 @@ func FreePort(network, host string) (string, error) {
 	case "tcp", "tcp4", "tcp6":
 		l, err := net.Listen(network, addr)
 		if err != nil {
-			return "", fmt.Errorf("rpc: free port: %w", err)
+			return "", fmt.Errorf("cluster: free port: %w", err)
 		}
 		bound = l.Addr()
 		l.Close()
 	case "udp", "udp4", "udp6":
 		c, err := net.ListenPacket(network, addr)
 		if err != nil {
-			return "", fmt.Errorf("rpc: free port: %w", err)
+			return "", fmt.Errorf("cluster: free port: %w", err)
 		}
 		bound = c.LocalAddr()
 		c.Close()
 	default:
-		return "", fmt.Errorf("rpc: free port: network %q: want tcp or udp", network)
+		return "", fmt.Errorf("cluster: free port: network %q: want tcp or udp", network)
 	}
 	_, port, err := net.SplitHostPort(bound.String())
 	if err != nil {
-		return "", fmt.Errorf("rpc: free port: %w", err)
+		return "", fmt.Errorf("cluster: free port: %w", err)
 	}
 	return net.JoinHostPort(host, port), nil
 }
@@ -354,19 +354,19 @@ func FreePort(network, host string) (string, error) {
 func AdvertiseAddr(host string, bound net.Addr) (string, error) {
 	h, port, err := net.SplitHostPort(bound.String())
 	if err != nil {
-		return "", fmt.Errorf("rpc: advertise %s: %w", bound, err)
+		return "", fmt.Errorf("cluster: advertise %s: %w", bound, err)
 	}
 	if host == "" {
 		host = h
 		if ip, err := netip.ParseAddr(h); err != nil || ip.IsUnspecified() {
 			if host, err = os.Hostname(); err != nil {
-				return "", fmt.Errorf("rpc: advertise %s: %w", bound, err)
+				return "", fmt.Errorf("cluster: advertise %s: %w", bound, err)
 			}
 		}
 	}
 	addr := net.JoinHostPort(host, port)
 	if err := checkAddr(addr); err != nil {
-		return "", fmt.Errorf("rpc: advertise %s: %w", bound, err)
+		return "", fmt.Errorf("cluster: advertise %s: %w", bound, err)
 	}
 	return addr, nil
 }

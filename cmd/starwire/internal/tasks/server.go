@@ -1,4 +1,4 @@
-package cluster
+package tasks
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -50,7 +51,7 @@ type Server struct {
 // starwire worker service at starAddr over n (nil means TCP). Port 0 picks
 // a free port; the addresses got are in the Server.
 func Listen(job string, index int, grpcAddr, starAddr string, useStar bool, n Net) (*Server, error) {
-	task := rpc.TaskName(job, index)
+	task := cluster.TaskName(job, index)
 	s := &Server{Job: job, Index: index}
 	l, err := net.Listen("tcp", grpcAddr)
 	if err != nil {
@@ -79,7 +80,7 @@ func listenError(task, what, addr string, err error) error {
 }
 
 // Task returns the task's name.
-func (s *Server) Task() string { return rpc.TaskName(s.Job, s.Index) }
+func (s *Server) Task() string { return cluster.TaskName(s.Job, s.Index) }
 
 // Start creates the task's worker, which reaches its peers in layout over
 // the task's own starwire transport, and serves it on the listeners.

@@ -1,4 +1,4 @@
-package rpc
+package cluster
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-func TestParseCluster(t *testing.T) {
+func TestParseSpec(t *testing.T) {
 	tests := []struct {
 		in   string
 		want map[string][]string
@@ -25,27 +25,27 @@ func TestParseCluster(t *testing.T) {
 		{"", map[string][]string{}},
 	}
 	for _, tt := range tests {
-		c, err := ParseCluster(tt.in)
+		c, err := ParseSpec(tt.in)
 		if err != nil {
-			t.Errorf("ParseCluster(%q): %v", tt.in, err)
+			t.Errorf("ParseSpec(%q): %v", tt.in, err)
 			continue
 		}
-		want, err := NewClusterSpec(tt.want)
+		want, err := NewSpec(tt.want)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !c.Equal(want) {
-			t.Errorf("ParseCluster(%q) = %v, want %v", tt.in, c, want)
+			t.Errorf("ParseSpec(%q) = %v, want %v", tt.in, c, want)
 		}
 		for job, addrs := range tt.want {
 			if !slices.Equal(c.Tasks(job), addrs) || c.NumTasks(job) != len(addrs) {
-				t.Errorf("ParseCluster(%q): job %s tasks %v, want %v", tt.in, job, c.Tasks(job), addrs)
+				t.Errorf("ParseSpec(%q): job %s tasks %v, want %v", tt.in, job, c.Tasks(job), addrs)
 			}
 		}
 	}
 }
 
-func TestParseClusterErrors(t *testing.T) {
+func TestParseSpecErrors(t *testing.T) {
 	tests := []struct {
 		in  string
 		is  error
@@ -64,19 +64,19 @@ func TestParseClusterErrors(t *testing.T) {
 		{"ps=h:1;worker=h:2,h:1", ErrDuplicateAddress, "/job:worker/replica:0/task:1: duplicate address h:1, also used by /job:ps/replica:0/task:0"},
 	}
 	for _, tt := range tests {
-		_, err := ParseCluster(tt.in)
-		if err == nil || !strings.HasPrefix(err.Error(), "rpc: cluster spec ") || !strings.Contains(err.Error(), tt.msg) {
-			t.Errorf("ParseCluster(%q) = %v, want an error with %q", tt.in, err, tt.msg)
+		_, err := ParseSpec(tt.in)
+		if err == nil || !strings.HasPrefix(err.Error(), "cluster: cluster spec ") || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("ParseSpec(%q) = %v, want an error with %q", tt.in, err, tt.msg)
 			continue
 		}
 		if tt.is != nil && !errors.Is(err, tt.is) {
-			t.Errorf("ParseCluster(%q): %v does not wrap %v", tt.in, err, tt.is)
+			t.Errorf("ParseSpec(%q): %v does not wrap %v", tt.in, err, tt.is)
 		}
 	}
 }
 
-func TestClusterSpecAsRepeatedFlag(t *testing.T) {
-	var c ClusterSpec
+func TestSpecAsRepeatedFlag(t *testing.T) {
+	var c Spec
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(new(strings.Builder))
 	fs.Var(&c, "cluster", "job=host:port,...")
@@ -94,8 +94,8 @@ func TestClusterSpecAsRepeatedFlag(t *testing.T) {
 	}
 }
 
-func TestClusterSpecLookup(t *testing.T) {
-	c, err := ParseCluster("ps=h:1,h:2;worker=h:3")
+func TestSpecLookup(t *testing.T) {
+	c, err := ParseSpec("ps=h:1,h:2;worker=h:3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +110,9 @@ func TestClusterSpecLookup(t *testing.T) {
 		task int
 		msg  string
 	}{
-		{"ps", 2, `rpc: /job:ps/replica:0/task:2: no such task: job "ps" has tasks 0-1`},
-		{"chief", 0, `rpc: /job:chief/replica:0/task:0: no such task: job "chief" has tasks 4`},
-		{"evaluator", 0, `rpc: /job:evaluator/replica:0/task:0: no such task: job "evaluator" not in cluster (jobs: chief, ps, worker)`},
+		{"ps", 2, `cluster: /job:ps/replica:0/task:2: no such task: job "ps" has tasks 0-1`},
+		{"chief", 0, `cluster: /job:chief/replica:0/task:0: no such task: job "chief" has tasks 4`},
+		{"evaluator", 0, `cluster: /job:evaluator/replica:0/task:0: no such task: job "evaluator" not in cluster (jobs: chief, ps, worker)`},
 	}
 	for _, tt := range tests {
 		_, err := c.Lookup(tt.job, tt.task)
@@ -146,8 +146,8 @@ func TestClusterSpecLookup(t *testing.T) {
 	}
 }
 
-func TestClusterSpecCloneIsIndependent(t *testing.T) {
-	c, err := ParseCluster("ps=h:1")
+func TestSpecCloneIsIndependent(t *testing.T) {
+	c, err := ParseSpec("ps=h:1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,9 +189,9 @@ func TestTaskNames(t *testing.T) {
 	}
 }
 
-func TestClusterSpecJSON(t *testing.T) {
+func TestSpecJSON(t *testing.T) {
 	const in = `{"ps": ["h:1", "h:2"], "worker": {"1": "h:4", "3": "h:6"}}`
-	var c ClusterSpec
+	var c Spec
 	if err := json.Unmarshal([]byte(in), &c); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestClusterSpecJSON(t *testing.T) {
 	if string(out) != `{"ps":["h:1","h:2"],"worker":{"1":"h:4","3":"h:6"}}` {
 		t.Errorf("Marshal = %s", out)
 	}
-	var back ClusterSpec
+	var back Spec
 	if err := json.Unmarshal(out, &back); err != nil || !back.Equal(c) {
 		t.Errorf("round trip: %v, %v", back, err)
 	}
@@ -222,7 +222,7 @@ func TestClusterSpecJSON(t *testing.T) {
 		{`{"ps": ["h"]}`, "missing port"},
 		{`["h:1"]`, "cannot unmarshal"},
 	} {
-		var c ClusterSpec
+		var c Spec
 		if err := json.Unmarshal([]byte(bad.in), &c); err == nil || !strings.Contains(err.Error(), bad.msg) {
 			t.Errorf("Unmarshal(%s) = %v, want %q", bad.in, err, bad.msg)
 		}
@@ -253,15 +253,15 @@ func TestCheckAddr(t *testing.T) {
 	} {
 		err := CheckAddr(bad)
 		if !errors.Is(err, ErrBadAddress) || !strings.Contains(err.Error(), why) ||
-			!strings.HasPrefix(err.Error(), fmt.Sprintf("rpc: bad host:port %q", bad)) {
+			!strings.HasPrefix(err.Error(), fmt.Sprintf("cluster: bad host:port %q", bad)) {
 			t.Errorf("CheckAddr(%q) = %v, want %q", bad, err, why)
 		}
 	}
 }
 
-// FuzzParseCluster checks that an accepted cluster holds only valid
+// FuzzParseSpec checks that an accepted cluster holds only valid
 // addresses and reads back from its String form unchanged.
-func FuzzParseCluster(f *testing.F) {
+func FuzzParseSpec(f *testing.F) {
 	for _, s := range []string{
 		"ps=10.0.0.1:2222,10.0.0.2:2222;worker=10.0.0.3:2222",
 		" worker = a:1 , b:2 ; chief=c:3; ",
@@ -272,7 +272,7 @@ func FuzzParseCluster(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := ParseCluster(s)
+		c, err := ParseSpec(s)
 		if err != nil {
 			return
 		}
@@ -286,7 +286,7 @@ func FuzzParseCluster(f *testing.F) {
 				}
 			}
 		}
-		back, err := ParseCluster(c.String())
+		back, err := ParseSpec(c.String())
 		if err != nil || !back.Equal(c) {
 			t.Fatalf("String %q reads back as %v, %v", c.String(), back, err)
 		}
