@@ -3,7 +3,7 @@ PKGS    ?= ./...
 # Packages cheap enough to run under the race detector on a 2-core machine.
 RACE_PKGS ?= ./wire/... ./rpc/... ./handlers/... ./internal/...
 
-.PHONY: all build test race bench bench-smoke generate vet fmt demo
+.PHONY: all build test race bench bench-smoke generate vet fmt demo soak
 
 all: build
 
@@ -29,3 +29,10 @@ vet:
 
 demo:
 	$(GO) run ./cmd/starwire train
+
+# soak runs starwire for SOAK_TIME under a mixed load with faults (server
+# kills and restarts, a hostile peer; AF_XDP too where the machine allows)
+# and fails on any lost, corrupted or hung call. Not part of test.
+SOAK_TIME ?= 10m
+soak:
+	$(GO) run ./bench/cmd/soak -duration $(SOAK_TIME)
