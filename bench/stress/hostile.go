@@ -158,7 +158,7 @@ func ignoreWindow(err error) error {
 func dial(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil && (ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)) {
+	if err != nil && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)) {
 		// The dial's deadline is the window's end.
 		return nil, errWindowOver
 	}

@@ -92,6 +92,10 @@ type Report struct {
 	Hung       int
 	OldestHung time.Duration
 	Errors     []string // distinct messages of unexpected failures, a few
+	// SchedLate is the longest a sleeping goroutine of the client process
+	// woke past its time during the run: the machine's share of any
+	// overrun.
+	SchedLate time.Duration
 }
 
 func (r *Report) add(s *stats) {
@@ -155,10 +159,10 @@ func (r *Report) CodeSummary() string {
 // unexpected errors.
 func FormatReports(w io.Writer, rs ...*Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tcalls\tok\tverified\tcorrupt\thung\tmax overrun\tp50\tp99\tmax\tfailures")
+	fmt.Fprintln(tw, "scenario\tcalls\tok\tverified\tcorrupt\thung\tmax overrun\tsched late\tp50\tp99\tmax\tfailures")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%v\t%v\t%v\t%v\t%s\n", r.Name, r.Calls, r.OK, MiB(r.BytesVerified),
-			r.Corrupted, r.Hung, r.MaxOverrun.Round(time.Microsecond), r.P50.Round(time.Microsecond),
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%s\n", r.Name, r.Calls, r.OK, MiB(r.BytesVerified),
+			r.Corrupted, r.Hung, r.MaxOverrun.Round(time.Microsecond), r.SchedLate.Round(time.Microsecond), r.P50.Round(time.Microsecond),
 			r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond), r.CodeSummary())
 	}
 	if err := tw.Flush(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
 
@@ -109,9 +110,14 @@ func (w Workload) Run(ctx context.Context, c *rpc.Client) *Report {
 	w.defaults()
 	start := time.Now()
 	callers := make([]*caller, w.Callers)
+	// Filling and checking data is the harness's own CPU work; with every
+	// processor busy at it, a caller whose answer arrived would wait its
+	// turn behind the others and return late for no fault of the code
+	// under test. One processor is left free.
+	cpu := make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 1))
 	var wg sync.WaitGroup
 	for i := range callers {
-		cl := &caller{w: &w, c: c, idx: i, rng: rand.New(rand.NewPCG(w.Seed, uint64(i)+1))}
+		cl := &caller{w: &w, c: c, cpu: cpu, idx: i, rng: rand.New(rand.NewPCG(w.Seed, uint64(i)+1))}
 		callers[i] = cl
 		wg.Add(1)
 		go func() {
@@ -121,11 +127,13 @@ func (w Workload) Run(ctx context.Context, c *rpc.Client) *Report {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	late := make(chan time.Duration, 1)
+	go func() { late <- schedLate(done, ctx.Done()) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
 	}
-	r := &Report{Name: w.Name, Elapsed: time.Since(start), Codes: make(map[wire.Code]int64)}
+	r := &Report{Name: w.Name, Elapsed: time.Since(start), Codes: make(map[wire.Code]int64), SchedLate: <-late}
 	now := time.Now()
 	var lat []time.Duration
 	for _, cl := range callers {
@@ -141,6 +149,30 @@ func (w Workload) Run(ctx context.Context, c *rpc.Client) *Report {
 	}
 	r.setLatency(lat)
 	return r
+}
+
+// schedTick is the sleep whose overshoot schedLate measures.
+const schedTick = time.Millisecond
+
+// schedLate returns the longest a goroutine of this process, asleep for
+// schedTick, waited past its wake-up until done or stop closed: how late the
+// machine let any caller run, which no transport can do better than.
+func schedLate(done, stop <-chan struct{}) time.Duration {
+	var worst time.Duration
+	t := time.NewTimer(schedTick)
+	defer t.Stop()
+	for {
+		at := time.Now()
+		t.Reset(schedTick)
+		select {
+		case <-done:
+			return worst
+		case <-stop:
+			return worst
+		case <-t.C:
+			worst = max(worst, time.Since(at)-schedTick)
+		}
+	}
 }
 
 func (w *Workload) defaults() {
@@ -162,6 +194,7 @@ func (w *Workload) defaults() {
 type caller struct {
 	w     *Workload
 	c     *rpc.Client
+	cpu   chan struct{} // a token while filling or checking data
 	idx   int
 	rng   *rand.Rand
 	buf   []byte
@@ -213,7 +246,9 @@ func (cl *caller) call() Record {
 			cl.buf = make([]byte, w.MaxSize)
 		}
 		data := cl.buf[:rec.Size]
+		cl.cpu <- struct{}{}
 		Fill(data, seed)
+		<-cl.cpu
 		cl.req.Tensors = []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(rec.Size)}, Data: data}}
 	case OpGen:
 		args.N = uint64(rec.Size)
@@ -251,7 +286,9 @@ func (cl *caller) call() Record {
 		cl.buf = nil
 		return rec
 	}
+	cl.cpu <- struct{}{}
 	rec.Verified, rec.Err = cl.verify(rec.Op, rec.Size, seed)
+	<-cl.cpu
 	cl.reply.Release()
 	return rec
 }
