@@ -44,7 +44,9 @@ func TestOpErrorAbortsOtherPartition(t *testing.T) {
 		_, err := c.ps.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: psReg.GraphHandle, StepId: 42}, nil, &reply)
 		psErr <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // let the ps start waiting
+	// Fail the worker's step only once the ps's RecvTensor waits in the
+	// worker's rendezvous, so that the abort has a waiter to reach.
+	waitFor(t, "the ps's RecvTensor to wait", func() bool { _, keys := c.worker.w.Rendezvous().Len(); return keys == 1 })
 	var reply rpc.Reply
 	defer reply.Release()
 	_, wkErr := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: 42}, nil, &reply)

@@ -45,7 +45,8 @@ func TestRendezvousRecvWaits(t *testing.T) {
 		done <- floatsOf(&got)
 		got.Buf.Release()
 	}()
-	time.Sleep(10 * time.Millisecond)
+	// Send only once the receiver waits, so that the test covers the wake-up.
+	waitFor(t, "the receiver to wait", func() bool { _, keys := r.Len(); return keys == 1 })
 	if err := r.Send(1, "k", f32([]int64{1}, 5)); err != nil {
 		t.Fatal(err)
 	}
