@@ -68,7 +68,8 @@ func BenchmarkRunGraph(b *testing.B) {
 }
 
 // BenchmarkRecvTensor pulls a tensor that is already in the rendezvous,
-// over starwire and over gRPC.
+// over starwire as a worker's remote _Recv does (decoded in place, landing
+// in a pooled buffer), and over gRPC.
 func BenchmarkRecvTensor(b *testing.B) {
 	task := startTask(b, Options{Job: "ps", Incarnation: 1})
 	key := CreateKey(task.w.Device(), 1, "/job:worker/replica:0/task:0/device:CPU:0", "t", FrameIter{})
@@ -78,13 +79,14 @@ func BenchmarkRecvTensor(b *testing.B) {
 		b.Run(fmt.Sprintf("starwire/%dKiB", 4*n>>10), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(x.Data)))
-			var reply rpc.Reply
+			dst := wire.Tensor{Shape: make([]int64, 0, 4)}
 			for b.Loop() {
 				task.w.rendezvous.Send(1, key, refTensor(x))
-				if _, err := task.wc.RecvTensor(ctx, 1, key, &reply); err != nil {
+				if _, err := task.wc.RecvTensorInto(ctx, 1, key, &dst); err != nil {
 					b.Fatal(err)
 				}
-				reply.Release()
+				dst.Buf.Release()
+				dst.Buf, dst.Data = nil, nil
 			}
 		})
 		b.Run(fmt.Sprintf("grpc/%dKiB", 4*n>>10), func(b *testing.B) {

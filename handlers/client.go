@@ -13,69 +13,53 @@ import (
 )
 
 // A WorkerClient calls a remote Worker's WorkerService over starwire, with
-// the tensor encoding of the package doc. Safe for concurrent use.
+// the tensor encoding of the package doc. Methods without tensors go
+// through rpc.Client.CallProto. Safe for concurrent use.
 type WorkerClient struct {
-	c Caller
+	c *rpc.Client
 }
 
-// NewWorkerClient returns a client calling through c (an *rpc.Client).
-func NewWorkerClient(c Caller) *WorkerClient { return &WorkerClient{c: c} }
-
-// CallProto calls a method whose request and response are plain protobufs.
-func (c *WorkerClient) CallProto(ctx context.Context, m rpc.Method, req, resp proto.Message) error {
-	meta, err := proto.MarshalOptions{}.MarshalAppend(nil, req)
-	if err != nil {
-		return fmt.Errorf("handlers: %s: encode request: %w", m.Name, err)
-	}
-	var reply rpc.Reply
-	if err := c.c.Call(ctx, m, &rpc.Request{Meta: meta}, &reply); err != nil {
-		return err
-	}
-	defer reply.Release()
-	if err := proto.Unmarshal(reply.Meta, resp); err != nil {
-		return fmt.Errorf("handlers: %s: decode response: %w", m.Name, err)
-	}
-	return nil
-}
+// NewWorkerClient returns a client calling through c.
+func NewWorkerClient(c *rpc.Client) *WorkerClient { return &WorkerClient{c: c} }
 
 // GetStatus calls GetStatus.
 func (c *WorkerClient) GetStatus(ctx context.Context) (*tfpb.GetStatusResponse, error) {
 	resp := new(tfpb.GetStatusResponse)
-	return resp, c.CallProto(ctx, MethodGetStatus, &tfpb.GetStatusRequest{}, resp)
+	return resp, c.c.CallProto(ctx, MethodGetStatus, &tfpb.GetStatusRequest{}, resp)
 }
 
 // CreateWorkerSession calls CreateWorkerSession.
 func (c *WorkerClient) CreateWorkerSession(ctx context.Context, req *tfpb.CreateWorkerSessionRequest) (*tfpb.CreateWorkerSessionResponse, error) {
 	resp := new(tfpb.CreateWorkerSessionResponse)
-	return resp, c.CallProto(ctx, MethodCreateWorkerSession, req, resp)
+	return resp, c.c.CallProto(ctx, MethodCreateWorkerSession, req, resp)
 }
 
 // DeleteWorkerSession calls DeleteWorkerSession.
 func (c *WorkerClient) DeleteWorkerSession(ctx context.Context, req *tfpb.DeleteWorkerSessionRequest) (*tfpb.DeleteWorkerSessionResponse, error) {
 	resp := new(tfpb.DeleteWorkerSessionResponse)
-	return resp, c.CallProto(ctx, MethodDeleteWorkerSession, req, resp)
+	return resp, c.c.CallProto(ctx, MethodDeleteWorkerSession, req, resp)
 }
 
 // RegisterGraph calls RegisterGraph.
 func (c *WorkerClient) RegisterGraph(ctx context.Context, req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
 	resp := new(tfpb.RegisterGraphResponse)
-	return resp, c.CallProto(ctx, MethodRegisterGraph, req, resp)
+	return resp, c.c.CallProto(ctx, MethodRegisterGraph, req, resp)
 }
 
 // DeregisterGraph calls DeregisterGraph.
 func (c *WorkerClient) DeregisterGraph(ctx context.Context, req *tfpb.DeregisterGraphRequest) (*tfpb.DeregisterGraphResponse, error) {
 	resp := new(tfpb.DeregisterGraphResponse)
-	return resp, c.CallProto(ctx, MethodDeregisterGraph, req, resp)
+	return resp, c.c.CallProto(ctx, MethodDeregisterGraph, req, resp)
 }
 
 // CleanupGraph calls CleanupGraph.
 func (c *WorkerClient) CleanupGraph(ctx context.Context, step int64) error {
-	return c.CallProto(ctx, MethodCleanupGraph, &tfpb.CleanupGraphRequest{StepId: step}, new(tfpb.CleanupGraphResponse))
+	return c.c.CallProto(ctx, MethodCleanupGraph, &tfpb.CleanupGraphRequest{StepId: step}, new(tfpb.CleanupGraphResponse))
 }
 
 // CleanupAll calls CleanupAll.
 func (c *WorkerClient) CleanupAll(ctx context.Context, containers ...string) error {
-	return c.CallProto(ctx, MethodCleanupAll, &tfpb.CleanupAllRequest{Container: containers}, new(tfpb.CleanupAllResponse))
+	return c.c.CallProto(ctx, MethodCleanupAll, &tfpb.CleanupAllRequest{Container: containers}, new(tfpb.CleanupAllResponse))
 }
 
 // RunGraph runs a registered graph. sends[i] is the tensor of req.Send[i]

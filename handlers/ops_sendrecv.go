@@ -128,24 +128,12 @@ func (w *Worker) remoteRecv(ctx context.Context, task string, step int64, key st
 	if err != nil {
 		return wire.Tensor{}, rpc.Errorf(wire.Unavailable, "resolve %s: %v", task, err)
 	}
-	var reply rpc.Reply
-	resp, err := NewWorkerClient(caller).RecvTensor(ctx, step, key, &reply)
-	if err != nil {
-		reply.Release()
+	var t wire.Tensor
+	if _, err := recvTensorInto(ctx, caller, step, key, &t); err != nil {
 		return wire.Tensor{}, err
 	}
-	t := reply.Tensors[0]
-	t.Shape = append([]int64(nil), t.Shape...) // the reply's shapes go with it
-	reply.Tensors[0].Buf = nil                 // the reference moves to t
-	reply.Release()
-	if resp.GetIsDead() || t.Dead {
-		t.Buf.Release()
+	if t.Dead {
 		return wire.Tensor{DType: t.DType, Dead: true}, nil
-	}
-	if !aligned(&t) {
-		c := copyTensor(&t)
-		t.Buf.Release()
-		t = c
 	}
 	return t, nil
 }

@@ -73,6 +73,45 @@ func parseRecvTensorRequest(b []byte) (recvTensorRequest, error) {
 	return r, nil
 }
 
+// recvTensorResponse is the part of a RecvTensorResponse the pulling worker
+// uses; the tensor's dtype and shape come with its segment's descriptor.
+type recvTensorResponse struct {
+	isDead    bool
+	sendStart int64
+}
+
+// parseRecvTensorResponse decodes b without allocating; the tensor and
+// unknown fields are skipped, as protobuf requires of unknown ones.
+func parseRecvTensorResponse(b []byte) (recvTensorResponse, error) {
+	var r recvTensorResponse
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return r, rpc.Errorf(wire.DataLoss, "decode RecvTensorResponse: %v", protowire.ParseError(n))
+		}
+		b = b[n:]
+		if (num == fieldRespIsDead || num == fieldRespSendStart) && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return r, rpc.Errorf(wire.DataLoss, "decode RecvTensorResponse field %d: %v", num, protowire.ParseError(n))
+			}
+			if num == fieldRespIsDead {
+				r.isDead = v != 0
+			} else {
+				r.sendStart = int64(v)
+			}
+			b = b[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return r, rpc.Errorf(wire.DataLoss, "decode RecvTensorResponse field %d: %v", num, protowire.ParseError(n))
+		}
+		b = b[n:]
+	}
+	return r, nil
+}
+
 // appendRecvTensorRequest encodes a RecvTensorRequest for step and key.
 func appendRecvTensorRequest(dst []byte, step int64, key string) []byte {
 	if step != 0 {

@@ -24,7 +24,7 @@ type transport struct {
 
 func transports(task *testTask) []transport {
 	return []transport{
-		{"starwire", task.wc.CallProto, rpc.CodeOf},
+		{"starwire", task.client.CallProto, rpc.CodeOf},
 		{"grpc", func(ctx context.Context, m rpc.Method, req, resp proto.Message) error {
 			return task.grpcConn().Invoke(ctx, "/tensorflow.WorkerService/"+m.Name, req, resp)
 		}, grpcCode},
