@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -19,19 +21,19 @@ func TestOpErrorAbortsOtherPartition(t *testing.T) {
 	ctx := testCtx(t)
 	f := wire.DTFloat
 	psDev, wkDev, wkInc := c.ps.w.Device(), c.worker.w.Device(), c.worker.w.Incarnation()
-	wkReg, err := c.worker.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
-		constF32("x", []int64{2}, 1, 2),
-		constI32("idx", []int64{1}, 5),
-		constI32("axis", nil, 0),
-		nodeDef("bad_gather", "GatherV2", in("x", "idx", "axis"), attrs("Tparams", f, "Tindices", wire.DTInt32, "Taxis", wire.DTInt32)),
-		sendNode("g/_send", "bad_gather", "g:0", f, wkDev, wkInc, psDev),
+	wkReg, err := c.worker.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+		ConstF32("x", []int64{2}, 1, 2),
+		ConstI32("idx", []int64{1}, 5),
+		ConstI32("axis", nil, 0),
+		NodeDef("bad_gather", "GatherV2", In("x", "idx", "axis"), Attrs("Tparams", f, "Tindices", wire.DTInt32, "Taxis", wire.DTInt32)),
+		SendNode("g/_send", "bad_gather", "g:0", f, wkDev, wkInc, psDev),
 	)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	psReg, err := c.ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
-		recvNode("g", "g:0", f, wkDev, wkInc, psDev),
-		nodeDef("use", "Neg", in("g"), attrs("T", f)),
+	psReg, err := c.ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+		RecvNode("g", "g:0", f, wkDev, wkInc, psDev),
+		NodeDef("use", "Neg", In("g"), Attrs("T", f)),
 	)})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +48,7 @@ func TestOpErrorAbortsOtherPartition(t *testing.T) {
 	}()
 	// Fail the worker's step only once the ps's RecvTensor waits in the
 	// worker's rendezvous, so that the abort has a waiter to reach.
-	waitFor(t, "the ps's RecvTensor to wait", func() bool { _, keys := c.worker.w.Rendezvous().Len(); return keys == 1 })
+	WaitFor(t, "the ps's RecvTensor to wait", func() bool { _, keys := c.worker.w.Rendezvous().Len(); return keys == 1 })
 	var reply rpc.Reply
 	defer reply.Release()
 	_, wkErr := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: 42}, nil, &reply)
@@ -78,8 +80,8 @@ func TestCleanupGraphStopsWaitingStep(t *testing.T) {
 	task := startTask(t, Options{Job: "ps"})
 	ctx := testCtx(t)
 	dev, inc := task.w.Device(), task.w.Incarnation()
-	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
-		recvNode("r", "never:0", wire.DTFloat, dev, inc, dev),
+	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+		RecvNode("r", "never:0", wire.DTFloat, dev, inc, dev),
 	)})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +93,7 @@ func TestCleanupGraphStopsWaitingStep(t *testing.T) {
 		_, err := task.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 5, RecvKey: []string{"r"}}, nil, &reply)
 		done <- err
 	}()
-	waitFor(t, "the _Recv to wait", func() bool { _, keys := task.w.Rendezvous().Len(); return keys == 1 })
+	WaitFor(t, "the _Recv to wait", func() bool { _, keys := task.w.Rendezvous().Len(); return keys == 1 })
 	if err := task.wc.CleanupGraph(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -117,23 +119,23 @@ func TestFedTensorOutlivesCall(t *testing.T) {
 	ctx := testCtx(t)
 	f := wire.DTFloat
 	psDev, wkDev, wkInc := c.ps.w.Device(), c.worker.w.Device(), c.worker.w.Incarnation()
-	wkReg, err := c.worker.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
-		feedNode("x", "x:0", f, wkDev),
-		sendNode("x/_send", "x", "x:0", f, wkDev, wkInc, psDev),
+	wkReg, err := c.worker.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+		FeedNode("x", "x:0", f, wkDev),
+		SendNode("x/_send", "x", "x:0", f, wkDev, wkInc, psDev),
 	)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	psReg, err := c.ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
-		recvNode("x", "x:0", f, wkDev, wkInc, psDev),
-		nodeDef("y", "Identity", in("x"), attrs("T", f)),
+	psReg, err := c.ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+		RecvNode("x", "x:0", f, wkDev, wkInc, psDev),
+		NodeDef("y", "Identity", In("x"), Attrs("T", f)),
 	)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	xKey := feedKey("x:0", wkDev)
+	xKey := FeedKey("x:0", wkDev)
 	for step := int64(300); step < 310; step++ {
-		x := f32([]int64{2, 3}, 1, 2, 3, 4, 5, float32(step))
+		x := F32([]int64{2, 3}, 1, 2, 3, 4, 5, float32(step))
 		var reply rpc.Reply
 		if _, err := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: step,
 			Send: []*tfpb.NamedTensorProto{{Name: xKey}}}, []wire.Tensor{x}, &reply); err != nil {
@@ -142,7 +144,7 @@ func TestFedTensorOutlivesCall(t *testing.T) {
 		reply.Release()
 		x.Buf.Release()
 		// Another call on the same connection, with shapes of its own.
-		other := f32([]int64{7, 1, 1}, 9, 9, 9, 9, 9, 9, 9)
+		other := F32([]int64{7, 1, 1}, 9, 9, 9, 9, 9, 9, 9)
 		if _, err := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: step + 1000,
 			Send: []*tfpb.NamedTensorProto{{Name: xKey}}}, []wire.Tensor{other}, &reply); err != nil {
 			t.Fatal(err)
@@ -153,8 +155,8 @@ func TestFedTensorOutlivesCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		y := reply.Tensors[0]
-		if !sameShape(y.Shape, []int64{2, 3}) || !approxEqual(floatsOf(&y), []float32{1, 2, 3, 4, 5, float32(step)}) {
-			t.Fatalf("step %d: ps received %v%v", step, y.Shape, floatsOf(&y))
+		if !slices.Equal(y.Shape, []int64{2, 3}) || !ApproxEqual(Floats(&y), []float32{1, 2, 3, 4, 5, float32(step)}) {
+			t.Fatalf("step %d: ps received %v%v", step, y.Shape, Floats(&y))
 		}
 		reply.Release()
 		for _, task := range []*testTask{c.ps, c.worker} {

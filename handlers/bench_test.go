@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	. "github.com/starwire/starwire/handlers/internal/graphtest"
+	"github.com/starwire/starwire/handlers/rendezvous"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -19,20 +22,20 @@ var benchSizes = []int{1 << 10, 1 << 20} // floats
 func BenchmarkRunGraph(b *testing.B) {
 	task := startTask(b, Options{Job: "worker", Incarnation: 1})
 	dev := task.w.Device()
-	g := graphDef(
-		feedNode("x", "x:0", wire.DTFloat, dev),
-		nodeDef("y", "Identity", in("x"), attrs("T", wire.DTFloat)),
-		fetchNode("y/_send", "y", "y:0", wire.DTFloat, dev, 1),
+	g := GraphDef(
+		FeedNode("x", "x:0", wire.DTFloat, dev),
+		NodeDef("y", "Identity", In("x"), Attrs("T", wire.DTFloat)),
+		FetchNode("y/_send", "y", "y:0", wire.DTFloat, dev, 1),
 	)
 	ctx := context.Background()
 	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: g})
 	if err != nil {
 		b.Fatal(err)
 	}
-	xKey, yKey := feedKey("x:0", dev), fetchKey("y:0", dev, 1)
+	xKey, yKey := FeedKey("x:0", dev), FetchKey("y:0", dev, 1)
 	for _, n := range benchSizes {
-		x := f32([]int64{int64(n)})
-		xp, _ := TensorToProto(&x)
+		x := F32([]int64{int64(n)})
+		xp, _ := tensor.ToProto(&x)
 		b.Run(fmt.Sprintf("starwire/%dKiB", 4*n>>10), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(2 * len(x.Data)))
@@ -72,16 +75,16 @@ func BenchmarkRunGraph(b *testing.B) {
 // in a pooled buffer), and over gRPC.
 func BenchmarkRecvTensor(b *testing.B) {
 	task := startTask(b, Options{Job: "ps", Incarnation: 1})
-	key := CreateKey(task.w.Device(), 1, "/job:worker/replica:0/task:0/device:CPU:0", "t", FrameIter{})
+	key := rendezvous.CreateKey(task.w.Device(), 1, "/job:worker/replica:0/task:0/device:CPU:0", "t", rendezvous.FrameIter{})
 	ctx := context.Background()
 	for _, n := range benchSizes {
-		x := f32([]int64{int64(n)})
+		x := F32([]int64{int64(n)})
 		b.Run(fmt.Sprintf("starwire/%dKiB", 4*n>>10), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(x.Data)))
 			dst := wire.Tensor{Shape: make([]int64, 0, 4)}
 			for b.Loop() {
-				task.w.rendezvous.Send(1, key, refTensor(x))
+				task.w.rendezvous.Send(1, key, tensor.Ref(x))
 				if _, err := task.wc.RecvTensorInto(ctx, 1, key, &dst); err != nil {
 					b.Fatal(err)
 				}
@@ -93,7 +96,7 @@ func BenchmarkRecvTensor(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(x.Data)))
 			for b.Loop() {
-				task.w.rendezvous.Send(1, key, refTensor(x))
+				task.w.rendezvous.Send(1, key, tensor.Ref(x))
 				if _, err := task.grpc.RecvTensor(ctx, &tfpb.RecvTensorRequest{StepId: 1, RendezvousKey: key}); err != nil {
 					b.Fatal(err)
 				}
@@ -111,14 +114,14 @@ func BenchmarkFuseRecvTensor(b *testing.B) {
 	const n = 16
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = CreateKey(task.w.Device(), 1, "/job:worker/replica:0/task:0/device:CPU:0", fmt.Sprintf("t%d", i), FrameIter{})
+		keys[i] = rendezvous.CreateKey(task.w.Device(), 1, "/job:worker/replica:0/task:0/device:CPU:0", fmt.Sprintf("t%d", i), rendezvous.FrameIter{})
 	}
-	x := f32([]int64{1024})
+	x := F32([]int64{1024})
 	defer x.Buf.Release()
 	// queue puts the n tensors in the rendezvous, as senders would.
 	queue := func() {
 		for _, k := range keys {
-			task.w.rendezvous.Send(1, k, refTensor(x))
+			task.w.rendezvous.Send(1, k, tensor.Ref(x))
 		}
 	}
 	b.Run("fused", func(b *testing.B) {

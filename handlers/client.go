@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -70,9 +71,9 @@ func (c *WorkerClient) CleanupAll(ctx context.Context, containers ...string) err
 func (c *WorkerClient) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, sends []wire.Tensor, reply *rpc.Reply) (*tfpb.RunGraphResponse, error) {
 	if sends == nil && len(req.GetSend()) > 0 {
 		sends = make([]wire.Tensor, len(req.Send))
-		defer releaseTensors(sends)
+		defer tensor.ReleaseAll(sends)
 		for i, s := range req.Send {
-			t, err := TensorFromProto(s.GetTensor())
+			t, err := tensor.FromProto(s.GetTensor())
 			if err != nil {
 				return nil, fmt.Errorf("handlers: RunGraph: send %q: %w", s.GetName(), err)
 			}

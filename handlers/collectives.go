@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -85,7 +86,7 @@ func (w *Worker) completeGroup(ctx context.Context, req *tfpb.CompleteGroupReque
 	tasks := make(map[string]bool)
 	for _, d := range g.members {
 		resp.DeviceAttributes = append(resp.DeviceAttributes, d)
-		if dn, err := ParseDevice(d.GetName()); err == nil {
+		if dn, err := rendezvous.ParseDevice(d.GetName()); err == nil {
 			tasks[dn.TaskName()] = true
 		} else {
 			tasks[d.GetName()] = true

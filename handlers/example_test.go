@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/handlers/rendezvous"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -53,11 +55,11 @@ func Example() {
 		panic(err)
 	}
 
-	x, _ := handlers.NewTensor(wire.DTFloat, []int64{3})
+	x, _ := tensor.New(wire.DTFloat, []int64{3})
 	defer x.Buf.Release()
-	copy(handlers.View[float32](x.Data), []float32{-2, 0, 2})
-	feed := handlers.CreateKey(master, 1, dev, "x:0", handlers.FrameIter{})
-	fetch := handlers.CreateKey(dev, w.Incarnation(), master, "y:0", handlers.FrameIter{})
+	copy(tensor.View[float32](x.Data), []float32{-2, 0, 2})
+	feed := rendezvous.CreateKey(master, 1, dev, "x:0", rendezvous.FrameIter{})
+	fetch := rendezvous.CreateKey(dev, w.Incarnation(), master, "y:0", rendezvous.FrameIter{})
 	var reply rpc.Reply
 	defer reply.Release()
 	_, err = wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 1,
@@ -65,7 +67,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%.3f\n", handlers.View[float32](reply.Tensors[0].Data))
+	fmt.Printf("%.3f\n", tensor.View[float32](reply.Tensors[0].Data))
 	if err := wc.CleanupGraph(ctx, 1); err != nil {
 		panic(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -65,13 +66,13 @@ func (g *grpcService) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest) (
 		return nil, grpcError(err)
 	}
 	resp, fetches, err := g.w.runGraph(ctx, req, feeds)
-	releaseTensors(feeds)
+	tensor.ReleaseAll(feeds)
 	if err != nil {
 		return nil, grpcError(err)
 	}
-	defer releaseTensors(fetches)
+	defer tensor.ReleaseAll(fetches)
 	for i := range fetches {
-		p, err := TensorToProto(&fetches[i])
+		p, err := tensor.ToProto(&fetches[i])
 		if err != nil {
 			return nil, grpcError(rpc.Errorf(wire.Internal, "RunGraph: recv %q: %v", resp.Recv[i].GetName(), err))
 		}
@@ -94,7 +95,7 @@ func (g *grpcService) RecvTensor(ctx context.Context, req *tfpb.RecvTensorReques
 		return nil, grpcError(err)
 	}
 	defer t.Buf.Release()
-	p, err := TensorToProto(&t)
+	p, err := tensor.ToProto(&t)
 	if err != nil {
 		return nil, grpcError(rpc.Errorf(wire.Internal, "RecvTensor: %v", err))
 	}

@@ -72,135 +72,39 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// Graph building.
-
-func nodeDef(name, op string, inputs []string, attrs map[string]*tfpb.AttrValue) *tfpb.NodeDef {
-	return &tfpb.NodeDef{Name: name, Op: op, Input: inputs, Attr: attrs}
-}
-
-func in(names ...string) []string { return names }
-
-func attrs(kv ...any) map[string]*tfpb.AttrValue {
-	m := make(map[string]*tfpb.AttrValue)
-	for i := 0; i < len(kv); i += 2 {
-		var a *tfpb.AttrValue
-		switch v := kv[i+1].(type) {
-		case wire.DataType:
-			a = typeAttr(v)
-		case bool:
-			a = boolAttr(v)
-		case int:
-			a = intAttr(int64(v))
-		case int64:
-			a = intAttr(v)
-		case string:
-			a = stringAttr(v)
-		case []int64:
-			a = &tfpb.AttrValue{Value: &tfpb.AttrValue_Shape{Shape: ShapeToProto(v)}}
-		case []wire.DataType:
-			l := &tfpb.AttrValue_ListValue{}
-			for _, d := range v {
-				l.Type = append(l.Type, tfpb.DataType(d))
-			}
-			a = &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: l}}
-		case *tfpb.TensorProto:
-			a = &tfpb.AttrValue{Value: &tfpb.AttrValue_Tensor{Tensor: v}}
-		default:
-			panic("attrs: unsupported value")
-		}
-		m[kv[i].(string)] = a
-	}
-	return m
-}
-
-func constF32(name string, shape []int64, vals ...float32) *tfpb.NodeDef {
-	return nodeDef(name, "Const", nil, attrs("dtype", wire.DTFloat, "value",
-		&tfpb.TensorProto{Dtype: tfpb.DataType_DT_FLOAT, TensorShape: ShapeToProto(shape), FloatVal: vals}))
-}
-
-func constI64(name string, shape []int64, vals ...int64) *tfpb.NodeDef {
-	return nodeDef(name, "Const", nil, attrs("dtype", wire.DTInt64, "value",
-		&tfpb.TensorProto{Dtype: tfpb.DataType_DT_INT64, TensorShape: ShapeToProto(shape), Int64Val: vals}))
-}
-
-func constI32(name string, shape []int64, vals ...int32) *tfpb.NodeDef {
-	return nodeDef(name, "Const", nil, attrs("dtype", wire.DTInt32, "value",
-		&tfpb.TensorProto{Dtype: tfpb.DataType_DT_INT32, TensorShape: ShapeToProto(shape), IntVal: vals}))
-}
-
-func constStr(name string, shape []int64, vals ...string) *tfpb.NodeDef {
-	p := &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: ShapeToProto(shape)}
-	for _, v := range vals {
-		p.StringVal = append(p.StringVal, []byte(v))
-	}
-	return nodeDef(name, "Const", nil, attrs("dtype", wire.DTString, "value", p))
-}
-
-// clientDevice is the device of the RunGraph caller in client-terminated
-// keys, as TensorFlow's master names it.
-const clientDevice = "/job:localhost/replica:0/task:0/device:CPU:0"
-
-// feedNode is a client-terminated _Recv; feedKey is the key to send.
-func feedNode(name, tensor string, dt wire.DataType, dst string) *tfpb.NodeDef {
-	return nodeDef(name, "_Recv", nil, attrs("tensor_type", dt, "tensor_name", tensor, "send_device", clientDevice,
-		"send_device_incarnation", int64(1), "recv_device", dst, "client_terminated", true))
-}
-
-func feedKey(tensor, dst string) string { return CreateKey(clientDevice, 1, dst, tensor, FrameIter{}) }
-
-// fetchNode is a client-terminated _Send; fetchKey is the recv_key.
-func fetchNode(name, input, tensor string, dt wire.DataType, src string, inc uint64) *tfpb.NodeDef {
-	return nodeDef(name, "_Send", in(input), attrs("T", dt, "tensor_name", tensor, "send_device", src,
-		"send_device_incarnation", int64(inc), "recv_device", clientDevice, "client_terminated", true))
-}
-
-func fetchKey(tensor, src string, inc uint64) string {
-	return CreateKey(src, inc, clientDevice, tensor, FrameIter{})
-}
-
-// sendNode and recvNode move a tensor between two tasks' partitions.
-func sendNode(name, input, tensor string, dt wire.DataType, src string, inc uint64, dst string) *tfpb.NodeDef {
-	return nodeDef(name, "_Send", in(input), attrs("T", dt, "tensor_name", tensor, "send_device", src,
-		"send_device_incarnation", int64(inc), "recv_device", dst))
-}
-
-func recvNode(name, tensor string, dt wire.DataType, src string, inc uint64, dst string) *tfpb.NodeDef {
-	return nodeDef(name, "_Recv", nil, attrs("tensor_type", dt, "tensor_name", tensor, "send_device", src,
-		"send_device_incarnation", int64(inc), "recv_device", dst))
-}
-
-func graphDef(nodes ...*tfpb.NodeDef) *tfpb.GraphDef { return &tfpb.GraphDef{Node: nodes} }
-
-// f32 returns a float tensor for a test, which releases it.
-func f32(shape []int64, vals ...float32) wire.Tensor { return tensorOf(wire.DTFloat, shape, vals) }
-
-// i64 returns an int64 tensor for a test, which releases it.
-func i64(shape []int64, vals ...int64) wire.Tensor { return tensorOf(wire.DTInt64, shape, vals) }
-
-// tensorOf returns a tensor of dt, whose elements are of type T, holding
-// vals.
-func tensorOf[T Elem](dt wire.DataType, shape []int64, vals []T) wire.Tensor {
-	t, err := NewTensor(dt, shape)
+// runLocal registers g on w and runs it once with named feeds, returning
+// the fetched outputs (released by the test's cleanup).
+func runLocal(t *testing.T, w *Worker, g *tfpb.GraphDef, feeds map[string]wire.Tensor, fetches ...string) ([]wire.Tensor, error) {
+	t.Helper()
+	reg, err := w.registerGraph(&tfpb.RegisterGraphRequest{GraphDef: g})
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	copy(View[T](t.Data), vals)
-	return t
+	req := &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 1, RecvKey: fetches}
+	var ts []wire.Tensor
+	for name, f := range feeds {
+		req.Send = append(req.Send, &tfpb.NamedTensorProto{Name: name})
+		ts = append(ts, f)
+	}
+	_, out, err := w.runGraph(context.Background(), req, ts)
+	for i := range ts {
+		ts[i].Buf.Release()
+	}
+	w.rendezvous.Cleanup(1, errStepCleaned)
+	t.Cleanup(func() {
+		for i := range out {
+			out[i].Buf.Release()
+		}
+	})
+	return out, err
 }
 
-func floatsOf(t *wire.Tensor) []float32 { return append([]float32(nil), View[float32](t.Data)...) }
-
-func approxEqual(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
+func newTestWorker(t *testing.T) *Worker {
+	w, err := NewWorker(Options{Job: "ps", Task: 0, Incarnation: 7, CheckpointDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range a {
-		d := a[i] - b[i]
-		if d < -1e-4 || d > 1e-4 {
-			return false
-		}
-	}
-	return true
+	return w
 }
 
 // grpcCode returns the status code of a gRPC error.
@@ -213,17 +117,4 @@ func grpcCode(err error) wire.Code {
 		return wire.Unknown
 	}
 	return wire.Code(st.Code())
-}
-
-// waitFor polls cond for up to five seconds and fails the test if it never
-// holds.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

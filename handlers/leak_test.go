@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/internal/bufpool"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -17,39 +18,39 @@ func TestNoBufferLeaks(t *testing.T) {
 	w := newTestWorker(t)
 	dev, inc := w.Device(), w.Incarnation()
 	f, i64t := wire.DTFloat, wire.DTInt64
-	init := graphDef(
-		nodeDef("emb", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{16, 4})),
-		constF32("v", []int64{16, 4}, 0.5),
-		nodeDef("init", "AssignVariableOp", in("emb", "v"), attrs("dtype", f)),
+	init := GraphDef(
+		NodeDef("emb", "VarHandleOp", nil, Attrs("dtype", f, "shape", []int64{16, 4})),
+		ConstF32("v", []int64{16, 4}, 0.5),
+		NodeDef("init", "AssignVariableOp", In("emb", "v"), Attrs("dtype", f)),
 	)
 	if _, err := runLocal(t, w, init, nil); err != nil {
 		t.Fatal(err)
 	}
-	g := graphDef(
-		feedNode("ids", "ids:0", i64t, dev),
-		nodeDef("emb", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{16, 4})),
-		nodeDef("rows", "ResourceGather", in("emb", "ids"), attrs("dtype", f, "Tindices", i64t)),
-		sendNode("rows/_send", "rows", "rows:0", f, dev, inc, dev),
-		recvNode("rows/_recv", "rows:0", f, dev, inc, dev),
-		constI32("shape", []int64{1}, -1),
-		nodeDef("flat", "Reshape", in("rows/_recv", "shape"), attrs("T", f)),
-		nodeDef("sig", "Sigmoid", in("flat"), attrs("T", f)),
-		nodeDef("upd", "Reshape", in("sig", "rows/_recv:0"), attrs("T", f)), // fails: shape input is float
-		fetchNode("sig/_send", "sig", "sig:0", f, dev, inc),
+	g := GraphDef(
+		FeedNode("ids", "ids:0", i64t, dev),
+		NodeDef("emb", "VarHandleOp", nil, Attrs("dtype", f, "shape", []int64{16, 4})),
+		NodeDef("rows", "ResourceGather", In("emb", "ids"), Attrs("dtype", f, "Tindices", i64t)),
+		SendNode("rows/_send", "rows", "rows:0", f, dev, inc, dev),
+		RecvNode("rows/_recv", "rows:0", f, dev, inc, dev),
+		ConstI32("shape", []int64{1}, -1),
+		NodeDef("flat", "Reshape", In("rows/_recv", "shape"), Attrs("T", f)),
+		NodeDef("sig", "Sigmoid", In("flat"), Attrs("T", f)),
+		NodeDef("upd", "Reshape", In("sig", "rows/_recv:0"), Attrs("T", f)), // fails: shape input is float
+		FetchNode("sig/_send", "sig", "sig:0", f, dev, inc),
 	)
 	reg, err := w.registerGraph(&tfpb.RegisterGraphRequest{GraphDef: g})
 	if err != nil {
 		t.Fatal(err)
 	}
-	okGraph := graphDef(g.Node[:8]...)
+	okGraph := GraphDef(g.Node[:8]...)
 	okGraph.Node = append(okGraph.Node, g.Node[9])
 	okReg, err := w.registerGraph(&tfpb.RegisterGraphRequest{GraphDef: okGraph})
 	if err != nil {
 		t.Fatal(err)
 	}
-	idsKey, sigKey := feedKey("ids:0", dev), fetchKey("sig:0", dev, inc)
+	idsKey, sigKey := FeedKey("ids:0", dev), FetchKey("sig:0", dev, inc)
 	for step := int64(100); step < 120; step++ {
-		ids := i64([]int64{3}, step%16, 2, 2)
+		ids := I64([]int64{3}, step%16, 2, 2)
 		handle := okReg.GraphHandle
 		if step%4 == 0 {
 			handle = reg.GraphHandle // fails in "upd"; the fetch never comes
@@ -74,5 +75,5 @@ func TestNoBufferLeaks(t *testing.T) {
 	}
 	// Buffers of earlier tests' connections may still be on their way back,
 	// so the count may drop below the baseline, but must not stay above.
-	waitFor(t, "pooled buffers to come back", func() bool { return bufpool.Live() <= before })
+	WaitFor(t, "pooled buffers to come back", func() bool { return bufpool.Live() <= before })
 }

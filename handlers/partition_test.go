@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	. "github.com/starwire/starwire/handlers/internal/graphtest"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -53,37 +55,37 @@ func logisticGraphs(c *cluster) (ps, worker *tfpb.GraphDef) {
 	f, i64t := wire.DTFloat, wire.DTInt64
 	psDev, wkDev := c.ps.w.Device(), c.worker.w.Device()
 	psInc, wkInc := c.ps.w.Incarnation(), c.worker.w.Incarnation()
-	ps = graphDef(
-		nodeDef("emb", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{vocab, 1})),
-		nodeDef("acc", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{vocab, 1})),
-		recvNode("ids", "ids:0", i64t, wkDev, wkInc, psDev),
-		nodeDef("rows", "ResourceGather", in("emb", "ids"), attrs("dtype", f, "Tindices", i64t)),
-		sendNode("rows/_send", "rows", "rows:0", f, psDev, psInc, wkDev),
-		recvNode("grad", "grad:0", f, wkDev, wkInc, psDev),
-		constF32("lr", nil, 0.5),
-		nodeDef("apply", "ResourceSparseApplyAdagrad", in("emb", "acc", "lr", "grad", "ids"), attrs("T", f, "Tindices", i64t)),
+	ps = GraphDef(
+		NodeDef("emb", "VarHandleOp", nil, Attrs("dtype", f, "shape", []int64{vocab, 1})),
+		NodeDef("acc", "VarHandleOp", nil, Attrs("dtype", f, "shape", []int64{vocab, 1})),
+		RecvNode("ids", "ids:0", i64t, wkDev, wkInc, psDev),
+		NodeDef("rows", "ResourceGather", In("emb", "ids"), Attrs("dtype", f, "Tindices", i64t)),
+		SendNode("rows/_send", "rows", "rows:0", f, psDev, psInc, wkDev),
+		RecvNode("grad", "grad:0", f, wkDev, wkInc, psDev),
+		ConstF32("lr", nil, 0.5),
+		NodeDef("apply", "ResourceSparseApplyAdagrad", In("emb", "acc", "lr", "grad", "ids"), Attrs("T", f, "Tindices", i64t)),
 	)
-	worker = graphDef(
-		feedNode("ids", "ids:0", i64t, wkDev),
-		feedNode("y", "y:0", f, wkDev),
-		sendNode("ids/_send", "ids", "ids:0", i64t, wkDev, wkInc, psDev),
-		recvNode("z", "rows:0", f, psDev, psInc, wkDev),
-		nodeDef("p", "Sigmoid", in("z"), attrs("T", f)),
-		nodeDef("grad", "Sub", in("p", "y"), attrs("T", f)),
-		sendNode("grad/_send", "grad", "grad:0", f, wkDev, wkInc, psDev),
+	worker = GraphDef(
+		FeedNode("ids", "ids:0", i64t, wkDev),
+		FeedNode("y", "y:0", f, wkDev),
+		SendNode("ids/_send", "ids", "ids:0", i64t, wkDev, wkInc, psDev),
+		RecvNode("z", "rows:0", f, psDev, psInc, wkDev),
+		NodeDef("p", "Sigmoid", In("z"), Attrs("T", f)),
+		NodeDef("grad", "Sub", In("p", "y"), Attrs("T", f)),
+		SendNode("grad/_send", "grad", "grad:0", f, wkDev, wkInc, psDev),
 		// loss = -Σ y·log p + (1-y)·log(1-p)
-		constF32("one", nil, 1),
-		nodeDef("logp", "Log", in("p"), attrs("T", f)),
-		nodeDef("q", "Sub", in("one", "p"), attrs("T", f)),
-		nodeDef("logq", "Log", in("q"), attrs("T", f)),
-		nodeDef("ny", "Sub", in("one", "y"), attrs("T", f)),
-		nodeDef("a", "Mul", in("y", "logp"), attrs("T", f)),
-		nodeDef("b", "Mul", in("ny", "logq"), attrs("T", f)),
-		nodeDef("ab", "AddV2", in("a", "b"), attrs("T", f)),
-		constI32("axes", []int64{2}, 0, 1),
-		nodeDef("s", "Sum", in("ab", "axes"), attrs("T", f)),
-		nodeDef("loss", "Neg", in("s"), attrs("T", f)),
-		fetchNode("loss/_send", "loss", "loss:0", f, wkDev, wkInc),
+		ConstF32("one", nil, 1),
+		NodeDef("logp", "Log", In("p"), Attrs("T", f)),
+		NodeDef("q", "Sub", In("one", "p"), Attrs("T", f)),
+		NodeDef("logq", "Log", In("q"), Attrs("T", f)),
+		NodeDef("ny", "Sub", In("one", "y"), Attrs("T", f)),
+		NodeDef("a", "Mul", In("y", "logp"), Attrs("T", f)),
+		NodeDef("b", "Mul", In("ny", "logq"), Attrs("T", f)),
+		NodeDef("ab", "AddV2", In("a", "b"), Attrs("T", f)),
+		ConstI32("axes", []int64{2}, 0, 1),
+		NodeDef("s", "Sum", In("ab", "axes"), Attrs("T", f)),
+		NodeDef("loss", "Neg", In("s"), Attrs("T", f)),
+		FetchNode("loss/_send", "loss", "loss:0", f, wkDev, wkInc),
 	)
 	return ps, worker
 }
@@ -92,13 +94,13 @@ func logisticGraphs(c *cluster) (ps, worker *tfpb.GraphDef) {
 // accumulators at 0.1 (a one-value Const broadcast to the whole shape).
 func initPS(t *testing.T, ctx context.Context, ps *testTask) {
 	f := wire.DTFloat
-	reg, err := ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
-		nodeDef("emb", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{vocab, 1})),
-		nodeDef("acc", "VarHandleOp", nil, attrs("dtype", f, "shape", []int64{vocab, 1})),
-		constF32("zeros", []int64{vocab, 1}),
-		constF32("tenth", []int64{vocab, 1}, 0.1),
-		nodeDef("init_emb", "AssignVariableOp", in("emb", "zeros"), attrs("dtype", f)),
-		nodeDef("init_acc", "AssignVariableOp", in("acc", "tenth"), attrs("dtype", f)),
+	reg, err := ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+		NodeDef("emb", "VarHandleOp", nil, Attrs("dtype", f, "shape", []int64{vocab, 1})),
+		NodeDef("acc", "VarHandleOp", nil, Attrs("dtype", f, "shape", []int64{vocab, 1})),
+		ConstF32("zeros", []int64{vocab, 1}),
+		ConstF32("tenth", []int64{vocab, 1}, 0.1),
+		NodeDef("init_emb", "AssignVariableOp", In("emb", "zeros"), Attrs("dtype", f)),
+		NodeDef("init_acc", "AssignVariableOp", In("acc", "tenth"), Attrs("dtype", f)),
 	)})
 	if err != nil {
 		t.Fatal(err)
@@ -130,14 +132,14 @@ func newTrainer(t *testing.T, ctx context.Context, c *cluster) *trainer {
 		t.Fatal(err)
 	}
 	wkDev := c.worker.w.Device()
-	return &trainer{c: c, psH: psReg.GraphHandle, wkH: wkReg.GraphHandle, idsKey: feedKey("ids:0", wkDev), yKey: feedKey("y:0", wkDev),
-		lossKey: fetchKey("loss:0", wkDev, c.worker.w.Incarnation()), cleanupEachRun: true}
+	return &trainer{c: c, psH: psReg.GraphHandle, wkH: wkReg.GraphHandle, idsKey: FeedKey("ids:0", wkDev), yKey: FeedKey("y:0", wkDev),
+		lossKey: FetchKey("loss:0", wkDev, c.worker.w.Incarnation()), cleanupEachRun: true}
 }
 
 // step runs both partitions of one step at once, as a master does, and
 // returns the loss.
 func (tr *trainer) step(ctx context.Context, id int64, ids []int64, ys []float32) (float32, error) {
-	idsT, yT := i64([]int64{int64(len(ids))}, ids...), f32([]int64{int64(len(ys)), 1}, ys...)
+	idsT, yT := I64([]int64{int64(len(ids))}, ids...), F32([]int64{int64(len(ys)), 1}, ys...)
 	defer idsT.Buf.Release()
 	defer yT.Buf.Release()
 	psErr := make(chan error, 1)
@@ -162,7 +164,7 @@ func (tr *trainer) step(ctx context.Context, id int64, ids []int64, ys []float32
 	if err := <-psErr; err != nil {
 		return 0, err
 	}
-	loss := View[float32](reply.Tensors[0].Data)[0]
+	loss := tensor.View[float32](reply.Tensors[0].Data)[0]
 	if tr.cleanupEachRun {
 		tr.c.ps.wc.CleanupGraph(ctx, id)
 		tr.c.worker.wc.CleanupGraph(ctx, id)
@@ -186,9 +188,9 @@ func batchFor(step int) ([]int64, []float32) {
 func readVariable(t *testing.T, ctx context.Context, task *testTask, name string, shape []int64) []float32 {
 	t.Helper()
 	f := wire.DTFloat
-	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: graphDef(
-		nodeDef(name, "VarHandleOp", nil, attrs("dtype", f, "shape", shape)),
-		nodeDef("read", "ReadVariableOp", in(name), attrs("dtype", f)),
+	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+		NodeDef(name, "VarHandleOp", nil, Attrs("dtype", f, "shape", shape)),
+		NodeDef("read", "ReadVariableOp", In(name), Attrs("dtype", f)),
 	)})
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +200,7 @@ func readVariable(t *testing.T, ctx context.Context, task *testTask, name string
 	if _, err := task.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 999999, RecvKey: []string{"read"}}, nil, &reply); err != nil {
 		t.Fatal(err)
 	}
-	return floatsOf(&reply.Tensors[0])
+	return Floats(&reply.Tensors[0])
 }
 
 func TestTwoPartitionTraining(t *testing.T) {
@@ -219,7 +221,7 @@ func TestTwoPartitionTraining(t *testing.T) {
 		last = loss
 	}
 	// Zero weights give p = 0.5 everywhere: the first loss is 4·ln 2.
-	if !approxEqual([]float32{first}, []float32{4 * 0.6931472}) {
+	if !ApproxEqual([]float32{first}, []float32{4 * 0.6931472}) {
 		t.Fatalf("first loss %v, want 4 ln 2", first)
 	}
 	if last > first/4 {

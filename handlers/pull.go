@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -91,10 +92,10 @@ func (p *pull) take(dst *wire.Tensor) (int64, error) {
 	case src.Buf != nil:
 		dst.Buf, dst.Data = src.Buf, src.Data
 		src.Buf = nil // the reference moves to dst
-	case aligned(src):
+	case tensor.Aligned(src):
 		dst.Data = src.Data // memory of the Caller's own, kept by the GC
 	default:
-		c := copyTensor(src)
+		c := tensor.Copy(src)
 		dst.Buf, dst.Data = c.Buf, c.Data
 	}
 	return resp.sendStart, nil
@@ -111,4 +112,22 @@ func sameMemory(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceDa
 // the response's send_start_micros.
 func (c *WorkerClient) RecvTensorInto(ctx context.Context, step int64, key string, dst *wire.Tensor) (int64, error) {
 	return recvTensorInto(ctx, c.c, step, key, dst)
+}
+
+// remoteRecv pulls a tensor from task's rendezvous with RecvTensor, for a
+// remote _Recv (it is the ops.Env's RemoteRecv). The tensor lands in a
+// pooled buffer whose reference moves to the caller.
+func (w *Worker) remoteRecv(ctx context.Context, task string, step int64, key string) (wire.Tensor, error) {
+	caller, err := w.opts.Resolver(task)
+	if err != nil {
+		return wire.Tensor{}, rpc.Errorf(wire.Unavailable, "resolve %s: %v", task, err)
+	}
+	var t wire.Tensor
+	if _, err := recvTensorInto(ctx, caller, step, key, &t); err != nil {
+		return wire.Tensor{}, err
+	}
+	if t.Dead {
+		return wire.Tensor{DType: t.DType, Dead: true}, nil
+	}
+	return t, nil
 }

@@ -3,11 +3,15 @@ package handlers
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
+	. "github.com/starwire/starwire/handlers/internal/graphtest"
+	"github.com/starwire/starwire/handlers/rendezvous"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -21,15 +25,15 @@ func TestRecvTensorSteadyStateAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := CreateKey(w.Device(), w.Incarnation(), "/job:worker/replica:0/task:0/device:CPU:0", "emb/read:0", FrameIter{})
+	key := rendezvous.CreateKey(w.Device(), w.Incarnation(), "/job:worker/replica:0/task:0/device:CPU:0", "emb/read:0", rendezvous.FrameIter{})
 	meta, _ := proto.Marshal(&tfpb.RecvTensorRequest{StepId: 77, RendezvousKey: key, RequestId: 5})
-	x := f32([]int64{64, 16})
+	x := F32([]int64{64, 16})
 	defer x.Buf.Release()
 	in := &wire.Inbound{Meta: meta}
 	resp := &rpc.Response{Meta: make([]byte, 0, 256), Tensors: make([]wire.Tensor, 0, 1)}
 	ctx := context.Background()
 	once := func() {
-		if err := w.rendezvous.Send(77, key, refTensor(x)); err != nil {
+		if err := w.rendezvous.Send(77, key, tensor.Ref(x)); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.handleRecvTensor(ctx, in, resp); err != nil {
@@ -47,7 +51,7 @@ func TestRecvTensorSteadyStateAllocs(t *testing.T) {
 	}
 	// The response decodes as a RecvTensorResponse with dtype and shape.
 	once2 := func() *tfpb.RecvTensorResponse {
-		w.rendezvous.Send(77, key, refTensor(x))
+		w.rendezvous.Send(77, key, tensor.Ref(x))
 		if err := w.handleRecvTensor(ctx, in, resp); err != nil {
 			t.Fatal(err)
 		}
@@ -62,8 +66,8 @@ func TestRecvTensorSteadyStateAllocs(t *testing.T) {
 		return m
 	}
 	m := once2()
-	shape, _ := ShapeFromProto(m.GetTensor().GetTensorShape())
-	if m.GetTensor().GetDtype() != tfpb.DataType_DT_FLOAT || !sameShape(shape, []int64{64, 16}) || m.GetSendStartMicros() == 0 || m.GetIsDead() || len(m.GetTensor().GetTensorContent()) != 0 {
+	shape, _ := tensor.ShapeFromProto(m.GetTensor().GetTensorShape())
+	if m.GetTensor().GetDtype() != tfpb.DataType_DT_FLOAT || !slices.Equal(shape, []int64{64, 16}) || m.GetSendStartMicros() == 0 || m.GetIsDead() || len(m.GetTensor().GetTensorContent()) != 0 {
 		t.Fatalf("response %v", m)
 	}
 	w.rendezvous.Cleanup(77, errStepCleaned)
@@ -71,16 +75,16 @@ func TestRecvTensorSteadyStateAllocs(t *testing.T) {
 
 func BenchmarkRecvTensorHandler(b *testing.B) {
 	w, _ := NewWorker(Options{Job: "ps", Incarnation: 1})
-	key := CreateKey(w.Device(), 1, "/job:worker/replica:0/task:0/device:CPU:0", "t", FrameIter{})
+	key := rendezvous.CreateKey(w.Device(), 1, "/job:worker/replica:0/task:0/device:CPU:0", "t", rendezvous.FrameIter{})
 	meta, _ := proto.Marshal(&tfpb.RecvTensorRequest{StepId: 1, RendezvousKey: key})
-	x := f32([]int64{1024})
+	x := F32([]int64{1024})
 	defer x.Buf.Release()
 	in := &wire.Inbound{Meta: meta}
 	resp := &rpc.Response{}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(x.Data)))
 	for b.Loop() {
-		w.rendezvous.Send(1, key, refTensor(x))
+		w.rendezvous.Send(1, key, tensor.Ref(x))
 		w.handleRecvTensor(context.Background(), in, resp)
 		resp.Tensors[0].Buf.Release()
 		resp.Tensors, resp.Meta = resp.Tensors[:0], resp.Meta[:0]
@@ -98,9 +102,9 @@ func TestRecvTensorChecksKey(t *testing.T) {
 		code      error
 		msg       string
 	}{
-		{"old incarnation", CreateKey(task.w.Device(), 0x1233, dst, "t", FrameIter{}), rpc.ErrAborted, "the task restarted"},
-		{"other device", CreateKey("/job:ps/replica:0/task:1/device:CPU:0", 0x1234, dst, "t", FrameIter{}), rpc.ErrInvalidArgument, "is not sent from"},
-		{"malformed", "not;a;key", rpc.ErrInvalidArgument, "malformed rendezvous key"},
+		{"old incarnation", rendezvous.CreateKey(task.w.Device(), 0x1233, dst, "t", rendezvous.FrameIter{}), rpc.ErrAborted, "the task restarted"},
+		{"other device", rendezvous.CreateKey("/job:ps/replica:0/task:1/device:CPU:0", 0x1234, dst, "t", rendezvous.FrameIter{}), rpc.ErrInvalidArgument, "is not sent from"},
+		{"malformed", "not;a;key", rpc.ErrInvalidArgument, "malformed key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,7 +120,7 @@ func TestRecvTensorChecksKey(t *testing.T) {
 	}
 	// An unpadded incarnation is still this worker's.
 	unpadded := task.w.Device() + ";1234;" + dst + ";t;0:0"
-	task.w.rendezvous.Send(1, unpadded, f32([]int64{1}, 9))
+	task.w.rendezvous.Send(1, unpadded, F32([]int64{1}, 9))
 	if _, err := task.wc.RecvTensor(ctx, 1, unpadded, &reply); err != nil {
 		t.Fatalf("unpadded incarnation: %v", err)
 	}
@@ -128,14 +132,14 @@ func TestFuseRecvTensor(t *testing.T) {
 	dst := "/job:worker/replica:0/task:0/device:CPU:0"
 	var keys []string
 	for i, name := range []string{"a", "b", "c"} {
-		k := CreateKey(task.w.Device(), task.w.Incarnation(), dst, name, FrameIter{})
+		k := rendezvous.CreateKey(task.w.Device(), task.w.Incarnation(), dst, name, rendezvous.FrameIter{})
 		keys = append(keys, k)
 		if name == "b" {
 			// A dead tensor travels as is_dead with no data.
 			task.w.rendezvous.Send(4, k, wire.Tensor{DType: wire.DTFloat, Dead: true})
 			continue
 		}
-		task.w.rendezvous.Send(4, k, f32([]int64{int64(i + 1)}, 1, 2, 3))
+		task.w.rendezvous.Send(4, k, F32([]int64{int64(i + 1)}, 1, 2, 3))
 	}
 	var reply rpc.Reply
 	defer reply.Release()
@@ -143,7 +147,7 @@ func TestFuseRecvTensor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resps) != 3 || !approxEqual(floatsOf(&reply.Tensors[0]), []float32{1}) || !approxEqual(floatsOf(&reply.Tensors[2]), []float32{1, 2, 3}) {
+	if len(resps) != 3 || !ApproxEqual(Floats(&reply.Tensors[0]), []float32{1}) || !ApproxEqual(Floats(&reply.Tensors[2]), []float32{1, 2, 3}) {
 		t.Fatalf("responses %v, tensors %v", resps, reply.Tensors)
 	}
 	if !resps[1].GetIsDead() || resps[0].GetIsDead() {
@@ -181,10 +185,10 @@ func TestRecvTensorPullAllocs(t *testing.T) {
 	inline := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{})
 	t.Cleanup(func() { inline.Close() })
 
-	key := CreateKey(task.w.Device(), task.w.Incarnation(), "/job:worker/replica:0/task:0/device:CPU:0", "emb/read:0", FrameIter{})
-	x := f32([]int64{64, 16})
-	for i := range View[float32](x.Data) {
-		View[float32](x.Data)[i] = float32(i)
+	key := rendezvous.CreateKey(task.w.Device(), task.w.Incarnation(), "/job:worker/replica:0/task:0/device:CPU:0", "emb/read:0", rendezvous.FrameIter{})
+	x := F32([]int64{64, 16})
+	for i := range tensor.View[float32](x.Data) {
+		tensor.View[float32](x.Data)[i] = float32(i)
 	}
 	defer x.Buf.Release()
 	ctx := testCtx(t)
@@ -203,14 +207,14 @@ func TestRecvTensorPullAllocs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dst := wire.Tensor{Shape: make([]int64, 0, 4)}
 			pull := func() {
-				if err := task.w.rendezvous.Send(77, key, refTensor(x)); err != nil {
+				if err := task.w.rendezvous.Send(77, key, tensor.Ref(x)); err != nil {
 					t.Fatal(err)
 				}
 				dst.Data = tt.into
 				if _, err := recvTensorInto(ctx, tt.c, 77, key, &dst); err != nil {
 					t.Fatal(err)
 				}
-				if dst.DType != wire.DTFloat || !sameShape(dst.Shape, x.Shape) || string(dst.Data) != string(x.Data) {
+				if dst.DType != wire.DTFloat || !slices.Equal(dst.Shape, x.Shape) || string(dst.Data) != string(x.Data) {
 					t.Fatalf("pulled %v%v, %d bytes", dst.DType, dst.Shape, len(dst.Data))
 				}
 				if tt.into != nil && (dst.Buf != nil || !sameMemory(dst.Data, tt.into)) {
@@ -245,7 +249,7 @@ func (r *replyOnly) Call(_ context.Context, _ rpc.Method, _ *rpc.Request, resp *
 }
 
 func TestRecvTensorIntoWithoutAlloc(t *testing.T) {
-	x := f32([]int64{2, 2}, 1, 2, 3, 4)
+	x := F32([]int64{2, 2}, 1, 2, 3, 4)
 	defer x.Buf.Release()
 	view := x
 	view.Buf = nil
@@ -254,7 +258,7 @@ func TestRecvTensorIntoWithoutAlloc(t *testing.T) {
 
 	var dst wire.Tensor
 	start, err := recvTensorInto(ctx, c, 1, "k", &dst)
-	if err != nil || start != 42 || !sameShape(dst.Shape, []int64{2, 2}) || !approxEqual(floatsOf(&dst), []float32{1, 2, 3, 4}) {
+	if err != nil || start != 42 || !slices.Equal(dst.Shape, []int64{2, 2}) || !ApproxEqual(Floats(&dst), []float32{1, 2, 3, 4}) {
 		t.Fatalf("pulled %v%v, %v, %v", dst.Shape, dst.Data, start, err)
 	}
 	if dst.Buf != nil || !sameMemory(dst.Data, x.Data) {
@@ -262,8 +266,8 @@ func TestRecvTensorIntoWithoutAlloc(t *testing.T) {
 	}
 
 	into := make([]float32, 4)
-	dst = wire.Tensor{Data: Bytes(into)}
-	if _, err := recvTensorInto(ctx, c, 1, "k", &dst); err != nil || !approxEqual(into, []float32{1, 2, 3, 4}) {
+	dst = wire.Tensor{Data: tensor.Bytes(into)}
+	if _, err := recvTensorInto(ctx, c, 1, "k", &dst); err != nil || !ApproxEqual(into, []float32{1, 2, 3, 4}) {
 		t.Fatalf("into a destination: %v, %v", into, err)
 	}
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/starwire/starwire/handlers/graph"
+	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -57,17 +59,16 @@ func (w *Worker) registerGraph(req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGr
 	if err := w.checkSession(req.GetSessionHandle(), req.GetCreateWorkerSessionCalled()); err != nil {
 		return nil, err
 	}
-	g, err := w.buildGraph(req.GetGraphDef())
+	g, err := graph.Build(req.GetGraphDef(), w.env)
 	if err != nil {
 		return nil, err
 	}
-	g.session = req.GetSessionHandle()
 	w.mu.Lock()
 	w.nextID++
-	g.handle = "g" + strconv.FormatUint(w.nextID, 10)
-	w.graphs[g.handle] = g
+	handle := "g" + strconv.FormatUint(w.nextID, 10)
+	w.graphs[handle] = &registered{Graph: g, session: req.GetSessionHandle()}
 	w.mu.Unlock()
-	return &tfpb.RegisterGraphResponse{GraphHandle: g.handle}, nil
+	return &tfpb.RegisterGraphResponse{GraphHandle: handle}, nil
 }
 
 func (w *Worker) deregisterGraph(req *tfpb.DeregisterGraphRequest) (*tfpb.DeregisterGraphResponse, error) {
@@ -81,7 +82,7 @@ func (w *Worker) deregisterGraph(req *tfpb.DeregisterGraphRequest) (*tfpb.Deregi
 	return &tfpb.DeregisterGraphResponse{}, nil
 }
 
-func (w *Worker) lookupGraph(handle string) (*graph, error) {
+func (w *Worker) lookupGraph(handle string) (*registered, error) {
 	w.mu.Lock()
 	g := w.graphs[handle]
 	w.mu.Unlock()
@@ -97,7 +98,7 @@ func (w *Worker) cleanupGraph(req *tfpb.CleanupGraphRequest) *tfpb.CleanupGraphR
 }
 
 func (w *Worker) cleanupAll(req *tfpb.CleanupAllRequest) *tfpb.CleanupAllResponse {
-	w.vars.cleanup(req.GetContainer())
+	w.vars.Cleanup(req.GetContainer())
 	w.rendezvous.CleanupAll(rpc.Errorf(wire.Aborted, "CleanupAll"))
 	return &tfpb.CleanupAllResponse{}
 }
@@ -123,7 +124,7 @@ func (w *Worker) checkKey(key string) error {
 			return w.checkIncarnation(key, inc)
 		}
 	}
-	p, err := ParseKey(key)
+	p, err := rendezvous.ParseKey(key)
 	if err != nil {
 		return rpc.Errorf(wire.InvalidArgument, "RecvTensor: %v", err)
 	}

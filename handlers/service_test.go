@@ -9,6 +9,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	. "github.com/starwire/starwire/handlers/internal/graphtest"
+	"github.com/starwire/starwire/handlers/rendezvous"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -49,7 +52,7 @@ func TestEveryMethodOnBothTransports(t *testing.T) {
 
 			// Sessions: a graph registered under an unknown session is refused.
 			sess := "sess-" + tr.name
-			reg := &tfpb.RegisterGraphRequest{SessionHandle: sess, CreateWorkerSessionCalled: true, GraphDef: graphDef(constF32("c", nil, 3))}
+			reg := &tfpb.RegisterGraphRequest{SessionHandle: sess, CreateWorkerSessionCalled: true, GraphDef: GraphDef(ConstF32("c", nil, 3))}
 			if err := tr.call(ctx, MethodRegisterGraph, reg, new(tfpb.RegisterGraphResponse)); tr.code(err) != wire.Aborted {
 				t.Fatalf("RegisterGraph before CreateWorkerSession: %v", err)
 			}
@@ -70,7 +73,7 @@ func TestEveryMethodOnBothTransports(t *testing.T) {
 				}
 			} else {
 				var reply rpc.Reply
-				if _, err := task.wc.RunGraph(ctx, run, nil, &reply); err != nil || !approxEqual(floatsOf(&reply.Tensors[0]), []float32{3}) {
+				if _, err := task.wc.RunGraph(ctx, run, nil, &reply); err != nil || !ApproxEqual(Floats(&reply.Tensors[0]), []float32{3}) {
 					t.Fatalf("RunGraph: %v %v", reply.Tensors, err)
 				}
 				reply.Release()
@@ -102,22 +105,22 @@ func TestEveryMethodOnBothTransports(t *testing.T) {
 			}
 
 			// RecvTensor.
-			key := CreateKey(task.w.Device(), 0x55, "/job:worker/replica:0/task:0/device:CPU:0", "t-"+tr.name, FrameIter{})
+			key := rendezvous.CreateKey(task.w.Device(), 0x55, "/job:worker/replica:0/task:0/device:CPU:0", "t-"+tr.name, rendezvous.FrameIter{})
 			step := int64(8 + len(tr.name))
-			task.w.rendezvous.Send(step, key, f32([]int64{2}, 4, 5))
+			task.w.rendezvous.Send(step, key, F32([]int64{2}, 4, 5))
 			rt := new(tfpb.RecvTensorResponse)
 			if tr.name == "grpc" {
 				if err := tr.call(ctx, MethodRecvTensor, &tfpb.RecvTensorRequest{StepId: step, RendezvousKey: key}, rt); err != nil {
 					t.Fatal(err)
 				}
-				x, err := TensorFromProto(rt.GetTensor())
-				if err != nil || !approxEqual(floatsOf(&x), []float32{4, 5}) {
+				x, err := tensor.FromProto(rt.GetTensor())
+				if err != nil || !ApproxEqual(Floats(&x), []float32{4, 5}) {
 					t.Fatalf("RecvTensor: %v %v", rt, err)
 				}
 				x.Buf.Release()
 			} else {
 				var reply rpc.Reply
-				if _, err := task.wc.RecvTensor(ctx, step, key, &reply); err != nil || !approxEqual(floatsOf(&reply.Tensors[0]), []float32{4, 5}) {
+				if _, err := task.wc.RecvTensor(ctx, step, key, &reply); err != nil || !ApproxEqual(Floats(&reply.Tensors[0]), []float32{4, 5}) {
 					t.Fatalf("RecvTensor: %v", err)
 				}
 				reply.Release()
@@ -129,7 +132,7 @@ func TestEveryMethodOnBothTransports(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := new(tfpb.RegisterGraphResponse)
-			tr.call(ctx, MethodRegisterGraph, &tfpb.RegisterGraphRequest{GraphDef: graphDef(constF32("c", nil, 1))}, g)
+			tr.call(ctx, MethodRegisterGraph, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(ConstF32("c", nil, 1))}, g)
 			logged := int64(20 + len(tr.name))
 			if err := tr.call(ctx, MethodRunGraph, &tfpb.RunGraphRequest{GraphHandle: g.GraphHandle, StepId: logged}, new(tfpb.RunGraphResponse)); err != nil {
 				t.Fatal(err)

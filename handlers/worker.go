@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/starwire/starwire/handlers/graph"
+	"github.com/starwire/starwire/handlers/ops"
+	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -18,19 +21,26 @@ import (
 type Worker struct {
 	opts   Options
 	task   string
-	device DeviceName
+	device rendezvous.DeviceName
 	attrs  *tfpb.DeviceAttributes
 	log    *slog.Logger
 
-	rendezvous *Rendezvous
-	vars       *variables
+	rendezvous *rendezvous.Rendezvous
+	vars       *ops.Variables
+	env        *ops.Env // what the graphs' kernels reach
 	stats      *stepStatsLog
 	collective *collectives
 
 	mu       sync.Mutex
 	sessions map[string]struct{}
-	graphs   map[string]*graph // by handle
+	graphs   map[string]*registered // by handle
 	nextID   uint64
+}
+
+// registered is a graph registered under a handle.
+type registered struct {
+	*graph.Graph
+	session string
 }
 
 // NewWorker returns the worker of the task opts names.
@@ -44,7 +54,7 @@ func NewWorker(opts Options) (*Worker, error) {
 	if opts.Device == "" {
 		opts.Device = "/job:" + opts.Job + "/replica:0/task:" + strconv.Itoa(opts.Task) + "/device:CPU:0"
 	}
-	dev, err := ParseDevice(opts.Device)
+	dev, err := rendezvous.ParseDevice(opts.Device)
 	if err != nil {
 		return nil, fmt.Errorf("handlers: new worker: %w", err)
 	}
@@ -74,12 +84,16 @@ func NewWorker(opts Options) (*Worker, error) {
 			Locality:    &tfpb.DeviceLocality{},
 		},
 		log:        opts.Logger,
-		rendezvous: NewRendezvous(),
-		vars:       newVariables(),
+		rendezvous: rendezvous.New(),
+		vars:       ops.NewVariables(),
 		stats:      newStepStatsLog(),
 		collective: newCollectives(),
 		sessions:   make(map[string]struct{}),
-		graphs:     make(map[string]*graph),
+		graphs:     make(map[string]*registered),
+	}
+	w.env = &ops.Env{Task: w.task, Rendezvous: w.rendezvous, Vars: w.vars, CheckpointDir: opts.CheckpointDir}
+	if opts.Resolver != nil {
+		w.env.RemoteRecv = w.remoteRecv
 	}
 	return w, nil
 }
@@ -95,4 +109,4 @@ func (w *Worker) Device() string { return w.attrs.Name }
 func (w *Worker) Incarnation() uint64 { return w.opts.Incarnation }
 
 // Rendezvous returns the worker's rendezvous.
-func (w *Worker) Rendezvous() *Rendezvous { return w.rendezvous }
+func (w *Worker) Rendezvous() *rendezvous.Rendezvous { return w.rendezvous }

@@ -4,6 +4,6 @@
 // gRPC behind one Caller interface.
 //
 // Feeds and fetches follow TensorFlow's distributed master: a feed is the
-// client-terminated _Recv whose rendezvous key (handlers.CreateKey) is the
+// client-terminated _Recv whose rendezvous key (rendezvous.CreateKey) is the
 // feed's key, a fetch the client-terminated _Send whose key is the fetch's.
 package driver

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -119,7 +120,7 @@ func (tc *testCluster) driver(t testing.TB) *Driver {
 func floats(vals ...float32) wire.Tensor {
 	b := make([]byte, 0, 4*len(vals))
 	for _, v := range vals {
-		b = append(b, handlers.Bytes([]float32{v})...)
+		b = append(b, tensor.Bytes([]float32{v})...)
 	}
 	return wire.Tensor{DType: wire.DTFloat, Shape: []int64{int64(len(vals))}, Data: b}
 }

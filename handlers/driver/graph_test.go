@@ -1,7 +1,7 @@
 package driver
 
 import (
-	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -41,5 +41,5 @@ func identityNode(name, input string, dt wire.DataType) *tfpb.NodeDef {
 }
 
 func key(src string, inc uint64, dst, tensor string) string {
-	return handlers.CreateKey(src, inc, dst, tensor, handlers.FrameIter{})
+	return rendezvous.CreateKey(src, inc, dst, tensor, rendezvous.FrameIter{})
 }

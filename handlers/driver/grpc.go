@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -124,7 +124,7 @@ func (g *GRPCCaller) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, fe
 	out.Release()
 	req.Send = req.Send[:0]
 	for i := range feeds {
-		tp, err := handlers.TensorToProto(&feeds[i].Tensor)
+		tp, err := tensor.ToProto(&feeds[i].Tensor)
 		if err != nil {
 			return fmt.Errorf("driver: RunGraph on %s: feed %q: %w", g.task, feeds[i].Key, err)
 		}
@@ -172,7 +172,7 @@ func (g *GRPCCaller) RecvTensor(ctx context.Context, req *tfpb.RecvTensorRequest
 // it has one (no copy), or decodes p's typed values otherwise.
 func tensorView(p *tfpb.TensorProto) (wire.Tensor, error) {
 	if c := p.GetTensorContent(); len(c) > 0 {
-		shape, err := handlers.ShapeFromProto(p.GetTensorShape())
+		shape, err := tensor.ShapeFromProto(p.GetTensorShape())
 		if err != nil {
 			return wire.Tensor{}, err
 		}
@@ -182,7 +182,7 @@ func tensorView(p *tfpb.TensorProto) (wire.Tensor, error) {
 		}
 		return t, nil
 	}
-	t, err := handlers.TensorFromProto(p)
+	t, err := tensor.FromProto(p)
 	if err != nil {
 		return wire.Tensor{}, err
 	}

@@ -1,0 +1,290 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+func init() {
+	registerOp("Const", &Spec{Build: buildConst})
+	registerOp("Placeholder", &Spec{Defaults: map[string]*tfpb.AttrValue{"shape": unknownShapeAttr()}, Build: buildNamedFeed("dtype")})
+	registerOp("_Arg", &Spec{Build: buildNamedFeed("T")})
+	registerOp("_Retval", &Spec{Build: buildRetval})
+	registerOp("Identity", &Spec{Build: buildIdentity})
+	registerOp("StopGradient", &Spec{Build: buildIdentity})
+	registerOp("NoOp", &Spec{Build: buildNoOp})
+	registerOp("Shape", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_type": typeAttr(wire.DTInt32)}, Build: buildShape})
+	registerOp("Reshape", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tshape": typeAttr(wire.DTInt32)}, Build: buildReshape})
+	registerOp("ZerosLike", &Spec{Build: buildZerosLike})
+	registerOp("Fill", &Spec{Defaults: map[string]*tfpb.AttrValue{"index_type": typeAttr(wire.DTInt32)}, Build: buildFill})
+}
+
+func buildConst(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(0); err != nil {
+		return nil, err
+	}
+	dt, err := n.attrType("dtype")
+	if err != nil {
+		return nil, err
+	}
+	v, err := attrValue[*tfpb.AttrValue_Tensor](n, "value", "a tensor")
+	if err != nil {
+		return nil, err
+	}
+	if wire.DataType(v.Tensor.GetDtype()) != dt {
+		return nil, fmt.Errorf("value is %v, dtype is %v", wire.DataType(v.Tensor.GetDtype()), dt)
+	}
+	t, err := tensor.FromProto(v.Tensor)
+	if err != nil {
+		return nil, err
+	}
+	// The value lives in memory the graph owns (Buf is nil): steps output
+	// views of it, which the garbage collector keeps alive.
+	constant := tensor.Owned(t.DType, t.Shape, len(t.Data))
+	copy(constant.Data, t.Data)
+	t.Buf.Release()
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		c.setOut(0, constant)
+		return nil
+	}, nil
+}
+
+// buildNamedFeed builds Placeholder and _Arg, fed by node name.
+func buildNamedFeed(typeAttrName string) func(*Env, *Node) (Kernel, error) {
+	return func(_ *Env, n *Node) (Kernel, error) {
+		if err := n.wantInputs(0); err != nil {
+			return nil, err
+		}
+		dt, err := n.attrType(typeAttrName)
+		if err != nil {
+			return nil, err
+		}
+		n.FeedType = dt
+		if n.Op == "Placeholder" {
+			if n.FeedShape, err = n.attrShape("shape"); err != nil {
+				return nil, err
+			}
+		}
+		n.NumOutputs = 1
+		return func(c *Context) error {
+			t, ok := c.Feeds[n.Name]
+			if !ok {
+				return rpc.Errorf(wire.InvalidArgument, "%s %q was not fed", n.Op, n.Name)
+			}
+			c.forward(0, &t)
+			return nil
+		}, nil
+	}
+}
+
+func buildRetval(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(1); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrType("T"); err != nil {
+		return nil, err
+	}
+	return func(*Context) error { return nil }, nil
+}
+
+func buildIdentity(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(1); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrType("T"); err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		if in := c.In[0]; in.v != nil && !in.isRef {
+			c.Out[0] = in // a resource handle passes through as is
+			return nil
+		}
+		t, err := c.input(0)
+		if err != nil {
+			return err
+		}
+		c.forward(0, t)
+		return nil
+	}, nil
+}
+
+func buildNoOp(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(0); err != nil {
+		return nil, err
+	}
+	return func(*Context) error { return nil }, nil
+}
+
+func buildShape(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(1); err != nil {
+		return nil, err
+	}
+	out, err := n.attrTypeIn("out_type", indexTypes...)
+	if err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		t, err := c.input(0)
+		if err != nil {
+			return err
+		}
+		r, _ := tensor.New(out, []int64{int64(len(t.Shape))})
+		for i, d := range t.Shape {
+			setIndex(&r, i, d)
+		}
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+func buildReshape(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(2); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrType("T"); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrTypeIn("Tshape", indexTypes...); err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		var in [2]*wire.Tensor
+		if err := c.inputs(in[:]); err != nil {
+			return err
+		}
+		t, st := in[0], in[1]
+		dims, err := indices(st)
+		if err != nil || len(st.Shape) > 1 {
+			return rpc.Errorf(wire.InvalidArgument, "shape must be a vector of int32 or int64, is %v%v", st.DType, st.Shape)
+		}
+		total, _ := t.NumElements()
+		shape, err := inferShape(dims, total)
+		if err != nil {
+			return err
+		}
+		r := tensor.Ref(*t)
+		r.Shape = shape
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+// inferShape fills in Reshape's one -1 dimension so that the shape holds
+// total elements.
+func inferShape(dims []int64, total int64) ([]int64, error) {
+	shape := append([]int64(nil), dims...)
+	known, unknown := int64(1), -1
+	for i, d := range shape {
+		switch {
+		case d == -1 && unknown < 0:
+			unknown = i
+		case d < 0:
+			return nil, rpc.Errorf(wire.InvalidArgument, "reshape to %v: bad dimension %d", dims, d)
+		default:
+			known *= d
+		}
+	}
+	if unknown >= 0 {
+		if known == 0 || total%known != 0 {
+			return nil, rpc.Errorf(wire.InvalidArgument, "reshape %d elements to %v", total, dims)
+		}
+		shape[unknown] = total / known
+		known = total
+	}
+	if known != total {
+		return nil, rpc.Errorf(wire.InvalidArgument, "reshape %d elements to %v", total, dims)
+	}
+	return shape, nil
+}
+
+func buildZerosLike(_ *Env, n *Node) (Kernel, error) {
+	if _, err := n.wantSignature(1, numericTypes...); err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		t, err := c.input(0)
+		if err != nil {
+			return err
+		}
+		r, err := tensor.New(t.DType, t.Shape)
+		if err != nil {
+			return err
+		}
+		clear(r.Data)
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+func buildFill(_ *Env, n *Node) (Kernel, error) {
+	if _, err := n.wantSignature(2, numericTypes...); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrTypeIn("index_type", indexTypes...); err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		var in [2]*wire.Tensor
+		if err := c.inputs(in[:]); err != nil {
+			return err
+		}
+		dt, v := in[0], in[1]
+		dims, err := indices(dt)
+		if err != nil || len(dt.Shape) != 1 {
+			return rpc.Errorf(wire.InvalidArgument, "dims must be an int vector, is %v%v", dt.DType, dt.Shape)
+		}
+		if len(v.Shape) != 0 {
+			return rpc.Errorf(wire.InvalidArgument, "value must be a scalar, has shape %v", v.Shape)
+		}
+		for _, d := range dims {
+			if d < 0 {
+				return rpc.Errorf(wire.InvalidArgument, "negative dimension in %v", dims)
+			}
+		}
+		r, err := tensor.New(v.DType, dims)
+		if err != nil {
+			return err
+		}
+		size := v.DType.Size()
+		for off := 0; off < len(r.Data); off += size {
+			copy(r.Data[off:off+size], v.Data)
+		}
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+// indices returns an int32 or int64 tensor's elements as int64s.
+func indices(t *wire.Tensor) ([]int64, error) {
+	switch t.DType {
+	case wire.DTInt64:
+		return append([]int64(nil), tensor.View[int64](t.Data)...), nil
+	case wire.DTInt32:
+		v := tensor.View[int32](t.Data)
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out, nil
+	}
+	return nil, rpc.Errorf(wire.InvalidArgument, "indices are %v, want int32 or int64", t.DType)
+}
+
+// setIndex stores v as element i of an int32 or int64 tensor.
+func setIndex(t *wire.Tensor, i int, v int64) {
+	if t.DType == wire.DTInt64 {
+		tensor.View[int64](t.Data)[i] = v
+	} else {
+		tensor.View[int32](t.Data)[i] = int32(v)
+	}
+}

@@ -1,0 +1,32 @@
+// Package ops holds the op kernels a worker runs, the registry that maps op
+// names to them, and the variables they share across steps.
+//
+// A graph executor (package graph) looks an op up with Lookup, fills in its
+// Spec's attribute defaults, and calls Build with the task's Env and the
+// node: Build checks the attributes and inputs once, at RegisterGraph, and
+// returns a Kernel. Each step then runs the kernel with a Context holding
+// the node's inputs and outputs in that step.
+//
+// The ops: Const, Placeholder, _Arg, _Retval, Identity, StopGradient, NoOp,
+// Shape, Reshape, ZerosLike, Fill, _Send, _Recv, _HostSend, _HostRecv,
+// VarHandleOp, VariableV2, ReadVariableOp, Assign, AssignVariableOp,
+// AssignAddVariableOp, AssignSubVariableOp, ApplyGradientDescent,
+// ResourceApplyGradientDescent, GatherV2, ResourceGather,
+// ResourceScatterAdd, ResourceSparseApplyAdagrad, SaveV2, RestoreV2, MatMul,
+// Add, AddV2, Sub, Mul, RealDiv, Maximum (with broadcasting), Neg, Sigmoid,
+// SigmoidGrad, Log, Log1p, Exp, Square, Sum, Mean. Arithmetic supports
+// DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; Names lists the ops at run
+// time.
+//
+// # Ownership and concurrency
+//
+// A kernel owns nothing between runs; one kernel may run in several steps
+// at once. Outputs it sets own a Buf reference each, which the step
+// releases; inputs are read only. Variables live in the Env's Variables,
+// across steps and graphs, and are shared by concurrent steps: dense
+// updates take a variable's lock for writing, sparse row updates take it
+// for reading plus a striped per-row lock, so updates of distinct rows run
+// in parallel and updates of one row add up exactly (see variable). SaveV2
+// and RestoreV2 write and read checkpoints under Env.CheckpointDir, so a
+// restarted parameter server resumes.
+package ops

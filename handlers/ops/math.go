@@ -1,0 +1,530 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+func init() {
+	for name, op := range map[string]binaryKind{"Add": addOp, "AddV2": addOp, "Sub": subOp, "Mul": mulOp, "RealDiv": divOp, "Maximum": maxOp} {
+		registerOp(name, &Spec{Build: buildBinary(op)})
+	}
+	for name, op := range map[string]unaryKind{"Neg": negOp, "Sigmoid": sigmoidOp, "Log": logOp, "Exp": expOp, "Square": squareOp, "Log1p": log1pOp} {
+		registerOp(name, &Spec{Build: buildUnary(op)})
+	}
+	registerOp("SigmoidGrad", &Spec{Build: buildSigmoidGrad})
+	red := map[string]*tfpb.AttrValue{"keep_dims": boolAttr(false), "Tidx": typeAttr(wire.DTInt32)}
+	registerOp("Sum", &Spec{Defaults: red, Build: buildReduce(false)})
+	registerOp("Mean", &Spec{Defaults: red, Build: buildReduce(true)})
+	registerOp("MatMul", &Spec{Defaults: map[string]*tfpb.AttrValue{"transpose_a": boolAttr(false), "transpose_b": boolAttr(false)}, Build: buildMatMul})
+}
+
+// numeric is the element types of arithmetic kernels.
+type numeric interface {
+	~float32 | ~float64 | ~int32 | ~int64
+}
+
+type binaryKind int
+
+const (
+	addOp binaryKind = iota
+	subOp
+	mulOp
+	divOp
+	maxOp
+	sigmoidGradOp // dy·y·(1-y) of y and dy, for SigmoidGrad
+)
+
+func buildBinary(op binaryKind) func(*Env, *Node) (Kernel, error) {
+	return func(_ *Env, n *Node) (Kernel, error) {
+		types := numericTypes
+		if op == divOp {
+			types = floatTypes
+		}
+		dt, err := n.wantSignature(2, types...)
+		if err != nil {
+			return nil, err
+		}
+		n.NumOutputs = 1
+		return func(c *Context) error {
+			var in [2]*wire.Tensor
+			if err := c.typedInputs(dt, in[:]); err != nil {
+				return err
+			}
+			a, b := in[0], in[1]
+			out, err := broadcastShape(a.Shape, b.Shape)
+			if err != nil {
+				return err
+			}
+			r, err := tensor.New(dt, out)
+			if err != nil {
+				return err
+			}
+			switch dt {
+			case wire.DTFloat:
+				broadcastBinary(op, tensor.View[float32](r.Data), out, tensor.View[float32](a.Data), a.Shape, tensor.View[float32](b.Data), b.Shape)
+			case wire.DTDouble:
+				broadcastBinary(op, tensor.View[float64](r.Data), out, tensor.View[float64](a.Data), a.Shape, tensor.View[float64](b.Data), b.Shape)
+			case wire.DTInt32:
+				broadcastBinary(op, tensor.View[int32](r.Data), out, tensor.View[int32](a.Data), a.Shape, tensor.View[int32](b.Data), b.Shape)
+			case wire.DTInt64:
+				broadcastBinary(op, tensor.View[int64](r.Data), out, tensor.View[int64](a.Data), a.Shape, tensor.View[int64](b.Data), b.Shape)
+			}
+			c.setOut(0, r)
+			return nil
+		}, nil
+	}
+}
+
+// broadcastShape returns the shape of a binary op's result under NumPy
+// broadcasting.
+func broadcastShape(a, b []int64) ([]int64, error) {
+	rank := max(len(a), len(b))
+	out := make([]int64, rank)
+	for i := range out {
+		da, db := int64(1), int64(1)
+		if j := i - (rank - len(a)); j >= 0 {
+			da = a[j]
+		}
+		if j := i - (rank - len(b)); j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db || db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		default:
+			return nil, rpc.Errorf(wire.InvalidArgument, "incompatible shapes %v and %v", a, b)
+		}
+	}
+	return out, nil
+}
+
+// broadcastStrides returns the element strides of shape aligned to the
+// rank of out, zero along broadcast dimensions.
+func broadcastStrides(shape, out []int64) []int64 {
+	strides := make([]int64, len(out))
+	s := int64(1)
+	for i := len(shape) - 1; i >= 0; i-- {
+		j := i + len(out) - len(shape)
+		if shape[i] != 1 {
+			strides[j] = s
+		}
+		s *= shape[i]
+	}
+	return strides
+}
+
+// broadcastBinary computes r = a op b under broadcasting. It walks the
+// result in runs along its last dimension, where each operand either moves
+// by one element or stays (a broadcast dimension), so the inner loop is a
+// plain loop the compiler can optimize, with the op chosen outside it.
+func broadcastBinary[T numeric](op binaryKind, r []T, out []int64, a []T, as []int64, b []T, bs []int64) {
+	switch {
+	case len(a) == len(r) && len(b) == len(r):
+		binaryRun(op, r, a, 1, b, 1)
+		return
+	case len(b) == 1 && len(a) == len(r):
+		binaryRun(op, r, a, 1, b, 0)
+		return
+	case len(a) == 1 && len(b) == len(r):
+		binaryRun(op, r, a, 0, b, 1)
+		return
+	case len(r) == 0:
+		return
+	}
+	sa, sb := broadcastStrides(as, out), broadcastStrides(bs, out)
+	last := len(out) - 1
+	inner := int(out[last])
+	outer := out[:last]
+	idx := make([]int64, len(outer))
+	var ia, ib int64
+	for o := 0; o < len(r); o += inner {
+		binaryRun(op, r[o:o+inner], a[ia:], int(sa[last]), b[ib:], int(sb[last]))
+		for d := len(outer) - 1; d >= 0; d-- {
+			idx[d]++
+			ia += sa[d]
+			ib += sb[d]
+			if idx[d] < outer[d] {
+				break
+			}
+			ia -= sa[d] * outer[d]
+			ib -= sb[d] * outer[d]
+			idx[d] = 0
+		}
+	}
+}
+
+// binaryRun computes r[i] = a[i·da] op b[i·db], with da and db 0 or 1.
+func binaryRun[T numeric](op binaryKind, r, a []T, da int, b []T, db int) {
+	switch op {
+	case addOp:
+		for i := range r {
+			r[i] = a[i*da] + b[i*db]
+		}
+	case subOp:
+		for i := range r {
+			r[i] = a[i*da] - b[i*db]
+		}
+	case mulOp:
+		for i := range r {
+			r[i] = a[i*da] * b[i*db]
+		}
+	case divOp:
+		for i := range r {
+			r[i] = a[i*da] / b[i*db]
+		}
+	case maxOp:
+		for i := range r {
+			r[i] = max(a[i*da], b[i*db])
+		}
+	case sigmoidGradOp:
+		for i := range r {
+			y := a[i*da]
+			r[i] = b[i*db] * y * (1 - y)
+		}
+	}
+}
+
+// elementwise computes r = a op b for tensors of one shape and of r's
+// dtype, without broadcasting; r may be a, to update a in place.
+func elementwise(op binaryKind, r, a, b *wire.Tensor) error {
+	switch r.DType {
+	case wire.DTFloat:
+		binaryRun(op, tensor.View[float32](r.Data), tensor.View[float32](a.Data), 1, tensor.View[float32](b.Data), 1)
+	case wire.DTDouble:
+		binaryRun(op, tensor.View[float64](r.Data), tensor.View[float64](a.Data), 1, tensor.View[float64](b.Data), 1)
+	case wire.DTInt32:
+		binaryRun(op, tensor.View[int32](r.Data), tensor.View[int32](a.Data), 1, tensor.View[int32](b.Data), 1)
+	case wire.DTInt64:
+		binaryRun(op, tensor.View[int64](r.Data), tensor.View[int64](a.Data), 1, tensor.View[int64](b.Data), 1)
+	default:
+		return rpc.Errorf(wire.InvalidArgument, "arithmetic on %v", r.DType)
+	}
+	return nil
+}
+
+type unaryKind int
+
+const (
+	negOp unaryKind = iota
+	sigmoidOp
+	logOp
+	expOp
+	squareOp
+	log1pOp
+)
+
+func unaryFunc[T float32 | float64](op unaryKind) func(T) T {
+	switch op {
+	case negOp:
+		return func(x T) T { return -x }
+	case sigmoidOp:
+		return func(x T) T { return T(1 / (1 + math.Exp(-float64(x)))) }
+	case logOp:
+		return func(x T) T { return T(math.Log(float64(x))) }
+	case expOp:
+		return func(x T) T { return T(math.Exp(float64(x))) }
+	case squareOp:
+		return func(x T) T { return x * x }
+	default:
+		return func(x T) T { return T(math.Log1p(float64(x))) }
+	}
+}
+
+func buildUnary(op unaryKind) func(*Env, *Node) (Kernel, error) {
+	return func(_ *Env, n *Node) (Kernel, error) {
+		types := floatTypes
+		if op == negOp || op == squareOp {
+			types = numericTypes
+		}
+		dt, err := n.wantSignature(1, types...)
+		if err != nil {
+			return nil, err
+		}
+		n.NumOutputs = 1
+		return func(c *Context) error {
+			a, err := c.typed(0, dt)
+			if err != nil {
+				return err
+			}
+			r, err := tensor.New(dt, a.Shape)
+			if err != nil {
+				return err
+			}
+			switch dt {
+			case wire.DTFloat:
+				mapInto(tensor.View[float32](r.Data), tensor.View[float32](a.Data), unaryFunc[float32](op))
+			case wire.DTDouble:
+				mapInto(tensor.View[float64](r.Data), tensor.View[float64](a.Data), unaryFunc[float64](op))
+			case wire.DTInt32:
+				mapInto(tensor.View[int32](r.Data), tensor.View[int32](a.Data), intUnary[int32](op))
+			case wire.DTInt64:
+				mapInto(tensor.View[int64](r.Data), tensor.View[int64](a.Data), intUnary[int64](op))
+			}
+			c.setOut(0, r)
+			return nil
+		}, nil
+	}
+}
+
+// intUnary is unaryFunc for the integer ops (Neg, Square).
+func intUnary[T int32 | int64](op unaryKind) func(T) T {
+	if op == negOp {
+		return func(x T) T { return -x }
+	}
+	return func(x T) T { return x * x }
+}
+
+func mapInto[T numeric](r, a []T, f func(T) T) {
+	a = a[:len(r)]
+	for i := range r {
+		r[i] = f(a[i])
+	}
+}
+
+// buildSigmoidGrad builds SigmoidGrad(y, dy) = dy * y * (1 - y).
+func buildSigmoidGrad(_ *Env, n *Node) (Kernel, error) {
+	dt, err := n.wantSignature(2, floatTypes...)
+	if err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		var in [2]*wire.Tensor
+		if err := c.typedInputs(dt, in[:]); err != nil {
+			return err
+		}
+		y, dy := in[0], in[1]
+		if !sameShape(y.Shape, dy.Shape) {
+			return rpc.Errorf(wire.InvalidArgument, "y%v and dy%v differ in shape", y.Shape, dy.Shape)
+		}
+		r, err := tensor.New(dt, y.Shape)
+		if err != nil {
+			return err
+		}
+		elementwise(sigmoidGradOp, &r, y, dy) // cannot fail: dt is a float type
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+// buildReduce builds Sum and Mean over the axes given by input 1.
+func buildReduce(mean bool) func(*Env, *Node) (Kernel, error) {
+	return func(_ *Env, n *Node) (Kernel, error) {
+		dt, err := n.wantSignature(2, numericTypes...)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := n.attrTypeIn("Tidx", indexTypes...); err != nil {
+			return nil, err
+		}
+		keep, err := n.attrBool("keep_dims")
+		if err != nil {
+			return nil, err
+		}
+		n.NumOutputs = 1
+		return func(c *Context) error {
+			a, err := c.typed(0, dt)
+			if err != nil {
+				return err
+			}
+			at, err := c.input(1)
+			if err != nil {
+				return err
+			}
+			axes, err := indices(at)
+			if err != nil || len(at.Shape) > 1 {
+				return rpc.Errorf(wire.InvalidArgument, "reduction indices must be an int scalar or vector, are %v%v", at.DType, at.Shape)
+			}
+			reduced := make([]bool, len(a.Shape))
+			for _, ax := range axes {
+				if ax < 0 {
+					ax += int64(len(a.Shape))
+				}
+				if ax < 0 || ax >= int64(len(a.Shape)) {
+					return rpc.Errorf(wire.InvalidArgument, "reduction axis %d out of range for rank %d", ax, len(a.Shape))
+				}
+				reduced[ax] = true
+			}
+			var outShape, keptShape []int64
+			for i, d := range a.Shape {
+				if reduced[i] {
+					keptShape = append(keptShape, 1)
+					if keep {
+						outShape = append(outShape, 1)
+					}
+					continue
+				}
+				keptShape = append(keptShape, d)
+				outShape = append(outShape, d)
+			}
+			r, err := tensor.New(dt, outShape)
+			if err != nil {
+				return err
+			}
+			clear(r.Data)
+			in, _ := a.NumElements()
+			out, _ := r.NumElements()
+			count := float64(1)
+			if out > 0 {
+				count = float64(in / out)
+			}
+			switch dt {
+			case wire.DTFloat:
+				reduceSum(tensor.View[float32](r.Data), tensor.View[float32](a.Data), a.Shape, keptShape, mean, count)
+			case wire.DTDouble:
+				reduceSum(tensor.View[float64](r.Data), tensor.View[float64](a.Data), a.Shape, keptShape, mean, count)
+			case wire.DTInt32:
+				reduceSum(tensor.View[int32](r.Data), tensor.View[int32](a.Data), a.Shape, keptShape, mean, count)
+			case wire.DTInt64:
+				reduceSum(tensor.View[int64](r.Data), tensor.View[int64](a.Data), a.Shape, keptShape, mean, count)
+			}
+			c.setOut(0, r)
+			return nil
+		}, nil
+	}
+}
+
+// reduceSum adds every element of a into r, whose shape is kept (a's shape
+// with reduced dimensions set to 1), and divides by count for a mean. It
+// walks a in runs along its last dimension: a reduced last dimension sums
+// each run into one element, a kept one adds the run to a run of r.
+func reduceSum[T numeric](r, a []T, shape, kept []int64, mean bool, count float64) {
+	if len(a) > 0 {
+		if len(shape) == 0 {
+			r[0] = a[0]
+		} else {
+			strides := broadcastStrides(kept, shape)
+			last := len(shape) - 1
+			inner := int(shape[last])
+			outer := shape[:last]
+			idx := make([]int64, len(outer))
+			var ir int64
+			for o := 0; o < len(a); o += inner {
+				run := a[o : o+inner]
+				if strides[last] == 0 {
+					var sum T
+					for _, x := range run {
+						sum += x
+					}
+					r[ir] += sum
+				} else {
+					dst := r[ir : int(ir)+inner]
+					for i, x := range run {
+						dst[i] += x
+					}
+				}
+				for d := len(outer) - 1; d >= 0; d-- {
+					idx[d]++
+					ir += strides[d]
+					if idx[d] < outer[d] {
+						break
+					}
+					ir -= strides[d] * outer[d]
+					idx[d] = 0
+				}
+			}
+		}
+	}
+	if mean {
+		for i := range r {
+			r[i] = T(float64(r[i]) / count)
+		}
+	}
+}
+
+func buildMatMul(_ *Env, n *Node) (Kernel, error) {
+	dt, err := n.wantSignature(2, numericTypes...)
+	if err != nil {
+		return nil, err
+	}
+	ta, err := n.attrBool("transpose_a")
+	if err != nil {
+		return nil, err
+	}
+	tb, err := n.attrBool("transpose_b")
+	if err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		var in [2]*wire.Tensor
+		if err := c.typedInputs(dt, in[:]); err != nil {
+			return err
+		}
+		a, b := in[0], in[1]
+		if len(a.Shape) != 2 || len(b.Shape) != 2 {
+			return rpc.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v: both must be matrices", a.Shape, b.Shape)
+		}
+		m, k := a.Shape[0], a.Shape[1]
+		if ta {
+			m, k = k, m
+		}
+		k2, nn := b.Shape[0], b.Shape[1]
+		if tb {
+			k2, nn = nn, k2
+		}
+		if k != k2 {
+			return rpc.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v (transpose %v, %v): inner dimensions %d and %d differ", a.Shape, b.Shape, ta, tb, k, k2)
+		}
+		r, err := tensor.New(dt, []int64{m, nn})
+		if err != nil {
+			return err
+		}
+		clear(r.Data)
+		dims := matDims{m: int(m), k: int(k), n: int(nn), ta: ta, tb: tb}
+		switch dt {
+		case wire.DTFloat:
+			matMul(tensor.View[float32](r.Data), tensor.View[float32](a.Data), tensor.View[float32](b.Data), dims)
+		case wire.DTDouble:
+			matMul(tensor.View[float64](r.Data), tensor.View[float64](a.Data), tensor.View[float64](b.Data), dims)
+		case wire.DTInt32:
+			matMul(tensor.View[int32](r.Data), tensor.View[int32](a.Data), tensor.View[int32](b.Data), dims)
+		case wire.DTInt64:
+			matMul(tensor.View[int64](r.Data), tensor.View[int64](a.Data), tensor.View[int64](b.Data), dims)
+		}
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+type matDims struct {
+	m, k, n int
+	ta, tb  bool
+}
+
+// matMul computes r[m×n] += op(a)[m×k] · op(b)[k×n], looping i, p, j so
+// that the inner loop walks rows of r and of b when b is not transposed.
+func matMul[T numeric](r, a, b []T, d matDims) {
+	at := func(i, p int) T {
+		if d.ta {
+			return a[p*d.m+i]
+		}
+		return a[i*d.k+p]
+	}
+	for i := 0; i < d.m; i++ {
+		row := r[i*d.n : (i+1)*d.n]
+		for p := 0; p < d.k; p++ {
+			x := at(i, p)
+			if x == 0 {
+				continue
+			}
+			if !d.tb {
+				brow := b[p*d.n : (p+1)*d.n]
+				for j := range row {
+					row[j] += x * brow[j]
+				}
+				continue
+			}
+			for j := range row {
+				row[j] += x * b[j*d.k+p]
+			}
+		}
+	}
+}

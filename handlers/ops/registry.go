@@ -1,0 +1,54 @@
+package ops
+
+import (
+	"sort"
+
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// A Spec is what the worker knows of an op: the attribute defaults a
+// master strips before sending a graph, and how to build its kernel. Specs
+// are registered once, at init, and only read afterwards.
+type Spec struct {
+	Defaults map[string]*tfpb.AttrValue
+	// Async ops may wait (for a tensor from another partition), so the
+	// executor runs them on goroutines of their own.
+	Async bool
+	// Build checks n's attributes and inputs against env, sets n's outputs
+	// (and, for feeds and fetches, their keys and types) and returns the
+	// kernel.
+	Build func(env *Env, n *Node) (Kernel, error)
+}
+
+// specs holds every supported op; filled by the other files' init.
+var specs = map[string]*Spec{}
+
+func registerOp(name string, spec *Spec) {
+	if _, dup := specs[name]; dup {
+		panic("ops: op " + name + " registered twice")
+	}
+	specs[name] = spec
+}
+
+// Lookup returns the Spec of op name, or nil when it is not supported.
+func Lookup(name string) *Spec { return specs[name] }
+
+// Names returns the names of the supported ops, sorted.
+func Names() []string {
+	names := make([]string, 0, len(specs))
+	for name := range specs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// numericTypes are the element types arithmetic kernels support.
+var numericTypes = []wire.DataType{wire.DTFloat, wire.DTDouble, wire.DTInt32, wire.DTInt64}
+
+// floatTypes are the element types of kernels that need real numbers.
+var floatTypes = []wire.DataType{wire.DTFloat, wire.DTDouble}
+
+// indexTypes are the element types of indices, axes and shapes.
+var indexTypes = []wire.DataType{wire.DTInt32, wire.DTInt64}

@@ -1,0 +1,343 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+func init() {
+	registerOp("GatherV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0)}, Build: buildGatherV2})
+	registerOp("ResourceGather", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0), "validate_indices": boolAttr(true)}, Build: buildResourceGather})
+	registerOp("ResourceScatterAdd", &Spec{Build: buildResourceScatterAdd})
+	registerOp("ResourceSparseApplyAdagrad", &Spec{Defaults: map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "update_slots": boolAttr(true)}, Build: buildSparseApplyAdagrad})
+}
+
+// rowLayout describes a tensor as rows along its first (or axis-th)
+// dimension: outer blocks of rows, each row of rowBytes.
+type rowLayout struct {
+	outer, rows, rowBytes int
+}
+
+func layoutAt(t *wire.Tensor, axis int) rowLayout {
+	l := rowLayout{outer: 1, rows: int(t.Shape[axis]), rowBytes: t.DType.Size()}
+	for _, d := range t.Shape[:axis] {
+		l.outer *= int(d)
+	}
+	for _, d := range t.Shape[axis+1:] {
+		l.rowBytes *= int(d)
+	}
+	return l
+}
+
+// checkIndices verifies every index is a row of a dimension of n.
+func checkIndices(idx []int64, n int) error {
+	for i, x := range idx {
+		if x < 0 || x >= int64(n) {
+			return rpc.Errorf(wire.InvalidArgument, "indices[%d] = %d is not in [0, %d)", i, x, n)
+		}
+	}
+	return nil
+}
+
+// scatterRows checks an update of rows of t, as ResourceScatterAdd and
+// ResourceSparseApplyAdagrad make one: u (named what in the error) must
+// hold one row of t per index, and every index must be a row of t. It
+// returns t's row layout.
+func scatterRows(what string, u, t *wire.Tensor, idxShape, idx []int64) (rowLayout, error) {
+	if want := gatherShape(t.Shape, idxShape, 0); !sameShape(u.Shape, want) {
+		return rowLayout{}, rpc.Errorf(wire.InvalidArgument, "%s of shape %v for indices %v into %v, want %v", what, u.Shape, idxShape, t.Shape, want)
+	}
+	l := layoutAt(t, 0)
+	return l, checkIndices(idx, l.rows)
+}
+
+// gatherShape is params' shape with dimension axis replaced by idxShape.
+func gatherShape(params, idxShape []int64, axis int) []int64 {
+	out := append([]int64(nil), params[:axis]...)
+	out = append(out, idxShape...)
+	return append(out, params[axis+1:]...)
+}
+
+func buildGatherV2(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(3); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrType("Tparams"); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrTypeIn("Taxis", indexTypes...); err != nil {
+		return nil, err
+	}
+	if err := n.rejectBatchDims(); err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		var in [3]*wire.Tensor
+		if err := c.inputs(in[:]); err != nil {
+			return err
+		}
+		params, it, at := in[0], in[1], in[2]
+		idx, err := indices(it)
+		if err != nil {
+			return err
+		}
+		ax, err := indices(at)
+		if err != nil || len(ax) != 1 || len(at.Shape) != 0 {
+			return rpc.Errorf(wire.InvalidArgument, "axis must be an int scalar, is %v%v", at.DType, at.Shape)
+		}
+		axis := ax[0]
+		if axis < 0 {
+			axis += int64(len(params.Shape))
+		}
+		if axis < 0 || axis >= int64(len(params.Shape)) || params.DType.Size() == 0 {
+			return rpc.Errorf(wire.InvalidArgument, "gather axis %d from %v%v", ax[0], params.DType, params.Shape)
+		}
+		l := layoutAt(params, int(axis))
+		if err := checkIndices(idx, l.rows); err != nil {
+			return err
+		}
+		r, err := tensor.New(params.DType, gatherShape(params.Shape, it.Shape, int(axis)))
+		if err != nil {
+			return err
+		}
+		dst := r.Data
+		for o := 0; o < l.outer; o++ {
+			block := params.Data[o*l.rows*l.rowBytes:]
+			for _, x := range idx {
+				dst = dst[copy(dst, block[int(x)*l.rowBytes:int(x+1)*l.rowBytes]):]
+			}
+		}
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+// rejectBatchDims refuses a gather with batch dimensions: gathers here
+// take whole rows of one table.
+func (n *Node) rejectBatchDims() error {
+	if bd, err := n.attrInt("batch_dims"); err != nil || bd != 0 {
+		return errOr(err, "batch_dims %d is not supported", bd)
+	}
+	return nil
+}
+
+// errOr returns err, or a new InvalidArgument error when err is nil.
+func errOr(err error, format string, args ...any) error {
+	if err != nil {
+		return err
+	}
+	return rpc.Errorf(wire.InvalidArgument, format, args...)
+}
+
+// lockRow and unlockRow take row r's stripe; mu must be held.
+func (v *variable) lockRow(r int64)   { v.rows[uint64(r)%rowStripes].Lock() }
+func (v *variable) unlockRow(r int64) { v.rows[uint64(r)%rowStripes].Unlock() }
+
+// sparse runs f with mu held for reading on an initialized variable of
+// rank ≥ 1; f takes row locks itself.
+func (v *variable) sparse(f func(t *wire.Tensor) error) error {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if !v.init {
+		return errUninitialized(v)
+	}
+	if len(v.t.Shape) == 0 {
+		return rpc.Errorf(wire.InvalidArgument, "row access to scalar variable %s", v.name)
+	}
+	return f(&v.t)
+}
+
+func buildResourceGather(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(2); err != nil {
+		return nil, err
+	}
+	dt, err := n.attrType("dtype")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
+		return nil, err
+	}
+	if err := n.rejectBatchDims(); err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		v, it, err := c.variableAndInput()
+		if err != nil {
+			return err
+		}
+		idx, err := indices(it)
+		if err != nil {
+			return err
+		}
+		if err := v.checkDType(dt); err != nil {
+			return err
+		}
+		var r wire.Tensor
+		err = v.sparse(func(t *wire.Tensor) error {
+			l := layoutAt(t, 0)
+			if err := checkIndices(idx, l.rows); err != nil {
+				return err
+			}
+			if r, err = tensor.New(dt, gatherShape(t.Shape, it.Shape, 0)); err != nil {
+				return err
+			}
+			for i, x := range idx {
+				v.lockRow(x)
+				copy(r.Data[i*l.rowBytes:], t.Data[int(x)*l.rowBytes:int(x+1)*l.rowBytes])
+				v.unlockRow(x)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+func buildResourceScatterAdd(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(3); err != nil {
+		return nil, err
+	}
+	dt, err := n.attrTypeIn("dtype", numericTypes...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
+		return nil, err
+	}
+	return func(c *Context) error {
+		v, it, err := c.variableAndInput()
+		if err != nil {
+			return err
+		}
+		idx, err := indices(it)
+		if err != nil {
+			return err
+		}
+		u, err := c.typed(2, dt)
+		if err != nil {
+			return err
+		}
+		return v.sparse(func(t *wire.Tensor) error {
+			// Checked here, so that an uninitialized variable is
+			// reported as such first.
+			if err := v.checkDType(dt); err != nil {
+				return err
+			}
+			l, err := scatterRows("updates", u, t, it.Shape, idx)
+			if err != nil {
+				return err
+			}
+			for i, x := range idx {
+				row := &wire.Tensor{DType: dt, Data: t.Data[int(x)*l.rowBytes : int(x+1)*l.rowBytes]}
+				upd := &wire.Tensor{DType: dt, Data: u.Data[i*l.rowBytes : (i+1)*l.rowBytes]}
+				v.lockRow(x)
+				elementwise(addOp, row, row, upd)
+				v.unlockRow(x)
+			}
+			return nil
+		})
+	}, nil
+}
+
+// buildSparseApplyAdagrad builds ResourceSparseApplyAdagrad: for each
+// index i with gradient row g, accum[i] += g² (when update_slots), then
+// var[i] -= lr · g / √accum[i].
+func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
+	dt, err := n.wantSignature(5, floatTypes...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
+		return nil, err
+	}
+	updateSlots, err := n.attrBool("update_slots")
+	if err != nil {
+		return nil, err
+	}
+	return func(c *Context) error {
+		v, err := c.resource(0)
+		if err != nil {
+			return err
+		}
+		acc, err := c.resource(1)
+		if err != nil {
+			return err
+		}
+		lr, err := c.typed(2, dt)
+		if err != nil {
+			return err
+		}
+		g, err := c.typed(3, dt)
+		if err != nil {
+			return err
+		}
+		it, err := c.input(4)
+		if err != nil {
+			return err
+		}
+		idx, err := indices(it)
+		if err != nil || len(it.Shape) != 1 {
+			return errOr(err, "indices must be a vector, have shape %v", it.Shape)
+		}
+		if len(lr.Shape) != 0 {
+			return rpc.Errorf(wire.InvalidArgument, "lr must be a scalar, has shape %v", lr.Shape)
+		}
+		if v == acc {
+			return rpc.Errorf(wire.InvalidArgument, "var and accum are both %s", v.name)
+		}
+		// Locks in id order: see variable.
+		first, second := v, acc
+		if acc.id < v.id {
+			first, second = acc, v
+		}
+		return first.sparse(func(*wire.Tensor) error {
+			return second.sparse(func(*wire.Tensor) error {
+				vt, at := &v.t, &acc.t
+				if vt.DType != dt || at.DType != dt || !sameShape(vt.Shape, at.Shape) {
+					return rpc.Errorf(wire.InvalidArgument, "var %v%v and accum %v%v must match, of %v", vt.DType, vt.Shape, at.DType, at.Shape, dt)
+				}
+				l, err := scatterRows("grad", g, vt, it.Shape, idx)
+				if err != nil {
+					return err
+				}
+				for i, x := range idx {
+					lo, hi := int(x)*l.rowBytes, int(x+1)*l.rowBytes
+					gl, gh := i*l.rowBytes, (i+1)*l.rowBytes
+					first.lockRow(x)
+					second.lockRow(x)
+					switch dt {
+					case wire.DTFloat:
+						adagradRow(tensor.View[float32](vt.Data[lo:hi]), tensor.View[float32](at.Data[lo:hi]), tensor.View[float32](g.Data[gl:gh]), tensor.View[float32](lr.Data)[0], updateSlots)
+					case wire.DTDouble:
+						adagradRow(tensor.View[float64](vt.Data[lo:hi]), tensor.View[float64](at.Data[lo:hi]), tensor.View[float64](g.Data[gl:gh]), tensor.View[float64](lr.Data)[0], updateSlots)
+					}
+					second.unlockRow(x)
+					first.unlockRow(x)
+				}
+				return nil
+			})
+		})
+	}, nil
+}
+
+func adagradRow[T float32 | float64](v, acc, g []T, lr T, updateSlots bool) {
+	for j := range v {
+		if updateSlots {
+			acc[j] += g[j] * g[j]
+		}
+		v[j] -= lr * g[j] / T(math.Sqrt(float64(acc[j])))
+	}
+}

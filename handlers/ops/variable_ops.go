@@ -1,0 +1,231 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+func init() {
+	varDefaults := map[string]*tfpb.AttrValue{"container": stringAttr(""), "shared_name": stringAttr("")}
+	registerOp("VarHandleOp", &Spec{Defaults: withDefaults(varDefaults, map[string]*tfpb.AttrValue{"allowed_devices": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{}}}}), Build: buildVariable(false)})
+	registerOp("VariableV2", &Spec{Defaults: varDefaults, Build: buildVariable(true)})
+	registerOp("ReadVariableOp", &Spec{Build: buildReadVariable})
+	registerOp("Assign", &Spec{Defaults: map[string]*tfpb.AttrValue{"validate_shape": boolAttr(true), "use_locking": boolAttr(true)}, Build: buildAssign})
+	registerOp("AssignVariableOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"validate_shape": boolAttr(false)}, Build: buildAssignVariable})
+	registerOp("AssignAddVariableOp", &Spec{Build: buildAssignUpdate(addOp)})
+	registerOp("AssignSubVariableOp", &Spec{Build: buildAssignUpdate(subOp)})
+	gd := map[string]*tfpb.AttrValue{"use_locking": boolAttr(false)}
+	registerOp("ApplyGradientDescent", &Spec{Defaults: gd, Build: buildApplyGradientDescent(true)})
+	registerOp("ResourceApplyGradientDescent", &Spec{Defaults: gd, Build: buildApplyGradientDescent(false)})
+}
+
+// withDefaults merges default tables.
+func withDefaults(tables ...map[string]*tfpb.AttrValue) map[string]*tfpb.AttrValue {
+	out := make(map[string]*tfpb.AttrValue)
+	for _, t := range tables {
+		for k, v := range t {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// buildVariable builds VarHandleOp (a resource handle) and VariableV2 (a
+// ref). An empty shared_name means the node's name, as in graph mode.
+func buildVariable(ref bool) func(*Env, *Node) (Kernel, error) {
+	return func(env *Env, n *Node) (Kernel, error) {
+		if err := n.wantInputs(0); err != nil {
+			return nil, err
+		}
+		dt, err := n.attrType("dtype")
+		if err != nil {
+			return nil, err
+		}
+		if dt.Size() == 0 {
+			return nil, fmt.Errorf("variables of %v are not supported", dt)
+		}
+		if _, err := n.attrShape("shape"); err != nil {
+			return nil, err
+		}
+		container, err := n.attrString("container")
+		if err != nil {
+			return nil, err
+		}
+		shared, err := n.attrString("shared_name")
+		if err != nil {
+			return nil, err
+		}
+		if shared == "" {
+			shared = n.Name
+		}
+		n.NumOutputs = 1
+		return func(c *Context) error {
+			v, err := env.Vars.lookup(container, shared, dt)
+			if err != nil {
+				return err
+			}
+			c.Out[0] = Value{T: wire.Tensor{DType: dt}, Set: true, v: v, isRef: ref}
+			return nil
+		}, nil
+	}
+}
+
+func buildReadVariable(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(1); err != nil {
+		return nil, err
+	}
+	dt, err := n.attrType("dtype")
+	if err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		v, err := c.resource(0)
+		if err != nil {
+			return err
+		}
+		if err := v.checkDType(dt); err != nil {
+			return err
+		}
+		t, err := v.read()
+		if err != nil {
+			return err
+		}
+		c.setOut(0, t)
+		return nil
+	}, nil
+}
+
+// buildAssign builds Assign on a VariableV2 ref; its output is the ref.
+func buildAssign(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(2); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrType("T"); err != nil {
+		return nil, err
+	}
+	validate, err := n.attrBool("validate_shape")
+	if err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		if !c.In[0].isRef {
+			return rpc.Errorf(wire.InvalidArgument, "input 0 is not a variable ref")
+		}
+		t, err := c.input(1)
+		if err != nil {
+			return err
+		}
+		if err := c.In[0].v.assign(t, validate); err != nil {
+			return err
+		}
+		c.Out[0] = c.In[0]
+		return nil
+	}, nil
+}
+
+func buildAssignVariable(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(2); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrType("dtype"); err != nil {
+		return nil, err
+	}
+	validate, err := n.attrBool("validate_shape")
+	if err != nil {
+		return nil, err
+	}
+	return func(c *Context) error {
+		v, t, err := c.variableAndInput()
+		if err != nil {
+			return err
+		}
+		return v.assign(t, validate)
+	}, nil
+}
+
+// buildAssignUpdate builds AssignAddVariableOp and AssignSubVariableOp.
+func buildAssignUpdate(op binaryKind) func(*Env, *Node) (Kernel, error) {
+	return func(_ *Env, n *Node) (Kernel, error) {
+		if err := n.wantInputs(2); err != nil {
+			return nil, err
+		}
+		if _, err := n.attrTypeIn("dtype", numericTypes...); err != nil {
+			return nil, err
+		}
+		return func(c *Context) error {
+			v, d, err := c.variableAndInput()
+			if err != nil {
+				return err
+			}
+			return v.update(func(t *wire.Tensor) error {
+				if d.DType != t.DType || !sameShape(d.Shape, t.Shape) {
+					return rpc.Errorf(wire.InvalidArgument, "update %v%v of variable %s of %v%v", d.DType, d.Shape, v.name, t.DType, t.Shape)
+				}
+				return elementwise(op, t, t, d)
+			})
+		}, nil
+	}
+}
+
+// buildApplyGradientDescent builds ApplyGradientDescent (on a ref, which
+// is its output) and ResourceApplyGradientDescent: var -= alpha * delta.
+func buildApplyGradientDescent(ref bool) func(*Env, *Node) (Kernel, error) {
+	return func(_ *Env, n *Node) (Kernel, error) {
+		if _, err := n.wantSignature(3, floatTypes...); err != nil {
+			return nil, err
+		}
+		if ref {
+			n.NumOutputs = 1
+		}
+		return func(c *Context) error {
+			if c.In[0].v == nil || c.In[0].isRef != ref {
+				return rpc.Errorf(wire.InvalidArgument, "input 0 is not a variable %s", map[bool]string{true: "ref", false: "handle"}[ref])
+			}
+			v := c.In[0].v
+			alpha, err := c.input(1)
+			if err != nil {
+				return err
+			}
+			delta, err := c.input(2)
+			if err != nil {
+				return err
+			}
+			if len(alpha.Shape) != 0 || alpha.DType != v.dtype {
+				return rpc.Errorf(wire.InvalidArgument, "alpha must be a %v scalar, is %v%v", v.dtype, alpha.DType, alpha.Shape)
+			}
+			err = v.update(func(t *wire.Tensor) error {
+				if delta.DType != t.DType || !sameShape(delta.Shape, t.Shape) {
+					return rpc.Errorf(wire.InvalidArgument, "delta %v%v for variable %s of %v%v", delta.DType, delta.Shape, v.name, t.DType, t.Shape)
+				}
+				switch t.DType {
+				case wire.DTFloat:
+					axpy(tensor.View[float32](t.Data), -tensor.View[float32](alpha.Data)[0], tensor.View[float32](delta.Data))
+				case wire.DTDouble:
+					axpy(tensor.View[float64](t.Data), -tensor.View[float64](alpha.Data)[0], tensor.View[float64](delta.Data))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if ref {
+				c.Out[0] = c.In[0]
+			}
+			return nil
+		}, nil
+	}
+}
+
+// axpy computes y += a*x.
+func axpy[T float32 | float64](y []T, a T, x []T) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += a * x[i]
+	}
+}

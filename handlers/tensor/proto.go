@@ -1,0 +1,208 @@
+package tensor
+
+import (
+	"fmt"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// ShapeFromProto returns the dimensions of a fully known shape.
+func ShapeFromProto(s *tfpb.TensorShapeProto) ([]int64, error) {
+	if s.GetUnknownRank() {
+		return nil, fmt.Errorf("tensor: shape of unknown rank")
+	}
+	dims := make([]int64, len(s.GetDim()))
+	for i, d := range s.GetDim() {
+		if d.GetSize() < 0 {
+			return nil, fmt.Errorf("tensor: shape dimension %d is unknown (%d)", i, d.GetSize())
+		}
+		dims[i] = d.GetSize()
+	}
+	return dims, nil
+}
+
+// ShapeToProto returns shape as a TensorShapeProto.
+func ShapeToProto(shape []int64) *tfpb.TensorShapeProto {
+	p := &tfpb.TensorShapeProto{Dim: make([]*tfpb.TensorShapeProto_Dim, len(shape))}
+	for i, d := range shape {
+		p.Dim[i] = &tfpb.TensorShapeProto_Dim{Size: d}
+	}
+	return p
+}
+
+// FromProto decodes p into a tensor in a fresh aligned buffer, owned by
+// the caller (release t.Buf). The elements come from tensor_content when it
+// is set, else from the typed repeated field of p's dtype (float_val,
+// int_val, int64_val, string_val, ...). As in TensorFlow, fewer typed values
+// than elements repeat the last value (a Const of shape [1000] may hold one
+// float_val), and none at all means zeros. Errors wrap rpc.ErrInvalidArgument.
+func FromProto(p *tfpb.TensorProto) (wire.Tensor, error) {
+	dt := wire.DataType(p.GetDtype())
+	shape, err := ShapeFromProto(p.GetTensorShape())
+	if err != nil {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %v", err)
+	}
+	n, ok := NumElements(shape)
+	if !ok {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: shape %v has no element count", shape)
+	}
+	if dt == wire.DTString {
+		return stringsFromProto(p, shape, n)
+	}
+	size := dt.Size()
+	if size == 0 {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: dtype %v cannot be held", dt)
+	}
+	if n > MaxBytes/int64(size) {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %v%v is over %d bytes", dt, shape, MaxBytes)
+	}
+	nbytes := n * int64(size)
+	buf := wire.NewBuffer(int(nbytes))
+	t := wire.Tensor{DType: dt, Shape: shape, Data: buf.Bytes(), Buf: buf}
+	if c := p.GetTensorContent(); len(c) > 0 || n == 0 {
+		if int64(len(c)) != nbytes {
+			buf.Release()
+			return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %v%v needs %d bytes of content, has %d", dt, shape, nbytes, len(c))
+		}
+		copy(t.Data, c)
+		return t, nil
+	}
+	if err := fillTyped(&t, p); err != nil {
+		buf.Release()
+		return wire.Tensor{}, err
+	}
+	return t, nil
+}
+
+// fillTyped copies the typed repeated field matching t's dtype into t,
+// broadcasting the last value.
+func fillTyped(t *wire.Tensor, p *tfpb.TensorProto) error {
+	switch t.DType {
+	case wire.DTFloat:
+		return broadcast(View[float32](t.Data), p.GetFloatVal(), func(v float32) float32 { return v })
+	case wire.DTDouble:
+		return broadcast(View[float64](t.Data), p.GetDoubleVal(), func(v float64) float64 { return v })
+	case wire.DTInt32, wire.DTQint32:
+		return broadcast(View[int32](t.Data), p.GetIntVal(), func(v int32) int32 { return v })
+	case wire.DTInt16, wire.DTQint16:
+		return broadcast(View[int16](t.Data), p.GetIntVal(), func(v int32) int16 { return int16(v) })
+	case wire.DTUint16, wire.DTQuint16:
+		return broadcast(View[uint16](t.Data), p.GetIntVal(), func(v int32) uint16 { return uint16(v) })
+	case wire.DTInt8, wire.DTQint8:
+		return broadcast(View[int8](t.Data), p.GetIntVal(), func(v int32) int8 { return int8(v) })
+	case wire.DTUint8, wire.DTQuint8:
+		return broadcast(View[uint8](t.Data), p.GetIntVal(), func(v int32) uint8 { return uint8(v) })
+	case wire.DTInt64:
+		return broadcast(View[int64](t.Data), p.GetInt64Val(), func(v int64) int64 { return v })
+	case wire.DTUint32:
+		return broadcast(View[uint32](t.Data), p.GetUint32Val(), func(v uint32) uint32 { return v })
+	case wire.DTUint64:
+		return broadcast(View[uint64](t.Data), p.GetUint64Val(), func(v uint64) uint64 { return v })
+	case wire.DTBool:
+		return broadcast(View[uint8](t.Data), p.GetBoolVal(), func(v bool) uint8 {
+			if v {
+				return 1
+			}
+			return 0
+		})
+	case wire.DTHalf, wire.DTBfloat16:
+		return broadcast(View[uint16](t.Data), p.GetHalfVal(), func(v int32) uint16 { return uint16(v) })
+	case wire.DTComplex64:
+		return broadcastPairs(View[float32](t.Data), p.GetScomplexVal())
+	case wire.DTComplex128:
+		return broadcastPairs(View[float64](t.Data), p.GetDcomplexVal())
+	}
+	return rpc.Errorf(wire.InvalidArgument, "tensor: no typed values for dtype %v", t.DType)
+}
+
+func broadcast[S, D any](dst []D, src []S, conv func(S) D) error {
+	if len(src) > len(dst) {
+		return rpc.Errorf(wire.InvalidArgument, "tensor: %d values for %d elements", len(src), len(dst))
+	}
+	var zero D
+	for i := range dst {
+		switch {
+		case i < len(src):
+			dst[i] = conv(src[i])
+		case len(src) == 0:
+			dst[i] = zero
+		default:
+			dst[i] = dst[len(src)-1]
+		}
+	}
+	return nil
+}
+
+// broadcastPairs is broadcast for complex values stored as (real, imag).
+func broadcastPairs[T float32 | float64](dst, src []T) error {
+	if len(src)%2 != 0 || len(src) > len(dst) {
+		return rpc.Errorf(wire.InvalidArgument, "tensor: %d complex parts for %d", len(src), len(dst))
+	}
+	for i := 0; i < len(dst); i += 2 {
+		switch {
+		case i < len(src):
+			dst[i], dst[i+1] = src[i], src[i+1]
+		case len(src) == 0:
+			dst[i], dst[i+1] = 0, 0
+		default:
+			dst[i], dst[i+1] = src[len(src)-2], src[len(src)-1]
+		}
+	}
+	return nil
+}
+
+func stringsFromProto(p *tfpb.TensorProto, shape []int64, n int64) (wire.Tensor, error) {
+	vals := p.GetStringVal()
+	if len(p.GetTensorContent()) > 0 {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: strings in tensor_content are not supported; use string_val")
+	}
+	if int64(len(vals)) > n {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %d strings for %d elements", len(vals), n)
+	}
+	elems := make([][]byte, n)
+	for i := range elems {
+		switch {
+		case i < len(vals):
+			elems[i] = vals[i]
+		case len(vals) > 0:
+			elems[i] = vals[len(vals)-1]
+		}
+	}
+	size := 0
+	for _, e := range elems {
+		size += len(e) + 10
+	}
+	buf := wire.NewBuffer(size)
+	data := wire.AppendStrings(buf.Bytes()[:0], elems)
+	if len(data) > size {
+		panic("tensor: string tensor outgrew its buffer")
+	}
+	return wire.Tensor{DType: wire.DTString, Shape: shape, Data: data, Buf: buf}, nil
+}
+
+// ToProto encodes t as a TensorProto: POD types in tensor_content,
+// strings in string_val. The proto owns copies of t's bytes.
+func ToProto(t *wire.Tensor) (*tfpb.TensorProto, error) {
+	p := &tfpb.TensorProto{Dtype: tfpb.DataType(t.DType), TensorShape: ShapeToProto(t.Shape)}
+	if t.Dead {
+		return p, nil
+	}
+	if err := t.Check(); err != nil {
+		return nil, rpc.Errorf(wire.InvalidArgument, "tensor: %v", err)
+	}
+	if t.DType == wire.DTString {
+		elems, err := t.Strings(nil)
+		if err != nil {
+			return nil, rpc.Errorf(wire.InvalidArgument, "tensor: %v", err)
+		}
+		p.StringVal = make([][]byte, len(elems))
+		for i, e := range elems {
+			p.StringVal[i] = append([]byte(nil), e...)
+		}
+		return p, nil
+	}
+	p.TensorContent = append([]byte(nil), t.Data...)
+	return p, nil
+}
