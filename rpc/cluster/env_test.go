@@ -18,8 +18,10 @@ func TestRoleCoreNumber(t *testing.T) {
 		{"2", "8", "", "ps", 0, 8},
 		{"2", "8", "", "worker", 0, 2},
 		{"", "8", "3", "worker", 0, 3},
-		{"", "8", "", "ps", 5, 5}, // capped by the peers
+		{"", "8", "3", "chief", 0, 3}, // a chief is a worker, as in DeepRec
+		{"", "8", "", "ps", 5, 5},     // capped by the peers
 		{"junk", "", "-1", "worker", 0, rpc.DefaultReactors},
+		{"100000", "", "", "worker", 0, rpc.DefaultReactors},
 	}
 	for _, tt := range tests {
 		t.Setenv(envvar.CoreNumber, tt.core)
@@ -29,5 +31,32 @@ func TestRoleCoreNumber(t *testing.T) {
 			t.Errorf("core=%q ps=%q worker=%q: RoleCoreNumber(%s, %d) = %d, want %d",
 				tt.core, tt.ps, tt.worker, tt.job, tt.peers, got, tt.want)
 		}
+	}
+}
+
+// TestReactorsSaysWhy: the count names the variable it came from and, when
+// a variable asked for more reactors than connections, warns in one line
+// with the value used.
+func TestReactorsSaysWhy(t *testing.T) {
+	t.Setenv(envvar.CoreNumber, "")
+	t.Setenv(envvar.PSCoreNumber, "")
+	t.Setenv(envvar.WorkerCoreNumber, "")
+	if r := Reactors("ps", 0); r.String() != "4 (default)" || r.Warning() != "" {
+		t.Errorf("unset: %q, warning %q", r, r.Warning())
+	}
+	if r := Reactors("ps", 2); r.String() != "2 (default, capped at 2 connections)" || r.Warning() != "" {
+		t.Errorf("default over 2 connections: %q, warning %q", r, r.Warning())
+	}
+	t.Setenv(envvar.PSCoreNumber, "16")
+	r := Reactors("ps", 3)
+	if r.String() != "3 (NETWORK_PS_CORE_NUMBER=16, capped at 3 connections)" {
+		t.Errorf("capped: %q", r)
+	}
+	if want := "NETWORK_PS_CORE_NUMBER=16 is more than the task's 3 connections; using 3 reactors"; r.Warning() != want {
+		t.Errorf("warning %q, want %q", r.Warning(), want)
+	}
+	t.Setenv(envvar.CoreNumber, "2")
+	if r := Reactors("worker", 8); r.String() != "2 (SEASTAR_CORE_NUMBER=2)" || r.Warning() != "" {
+		t.Errorf("worker: %q, warning %q", r, r.Warning())
 	}
 }
