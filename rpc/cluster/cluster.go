@@ -295,7 +295,7 @@ func (c Spec) MarshalJSON() ([]byte, error) {
 func (c *Spec) UnmarshalJSON(data []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return fmt.Errorf("cluster: %w", jsonTypeError(err, "an object of job to addresses"))
 	}
 	var next Spec
 	for _, job := range slices.Sorted(maps.Keys(raw)) {
@@ -312,7 +312,7 @@ func (c *Spec) addJSONJob(job string, v json.RawMessage) error {
 	if len(v) > 0 && v[0] == '{' {
 		var sparse map[string]string
 		if err := json.Unmarshal(v, &sparse); err != nil {
-			return fmt.Errorf("job %q: %w", job, err)
+			return fmt.Errorf("job %q: want host:port strings as the object's values, got %s", job, typeErrorKind(err))
 		}
 		if len(sparse) == 0 {
 			return fmt.Errorf("job %q has no tasks", job)
@@ -330,7 +330,10 @@ func (c *Spec) addJSONJob(job string, v json.RawMessage) error {
 	}
 	var list []string
 	if err := json.Unmarshal(v, &list); err != nil {
-		return fmt.Errorf("job %q: want a list of host:port or an object of index to host:port: %w", job, err)
+		if len(v) > 0 && v[0] == '[' {
+			return fmt.Errorf("job %q: want host:port strings in the list, got %s", job, typeErrorKind(err))
+		}
+		return fmt.Errorf("job %q: want a list of host:port or an object of task index to host:port, got %s", job, typeErrorKind(err))
 	}
 	return c.addJob(job, list)
 }
@@ -422,4 +425,16 @@ func describeIndices(idx []int) string {
 		s[i] = strconv.Itoa(v)
 	}
 	return strings.Join(s, ", ")
+}
+
+// Subset returns the tasks of c whose job is one of jobs, sharing no
+// storage with c.
+func (c Spec) Subset(jobs ...string) Spec {
+	var out Spec
+	for _, job := range jobs {
+		for t, addr := range c.jobs[job] {
+			out.addTask(job, t, addr) // cannot fail: c held it
+		}
+	}
+	return out
 }

@@ -220,7 +220,7 @@ func TestSpecJSON(t *testing.T) {
 		{`{"ps": {"-1": "h:1"}}`, "negative task index"},
 		{`{"ps": ["h:1"], "worker": ["h:1"]}`, "duplicate address"},
 		{`{"ps": ["h"]}`, "missing port"},
-		{`["h:1"]`, "cannot unmarshal"},
+		{`["h:1"]`, "want an object of job to addresses, got a list"},
 	} {
 		var c Spec
 		if err := json.Unmarshal([]byte(bad.in), &c); err == nil || !strings.Contains(err.Error(), bad.msg) {
@@ -291,4 +291,21 @@ func FuzzParseSpec(f *testing.F) {
 			t.Fatalf("String %q reads back as %v, %v", c.String(), back, err)
 		}
 	})
+}
+
+func TestSpecSubset(t *testing.T) {
+	c, err := ParseSpec("chief=h:1;ps=h:2,h:3;worker=h:4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Subset("ps", "worker", "evaluator")
+	if got := s.String(); got != "ps=h:2,h:3;worker=h:4" {
+		t.Errorf("Subset = %q", got)
+	}
+	if err := s.AddTask("chief", 0, "h:1"); err != nil {
+		t.Errorf("the subset still owns the dropped address: %v", err)
+	}
+	if c.NumTasks("chief") != 1 {
+		t.Error("Subset changed the original")
+	}
 }

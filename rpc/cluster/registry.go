@@ -370,3 +370,27 @@ func AdvertiseAddr(host string, bound net.Addr) (string, error) {
 	}
 	return addr, nil
 }
+
+// Deregister removes the registration of task task of job from dir when it
+// still holds addrs, the addresses the caller registered: a task that stops
+// takes its addresses with it, so that a later launch in the same directory
+// neither waits for nor dials them. A registration that another process has
+// since replaced is left alone, as is a missing one. (A replacement landing
+// between the check and the removal is removed; launches that reuse a
+// directory must not overlap.)
+func Deregister(dir, job string, task int, addrs map[string]string) error {
+	path := filepath.Join(dir, registryFile(job, task))
+	reg, err := readRegistration(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("cluster: deregister %s: %w", TaskName(job, task), err)
+	case reg.Job != job || reg.Task != task || !maps.Equal(reg.Addrs, addrs):
+		return nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cluster: deregister %s: %w", TaskName(job, task), err)
+	}
+	return nil
+}

@@ -394,3 +394,43 @@ func ExampleWait() {
 	fmt.Println(r.Cluster.Jobs(), r.Cluster.NumTasks("worker"))
 	// Output: [worker] 2
 }
+
+// TestDeregister: a stopping task's registration goes, so that a later
+// launch in the directory does not take its dead addresses for live ones;
+// one replaced by another process stays.
+func TestDeregister(t *testing.T) {
+	dir := t.TempDir()
+	mine := map[string]string{AddrGRPC: "127.0.0.1:1000", AddrStar: "127.0.0.1:1001"}
+	if err := Register(dir, "worker", 0, mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := Deregister(dir, "worker", 0, mine); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := Wait(ctx, dir, map[string]int{"worker": 1}); !errors.Is(err, ErrIncomplete) {
+		t.Errorf("Wait after the only task deregistered: %v, want ErrIncomplete", err)
+	}
+	if err := Deregister(dir, "worker", 0, mine); err != nil {
+		t.Errorf("deregistering twice: %v", err)
+	}
+
+	theirs := map[string]string{AddrGRPC: "127.0.0.1:2000"}
+	if err := Register(dir, "worker", 0, mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(dir, "worker", 0, theirs); err != nil {
+		t.Fatal(err)
+	}
+	if err := Deregister(dir, "worker", 0, mine); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Wait(context.Background(), dir, map[string]int{"worker": 1})
+	if err != nil {
+		t.Fatalf("the replacement's registration went with the old task's: %v", err)
+	}
+	if got, _ := r.Cluster.Lookup("worker", 0); got != theirs[AddrGRPC] {
+		t.Errorf("worker 0 at %s, want %s", got, theirs[AddrGRPC])
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -35,9 +36,14 @@ type TFConfig struct {
 	Environment string
 }
 
-// taskEvaluator runs outside the cluster in TensorFlow's layout, so its
-// type need not be a job of the cluster.
-const taskEvaluator = "evaluator"
+// The coordinator's and the evaluator's task types: they may run outside
+// the cluster (an evaluator always does in TensorFlow's layout; a
+// coordinator that only drives the job need not serve), so their type need
+// not be a job of the cluster.
+const (
+	taskChief     = "chief"
+	taskEvaluator = "evaluator"
+)
 
 // LoadTFConfig parses the TF_CONFIG environment variable. Unset or blank,
 // it returns ok=false and no error: the process was not launched with one.
@@ -54,9 +60,11 @@ func LoadTFConfig() (cfg TFConfig, ok bool, err error) {
 }
 
 // ParseTFConfig parses TF_CONFIG's JSON. Unknown fields are ignored. Errors
-// say what is wrong and where: malformed JSON (with the byte offset), a bad
-// cluster address, an unknown rpc_layer, a cluster without a task type, a
-// task type that is not a job, or a task index the job does not have.
+// say what is wrong and where: malformed JSON (with the byte offset), a
+// value of the wrong kind, a bad cluster address, an unknown rpc_layer, a
+// cluster without a task type, a task type that is not a job (but for
+// "chief" and "evaluator", which may run outside the cluster), or a task
+// index the job does not have.
 func ParseTFConfig(data []byte) (TFConfig, error) {
 	var raw struct {
 		Cluster *Spec `json:"cluster"`
@@ -71,7 +79,7 @@ func ParseTFConfig(data []byte) (TFConfig, error) {
 		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
 			return TFConfig{}, fmt.Errorf("cluster: %s: invalid JSON at byte %d: %w", envvar.TFConfig, se.Offset, err)
 		}
-		return TFConfig{}, fmt.Errorf("cluster: %s: %w", envvar.TFConfig, err)
+		return TFConfig{}, fmt.Errorf("cluster: %s: %w", envvar.TFConfig, jsonTypeError(err, tfConfigShape))
 	}
 	cfg := TFConfig{Environment: raw.Environment}
 	if raw.Cluster != nil {
@@ -129,7 +137,7 @@ func (c TFConfig) check() error {
 	case c.TaskType == "":
 		return errors.New("cluster is set but task.type is not")
 	case c.Cluster.NumTasks(c.TaskType) == 0:
-		if c.TaskType == taskEvaluator {
+		if c.TaskType == taskEvaluator || c.TaskType == taskChief {
 			return nil
 		}
 		return fmt.Errorf("task type %q is not a job of the cluster (jobs: %s)",
@@ -147,3 +155,72 @@ func (c TFConfig) TaskName() string { return TaskName(c.TaskType, c.TaskIndex) }
 
 // Addr returns this process's own address in the cluster.
 func (c TFConfig) Addr() (string, error) { return c.Cluster.Lookup(c.TaskType, c.TaskIndex) }
+
+// tfConfigShape is TF_CONFIG's layout as messages describe it.
+const tfConfigShape = `an object {"cluster": {...}, "task": {"type": ..., "index": ...}, "rpc_layer": ...}`
+
+// jsonTypeError rewrites encoding/json's type errors, which name Go types
+// ("cannot unmarshal array into Go value of type struct { Cluster
+// *cluster.Spec ..."), in the words of the JSON: which field holds what,
+// and what it should hold. top describes the whole document.
+func jsonTypeError(err error, top string) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	if te.Field == "" {
+		return fmt.Errorf("want %s, got %s", top, jsonKind(te.Value))
+	}
+	return fmt.Errorf("%s: want %s, got %s", te.Field, goKind(te.Type), jsonKind(te.Value))
+}
+
+// typeErrorKind names the kind of JSON value a type error was about, or
+// describes any other error.
+func typeErrorKind(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return jsonKind(te.Value)
+	}
+	return err.Error()
+}
+
+// jsonKind names a JSON value kind as json.UnmarshalTypeError gives it.
+func jsonKind(v string) string {
+	switch v {
+	case "array":
+		return "a list"
+	case "object":
+		return "an object"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "null":
+		return "null"
+	}
+	if strings.HasPrefix(v, "number") {
+		return "a number"
+	}
+	return v
+}
+
+// goKind names the JSON a Go type decodes.
+func goKind(t reflect.Type) string {
+	if t == nil {
+		return "another kind of value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	}
+	return "a number"
+}

@@ -65,7 +65,15 @@ func TestParseTFConfigErrors(t *testing.T) {
 		msg      string
 	}{
 		{"truncated", `{"cluster": {"ps": ["h:1"]}`, nil, "invalid JSON at byte"},
-		{"not an object", `[1]`, nil, "cannot unmarshal"},
+		{"not an object", `[1]`, nil, `want an object {"cluster": {...}, "task": {"type": ..., "index": ...}, "rpc_layer": ...}, got a list`},
+		{"a string", `"x"`, nil, "got a string"},
+		{"cluster a number", `{"cluster": 5}`, nil, "cluster: want an object of job to addresses, got a number"},
+		{"task a string", `{"task": "worker"}`, nil, "task: want an object, got a string"},
+		{"task type a number", `{"task": {"type": 1}}`, nil, "task.type: want a string, got a number"},
+		{"rpc_layer a number", `{"rpc_layer": 5}`, nil, "rpc_layer: want a string, got a number"},
+		{"job a string", `{"cluster": {"ps": "h:1"}}`, nil, `job "ps": want a list of host:port or an object of task index to host:port, got a string`},
+		{"address a number", `{"cluster": {"ps": [5]}}`, nil, `job "ps": want host:port strings in the list, got a number`},
+		{"sparse address a number", `{"cluster": {"ps": {"0": 5}}}`, nil, `job "ps": want host:port strings as the object's values, got a number`},
 		{"trailing garbage", `{} x`, nil, "invalid JSON at byte 4"},
 		{"index out of range", string(readTestdata(t, "index_out_of_range.json")), nil,
 			`task index 2 out of range: job "worker" has tasks 0-1`},
@@ -86,10 +94,32 @@ func TestParseTFConfigErrors(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), "cluster: TF_CONFIG: ") || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("err = %v, want one with %q", err, tt.msg)
 			}
+			if strings.Contains(err.Error(), "Go ") {
+				t.Errorf("%v names a Go type", err)
+			}
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("%v does not wrap %v", err, tt.is)
 			}
 		})
+	}
+}
+
+// TestParseTFConfigChief: the coordinator's TF_CONFIG names its task
+// "chief", whether or not the cluster lists a chief job (Kubeflow's TFJob
+// lists it; a driver outside the cluster need not be).
+func TestParseTFConfigChief(t *testing.T) {
+	for _, in := range []string{
+		`{"cluster": {"chief": ["h:1"], "ps": ["h:2"], "worker": ["h:3"]}, "task": {"type": "chief", "index": 0}}`,
+		`{"cluster": {"ps": ["h:2"], "worker": ["h:3"]}, "task": {"type": "chief", "index": 0}}`,
+	} {
+		c, err := ParseTFConfig([]byte(in))
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if c.TaskName() != "/job:chief/replica:0/task:0" || c.Cluster.NumTasks("ps") != 1 {
+			t.Errorf("%s: parsed as %+v", in, c)
+		}
 	}
 }
 
@@ -144,9 +174,12 @@ func FuzzParseTFConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseTFConfig(data)
 		if err != nil {
+			if strings.Contains(err.Error(), "Go value") || strings.Contains(err.Error(), "Go struct") {
+				t.Fatalf("error names a Go type: %v", err)
+			}
 			return
 		}
-		if c.Cluster.Len() == 0 || c.TaskType == taskEvaluator && c.Cluster.NumTasks(taskEvaluator) == 0 {
+		if c.Cluster.Len() == 0 || (c.TaskType == taskEvaluator || c.TaskType == taskChief) && c.Cluster.NumTasks(c.TaskType) == 0 {
 			return
 		}
 		if _, err := c.Addr(); err != nil {
