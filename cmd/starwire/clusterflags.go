@@ -36,10 +36,27 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.waitTimeout, "cluster_wait", time.Minute, "how long to wait for every task to register in --registry_dir")
 }
 
+// A need says what a command needs of the cluster it joins.
+type need struct {
+	// ps and workers are the job sizes a registry directory must hold.
+	ps, workers int
+	// jobs are the jobs the command uses; the cluster's others (a chief,
+	// an evaluator) are dropped. Nil keeps every job.
+	jobs []string
+	// self is the command's own task, when it is one of the cluster's: it
+	// is looked up before the endpoint map is read, so that a wrong task
+	// is reported as such rather than as a missing map.
+	self *taskRef
+}
+
+type taskRef struct {
+	job   string
+	index int
+}
+
 // layout returns the cluster to join and whether one was given at all
-// (false: the command starts its own). ps and workers are the job sizes a
-// registry directory must hold.
-func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, ps, workers int) (tasks.Layout, bool, error) {
+// (false: the command starts its own).
+func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, n need) (tasks.Layout, bool, error) {
 	var l tasks.Layout
 	cfg, ok, err := cluster.LoadTFConfig()
 	if err != nil {
@@ -67,7 +84,7 @@ func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, ps, work
 	case set["cluster"] && c.registryDir != "":
 		return l, false, usagef("--cluster and --registry_dir both name the cluster; give one")
 	case c.registryDir != "":
-		roster, err := c.wait(ctx, ps, workers)
+		roster, err := c.wait(ctx, n.ps, n.workers)
 		if err != nil {
 			return l, false, err
 		}
@@ -76,6 +93,14 @@ func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, ps, work
 		l.Cluster = c.cluster
 	default:
 		l.Cluster = c.tfConfig.Cluster
+	}
+	if n.self != nil {
+		if _, err := l.Cluster.Lookup(n.self.job, n.self.index); err != nil {
+			return l, false, usagef("%v", err)
+		}
+	}
+	if n.jobs != nil {
+		l.Cluster = l.Cluster.Subset(n.jobs...)
 	}
 	if l.Protocol.UsesStar() && l.Endpoints.Len() == 0 {
 		if c.endpointMap != "" {

@@ -18,7 +18,9 @@
 // or on known ports, with --cluster ps=h:p;worker=h:p,h:p (or TF_CONFIG)
 // and, for grpc+seastar, the endpoint map (.endpoint_map or
 // TF_SEASTAR_ENDPOINT_MAP_PATH). Errors are one line on stderr; the exit
-// status is 2 for a bad command line and 1 for a failed run.
+// status is 2 for a bad command line or environment variable, 1 for a
+// failed run, and 128 plus the signal's number when a signal (or a closed
+// standard output) stopped it.
 package main
 
 import (
@@ -28,12 +30,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+	"strings"
+
+	"github.com/starwire/starwire/internal/envvar"
 )
 
-// A usageError is a mistake on the command line rather than a failed run;
-// it exits with status 2.
+// A usageError is a mistake on the command line or in the environment
+// rather than a failed run; it exits with status 2.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
@@ -43,45 +46,99 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-const usage = `usage: starwire <command> [flags]
+// A command is one of starwire's subcommands.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout io.Writer) error
+}
 
-commands:
-  train      train a sparse logistic-regression model on a local or existing cluster
-  serve      run one task (--job, --task) of a cluster as a long-lived server
-  staleness  measure parameter staleness over starwire and gRPC
+// taskEnv is what a command that runs tasks reads.
+var taskEnv = []string{
+	envvar.TFConfig, envvar.EndpointMapPath, envvar.CoreNumber, envvar.PSCoreNumber, envvar.WorkerCoreNumber,
+	envvar.PSPolling, envvar.WorkerPolling, envvar.PSDisablePin, envvar.WorkerDisablePin,
+}
 
-run "starwire <command> -h" for a command's flags`
+// commandEnv lists the variables each command reads: its -h shows them
+// and it refuses to start when one holds a value it does not accept.
+var commandEnv = map[string][]string{
+	"train":     taskEnv,
+	"serve":     taskEnv,
+	"staleness": {envvar.CoreNumber},
+}
+
+var commands = []command{
+	{"train", "train a sparse logistic-regression model on a local or existing cluster", trainCmd},
+	{"serve", "run one task (--job, --task) of a cluster as a long-lived server", serveCmd},
+	{"staleness", "measure parameter staleness over starwire and gRPC", stalenessCmd},
+}
+
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: starwire <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nrun \"starwire <command> -h\" for a command's flags and environment variables")
+	return b.String()
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run executes the command line args and returns the exit status: 0 on
-// success, 2 for a bad command line, 1 when the run failed. Errors are one
-// line on stderr.
+// success, 2 for a bad command line or variable, 1 when the run failed,
+// 128+n when signal n stopped it. Errors are one line on stderr.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
+		fmt.Fprintln(stderr, usage())
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
 	switch args[0] {
-	case "train":
-		err = trainCmd(ctx, args[1:], stdout)
-	case "serve":
-		err = serveCmd(ctx, args[1:], stdout)
-	case "staleness":
-		err = stalenessCmd(ctx, args[1:], stdout)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(stdout, usage)
+		fmt.Fprintln(stdout, usage())
 		return 0
-	default:
-		err = usagef("unknown command %q (want train, serve or staleness)", args[0])
 	}
+	cmd, ok := lookupCommand(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "starwire: unknown command %q (want train, serve or staleness)\n", args[0])
+		return 2
+	}
+	if err := envvar.Check(commandEnv[cmd.name]...); err != nil && !wantsHelp(args[1:]) {
+		fmt.Fprintf(stderr, "starwire: %s: %v\n", cmd.name, err)
+		return 2
+	}
+	ctx, stop := stopOnSignals(context.Background())
+	defer stop.release()
+	out := &stdoutWriter{w: stdout, closed: func() { stop.cancel(errStdoutClosed) }}
+	err := cmd.run(ctx, args[1:], out)
+	return exitStatus(ctx, cmd.name, err, stderr)
+}
+
+// exitStatus reports the error of command name, if any, and returns the
+// exit status.
+func exitStatus(ctx context.Context, name string, err error, stderr io.Writer) int {
 	var ue *usageError
+	var stopped *stopError
 	switch {
+	case errors.As(context.Cause(ctx), &stopped) && (err != nil || stopped.sig == 0):
+		if stopped.sig == 0 {
+			return stopped.status // stdout closed: say nothing, as a killed pipeline does
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "starwire: %s: %v\n", name, stopped)
+			return stopped.status
+		}
+		return 0 // a server's normal end
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
@@ -93,15 +150,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// parseFlags parses args into fs, printing the flag list only when asked
-// for with -h; any other problem becomes one errUsage line.
+// wantsHelp reports whether args ask for help, which a bad variable must
+// not prevent: help is how to find out what the variable accepts.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--h", "--help":
+			return true
+		case "--", "-":
+			return false
+		}
+	}
+	return false
+}
+
+// parseFlags parses args into fs, printing the flag list and the command's
+// environment variables only when asked for with -h; any other problem
+// becomes one usage line.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "usage: starwire %s [flags]\n", fs.Name())
+		fmt.Fprintf(stdout, "usage: starwire %s [flags]\n\nflags:\n", fs.Name())
 		fs.PrintDefaults()
+		printEnv(stdout, commandEnv[fs.Name()])
 		return err
 	}
 	if err != nil {
@@ -111,4 +184,20 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return nil
+}
+
+// printEnv lists the variables names, what each does, accepts and defaults
+// to.
+func printEnv(w io.Writer, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nenvironment:\n")
+	for _, name := range names {
+		v, ok := envvar.Lookup(name)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "  %s\n    \t%s; %s (default %s)\n", v.Name, v.Doc, v.Accepts, v.Default)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -31,7 +32,8 @@ var binary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	return path, nil
+	// Readable by all, for the tests that run it as an unprivileged user.
+	return path, os.Chmod(dir, 0o755)
 })
 
 func TestMain(m *testing.M) {
@@ -117,61 +119,82 @@ func TestTrainOverUDP(t *testing.T) {
 // TestTrainAcrossProcesses starts a ps and two workers as separate serve
 // processes on port 0, meeting in a registry directory, and trains against
 // them: every step's rows reach the workers by RecvTensor from the ps
-// process.
+// process. The driver's summary says what carried the tasks' calls to each
+// other, which only they know; the servers say what they do while they
+// work; and stopping them empties the registry, so that a later launch in
+// the directory does not find their dead addresses.
 func TestTrainAcrossProcesses(t *testing.T) {
-	bin := buildBinary(t)
 	for _, p := range []string{"grpc+seastar", "grpc"} {
 		t.Run(p, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
 			dir := t.TempDir()
+			var servers []*process
 			for _, task := range []struct {
 				job   string
 				index int
 			}{{"ps", 0}, {"worker", 0}, {"worker", 1}} {
-				cmd := exec.CommandContext(ctx, bin, "serve", "--job", task.job, "--task", strconv.Itoa(task.index),
-					"--ps", "1", "--workers", "2", "--registry_dir", dir, "--protocol", p)
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &out
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() {
-					cmd.Process.Kill()
-					cmd.Wait()
-					if t.Failed() {
-						t.Logf("%s %d:\n%s", task.job, task.index, out.String())
-					}
-				})
+				servers = append(servers, startBinary(t, nil, "serve", "--job", task.job, "--task", strconv.Itoa(task.index),
+					"--ps", "1", "--workers", "2", "--registry_dir", dir, "--protocol", p, "--report", "100ms"))
 			}
-			cmd := exec.CommandContext(ctx, bin, "train", "--registry_dir", dir, "--protocol", p,
+			code, out, errOut := runBinary(t, nil, "train", "--registry_dir", dir, "--protocol", p,
 				"--steps", "100", "--vocab", "5000", "--held_out", "1024", "--connect_timeout", "20s")
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("train: %v\n%s", err, out)
+			if code != 0 {
+				t.Fatalf("train: exit %d: %s\n%s", code, errOut, out)
 			}
-			initial, final := heldOutLoss(t, string(out))
+			initial, final := heldOutLoss(t, out)
 			if final >= initial {
 				t.Errorf("held-out loss %.4f -> %.4f across processes", initial, final)
 			}
-			if !strings.Contains(string(out), "joining cluster") {
+			if !strings.Contains(out, "joining cluster") {
 				t.Errorf("train did not join the registered cluster:\n%s", out)
+			}
+			path := "TCP"
+			if p == "grpc" {
+				path = "gRPC"
+			}
+			m := regexp.MustCompile(`(?m)^  tasks' calls to each other: ` + path + ` \(ps:0 \d+ calls, [0-9.]+ MB; worker:0 (\d+) calls, [0-9.]+ MB; worker:1 (\d+) calls`).FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("the summary does not say what carried the tasks' calls:\n%s", out)
+			}
+			if n, _ := strconv.Atoi(m[1]); n < 100 {
+				t.Errorf("worker 0 made %d calls to its peers, want at least 100:\n%s", n, out)
+			}
+			// The worker said what it was doing while it worked.
+			servers[1].waitLine(t, regexp.MustCompile(`^/job:worker/replica:0/task:0: \d+ calls to peers \([0-9.]+ MB\) over `+path+` in the last 100ms; \d+ in all$`), 10*time.Second)
+			for _, s := range servers {
+				if code := s.stop(t, syscall.SIGTERM); code != 0 {
+					t.Errorf("serve exited %d on SIGTERM:\n%s", code, s.stderr.String())
+				}
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				t.Errorf("registry entry left after the servers stopped: %s", e.Name())
 			}
 		})
 	}
 }
 
+// TestStalenessRuns runs the benchmark and reads its table: a line saying
+// what the columns mean, a row per protocol, and a closing comparison.
 func TestStalenessRuns(t *testing.T) {
 	code, out, errOut := runMain(t, "staleness", "--duration", "300ms", "--data_size", "0.5",
 		"--push_frequency", "0.02", "--pull_frequency", "0.02", "--step_frequency", "0.002", "--workers", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	if !strings.Contains(out, "columns: staleness = versions a worker's copy is behind") || !strings.Contains(out, "lower is better") {
+		t.Errorf("no line explains the columns:\n%s", out)
+	}
 	for _, p := range []string{"starwire", "grpc"} {
-		re := regexp.MustCompile(`(?m)^` + p + ` +mean staleness ([0-9.]+) versions`)
+		re := regexp.MustCompile(`(?m)^` + p + ` +[0-9]+\.[0-9]{2} +[0-9]+ +[0-9]+ +([0-9]+\.[0-9]{2}|-)/`)
 		if m := re.FindStringSubmatch(out); m == nil {
-			t.Errorf("no staleness line for %s:\n%s", p, out)
+			t.Errorf("no row for %s:\n%s", p, out)
 		}
+	}
+	if !regexp.MustCompile(`(?m)^comparison: starwire [0-9.]+× (less|more) stale than grpc|^comparison: starwire even`).MatchString(out) {
+		t.Errorf("no comparison line:\n%s", out)
 	}
 }
 
@@ -202,35 +225,58 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadCluster := "ps=" + dead1 + ";worker=" + dead2 + "," + dead3
+	noMap := "TF_SEASTAR_ENDPOINT_MAP_PATH=" + filepath.Join(t.TempDir(), "no-map")
 	for _, tc := range []struct {
 		name string
 		args []string
 		code int
 		want string
+		env  []string
 	}{
-		{"no command", nil, 2, "usage"},
-		{"unknown command", []string{"frob"}, 2, `unknown command "frob"`},
-		{"unknown flag", []string{"train", "--bogus"}, 2, "flag provided but not defined: -bogus"},
-		{"bad steps", []string{"train", "--steps", "-3"}, 2, "-3 steps"},
-		{"bad protocol", []string{"train", "--protocol", "carrier-pigeon"}, 2, `protocol "carrier-pigeon"`},
-		{"bad cluster", []string{"train", "--cluster", "ps=nohostport"}, 2, "nohostport"},
-		{"stray argument", []string{"train", "extra"}, 2, `unexpected argument "extra"`},
-		{"serve without job", []string{"serve", "--cluster", deadCluster}, 2, "--job is required"},
-		{"serve unknown task", []string{"serve", "--job", "ps", "--task", "4", "--cluster", deadCluster, "--protocol", "grpc"}, 2, "task"},
-		{"staleness workers", []string{"staleness", "--workers", "0"}, 2, "0 workers"},
-		{"bad transport", []string{"train", "--transport", "smoke"}, 2, `--transport "smoke"`},
-		{"bad afxdp mode", []string{"train", "--afxdp", "maybe"}, 2, `--afxdp "maybe"`},
-		{"missing endpoint map", []string{"train", "--cluster", deadCluster, "--endpoint_map", filepath.Join(t.TempDir(), "none")}, 2, "no such file"},
-		{"unreachable peer grpc", []string{"train", "--cluster", deadCluster, "--protocol", "grpc", "--connect_timeout", "1s"}, 1, "cluster unreachable"},
-		{"unreachable peer star", []string{"train", "--cluster", deadCluster, "--endpoint_map", emap, "--connect_timeout", "1s"}, 1, "cluster unreachable"},
+		{"no command", nil, 2, "usage", nil},
+		{"unknown command", []string{"frob"}, 2, `unknown command "frob"`, nil},
+		{"unknown flag", []string{"train", "--bogus"}, 2, "flag provided but not defined: -bogus", nil},
+		{"bad steps", []string{"train", "--steps", "-3"}, 2, "train: --steps -3, want > 0", nil},
+		{"bad protocol", []string{"train", "--protocol", "carrier-pigeon"}, 2, `protocol "carrier-pigeon"`, nil},
+		{"bad cluster", []string{"train", "--cluster", "ps=nohostport"}, 2, "nohostport", nil},
+		{"stray argument", []string{"train", "extra"}, 2, `unexpected argument "extra"`, nil},
+		{"serve without job", []string{"serve", "--cluster", deadCluster}, 2, "--job is required", nil},
+		{"serve unknown task", []string{"serve", "--job", "ps", "--task", "4", "--cluster", deadCluster, "--protocol", "grpc"}, 2, "task", nil},
+		{"staleness workers", []string{"staleness", "--workers", "0"}, 2, "0 workers", nil},
+		{"bad transport", []string{"train", "--transport", "smoke"}, 2, `--transport "smoke"`, nil},
+		{"bad afxdp mode", []string{"train", "--afxdp", "maybe"}, 2, `--afxdp "maybe"`, nil},
+		{"missing endpoint map", []string{"train", "--cluster", deadCluster, "--endpoint_map", filepath.Join(t.TempDir(), "none")}, 2, "no such file", nil},
+		{"unreachable peer grpc", []string{"train", "--cluster", deadCluster, "--protocol", "grpc", "--connect_timeout", "1s"}, 1, "cluster unreachable", nil},
+		{"unreachable peer star", []string{"train", "--cluster", deadCluster, "--endpoint_map", emap, "--connect_timeout", "1s"}, 1, "cluster unreachable", nil},
 		{"port in use", []string{"serve", "--job", "ps", "--task", "0", "--protocol", "grpc",
-			"--cluster", "ps=" + busy.Addr().String() + ";worker=" + dead2}, 1, "address already in use"},
+			"--cluster", "ps=" + busy.Addr().String() + ";worker=" + dead2}, 1, "address already in use", nil},
+		// Knobs: one line naming the variable, its value and what it accepts.
+		{"core number not a number", []string{"train"}, 2, `train: SEASTAR_CORE_NUMBER="abc": want a whole number from 1 to 1024`, []string{"SEASTAR_CORE_NUMBER=abc"}},
+		{"core number zero", []string{"serve"}, 2, `serve: SEASTAR_CORE_NUMBER="0": want a whole number from 1 to 1024`, []string{"SEASTAR_CORE_NUMBER=0"}},
+		{"core number huge", []string{"staleness"}, 2, `staleness: SEASTAR_CORE_NUMBER="100000": want a whole number from 1 to 1024`, []string{"SEASTAR_CORE_NUMBER=100000"}},
+		{"core number negative", []string{"train"}, 2, `SEASTAR_CORE_NUMBER="-3": want`, []string{"SEASTAR_CORE_NUMBER=-3"}},
+		{"ps core number", []string{"serve"}, 2, `NETWORK_PS_CORE_NUMBER="many": want`, []string{"NETWORK_PS_CORE_NUMBER=many"}},
+		{"polling maybe", []string{"train"}, 2, `train: WORKER_ENABLE_POLLING="maybe": want true or false (also 1 or 0, any case)`, []string{"WORKER_ENABLE_POLLING=maybe"}},
+		{"pin cores", []string{"serve"}, 2, `PS_DISABLE_PIN_CORES="yes": want true or false`, []string{"PS_DISABLE_PIN_CORES=yes"}},
+		// TF_CONFIG that is not an object says so in JSON's words.
+		{"tf_config a list", []string{"train"}, 2, `TF_CONFIG: want an object {"cluster": {...}, "task": {"type": ..., "index": ...}, "rpc_layer": ...}, got a list`, []string{"TF_CONFIG=[]"}},
+		{"tf_config task a string", []string{"serve"}, 2, "TF_CONFIG: task: want an object, got a string", []string{`TF_CONFIG={"task": "ps"}`}},
+		// The task is checked before the endpoint map is looked for.
+		{"serve chief", []string{"serve", "--job", "chief", "--cluster", deadCluster}, 2, `serve: --job chief: serve runs ps and worker tasks; the chief is the driver, "starwire train"`, []string{noMap}},
+		{"serve task not in cluster, no map", []string{"serve", "--job", "ps", "--task", "4", "--cluster", deadCluster}, 2, `serve: cluster: /job:ps/replica:0/task:4: no such task`, []string{noMap}},
+		{"serve job not in cluster, no map", []string{"serve", "--job", "worker_x", "--cluster", deadCluster}, 2, `job "worker_x" not in cluster`, []string{noMap}},
+		// Wording.
+		{"transport with command", []string{"train", "--transport", "quic"}, 2, `train: --transport "quic", want "tcp" or "udp"`, nil},
+		{"serve transport", []string{"serve", "--job", "ps", "--transport", "quic", "--cluster", deadCluster}, 2, `serve: --transport "quic"`, nil},
+		{"data size in MB", []string{"staleness", "--data_size", "-1"}, 2, "staleness: --data_size -1 MB, want > 0", nil},
+		{"vocab per ps", []string{"train", "--vocab", "0"}, 2, "train: --vocab 0, want at least 1, an id for each parameter server", nil},
+		{"learning rate", []string{"train", "--learning_rate", "0"}, 2, "train: --learning_rate 0, want > 0", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, tc.args...)
-			cmd.Env = append(os.Environ(), "TF_CONFIG=")
+			cmd.Env = append(append(os.Environ(), "TF_CONFIG="), tc.env...)
 			var stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 			err := cmd.Run()
@@ -250,6 +296,12 @@ func TestErrors(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("stderr %q lacks %q", stderr.String(), tc.want)
+			}
+			// Errors speak of flags, variables and tasks, not of Go.
+			for _, internal := range []string{"lr:", "tasks:", "Go value", "Go struct", "panic"} {
+				if strings.Contains(stderr.String(), internal) {
+					t.Errorf("stderr %q says %q", stderr.String(), internal)
+				}
 			}
 		})
 	}
@@ -319,5 +371,25 @@ func TestTFConfig(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "protocol: grpc+seastar") {
 		t.Errorf("TF_CONFIG's rpc_layer was not used:\n%s", out)
+	}
+
+	// The coordinator, as TensorFlow and Kubeflow launch it: task type
+	// "chief", listed in the cluster (with an address nothing serves:
+	// the chief is the driver) or not.
+	chief := freePort(t)
+	for _, c := range []string{
+		fmt.Sprintf(`{"chief": [%q], "ps": [%q], "worker": [%q, %q]}`, chief, grpcAddrs[0], grpcAddrs[1], grpcAddrs[2]),
+		cluster,
+	} {
+		cmd := exec.CommandContext(ctx, bin, "train", "--steps", "20", "--vocab", "5000", "--held_out", "512", "--connect_timeout", "20s")
+		cmd.Env = append(os.Environ(), "TF_SEASTAR_ENDPOINT_MAP_PATH="+emapPath,
+			fmt.Sprintf(`TF_CONFIG={"cluster": %s, "task": {"type": "chief", "index": 0}, "rpc_layer": "grpc+seastar"}`, c))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("train as the chief of %s: %v\n%s", c, err, out)
+		}
+		if !strings.Contains(string(out), "joining cluster: ps="+grpcAddrs[0]+";worker=") {
+			t.Errorf("the chief did not join the ps and workers:\n%s", out)
+		}
 	}
 }

@@ -10,128 +10,250 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
+// serveFlags are the flags of "starwire serve".
+type serveFlags struct {
+	clusterFlags
+	job                string
+	index, ps, workers int
+	host, iface, net   string
+	report             time.Duration
+	stdout             io.Writer
+}
+
 // serveCmd runs one task until interrupted.
 func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	var cf clusterFlags
+	f := serveFlags{stdout: stdout}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	job := fs.String("job", "", `the task's job, "ps" or "worker" (default TF_CONFIG's task type)`)
-	index := fs.Int("task", 0, "the task's index in its job (default TF_CONFIG's task index)")
-	ps := fs.Int("ps", 0, "with --registry_dir: the cluster's parameter-server tasks")
-	workers := fs.Int("workers", 0, "with --registry_dir: the cluster's worker tasks")
-	host := fs.String("host", "127.0.0.1", "with --registry_dir: the address to bind and publish")
-	iface := fs.String("afxdp_iface", "", "carry this task's calls to its peers over AF_XDP on this interface, whose address is the task's starwire host (every task must)")
-	transport := fs.String("transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
-	cf.register(fs)
+	fs.StringVar(&f.job, "job", "", `the task's job, "ps" or "worker" (default TF_CONFIG's task type)`)
+	fs.IntVar(&f.index, "task", 0, "the task's index in its job (default TF_CONFIG's task index)")
+	fs.IntVar(&f.ps, "ps", 0, "with --registry_dir: the cluster's parameter-server tasks")
+	fs.IntVar(&f.workers, "workers", 0, "with --registry_dir: the cluster's worker tasks")
+	fs.StringVar(&f.host, "host", "127.0.0.1", "with --registry_dir: the address to bind and publish")
+	fs.StringVar(&f.iface, "afxdp_iface", "", "carry this task's calls to its peers over AF_XDP on this interface, whose address is the task's starwire host (every task must); --transport still carries the calls it receives from drivers")
+	fs.StringVar(&f.net, "transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
+	fs.DurationVar(&f.report, "report", 10*time.Second, "interval between the lines saying what the task did (0: none)")
+	f.clusterFlags.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if err := f.resolveTask(set); err != nil {
+		return err
+	}
+	tr, err := chooseTransport("serve", f.net)
+	if err != nil {
+		return err
+	}
+	var s *tasks.Server
+	var layout tasks.Layout
+	if f.registryDir != "" {
+		s, layout, err = f.joinRegistry(ctx, set, tr)
+	} else {
+		s, layout, err = f.joinCluster(ctx, set, tr)
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return f.serve(ctx, s, layout)
+}
+
+// resolveTask takes the task from TF_CONFIG where the flags do not give it
+// and checks it.
+func (f *serveFlags) resolveTask(set map[string]bool) error {
 	cfg, haveTF, err := cluster.LoadTFConfig()
 	if err != nil {
 		return usagef("serve: %v", err)
 	}
 	if !set["job"] && haveTF {
-		*job = cfg.TaskType
+		f.job = cfg.TaskType
 		if !set["task"] {
-			*index = cfg.TaskIndex
+			f.index = cfg.TaskIndex
 		}
 	}
-	if *job == "" {
+	switch {
+	case f.job == "":
 		return usagef("serve: --job is required (or TF_CONFIG's task)")
+	case f.index < 0:
+		return usagef("serve: --task %d, want >= 0", f.index)
+	case f.job == "chief" || f.job == "evaluator":
+		return usagef("serve: --job %s: serve runs ps and worker tasks; the %s is the driver, \"starwire train\"", f.job, f.job)
 	}
-	if *index < 0 {
-		return usagef("serve: --task %d, want >= 0", *index)
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	tr, err := chooseTransport(*transport)
-	if err != nil {
-		return err
-	}
-	task := cluster.TaskName(*job, *index)
+	return nil
+}
 
-	var s *tasks.Server
+// joinRegistry binds the task on port 0, publishes its addresses in the
+// registry directory, and waits for the rest of the cluster.
+func (f *serveFlags) joinRegistry(ctx context.Context, set map[string]bool, tr transportChoice) (*tasks.Server, tasks.Layout, error) {
 	var layout tasks.Layout
-	if cf.registryDir != "" {
-		if set["cluster"] {
-			return usagef("serve: --cluster and --registry_dir both name the cluster; give one")
-		}
-		want := map[string]int{"ps": *ps, "worker": *workers}
-		if n, ok := want[*job]; !ok || *index >= n {
-			return usagef("serve: task %s is not in a cluster of --ps %d and --workers %d", task, *ps, *workers)
-		}
-		proto, err := cluster.ParseProtocol(cf.protocol)
-		if err != nil {
-			return usagef("serve: %v", err)
-		}
-		bind := net.JoinHostPort(*host, "0")
-		if s, err = tasks.Listen(*job, *index, bind, bind, proto.UsesStar(), tr.net); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-		defer s.Close()
-		addrs := map[string]string{cluster.AddrGRPC: s.GRPCAddr}
-		if s.StarAddr != "" {
-			addrs[cluster.AddrStar] = s.StarAddr
-		}
-		if err := cluster.Register(cf.registryDir, *job, *index, addrs); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-		fmt.Fprintf(stdout, "%s registered grpc %s star %s in %s; waiting for the cluster\n", task, s.GRPCAddr, orNone(s.StarAddr), cf.registryDir)
-		if layout, _, err = cf.layout(ctx, set, *ps, *workers); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-		layout.Protocol = proto
-	} else {
-		var joined bool
-		if layout, joined, err = cf.layout(ctx, set, 0, 0); err != nil {
-			return err
-		}
-		if !joined {
-			return usagef("serve: give the cluster with --cluster, TF_CONFIG or --registry_dir")
-		}
-		grpcAddr, err := layout.Cluster.Lookup(*job, *index)
-		if err != nil {
-			return usagef("serve: %v", err)
-		}
-		var starAddr string
-		if layout.Protocol.UsesStar() {
-			if starAddr, err = layout.Endpoints.StarAddr(layout.Cluster, *job, *index); err != nil {
-				return usagef("serve: %v", err)
-			}
-		}
-		if s, err = tasks.Listen(*job, *index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), tr.net); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-		defer s.Close()
+	task := cluster.TaskName(f.job, f.index)
+	if set["cluster"] {
+		return nil, layout, usagef("serve: --cluster and --registry_dir both name the cluster; give one")
 	}
-	tr.fallback = afxdpFallback(noIfaceGiven)
-	peerLine := transportName(layout.Protocol, tr)
-	if *iface != "" {
-		err := s.ServeAFXDP(*iface)
+	want := map[string]int{"ps": f.ps, "worker": f.workers}
+	if n, ok := want[f.job]; !ok || f.index >= n {
+		return nil, layout, usagef("serve: task %s is not in a cluster of --ps %d and --workers %d", task, f.ps, f.workers)
+	}
+	proto, err := cluster.ParseProtocol(f.protocol)
+	if err != nil {
+		return nil, layout, usagef("serve: %v", err)
+	}
+	bind := net.JoinHostPort(f.host, "0")
+	s, err := tasks.Listen(f.job, f.index, bind, bind, proto.UsesStar(), withConns(tr.net, f.ps+f.workers))
+	if err != nil {
+		return nil, layout, fmt.Errorf("serve: %w", err)
+	}
+	addrs := map[string]string{cluster.AddrGRPC: s.GRPCAddr}
+	if s.StarAddr != "" {
+		addrs[cluster.AddrStar] = s.StarAddr
+	}
+	if err := cluster.Register(f.registryDir, f.job, f.index, addrs); err != nil {
+		s.Close()
+		return nil, layout, fmt.Errorf("serve: %w", err)
+	}
+	s.OnClose(func() {
+		if err := cluster.Deregister(f.registryDir, f.job, f.index, addrs); err != nil {
+			fmt.Fprintf(os.Stderr, "starwire: serve: %v\n", err)
+		}
+	})
+	fmt.Fprintf(f.stdout, "%s registered grpc %s%s in %s; waiting for the cluster\n", task, s.GRPCAddr, orEmpty(", starwire ", s.StarAddr), f.registryDir)
+	if layout, _, err = f.layout(ctx, set, need{ps: f.ps, workers: f.workers}); err != nil {
+		s.Close()
+		return nil, layout, fmt.Errorf("serve: %w", err)
+	}
+	layout.Protocol = proto
+	return s, layout, nil
+}
+
+// joinCluster binds the task at its addresses in the cluster spec (and the
+// endpoint map).
+func (f *serveFlags) joinCluster(ctx context.Context, set map[string]bool, tr transportChoice) (*tasks.Server, tasks.Layout, error) {
+	layout, joined, err := f.layout(ctx, set, need{self: &taskRef{f.job, f.index}})
+	if err != nil {
+		return nil, layout, prefixUsage("serve", err)
+	}
+	if !joined {
+		return nil, layout, usagef("serve: give the cluster with --cluster, TF_CONFIG or --registry_dir")
+	}
+	grpcAddr, err := layout.Cluster.Lookup(f.job, f.index)
+	if err != nil {
+		return nil, layout, usagef("serve: %v", err)
+	}
+	var starAddr string
+	if layout.Protocol.UsesStar() {
+		if starAddr, err = layout.Endpoints.StarAddr(layout.Cluster, f.job, f.index); err != nil {
+			return nil, layout, usagef("serve: %v", err)
+		}
+	}
+	s, err := tasks.Listen(f.job, f.index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), withConns(tr.net, layout.Cluster.Len()))
+	if err != nil {
+		return nil, layout, fmt.Errorf("serve: %w", err)
+	}
+	return s, layout, nil
+}
+
+// serve starts the task, says what it serves and over which paths, reports
+// what it does every --report, and returns when ctx ends.
+func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.Layout) error {
+	stdout := f.stdout
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var fallback string
+	switch {
+	case !layout.Protocol.UsesStar():
+	case f.iface == "":
+		fallback = afxdpFallback(noIfaceGiven)
+	default:
+		err := s.ServeAFXDP(f.iface)
 		switch {
-		case err == nil:
-			peerLine = "starwire over " + s.PeerTransport
 		case errors.Is(err, afxdp.ErrUnavailable):
-			peerLine += "; AF_XDP on " + *iface + " unavailable: " + err.Error()
-		default:
+			fallback = "AF_XDP on " + f.iface + " unavailable: " + err.Error() + queueHint(err)
+		case err != nil:
 			return fmt.Errorf("serve: %w", err)
 		}
 	}
 	if err := s.Start(layout, logger); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	fmt.Fprintf(stdout, "%s serving: grpc %s, starwire %s (%s), protocol %s; peer calls over %s; cluster %s\n",
-		task, s.GRPCAddr, orNone(s.StarAddr), tr.net.Name(), layout.Protocol, peerLine, layout.Cluster)
-	<-ctx.Done()
+	if w := s.Reactors.Warning(); w != "" {
+		fmt.Fprintf(os.Stderr, "starwire: serve: warning: %s\n", w)
+	}
+	path := s.PeerPath()
+	if fallback != "" {
+		path += " (fallback: " + fallback + ")"
+	}
+	fmt.Fprintf(stdout, "%s serving: %s; protocol %s; peer calls over %s; cluster %s\n",
+		s.Task(), serviceAddrs(s), layout.Protocol, path, layout.Cluster)
+	f.reportUntilDone(ctx, s)
 	calls, bytes := s.PeerStats()
-	fmt.Fprintf(stdout, "%s stopping: %d calls to peers (%.1f MB) over %s\n", task, calls, float64(bytes)/1e6, peerLine)
+	fmt.Fprintf(stdout, "%s stopping: %d calls to peers (%.1f MB) over %s\n", s.Task(), calls, float64(bytes)/1e6, s.PeerPath())
 	return nil
+}
+
+// queueHint says what to do when a queue would not bind: a veth made
+// without a queue count lists more queues than it uses.
+func queueHint(err error) string {
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), " queue ") {
+		return ""
+	}
+	return " (the device lists a queue it does not use: make veths with numrxqueues 1 numtxqueues 1, or set the channels with ethtool -L)"
+}
+
+// serviceAddrs describes what a task serves where.
+func serviceAddrs(s *tasks.Server) string {
+	out := "grpc " + s.GRPCAddr
+	if s.StarAddr == "" {
+		return out
+	}
+	out += ", starwire " + s.StarAddr + " over " + s.NetName()
+	if s.Reactors.N > 0 {
+		out += ", reactors " + s.Reactors.String()
+	}
+	return out
+}
+
+// reportUntilDone prints, every --report while the task is working, what it
+// has done since the last line.
+func (f *serveFlags) reportUntilDone(ctx context.Context, s *tasks.Server) {
+	if f.report <= 0 {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTicker(f.report)
+	defer t.Stop()
+	var lastCalls, lastBytes int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		calls, bytes := s.PeerStats()
+		if calls == lastCalls {
+			continue // idle: nothing to say
+		}
+		fmt.Fprintf(f.stdout, "%s: %d calls to peers (%.1f MB) over %s in the last %v; %d in all\n",
+			s.Task(), calls-lastCalls, float64(bytes-lastBytes)/1e6, s.PeerPath(), f.report, calls)
+		lastCalls, lastBytes = calls, bytes
+	}
+}
+
+// withConns sizes a TCP transport's reactors for conns connections.
+func withConns(n tasks.Net, conns int) tasks.Net {
+	if tcp, ok := n.(tasks.TCPNet); ok {
+		tcp.Conns = conns
+		return tcp
+	}
+	return n
 }
 
 // bindAddr listens on every interface at an address's port when its host
@@ -150,9 +272,19 @@ func bindAddr(addr string) string {
 	return net.JoinHostPort("", port)
 }
 
-func orNone(s string) string {
+// orEmpty returns prefix+s, or "" when s is empty.
+func orEmpty(prefix, s string) string {
 	if s == "" {
-		return "(none)"
+		return ""
 	}
-	return s
+	return prefix + s
+}
+
+// prefixUsage puts the command's name before a usage error's message.
+func prefixUsage(cmd string, err error) error {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return usagef("%s: %s", cmd, ue.msg)
+	}
+	return err
 }

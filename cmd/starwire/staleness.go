@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"time"
@@ -29,6 +30,21 @@ func stalenessCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
+	// Flags are checked in their own units, before they become a Config.
+	switch {
+	case !(*dataMB > 0):
+		return usagef("staleness: --data_size %v MB, want > 0", *dataMB)
+	case *dataMB > 1024:
+		return usagef("staleness: --data_size %v MB, want at most 1024", *dataMB)
+	}
+	for _, fl := range []struct {
+		name string
+		v    float64
+	}{{"push_frequency", *push}, {"pull_frequency", *pull}, {"step_frequency", *step}} {
+		if !(fl.v > 0) {
+			return usagef("staleness: --%s %v seconds, want > 0", fl.name, fl.v)
+		}
+	}
 	cfg := staleness.Config{
 		DataSize:  int(math.Round(*dataMB * (1 << 20))),
 		PushEvery: seconds(*push),
@@ -48,29 +64,58 @@ func stalenessCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	case staleness.ProtocolStarwire, staleness.ProtocolAFXDP, staleness.ProtocolGRPC:
 		protocols = []string{*protocol}
 	default:
-		return usagef(`staleness: -protocol %q, want "starwire", "afxdp", "grpc" or "all"`, *protocol)
+		return usagef(`staleness: --protocol %q, want "starwire", "afxdp", "grpc" or "all"`, *protocol)
 	}
-	fmt.Fprintf(stdout, "staleness: %.1f MB pushed every %v, %d workers pulling every %v and sampling every %v, %v per protocol\n",
-		float64(cfg.DataSize)/(1<<20), cfg.PushEvery, cfg.Workers, cfg.PullEvery, cfg.StepEvery, cfg.Duration)
+	fmt.Fprintf(stdout, "staleness: %.1f MB pushed every %v, %s pulling every %v and sampling every %v, %v per protocol\n",
+		float64(cfg.DataSize)/(1<<20), cfg.PushEvery, plural(cfg.Workers, "worker"), cfg.PullEvery, cfg.StepEvery, cfg.Duration)
+	for _, line := range staleness.Columns(cfg) {
+		fmt.Fprintln(stdout, line)
+	}
+	var results []*staleness.Result
 	for _, p := range protocols {
-		if p == staleness.ProtocolAFXDP && all && os.Geteuid() != 0 {
-			fmt.Fprintf(stdout, "%-8s skipped: %s\n", p, noRoot)
+		res, err := runStaleness(ctx, p, cfg)
+		var skip *skipped
+		switch {
+		case errors.As(err, &skip) && all:
+			fmt.Fprintf(stdout, "%-8s skipped: %s\n", p, skip.why)
 			continue
-		}
-		res, err := staleness.Run(ctx, p, cfg)
-		if err != nil {
-			if errors.Is(err, staleness.ErrConfig) {
-				return usagef("%v", err)
-			}
-			if p == staleness.ProtocolAFXDP && all && errors.Is(err, afxdp.ErrUnavailable) {
-				fmt.Fprintf(stdout, "%-8s skipped: %v\n", p, err)
-				continue
-			}
+		case errors.As(err, &skip):
+			return fmt.Errorf("staleness: --protocol %s: %s", p, skip.why)
+		case err != nil:
 			return err
 		}
 		fmt.Fprintln(stdout, res)
+		results = append(results, res)
+	}
+	if line := staleness.Compare(results); line != "" {
+		fmt.Fprintln(stdout, line)
 	}
 	return nil
+}
+
+// skipped says why a protocol cannot run on this machine.
+type skipped struct{ why string }
+
+func (s *skipped) Error() string { return s.why }
+
+// runStaleness runs the benchmark over protocol p; a protocol this machine
+// or user cannot run is a *skipped.
+func runStaleness(ctx context.Context, p string, cfg staleness.Config) (*staleness.Result, error) {
+	if p == staleness.ProtocolAFXDP && os.Geteuid() != 0 {
+		return nil, &skipped{noRoot}
+	}
+	res, err := staleness.Run(ctx, p, cfg)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, staleness.ErrConfig):
+		return nil, usagef("%v", err)
+	case p == staleness.ProtocolAFXDP && errors.Is(err, fs.ErrPermission):
+		return nil, &skipped{noRoot}
+	case p == staleness.ProtocolAFXDP && errors.Is(err, afxdp.ErrUnavailable):
+		return nil, &skipped{err.Error()}
+	}
+	return nil, err
 }
 
 // seconds converts a flag given in (fractional) seconds.

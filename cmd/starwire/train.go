@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
@@ -20,11 +23,16 @@ type trainFlags struct {
 	cfg lr.Config
 	clusterFlags
 	connectTimeout time.Duration
+	cpuProfile     string
+	transport      string
+	afxdp          string
 }
 
-func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	f := trainFlags{cfg: lr.DefaultConfig()}
-	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+// modelJobs are the jobs the training job runs on; a cluster's other jobs
+// (a chief, an evaluator) are the driver's or outside the job.
+var modelJobs = []string{"ps", "worker"}
+
+func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.PS, "ps", f.cfg.PS, "parameter-server tasks of the local cluster (or of --registry_dir's)")
 	fs.IntVar(&f.cfg.Workers, "workers", f.cfg.Workers, "worker tasks of the local cluster (or of --registry_dir's)")
 	fs.IntVar(&f.cfg.Steps, "steps", f.cfg.Steps, "training steps per worker")
@@ -33,97 +41,165 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&f.cfg.Vocab, "vocab", f.cfg.Vocab, "hashed feature ids (embedding rows)")
 	fs.Uint64Var(&f.cfg.Seed, "seed", f.cfg.Seed, "seed of the synthetic data and hidden model")
 	fs.IntVar(&f.cfg.HeldOut, "held_out", f.cfg.HeldOut, "held-out examples evaluated before and after training")
-	lrate := fs.Float64("learning_rate", float64(f.cfg.LearningRate), "Adagrad learning rate")
-	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines")
+	fs.Var((*float32Value)(&f.cfg.LearningRate), "learning_rate", "Adagrad learning rate")
+	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines (on a terminal the bar moves every 250ms unless this is given)")
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	transport := fs.String("transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
-	useXDP := fs.String("afxdp", "auto", `local cluster: "on" puts each task in a network namespace, joined by veth pairs, and carries the workers' RecvTensor calls over AF_XDP; "auto" does so when it can (root), "off" never`)
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
+	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
 	f.clusterFlags.register(fs)
+}
+
+func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	f := trainFlags{cfg: lr.DefaultConfig()}
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	f.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if err := f.check(); err != nil {
+		return err
+	}
+	layout, joining, err := f.clusterFlags.layout(ctx, set, need{ps: f.cfg.PS, workers: f.cfg.Workers, jobs: modelJobs})
+	if err != nil {
+		return prefixUsage("train", err)
+	}
+	if joining {
+		f.cfg.PS, f.cfg.Workers = layout.Cluster.NumTasks("ps"), layout.Cluster.NumTasks("worker")
+		if f.cfg.PS == 0 || f.cfg.Workers == 0 {
+			return usagef("train: the cluster has %s and %s, want at least one of each",
+				plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"))
+		}
+		if err := f.checkConfig(); err != nil {
+			return err
+		}
+	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 		defer stop()
 	}
-	f.cfg.LearningRate = float32(*lrate)
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	layout, joining, err := f.clusterFlags.layout(ctx, set, f.cfg.PS, f.cfg.Workers)
+	tr, err := chooseTransport("train", f.transport)
 	if err != nil {
 		return err
 	}
+	r := &trainRun{f: &f, layout: layout, tr: tr, stdout: stdout, progressSet: set["progress"]}
 	if joining {
-		f.cfg.PS, f.cfg.Workers = layout.Cluster.NumTasks("ps"), layout.Cluster.NumTasks("worker")
-		if f.cfg.PS == 0 || f.cfg.Workers == 0 {
-			return usagef("train: the cluster has %d ps and %d worker tasks, want at least one of each", f.cfg.PS, f.cfg.Workers)
-		}
-	}
-	if err := f.cfg.Validate(); err != nil {
-		return usagef("train: %v", err)
-	}
-	switch *useXDP {
-	case "auto", "on", "off":
-	default:
-		return usagef(`train: --afxdp %q, want "auto", "on" or "off"`, *useXDP)
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	tr, err := chooseTransport(*transport)
-	if err != nil {
-		return err
-	}
-
-	var local *tasks.Local
-	if !joining {
-		dir, err := os.MkdirTemp("", "starwire-train-")
-		if err != nil {
+		err = r.join(ctx)
+	} else {
+		var dir string
+		if dir, err = os.MkdirTemp("", "starwire-train-"); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		local, tr.fallback, err = startLocal(tasks.LocalOptions{
-			PS: f.cfg.PS, Workers: f.cfg.Workers, Protocol: layout.Protocol, Net: tr.net, Dir: dir, Logger: logger,
-		}, *useXDP)
-		if err != nil {
-			return fmt.Errorf("train: start local cluster: %w", err)
-		}
-		defer local.Close()
-		layout = local.Layout
-		tr.peers = local.PeerTransport
-		// The master side asks every task for its status over gRPC first,
-		// as TensorFlow's master does whatever the worker protocol.
-		if err := awaitCluster(ctx, layout, f.connectTimeout); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-		fmt.Fprintf(stdout, "local cluster: %s\n", layout.Cluster)
-		if local.EndpointMapPath != "" {
-			fmt.Fprintf(stdout, "endpoint map %s: %s\n", local.EndpointMapPath, endpointPairs(layout.Endpoints))
-		}
-	} else {
-		tr.fallback = afxdpFallback(driverOnTCP)
-		fmt.Fprintf(stdout, "joining cluster: %s\n", layout.Cluster)
-		if err := awaitCluster(ctx, layout, f.connectTimeout); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
+		err = r.startLocal(ctx, dir)
 	}
-	transportLine := transportName(layout.Protocol, tr)
-	fmt.Fprintf(stdout, "protocol %s, transport %s\n", layout.Protocol, transportLine)
+	if r.local != nil {
+		defer r.local.Close()
+	}
+	if err != nil {
+		return err
+	}
+	return r.train(ctx)
+}
 
-	dialer, closer, err := tr.net.Dialer()
+// check reports flags that cannot run, naming the flag.
+func (f *trainFlags) check() error {
+	switch f.afxdp {
+	case "auto", "on", "off":
+	default:
+		return usagef(`train: --afxdp %q, want "auto", "on" or "off"`, f.afxdp)
+	}
+	return f.checkConfig()
+}
+
+func (f *trainFlags) checkConfig() error {
+	err := f.cfg.Validate()
+	var se *lr.SettingError
+	if errors.As(err, &se) {
+		return usagef("train: --%s %v, want %s", se.Setting, se.Value, se.Want)
+	}
+	if err != nil {
+		return usagef("train: %v", err)
+	}
+	return nil
+}
+
+// A trainRun is one training job on a cluster it started or joined.
+type trainRun struct {
+	f           *trainFlags
+	layout      tasks.Layout
+	tr          transportChoice
+	local       *tasks.Local // the cluster started here, if any
+	stdout      io.Writer
+	progressSet bool
+}
+
+// startLocal starts the in-process cluster, its endpoint map in dir.
+func (r *trainRun) startLocal(ctx context.Context, dir string) error {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	local, why, err := startLocal(tasks.LocalOptions{
+		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.net, Dir: dir, Logger: logger,
+	}, r.f.afxdp)
+	if err != nil {
+		return fmt.Errorf("train: start local cluster: %w", err)
+	}
+	r.local, r.tr.fallback, r.layout = local, why, local.Layout
+	// The master side asks every task for its status over gRPC first, as
+	// TensorFlow's master does whatever the worker protocol.
+	if err := awaitCluster(ctx, r.layout, r.f.connectTimeout); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	fmt.Fprintf(r.stdout, "local cluster: %s\n", r.layout.Cluster)
+	if local.EndpointMapPath != "" {
+		fmt.Fprintf(r.stdout, "endpoint map %s: %s\n", local.EndpointMapPath, endpointPairs(r.layout.Endpoints))
+	}
+	for _, w := range local.ReactorWarnings() {
+		fmt.Fprintf(os.Stderr, "starwire: train: warning: %s\n", w)
+	}
+	return nil
+}
+
+// join waits for an existing cluster's tasks to answer.
+func (r *trainRun) join(ctx context.Context) error {
+	r.tr.fallback = afxdpFallback(driverOnTCP)
+	as := ""
+	if c := r.f.tfConfig; c != nil && c.TaskType != "" && r.layout.Cluster.NumTasks(c.TaskType) == 0 {
+		as = " as " + c.TaskName() + ", the driver"
+	}
+	fmt.Fprintf(r.stdout, "joining cluster: %s%s\n", r.layout.Cluster, as)
+	if err := awaitCluster(ctx, r.layout, r.f.connectTimeout); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
+}
+
+// train runs the job and prints its summary.
+func (r *trainRun) train(ctx context.Context) error {
+	f, stdout := r.f, r.stdout
+	fmt.Fprintf(stdout, "protocol %s; driver's calls over %s%s\n",
+		r.layout.Protocol, driverPath(r.layout.Protocol, r.tr), r.reactors())
+	fmt.Fprintf(stdout, "tasks' calls to each other: %s\n", peerPaths(r.peerInfos(ctx), false))
+	if r.local != nil && r.tr.fallback != "" && r.layout.Protocol.UsesStar() {
+		fmt.Fprintf(stdout, "not on AF_XDP: %s\n", r.tr.fallback)
+	}
+	dialer, closer, err := r.tr.net.Dialer()
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	if closer != nil {
 		defer closer.Close()
 	}
+	layout := r.layout
 	layout.Transport = dialer
 	peers := tasks.NewPeers(layout)
 	defer peers.Close()
 	var callers []driver.Caller
-	for _, job := range []string{"ps", "worker"} {
+	for _, job := range modelJobs {
 		for _, i := range layout.Cluster.TaskIndices(job) {
 			c, err := peers.Caller(cluster.TaskName(job, i))
 			if err != nil {
@@ -135,13 +211,16 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	d := driver.New(fmt.Sprintf("train-%d-%d", os.Getpid(), time.Now().UnixNano()), callers...)
 	stats := func() driver.Stats {
 		s := d.Stats()
-		if local != nil {
-			c, b := local.PeerStats()
+		if r.local != nil {
+			c, b := r.local.PeerStats()
 			s = s.Add(driver.Stats{Calls: c, Bytes: b})
 		}
 		return s
 	}
-	job, err := lr.New(f.cfg, d, stats)
+	display := newProgressDisplay(stdout)
+	cfg := f.cfg
+	cfg.ProgressEvery = display.interval(cfg.ProgressEvery, r.progressSet)
+	job, err := lr.New(cfg, d, stats)
 	if err != nil {
 		return usagef("train: %v", err)
 	}
@@ -156,33 +235,87 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer cancel()
 		job.Close(ctx)
 	}()
-	fmt.Fprintf(stdout, "training: %d ps, %d workers, %d steps per worker, batch %d, vocab %d, embedding_dim %d, seed %d\n",
-		f.cfg.PS, f.cfg.Workers, f.cfg.Steps, f.cfg.BatchSize, f.cfg.Vocab, f.cfg.EmbeddingDim, f.cfg.Seed)
-	sum, err := job.Run(ctx, func(p lr.Progress) {
-		fmt.Fprintf(stdout, "step %6d  %8.0f examples/s  loss %.4f  %7.0f RPC/s  %7.1f MB/s\n",
-			p.Steps, p.ExamplesPerSec, p.Loss, p.RPCsPerSec, p.MBPerSec)
-	})
+	fmt.Fprintf(stdout, "training: %s, %s, %d steps per worker, batch %d, vocab %d, embedding_dim %d, seed %d\n",
+		plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"), f.cfg.Steps, f.cfg.BatchSize, f.cfg.Vocab, f.cfg.EmbeddingDim, f.cfg.Seed)
+	sum, err := job.Run(ctx, display.update)
+	display.finish()
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	printSummary(stdout, sum, layout.Protocol, transportLine, !joining)
+	infos := r.peerInfos(ctx)
+	printSummary(stdout, sum, r.layout.Protocol, driverPath(r.layout.Protocol, r.tr), infos, r.local != nil)
 	return nil
 }
 
-// printSummary prints the run's outcome; allRPCs says whether the counts
-// include the tasks' calls to each other (only when they run here).
-func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, transport string, allRPCs bool) {
-	fmt.Fprintf(w, "summary:\n")
-	fmt.Fprintf(w, "  steps %d, examples %d in %.2fs: %.0f examples/s\n", s.Steps, s.Examples, s.Elapsed.Seconds(), s.ExamplesPerSec())
-	fmt.Fprintf(w, "  held-out loss: initial %.4f, final %.4f (hidden model %.4f, click rate alone %.4f)\n", s.InitialLoss, s.FinalLoss, s.BayesLoss, s.BaseRateLoss)
-	fmt.Fprintf(w, "  training loss: first tenth %.4f, last tenth %.4f\n", s.FirstTrainLoss, s.LastTrainLoss)
-	fmt.Fprintf(w, "  held-out accuracy: %.2f%%\n", 100*s.Accuracy)
-	which := "driver and task-to-task"
-	if !allRPCs {
-		which = "driver's only; the tasks' RecvTensor calls happen in their processes"
+// reactors describes the reactor counts of the driver's TCP transport and,
+// for a local cluster, of its tasks', or "" when starwire is not on TCP.
+func (r *trainRun) reactors() string {
+	if _, tcp := r.tr.net.(tasks.TCPNet); !tcp || !r.layout.Protocol.UsesStar() {
+		return ""
 	}
-	fmt.Fprintf(w, "  RPCs (%s): %d (%.0f/s), bytes moved: %.1f MB (%.1f MB/s)\n", which, s.Calls, float64(s.Calls)/s.Elapsed.Seconds(), float64(s.Bytes)/1e6, float64(s.Bytes)/1e6/s.Elapsed.Seconds())
-	fmt.Fprintf(w, "  protocol: %s, transport: %s\n", p, transport)
+	out := "; reactors: driver " + cluster.SharedReactors().String()
+	if r.local == nil {
+		return out
+	}
+	for _, s := range r.local.Servers {
+		if s.Reactors.N > 0 && s.Index == 0 {
+			out += ", each " + s.Job + " task " + s.Reactors.String()
+		}
+	}
+	return out
+}
+
+// peerInfos says, per task, what carries its calls to its peers: read from
+// the tasks of a local cluster, asked of a joined cluster's over gRPC.
+func (r *trainRun) peerInfos(ctx context.Context) []peerInfo {
+	var out []peerInfo
+	if r.local != nil {
+		for _, s := range r.local.Servers {
+			out = append(out, peerInfo{Info: s.Info()})
+		}
+		return out
+	}
+	for _, job := range modelJobs {
+		for _, i := range r.layout.Cluster.TaskIndices(job) {
+			addr, _ := r.layout.Cluster.Lookup(job, i)
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			info, err := tasks.QueryInfo(qctx, addr)
+			cancel()
+			if info.Task == "" {
+				info.Task = cluster.TaskName(job, i)
+			}
+			out = append(out, peerInfo{Info: info, err: err})
+		}
+	}
+	return out
+}
+
+// plural writes n and noun, with an s unless n is 1: "1 ps task", "2 ps tasks".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// float32Value is a float32 flag, shown as the float32 it holds: 0.2, not
+// 0.20000000298023224.
+type float32Value float32
+
+func (v *float32Value) String() string {
+	if v == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(float64(*v), 'g', -1, 32)
+}
+
+func (v *float32Value) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 32)
+	if err != nil {
+		return errors.New("not a number")
+	}
+	*v = float32Value(f)
+	return nil
 }
 
 // startLocal starts the local cluster, with AF_XDP between the tasks as
@@ -202,6 +335,9 @@ func startLocal(opts tasks.LocalOptions, mode string) (*tasks.Local, string, err
 		l, err := tasks.StartLocal(xo)
 		if err == nil {
 			return l, "", nil
+		}
+		if mode == "on" && errors.Is(err, fs.ErrPermission) {
+			return nil, "", fmt.Errorf("--afxdp on needs root (network namespaces and AF_XDP sockets): %w", err)
 		}
 		if mode == "on" {
 			return nil, "", err

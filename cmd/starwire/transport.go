@@ -12,12 +12,12 @@ import (
 type transportChoice struct {
 	net      tasks.Net
 	fallback string
-	peers    string // what carries the tasks' calls to each other, when not net
 }
 
-// chooseTransport returns the transport named by --transport ("tcp" or
-// "udp"), with the reason it is not AF_XDP left for the caller to set.
-func chooseTransport(name string) (transportChoice, error) {
+// chooseTransport returns the transport named by command cmd's --transport
+// ("tcp" or "udp"), with the reason it is not AF_XDP left for the caller
+// to set.
+func chooseTransport(cmd, name string) (transportChoice, error) {
 	var c transportChoice
 	switch name {
 	case "tcp":
@@ -25,7 +25,7 @@ func chooseTransport(name string) (transportChoice, error) {
 	case "udp":
 		c.net = tasks.UDPNet{}
 	default:
-		return c, usagef(`--transport %q, want "tcp" or "udp"`, name)
+		return c, usagef(`%s: --transport %q, want "tcp" or "udp"`, cmd, name)
 	}
 	return c, nil
 }
@@ -47,13 +47,10 @@ func afxdpFallback(situation string) string {
 	return situation
 }
 
-// transportName describes the transport for the summary line.
-func transportName(p cluster.Protocol, t transportChoice) string {
+// driverPath says what carries the driver's calls to the tasks.
+func driverPath(p cluster.Protocol, t transportChoice) string {
 	if !p.UsesStar() {
-		return "gRPC over TCP (HTTP/2)"
+		return "gRPC"
 	}
-	if t.peers != "" {
-		return "starwire: RecvTensor between tasks over " + t.peers + "; driver calls over " + t.net.Name() + " on loopback"
-	}
-	return "starwire over " + t.net.Name() + " (fallback: " + t.fallback + ")"
+	return "starwire over " + t.net.Name()
 }

@@ -39,34 +39,52 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first setting that cannot run.
+// A SettingError says which setting of a Config cannot run. Setting is
+// named as the command's flag is (steps, batch_size, ...).
+type SettingError struct {
+	Setting string
+	Value   any
+	Want    string
+}
+
+func (e *SettingError) Error() string {
+	return fmt.Sprintf("%s %v, want %s", e.Setting, e.Value, e.Want)
+}
+
+// Validate reports the first setting that cannot run, as a *SettingError.
 func (c Config) Validate() error {
+	bad := func(setting string, value any, want string) error {
+		return &SettingError{Setting: setting, Value: value, Want: want}
+	}
 	switch {
 	case c.PS <= 0:
-		return fmt.Errorf("lr: %d parameter servers, want > 0", c.PS)
+		return bad("ps", c.PS, "> 0")
 	case c.Workers <= 0:
-		return fmt.Errorf("lr: %d workers, want > 0", c.Workers)
+		return bad("workers", c.Workers, "> 0")
 	case c.Steps <= 0:
-		return fmt.Errorf("lr: %d steps, want > 0", c.Steps)
+		return bad("steps", c.Steps, "> 0")
 	case c.BatchSize <= 0 || c.BatchSize > 1<<16:
-		return fmt.Errorf("lr: batch size %d, want 1..65536", c.BatchSize)
+		return bad("batch_size", c.BatchSize, "1..65536")
 	case c.EmbeddingDim <= 0 || c.EmbeddingDim > 1024:
-		return fmt.Errorf("lr: embedding dimension %d, want 1..1024", c.EmbeddingDim)
+		return bad("embedding_dim", c.EmbeddingDim, "1..1024")
 	case c.Vocab < c.PS:
-		return fmt.Errorf("lr: vocabulary of %d ids for %d parameter servers, want at least one id each", c.Vocab, c.PS)
+		return bad("vocab", c.Vocab, fmt.Sprintf("at least %d, an id for each parameter server", c.PS))
 	case int64(c.Vocab)*int64(c.EmbeddingDim) > 1<<28:
-		return fmt.Errorf("lr: table of %d×%d floats is over 1 GiB", c.Vocab, c.EmbeddingDim)
+		return bad("vocab", c.Vocab, fmt.Sprintf("at most %d with embedding_dim %d (a table of at most 1 GiB)", (1<<28)/c.EmbeddingDim, c.EmbeddingDim))
 	case c.Fields <= 0:
-		return fmt.Errorf("lr: %d fields, want > 0", c.Fields)
-	case c.LearningRate <= 0:
-		return fmt.Errorf("lr: learning rate %v, want > 0", c.LearningRate)
-	case c.InitialAccumulator <= 0:
-		return fmt.Errorf("lr: initial accumulator %v, want > 0", c.InitialAccumulator)
+		return bad("fields", c.Fields, "> 0")
+	case !(c.LearningRate > 0):
+		return bad("learning_rate", c.LearningRate, "> 0")
+	case !(c.InitialAccumulator > 0):
+		return bad("initial_accumulator", c.InitialAccumulator, "> 0")
 	case c.HeldOut <= 0:
-		return fmt.Errorf("lr: %d held-out examples, want > 0", c.HeldOut)
+		return bad("held_out", c.HeldOut, "> 0")
 	}
 	return nil
 }
+
+// TotalSteps is the steps of all workers together.
+func (c Config) TotalSteps() int64 { return int64(c.Steps) * int64(c.Workers) }
 
 // shardRows is the number of table rows parameter server p holds: ids are
 // spread over the servers by id mod PS, and id lives at row id / PS.

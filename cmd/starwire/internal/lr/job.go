@@ -18,8 +18,8 @@ import (
 // Progress is a periodic report of a running job.
 type Progress struct {
 	Elapsed time.Duration
-	// Steps and Examples are totals over all workers.
-	Steps, Examples int64
+	// Steps and Examples are totals over all workers, of TotalSteps.
+	Steps, Examples, TotalSteps int64
 	// ExamplesPerSec, RPCsPerSec and MBPerSec are rates over the last
 	// interval.
 	ExamplesPerSec, RPCsPerSec, MBPerSec float64
@@ -99,7 +99,7 @@ func (j *Job) Setup(ctx context.Context) error {
 		dev := device(job, i)
 		st, ok := status[task(dev)]
 		if !ok || len(st.GetDeviceAttributes()) == 0 {
-			return "", 0, fmt.Errorf("lr: %s reported no device", dev)
+			return "", 0, fmt.Errorf("%s reported no device", dev)
 		}
 		return dev, st.GetDeviceAttributes()[0].GetIncarnation(), nil
 	}
@@ -150,7 +150,7 @@ func (j *Job) Setup(ctx context.Context) error {
 	}
 	step := j.nextStep.Add(1)
 	if err := j.d.RunPartitions(ctx, step, inits...); err != nil {
-		return fmt.Errorf("lr: initialize the table: %w", err)
+		return fmt.Errorf("initialize the table: %w", err)
 	}
 	return j.d.CleanupStep(ctx, step, j.psTasks()...)
 }
@@ -173,7 +173,7 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	sum := &Summary{BayesLoss: j.gen.BayesLoss(held), BaseRateLoss: baseRateLoss(held)}
 	var err error
 	if sum.InitialLoss, _, err = j.evaluate(ctx, held); err != nil {
-		return nil, fmt.Errorf("lr: evaluate before training: %w", err)
+		return nil, fmt.Errorf("evaluate before training: %w", err)
 	}
 	start := time.Now()
 	before := j.stats()
@@ -205,7 +205,7 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	sum.FirstTrainLoss, sum.LastTrainLoss = mean(j.losses[:tenth]), mean(j.losses[len(j.losses)-tenth:])
 	j.mu.Unlock()
 	if sum.FinalLoss, sum.Accuracy, err = j.evaluate(ctx, held); err != nil {
-		return nil, fmt.Errorf("lr: evaluate after training: %w", err)
+		return nil, fmt.Errorf("evaluate after training: %w", err)
 	}
 	return sum, nil
 }
@@ -228,7 +228,7 @@ func (j *Job) report(done <-chan struct{}, start time.Time, before driver.Stats,
 			j.mu.Unlock()
 			if progress != nil {
 				progress(Progress{
-					Elapsed: now.Sub(start), Steps: steps, Examples: steps * int64(j.cfg.BatchSize),
+					Elapsed: now.Sub(start), Steps: steps, Examples: steps * int64(j.cfg.BatchSize), TotalSteps: j.cfg.TotalSteps(),
 					ExamplesPerSec: float64((steps-lastSteps)*int64(j.cfg.BatchSize)) / dt,
 					RPCsPerSec:     float64(st.Calls-last.Calls) / dt,
 					MBPerSec:       float64(st.Bytes-last.Bytes) / dt / 1e6,
@@ -356,7 +356,7 @@ func (j *Job) train(ctx context.Context, r int) error {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("lr: worker %d: %w", r, err)
+			return fmt.Errorf("worker %d: %w", r, err)
 		}
 		j.mu.Lock()
 		j.losses = append(j.losses, loss)

@@ -2,7 +2,10 @@ package staleness
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -44,11 +47,89 @@ func (r *Result) MovedBytes() int64 {
 	return int64(r.Push.Count()+r.Pull.Count()) * int64(r.Config.DataSize)
 }
 
-// String is the one-line summary the command prints.
+// Columns are the header lines of the command's table: what the columns
+// mean, then their names. Every Result's String is one row under them.
+func Columns(cfg Config) []string {
+	return []string{
+		fmt.Sprintf("columns: staleness = versions a worker's copy is behind the trainer's newest, sampled every %v; "+
+			"push, pull = milliseconds to move one %.1f MB version, at %s (- where too few timings: p99 needs 100, run longer with --duration); "+
+			"empty = pulls that found nothing newer; lower is better in every column but versions and MB moved",
+			cfg.StepEvery, float64(cfg.DataSize)/(1<<20), percentileNames()),
+		fmt.Sprintf("%-8s %9s %5s %8s   %-26s   %-26s %8s %6s %9s",
+			"protocol", "staleness", "max", "samples", "push ms "+percentileNames(), "pull ms "+percentileNames(), "versions", "empty", "MB moved"),
+	}
+}
+
+// String is the Result's row under Columns.
 func (r *Result) String() string {
-	return fmt.Sprintf("%-8s mean staleness %.2f versions (max %d, %d samples); push %s; pull %s; %d versions, %d empty pulls, %.0f MB moved in %.1fs",
-		r.Protocol, r.MeanStaleness, r.MaxStaleness, r.Samples, r.Push.String(), r.Pull.String(),
-		r.Versions, r.EmptyPulls, float64(r.MovedBytes())/1e6, r.Elapsed.Seconds())
+	return fmt.Sprintf("%-8s %9.2f %5d %8d   %-26s   %-26s %8d %6d %9.1f",
+		r.Protocol, r.MeanStaleness, r.MaxStaleness, r.Samples, r.Push.percentiles(), r.Pull.percentiles(),
+		r.Versions, r.EmptyPulls, float64(r.MovedBytes())/1e6)
+}
+
+// Compare is the closing line: how each starwire protocol in results did
+// against gRPC, in mean staleness and median pull time. It is "" without
+// gRPC and another protocol to compare.
+func Compare(results []*Result) string {
+	var base *Result
+	for _, r := range results {
+		if r.Protocol == ProtocolGRPC {
+			base = r
+		}
+	}
+	if base == nil {
+		return ""
+	}
+	var parts []string
+	for _, r := range results {
+		if r == base {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s than grpc (%.2f vs %.2f versions behind), pulls %s (median %s vs %s ms)",
+			r.Protocol, ratio(r.MeanStaleness, base.MeanStaleness, "less stale", "more stale"), r.MeanStaleness, base.MeanStaleness,
+			ratio(ms(r.Pull.Quantile(0.5)), ms(base.Pull.Quantile(0.5)), "faster", "slower"),
+			formatMS(r.Pull.Quantile(0.5)), formatMS(base.Pull.Quantile(0.5))))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "comparison: " + strings.Join(parts, "; ")
+}
+
+// ratio says how many times a (lower is better) beat b: "2.7× less
+// stale", "1.2× slower", "as fast".
+func ratio(a, b float64, better, worse string) string {
+	switch {
+	case a == b:
+		return "even"
+	case a <= 0:
+		return better + " (none against " + strconv.FormatFloat(b, 'f', 2, 64) + ")"
+	case b <= 0:
+		return worse
+	case a < b:
+		return fmt.Sprintf("%.1f× %s", b/a, better)
+	}
+	return fmt.Sprintf("%.1f× %s", a/b, worse)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func formatMS(d time.Duration) string { return strconv.FormatFloat(ms(d), 'f', 2, 64) }
+
+// percentiles reported, each with the timings it needs: a q-quantile of
+// fewer than 1/(1-q) timings is just the largest one.
+var percentiles = []struct {
+	q    float64
+	name string
+	need int
+}{{0.5, "p50", 2}, {0.9, "p90", 10}, {0.99, "p99", 100}}
+
+func percentileNames() string {
+	names := make([]string, len(percentiles))
+	for i, p := range percentiles {
+		names[i] = p.name
+	}
+	return strings.Join(names, "/")
 }
 
 // timings collects durations. Safe for concurrent use.
@@ -102,10 +183,21 @@ func (t *timings) Quantile(q float64) time.Duration {
 		return 0
 	}
 	slices.Sort(d)
-	return d[min(int(q*float64(len(d))), len(d)-1)]
+	// Nearest rank: the smallest timing with at least q of them at or below it.
+	rank := int(math.Ceil(q * float64(len(d))))
+	return d[min(max(rank, 1), len(d))-1]
 }
 
-func (t *timings) String() string {
-	return fmt.Sprintf("n=%d mean %v p50 %v p99 %v", t.Count(), t.Mean().Round(time.Microsecond),
-		t.Quantile(0.5).Round(time.Microsecond), t.Quantile(0.99).Round(time.Microsecond))
+// percentiles writes the percentiles in milliseconds, "-" for those with
+// too few timings: "4.10/6.25/-".
+func (t *timings) percentiles() string {
+	n := t.Count()
+	out := make([]string, len(percentiles))
+	for i, p := range percentiles {
+		out[i] = "-"
+		if n >= p.need {
+			out[i] = formatMS(t.Quantile(p.q))
+		}
+	}
+	return strings.Join(out, "/")
 }

@@ -3,6 +3,7 @@ package staleness
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,74 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), "carrier-pigeon", good); !errors.Is(err, ErrConfig) {
 		t.Errorf("unknown protocol: %v, want ErrConfig", err)
+	}
+}
+
+func timingsOf(ms ...float64) *timings {
+	t := new(timings)
+	for _, m := range ms {
+		t.add(time.Duration(m * float64(time.Millisecond)))
+	}
+	return t
+}
+
+// TestPercentilesNeedTimings: a percentile is shown only when there are
+// enough timings for it to differ from the largest one.
+func TestPercentilesNeedTimings(t *testing.T) {
+	few := timingsOf(1, 2, 3, 4, 5, 6, 7, 8, 9)
+	if got := few.percentiles(); got != "5.00/-/-" {
+		t.Errorf("9 timings: %q", got)
+	}
+	var many timings
+	for i := 1; i <= 200; i++ {
+		many.add(time.Duration(i) * time.Millisecond)
+	}
+	if got := many.percentiles(); got != "100.00/180.00/198.00" {
+		t.Errorf("200 timings: %q", got)
+	}
+	var none timings
+	if got := none.percentiles(); got != "-/-/-" {
+		t.Errorf("no timings: %q", got)
+	}
+}
+
+func TestColumnsAndRows(t *testing.T) {
+	cols := Columns(DefaultConfig())
+	if len(cols) != 2 || !strings.HasPrefix(cols[0], "columns: staleness = ") || !strings.Contains(cols[0], "lower is better") {
+		t.Fatalf("columns: %q", cols)
+	}
+	r := &Result{Protocol: ProtocolStarwire, Config: DefaultConfig(), MeanStaleness: 0.5, MaxStaleness: 2, Samples: 400,
+		Versions: 10, EmptyPulls: 3}
+	r.Push.merge(timingsOf(10, 12, 11))
+	r.Pull.merge(timingsOf(4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5))
+	row := r.String()
+	for _, want := range []string{"starwire", "0.50", "11.00/-/-", "5.00/6.00/-"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("row %q lacks %q", row, want)
+		}
+	}
+	// Every row lines up under the column names.
+	if i, j := strings.Index(cols[1], "versions"), strings.Index(row, " 10 "); j+3 != i+len("versions") {
+		t.Errorf("versions column at %d, value ending at %d:\n%s\n%s", i+len("versions"), j+3, cols[1], row)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	sw := &Result{Protocol: ProtocolStarwire, MeanStaleness: 0.5}
+	sw.Pull.merge(timingsOf(4, 4, 4))
+	grpc := &Result{Protocol: ProtocolGRPC, MeanStaleness: 1.5}
+	grpc.Pull.merge(timingsOf(12, 12, 12))
+	got := Compare([]*Result{sw, grpc})
+	want := "comparison: starwire 3.0× less stale than grpc (0.50 vs 1.50 versions behind), pulls 3.0× faster (median 4.00 vs 12.00 ms)"
+	if got != want {
+		t.Errorf("Compare = %q\nwant      %q", got, want)
+	}
+	if got := Compare([]*Result{sw}); got != "" {
+		t.Errorf("nothing to compare with: %q", got)
+	}
+	slow := &Result{Protocol: ProtocolAFXDP, MeanStaleness: 3}
+	slow.Pull.merge(timingsOf(24, 24))
+	if got := Compare([]*Result{slow, grpc}); !strings.Contains(got, "afxdp 2.0× more stale than grpc") || !strings.Contains(got, "pulls 2.0× slower") {
+		t.Errorf("a loser: %q", got)
 	}
 }

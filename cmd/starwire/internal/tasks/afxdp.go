@@ -18,18 +18,18 @@ import (
 // interface cannot, and the task keeps its stream transport.
 func (s *Server) ServeAFXDP(iface string) error {
 	if s.starL == nil {
-		return fmt.Errorf("cluster: %s: AF_XDP needs the starwire worker service (protocol grpc+seastar)", s.Task())
+		return fmt.Errorf("%s: AF_XDP needs the starwire worker service (protocol grpc+seastar)", s.Task())
 	}
 	ap, err := netip.ParseAddrPort(s.StarAddr)
 	if err != nil {
-		return fmt.Errorf("cluster: %s: starwire address %s: %w", s.Task(), s.StarAddr, err)
+		return fmt.Errorf("%s: starwire address %s: %w", s.Task(), s.StarAddr, err)
 	}
 	ep, err := s.addAFXDP(iface, ap.Port(), nil)
 	if err != nil {
 		return err
 	}
 	if got := ep.Addr(); got != ap {
-		return fmt.Errorf("cluster: %s: %s has address %v, not the starwire address %v", s.Task(), iface, got.Addr(), ap.Addr())
+		return fmt.Errorf("%s: %s has address %v, not the starwire address %v", s.Task(), iface, got.Addr(), ap.Addr())
 	}
 	s.peerTr = afxdprpc.Transport(ep)
 	s.PeerTransport = fmt.Sprintf("AF_XDP on %s (UDP port %d)", iface, ap.Port())
@@ -49,14 +49,14 @@ func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %s: %w", s.Task(), err)
+		return nil, fmt.Errorf("%s: %w", s.Task(), err)
 	}
 	// DeepRec's *_ENABLE_POLLING and *_DISABLE_PIN_CORES tune the reactor.
 	ep := afxdp.NewEndpoint(link, afxdp.OptionsFromEnv(s.Job, 0))
 	l, err := afxdprpc.Transport(ep).Listen("")
 	if err != nil {
 		ep.Close()
-		return nil, fmt.Errorf("cluster: %s: %w", s.Task(), err)
+		return nil, fmt.Errorf("%s: %w", s.Task(), err)
 	}
 	s.xdpLs = append(s.xdpLs, l)
 	s.xdpEPs = append(s.xdpEPs, ep)

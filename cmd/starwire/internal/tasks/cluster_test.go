@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,18 @@ func TestLayoutCheck(t *testing.T) {
 	l.Protocol = cluster.ProtocolGRPC
 	if err := l.Check(); err != nil {
 		t.Errorf("grpc layout: %v", err)
+	}
+}
+
+// TestStartLocalFailureReturnsError: a cluster that cannot start returns
+// why, having stopped what it started (it used to panic closing the nil
+// cluster its deferred cleanup saw).
+func TestStartLocalFailureReturnsError(t *testing.T) {
+	l, err := StartLocal(LocalOptions{PS: 1, Workers: 1, Protocol: cluster.ProtocolGRPC, AFXDP: true, Dir: t.TempDir(), Logger: quiet})
+	if err == nil || l != nil {
+		t.Fatalf("StartLocal = %v, %v; want an error", l, err)
+	}
+	if !strings.Contains(err.Error(), "AF_XDP carries the starwire worker service") {
+		t.Errorf("error %q does not say why", err)
 	}
 }

@@ -47,15 +47,25 @@ type Local struct {
 	fabric        *vethnet.Fabric
 }
 
-// StartLocal starts the cluster opts describes.
-func StartLocal(opts LocalOptions) (l *Local, err error) {
-	l = &Local{}
-	defer func() {
-		if err != nil {
-			l.Close()
-		}
-	}()
+// StartLocal starts the cluster opts describes. On error, what it had
+// started is stopped again.
+func StartLocal(opts LocalOptions) (*Local, error) {
+	l := &Local{}
+	if err := l.start(opts); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Local) start(opts LocalOptions) error {
 	protocol := opts.Protocol
+	n := opts.Net
+	if tcp, ok := n.(TCPNet); ok || n == nil {
+		// Each task is reached by every other and by the driver.
+		tcp.Conns = opts.PS + opts.Workers
+		n = tcp
+	}
 	jobs := map[string][]string{}
 	em := cluster.NewEndpointMap(filepath.Join(opts.Dir, cluster.DefaultEndpointMapFile))
 	byTask := map[string]*Server{}
@@ -65,9 +75,9 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 		n    int
 	}{{"ps", opts.PS}, {"worker", opts.Workers}} {
 		for i := range job.n {
-			s, err := Listen(job.name, i, "127.0.0.1:0", "127.0.0.1:0", protocol.UsesStar(), opts.Net)
+			s, err := Listen(job.name, i, "127.0.0.1:0", "127.0.0.1:0", protocol.UsesStar(), n)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			l.Servers = append(l.Servers, s)
 			byTask[s.Task()] = s
@@ -79,43 +89,43 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 			jobs[job.name] = append(jobs[job.name], s.GRPCAddr)
 			if protocol.UsesStar() {
 				if err := em.Add(s.GRPCAddr, s.StarAddr); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
 	}
 	spec, err := cluster.NewSpec(jobs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if protocol.UsesStar() {
 		// Written and read back, as tasks launched separately would read it.
 		l.EndpointMapPath = filepath.Join(opts.Dir, cluster.DefaultEndpointMapFile)
 		if err := writeEndpointMap(l.EndpointMapPath, em); err != nil {
-			return nil, err
+			return err
 		}
 		if em, err = cluster.ReadEndpointMap(l.EndpointMapPath); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	l.Layout = Layout{Protocol: protocol, Cluster: spec, Endpoints: em}
 	if err := l.Layout.Check(); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.AFXDP {
 		if !protocol.UsesStar() {
-			return nil, fmt.Errorf("cluster: AF_XDP carries the starwire worker service, which protocol %s does not use", protocol)
+			return fmt.Errorf("AF_XDP carries the starwire worker service, which protocol %s does not use", protocol)
 		}
 		if err := l.buildFabric(psTasks, workerTasks, byTask); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, s := range l.Servers {
 		if err := s.Start(l.Layout, opts.Logger); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return l, nil
+	return nil
 }
 
 // buildFabric joins workers to servers by veth pairs and opens an AF_XDP
@@ -143,6 +153,7 @@ func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server) err
 			wrk.routes = make(map[string]route)
 		}
 		wrk.routes[link.PS.Task] = route{afxdprpc.Transport(ep), netip.AddrPortFrom(link.PS.Addr, xdpPort).String()}
+		wrk.PeerTransport = "AF_XDP over veth pairs to the parameter servers"
 	}
 	l.PeerTransport = fmt.Sprintf("AF_XDP over %d veth pairs, one per worker and server, each task in its own network namespace", len(f.Links))
 	return nil
@@ -172,8 +183,21 @@ func (l *Local) Close() {
 func writeEndpointMap(path string, em cluster.EndpointMap) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("cluster: endpoint map: %w", err)
+		return fmt.Errorf("endpoint map: %w", err)
 	}
 	_, werr := em.WriteTo(f)
 	return errors.Join(werr, f.Close())
+}
+
+// ReactorWarnings are the tasks' reactor warnings, each once.
+func (l *Local) ReactorWarnings() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range l.Servers {
+		if w := s.Reactors.Warning(); w != "" && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
 }

@@ -28,15 +28,19 @@ type Net interface {
 // TCPNet carries starwire over TCP. A task's transport gets reactors of
 // its own, as many as DeepRec's per-role variables say for Job
 // (NETWORK_PS_CORE_NUMBER, NETWORK_WORKER_CORE_NUMBER), else
-// SEASTAR_CORE_NUMBER.
-type TCPNet struct{ Job string }
+// SEASTAR_CORE_NUMBER, and no more than Conns when it is known: the
+// connections the task will have (cluster.Reactors).
+type TCPNet struct {
+	Job   string
+	Conns int
+}
 
 // Name implements Net.
 func (TCPNet) Name() string { return "TCP" }
 
 // Listen implements Net.
 func (n TCPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error) {
-	rs := rpc.NewReactors(cluster.RoleCoreNumber(n.Job, 0))
+	rs := rpc.NewReactors(cluster.RoleCoreNumber(n.Job, n.Conns))
 	tr := &rpc.TCP{Reactors: rs}
 	l, err := tr.Listen(bind)
 	if err != nil {

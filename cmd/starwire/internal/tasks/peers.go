@@ -24,11 +24,11 @@ type Layout struct {
 // starwire address under grpc+seastar.
 func (l *Layout) Check() error {
 	if l.Cluster.Len() == 0 {
-		return fmt.Errorf("cluster: empty cluster spec")
+		return fmt.Errorf("empty cluster spec")
 	}
 	if l.Protocol.UsesStar() {
 		if err := l.Endpoints.CheckCluster(l.Cluster); err != nil {
-			return fmt.Errorf("cluster: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -80,15 +80,15 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 		return c, nil
 	}
 	if p.closed {
-		return nil, fmt.Errorf("cluster: peers closed")
+		return nil, fmt.Errorf("peers closed")
 	}
 	job, idx, err := cluster.ParseTaskName(task)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return nil, err
 	}
 	grpcAddr, err := p.layout.Cluster.Lookup(job, idx)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return nil, err
 	}
 	var c driver.Caller
 	if r, ok := p.routes[task]; ok {
@@ -96,7 +96,7 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 	} else if p.layout.Protocol.UsesStar() {
 		starAddr, err := p.layout.Endpoints.StarAddr(p.layout.Cluster, job, idx)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: %w", err)
+			return nil, err
 		}
 		c = driver.NewStarCaller(task, rpc.NewClient(starAddr, rpc.ClientOptions{Name: task, Transport: p.layout.Transport}))
 	} else {
@@ -119,7 +119,7 @@ func (p *Peers) Resolve(task string) (handlers.Caller, error) {
 	}
 	hc, ok := c.(handlers.Caller)
 	if !ok {
-		return nil, fmt.Errorf("cluster: the %s caller of %s cannot carry peer calls", p.layout.Protocol, task)
+		return nil, fmt.Errorf("the %s caller of %s cannot carry peer calls", p.layout.Protocol, task)
 	}
 	return hc, nil
 }

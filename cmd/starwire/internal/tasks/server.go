@@ -32,6 +32,10 @@ type Server struct {
 	// PeerTransport describes what carries the task's calls to its peers
 	// when it is not the starwire listener's transport (see ServeAFXDP).
 	PeerTransport string
+	// Reactors is the reactor count of the task's TCP transport; N is 0
+	// when starwire is not on TCP.
+	Reactors cluster.ReactorCount
+	netName  string // the starwire transport's Name
 
 	grpcL   net.Listener
 	starL   rpc.Listener
@@ -45,6 +49,7 @@ type Server struct {
 	starSrv *rpc.Server
 	worker  *handlers.Worker
 	peers   *Peers
+	onClose []func()
 }
 
 // Listen binds task index of job: gRPC at grpcAddr and, when useStar, the
@@ -59,9 +64,12 @@ func Listen(job string, index int, grpcAddr, starAddr string, useStar bool, n Ne
 	}
 	s.grpcL, s.GRPCAddr = l, l.Addr().String()
 	if useStar {
-		if _, tcp := n.(TCPNet); tcp || n == nil {
-			n = TCPNet{Job: job}
+		if tcp, ok := n.(TCPNet); ok || n == nil {
+			tcp.Job = job
+			s.Reactors = cluster.Reactors(job, tcp.Conns)
+			n = tcp
 		}
+		s.netName = n.Name()
 		sl, tr, c, err := n.Listen(starAddr)
 		if err != nil {
 			l.Close()
@@ -74,9 +82,9 @@ func Listen(job string, index int, grpcAddr, starAddr string, useStar bool, n Ne
 
 func listenError(task, what, addr string, err error) error {
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("cluster: %s: %s port %s: %w", task, what, addr, ErrAddrInUse)
+		return fmt.Errorf("%s: %s port %s: %w", task, what, addr, ErrAddrInUse)
 	}
-	return fmt.Errorf("cluster: %s: listen %s on %s: %w", task, what, addr, err)
+	return fmt.Errorf("%s: listen %s on %s: %w", task, what, addr, err)
 }
 
 // Task returns the task's name.
@@ -95,11 +103,12 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	}
 	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger})
 	if err != nil {
-		return fmt.Errorf("cluster: %s: %w", s.Task(), err)
+		return fmt.Errorf("%s: %w", s.Task(), err)
 	}
 	s.worker, s.peers = w, peers
 	s.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(1<<31-1), grpc.MaxSendMsgSize(1<<31-1))
 	tfpb.RegisterWorkerServiceServer(s.grpcSrv, w.GRPCService())
+	s.grpcSrv.RegisterService(&infoDesc, s)
 	go s.grpcSrv.Serve(s.grpcL)
 	if s.starL != nil {
 		s.starSrv = rpc.NewServer()
@@ -111,6 +120,19 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 		}
 	}
 	return nil
+}
+
+// PeerPath says what carries the task's calls to its peers: AF_XDP when
+// ServeAFXDP succeeded, else the starwire transport, or gRPC when the
+// protocol has no starwire worker service.
+func (s *Server) PeerPath() string {
+	switch {
+	case s.PeerTransport != "":
+		return s.PeerTransport
+	case s.starL == nil:
+		return "gRPC"
+	}
+	return s.netName
 }
 
 // Worker returns the task's worker, nil before Start.
@@ -155,4 +177,13 @@ func (s *Server) Close() {
 	for _, ep := range s.xdpEPs {
 		ep.Close()
 	}
+	for _, f := range s.onClose {
+		f()
+	}
 }
+
+// OnClose has Close call f once the task has stopped serving.
+func (s *Server) OnClose(f func()) { s.onClose = append(s.onClose, f) }
+
+// NetName names the starwire transport, "" when there is none.
+func (s *Server) NetName() string { return s.netName }

@@ -85,7 +85,10 @@ func Build(ps, workers []string) (_ *Fabric, err error) {
 }
 
 // newNamespace creates an anonymous namespace from a locked thread, which
-// it then returns to the original namespace.
+// it then returns to the original namespace. When creating fails, the
+// thread never left (unshare changes nothing on error), so there is
+// nothing to restore and the one error is the cause, EPERM without
+// CAP_SYS_ADMIN.
 func newNamespace() (vnetns.NsHandle, error) {
 	runtime.LockOSThread()
 	orig, err := vnetns.Get()
@@ -95,15 +98,17 @@ func newNamespace() (vnetns.NsHandle, error) {
 	}
 	defer orig.Close()
 	h, err := vnetns.New() // moves this thread into the new namespace
-	if rerr := vnetns.Set(orig); rerr != nil {
+	if err != nil {
+		runtime.UnlockOSThread()
+		return -1, err
+	}
+	if err := vnetns.Set(orig); err != nil {
 		// The thread is stranded: let it end with its goroutine.
-		if err == nil {
-			h.Close()
-		}
-		return -1, errors.Join(err, fmt.Errorf("restore namespace: %w", rerr))
+		h.Close()
+		return -1, fmt.Errorf("restore namespace: %w", err)
 	}
 	runtime.UnlockOSThread()
-	return h, err
+	return h, nil
 }
 
 func (f *Fabric) handle(task string) (*netlink.Handle, error) {

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/lr"
+	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/rpc/cluster"
+)
+
+// A peerInfo is what a task said about its calls to its peers, or why it
+// said nothing.
+type peerInfo struct {
+	tasks.Info
+	err error
+}
+
+// printSummary prints the run's outcome. infos say what carried the
+// tasks' calls to each other; local says they ran in this process, whose
+// RPC counts already include those calls.
+func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, driver string, infos []peerInfo, local bool) {
+	fmt.Fprintf(w, "summary:\n")
+	fmt.Fprintf(w, "  steps %d, examples %d in %.2fs: %.0f examples/s\n", s.Steps, s.Examples, s.Elapsed.Seconds(), s.ExamplesPerSec())
+	fmt.Fprintf(w, "  held-out loss: initial %.4f, final %.4f (hidden model %.4f, click rate alone %.4f)\n", s.InitialLoss, s.FinalLoss, s.BayesLoss, s.BaseRateLoss)
+	fmt.Fprintf(w, "  training loss: first tenth %.4f, last tenth %.4f\n", s.FirstTrainLoss, s.LastTrainLoss)
+	fmt.Fprintf(w, "  held-out accuracy: %.2f%%\n", 100*s.Accuracy)
+	calls, bytes := s.Calls, s.Bytes
+	which := "driver and task-to-task"
+	if !local {
+		known := true
+		for _, i := range infos {
+			calls, bytes = calls+i.PeerCalls, bytes+i.PeerBytes
+			known = known && i.err == nil
+		}
+		if !known {
+			which = "driver and the task-to-task calls of the tasks that answered"
+		}
+	}
+	secs := s.Elapsed.Seconds()
+	fmt.Fprintf(w, "  RPCs (%s): %d (%.0f/s), bytes moved: %.1f MB (%.1f MB/s)\n", which, calls, float64(calls)/secs, float64(bytes)/1e6, float64(bytes)/1e6/secs)
+	fmt.Fprintf(w, "  protocol: %s; driver's calls over %s\n", p, driver)
+	fmt.Fprintf(w, "  tasks' calls to each other: %s\n", peerPaths(infos, true))
+}
+
+// peerPaths says what carried each task's calls to its peers, tasks with
+// the same path together: "TCP (ps:0, worker:0)"; with counts, how many
+// calls each made.
+func peerPaths(infos []peerInfo, counts bool) string {
+	var order []string
+	groups := map[string][]string{}
+	for _, i := range infos {
+		path, who := i.PeerPath, shortTask(i.Task)
+		if i.err != nil {
+			path, who = "unknown", who+": "+shortErr(i.err)
+		} else if counts {
+			who += fmt.Sprintf(" %d calls, %.1f MB", i.PeerCalls, float64(i.PeerBytes)/1e6)
+		}
+		if _, ok := groups[path]; !ok {
+			order = append(order, path)
+		}
+		groups[path] = append(groups[path], who)
+	}
+	parts := make([]string, len(order))
+	for k, path := range order {
+		parts[k] = path + " (" + strings.Join(groups[path], "; ") + ")"
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// shortTask writes "/job:ps/replica:0/task:1" as "ps:1".
+func shortTask(task string) string {
+	job, i, err := cluster.ParseTaskName(task)
+	if err != nil {
+		return task
+	}
+	return fmt.Sprintf("%s:%d", job, i)
+}
