@@ -26,6 +26,10 @@ type ClientOptions struct {
 	// MinBackoff and MaxBackoff bound the wait between reconnection
 	// attempts, which doubles after each failure. Zero means 10ms and 1s.
 	MinBackoff, MaxBackoff time.Duration
+	// Keepalive probes a connection with calls in flight that has gone
+	// quiet, and fails it when the peer shows no sign of life; the zero
+	// value means the defaults (see Keepalive).
+	Keepalive Keepalive
 	// Logger receives connection events; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -139,8 +143,10 @@ func (c *Client) Call(ctx context.Context, m Method, req *Request, resp *Reply) 
 		c.broken(cc, err)
 		return c.fail(m, Errorf(wire.Unavailable, "%v", err))
 	}
-	err = k.wait(ctx)
-	cc.release(k)
+	zombie, err := k.wait(ctx)
+	if !zombie {
+		cc.release(k)
+	}
 	if err != nil {
 		return c.fail(m, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/starwire/starwire/wire"
 )
@@ -13,38 +14,63 @@ import (
 // bits, so an answer to a call that was abandoned and whose slot was reused
 // is recognised and dropped.
 type clientConn struct {
-	c    *Client
-	conn Conn
-	sem  chan struct{} // one token per call in flight
+	c      *Client
+	conn   Conn
+	sem    chan struct{} // one token per slot in use
+	frames atomic.Uint64 // frames received, for keepalive
+	ka     *prober
 
-	mu    sync.Mutex
-	calls []*call
-	free  []uint32
-	err   error // set once the connection has failed
+	mu     sync.Mutex
+	calls  []*call
+	free   []uint32
+	active int   // slots in use
+	err    error // set once the connection has failed
+	kaErr  error // why keepalive closed the connection
 }
 
 func newClientConn(c *Client, conn Conn) *clientConn {
-	return &clientConn{c: c, conn: conn, sem: make(chan struct{}, c.opts.MaxInflight)}
+	cc := &clientConn{c: c, conn: conn, sem: make(chan struct{}, c.opts.MaxInflight)}
+	cc.ka = startProber(conn, c.opts.Keepalive, &cc.frames, cc.busy, cc.keepaliveFailed)
+	return cc
 }
 
 // call is a slot of the table.
+//
+// A caller whose context ends returns at once: a request the transport
+// still holds is withdrawn (see Withdrawer), an answer landing in pooled
+// buffers is dropped when it arrives. Until those events the slot is a
+// zombie, freed by whichever event comes last. Only a transport that cannot
+// withdraw, or an answer landing in the caller's own memory (Reply.Alloc),
+// makes the caller wait for them.
 type call struct {
 	cc   *clientConn
 	idx  uint32
 	gen  uint32
 	id   uint64
 	msg  wire.Message
-	done chan struct{} // one token: sent and answered, or sent and abandoned
+	done chan struct{} // a token each time what the caller waits for holds
 
 	// Guarded by cc.mu.
-	sent      bool
-	answered  bool // an answer or a failure is recorded and its token sent
+	sent      bool // the transport is done with the request
+	answered  bool // an answer or a failure is recorded
 	receiving bool // Alloc handed out the reply's destinations
-	abandoned bool
+	abandoned bool // the caller gave up
+	zombie    bool // the caller is gone; the last event frees the slot
+	want      want // what the caller waits for
+	signalled bool // the token for want was sent
+	why       wire.Code
 	in        *wire.Inbound
 	err       error
 	reply     *Reply
 }
+
+// want is what a caller blocked on a call's token waits for.
+type want uint8
+
+const (
+	wantAnswer  want = iota // answered
+	wantRelease             // sent && !receiving: its memory is its own again
+)
 
 func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 	select {
@@ -67,84 +93,154 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 		k.msg.Done = k
 		cc.calls = append(cc.calls, k)
 	}
+	cc.active++
 	k.gen++
 	k.id = uint64(k.gen)<<32 | uint64(k.idx)
-	k.sent, k.answered, k.receiving, k.abandoned = false, false, false, false
+	k.sent, k.answered, k.receiving, k.abandoned, k.zombie = false, false, false, false, false
+	k.want, k.signalled = wantAnswer, false
 	k.in, k.err, k.reply = nil, nil, nil
 	return k, nil
 }
 
 func (cc *clientConn) release(k *call) {
 	cc.mu.Lock()
+	cc.releaseLocked(k)
+	cc.mu.Unlock()
+}
+
+func (cc *clientConn) releaseLocked(k *call) {
 	k.id = 0
 	k.msg.Meta, k.msg.Tensors = nil, nil
 	k.reply = nil
 	cc.free = append(cc.free, k.idx)
-	cc.mu.Unlock()
+	cc.active--
 	<-cc.sem
 }
 
-// lookup returns the live call with id, or nil.
+// busy reports whether calls are in flight, for keepalive.
+func (cc *clientConn) busy() bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.active > 0
+}
+
+// lookup returns the call with id whose answer is still wanted or still
+// landing, or nil.
 func (cc *clientConn) lookup(id uint64) *call {
 	idx := uint32(id)
 	if int(idx) >= len(cc.calls) {
 		return nil
 	}
-	if k := cc.calls[idx]; k.id == id && !k.abandoned && !k.answered {
+	if k := cc.calls[idx]; k.id == id && !k.answered && (!k.abandoned || k.receiving) {
 		return k
 	}
 	return nil
 }
 
-// Sent implements wire.Completion.
-func (k *call) Sent(_ *wire.Message, err error) {
-	k.cc.mu.Lock()
-	k.sent = true
-	if err != nil && !k.answered {
-		k.answered, k.err = true, Errorf(wire.Unavailable, "send: %v", err)
-	}
-	wake := k.answered || k.abandoned
-	k.cc.mu.Unlock()
-	if wake {
+// settleLocked frees a zombie's slot, or wakes the caller, once what it
+// waits for holds.
+func (k *call) settleLocked() {
+	switch {
+	case k.zombie:
+		if k.sent && !k.receiving {
+			k.cc.releaseLocked(k)
+		}
+	case k.signalled:
+	case k.want == wantAnswer && k.answered, k.want == wantRelease && k.sent && !k.receiving:
+		k.signalled = true
 		k.done <- struct{}{}
 	}
 }
 
-// answer records the outcome, in or err, and wakes the caller if the
-// request is also sent. The caller holds cc.mu.
-func (k *call) answerLocked(in *wire.Inbound, err error) (wake bool) {
-	k.in, k.err, k.answered = in, err, true
-	return k.sent
+// awaitLocked blocks, without cc.mu, until what the caller wants holds.
+func (k *call) awaitLocked(w want) {
+	k.want, k.signalled = w, false
+	k.settleLocked()
+	k.cc.mu.Unlock()
+	<-k.done
+	k.cc.mu.Lock()
 }
 
-// wait blocks until the call is answered, or ctx ends, and until the
-// transport is done with the request's memory. The caller is woken once,
-// when both have happened (or, for an abandoned call, when the request is
-// out), since each wake-up costs more than the rest of a small call.
-func (k *call) wait(ctx context.Context) error {
-	cancelled := ctx.Done()
-	if cancelled == nil {
+// Sent implements wire.Completion.
+func (k *call) Sent(_ *wire.Message, err error) {
+	cc := k.cc
+	cc.mu.Lock()
+	k.sent = true
+	if err != nil && !k.answered && !k.abandoned {
+		k.answered, k.err = true, Errorf(wire.Unavailable, "send: %v", err)
+	}
+	// A request withdrawn in time never gets here; one that went out
+	// whole after its caller gave up is cancelled now.
+	cancel := k.abandoned && err == nil
+	id, why := k.id, k.why
+	k.settleLocked()
+	cc.mu.Unlock()
+	if cancel {
+		go cc.sendCancel(id, why)
+	}
+}
+
+// wait blocks until the call is answered or ctx ends. zombie says that the
+// caller must leave the slot to the events still due.
+func (k *call) wait(ctx context.Context) (zombie bool, err error) {
+	answered := true
+	if cancelled := ctx.Done(); cancelled == nil {
 		<-k.done // a plain receive costs less than a select
 	} else {
 		select {
 		case <-k.done:
 		case <-cancelled:
-			k.abandon(ctx.Err())
+			answered = false
 		}
 	}
-	k.cc.mu.Lock()
-	defer k.cc.mu.Unlock()
+	cc := k.cc
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if !answered {
+		if !k.answered {
+			k.abandonLocked(ctx.Err())
+			return k.zombie, k.err
+		}
+		// The answer came as ctx ended; its token is there.
+		<-k.done
+	}
+	k.reclaimLocked()
 	if k.err != nil {
 		if k.in != nil {
 			k.in.Release()
 		}
-		return k.err
+		return false, k.err
 	}
+	return false, k.take()
+}
+
+// reclaimLocked takes the request back from a transport that still holds
+// it although the answer is here: it finishes the batch the request was
+// written in before it reports the request sent.
+func (k *call) reclaimLocked() {
+	if k.sent {
+		return
+	}
+	if w, ok := k.cc.conn.(Withdrawer); ok {
+		k.cc.mu.Unlock()
+		withdrawn, _ := w.Withdraw(&k.msg)
+		k.cc.mu.Lock()
+		if withdrawn {
+			k.sent = true
+		}
+	}
+	if !k.sent {
+		k.awaitLocked(wantRelease)
+	}
+}
+
+// take hands the answer to the caller's Reply. The caller holds cc.mu.
+func (k *call) take() error {
 	in := k.in
 	h := &in.Header
 	switch {
 	case in.Err != nil:
-		err := Errorf(wire.InvalidArgument, "reply: %v", in.Err)
+		err := Errorf(errCode(in.Err), "reply: %v", in.Err)
 		in.Release()
 		return err
 	case h.Kind == wire.KindError:
@@ -156,45 +252,68 @@ func (k *call) wait(ctx context.Context) error {
 	return nil
 }
 
-// sendCancel tells the server to stop call id; status says why, so the
-// handler's context reports the caller's reason.
-// abandon gives up on the call because its context ended with cause. It
-// returns once the transport no longer reads the request.
-func (k *call) abandon(cause error) {
-	k.cc.mu.Lock()
-	defer k.cc.mu.Unlock()
-	if k.answered || k.receiving {
-		// The answer is here or landing; its token will come.
-		k.cc.mu.Unlock()
-		<-k.done
-		k.cc.mu.Lock()
-		return
-	}
+// abandonLocked gives up on the call because its context ended with cause.
+// It makes the call a zombie unless nothing more is due.
+func (k *call) abandonLocked(cause error) {
+	cc := k.cc
 	k.abandoned = true
-	k.err = Errorf(CodeOf(cause), "%v", cause)
-	if k.sent {
-		go k.cc.sendCancel(k.id, CodeOf(cause))
-		return
+	k.why = CodeOf(cause)
+	k.err = Errorf(k.why, "%v", cause)
+	w, canWithdraw := cc.conn.(Withdrawer)
+	switch {
+	case !k.sent && canWithdraw:
+		cc.mu.Unlock()
+		withdrawn, unsent := w.Withdraw(&k.msg)
+		cc.mu.Lock()
+		if withdrawn {
+			k.sent = true
+			if !unsent {
+				go cc.sendCancel(k.id, k.why)
+			}
+		}
+	case k.sent:
+		go cc.sendCancel(k.id, k.why)
 	}
-	// Sent still reads the request; it wakes us.
-	k.cc.mu.Unlock()
-	<-k.done
-	k.cc.mu.Lock()
+	// Without Withdraw the transport reads the request until Sent; with
+	// Reply.Alloc the answer lands in the caller's memory until Deliver.
+	if (!k.sent && !canWithdraw) || (k.receiving && k.reply.Alloc != nil) {
+		k.awaitLocked(wantRelease)
+	}
+	k.reply = nil
+	k.zombie = !k.sent || k.receiving
 }
 
 func (cc *clientConn) sendCancel(id uint64, status wire.Code) {
 	cc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindCancel, CallID: id, Status: status}})
 }
 
+func (cc *clientConn) keepaliveFailed(err error) {
+	cc.mu.Lock()
+	cc.kaErr = err
+	cc.mu.Unlock()
+	cc.conn.Close()
+}
+
 func (cc *clientConn) receive() {
 	err := cc.conn.Receive(cc)
+	cc.ka.stop()
+	cc.mu.Lock()
+	if cc.kaErr != nil {
+		err = cc.kaErr
+	}
+	cc.mu.Unlock()
 	cc.c.broken(cc, err)
 	cc.mu.Lock()
 	cc.err = fmt.Errorf("connection to %s lost: %w", cc.c.addr, err)
 	for _, k := range cc.calls {
-		if k.id != 0 && !k.answered && !k.abandoned && k.answerLocked(nil, Errorf(wire.Unavailable, "%v", cc.err)) {
-			k.done <- struct{}{}
+		if k.id == 0 {
+			continue
 		}
+		k.receiving = false // the transport released what it was filling
+		if !k.answered && !k.abandoned {
+			k.answered, k.err = true, Errorf(wire.Unavailable, "%v", cc.err)
+		}
+		k.settleLocked()
 	}
 	cc.mu.Unlock()
 }
@@ -207,7 +326,7 @@ func (cc *clientConn) Alloc(in *wire.Inbound) error {
 	cc.mu.Lock()
 	k := cc.lookup(in.Header.CallID)
 	var alloc func(*wire.Inbound) error
-	if k != nil {
+	if k != nil && !k.abandoned {
 		k.receiving = true
 		alloc = k.reply.Alloc
 	}
@@ -221,22 +340,24 @@ func (cc *clientConn) Alloc(in *wire.Inbound) error {
 
 // Deliver implements wire.Receiver.
 func (cc *clientConn) Deliver(in *wire.Inbound) {
+	cc.frames.Add(1)
 	h := &in.Header
 	switch h.Kind {
 	case wire.KindResponse, wire.KindError:
 		cc.mu.Lock()
-		idx := uint32(h.CallID)
-		if int(idx) < len(cc.calls) {
-			if k := cc.calls[idx]; k.id == h.CallID && !k.answered && (!k.abandoned || k.receiving) {
-				wake := k.answerLocked(in, nil)
+		if k := cc.lookup(h.CallID); k != nil {
+			k.receiving = false
+			if !k.abandoned {
+				k.answered, k.in = true, in
+				k.settleLocked()
 				cc.mu.Unlock()
-				if wake {
-					k.done <- struct{}{}
-				}
 				return
 			}
+			k.settleLocked() // a zombie's answer: dropped
 		}
 		cc.mu.Unlock()
+	case wire.KindPing:
+		cc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindPong, CallID: h.CallID}})
 	case wire.KindGoAway:
 		cc.c.broken(cc, fmt.Errorf("peer is shutting down"))
 	}

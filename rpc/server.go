@@ -18,6 +18,25 @@ var ErrServerClosed = errors.New("rpc: server closed")
 type Server struct {
 	// Logger receives connection-level errors; nil means slog.Default().
 	Logger *slog.Logger
+	// MaxConcurrentCalls bounds the calls of one connection running on
+	// goroutines of their own (not Inline); further calls fail at once
+	// with ResourceExhausted, as HTTP/2 refuses streams past its limit.
+	// Zero means DefaultMaxConcurrentCalls, as many as a Client sends.
+	MaxConcurrentCalls int
+	// RecvBudget bounds the request tensor bytes of one connection held
+	// by calls in progress: past it the server reads no more of the
+	// connection until calls finish. One frame larger than the budget is
+	// still read when the connection holds nothing else. Zero means
+	// DefaultRecvBudget.
+	RecvBudget int64
+	// SendBudget bounds the answer bytes of one connection waiting to be
+	// sent: past it the server reads no more of the connection, so a peer
+	// that does not read its answers stops being served rather than
+	// growing the server's memory. Zero means DefaultSendBudget.
+	SendBudget int64
+	// Keepalive probes connections with calls in progress that have gone
+	// quiet; see Keepalive.
+	Keepalive Keepalive
 
 	// methods is replaced, never changed, so that dispatch reads it
 	// without a lock while Register may still add methods.
@@ -94,7 +113,7 @@ func (s *Server) Serve(l Listener) error {
 
 // ServeConn serves calls arriving on c, on a goroutine of its own.
 func (s *Server) ServeConn(c Conn) {
-	sc := &serverConn{s: s, conn: c, inflight: make(map[uint64]*serverCall)}
+	sc := newServerConn(s, c)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()

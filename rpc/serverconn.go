@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/starwire/starwire/wire"
@@ -16,13 +17,40 @@ import (
 type serverConn struct {
 	s    *Server
 	conn Conn
+	ka   *prober
+
+	recvBudget, sendBudget int64
+	maxCalls               int32
+	held                   atomic.Int64 // request payload bytes of calls in progress
+	answering              atomic.Int64 // answer bytes waiting to be sent
+	running                atomic.Int32 // calls on goroutines
+	frames                 atomic.Uint64
+	waiting                atomic.Bool   // the reader waits for room
+	room                   chan struct{} // wakes it
 
 	mu       sync.Mutex
 	inflight map[uint64]*serverCall // calls on goroutines, for cancel frames
 }
 
+func newServerConn(s *Server, c Conn) *serverConn {
+	sc := &serverConn{
+		s: s, conn: c, inflight: make(map[uint64]*serverCall),
+		recvBudget: s.recvBudget(), sendBudget: s.sendBudget(), maxCalls: s.maxConcurrentCalls(),
+		room: make(chan struct{}, 1),
+	}
+	return sc
+}
+
+// busy reports whether the connection has calls in progress, for keepalive.
+func (sc *serverConn) busy() bool { return sc.running.Load() > 0 || sc.answering.Load() > 0 }
+
 func (sc *serverConn) serve() {
+	sc.ka = startProber(sc.conn, sc.s.Keepalive, &sc.frames, sc.busy, func(err error) {
+		sc.s.logger().Warn("rpc: closing connection", "peer", sc.conn.RemoteAddr(), "err", err)
+		sc.conn.Close()
+	})
 	err := sc.conn.Receive(sc)
+	sc.ka.stop()
 	sc.s.forget(sc)
 	sc.mu.Lock()
 	for _, call := range sc.inflight {
@@ -39,6 +67,7 @@ func (sc *serverConn) Alloc(in *wire.Inbound) error {
 
 // Deliver implements wire.Receiver.
 func (sc *serverConn) Deliver(in *wire.Inbound) {
+	sc.frames.Add(1)
 	h := &in.Header
 	switch h.Kind {
 	case wire.KindRequest:
@@ -68,10 +97,13 @@ func (sc *serverConn) dispatch(in *wire.Inbound) {
 	case m == nil:
 		call.finish(Errorf(wire.Unimplemented, "unknown method %#x", in.Header.Method))
 	case in.Err != nil:
-		call.finish(Errorf(wire.InvalidArgument, "%s: %v", m.Name, in.Err))
+		call.finish(Errorf(errCode(in.Err), "%s: %v", m.Name, in.Err))
 	case m.opts.Inline:
 		call.run(m, false)
+	case sc.running.Load() >= sc.maxCalls:
+		call.finish(Errorf(wire.ResourceExhausted, "%s: %d calls in progress on this connection, the server's limit", m.Name, sc.maxCalls))
 	default:
+		sc.running.Add(1)
 		call.tracked = true
 		sc.mu.Lock()
 		sc.inflight[in.Header.CallID] = call
@@ -93,7 +125,9 @@ type serverCall struct {
 	msg  wire.Message
 	err  []byte
 
-	tracked bool // in sc.inflight
+	tracked   bool  // in sc.inflight
+	held      int64 // request bytes counted in sc.held
+	answering int64 // answer bytes counted in sc.answering
 }
 
 var serverCalls = sync.Pool{New: func() any { return new(serverCall) }}
@@ -101,6 +135,8 @@ var serverCalls = sync.Pool{New: func() any { return new(serverCall) }}
 func getServerCall(sc *serverConn, in *wire.Inbound) *serverCall {
 	call := serverCalls.Get().(*serverCall)
 	call.sc, call.in = sc, in
+	call.held = int64(in.Header.PayloadLen)
+	sc.held.Add(call.held)
 	call.ctx.reset(sc.s.base, time.Duration(in.Header.Timeout))
 	sc.s.active.Add(1)
 	return call
@@ -136,6 +172,7 @@ func (call *serverCall) finish(err error) {
 		call.sc.mu.Lock()
 		delete(call.sc.inflight, h.CallID)
 		call.sc.mu.Unlock()
+		call.sc.running.Add(-1)
 	}
 	call.msg = wire.Message{Header: wire.Header{Kind: wire.KindResponse, Method: h.Method, CallID: h.CallID}, Done: call}
 	if err != nil {
@@ -154,6 +191,8 @@ func (call *serverCall) finish(err error) {
 	} else {
 		call.msg.Meta, call.msg.Tensors = call.resp.Meta, call.resp.Tensors
 	}
+	call.answering = answerBytes(&call.msg)
+	call.sc.answering.Add(call.answering)
 	if err := call.sc.conn.Send(&call.msg); err != nil {
 		call.Sent(&call.msg, err)
 	}
@@ -177,8 +216,11 @@ func (call *serverCall) Sent(*wire.Message, error) {
 	call.ctx.finish()
 	call.resp.reset()
 	call.in.Release()
-	s := call.sc.s
+	sc := call.sc
+	s := sc.s
+	sc.freed(call.held, call.answering)
 	call.in, call.sc, call.msg, call.tracked = nil, nil, wire.Message{}, false
+	call.held, call.answering = 0, 0
 	serverCalls.Put(call)
 	s.active.Done()
 }

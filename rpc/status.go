@@ -87,3 +87,12 @@ func (e *callError) Error() string {
 }
 
 func (e *callError) Unwrap() error { return e.st }
+
+// errCode is the status for a frame that could not be received: too large
+// for the receiver's limits, or malformed.
+func errCode(err error) wire.Code {
+	if errors.Is(err, wire.ErrTooLarge) {
+		return wire.ResourceExhausted
+	}
+	return wire.InvalidArgument
+}

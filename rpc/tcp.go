@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/starwire/starwire/wire"
 )
+
+// DefaultStallTimeout is how long a TCP connection waits for its peer to
+// read anything of what is queued for it before failing.
+const DefaultStallTimeout = 20 * time.Second
 
 // TCP is the stream transport every peer can fall back to. Frames leave in
 // vectored writes that batch many frames and point at tensors' own memory;
@@ -17,6 +22,10 @@ type TCP struct {
 	// Reactors flush connections' queued frames; nil means a group of
 	// DefaultReactors shared by this transport's connections.
 	Reactors *Reactors
+	// StallTimeout fails a connection whose peer reads nothing for this
+	// long while frames wait to be written; zero means DefaultStallTimeout,
+	// negative never.
+	StallTimeout time.Duration
 }
 
 // Name implements Transport.
@@ -29,7 +38,7 @@ func (t *TCP) Dial(ctx context.Context, addr string) (Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rpc: dial tcp %s: %w", addr, err)
 	}
-	return newTCPConn(nc.(*net.TCPConn), &t.Limits, t.reactors()), nil
+	return newTCPConn(nc.(*net.TCPConn), t)
 }
 
 // Listen implements Transport.
@@ -48,17 +57,32 @@ func (t *TCP) reactors() *Reactors {
 	return t.Reactors
 }
 
+func (t *TCP) stallTimeout() time.Duration {
+	switch {
+	case t.StallTimeout == 0:
+		return DefaultStallTimeout
+	case t.StallTimeout < 0:
+		return 0
+	}
+	return t.StallTimeout
+}
+
 type tcpListener struct {
 	l *net.TCPListener
 	t *TCP
 }
 
 func (l *tcpListener) Accept() (Conn, error) {
-	nc, err := l.l.AcceptTCP()
-	if err != nil {
-		return nil, err
+	for {
+		nc, err := l.l.AcceptTCP()
+		if err != nil {
+			return nil, err
+		}
+		// A connection that cannot be set up is the peer's loss alone.
+		if c, err := newTCPConn(nc, l.t); err == nil {
+			return c, nil
+		}
 	}
-	return newTCPConn(nc, &l.t.Limits, l.t.reactors()), nil
 }
 
 func (l *tcpListener) Close() error   { return l.l.Close() }

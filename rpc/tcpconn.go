@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/starwire/starwire/wire"
 )
@@ -16,6 +18,10 @@ import (
 // ErrClosed is returned by Send on a connection that has been closed or has
 // failed.
 var ErrClosed = errors.New("rpc: connection closed")
+
+// ErrStalled is why a connection fails when its peer reads nothing of what
+// is written to it for the transport's StallTimeout.
+var ErrStalled = errors.New("rpc: peer stopped reading")
 
 const (
 	readBufferSize = 64 << 10
@@ -26,24 +32,39 @@ const (
 
 // tcpConn frames messages over a TCP connection.
 //
-// Writing: Send queues the message. At most one goroutine writes at a time
-// (writing); it is either the caller itself, when the socket was idle and
-// no other call is in flight, or the connection's reactor (scheduled). While
-// Receive is delivering frames that one read returned (corked), queued
-// responses wait, so that quick handlers' answers leave in one write when
-// the batch is done.
+// Writing: Send queues the message and never waits for the socket. One
+// party at a time holds the write side (writing): the caller itself when the
+// connection is idle, the reader when it uncorks the answers of a batch of
+// inline handlers, or the connection's reactor once callers contend. That
+// party writes without blocking; when the socket is full it hands the write
+// side to a drainer goroutine that waits for room, so neither a caller nor
+// the reader ever waits on the peer. The reader must not: two peers whose
+// readers both wait to write, each for the other to read, wait forever.
+//
+// While Receive is delivering the frames that one read returned (corked),
+// queued answers wait, so that quick handlers' answers leave in one write
+// when the batch is done.
 type tcpConn struct {
 	nc      *net.TCPConn
+	raw     syscall.RawConn
 	br      *bufio.Reader
 	lim     *wire.Limits
+	stall   time.Duration
 	reactor *reactor
+	closed  chan struct{} // closed when the connection fails
+
+	bytesIn, bytesOut atomic.Uint64 // for keepalive
 
 	mu        sync.Mutex
 	queue     []*wire.Message
-	writing   bool
+	spare     []*wire.Message
+	writing   bool // someone holds the write side and out
 	scheduled bool
 	corked    bool
 	err       error
+	inSyscall bool // a writev is reading out's parts
+	waiters   int  // Withdraw calls waiting for inSyscall to clear
+	written   *sync.Cond
 	// Frames sent and received. When they differ by more than one, other
 	// calls are in flight and their callers are about to queue frames too,
 	// so the reactor (which yields first) writes; otherwise the caller
@@ -51,11 +72,10 @@ type tcpConn struct {
 	framesOut uint64
 	framesIn  atomic.Uint64
 
-	// Owned by the goroutine that is writing.
-	spare []*wire.Message
-	head  []byte
-	iov   [][]byte
-	bufs  net.Buffers
+	out      batch // held with the write side
+	writeErr error // the last writev's error; held with the write side
+	tryFn    func(fd uintptr) bool
+	blockFn  func(fd uintptr) bool
 }
 
 // Process-wide write counters: frames per write is how well batching works.
@@ -65,13 +85,25 @@ var tcpWrites, tcpFramesOut atomic.Uint64
 // many frames they carried, since the process started.
 func TCPWriteStats() (writes, frames uint64) { return tcpWrites.Load(), tcpFramesOut.Load() }
 
-func newTCPConn(nc *net.TCPConn, lim *wire.Limits, rs *Reactors) *tcpConn {
+func newTCPConn(nc *net.TCPConn, t *TCP) (*tcpConn, error) {
 	nc.SetNoDelay(true)
-	return &tcpConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), lim: lim, reactor: rs.assign()}
+	raw, err := nc.SyscallConn()
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("rpc: tcp connection to %v: %w", nc.RemoteAddr(), err)
+	}
+	c := &tcpConn{nc: nc, raw: raw, lim: &t.Limits, stall: t.stallTimeout(), reactor: t.reactors().assign(), closed: make(chan struct{})}
+	c.br = bufio.NewReaderSize(countingReader{nc, &c.bytesIn}, readBufferSize)
+	c.written = sync.NewCond(&c.mu)
+	c.tryFn, c.blockFn = c.tryWrite, c.blockingWrite
+	return c, nil
 }
 
 func (c *tcpConn) LocalAddr() net.Addr  { return c.nc.LocalAddr() }
 func (c *tcpConn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// Progress implements ProgressConn.
+func (c *tcpConn) Progress() (in, out uint64) { return c.bytesIn.Load(), c.bytesOut.Load() }
 
 func (c *tcpConn) Send(m *wire.Message) error {
 	c.mu.Lock()
@@ -80,7 +112,13 @@ func (c *tcpConn) Send(m *wire.Message) error {
 		c.mu.Unlock()
 		return err
 	}
-	c.queue = append(c.queue, m)
+	if k := m.Header.Kind; k == wire.KindPing || k == wire.KindPong {
+		// Probes go first, so data queued before them cannot delay their
+		// answer past a keepalive timeout.
+		c.queue = slices.Insert(c.queue, 0, m)
+	} else {
+		c.queue = append(c.queue, m)
+	}
 	c.framesOut++
 	switch {
 	case c.writing || c.scheduled || c.corked:
@@ -88,7 +126,7 @@ func (c *tcpConn) Send(m *wire.Message) error {
 	case c.framesOut-c.framesIn.Load() <= 1 || c.framesIn.Load()-c.framesOut <= 1:
 		c.writing = true
 		c.mu.Unlock()
-		c.writeQueued()
+		c.writeNow()
 	default:
 		c.scheduled = true
 		c.mu.Unlock()
@@ -97,82 +135,25 @@ func (c *tcpConn) Send(m *wire.Message) error {
 	return nil
 }
 
-// flush is the reactor's entry point.
-func (c *tcpConn) flush() {
+// Withdraw implements Withdrawer. A message still queued leaves the queue;
+// one the writer has begun is finished from a copy of what is left of it.
+func (c *tcpConn) Withdraw(m *wire.Message) (withdrawn, unsent bool) {
 	c.mu.Lock()
-	c.scheduled = false
-	if c.writing {
-		c.mu.Unlock()
-		return
+	defer c.mu.Unlock()
+	if i := slices.Index(c.queue, m); i >= 0 {
+		c.queue = slices.Delete(c.queue, i, i+1)
+		return true, true
 	}
-	c.writing = true
-	c.mu.Unlock()
-	c.writeQueued()
-}
-
-// writeQueued writes batches until the queue is empty. The caller has set
-// c.writing.
-func (c *tcpConn) writeQueued() {
-	for {
-		c.mu.Lock()
-		if len(c.queue) == 0 || c.corked {
-			c.writing = false
-			c.mu.Unlock()
-			return
-		}
-		batch := c.queue
-		c.queue = c.spare[:0]
-		err := c.err
-		c.mu.Unlock()
-		if err == nil {
-			err = c.writeBatch(batch)
-		}
-		for i, m := range batch {
-			m.Complete(err)
-			batch[i] = nil
-		}
-		c.spare = batch[:0]
-		if err != nil {
-			c.fail(err)
-		}
+	for c.inSyscall {
+		c.waiters++
+		c.written.Wait()
+		c.waiters--
 	}
-}
-
-// writeBatch writes the frames in one writev: the heads (and small tensors)
-// go into one contiguous buffer, large tensors are iovecs of their own.
-func (c *tcpConn) writeBatch(batch []*wire.Message) error {
-	head, iov, mark := c.head[:0], c.iov[:0], 0
-	for _, m := range batch {
-		var err error
-		if head, err = wire.AppendHead(head, m); err != nil {
-			return fmt.Errorf("rpc: encode %v frame for call %d: %w", m.Header.Kind, m.Header.CallID, err)
-		}
-		for i := range m.Tensors {
-			data := m.Tensors[i].Data
-			if len(data) < copyThreshold {
-				head = append(head, data...)
-				continue
-			}
-			iov = append(iov, head[mark:], data)
-			mark = len(head)
-		}
+	if i := c.out.index(m); i >= 0 {
+		c.out.detach(i)
+		return true, false
 	}
-	if mark < len(head) {
-		iov = append(iov, head[mark:])
-	}
-	// WriteTo consumes the net.Buffers it is called on; a field keeps it
-	// from escaping to the heap on every write.
-	c.bufs = iov
-	tcpWrites.Add(1)
-	tcpFramesOut.Add(uint64(len(batch)))
-	_, err := c.bufs.WriteTo(c.nc)
-	c.bufs = nil
-	clear(iov)
-	c.head, c.iov = head[:0], iov[:0]
-	if err != nil {
-		return fmt.Errorf("rpc: write to %v: %w", c.nc.RemoteAddr(), err)
-	}
-	return nil
+	return false, false
 }
 
 func (c *tcpConn) cork() {
@@ -181,7 +162,8 @@ func (c *tcpConn) cork() {
 	c.mu.Unlock()
 }
 
-// uncork writes what was queued while corked, from the receiving goroutine.
+// uncork writes what was queued while corked, from the receiving goroutine,
+// without waiting for the socket.
 func (c *tcpConn) uncork() {
 	c.mu.Lock()
 	c.corked = false
@@ -191,7 +173,7 @@ func (c *tcpConn) uncork() {
 	}
 	c.writing = true
 	c.mu.Unlock()
-	c.writeQueued()
+	c.writeNow()
 }
 
 // fail records the first error, closes the socket and completes everything
@@ -200,10 +182,11 @@ func (c *tcpConn) fail(err error) error {
 	c.mu.Lock()
 	if c.err == nil {
 		c.err = fmt.Errorf("%w: %w", ErrClosed, err)
+		close(c.closed)
 	}
 	err = c.err
-	// A writer completes the batch it took; what nobody took yet is
-	// completed here, once.
+	// The holder of the write side completes its batch; what nobody took
+	// yet is completed here, once.
 	queue := c.queue
 	c.queue = nil
 	c.mu.Unlock()
@@ -219,73 +202,14 @@ func (c *tcpConn) Close() error {
 	return nil
 }
 
-// Receive reads frames until the connection fails.
-func (c *tcpConn) Receive(r wire.Receiver) error {
-	var hb [wire.HeaderSize]byte
-	corked, delivered := false, 0
-	for {
-		if delivered > 0 && c.br.Buffered() == 0 {
-			// The callers this batch woke wait in this thread's run
-			// queue. Yielding runs them here at once, where otherwise
-			// the scheduler would wake another thread for them (on a
-			// VM that wake-up costs more than a small call), and lets
-			// them queue their next frames before the corked ones leave.
-			runtime.Gosched()
-			if corked {
-				c.uncork()
-				corked = false
-			}
-			delivered = 0
-		}
-		if _, err := io.ReadFull(c.br, hb[:]); err != nil {
-			return c.fail(err)
-		}
-		h, err := wire.ParseHeader(hb[:], c.lim)
-		if err != nil {
-			// A stream cannot be resynchronised after a bad header.
-			return c.fail(err)
-		}
-		if !corked && c.br.Buffered() > 0 {
-			c.cork()
-			corked = true
-		}
-		in := wire.NewInbound()
-		if _, err := io.ReadFull(c.br, in.Begin(&h)); err != nil {
-			in.Release()
-			return c.fail(fmt.Errorf("rpc: read %v frame for call %d: %w", h.Kind, h.CallID, err))
-		}
-		if err := c.readPayload(in, r); err != nil {
-			in.Release()
-			return c.fail(err)
-		}
-		c.framesIn.Add(1)
-		delivered++
-		r.Deliver(in)
-	}
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Uint64
 }
 
-// readPayload lands the tensor bytes where r's Alloc says. A frame whose
-// descriptors or destinations are bad is still read to its end, so the
-// stream stays in step, and delivered with in.Err set.
-func (c *tcpConn) readPayload(in *wire.Inbound, r wire.Receiver) error {
-	err := in.ParseDescs()
-	if err == nil {
-		err = r.Alloc(in)
-	}
-	if err == nil {
-		err = in.CheckAlloc()
-	}
-	if err != nil {
-		in.Err = err
-		if _, err := io.CopyN(io.Discard, c.br, int64(in.Header.PayloadLen)); err != nil {
-			return fmt.Errorf("rpc: skip payload of call %d: %w", in.Header.CallID, err)
-		}
-		return nil
-	}
-	for i := range in.Tensors {
-		if _, err := io.ReadFull(c.br, in.Tensors[i].Data); err != nil {
-			return fmt.Errorf("rpc: read tensor %d of call %d: %w", i, in.Header.CallID, err)
-		}
-	}
-	return nil
+func (r countingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.n.Add(uint64(n))
+	return n, err
 }

@@ -45,3 +45,32 @@ type Conn interface {
 	LocalAddr() net.Addr
 	RemoteAddr() net.Addr
 }
+
+// A Withdrawer is a Conn that can take a message back before it has
+// finished with it, so that a caller whose deadline passes returns at once
+// instead of waiting for the peer to take the rest of its request.
+type Withdrawer interface {
+	// Withdraw makes the transport stop reading m's memory and never call
+	// m.Done. withdrawn is false when m is already complete or completing
+	// (m.Done is called or about to be). unsent says that no byte of m
+	// reached the peer; otherwise the frame is finished from a copy.
+	Withdraw(m *wire.Message) (withdrawn, unsent bool)
+}
+
+// A ProgressConn counts the bytes it has received and written, so that
+// keepalive sees a peer busy with one long frame as alive.
+type ProgressConn interface {
+	Conn
+	Progress() (in, out uint64)
+}
+
+// A Throttle is a Receiver that holds a connection's reader back while it
+// has no room: a stream transport asks Room before it reads each frame and,
+// when the answer is no, sends the answers it holds corked and calls
+// WaitRoom, which returns once there is room or with an error once closed is
+// closed. Reading nothing is how a stream pushes back on its peer.
+type Throttle interface {
+	// Room reports whether a frame of payload tensor bytes may be read.
+	Room(payload uint64) bool
+	WaitRoom(payload uint64, closed <-chan struct{}) error
+}

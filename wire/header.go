@@ -92,7 +92,9 @@ func AppendHeader(dst []byte, h *Header) []byte {
 }
 
 // ParseHeader decodes the header at the start of b and checks it against
-// lim. Errors wrap ErrShort, ErrMagic, ErrVersion, ErrKind or ErrTooLarge.
+// lim. Errors wrap ErrShort, ErrMagic, ErrVersion, ErrKind, ErrMalformed or
+// ErrTooLarge; with ErrTooLarge alone the returned header is sound and its
+// BodyLen bytes can be skipped to reach the next frame.
 func ParseHeader(b []byte, lim *Limits) (Header, error) {
 	var h Header
 	if len(b) < HeaderSize {
@@ -117,6 +119,9 @@ func ParseHeader(b []byte, lim *Limits) (Header, error) {
 	h.DescLen = binary.LittleEndian.Uint32(b[28:])
 	h.PayloadLen = binary.LittleEndian.Uint64(b[32:])
 	h.Timeout = binary.LittleEndian.Uint64(b[40:])
+	if err := checkFormat(&h); err != nil {
+		return h, fmt.Errorf("wire: %v frame for call %d: %w", h.Kind, h.CallID, err)
+	}
 	if err := lim.check(&h); err != nil {
 		return h, fmt.Errorf("wire: %v frame for call %d: %w", h.Kind, h.CallID, err)
 	}

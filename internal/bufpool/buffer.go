@@ -44,9 +44,10 @@ var live atomic.Int64
 // one. When the last owner releases it the memory goes back to the pool, so no
 // owner may touch Bytes after its own Release.
 type Buffer struct {
-	data  []byte // len = requested size, cap = class size
-	refs  atomic.Int32
-	class int8 // -1 when not pooled
+	data   []byte // len = requested size, cap = class size
+	refs   atomic.Int32
+	class  int8 // -1 when not pooled
+	mapped bool // data is an anonymous mapping, unmapped on release
 }
 
 // Get returns a buffer of n bytes with one reference. Its contents are
@@ -70,7 +71,11 @@ func Get(n int) *Buffer {
 		if c >= 0 {
 			size = 1 << (c + minClassShift)
 		}
-		b = &Buffer{data: alignedBytes(size), class: int8(c)}
+		if size >= 1<<mapMinShift {
+			b = &Buffer{data: mappedBytes(size), class: int8(c), mapped: true}
+		} else {
+			b = &Buffer{data: alignedBytes(size), class: int8(c)}
+		}
 	}
 	b.data = b.data[:n]
 	b.refs.Store(1)
@@ -106,6 +111,11 @@ func (b *Buffer) Release() {
 		panic("bufpool: Release of a released buffer")
 	}
 	live.Add(-1)
+	if b.mapped {
+		unmap(b.data)
+		b.data = nil
+		return
+	}
 	if b.class >= 0 && !retain(b) {
 		pools[b.class].Put(b)
 	}

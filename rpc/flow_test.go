@@ -1,0 +1,360 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// pattern fills b with bytes derived from seed.
+func pattern(b []byte, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for i := 0; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
+	}
+}
+
+// rawFrame encodes m as a stream transport writes it.
+func rawFrame(t testing.TB, m *wire.Message) []byte {
+	t.Helper()
+	b, err := wire.AppendHead(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range m.Tensors {
+		b = append(b, tn.Data...)
+	}
+	return b
+}
+
+// readRawFrame reads one frame from r: its header, meta and payload.
+func readRawFrame(r io.Reader) (wire.Header, []byte, []byte, error) {
+	var hb [wire.HeaderSize]byte
+	if _, err := io.ReadFull(r, hb[:]); err != nil {
+		return wire.Header{}, nil, nil, err
+	}
+	h, err := wire.ParseHeader(hb[:], nil)
+	if err != nil {
+		return h, nil, nil, err
+	}
+	head := make([]byte, int(h.MetaLen)+int(h.DescLen))
+	if _, err := io.ReadFull(r, head); err != nil {
+		return h, nil, nil, err
+	}
+	payload := make([]byte, h.PayloadLen)
+	_, err = io.ReadFull(r, payload)
+	return h, head[:h.MetaLen], payload, err
+}
+
+// TestBulkBothWaysNeverWedges: callers echo multi-MiB tensors both ways on
+// one connection, answered by an inline handler (whose answers the reader
+// used to write itself) and by goroutine handlers. When each side's reader
+// waited to write, each for the other to read, this wedged in under a
+// second.
+func TestBulkBothWaysNeverWedges(t *testing.T) {
+	env := newTestEnv(t)
+	inlineEcho := NewMethod("InlineTensorEcho")
+	env.srv.Register(inlineEcho, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		for i := range req.Tensors {
+			tn := &req.Tensors[i]
+			resp.Tensors = append(resp.Tensors, wire.Tensor{DType: tn.DType, Shape: tn.Shape, Data: tn.Data})
+		}
+		return nil
+	}, HandlerOptions{Inline: true})
+	const callers = 8
+	stop := time.Now().Add(2 * time.Second)
+	var calls, bytesOK atomic.Int64
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := inlineEcho
+			if c%2 == 1 {
+				m = mTensor
+			}
+			for seed := uint64(c) << 32; time.Now().Before(stop); seed++ {
+				n := (4 << 20) + rand.IntN(12<<20)
+				n &^= 7
+				data := make([]byte, n)
+				pattern(data, seed)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				var reply Reply
+				err := env.client.Call(ctx, m, &Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(n)}, Data: data}}}, &reply)
+				cancel()
+				if err != nil {
+					t.Errorf("caller %d: %v", c, err)
+					return
+				}
+				if len(reply.Tensors) != 1 || !bytes.Equal(reply.Tensors[0].Data, data) {
+					t.Errorf("caller %d: answer differs from the request", c)
+				}
+				reply.Release()
+				calls.Add(1)
+				bytesOK.Add(int64(n))
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d calls, %d MiB verified", calls.Load(), bytesOK.Load()>>20)
+}
+
+// stuckPeer accepts one connection and reads nothing from it until read is
+// closed; then it hands the connection to the test.
+func stuckPeer(t *testing.T) (addr string, read chan struct{}, conns chan net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, conns = make(chan struct{}), make(chan net.Conn, 1)
+	go func() {
+		nc, err := l.Accept()
+		l.Close()
+		if err != nil {
+			return
+		}
+		<-read
+		conns <- nc
+	}()
+	return l.Addr().String(), read, conns
+}
+
+// TestDeadlineKeptWhilePeerReadsNothing: calls whose 16 MiB requests the
+// peer does not read (one half written, the others queued) return within
+// a few milliseconds of their deadlines, and the half-written frame still
+// reaches the peer whole and unchanged after its caller reused its memory.
+func TestDeadlineKeptWhilePeerReadsNothing(t *testing.T) {
+	addr, read, conns := stuckPeer(t)
+	client := NewClient(addr, ClientOptions{Keepalive: Keepalive{Time: -1}})
+	defer client.Close()
+	const callers, size = 4, 16 << 20
+	const timeout = 300 * time.Millisecond
+	datas := make([][]byte, callers)
+	var wg sync.WaitGroup
+	var worst atomic.Int64
+	for i := range callers {
+		datas[i] = make([]byte, size)
+		pattern(datas[i], uint64(i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			deadline, _ := ctx.Deadline()
+			var reply Reply
+			err := client.Call(ctx, mTensor, &Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{size}, Data: datas[i]}}}, &reply)
+			over := time.Since(deadline)
+			for {
+				if w := worst.Load(); int64(over) <= w || worst.CompareAndSwap(w, int64(over)) {
+					break
+				}
+			}
+			if !errors.Is(err, ErrDeadlineExceeded) {
+				t.Errorf("call %d: err = %v, want deadline exceeded", i, err)
+			}
+			clear(datas[i]) // the caller's memory is its own again
+		}()
+	}
+	wg.Wait()
+	if w := time.Duration(worst.Load()); w > 100*time.Millisecond {
+		t.Errorf("a call returned %v after its deadline", w)
+	}
+	close(read)
+	nc := <-conns
+	defer nc.Close()
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(nc)
+	h, _, payload, err := readRawFrame(br)
+	if err != nil {
+		t.Fatalf("reading the half-written frame: %v", err)
+	}
+	if h.Kind != wire.KindRequest || len(payload) != size {
+		t.Fatalf("first frame: %v with %d payload bytes", h.Kind, len(payload))
+	}
+	matched := false
+	for i := range callers {
+		want := make([]byte, size)
+		pattern(want, uint64(i))
+		matched = matched || bytes.Equal(payload, want)
+	}
+	if !matched {
+		t.Error("the half-written frame was finished from memory its caller had reused")
+	}
+}
+
+// TestKeepaliveFailsSilentPeer: a peer that reads calls but never answers,
+// not even pings, fails the connection after Time+Timeout, so a call without
+// a deadline does not wait for ever.
+func TestKeepaliveFailsSilentPeer(t *testing.T) {
+	addr, read, conns := stuckPeer(t)
+	close(read)
+	go func() {
+		nc := <-conns
+		defer nc.Close()
+		io.Copy(io.Discard, nc)
+	}()
+	ka := Keepalive{Time: 50 * time.Millisecond, Timeout: 100 * time.Millisecond}
+	client := NewClient(addr, ClientOptions{Keepalive: ka})
+	defer client.Close()
+	start := time.Now()
+	var reply Reply
+	err := client.Call(context.Background(), mEcho, &Request{Meta: []byte("hello")}, &reply)
+	took := time.Since(start)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "keepalive") {
+		t.Fatalf("err = %v, want unavailable after keepalive", err)
+	}
+	if limit := 10 * (ka.Time + ka.Timeout); took > limit {
+		t.Errorf("call failed after %v, want within %v", took, limit)
+	}
+}
+
+// TestOversizedFrameFailsOnlyItsCall: a request over the server's payload
+// limit is skipped without allocating its claim and answered with
+// ResourceExhausted; the connection goes on serving.
+func TestOversizedFrameFailsOnlyItsCall(t *testing.T) {
+	srv := NewServer()
+	srv.Register(mEcho, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		resp.Meta = append(resp.Meta, req.Meta...)
+		return nil
+	}, HandlerOptions{Inline: true})
+	tr := &TCP{Limits: wire.Limits{MaxMeta: 1 << 10, MaxTensors: 4, MaxPayload: 1 << 20}}
+	l, err := tr.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	nc, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	big := make([]byte, 2<<20)
+	over := rawFrame(t, &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: mEcho.ID, CallID: 1},
+		Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(len(big))}, Data: big}}})
+	fine := rawFrame(t, &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: mEcho.ID, CallID: 2}, Meta: []byte("still here")})
+	go func() { nc.Write(append(over, fine...)) }()
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(nc)
+	h, meta, _, err := readRawFrame(br)
+	if err != nil || h.Kind != wire.KindError || h.CallID != 1 || h.Status != wire.ResourceExhausted {
+		t.Fatalf("answer to the oversized call: %+v %q %v, want a resource-exhausted error for call 1", h, meta, err)
+	}
+	h, meta, _, err = readRawFrame(br)
+	if err != nil || h.Kind != wire.KindResponse || h.CallID != 2 || string(meta) != "still here" {
+		t.Fatalf("answer to the next call: %+v %q %v", h, meta, err)
+	}
+}
+
+// TestConcurrentCallsLimited: calls past MaxConcurrentCalls on a
+// connection fail at once with ResourceExhausted.
+func TestConcurrentCallsLimited(t *testing.T) {
+	env := newTestEnv(t)
+	env.srv.MaxConcurrentCalls = 2
+	block := NewMethod("Block")
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	env.srv.Register(block, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}, HandlerOptions{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var reply Reply
+			if err := env.client.Call(context.Background(), block, &Request{}, &reply); err != nil {
+				t.Error(err)
+			}
+			reply.Release()
+		}()
+	}
+	<-started
+	<-started
+	var reply Reply
+	err := env.client.Call(context.Background(), block, &Request{}, &reply)
+	close(release)
+	wg.Wait()
+	if !errors.Is(err, ErrResourceExhausted) {
+		t.Fatalf("third call: err = %v, want resource exhausted", err)
+	}
+}
+
+// TestPeerNotReadingAnswersIsHeldBack: a peer that sends requests and reads
+// none of the answers makes the server stop reading it once the answers
+// waiting to be sent pass SendBudget; closing the peer frees them.
+func TestPeerNotReadingAnswersIsHeldBack(t *testing.T) {
+	const answer, budget, requests = 1 << 20, 4 << 20, 400
+	srv := NewServer()
+	srv.SendBudget = budget
+	gen := NewMethod("Gen")
+	shared := make([]byte, answer)
+	var served atomic.Int64
+	srv.Register(gen, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		served.Add(1)
+		resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTUint8, Shape: []int64{answer}, Data: shared})
+		return nil
+	}, HandlerOptions{Inline: true})
+	l, err := (&TCP{}).Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	nc, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []byte
+	for i := range requests {
+		reqs = append(reqs, rawFrame(t, &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: gen.ID, CallID: uint64(i + 1)}})...)
+	}
+	go nc.Write(reqs)
+	sc := waitServerConn(t, srv, func(sc *serverConn) bool { return sc.waiting.Load() })
+	t.Logf("reader waits with %d answer bytes queued after %d requests", sc.answering.Load(), served.Load())
+	if got := sc.answering.Load(); got > budget+answer {
+		t.Errorf("%d answer bytes waiting, budget %d", got, budget)
+	}
+	if n := served.Load(); n >= requests {
+		t.Errorf("served all %d requests of a peer that reads nothing", n)
+	}
+	nc.Close()
+	for deadline := time.Now().Add(10 * time.Second); sc.answering.Load() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d answer bytes still held after the peer closed", sc.answering.Load())
+		}
+	}
+}
+
+// waitServerConn polls, for a bounded time, until srv's one connection
+// satisfies ok.
+func waitServerConn(t *testing.T, srv *Server, ok func(*serverConn) bool) *serverConn {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		srv.mu.Lock()
+		for sc := range srv.conns {
+			if ok(sc) {
+				srv.mu.Unlock()
+				return sc
+			}
+		}
+		srv.mu.Unlock()
+	}
+	t.Fatal("server connection never reached the expected state")
+	return nil
+}

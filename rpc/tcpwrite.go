@@ -1,0 +1,197 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// flush is the reactor's entry point.
+func (c *tcpConn) flush() {
+	c.mu.Lock()
+	c.scheduled = false
+	if c.writing {
+		c.mu.Unlock()
+		return
+	}
+	c.writing = true
+	c.mu.Unlock()
+	c.writeNow()
+}
+
+// writeNow writes queued frames without waiting for the socket. Its caller
+// holds the write side; writeNow gives it up when the queue is empty, or
+// hands it to a drainer goroutine when the socket is full.
+func (c *tcpConn) writeNow() {
+	for c.takeBatch() {
+		err := c.raw.Write(c.tryFn)
+		if err == nil {
+			err = c.writeErr
+		}
+		if err != nil {
+			c.abortBatch(err)
+			return
+		}
+		if c.out.pending() {
+			go c.drain()
+			return
+		}
+		c.finishBatch()
+	}
+}
+
+// drain holds the write side while the socket is full: it waits for room,
+// writes, and goes on with the queue until it is empty. It fails the
+// connection when the peer reads nothing for the stall timeout.
+func (c *tcpConn) drain() {
+	defer c.nc.SetWriteDeadline(time.Time{})
+	for {
+		if c.stall > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(c.stall))
+		}
+		err := c.raw.Write(c.blockFn)
+		if err == nil {
+			err = c.writeErr
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("%w: nothing written for %v", ErrStalled, c.stall)
+		}
+		if err != nil {
+			c.abortBatch(err)
+			return
+		}
+		if c.out.pending() {
+			continue
+		}
+		c.finishBatch()
+		if !c.takeBatch() {
+			return
+		}
+	}
+}
+
+// takeBatch lays out the queued frames as the batch to write, unless one is
+// still being written. It gives up the write side and returns false when
+// there is nothing to write, the answers are corked or the connection failed.
+func (c *tcpConn) takeBatch() bool {
+	c.mu.Lock()
+	if c.out.pending() {
+		c.mu.Unlock()
+		return true
+	}
+	if len(c.queue) == 0 || c.corked || c.err != nil {
+		c.writing = false
+		c.mu.Unlock()
+		return false
+	}
+	msgs := c.queue
+	c.queue, c.spare = c.spare[:0], nil
+	c.out.build(msgs)
+	failed := c.out.failed
+	c.out.failed = nil
+	c.mu.Unlock()
+	for _, f := range failed {
+		f.m.Complete(f.err)
+	}
+	tcpWrites.Add(1)
+	tcpFramesOut.Add(uint64(len(msgs)))
+	return true
+}
+
+// tryWrite writes the batch until it is done or the socket is full. As a
+// RawConn.Write function it never asks to wait.
+func (c *tcpConn) tryWrite(fd uintptr) bool {
+	c.writeErr = nil
+	for c.out.pending() {
+		n, full, err := c.writeOnce(fd)
+		if err == unix.EAGAIN {
+			return true
+		}
+		if err != nil || n < full {
+			c.writeErr = err
+			return true
+		}
+	}
+	return true
+}
+
+// blockingWrite is tryWrite for the drainer: on a full socket it asks to
+// wait for room, unless it has written something since it was called, so
+// that every wait starts a new stall timeout.
+func (c *tcpConn) blockingWrite(fd uintptr) bool {
+	wrote := false
+	c.writeErr = nil
+	for c.out.pending() {
+		n, full, err := c.writeOnce(fd)
+		switch {
+		case err == unix.EAGAIN:
+			return wrote
+		case err != nil:
+			c.writeErr = err
+			return true
+		}
+		wrote = wrote || n > 0
+		if n < full {
+			return true
+		}
+	}
+	return true
+}
+
+// writeOnce makes one writev of the batch's next parts. full is what it
+// asked to write; a write of less means the socket is full, and so does
+// unix.EAGAIN, returned unwrapped.
+func (c *tcpConn) writeOnce(fd uintptr) (n, full int, err error) {
+	c.mu.Lock()
+	vecs := c.out.vectors()
+	for i := range vecs {
+		full += int(vecs[i].Len)
+	}
+	c.inSyscall = true
+	c.mu.Unlock()
+	n, err = writev(fd, vecs)
+	c.mu.Lock()
+	c.inSyscall = false
+	c.out.advance(n)
+	if c.waiters > 0 {
+		c.written.Broadcast()
+	}
+	c.mu.Unlock()
+	c.bytesOut.Add(uint64(n))
+	if err != nil && err != unix.EAGAIN {
+		err = fmt.Errorf("rpc: write to %v: %w", c.nc.RemoteAddr(), err)
+	}
+	return n, full, err
+}
+
+// finishBatch completes the written batch's messages.
+func (c *tcpConn) finishBatch() { c.completeBatch(nil) }
+
+// abortBatch completes the batch with err and fails the connection, whose
+// stream now holds part of a frame.
+func (c *tcpConn) abortBatch(err error) {
+	c.completeBatch(err)
+	c.fail(err)
+	c.mu.Lock()
+	c.writing = false
+	c.mu.Unlock()
+}
+
+func (c *tcpConn) completeBatch(err error) {
+	c.mu.Lock()
+	msgs := c.out.msgs
+	c.out.reset()
+	c.mu.Unlock()
+	for i, m := range msgs {
+		if m != nil {
+			m.Complete(err)
+			msgs[i] = nil
+		}
+	}
+	c.mu.Lock()
+	c.spare = msgs[:0]
+	c.mu.Unlock()
+}
