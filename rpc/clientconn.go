@@ -223,9 +223,9 @@ func (k *call) reclaimLocked() {
 	}
 	if w, ok := k.cc.conn.(Withdrawer); ok {
 		k.cc.mu.Unlock()
-		withdrawn, _ := w.Withdraw(&k.msg)
+		got := w.Withdraw(&k.msg)
 		k.cc.mu.Lock()
-		if withdrawn {
+		if got == Withdrawn || got == Unsent {
 			k.sent = true
 		}
 	}
@@ -259,24 +259,24 @@ func (k *call) abandonLocked(cause error) {
 	k.abandoned = true
 	k.why = CodeOf(cause)
 	k.err = Errorf(k.why, "%v", cause)
-	w, canWithdraw := cc.conn.(Withdrawer)
-	switch {
-	case !k.sent && canWithdraw:
+	got := Kept
+	if w, ok := cc.conn.(Withdrawer); ok && !k.sent {
 		cc.mu.Unlock()
-		withdrawn, unsent := w.Withdraw(&k.msg)
+		got = w.Withdraw(&k.msg)
 		cc.mu.Lock()
-		if withdrawn {
-			k.sent = true
-			if !unsent {
-				go cc.sendCancel(k.id, k.why)
-			}
-		}
+	}
+	switch {
+	case got == Unsent:
+		k.sent = true
+	case got == Withdrawn:
+		k.sent = true
+		go cc.sendCancel(k.id, k.why)
 	case k.sent:
 		go cc.sendCancel(k.id, k.why)
 	}
-	// Without Withdraw the transport reads the request until Sent; with
+	// A transport that keeps the request reads it until Sent; with
 	// Reply.Alloc the answer lands in the caller's memory until Deliver.
-	if (!k.sent && !canWithdraw) || (k.receiving && k.reply.Alloc != nil) {
+	if (!k.sent && got == Kept) || (k.receiving && k.reply.Alloc != nil) {
 		k.awaitLocked(wantRelease)
 	}
 	k.reply = nil

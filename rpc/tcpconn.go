@@ -136,13 +136,14 @@ func (c *tcpConn) Send(m *wire.Message) error {
 }
 
 // Withdraw implements Withdrawer. A message still queued leaves the queue;
-// one the writer has begun is finished from a copy of what is left of it.
-func (c *tcpConn) Withdraw(m *wire.Message) (withdrawn, unsent bool) {
+// one the writer has begun is finished from a copy of what is left of it;
+// one in neither place is written and being completed.
+func (c *tcpConn) Withdraw(m *wire.Message) Withdrawal {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if i := slices.Index(c.queue, m); i >= 0 {
 		c.queue = slices.Delete(c.queue, i, i+1)
-		return true, true
+		return Unsent
 	}
 	for c.inSyscall {
 		c.waiters++
@@ -151,9 +152,9 @@ func (c *tcpConn) Withdraw(m *wire.Message) (withdrawn, unsent bool) {
 	}
 	if i := c.out.index(m); i >= 0 {
 		c.out.detach(i)
-		return true, false
+		return Withdrawn
 	}
-	return false, false
+	return Completing
 }
 
 func (c *tcpConn) cork() {

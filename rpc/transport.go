@@ -50,12 +50,27 @@ type Conn interface {
 // finished with it, so that a caller whose deadline passes returns at once
 // instead of waiting for the peer to take the rest of its request.
 type Withdrawer interface {
-	// Withdraw makes the transport stop reading m's memory and never call
-	// m.Done. withdrawn is false when m is already complete or completing
-	// (m.Done is called or about to be). unsent says that no byte of m
-	// reached the peer; otherwise the frame is finished from a copy.
-	Withdraw(m *wire.Message) (withdrawn, unsent bool)
+	// Withdraw asks the transport to stop reading m's memory and never call
+	// m.Done; m must have been sent on this Conn.
+	Withdraw(m *wire.Message) Withdrawal
 }
+
+// A Withdrawal says what became of a message a Withdrawer was asked for.
+type Withdrawal uint8
+
+const (
+	// Kept: the transport still reads m's memory until it calls m.Done.
+	Kept Withdrawal = iota
+	// Completing: the transport is done with m's memory and calls m.Done,
+	// or already has.
+	Completing
+	// Withdrawn: m was taken back part way; the transport finishes the
+	// frame from a copy of its own and will not call m.Done.
+	Withdrawn
+	// Unsent: m was taken back before any of it reached the peer; m.Done
+	// will not be called.
+	Unsent
+)
 
 // A ProgressConn counts the bytes it has received and written, so that
 // keepalive sees a peer busy with one long frame as alive.

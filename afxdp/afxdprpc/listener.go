@@ -88,12 +88,29 @@ func (c *helloAnswerer) Receive(r wire.Receiver) error {
 	return c.Conn.Receive(answerReader{c: c, r: r})
 }
 
+// Progress implements rpc.ProgressConn.
+func (c *helloAnswerer) Progress() (in, out uint64) { return progress(c.Conn) }
+
 type answerReader struct {
 	c *helloAnswerer
 	r wire.Receiver
 }
 
 func (a answerReader) Alloc(in *wire.Inbound) error { return a.r.Alloc(in) }
+
+// Room implements rpc.Throttle for a server that throttles.
+func (a answerReader) Room(payload uint64) bool {
+	t, ok := a.r.(rpc.Throttle)
+	return !ok || t.Room(payload)
+}
+
+// WaitRoom implements rpc.Throttle.
+func (a answerReader) WaitRoom(payload uint64, closed <-chan struct{}) error {
+	if t, ok := a.r.(rpc.Throttle); ok {
+		return t.WaitRoom(payload, closed)
+	}
+	return nil
+}
 
 func (a answerReader) Deliver(in *wire.Inbound) {
 	if in.Header.Kind != wire.KindHello {

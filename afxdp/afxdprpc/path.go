@@ -122,6 +122,9 @@ type dualConn struct {
 
 	once   sync.Once // the hello is handled once
 	closed atomic.Bool
+	// usedPacket is set once a call went over the packet path, whose
+	// session cannot take a message back; from then on Withdraw keeps.
+	usedPacket atomic.Bool
 }
 
 // Path reports the path calls take now; rpc.Client.Stats shows it.
@@ -134,6 +137,9 @@ func (c *dualConn) Path() string {
 
 func (c *dualConn) Send(m *wire.Message) error {
 	if p := c.pkt.Load(); p != nil {
+		if !c.usedPacket.Load() {
+			c.usedPacket.Store(true)
+		}
 		err := p.Send(m)
 		if err == nil {
 			return nil
@@ -141,6 +147,25 @@ func (c *dualConn) Send(m *wire.Message) error {
 		c.leavePacket(p, err)
 	}
 	return c.tcp.Send(m)
+}
+
+// Withdraw implements rpc.Withdrawer for calls that only ever took TCP.
+func (c *dualConn) Withdraw(m *wire.Message) rpc.Withdrawal {
+	if w, ok := c.tcp.(rpc.Withdrawer); ok && !c.usedPacket.Load() {
+		return w.Withdraw(m)
+	}
+	return rpc.Kept
+}
+
+// Progress implements rpc.ProgressConn with the TCP path's bytes; the
+// client counts the frames of both paths itself.
+func (c *dualConn) Progress() (in, out uint64) { return progress(c.tcp) }
+
+func progress(c rpc.Conn) (in, out uint64) {
+	if pc, ok := c.(rpc.ProgressConn); ok {
+		return pc.Progress()
+	}
+	return 0, 0
 }
 
 // Receive runs the TCP receive loop, and the packet session's loop once it
