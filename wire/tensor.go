@@ -145,6 +145,10 @@ func ParseDesc(b []byte, t *Tensor, dims []int64) (rest []byte, restDims []int64
 	rank := int(binary.LittleEndian.Uint16(b[6:]))
 	nbytes := binary.LittleEndian.Uint64(b[8:])
 	b = b[descFixedSize:]
+	if flags&^flagDead != 0 {
+		// Bits this version does not know would be dropped on the way on.
+		return b, dims, fmt.Errorf("wire: descriptor flags %#04x: %w", flags, ErrMalformed)
+	}
 	if rank > MaxRank {
 		return b, dims, fmt.Errorf("wire: descriptor rank %d over %d: %w", rank, MaxRank, ErrShape)
 	}
