@@ -358,3 +358,45 @@ func waitServerConn(t *testing.T, srv *Server, ok func(*serverConn) bool) *serve
 	t.Fatal("server connection never reached the expected state")
 	return nil
 }
+
+// TestConnectionFloodBounded: connections past MaxConnsPerHost are closed
+// as they arrive; those within keep being served.
+func TestConnectionFloodBounded(t *testing.T) {
+	env := newTestEnv(t)
+	env.srv.MaxConnsPerHost = 8
+	var reply Reply
+	if err := env.client.Call(context.Background(), mEcho, &Request{Meta: []byte("first")}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	reply.Release()
+	var open []net.Conn
+	defer func() {
+		for _, nc := range open {
+			nc.Close()
+		}
+	}()
+	closed := 0
+	for range 32 {
+		nc, err := net.Dial("tcp", env.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, nc)
+		// A refused connection is closed by the server: a read ends. A
+		// served one answers a ping.
+		nc.Write(rawFrame(t, &wire.Message{Header: wire.Header{Kind: wire.KindPing, CallID: 9}}))
+		nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if h, _, _, err := readRawFrame(nc); err != nil {
+			closed++
+		} else if h.Kind != wire.KindPong {
+			t.Fatalf("answer to a ping: %v", h.Kind)
+		}
+	}
+	if served := 32 - closed; served != 8-1 {
+		t.Errorf("%d of 32 connections served beside the client's, want %d", served, 8-1)
+	}
+	if err := env.client.Call(context.Background(), mEcho, &Request{Meta: []byte("still")}, &reply); err != nil {
+		t.Fatalf("the client's own connection: %v", err)
+	}
+	reply.Release()
+}

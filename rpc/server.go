@@ -37,6 +37,11 @@ type Server struct {
 	// Keepalive probes connections with calls in progress that have gone
 	// quiet; see Keepalive.
 	Keepalive Keepalive
+	// MaxConns bounds the connections served at once, MaxConnsPerHost
+	// those from one peer address; a connection past either is closed as
+	// it arrives, so a flood of connections costs a bounded amount of
+	// memory. Zero means DefaultMaxConns and DefaultMaxConnsPerHost.
+	MaxConns, MaxConnsPerHost int
 
 	// methods is replaced, never changed, so that dispatch reads it
 	// without a lock while Register may still add methods.
@@ -46,6 +51,8 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[Listener]struct{}
 	conns     map[*serverConn]struct{}
+	perHost   map[string]int
+	refused   int // connections closed for the limits, for the log
 	closing   bool
 	active    sync.WaitGroup // calls being handled
 }
@@ -56,6 +63,7 @@ func NewServer() *Server {
 		base:      context.Background(),
 		listeners: make(map[Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
+		perHost:   make(map[string]int),
 	}
 	s.methods.Store(&map[uint32]*method{})
 	return s
@@ -111,7 +119,8 @@ func (s *Server) Serve(l Listener) error {
 	}
 }
 
-// ServeConn serves calls arriving on c, on a goroutine of its own.
+// ServeConn serves calls arriving on c, on a goroutine of its own, unless
+// the server is closing or c is past MaxConns or MaxConnsPerHost.
 func (s *Server) ServeConn(c Conn) {
 	sc := newServerConn(s, c)
 	s.mu.Lock()
@@ -120,7 +129,18 @@ func (s *Server) ServeConn(c Conn) {
 		c.Close()
 		return
 	}
+	if len(s.conns) >= s.maxConns() || s.perHost[sc.host] >= s.maxConnsPerHost() {
+		s.refused++
+		refused, n := s.refused, len(s.conns)
+		s.mu.Unlock()
+		c.Close()
+		if refused&(refused-1) == 0 { // 1, 2, 4, ...: a flood logs a few lines
+			s.logger().Warn("rpc: connection refused: too many connections", "peer", c.RemoteAddr(), "serving", n, "refused", refused)
+		}
+		return
+	}
 	s.conns[sc] = struct{}{}
+	s.perHost[sc.host]++
 	s.mu.Unlock()
 	go sc.serve()
 }
@@ -135,6 +155,9 @@ func (s *Server) logger() *slog.Logger {
 func (s *Server) forget(sc *serverConn) {
 	s.mu.Lock()
 	delete(s.conns, sc)
+	if s.perHost[sc.host]--; s.perHost[sc.host] <= 0 {
+		delete(s.perHost, sc.host)
+	}
 	s.mu.Unlock()
 }
 

@@ -17,6 +17,7 @@ import (
 type serverConn struct {
 	s    *Server
 	conn Conn
+	host string // the peer's address without its port
 	ka   *prober
 
 	recvBudget, sendBudget int64
@@ -34,7 +35,7 @@ type serverConn struct {
 
 func newServerConn(s *Server, c Conn) *serverConn {
 	sc := &serverConn{
-		s: s, conn: c, inflight: make(map[uint64]*serverCall),
+		s: s, conn: c, host: hostOf(c.RemoteAddr()), inflight: make(map[uint64]*serverCall),
 		recvBudget: s.recvBudget(), sendBudget: s.sendBudget(), maxCalls: s.maxConcurrentCalls(),
 		room: make(chan struct{}, 1),
 	}

@@ -1,15 +1,46 @@
 package rpc
 
 import (
+	"net"
+	"net/netip"
+
 	"github.com/starwire/starwire/wire"
 )
 
 // Server defaults for the fields of the same names.
 const (
+	DefaultMaxConns           = 4096
+	DefaultMaxConnsPerHost    = 256
 	DefaultMaxConcurrentCalls = 4096
 	DefaultRecvBudget         = 256 << 20
 	DefaultSendBudget         = 64 << 20
 )
+
+func (s *Server) maxConns() int {
+	if s.MaxConns > 0 {
+		return s.MaxConns
+	}
+	return DefaultMaxConns
+}
+
+func (s *Server) maxConnsPerHost() int {
+	if s.MaxConnsPerHost > 0 {
+		return s.MaxConnsPerHost
+	}
+	return DefaultMaxConnsPerHost
+}
+
+// hostOf is the peer's address without its port, which MaxConnsPerHost
+// counts by.
+func hostOf(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+		return ap.Addr().Unmap().String()
+	}
+	return a.String()
+}
 
 func (s *Server) maxConcurrentCalls() int32 {
 	if s.MaxConcurrentCalls > 0 {
