@@ -55,6 +55,7 @@ type Server struct {
 	refused   int // connections closed for the limits, for the log
 	closing   bool
 	active    sync.WaitGroup // calls being handled
+	workers   workers
 }
 
 // NewServer returns a server with no methods.
@@ -189,6 +190,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, sc := range conns {
 		sc.conn.Close()
 	}
+	s.workers.close()
 	return err
 }
 

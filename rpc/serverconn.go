@@ -109,7 +109,7 @@ func (sc *serverConn) dispatch(in *wire.Inbound) {
 		sc.mu.Lock()
 		sc.inflight[in.Header.CallID] = call
 		sc.mu.Unlock()
-		go call.run(m, true)
+		sc.s.workers.run(call, m)
 	}
 }
 
