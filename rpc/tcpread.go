@@ -51,7 +51,13 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 				return c.fail(err)
 			}
 		}
-		if !corked && c.br.Buffered() > 0 {
+		switch buffered := uint64(c.br.Buffered()); {
+		case corked && h.BodyLen() > buffered:
+			// The rest of this frame is still on its way; the answers
+			// held for the batch leave now rather than after it.
+			c.uncork()
+			corked = false
+		case !corked && buffered > 0 && h.BodyLen() <= buffered:
 			c.cork()
 			corked = true
 		}
