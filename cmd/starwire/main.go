@@ -1,6 +1,7 @@
 // Command starwire runs a parameter-server cluster over starwire: a local
-// training job (train), one long-lived task of a cluster (serve), and the
-// parameter-serving staleness benchmark (staleness).
+// training job (train), one long-lived task of a cluster (serve), the
+// parameter-serving staleness benchmark (staleness), and a probe of a
+// task's health (health).
 //
 // With no flags, train starts one parameter server and two workers in this
 // process over grpc+seastar and trains a sparse logistic-regression model
@@ -64,12 +65,14 @@ var commandEnv = map[string][]string{
 	"train":     taskEnv,
 	"serve":     taskEnv,
 	"staleness": {envvar.CoreNumber},
+	"health":    nil,
 }
 
 var commands = []command{
 	{"train", "train a sparse logistic-regression model on a local or existing cluster", trainCmd},
 	{"serve", "run one task (--job, --task) of a cluster as a long-lived server", serveCmd},
 	{"staleness", "measure parameter staleness over starwire and gRPC", stalenessCmd},
+	{"health", "probe a task: the gRPC health service on its gRPC port, or its starwire port", healthCmd},
 }
 
 func lookupCommand(name string) (command, bool) {
@@ -110,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := lookupCommand(args[0])
 	if !ok {
-		fmt.Fprintf(stderr, "starwire: unknown command %q (want train, serve or staleness)\n", args[0])
+		fmt.Fprintf(stderr, "starwire: unknown command %q (want train, serve, staleness or health)\n", args[0])
 		return 2
 	}
 	if err := envvar.Check(commandEnv[cmd.name]...); err != nil && !wantsHelp(args[1:]) {

@@ -119,6 +119,12 @@ func TestHelpListsEnvironment(t *testing.T) {
 		if code != 0 {
 			t.Errorf("%s -h: exit %d", cmd, code)
 		}
+		if len(names) == 0 {
+			if strings.Contains(out, "environment:") {
+				t.Errorf("%s reads no variables but lists some:\n%s", cmd, out)
+			}
+			continue
+		}
 		if !strings.Contains(out, "\nenvironment:\n") {
 			t.Errorf("%s -h has no environment section:\n%s", cmd, out)
 		}
@@ -334,5 +340,37 @@ func TestQueueHint(t *testing.T) {
 	}
 	if h := queueHint(fmt.Errorf("afxdp: interface lo has no Ethernet address: %w", afxdp.ErrUnavailable)); h != "" {
 		t.Errorf("a hint for another failure: %q", h)
+	}
+}
+
+// TestHealthProbe: starwire health answers SERVING for a running task on
+// both its ports, and fails in one line where nothing answers.
+func TestHealthProbe(t *testing.T) {
+	grpc1, grpc2 := freePort(t), freePort(t)
+	star1 := freePort(t)
+	emap := filepath.Join(t.TempDir(), "endpoint_map")
+	if err := os.WriteFile(emap, []byte(grpc1+"="+star1+"\n"+grpc2+"="+freePort(t)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, nil, "serve", "--job", "ps", "--cluster", "ps="+grpc1+";worker="+grpc2, "--endpoint_map", emap)
+	p.waitLine(t, regexp.MustCompile(`serving:`), 20*time.Second)
+	for _, args := range [][]string{
+		{"health", "--addr", grpc1},
+		{"health", "--addr", grpc1, "--service", "tensorflow.WorkerService"},
+		{"health", "--starwire", "--addr", star1},
+	} {
+		if code, out, errOut := runBinary(t, nil, args...); code != 0 || out != "SERVING\n" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	if code, _, errOut := runBinary(t, nil, "health", "--addr", grpc1, "--service", "no.such.Service"); code != 1 || !strings.Contains(errOut, "NotFound") {
+		t.Errorf("unknown service: exit %d, stderr %q", code, errOut)
+	}
+	p.stop(t, syscall.SIGTERM)
+	for _, args := range [][]string{{"health", "--addr", grpc1}, {"health", "--starwire", "--addr", star1}} {
+		code, _, errOut := runBinary(t, nil, args...)
+		if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "starwire: health: ") {
+			t.Errorf("%v with the task gone: exit %d, stderr %q", args, code, errOut)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
 
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/rpc"
@@ -49,6 +50,7 @@ type Server struct {
 	starSrv *rpc.Server
 	worker  *handlers.Worker
 	peers   *Peers
+	health  *health.Server // the state both ports' health checks report
 	onClose []func()
 }
 
@@ -57,7 +59,7 @@ type Server struct {
 // a free port; the addresses got are in the Server.
 func Listen(job string, index int, grpcAddr, starAddr string, useStar bool, n Net) (*Server, error) {
 	task := cluster.TaskName(job, index)
-	s := &Server{Job: job, Index: index}
+	s := &Server{Job: job, Index: index, health: newHealth()}
 	l, err := net.Listen("tcp", grpcAddr)
 	if err != nil {
 		return nil, listenError(task, "grpc", grpcAddr, err)
@@ -109,16 +111,20 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	s.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(1<<31-1), grpc.MaxSendMsgSize(1<<31-1))
 	tfpb.RegisterWorkerServiceServer(s.grpcSrv, w.GRPCService())
 	s.grpcSrv.RegisterService(&infoDesc, s)
-	go s.grpcSrv.Serve(s.grpcL)
 	if s.starL != nil {
 		s.starSrv = rpc.NewServer()
 		s.starSrv.Logger = logger
 		w.Register(s.starSrv)
+	}
+	s.registerProbes(s.grpcSrv, s.starSrv)
+	go s.grpcSrv.Serve(s.grpcL)
+	if s.starSrv != nil {
 		go s.starSrv.Serve(s.starL)
 		for _, l := range s.xdpLs {
 			go s.starSrv.Serve(l)
 		}
 	}
+	s.setServing(true)
 	return nil
 }
 
@@ -147,9 +153,10 @@ func (s *Server) PeerStats() (calls, bytes int64) {
 	return st.Calls, st.Bytes
 }
 
-// Close stops the servers, waiting up to a second for calls in flight, and
-// closes the task's peer connections.
+// Close marks the task NOT_SERVING, stops the servers, waiting up to a
+// second for calls in flight, and closes the task's peer connections.
 func (s *Server) Close() {
+	s.Drain()
 	if s.starSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		s.starSrv.Shutdown(ctx)

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/rpc"
+)
+
+// healthCmd probes a task, as Kubernetes' exec probes or an operator
+// would: the standard gRPC health service on its gRPC port, or with
+// --starwire the same check on its starwire port. It prints the status and
+// succeeds only when it is SERVING.
+func healthCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("health", flag.ContinueOnError)
+	addr := fs.String("addr", "", "the task's address: its gRPC address, or with --starwire its starwire address")
+	star := fs.Bool("starwire", false, "probe the starwire port instead of the gRPC port")
+	service := fs.String("service", "", `the service to check: "" for the task, or "`+tasks.WorkerServiceName+`"`)
+	timeout := fs.Duration("timeout", time.Second, "how long to wait for the answer")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if *addr == "" {
+		return usagef("health: --addr is required")
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req := &healthpb.HealthCheckRequest{Service: *service}
+	var resp *healthpb.HealthCheckResponse
+	var err error
+	if *star {
+		resp, err = checkStar(ctx, *addr, req)
+	} else {
+		resp, err = checkGRPC(ctx, *addr, req)
+	}
+	if err != nil {
+		return fmt.Errorf("health: %s: %w", *addr, err)
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("health: %s: %v", *addr, resp.GetStatus())
+	}
+	fmt.Fprintln(stdout, resp.GetStatus())
+	return nil
+}
+
+func checkGRPC(ctx context.Context, addr string, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer cc.Close()
+	return healthpb.NewHealthClient(cc).Check(ctx, req)
+}
+
+func checkStar(ctx context.Context, addr string, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	c := rpc.NewClient(addr, rpc.ClientOptions{Name: addr})
+	defer c.Close()
+	resp := new(healthpb.HealthCheckResponse)
+	if err := c.CallProto(ctx, tasks.StarHealth, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
