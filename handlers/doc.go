@@ -45,10 +45,21 @@
 //
 // # Graphs and steps
 //
-// RegisterGraph checks a partition (see package graph) and refuses it with
-// InvalidArgument naming the node. RunGraph runs one step of it; the step's
+// RegisterGraph checks a partition (see package graph) and refuses it
+// naming the node: NotFound for an op this binary lacks, in TensorFlow's
+// words ("Op type not registered 'X' in binary running on <host>"),
+// InvalidArgument otherwise. RunGraph runs one step of it; the step's
 // rendezvous state stays until CleanupGraph drops it, so that a failed
 // step's error reaches every receiver, local and remote.
+//
+// Errors carry TensorFlow's codes: InvalidArgument for feeds that do not
+// decode or do not fit their node, FailedPrecondition for a variable read
+// before it is initialized, Aborted for an unknown session or graph (so a
+// master starts over). When a RunGraph request sets
+// store_errors_in_response_body, every failure after the request decodes
+// (feeds, the step, encoding the fetches) comes back as the response's
+// status_code and status_error_message, and the call itself succeeds.
+// Messages never repeat the code's name, which travels apart.
 //
 // # Other methods
 //

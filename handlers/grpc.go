@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -30,7 +32,20 @@ func grpcError(err error) error {
 	if err == nil {
 		return nil
 	}
-	return status.Error(codes.Code(rpc.CodeOf(err)), err.Error())
+	return status.Error(codes.Code(rpc.CodeOf(err)), statusMessage(err))
+}
+
+// statusMessage is err's message without its code's name, which travels
+// apart as the code: the context wrapping an rpc.Status, then the status's
+// message, as TensorFlow's messages read and as the starwire server sends
+// them.
+func statusMessage(err error) string {
+	msg := err.Error()
+	var st *rpc.Status
+	if errors.As(err, &st) {
+		msg = strings.Replace(msg, st.Error(), st.Msg, 1)
+	}
+	return msg
 }
 
 // grpcResult passes a worker method's answer on, with its error as a gRPC
@@ -60,10 +75,12 @@ func (g *grpcService) DeregisterGraph(_ context.Context, req *tfpb.DeregisterGra
 	return grpcResult(g.w.deregisterGraph(req))
 }
 
+// RunGraph answers every failure after the request is decoded through
+// runGraphFailed, so that store_errors_in_response_body covers them all.
 func (g *grpcService) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest) (*tfpb.RunGraphResponse, error) {
 	feeds, err := decodeSends(req)
 	if err != nil {
-		return nil, grpcError(err)
+		return grpcResult(runGraphFailed(req, err))
 	}
 	resp, fetches, err := g.w.runGraph(ctx, req, feeds)
 	tensor.ReleaseAll(feeds)
@@ -71,14 +88,23 @@ func (g *grpcService) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest) (
 		return nil, grpcError(err)
 	}
 	defer tensor.ReleaseAll(fetches)
+	if err := fetchesToProto(resp, fetches); err != nil {
+		return grpcResult(runGraphFailed(req, err))
+	}
+	return resp, nil
+}
+
+// fetchesToProto puts the fetched tensors into resp's recv entries, which
+// name them in order.
+func fetchesToProto(resp *tfpb.RunGraphResponse, fetches []wire.Tensor) error {
 	for i := range fetches {
 		p, err := tensor.ToProto(&fetches[i])
 		if err != nil {
-			return nil, grpcError(rpc.Errorf(wire.Internal, "RunGraph: recv %q: %v", resp.Recv[i].GetName(), err))
+			return rpc.Errorf(wire.Internal, "RunGraph: recv %q: %v", resp.Recv[i].GetName(), err)
 		}
 		resp.Recv[i].Tensor = p
 	}
-	return resp, nil
+	return nil
 }
 
 func (g *grpcService) CleanupGraph(_ context.Context, req *tfpb.CleanupGraphRequest) (*tfpb.CleanupGraphResponse, error) {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -14,12 +15,29 @@ import (
 // runGraph runs one step of a registered graph. feeds[i] is the tensor of
 // req.Send[i]; runGraph does not take the callers' references. The
 // returned tensors, one per req.RecvKey, each own a reference.
+// On failure, the error is in the response when the request asks for it
+// (see runGraphFailed).
 func (w *Worker) runGraph(ctx context.Context, req *tfpb.RunGraphRequest, feeds []wire.Tensor) (*tfpb.RunGraphResponse, []wire.Tensor, error) {
 	resp, fetches, err := w.runGraphErr(ctx, req, feeds)
-	if err != nil && req.GetStoreErrorsInResponseBody() {
-		return &tfpb.RunGraphResponse{StatusCode: tfpb.Code(rpc.CodeOf(err)), StatusErrorMessage: err.Error()}, nil, nil
+	if err != nil {
+		resp, err = runGraphFailed(req, err)
+		return resp, nil, err
 	}
-	return resp, fetches, err
+	return resp, fetches, nil
+}
+
+// runGraphFailed is RunGraph's answer when it fails with err: a response
+// holding the error's code and message when the request sets
+// store_errors_in_response_body (a TensorFlow master sets it so that the
+// call itself succeeds and the status survives proxies), else err. Every
+// failure after the request is decoded goes through it: feeds that do not
+// decode, the step, and fetches that do not encode.
+func runGraphFailed(req *tfpb.RunGraphRequest, err error) (*tfpb.RunGraphResponse, error) {
+	if !req.GetStoreErrorsInResponseBody() {
+		return nil, err
+	}
+	// proto3 strings must be UTF-8, or the response would not encode.
+	return &tfpb.RunGraphResponse{StatusCode: tfpb.Code(rpc.CodeOf(err)), StatusErrorMessage: strings.ToValidUTF8(statusMessage(err), "\uFFFD")}, nil
 }
 
 func (w *Worker) runGraphErr(ctx context.Context, req *tfpb.RunGraphRequest, feeds []wire.Tensor) (*tfpb.RunGraphResponse, []wire.Tensor, error) {
@@ -77,26 +95,38 @@ func (w *Worker) handleRunGraph(ctx context.Context, in *wire.Inbound, resp *rpc
 		return rpc.Errorf(wire.InvalidArgument, "RunGraph: decode request: %v", err)
 	}
 	feeds := in.Tensors
+	var out *tfpb.RunGraphResponse
+	var fetches []wire.Tensor
+	var err error
 	if len(feeds) == 0 && len(req.GetSend()) > 0 {
 		// A caller may put the tensors in the protobuf instead.
-		decoded, err := decodeSends(req)
-		if err != nil {
-			return err
+		var decoded []wire.Tensor
+		if decoded, err = decodeSends(req); err == nil {
+			defer tensor.ReleaseAll(decoded)
+			feeds = decoded
 		}
-		defer tensor.ReleaseAll(decoded)
-		feeds = decoded
 	}
-	out, fetches, err := w.runGraph(ctx, req, feeds)
+	if err == nil {
+		out, fetches, err = w.runGraph(ctx, req, feeds)
+	} else {
+		out, err = runGraphFailed(req, err)
+	}
 	if err != nil {
 		return err
 	}
+	meta, merr := proto.MarshalOptions{}.MarshalAppend(resp.Meta, out)
+	if merr != nil {
+		tensor.ReleaseAll(fetches)
+		out, err = runGraphFailed(req, rpc.Errorf(wire.Internal, "RunGraph: encode response: %v", merr))
+		if err != nil {
+			return err
+		}
+		meta, _ = proto.MarshalOptions{}.MarshalAppend(resp.Meta, out) // a status alone always encodes
+		fetches = nil
+	}
+	resp.Meta = meta
 	for i := range fetches {
 		resp.Tensors = append(resp.Tensors, onWire(fetches[i]))
-	}
-	var merr error
-	resp.Meta, merr = proto.MarshalOptions{}.MarshalAppend(resp.Meta, out)
-	if merr != nil {
-		return rpc.Errorf(wire.Internal, "RunGraph: encode response: %v", merr)
 	}
 	return nil
 }

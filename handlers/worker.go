@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"sync"
 
@@ -91,7 +92,8 @@ func NewWorker(opts Options) (*Worker, error) {
 		sessions:   make(map[string]struct{}),
 		graphs:     make(map[string]*registered),
 	}
-	w.env = &ops.Env{Task: w.task, Rendezvous: w.rendezvous, Vars: w.vars, CheckpointDir: opts.CheckpointDir}
+	host, _ := os.Hostname()
+	w.env = &ops.Env{Task: w.task, Rendezvous: w.rendezvous, Vars: w.vars, CheckpointDir: opts.CheckpointDir, Host: host}
 	if opts.Resolver != nil {
 		w.env.RemoteRecv = w.remoteRecv
 	}

@@ -55,10 +55,21 @@ func graphError(n *tfpb.NodeDef, format string, args ...any) error {
 	return rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s): %s", n.GetName(), n.GetOp(), fmt.Sprintf(format, args...))
 }
 
+// notRegistered is TensorFlow's answer to a node whose op this binary does
+// not have: NotFound, in the words masters and users look for.
+func notRegistered(n *tfpb.NodeDef, env *ops.Env) error {
+	host := env.Host
+	if host == "" {
+		host = "this task"
+	}
+	return rpc.Errorf(wire.NotFound, "Op type not registered '%s' in binary running on %s. Make sure the Op and Kernel are registered in the binary running in this process. (RegisterGraph: node %q)", n.GetOp(), host, n.GetName())
+}
+
 // Build checks def and builds its kernels against env: every op must be
 // known, every attribute well formed, every input an existing node's
-// output, and the graph acyclic. Errors are InvalidArgument and name the
-// node.
+// output, and the graph acyclic. Errors name the node; they are NotFound
+// for an op this binary does not have, as in TensorFlow, and
+// InvalidArgument otherwise.
 func Build(def *tfpb.GraphDef, env *ops.Env) (*Graph, error) {
 	if def == nil || len(def.GetNode()) == 0 {
 		return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: empty graph")
@@ -82,7 +93,7 @@ func Build(def *tfpb.GraphDef, env *ops.Env) (*Graph, error) {
 		}
 		spec := ops.Lookup(nd.GetOp())
 		if spec == nil {
-			return nil, graphError(nd, "unknown op %q", nd.GetOp())
+			return nil, notRegistered(nd, env)
 		}
 		n := &node{id: i, spec: spec, Node: ops.Node{Name: nd.GetName(), Op: nd.GetOp(), Attrs: make(map[string]*tfpb.AttrValue, len(nd.GetAttr())+len(spec.Defaults))}}
 		for k, v := range spec.Defaults {

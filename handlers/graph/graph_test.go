@@ -20,7 +20,6 @@ func TestRegisterGraphRejects(t *testing.T) {
 		nodes []*tfpb.NodeDef
 		msg   string // the error must contain it
 	}{
-		{"unknown op", []*tfpb.NodeDef{NodeDef("conv", "Conv2D", nil, nil)}, `node "conv" (Conv2D): unknown op`},
 		{"missing attr", []*tfpb.NodeDef{ConstF32("a", nil, 1), NodeDef("n", "Neg", In("a"), nil)}, `node "n" (Neg): missing attr "T"`},
 		{"attr of wrong kind", []*tfpb.NodeDef{ConstF32("a", nil, 1), NodeDef("n", "Neg", In("a"), Attrs("T", "float"))}, `node "n" (Neg): attr "T" is not a type`},
 		{"unsupported dtype", []*tfpb.NodeDef{ConstF32("a", nil, 1), NodeDef("n", "Sigmoid", In("a"), Attrs("T", wire.DTInt32))}, `node "n" (Sigmoid): attr "T" is int32`},
@@ -47,6 +46,19 @@ func TestRegisterGraphRejects(t *testing.T) {
 				t.Fatalf("err = %v, want InvalidArgument", err)
 			}
 		})
+	}
+}
+
+// TestUnknownOpIsNotFound checks TensorFlow's answer to an op this binary
+// lacks: NotFound, in its words, naming the node.
+func TestUnknownOpIsNotFound(t *testing.T) {
+	env := NewEnv(t)
+	env.Host = "ps0.example"
+	_, err := graph.Build(GraphDef(ConstF32("a", nil, 1), NodeDef("conv", "Conv2D", In("a"), nil)), env)
+	want := `Op type not registered 'Conv2D' in binary running on ps0.example.`
+	var st *rpc.Status
+	if !errors.As(err, &st) || st.Code != wire.NotFound || !strings.HasPrefix(st.Msg, want) || !strings.Contains(st.Msg, `node "conv"`) {
+		t.Fatalf("err = %v, want NotFound starting %q and naming the node", err, want)
 	}
 }
 

@@ -29,6 +29,9 @@ type Env struct {
 	// CheckpointDir is where SaveV2 and RestoreV2 read and write; empty
 	// disables them.
 	CheckpointDir string
+	// Host names the machine in errors that TensorFlow phrases with it
+	// ("Op type not registered 'X' in binary running on <Host>").
+	Host string
 }
 
 // A Node is what a kernel's builder sees of a graph node, and what it tells
