@@ -1,0 +1,97 @@
+package rpc_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/bench/stress"
+	"github.com/starwire/starwire/rpc"
+)
+
+const (
+	// maxGrowth is how far a hostile peer may raise the server's RSS.
+	maxGrowth = 256 << 20
+	// memoryGuard is where the server is killed rather than let it take
+	// the machine's memory.
+	memoryGuard = 6 << 30
+	// attackWindow is how long each attack and its probe run.
+	attackWindow = 2500 * time.Millisecond
+	// probeP99 is the p99 a well-behaved client must keep beside an attacker.
+	probeP99 = 100 * time.Millisecond
+)
+
+// probeWorkload is the well-behaved client beside an attacker: small calls,
+// one after another, on two callers.
+func probeWorkload() stress.Workload {
+	return stress.Workload{Callers: 2, MinSize: 64, MaxSize: 4 << 10,
+		Ops: []stress.Op{stress.OpEchoInline, stress.OpEcho}, Deadline: time.Second, Seed: 1}
+}
+
+// TestStressAttacks runs each of issue 9's hostile peers against a fresh
+// server process: its RSS must grow by less than maxGrowth, and a
+// well-behaved client beside the attacker must keep every call correct and
+// its p99 under probeP99.
+func TestStressAttacks(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	attacks := []stress.Attack{
+		stress.Claim("4 GiB payload claimed", stress.ClaimPayload(stress.MethodEcho.ID, 4<<30), 1<<20),
+		stress.Claim("1 GiB payload claimed", stress.ClaimPayload(stress.MethodEcho.ID, 1<<30), 1<<20),
+		stress.Claim("64 MiB metadata claimed", stress.ClaimMeta(stress.MethodEcho.ID, 64<<20), 1<<20),
+		stress.NoRead(24, 16<<20),
+		stress.HalfFrames(seed),
+		stress.Random(seed),
+	}
+	var results []stress.AttackResult
+	defer func() { stress.FormatAttacks(os.Stderr, results...) }()
+	for _, a := range attacks {
+		t.Run(a.Name, func(t *testing.T) {
+			p := startStressServer(t)
+			c := rpc.NewClient(p.Addr, rpc.ClientOptions{})
+			defer c.Close()
+			warm := probeWorkload()
+			warm.Duration = 200 * time.Millisecond
+			if r := warm.Run(context.Background(), c); r.OK == 0 || r.OK != r.Calls {
+				t.Fatalf("warm-up calls failed: %s", r)
+			}
+			r := stress.RunAttack(p, a, attackWindow, c, probeWorkload(), memoryGuard)
+			results = append(results, r)
+			checkAttack(t, &r)
+		})
+	}
+}
+
+func checkAttack(t *testing.T, r *stress.AttackResult) {
+	t.Helper()
+	switch {
+	case r.Aborted:
+		t.Errorf("server RSS passed %s above its %s before the attack: killed", stress.MiB(memoryGuard), stress.MiB(r.Before.RSS))
+	case r.Err != nil:
+		t.Errorf("attack: %v", r.Err)
+	case r.Growth() >= maxGrowth:
+		t.Errorf("server RSS grew by %s (from %s to a peak of %s), over %s", stress.MiB(r.Growth()),
+			stress.MiB(r.Before.RSS), stress.MiB(r.Peak), stress.MiB(maxGrowth))
+	case r.HeapGrowth() >= maxGrowth:
+		// Memory taken on a claim and not yet touched is not resident;
+		// it is still taken.
+		t.Errorf("server heap grew by %s (from %s to a peak of %s), over %s", stress.MiB(r.HeapGrowth()),
+			stress.MiB(r.HeapBefore), stress.MiB(r.HeapPeak), stress.MiB(maxGrowth))
+	}
+	p := r.Probe
+	switch {
+	case p == nil:
+		t.Error("no probe report")
+	case p.Hung > 0:
+		t.Errorf("%d of the well-behaved client's calls hung, the oldest for %v", p.Hung, p.OldestHung)
+	case p.Corrupted > 0 || p.Failed() > 0:
+		t.Errorf("the well-behaved client's calls failed: %d corrupted, %s %v", p.Corrupted, p.CodeSummary(), p.Errors)
+	case p.OK == 0:
+		t.Error("the well-behaved client made no call")
+	case p.P99 > probeP99:
+		t.Errorf("the well-behaved client's p99 was %v (max %v), over %v", p.P99, p.Max, probeP99)
+	}
+	if t.Failed() && p != nil {
+		t.Logf("probe: %s", p)
+	}
+}

@@ -1,0 +1,47 @@
+package rpc_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/bench/stress"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+)
+
+// maxOverrun is the most a call may outlive its deadline.
+const maxOverrun = 100 * time.Millisecond
+
+// TestStressBulkTCP runs the two-way bulk load (stress.Bulk: 40 callers on
+// one connection, 4–16 MiB echoes, for 20s) against a server in another
+// process: every call must be answered correctly or fail with
+// DeadlineExceeded, none may return more than maxOverrun after its
+// deadline, and none may hang.
+func TestStressBulkTCP(t *testing.T) {
+	p := startStressServer(t)
+	c := rpc.NewClient(p.Addr, rpc.ClientOptions{})
+	defer c.Close()
+	w := stress.Bulk("tcp bulk 40×4–16MiB", 20*time.Second)
+	r := runBounded(t, p, c, w)
+	for _, problem := range r.Problems(w, maxOverrun, wire.DeadlineExceeded) {
+		t.Error(problem)
+	}
+}
+
+// runBounded runs w, and fails the test with both processes' goroutines
+// when calls are still in flight well past the last deadline.
+func runBounded(t *testing.T, p *stress.Proc, c *rpc.Client, w stress.Workload) *stress.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), w.Duration+w.Deadline+3*time.Second)
+	defer cancel()
+	r := w.Run(ctx, c)
+	stress.FormatReports(os.Stderr, r)
+	if r.Hung > 0 {
+		dumpBoth(t, p)
+		c.Close()
+		t.Fatalf("%d calls hung, the oldest for %v (deadlines are at most %v)", r.Hung, r.OldestHung, w.Deadline)
+	}
+	return r
+}

@@ -1,0 +1,7 @@
+//go:build race
+
+package rpc_test
+
+// raceOn: the stress tests move gigabytes and measure memory and time,
+// which the race detector multiplies; they run in the pass without it.
+const raceOn = true
