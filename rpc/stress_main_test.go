@@ -2,18 +2,31 @@ package rpc_test
 
 import (
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/starwire/starwire/bench/stress"
+	"github.com/starwire/starwire/rpc"
 )
+
+// maxCallsEnv, when set in a child's environment, is the server's
+// MaxConcurrentCalls.
+const maxCallsEnv = "STARWIRE_STRESS_MAX_CALLS"
 
 // The test binary doubles as the stress server: a child started by
 // startStressServer serves from here and never runs the tests.
-func init() { stress.Child{}.Main() }
+func init() {
+	stress.Child{Configure: func(s *rpc.Server) {
+		if n, err := strconv.Atoi(os.Getenv(maxCallsEnv)); err == nil {
+			s.MaxConcurrentCalls = n
+		}
+	}}.Main()
+}
 
 // startStressServer runs the stress server in a process of its own on a
-// loopback port, ended at the end of the test.
-func startStressServer(t *testing.T) *stress.Proc {
+// loopback port, ended at the end of the test; env is added to its
+// environment.
+func startStressServer(t *testing.T, env ...string) *stress.Proc {
 	t.Helper()
 	if raceOn {
 		t.Skip("stress tests run in the pass without the race detector")
@@ -22,6 +35,7 @@ func startStressServer(t *testing.T) *stress.Proc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Env = append(cmd.Env, env...)
 	p, err := stress.Start(cmd, nil)
 	if err != nil {
 		t.Fatal(err)
