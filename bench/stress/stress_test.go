@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -91,10 +92,10 @@ func TestWorkloadVerifiesEveryOp(t *testing.T) {
 	defer s.Close()
 	c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{})
 	defer c.Close()
-	var seen [numOps]int
+	var seen [numOps]atomic.Int64
 	w := Workload{Name: "all ops", Callers: 4, MinSize: 1, MaxSize: 256 << 10,
 		Ops: []Op{OpEcho, OpEchoInline, OpGen, OpSleep}, SleepMax: time.Millisecond,
-		Duration: 300 * time.Millisecond, Seed: 7, OnCall: func(r *Record) { seen[r.Op]++ }}
+		Duration: 300 * time.Millisecond, Seed: 7, OnCall: func(r *Record) { seen[r.Op].Add(1) }}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r := w.Run(ctx, c)
@@ -102,8 +103,8 @@ func TestWorkloadVerifiesEveryOp(t *testing.T) {
 	if r.Hung > 0 || r.Corrupted > 0 || r.Failed() > 0 || r.OK == 0 || r.OK != r.Calls || r.BytesVerified == 0 {
 		t.Fatalf("report:\n%s", r)
 	}
-	for op, n := range seen {
-		if n == 0 {
+	for op := range seen {
+		if seen[op].Load() == 0 {
 			t.Errorf("no %v call", Op(op))
 		}
 	}
@@ -112,7 +113,8 @@ func TestWorkloadVerifiesEveryOp(t *testing.T) {
 	if r.Cancelled != r.Calls || r.Codes[wire.Cancelled] == 0 || r.Corrupted > 0 {
 		t.Fatalf("cancelled run:\n%s", r)
 	}
-	if ps := r.Problems(w, time.Second, wire.Cancelled); len(ps) != 1 || !strings.Contains(ps[0], "answered") {
+	// A cancellation drawn close to the deadline may come after it.
+	if ps := r.Problems(w, time.Second, wire.Cancelled, wire.DeadlineExceeded); len(ps) != 1 || !strings.Contains(ps[0], "answered") {
 		t.Fatalf("problems of a run whose calls were all cancelled: %q", ps)
 	}
 }
