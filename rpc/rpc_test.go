@@ -31,7 +31,17 @@ type testEnv struct {
 
 func newTestEnv(t testing.TB) *testEnv {
 	t.Helper()
+	return newTestEnvOn(t, &TCP{})
+}
+
+// newTestEnvOn is newTestEnv over tr, with the server's fields set by
+// configure (if any) before it serves.
+func newTestEnvOn(t testing.TB, tr *TCP, configure ...func(*Server)) *testEnv {
+	t.Helper()
 	env := &testEnv{srv: NewServer(), waited: make(chan error, 16)}
+	for _, f := range configure {
+		f(env.srv)
+	}
 	env.srv.Register(mEcho, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
 		resp.Meta = append(resp.Meta, req.Meta...)
 		return nil
@@ -64,7 +74,6 @@ func newTestEnv(t testing.TB) *testEnv {
 		}
 		return nil
 	}, HandlerOptions{})
-	tr := &TCP{}
 	l, err := tr.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

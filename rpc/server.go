@@ -54,7 +54,8 @@ type Server struct {
 	perHost   map[string]int
 	refused   int // connections closed for the limits, for the log
 	closing   bool
-	active    sync.WaitGroup // calls being handled
+	active    atomic.Int64  // calls being handled
+	drained   chan struct{} // a token when active drops to zero
 	workers   workers
 }
 
@@ -65,6 +66,7 @@ func NewServer() *Server {
 		listeners: make(map[Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
 		perHost:   make(map[string]int),
+		drained:   make(chan struct{}, 1),
 	}
 	s.methods.Store(&map[uint32]*method{})
 	return s
@@ -179,13 +181,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, sc := range conns {
 		sc.goAway()
 	}
-	drained := make(chan struct{})
-	go func() { s.active.Wait(); close(drained) }()
 	var err error
-	select {
-	case <-drained:
-	case <-ctx.Done():
-		err = fmt.Errorf("rpc: shutdown with calls in flight: %w", ctx.Err())
+	for err == nil && s.active.Load() > 0 {
+		select {
+		case <-s.drained:
+		case <-ctx.Done():
+			err = fmt.Errorf("rpc: shutdown with calls in flight: %w", ctx.Err())
+		}
 	}
 	for _, sc := range conns {
 		sc.conn.Close()

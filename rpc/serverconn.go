@@ -223,5 +223,10 @@ func (call *serverCall) Sent(*wire.Message, error) {
 	call.in, call.sc, call.msg, call.tracked = nil, nil, wire.Message{}, false
 	call.held, call.answering = 0, 0
 	serverCalls.Put(call)
-	s.active.Done()
+	if s.active.Add(-1) == 0 {
+		select {
+		case s.drained <- struct{}{}:
+		default:
+		}
+	}
 }

@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +78,14 @@ type tcpConn struct {
 	writeErr error // the last writev's error; held with the write side
 	tryFn    func(fd uintptr) bool
 	blockFn  func(fd uintptr) bool
+
+	// With TLS (see tlsconn.go): the writer encrypts the batch's parts
+	// into shim and writes the ciphertext; nothing is written before the
+	// handshake is done (secured).
+	tls      *tls.Conn
+	shim     *cipherShim
+	secured  bool // guarded by mu
+	tlsParts [][]byte
 }
 
 // Process-wide write counters: frames per write is how well batching works.
@@ -85,7 +95,10 @@ var tcpWrites, tcpFramesOut atomic.Uint64
 // many frames they carried, since the process started.
 func TCPWriteStats() (writes, frames uint64) { return tcpWrites.Load(), tcpFramesOut.Load() }
 
-func newTCPConn(nc *net.TCPConn, t *TCP) (*tcpConn, error) {
+// newTCPConn sets up nc, a connection the client dialed to address dialed
+// or, with dialed empty, one a server accepted. With t.TLS, a client's
+// handshake runs here, bounded by ctx, and a server's in Receive.
+func newTCPConn(ctx context.Context, nc *net.TCPConn, t *TCP, dialed string) (*tcpConn, error) {
 	nc.SetNoDelay(true)
 	raw, err := nc.SyscallConn()
 	if err != nil {
@@ -93,10 +106,23 @@ func newTCPConn(nc *net.TCPConn, t *TCP) (*tcpConn, error) {
 		return nil, fmt.Errorf("rpc: tcp connection to %v: %w", nc.RemoteAddr(), err)
 	}
 	c := &tcpConn{nc: nc, raw: raw, lim: &t.Limits, stall: t.stallTimeout(), reactor: t.reactors().assign(), closed: make(chan struct{})}
-	c.br = bufio.NewReaderSize(countingReader{nc, &c.bytesIn}, readBufferSize)
 	c.written = sync.NewCond(&c.mu)
 	c.tryFn, c.blockFn = c.tryWrite, c.blockingWrite
+	var src io.Reader = nc
+	if t.TLS != nil {
+		if err := c.startTLS(ctx, t.tlsConfig(dialed), dialed != ""); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		src = c.tls
+	}
+	c.br = bufio.NewReaderSize(countingReader{src, &c.bytesIn}, readBufferSize)
 	return c, nil
+}
+
+// pending reports whether the holder of the write side has bytes to write.
+func (c *tcpConn) pending() bool {
+	return c.out.pending() || (c.shim != nil && c.shim.pending() > 0)
 }
 
 func (c *tcpConn) LocalAddr() net.Addr  { return c.nc.LocalAddr() }

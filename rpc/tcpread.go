@@ -17,6 +17,11 @@ const headChunk = 1 << 20
 // Receive reads frames until the connection fails. It never writes to the
 // socket and never waits for a write: answers are handed to the writer.
 func (c *tcpConn) Receive(r wire.Receiver) error {
+	if c.tls != nil && !c.tls.ConnectionState().HandshakeComplete {
+		if err := c.serverHandshake(); err != nil {
+			return c.fail(err)
+		}
+	}
 	var hb [wire.HeaderSize]byte
 	throttle, _ := r.(Throttle)
 	corked, delivered := false, 0

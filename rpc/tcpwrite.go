@@ -35,7 +35,7 @@ func (c *tcpConn) writeNow() {
 			c.abortBatch(err)
 			return
 		}
-		if c.out.pending() {
+		if c.pending() {
 			go c.drain()
 			return
 		}
@@ -63,7 +63,7 @@ func (c *tcpConn) drain() {
 			c.abortBatch(err)
 			return
 		}
-		if c.out.pending() {
+		if c.pending() {
 			continue
 		}
 		c.finishBatch()
@@ -78,11 +78,11 @@ func (c *tcpConn) drain() {
 // there is nothing to write, the answers are corked or the connection failed.
 func (c *tcpConn) takeBatch() bool {
 	c.mu.Lock()
-	if c.out.pending() {
+	if c.pending() {
 		c.mu.Unlock()
 		return true
 	}
-	if len(c.queue) == 0 || c.corked || c.err != nil {
+	if len(c.queue) == 0 || c.corked || c.err != nil || (c.tls != nil && !c.secured) {
 		c.writing = false
 		c.mu.Unlock()
 		return false
@@ -105,7 +105,7 @@ func (c *tcpConn) takeBatch() bool {
 // RawConn.Write function it never asks to wait.
 func (c *tcpConn) tryWrite(fd uintptr) bool {
 	c.writeErr = nil
-	for c.out.pending() {
+	for c.pending() {
 		n, full, err := c.writeOnce(fd)
 		if err == unix.EAGAIN {
 			return true
@@ -124,7 +124,7 @@ func (c *tcpConn) tryWrite(fd uintptr) bool {
 func (c *tcpConn) blockingWrite(fd uintptr) bool {
 	wrote := false
 	c.writeErr = nil
-	for c.out.pending() {
+	for c.pending() {
 		n, full, err := c.writeOnce(fd)
 		switch {
 		case err == unix.EAGAIN:
@@ -145,6 +145,9 @@ func (c *tcpConn) blockingWrite(fd uintptr) bool {
 // asked to write; a write of less means the socket is full, and so does
 // unix.EAGAIN, returned unwrapped.
 func (c *tcpConn) writeOnce(fd uintptr) (n, full int, err error) {
+	if c.tls != nil {
+		return c.writeTLSOnce(fd)
+	}
 	c.mu.Lock()
 	vecs := c.out.vectors()
 	for i := range vecs {

@@ -1,0 +1,197 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// testCA signs certificates for the TLS tests.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// files writes a leaf certificate for 127.0.0.1 signed by ca, its key and
+// the CA bundle into dir, and returns their paths.
+func (ca *testCA) files(t *testing.T, dir, name string, bundle ...*testCA) *TLSFiles {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	var cas []byte
+	for _, b := range append(bundle, ca)[:max(len(bundle), 1)] {
+		cas = append(cas, b.pem...)
+	}
+	f := &TLSFiles{CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key"), CAFile: filepath.Join(dir, name+"-ca.crt")}
+	write := func(p string, b []byte) {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(f.CertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	write(f.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
+	write(f.CAFile, cas)
+	return f
+}
+
+// tlsServer serves echo methods over mutual TLS with sf and returns its
+// address.
+func tlsServer(t *testing.T, sf *TLSFiles) string {
+	t.Helper()
+	cfg, err := sf.ServerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newTestEnvOn(t, &TCP{TLS: cfg})
+	return env.addr
+}
+
+func tlsClient(t *testing.T, addr string, cf *TLSFiles) *Client {
+	t.Helper()
+	cfg, err := cf.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(addr, ClientOptions{Transport: &TCP{TLS: cfg}, FailFast: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca, other := newTestCA(t, "cluster CA"), newTestCA(t, "another CA")
+	addr := tlsServer(t, ca.files(t, dir, "server"))
+	good := tlsClient(t, addr, ca.files(t, dir, "worker"))
+
+	// Multi-MiB tensors both ways, many in flight: the writer encrypts in
+	// chunks and writes ciphertext without blocking.
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 4 {
+				n := (1 << 20) * (1 + (c+i)%6)
+				data := make([]byte, n)
+				pattern(data, uint64(c*16+i))
+				var reply Reply
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				err := good.Call(ctx, mTensor, &Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(n)}, Data: data}}}, &reply)
+				cancel()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !bytes.Equal(reply.Tensors[0].Data, data) {
+					t.Error("answer differs over TLS")
+				}
+				reply.Release()
+			}
+		}()
+	}
+	wg.Wait()
+
+	refused := func(name string, c *Client) {
+		t.Helper()
+		var reply Reply
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := c.Call(ctx, mEcho, &Request{Meta: []byte("x")}, &reply)
+		if err == nil || !strings.Contains(err.Error(), "tls") {
+			t.Errorf("%s: err = %v, want a TLS refusal", name, err)
+		}
+	}
+	refused("client certificate from another CA", tlsClient(t, addr, other.files(t, dir, "rogue", ca)))
+	noCert, _ := ca.files(t, dir, "nocert").ClientConfig()
+	noCert.GetClientCertificate = nil
+	refused("client without a certificate", NewClient(addr, ClientOptions{Transport: &TCP{TLS: noCert}, FailFast: true}))
+	refused("client that trusts another CA", tlsClient(t, addr, other.files(t, dir, "lost")))
+
+	old := &tls.Config{MaxVersion: tls.VersionTLS12, InsecureSkipVerify: true}
+	if _, err := tls.Dial("tcp", addr, old); err == nil {
+		t.Error("a TLS 1.2 client was accepted")
+	}
+}
+
+// TestTLSFilesReloaded: a rotated CA bundle and certificate take effect for
+// new connections without a restart.
+func TestTLSFilesReloaded(t *testing.T) {
+	dir := t.TempDir()
+	ca1, ca2 := newTestCA(t, "old CA"), newTestCA(t, "new CA")
+	sf := ca1.files(t, dir, "server")
+	addr := tlsServer(t, sf)
+	sf.r.every = 0
+	newClient := tlsClient(t, addr, ca2.files(t, dir, "new", ca1))
+	var reply Reply
+	if err := newClient.Call(context.Background(), mEcho, &Request{Meta: []byte("x")}, &reply); err == nil {
+		t.Fatal("a certificate of a CA the server does not trust yet was accepted")
+	}
+	bundle := append(append([]byte{}, ca1.pem...), ca2.pem...)
+	if err := os.WriteFile(sf.CAFile, bundle, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(sf.CAFile, time.Now().Add(time.Minute), time.Now().Add(time.Minute))
+	again := tlsClient(t, addr, ca2.files(t, dir, "new2", ca1))
+	if err := again.Call(context.Background(), mEcho, &Request{Meta: []byte("x")}, &reply); err != nil {
+		t.Fatalf("after the bundle was rotated: %v", err)
+	}
+	reply.Release()
+}
+
+func TestTLSFilesErrors(t *testing.T) {
+	f := &TLSFiles{CertFile: "/nonexistent.crt", KeyFile: "/nonexistent.key", CAFile: "/nonexistent-ca.crt"}
+	if _, err := f.ServerConfig(); !errors.Is(err, ErrTLSFiles) {
+		t.Errorf("err = %v, want ErrTLSFiles", err)
+	}
+}
