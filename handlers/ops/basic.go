@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
@@ -287,4 +288,123 @@ func setIndex(t *wire.Tensor, i int, v int64) {
 	} else {
 		tensor.View[int32](t.Data)[i] = int32(v)
 	}
+}
+
+func init() {
+	registerOp("IdentityN", &Spec{Build: buildIdentityN})
+	registerOp("Size", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_type": typeAttr(wire.DTInt32)}, Build: buildSize})
+	registerOp("Range", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tidx": typeAttr(wire.DTInt32)}, Build: buildRange})
+}
+
+// buildIdentityN forwards each input as the output of the same index;
+// function calls become one when inlined.
+func buildIdentityN(_ *Env, n *Node) (Kernel, error) {
+	types, err := n.attrTypeList("T")
+	if err != nil {
+		return nil, err
+	}
+	if err := n.wantInputs(len(types)); err != nil {
+		return nil, err
+	}
+	n.NumOutputs = len(types)
+	return func(c *Context) error {
+		for i, in := range c.In {
+			if in.v != nil && !in.isRef {
+				c.Out[i] = in
+				continue
+			}
+			t, err := c.input(i)
+			if err != nil {
+				return err
+			}
+			c.forward(i, t)
+		}
+		return nil
+	}, nil
+}
+
+func buildSize(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(1); err != nil {
+		return nil, err
+	}
+	out, err := n.attrTypeIn("out_type", indexTypes...)
+	if err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		t, err := c.input(0)
+		if err != nil {
+			return err
+		}
+		size, _ := t.NumElements()
+		if out == wire.DTInt32 && size > math.MaxInt32 {
+			return rpc.Errorf(wire.InvalidArgument, "size %d does not fit int32", size)
+		}
+		r, _ := tensor.New(out, nil)
+		setIndex(&r, 0, size)
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+// buildRange builds Range(start, limit, delta): start, start+delta, ...
+// up to limit, excluded.
+func buildRange(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(3); err != nil {
+		return nil, err
+	}
+	dt, err := n.attrTypeIn("Tidx", numericTypes...)
+	if err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		var in [3]*wire.Tensor
+		if err := c.typedInputs(dt, in[:]); err != nil {
+			return err
+		}
+		for i, name := range []string{"start", "limit", "delta"} {
+			if len(in[i].Shape) != 0 {
+				return rpc.Errorf(wire.InvalidArgument, "%s must be a scalar, has shape %v", name, in[i].Shape)
+			}
+		}
+		var r wire.Tensor
+		switch dt {
+		case wire.DTFloat:
+			r, err = rangeOf[float32](dt, in)
+		case wire.DTDouble:
+			r, err = rangeOf[float64](dt, in)
+		case wire.DTInt32:
+			r, err = rangeOf[int32](dt, in)
+		case wire.DTInt64:
+			r, err = rangeOf[int64](dt, in)
+		}
+		if err != nil {
+			return err
+		}
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
+
+func rangeOf[T numeric](dt wire.DataType, in [3]*wire.Tensor) (wire.Tensor, error) {
+	start, limit, delta := tensor.View[T](in[0].Data)[0], tensor.View[T](in[1].Data)[0], tensor.View[T](in[2].Data)[0]
+	switch {
+	case delta == 0:
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "delta must not be 0")
+	case delta > 0 && start > limit, delta < 0 && start < limit:
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "start %v and limit %v are the wrong way round for delta %v", start, limit, delta)
+	}
+	span := math.Abs(float64(limit) - float64(start))
+	n := int64(math.Ceil(span / math.Abs(float64(delta))))
+	r, err := tensor.New(dt, []int64{n})
+	if err != nil {
+		return wire.Tensor{}, err
+	}
+	v := tensor.View[T](r.Data)
+	for i := range v {
+		v[i] = start + T(i)*delta
+	}
+	return r, nil
 }

@@ -10,10 +10,12 @@ import (
 )
 
 func init() {
-	for name, op := range map[string]binaryKind{"Add": addOp, "AddV2": addOp, "Sub": subOp, "Mul": mulOp, "RealDiv": divOp, "Maximum": maxOp} {
+	for name, op := range map[string]binaryKind{"Add": addOp, "AddV2": addOp, "Sub": subOp, "Mul": mulOp, "RealDiv": divOp, "Maximum": maxOp,
+		"Minimum": minOp, "FloorDiv": floorDivOp, "FloorMod": floorModOp} {
 		registerOp(name, &Spec{Build: buildBinary(op)})
 	}
-	for name, op := range map[string]unaryKind{"Neg": negOp, "Sigmoid": sigmoidOp, "Log": logOp, "Exp": expOp, "Square": squareOp, "Log1p": log1pOp} {
+	for name, op := range map[string]unaryKind{"Neg": negOp, "Sigmoid": sigmoidOp, "Log": logOp, "Exp": expOp, "Square": squareOp, "Log1p": log1pOp,
+		"Sqrt": sqrtOp, "Rsqrt": rsqrtOp} {
 		registerOp(name, &Spec{Build: buildUnary(op)})
 	}
 	registerOp("SigmoidGrad", &Spec{Build: buildSigmoidGrad})
@@ -37,6 +39,9 @@ const (
 	divOp
 	maxOp
 	sigmoidGradOp // dy·y·(1-y) of y and dy, for SigmoidGrad
+	minOp
+	floorDivOp // the quotient rounded down, as Python's //
+	floorModOp // the remainder with the divisor's sign, as Python's %
 )
 
 func buildBinary(op binaryKind) func(*Env, *Node) (Kernel, error) {
@@ -59,6 +64,9 @@ func buildBinary(op binaryKind) func(*Env, *Node) (Kernel, error) {
 			out, err := broadcastShape(a.Shape, b.Shape)
 			if err != nil {
 				return err
+			}
+			if (op == floorDivOp || op == floorModOp) && hasIntZero(b) {
+				return rpc.Errorf(wire.InvalidArgument, "integer division by zero")
 			}
 			r, err := tensor.New(dt, out)
 			if err != nil {
@@ -188,7 +196,68 @@ func binaryRun[T numeric](op binaryKind, r, a []T, da int, b []T, db int) {
 			y := a[i*da]
 			r[i] = b[i*db] * y * (1 - y)
 		}
+	case minOp:
+		for i := range r {
+			r[i] = min(a[i*da], b[i*db])
+		}
+	case floorDivOp:
+		for i := range r {
+			r[i] = floorDiv(a[i*da], b[i*db])
+		}
+	case floorModOp:
+		for i := range r {
+			r[i] = floorMod(a[i*da], b[i*db])
+		}
 	}
+}
+
+// isFloat reports whether T is a floating-point type.
+func isFloat[T numeric]() bool { return T(1)/T(2) != 0 }
+
+// floorDiv is a / b rounded toward negative infinity; b is not an integer
+// zero (the kernel checks).
+func floorDiv[T numeric](a, b T) T {
+	if isFloat[T]() {
+		return T(math.Floor(float64(a) / float64(b)))
+	}
+	q := a / b
+	if (a-q*b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// floorMod is a - floorDiv(a, b)·b: the remainder takes b's sign.
+func floorMod[T numeric](a, b T) T {
+	var r T
+	if isFloat[T]() {
+		r = T(math.Mod(float64(a), float64(b)))
+	} else {
+		r = a - (a/b)*b
+	}
+	if r != 0 && ((r < 0) != (b < 0)) {
+		r += b
+	}
+	return r
+}
+
+// hasIntZero reports whether an integer tensor holds a zero.
+func hasIntZero(t *wire.Tensor) bool {
+	switch t.DType {
+	case wire.DTInt32:
+		for _, x := range tensor.View[int32](t.Data) {
+			if x == 0 {
+				return true
+			}
+		}
+	case wire.DTInt64:
+		for _, x := range tensor.View[int64](t.Data) {
+			if x == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // elementwise computes r = a op b for tensors of one shape and of r's
@@ -218,6 +287,8 @@ const (
 	expOp
 	squareOp
 	log1pOp
+	sqrtOp
+	rsqrtOp
 )
 
 func unaryFunc[T float32 | float64](op unaryKind) func(T) T {
@@ -232,6 +303,10 @@ func unaryFunc[T float32 | float64](op unaryKind) func(T) T {
 		return func(x T) T { return T(math.Exp(float64(x))) }
 	case squareOp:
 		return func(x T) T { return x * x }
+	case sqrtOp:
+		return func(x T) T { return T(math.Sqrt(float64(x))) }
+	case rsqrtOp:
+		return func(x T) T { return T(1 / math.Sqrt(float64(x))) }
 	default:
 		return func(x T) T { return T(math.Log1p(float64(x))) }
 	}

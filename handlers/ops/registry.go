@@ -19,6 +19,11 @@ type Spec struct {
 	// (and, for feeds and fetches, their keys and types) and returns the
 	// kernel.
 	Build func(env *Env, n *Node) (Kernel, error)
+	// Outputs names the op's output arguments, in order, when it has
+	// several, each one tensor (Unique's y and idx): function bodies
+	// address outputs as "node:arg:i". Nil means one argument holding
+	// every output, so that "node:anyname:i" is output i.
+	Outputs []string
 }
 
 // specs holds every supported op; filled by the other files' init.

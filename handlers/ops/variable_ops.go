@@ -18,6 +18,11 @@ func init() {
 	registerOp("AssignVariableOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"validate_shape": boolAttr(false)}, Build: buildAssignVariable})
 	registerOp("AssignAddVariableOp", &Spec{Build: buildAssignUpdate(addOp)})
 	registerOp("AssignSubVariableOp", &Spec{Build: buildAssignUpdate(subOp)})
+	refUpdate := map[string]*tfpb.AttrValue{"use_locking": boolAttr(false)}
+	registerOp("AssignAdd", &Spec{Defaults: refUpdate, Build: buildRefUpdate(addOp)})
+	registerOp("AssignSub", &Spec{Defaults: refUpdate, Build: buildRefUpdate(subOp)})
+	registerOp("VarIsInitializedOp", &Spec{Build: buildIsInitialized(false)})
+	registerOp("IsVariableInitialized", &Spec{Build: buildIsInitialized(true)})
 	gd := map[string]*tfpb.AttrValue{"use_locking": boolAttr(false)}
 	registerOp("ApplyGradientDescent", &Spec{Defaults: gd, Build: buildApplyGradientDescent(true)})
 	registerOp("ResourceApplyGradientDescent", &Spec{Defaults: gd, Build: buildApplyGradientDescent(false)})
@@ -227,5 +232,70 @@ func axpy[T float32 | float64](y []T, a T, x []T) {
 	x = x[:len(y)]
 	for i := range y {
 		y[i] += a * x[i]
+	}
+}
+
+// buildRefUpdate builds AssignAdd and AssignSub on a VariableV2 ref; the
+// output is the ref.
+func buildRefUpdate(op binaryKind) func(*Env, *Node) (Kernel, error) {
+	return func(_ *Env, n *Node) (Kernel, error) {
+		if _, err := n.wantSignature(2, numericTypes...); err != nil {
+			return nil, err
+		}
+		n.NumOutputs = 1
+		return func(c *Context) error {
+			if !c.In[0].isRef {
+				return rpc.Errorf(wire.InvalidArgument, "input 0 is not a variable ref")
+			}
+			v := c.In[0].v
+			d, err := c.input(1)
+			if err != nil {
+				return err
+			}
+			err = v.update(func(t *wire.Tensor) error {
+				if d.DType != t.DType || !sameShape(d.Shape, t.Shape) {
+					return rpc.Errorf(wire.InvalidArgument, "update %v%v of variable %s of %v%v", d.DType, d.Shape, v.name, t.DType, t.Shape)
+				}
+				return elementwise(op, t, t, d)
+			})
+			if err != nil {
+				return err
+			}
+			c.Out[0] = c.In[0]
+			return nil
+		}, nil
+	}
+}
+
+// buildIsInitialized builds VarIsInitializedOp (of a resource handle) and
+// IsVariableInitialized (of a ref): a bool scalar, which initializer graphs
+// read to skip variables a restored checkpoint or another worker set.
+func buildIsInitialized(ref bool) func(*Env, *Node) (Kernel, error) {
+	return func(_ *Env, n *Node) (Kernel, error) {
+		if err := n.wantInputs(1); err != nil {
+			return nil, err
+		}
+		if ref {
+			if _, err := n.attrType("dtype"); err != nil {
+				return nil, err
+			}
+		}
+		n.NumOutputs = 1
+		return func(c *Context) error {
+			in := c.In[0]
+			if in.v == nil || in.isRef != ref {
+				return rpc.Errorf(wire.InvalidArgument, "input 0 is not a %s", map[bool]string{true: "variable ref", false: "resource handle"}[ref])
+			}
+			in.v.mu.RLock()
+			init := in.v.init
+			in.v.mu.RUnlock()
+			r, _ := tensor.New(wire.DTBool, nil)
+			r.Data[0] = 0
+			if init {
+				r.Data[0] = 1
+			}
+			c.setOut(0, r)
+			return nil
+		}, nil
 	}
 }

@@ -1,0 +1,116 @@
+package ops
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// The random initializers: RandomUniform (in [0, 1)), RandomStandardNormal
+// and TruncatedNormal (standard normal, redrawn outside two standard
+// deviations), as TensorFlow documents them. As in TensorFlow, a node with
+// seed and seed2 both zero draws from a seed of its own, and a seeded node
+// draws the same sequence in every graph it is built in, advancing from run
+// to run. The generator is not TensorFlow's Philox, so seeded values differ
+// from TensorFlow's.
+
+type distribution int
+
+const (
+	uniformDist distribution = iota
+	normalDist
+	truncatedDist
+)
+
+func init() {
+	seeds := map[string]*tfpb.AttrValue{"seed": intAttr(0), "seed2": intAttr(0)}
+	registerOp("RandomUniform", &Spec{Defaults: seeds, Build: buildRandom(uniformDist)})
+	registerOp("RandomStandardNormal", &Spec{Defaults: seeds, Build: buildRandom(normalDist)})
+	registerOp("TruncatedNormal", &Spec{Defaults: seeds, Build: buildRandom(truncatedDist)})
+}
+
+func buildRandom(d distribution) func(*Env, *Node) (Kernel, error) {
+	return func(_ *Env, n *Node) (Kernel, error) {
+		if err := n.wantInputs(1); err != nil {
+			return nil, err
+		}
+		dt, err := n.attrTypeIn("dtype", floatTypes...)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := n.attrTypeIn("T", indexTypes...); err != nil {
+			return nil, err
+		}
+		seed, err := n.attrInt("seed")
+		if err != nil {
+			return nil, err
+		}
+		seed2, err := n.attrInt("seed2")
+		if err != nil {
+			return nil, err
+		}
+		var src *rand.Rand
+		if seed == 0 && seed2 == 0 {
+			src = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+		} else {
+			src = rand.New(rand.NewPCG(uint64(seed), uint64(seed2)))
+		}
+		var mu sync.Mutex // the kernel's stream, shared by its steps
+		n.NumOutputs = 1
+		return func(c *Context) error {
+			st, err := c.input(0)
+			if err != nil {
+				return err
+			}
+			dims, err := indices(st)
+			if err != nil || len(st.Shape) != 1 {
+				return errOr(err, "shape must be an int vector, is %v%v", st.DType, st.Shape)
+			}
+			for _, x := range dims {
+				if x < 0 {
+					return rpc.Errorf(wire.InvalidArgument, "negative dimension in shape %v", dims)
+				}
+			}
+			r, err := tensor.New(dt, dims)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			if dt == wire.DTFloat {
+				fillRandom(tensor.View[float32](r.Data), src, d)
+			} else {
+				fillRandom(tensor.View[float64](r.Data), src, d)
+			}
+			mu.Unlock()
+			c.setOut(0, r)
+			return nil
+		}, nil
+	}
+}
+
+func fillRandom[T float32 | float64](out []T, src *rand.Rand, d distribution) {
+	for i := range out {
+		switch d {
+		case uniformDist:
+			// Float64 is in [0, 1); rounding to float32 may reach 1.
+			x := T(src.Float64())
+			for x >= 1 {
+				x = T(src.Float64())
+			}
+			out[i] = x
+		case normalDist:
+			out[i] = T(src.NormFloat64())
+		case truncatedDist:
+			x := src.NormFloat64()
+			for math.Abs(x) > 2 {
+				x = src.NormFloat64()
+			}
+			out[i] = T(x)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package ops
+
+import (
+	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// Segments: Unique (the distinct ids of a batch, and where each id went)
+// and UnsortedSegmentSum (rows added up by segment), with which a worker
+// looks each id up once and sums the gradients of its repeats.
+
+func init() {
+	registerOp("Unique", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_idx": typeAttr(wire.DTInt32)}, Build: buildUnique, Outputs: []string{"y", "idx"}})
+	registerOp("UnsortedSegmentSum", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tnumsegments": typeAttr(wire.DTInt32)}, Build: buildUnsortedSegmentSum})
+}
+
+// buildUnique builds Unique(x): y holds x's distinct elements in the order
+// they first appear, and idx[i] is the position of x[i] in y.
+func buildUnique(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(1); err != nil {
+		return nil, err
+	}
+	dt, err := n.attrTypeIn("T", numericTypes...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := n.attrTypeIn("out_idx", indexTypes...)
+	if err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 2
+	return func(c *Context) error {
+		x, err := c.typed(0, dt)
+		if err != nil {
+			return err
+		}
+		if len(x.Shape) != 1 {
+			return rpc.Errorf(wire.InvalidArgument, "x must be a vector, has shape %v", x.Shape)
+		}
+		idx, err := tensor.New(out, x.Shape)
+		if err != nil {
+			return err
+		}
+		c.setOut(1, idx)
+		var y wire.Tensor
+		switch dt {
+		case wire.DTFloat:
+			y, err = unique(dt, tensor.View[float32](x.Data), &idx)
+		case wire.DTDouble:
+			y, err = unique(dt, tensor.View[float64](x.Data), &idx)
+		case wire.DTInt32:
+			y, err = unique(dt, tensor.View[int32](x.Data), &idx)
+		case wire.DTInt64:
+			y, err = unique(dt, tensor.View[int64](x.Data), &idx)
+		}
+		if err != nil {
+			return err
+		}
+		c.setOut(0, y)
+		return nil
+	}, nil
+}
+
+func unique[T numeric](dt wire.DataType, x []T, idx *wire.Tensor) (wire.Tensor, error) {
+	pos := make(map[T]int64, len(x))
+	var distinct []T
+	for i, v := range x {
+		p, ok := pos[v]
+		if !ok {
+			p = int64(len(distinct))
+			pos[v] = p
+			distinct = append(distinct, v)
+		}
+		setIndex(idx, i, p)
+	}
+	y, err := tensor.New(dt, []int64{int64(len(distinct))})
+	if err != nil {
+		return wire.Tensor{}, err
+	}
+	copy(tensor.View[T](y.Data), distinct)
+	return y, nil
+}
+
+// buildUnsortedSegmentSum builds UnsortedSegmentSum(data, segment_ids,
+// num_segments): row s of the output is the sum of the rows of data whose
+// id is s; negative ids are dropped, as TensorFlow drops them, and
+// segments without rows are zero.
+func buildUnsortedSegmentSum(_ *Env, n *Node) (Kernel, error) {
+	dt, err := n.wantSignature(3, numericTypes...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
+		return nil, err
+	}
+	if _, err := n.attrTypeIn("Tnumsegments", indexTypes...); err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error {
+		data, err := c.typed(0, dt)
+		if err != nil {
+			return err
+		}
+		it, err := c.input(1)
+		if err != nil {
+			return err
+		}
+		ids, err := indices(it)
+		if err != nil {
+			return err
+		}
+		nt, err := c.input(2)
+		if err != nil {
+			return err
+		}
+		ns, err := indices(nt)
+		if err != nil || len(nt.Shape) != 0 || ns[0] < 0 {
+			return errOr(err, "num_segments must be a non-negative int scalar, is %v%v %v", nt.DType, nt.Shape, ns)
+		}
+		row, err := prefixRows(data, it.Shape, "segment_ids")
+		if err != nil {
+			return err
+		}
+		for i, s := range ids {
+			if s >= ns[0] {
+				return rpc.Errorf(wire.InvalidArgument, "segment_ids[%d] = %d is not below num_segments %d", i, s, ns[0])
+			}
+		}
+		r, err := tensor.New(dt, append([]int64{ns[0]}, data.Shape[len(it.Shape):]...))
+		if err != nil {
+			return err
+		}
+		clear(r.Data)
+		for i, s := range ids {
+			if s < 0 {
+				continue
+			}
+			dst := &wire.Tensor{DType: dt, Data: r.Data[int(s)*row : int(s+1)*row]}
+			src := &wire.Tensor{DType: dt, Data: data.Data[i*row : (i+1)*row]}
+			elementwise(addOp, dst, dst, src)
+		}
+		c.setOut(0, r)
+		return nil
+	}, nil
+}
