@@ -22,6 +22,9 @@ func init() {
 	registerOp("Reshape", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tshape": typeAttr(wire.DTInt32)}, Build: buildReshape})
 	registerOp("ZerosLike", &Spec{Build: buildZerosLike})
 	registerOp("Fill", &Spec{Defaults: map[string]*tfpb.AttrValue{"index_type": typeAttr(wire.DTInt32)}, Build: buildFill})
+	registerOp("IdentityN", &Spec{Build: buildIdentityN})
+	registerOp("Size", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_type": typeAttr(wire.DTInt32)}, Build: buildSize})
+	registerOp("Range", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tidx": typeAttr(wire.DTInt32)}, Build: buildRange})
 }
 
 func buildConst(_ *Env, n *Node) (Kernel, error) {
@@ -288,12 +291,6 @@ func setIndex(t *wire.Tensor, i int, v int64) {
 	} else {
 		tensor.View[int32](t.Data)[i] = int32(v)
 	}
-}
-
-func init() {
-	registerOp("IdentityN", &Spec{Build: buildIdentityN})
-	registerOp("Size", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_type": typeAttr(wire.DTInt32)}, Build: buildSize})
-	registerOp("Range", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tidx": typeAttr(wire.DTInt32)}, Build: buildRange})
 }
 
 // buildIdentityN forwards each input as the output of the same index;

@@ -7,16 +7,27 @@
 // returns a Kernel. Each step then runs the kernel with a Context holding
 // the node's inputs and outputs in that step.
 //
-// The ops: Const, Placeholder, _Arg, _Retval, Identity, StopGradient, NoOp,
-// Shape, Reshape, ZerosLike, Fill, _Send, _Recv, _HostSend, _HostRecv,
-// VarHandleOp, VariableV2, ReadVariableOp, Assign, AssignVariableOp,
-// AssignAddVariableOp, AssignSubVariableOp, ApplyGradientDescent,
-// ResourceApplyGradientDescent, GatherV2, ResourceGather,
-// ResourceScatterAdd, ResourceSparseApplyAdagrad, SaveV2, RestoreV2, MatMul,
-// Add, AddV2, Sub, Mul, RealDiv, Maximum (with broadcasting), Neg, Sigmoid,
-// SigmoidGrad, Log, Log1p, Exp, Square, Sum, Mean. Arithmetic supports
-// DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; Names lists the ops at run
-// time.
+// The ops, a file per family: Const, Placeholder, _Arg, _Retval, Identity,
+// IdentityN, StopGradient, NoOp, Shape, Size, Reshape, ZerosLike, Fill,
+// Range (basic.go); _Send, _Recv, _HostSend, _HostRecv (sendrecv.go);
+// VarHandleOp, VariableV2, ReadVariableOp, Assign, AssignAdd, AssignSub,
+// AssignVariableOp, AssignAddVariableOp, AssignSubVariableOp,
+// VarIsInitializedOp, IsVariableInitialized, ApplyGradientDescent,
+// ResourceApplyGradientDescent (variable_ops.go); ApplyAdam,
+// ResourceApplyAdam, SparseApplyAdam, ResourceSparseApplyAdam,
+// ApplyMomentum, ResourceApplyMomentum, SparseApplyMomentum,
+// ResourceSparseApplyMomentum (optimizers.go); GatherV2, ResourceGather,
+// ResourceScatterAdd, ResourceSparseApplyAdagrad (sparse.go);
+// RandomUniform, RandomStandardNormal, TruncatedNormal (random.go); Cast
+// (cast.go); ConcatV2, Pack, Unpack (concat.go); Slice, StridedSlice
+// (slice.go); DynamicPartition, DynamicStitch, ParallelDynamicStitch
+// (partition.go); Unique, UnsortedSegmentSum (segment.go); SaveV2,
+// RestoreV2 (checkpoint.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
+// Maximum, Minimum, FloorDiv, FloorMod (with broadcasting), Neg, Sigmoid,
+// SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go).
+// Arithmetic supports DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; ops that
+// only move elements (concatenation, slicing, partitioning, gathers) take
+// any fixed-size dtype. Names lists the ops at run time.
 //
 // # Ownership and concurrency
 //
