@@ -118,9 +118,9 @@ func (c *Context) indexVector(i int, name string, n int) ([]int64, error) {
 // stridedSpec is StridedSlice's request: begin, end and strides with the
 // masks, one bit per entry.
 type stridedSpec struct {
-	begin, end, strides                  []int64
+	begin, end, strides                   []int64
 	beginMask, endMask, ellipsis, newAxis int64
-	shrink                               int64
+	shrink                                int64
 }
 
 // Entries of finalShape that are not dense dimensions.
