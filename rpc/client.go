@@ -32,14 +32,18 @@ type ClientOptions struct {
 	Keepalive Keepalive
 	// Logger receives connection events; nil means slog.Default().
 	Logger *slog.Logger
+	// Interceptors wrap every call, the first outermost (see
+	// ClientInterceptor); NewClient chains them once.
+	Interceptors []ClientInterceptor
 }
 
 // A Client calls one peer over one cached connection, multiplexing calls by
 // id. It reconnects, with backoff, when the peer goes away. Safe for
 // concurrent use.
 type Client struct {
-	addr string
-	opts ClientOptions
+	addr  string
+	opts  ClientOptions
+	chain Invoker // nil without interceptors
 
 	mu       sync.Mutex
 	cc       *clientConn
@@ -72,7 +76,11 @@ func NewClient(addr string, opts ClientOptions) *Client {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Client{addr: addr, opts: opts}
+	c := &Client{addr: addr, opts: opts}
+	if len(opts.Interceptors) > 0 {
+		c.chain = chainClient(opts.Interceptors, c.invoke)
+	}
+	return c
 }
 
 // Addr returns the peer's address.
@@ -115,6 +123,14 @@ func (r *Reply) Release() {
 // end. Errors wrap a *Status (test with errors.Is / errors.As); a cancelled
 // or expired ctx also sends a cancel frame so the handler stops early.
 func (c *Client) Call(ctx context.Context, m Method, req *Request, resp *Reply) error {
+	if c.chain != nil {
+		return c.intercepted(ctx, m, req, resp)
+	}
+	return c.call(ctx, m, req, resp, nil)
+}
+
+// call makes a call; info, when not nil, learns the path it took.
+func (c *Client) call(ctx context.Context, m Method, req *Request, resp *Reply, info *ClientInfo) error {
 	resp.Release()
 	for i := range req.Tensors {
 		if err := req.Tensors[i].Check(); err != nil {
@@ -130,6 +146,9 @@ func (c *Client) Call(ctx context.Context, m Method, req *Request, resp *Reply) 
 	cc, err := c.conn(ctx)
 	if err != nil {
 		return c.fail(m, err)
+	}
+	if info != nil {
+		info.Path = connPath(cc.conn, c.opts.Transport.Name())
 	}
 	k, err := cc.acquire(ctx)
 	if err != nil {

@@ -44,6 +44,7 @@ type HandlerOptions struct {
 
 type method struct {
 	Method
-	h    Handler
-	opts HandlerOptions
+	h     Handler
+	opts  HandlerOptions
+	chain ServerHandler // h inside the server's interceptors; nil without
 }

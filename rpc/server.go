@@ -42,6 +42,10 @@ type Server struct {
 	// it arrives, so a flood of connections costs a bounded amount of
 	// memory. Zero means DefaultMaxConns and DefaultMaxConnsPerHost.
 	MaxConns, MaxConnsPerHost int
+	// Interceptors wrap every handler, the first outermost (see
+	// ServerInterceptor). Register chains them once per method: set them
+	// before registering.
+	Interceptors []ServerInterceptor
 
 	// methods is replaced, never changed, so that dispatch reads it
 	// without a lock while Register may still add methods.
@@ -89,7 +93,7 @@ func (s *Server) Register(m Method, h Handler, opts HandlerOptions) {
 	for id, v := range old {
 		next[id] = v
 	}
-	next[m.ID] = &method{Method: m, h: h, opts: opts}
+	next[m.ID] = &method{Method: m, h: h, opts: opts, chain: chainServer(s.Interceptors, h)}
 	s.methods.Store(&next)
 }
 

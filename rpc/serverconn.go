@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -18,6 +19,8 @@ type serverConn struct {
 	s    *Server
 	conn Conn
 	host string // the peer's address without its port
+	peer net.Addr
+	path string // for interceptors
 	ka   *prober
 
 	recvBudget, sendBudget int64
@@ -35,7 +38,7 @@ type serverConn struct {
 
 func newServerConn(s *Server, c Conn) *serverConn {
 	sc := &serverConn{
-		s: s, conn: c, host: hostOf(c.RemoteAddr()), inflight: make(map[uint64]*serverCall),
+		s: s, conn: c, host: hostOf(c.RemoteAddr()), peer: c.RemoteAddr(), path: serverConnPath(c), inflight: make(map[uint64]*serverCall),
 		recvBudget: s.recvBudget(), sendBudget: s.sendBudget(), maxCalls: s.maxConcurrentCalls(),
 		room: make(chan struct{}, 1),
 	}
@@ -125,6 +128,7 @@ type serverCall struct {
 	resp Response
 	msg  wire.Message
 	err  []byte
+	info ServerInfo // for interceptors
 
 	tracked   bool  // in sc.inflight
 	held      int64 // request bytes counted in sc.held
@@ -159,6 +163,9 @@ func (call *serverCall) invoke(m *method, queued bool) (err error) {
 	}()
 	if queued && call.ctx.Err() != nil {
 		return Errorf(wire.DeadlineExceeded, "%s: deadline passed before the handler ran", m.Name)
+	}
+	if m.chain != nil {
+		return m.chain(&call.ctx, call.serverInfo(m), call.in, &call.resp)
 	}
 	return m.h(&call.ctx, call.in, &call.resp)
 }
