@@ -237,10 +237,10 @@ func TestScrapeCountsCalls(t *testing.T) {
 	if want := ea.Stats().Resent + eb.Stats().Resent; resent == 0 || resent > float64(want) {
 		t.Errorf("retransmissions %v over a lossy link, want > 0 and <= the endpoints' %d", resent, want)
 	}
-	if v := value(t, fams, "starwire_xdp_packets_total", map[string]string{"iface": "veth0", "verdict": "not_allowed"}); v != 3 {
+	if v := value(t, fams, "starwire_xdp_packets_total", map[string]string{"endpoint": "veth0", "verdict": "not_allowed"}); v != 3 {
 		t.Errorf("xdp not_allowed = %v, want 3", v)
 	}
-	if v := value(t, fams, "starwire_xdp_up", map[string]string{"iface": "veth0"}); v != 1 {
+	if v := value(t, fams, "starwire_xdp_up", map[string]string{"endpoint": "veth0"}); v != 1 {
 		t.Errorf("xdp_up = %v, want 1", v)
 	}
 	if fams["go_goroutines"] == nil {

@@ -27,8 +27,8 @@ type endpoint struct {
 }
 
 type program struct {
-	iface string
-	src   XDPCounters
+	name string
+	src  XDPCounters
 }
 
 // packetCollector reads the packet path's counters when scraped.
@@ -61,8 +61,8 @@ var (
 	}
 	xdpDesc = prometheus.NewDesc("starwire_xdp_packets_total",
 		"Packets the XDP steering program saw, by verdict: redirected to an AF_XDP socket, passed to the kernel, no_socket (no socket on the queue), not_allowed (dropped by the allowlist), malformed, impaired (dropped by fault injection).",
-		[]string{"iface", "verdict"}, nil)
-	xdpUpDesc = prometheus.NewDesc("starwire_xdp_up", "1 when the XDP program's counters could be read at this scrape, else 0.", []string{"iface"}, nil)
+		[]string{"endpoint", "verdict"}, nil)
+	xdpUpDesc = prometheus.NewDesc("starwire_xdp_up", "1 when the XDP program's counters could be read at this scrape, else 0.", []string{"endpoint"}, nil)
 )
 
 func newDesc(name, help string) *prometheus.Desc {
@@ -70,7 +70,7 @@ func newDesc(name, help string) *prometheus.Desc {
 }
 
 // AddEndpoint exports the counters of an afxdp endpoint or group as
-// endpoint=name, path=path ("afxdp" or "udp", as afxdp.Open says).
+// endpoint=name (unique in m), path=path ("afxdp" or "udp", as afxdp.Open says).
 func (m *Metrics) AddEndpoint(name, path string, e EndpointStats) {
 	c := m.packets
 	c.mu.Lock()
@@ -78,11 +78,12 @@ func (m *Metrics) AddEndpoint(name, path string, e EndpointStats) {
 	c.mu.Unlock()
 }
 
-// AddXDP exports the verdict counters of the XDP program on iface.
-func (m *Metrics) AddXDP(iface string, p XDPCounters) {
+// AddXDP exports the verdict counters of the XDP program feeding the
+// endpoint called name.
+func (m *Metrics) AddXDP(name string, p XDPCounters) {
 	c := m.packets
 	c.mu.Lock()
-	c.programs = append(c.programs, program{iface, p})
+	c.programs = append(c.programs, program{name, p})
 	c.mu.Unlock()
 }
 
@@ -109,10 +110,10 @@ func (c *packetCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range progs {
 		n, err := p.src.Counters()
 		if err != nil {
-			ch <- prometheus.MustNewConstMetric(xdpUpDesc, prometheus.GaugeValue, 0, p.iface)
+			ch <- prometheus.MustNewConstMetric(xdpUpDesc, prometheus.GaugeValue, 0, p.name)
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(xdpUpDesc, prometheus.GaugeValue, 1, p.iface)
+		ch <- prometheus.MustNewConstMetric(xdpUpDesc, prometheus.GaugeValue, 1, p.name)
 		for _, v := range []struct {
 			verdict string
 			n       uint64
@@ -120,7 +121,7 @@ func (c *packetCollector) Collect(ch chan<- prometheus.Metric) {
 			{"redirected", n.Redirected}, {"passed", n.Passed}, {"no_socket", n.NoSocket},
 			{"not_allowed", n.NotAllowed}, {"malformed", n.Malformed}, {"impaired", n.Impaired},
 		} {
-			ch <- prometheus.MustNewConstMetric(xdpDesc, prometheus.CounterValue, float64(v.n), p.iface, v.verdict)
+			ch <- prometheus.MustNewConstMetric(xdpDesc, prometheus.CounterValue, float64(v.n), p.name, v.verdict)
 		}
 	}
 }

@@ -27,6 +27,7 @@ type serveFlags struct {
 	host, iface, net   string
 	report             time.Duration
 	stdout             io.Writer
+	metrics            metricsFlag
 }
 
 // serveCmd runs one task until interrupted.
@@ -42,6 +43,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&f.net, "transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
 	fs.DurationVar(&f.report, "report", 10*time.Second, "interval between the lines saying what the task did (0: none)")
 	f.clusterFlags.register(fs)
+	f.metrics.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -65,6 +67,12 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer s.Close()
+	m, stop, err := f.metrics.start("serve", stdout)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	s.Metrics = m
 	return f.serve(ctx, s, layout)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -26,6 +27,7 @@ type trainFlags struct {
 	cpuProfile     string
 	transport      string
 	afxdp          string
+	metrics        metricsFlag
 }
 
 // modelJobs are the jobs the training job runs on; a cluster's other jobs
@@ -48,6 +50,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
 	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
 	f.clusterFlags.register(fs)
+	f.metrics.register(fs)
 }
 
 func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
@@ -87,7 +90,12 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r := &trainRun{f: &f, layout: layout, tr: tr, stdout: stdout, progressSet: set["progress"]}
+	m, stop, err := f.metrics.start("train", stdout)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	r := &trainRun{f: &f, layout: layout, tr: tr, stdout: stdout, progressSet: set["progress"], metrics: m}
 	if joining {
 		err = r.join(ctx)
 	} else {
@@ -137,6 +145,7 @@ type trainRun struct {
 	local       *tasks.Local // the cluster started here, if any
 	stdout      io.Writer
 	progressSet bool
+	metrics     *metrics.Metrics // nil without --metrics_addr
 }
 
 // startLocal starts the in-process cluster, its endpoint map in dir.
@@ -144,6 +153,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.net, Dir: dir, Logger: logger,
+		Metrics: r.metrics,
 	}, r.f.afxdp)
 	if err != nil {
 		return fmt.Errorf("train: start local cluster: %w", err)
@@ -196,6 +206,9 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	layout := r.layout
 	layout.Transport = dialer
+	if r.metrics != nil {
+		layout.Interceptors = append(layout.Interceptors, r.metrics.ClientInterceptor())
+	}
 	peers := tasks.NewPeers(layout)
 	defer peers.Close()
 	var callers []driver.Caller

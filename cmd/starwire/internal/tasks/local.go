@@ -10,6 +10,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
+	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -28,6 +29,8 @@ type LocalOptions struct {
 	// calls stay on Net over loopback. It needs root; StartLocal fails
 	// with the reason when it cannot.
 	AFXDP bool
+	// Metrics, when set, counts every task's calls and packet endpoints.
+	Metrics *metrics.Metrics
 }
 
 // xdpPort is the UDP port of every AF_XDP endpoint of a local fabric; each
@@ -121,6 +124,7 @@ func (l *Local) start(opts LocalOptions) error {
 		}
 	}
 	for _, s := range l.Servers {
+		s.Metrics = opts.Metrics
 		if err := s.Start(l.Layout, opts.Logger); err != nil {
 			return err
 		}

@@ -18,6 +18,8 @@ type Layout struct {
 	Endpoints cluster.EndpointMap
 	// Transport carries starwire calls; nil means TCP.
 	Transport rpc.Transport
+	// Interceptors wrap the starwire calls to every task.
+	Interceptors []rpc.ClientInterceptor
 }
 
 // Check reports a layout that cannot work: no tasks, or a task without a
@@ -92,13 +94,13 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 	}
 	var c driver.Caller
 	if r, ok := p.routes[task]; ok {
-		c = driver.NewStarCaller(task, rpc.NewClient(r.addr, rpc.ClientOptions{Name: task, Transport: r.transport}))
+		c = driver.NewStarCaller(task, rpc.NewClient(r.addr, rpc.ClientOptions{Name: task, Transport: r.transport, Interceptors: p.layout.Interceptors}))
 	} else if p.layout.Protocol.UsesStar() {
 		starAddr, err := p.layout.Endpoints.StarAddr(p.layout.Cluster, job, idx)
 		if err != nil {
 			return nil, err
 		}
-		c = driver.NewStarCaller(task, rpc.NewClient(starAddr, rpc.ClientOptions{Name: task, Transport: p.layout.Transport}))
+		c = driver.NewStarCaller(task, rpc.NewClient(starAddr, rpc.ClientOptions{Name: task, Transport: p.layout.Transport, Interceptors: p.layout.Interceptors}))
 	} else {
 		gc, err := driver.DialGRPC(task, grpcAddr)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/health"
 
 	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -36,7 +37,10 @@ type Server struct {
 	// Reactors is the reactor count of the task's TCP transport; N is 0
 	// when starwire is not on TCP.
 	Reactors cluster.ReactorCount
-	netName  string // the starwire transport's Name
+	// Metrics, when set before Start, counts the task's starwire calls and
+	// packet endpoints.
+	Metrics *metrics.Metrics
+	netName string // the starwire transport's Name
 
 	grpcL   net.Listener
 	starL   rpc.Listener
@@ -99,6 +103,9 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	if s.peerTr != nil {
 		layout.Transport = s.peerTr
 	}
+	if s.Metrics != nil {
+		s.export(&layout)
+	}
 	peers := NewPeers(layout)
 	for task, r := range s.routes {
 		peers.Route(task, r.transport, r.addr)
@@ -114,6 +121,7 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	if s.starL != nil {
 		s.starSrv = rpc.NewServer()
 		s.starSrv.Logger = logger
+		s.starSrv.Interceptors = s.serverInterceptors()
 		w.Register(s.starSrv)
 	}
 	s.registerProbes(s.grpcSrv, s.starSrv)
