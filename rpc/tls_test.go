@@ -30,7 +30,7 @@ type testCA struct {
 	pem  []byte
 }
 
-func newTestCA(t *testing.T, name string) *testCA {
+func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -51,7 +51,7 @@ func newTestCA(t *testing.T, name string) *testCA {
 
 // files writes a leaf certificate for 127.0.0.1 signed by ca, its key and
 // the CA bundle into dir, and returns their paths.
-func (ca *testCA) files(t *testing.T, dir, name string, bundle ...*testCA) *TLSFiles {
+func (ca *testCA) files(t testing.TB, dir, name string, bundle ...*testCA) *TLSFiles {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
