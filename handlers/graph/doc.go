@@ -11,6 +11,14 @@
 // Placeholder or _Arg node of that name, and a recv_key that is not one
 // fetches the output "node" or "node:i" (a _Retval's fetch is its input).
 //
+// A partition's function library is supported by inlining (see
+// functions.go): a node calling a function of the library, by the
+// function's name or through PartitionedCall or StatefulPartitionedCall,
+// becomes the function's body bound to the call's attributes. A body that
+// uses an op this binary lacks is refused at Build with NotFound, naming
+// the function, its node and the call. Control flow ops (While, If) are
+// not among the ops.
+//
 // Nodes run in dataflow order; nodes whose op may wait (_Recv) run on
 // goroutines of their own, the others on the goroutine that called Run. The
 // first failing node aborts the step: its waiting receivers, local and

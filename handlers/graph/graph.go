@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -58,11 +59,14 @@ func graphError(n *tfpb.NodeDef, format string, args ...any) error {
 // notRegistered is TensorFlow's answer to a node whose op this binary does
 // not have: NotFound, in the words masters and users look for.
 func notRegistered(n *tfpb.NodeDef, env *ops.Env) error {
-	host := env.Host
-	if host == "" {
-		host = "this task"
+	return rpc.Errorf(wire.NotFound, "Op type not registered '%s' in binary running on %s. Make sure the Op and Kernel are registered in the binary running in this process. (RegisterGraph: node %q)", n.GetOp(), hostOf(env), n.GetName())
+}
+
+func hostOf(env *ops.Env) string {
+	if env.Host == "" {
+		return "this task"
 	}
-	return rpc.Errorf(wire.NotFound, "Op type not registered '%s' in binary running on %s. Make sure the Op and Kernel are registered in the binary running in this process. (RegisterGraph: node %q)", n.GetOp(), host, n.GetName())
+	return env.Host
 }
 
 // Build checks def and builds its kernels against env: every op must be
@@ -74,17 +78,49 @@ func Build(def *tfpb.GraphDef, env *ops.Env) (*Graph, error) {
 	if def == nil || len(def.GetNode()) == 0 {
 		return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: empty graph")
 	}
+	nodes := def.GetNode()
+	var lib *library
 	if len(def.GetLibrary().GetFunction()) > 0 {
-		return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: function libraries are not supported")
+		var err error
+		if lib, err = newLibrary(def.GetLibrary(), hostOf(env)); err != nil {
+			return nil, err
+		}
+		if nodes, err = lib.expand(def); err != nil {
+			return nil, err
+		}
 	}
+	g, err := build(nodes, env)
+	if err != nil && lib != nil {
+		err = lib.annotate(err)
+	}
+	return g, err
+}
+
+// annotate adds to an error naming an inlined node the function it came
+// from.
+func (l *library) annotate(err error) error {
+	var st *rpc.Status
+	if !errors.As(err, &st) {
+		return err
+	}
+	for name, origin := range l.origin {
+		if strings.Contains(st.Msg, strconv.Quote(name)) {
+			return rpc.Errorf(st.Code, "%s (in %s)", st.Msg, origin)
+		}
+	}
+	return err
+}
+
+// build checks the nodes of a graph, its calls inlined, and builds them.
+func build(nodes []*tfpb.NodeDef, env *ops.Env) (*Graph, error) {
 	g := &Graph{
 		env:        env,
-		byName:     make(map[string]*node, len(def.GetNode())),
+		byName:     make(map[string]*node, len(nodes)),
 		feedRecvs:  make(map[string]*node),
 		fetchSends: make(map[string]*node),
 		namedFeeds: make(map[string]*node),
 	}
-	for i, nd := range def.GetNode() {
+	for i, nd := range nodes {
 		if nd.GetName() == "" {
 			return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %d has no name", i)
 		}
@@ -105,12 +141,12 @@ func Build(def *tfpb.GraphDef, env *ops.Env) (*Graph, error) {
 		g.nodes = append(g.nodes, n)
 		g.byName[n.Name] = n
 	}
-	for i, nd := range def.GetNode() {
+	for i, nd := range nodes {
 		if err := g.resolveInputs(g.nodes[i], nd); err != nil {
 			return nil, err
 		}
 	}
-	for i, nd := range def.GetNode() {
+	for i, nd := range nodes {
 		n := g.nodes[i]
 		k, err := n.spec.Build(env, &n.Node)
 		if err != nil {
@@ -122,7 +158,7 @@ func Build(def *tfpb.GraphDef, env *ops.Env) (*Graph, error) {
 		}
 	}
 	// Output counts are known once every kernel is built.
-	for i, nd := range def.GetNode() {
+	for i, nd := range nodes {
 		for _, e := range g.nodes[i].inputs {
 			if src := g.nodes[e.node]; e.port >= src.NumOutputs {
 				return nil, graphError(nd, "input %s:%d: %s has %d outputs", src.Name, e.port, src.Op, src.NumOutputs)
