@@ -40,8 +40,31 @@ func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, driver string,
 	}
 	secs := s.Elapsed.Seconds()
 	fmt.Fprintf(w, "  RPCs (%s): %d (%.0f/s), bytes moved: %.1f MB (%.1f MB/s)\n", which, calls, float64(calls)/secs, float64(bytes)/1e6, float64(bytes)/1e6/secs)
+	if len(s.PSBytes) > 0 {
+		fmt.Fprintf(w, "  bytes per ps task (%s): %s\n", psWhich(local), psBytes(s.PSBytes))
+	}
 	fmt.Fprintf(w, "  protocol: %s; driver's calls over %s\n", p, driver)
 	fmt.Fprintf(w, "  tasks' calls to each other: %s\n", peerPaths(infos, true))
+}
+
+// psWhich says what the bytes per ps task count.
+func psWhich(local bool) string {
+	if local {
+		return "the driver's calls to it and the tasks' calls to and from it"
+	}
+	return "the driver's calls to it"
+}
+
+// psBytes lists the bytes each ps task moved, and their largest share.
+func psBytes(b []int64) string {
+	var parts []string
+	var total, most int64
+	for i, n := range b {
+		parts = append(parts, fmt.Sprintf("ps:%d %.1f MB", i, float64(n)/1e6))
+		total += n
+		most = max(most, n)
+	}
+	return fmt.Sprintf("%s; total %.1f MB, the most one moved %.1f MB", strings.Join(parts, ", "), float64(total)/1e6, float64(most)/1e6)
 }
 
 // peerPaths says what carried each task's calls to its peers, tasks with

@@ -237,6 +237,16 @@ func (r *trainRun) train(ctx context.Context) error {
 	if err != nil {
 		return usagef("train: %v", err)
 	}
+	if r.local != nil {
+		job.CountTasks(func(task string) driver.Stats {
+			s := driver.Stats{}
+			if c, err := d.Caller(task); err == nil {
+				s = c.Stats()
+			}
+			c, b := r.local.TaskPeerStats(task)
+			return s.Add(driver.Stats{Calls: c, Bytes: b})
+		})
+	}
 	setupCtx, cancel := context.WithTimeout(ctx, f.connectTimeout)
 	err = job.Setup(setupCtx)
 	cancel()

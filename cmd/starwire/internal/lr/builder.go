@@ -51,6 +51,18 @@ func (b *builder) constInt32(name string, vals ...int32) string {
 	return b.op(name, "Const", attrs{"dtype": typeAttr(wire.DTInt32), "value": tensorAttr(t)})
 }
 
+// constInt32Scalar adds a Const int32 scalar.
+func (b *builder) constInt32Scalar(name string, v int32) string {
+	t := &tfpb.TensorProto{Dtype: tfpb.DataType(wire.DTInt32), TensorShape: &tfpb.TensorShapeProto{}, IntVal: []int32{v}}
+	return b.op(name, "Const", attrs{"dtype": typeAttr(wire.DTInt32), "value": tensorAttr(t)})
+}
+
+// constInt64 adds a Const int64 scalar.
+func (b *builder) constInt64(name string, v int64) string {
+	t := &tfpb.TensorProto{Dtype: tfpb.DataType(wire.DTInt64), TensorShape: &tfpb.TensorShapeProto{}, Int64Val: []int64{v}}
+	return b.op(name, "Const", attrs{"dtype": typeAttr(wire.DTInt64), "value": tensorAttr(t)})
+}
+
 // constFloat adds a Const float scalar.
 func (b *builder) constFloat(name string, v float32) string {
 	t := &tfpb.TensorProto{Dtype: tfpb.DataType(wire.DTFloat), TensorShape: &tfpb.TensorShapeProto{}, FloatVal: []float32{v}}

@@ -30,24 +30,12 @@ type plan struct {
 // replication, where each worker runs its own master.
 func (p *plan) client(r int) (string, uint64) { return p.workers[r], p.wInc[r] }
 
-// Links between the client of replica r, parameter server s and worker r.
-func (p *plan) idsLink(r, s int) link {
+// Links of replica r's step: the driver (its client) feeds worker r, worker
+// r sends parameter server s the ids of its shard and their gradients, and
+// s sends back the rows.
+func (p *plan) idsLink(r int) link {
 	c, inc := p.client(r)
-	return link{tensor: "ids:0", src: c, srcInc: inc, dst: p.ps[s]}
-}
-
-func (p *plan) rowsLink(r, s int) link {
-	return link{tensor: "embedding/part_" + itoa(s) + "/gather:0", src: p.ps[s], srcInc: p.psInc[s], dst: p.workers[r]}
-}
-
-func (p *plan) pushIDsLink(r, s int) link {
-	c, inc := p.client(r)
-	return link{tensor: "push/ids:0", src: c, srcInc: inc, dst: p.ps[s]}
-}
-
-func (p *plan) gradsLink(r, s int) link {
-	c, inc := p.client(r)
-	return link{tensor: "push/grads:0", src: c, srcInc: inc, dst: p.ps[s]}
+	return link{tensor: "ids:0", src: c, srcInc: inc, dst: p.workers[r]}
 }
 
 func (p *plan) labelsLink(r int) link {
@@ -55,9 +43,16 @@ func (p *plan) labelsLink(r int) link {
 	return link{tensor: "labels:0", src: c, srcInc: inc, dst: p.workers[r]}
 }
 
-func (p *plan) maskLink(r, s int) link {
-	c, inc := p.client(r)
-	return link{tensor: "mask_" + itoa(s) + ":0", src: c, srcInc: inc, dst: p.workers[r]}
+func (p *plan) shardIDsLink(r, s int) link {
+	return link{tensor: "embedding/part_" + itoa(s) + "/ids:0", src: p.workers[r], srcInc: p.wInc[r], dst: p.ps[s]}
+}
+
+func (p *plan) rowsLink(r, s int) link {
+	return link{tensor: "embedding/part_" + itoa(s) + "/gather:0", src: p.ps[s], srcInc: p.psInc[s], dst: p.workers[r]}
+}
+
+func (p *plan) shardGradsLink(r, s int) link {
+	return link{tensor: "embedding/part_" + itoa(s) + "/grads:0", src: p.workers[r], srcInc: p.wInc[r], dst: p.ps[s]}
 }
 
 // fetch links: worker r to its client.
@@ -87,63 +82,90 @@ func (p *plan) initGraph(s int) *tfpb.GraphDef {
 	return &b.def
 }
 
-// gatherGraph is parameter server s's half of replica r's forward pass: it
-// gathers the rows of the fed ids and sends them to worker r, which pulls
-// them with RecvTensor.
-func (p *plan) gatherGraph(r, s int) *tfpb.GraphDef {
-	b := newBuilder(p.ps[s])
-	table, _ := p.variables(b, s)
-	ids := b.recv("ids", p.idsLink(r, s), wire.DTInt64, true)
-	rows := b.op("gather", "ResourceGather", attrs{"dtype": typeAttr(wire.DTFloat), "Tindices": typeAttr(wire.DTInt64)}, table, ids)
-	b.send("gather/_send", rows, p.rowsLink(r, s), wire.DTFloat, false)
-	return &b.def
-}
-
-// applyGraph applies replica r's sparse gradient to parameter server s's
-// rows with Adagrad.
-func (p *plan) applyGraph(r, s int) *tfpb.GraphDef {
+// psGraph is parameter server s's partition of replica r's step, as
+// TensorFlow's partitioner cuts a sharded embedding lookup: it receives
+// the ids of its shard from worker r, gathers their rows and sends them
+// back; with train, it then receives their gradients and applies them
+// with Adagrad.
+func (p *plan) psGraph(r, s int, train bool) *tfpb.GraphDef {
 	b := newBuilder(p.ps[s])
 	table, accum := p.variables(b, s)
-	ids := b.recv("push/ids", p.pushIDsLink(r, s), wire.DTInt64, true)
-	grads := b.recv("push/grads", p.gradsLink(r, s), wire.DTFloat, true)
-	lr := b.constFloat("learning_rate", p.cfg.LearningRate)
-	b.op("apply", "ResourceSparseApplyAdagrad", attrs{"T": typeAttr(wire.DTFloat), "Tindices": typeAttr(wire.DTInt64)},
-		table, accum, lr, grads, ids)
+	ids := b.recv("ids", p.shardIDsLink(r, s), wire.DTInt64, false)
+	rows := b.op("gather", "ResourceGather", attrs{"dtype": typeAttr(wire.DTFloat), "Tindices": typeAttr(wire.DTInt64)}, table, ids)
+	b.send("gather/_send", rows, p.rowsLink(r, s), wire.DTFloat, false)
+	if train {
+		grads := b.recv("grads", p.shardGradsLink(r, s), wire.DTFloat, false)
+		lr := b.constFloat("learning_rate", p.cfg.LearningRate)
+		b.op("apply", "ResourceSparseApplyAdagrad", attrs{"T": typeAttr(wire.DTFloat), "Tindices": typeAttr(wire.DTInt64)},
+			table, accum, lr, grads, ids)
+	}
 	return &b.def
 }
 
 // Fetched tensor names of the worker partition.
 const (
-	fetchGrads = "grads:0"
-	fetchLoss  = "loss:0"
-	fetchProb  = "prob:0"
+	fetchLoss = "loss:0"
+	fetchProb = "prob:0"
 )
 
-// workerGraph is replica r's forward and backward pass on worker r. The
-// logit of an example is the sum of its features' embedding rows, the loss
-// the mean log loss computed stably as softplus(z) - y·z, and the gradient
-// of each gathered row is (sigmoid(z) - y) / batch in every component.
-// With several parameter servers, every server sends a row for every
-// feature (rows of ids it does not hold are masked to zero here), so the
-// rows stay in example order without a gather on the worker.
-func (p *plan) workerGraph(r int) *tfpb.GraphDef {
+// lookup adds the embedding lookup of ids over the servers' shards, as
+// TensorFlow's embedding_lookup does with a partitioned variable and the
+// "mod" strategy (the layout of fixed_size_partitioner's shards): each id
+// is looked up once (Unique), id lives on server id mod PS at row
+// id / PS, each server gets the ids of its shard (DynamicPartition) and
+// sends their rows, and the rows are put back in the unique ids' order
+// (DynamicStitch) and spread over the batch (GatherV2). It returns the
+// rows of the batch, the unique ids' positions in the batch (idx), their
+// count, and the partition of each unique id (empty with one server).
+func (p *plan) lookup(b *builder, r int, ids string) (rows, idx, count, parts string) {
+	P := p.cfg.PS
+	uniq := b.op("unique", "Unique", attrs{"T": typeAttr(wire.DTInt64), "out_idx": typeAttr(wire.DTInt32)}, ids)
+	idx = uniq + ":1"
+	count = b.op("unique/size", "Size", attrs{"T": typeAttr(wire.DTInt64), "out_type": typeAttr(wire.DTInt32)}, uniq)
+	shardIDs := []string{uniq}
+	var positions []string
+	if P > 1 {
+		nps := b.constInt64("num_shards", int64(P))
+		parts = b.op("shard", "Cast", attrs{"SrcT": typeAttr(wire.DTInt64), "DstT": typeAttr(wire.DTInt32), "Truncate": boolAttr(false)},
+			b.op("shard/mod", "FloorMod", attrs{"T": typeAttr(wire.DTInt64)}, uniq, nps))
+		local := b.op("shard/row", "FloorDiv", attrs{"T": typeAttr(wire.DTInt64)}, uniq, nps)
+		split := b.op("shard/ids", "DynamicPartition", attrs{"T": typeAttr(wire.DTInt64), "num_partitions": intAttr(int64(P))}, local, parts)
+		order := b.op("unique/range", "Range", attrs{"Tidx": typeAttr(wire.DTInt32)}, b.constInt32Scalar("zero_i", 0), count, b.constInt32Scalar("one_i", 1))
+		pos := b.op("shard/positions", "DynamicPartition", attrs{"T": typeAttr(wire.DTInt32), "num_partitions": intAttr(int64(P))}, order, parts)
+		shardIDs, positions = nil, nil
+		for s := range P {
+			shardIDs = append(shardIDs, split+":"+itoa(s))
+			positions = append(positions, pos+":"+itoa(s))
+		}
+	}
+	var shardRows []string
+	for s := range P {
+		b.send("shard_"+itoa(s)+"/ids/_send", shardIDs[s], p.shardIDsLink(r, s), wire.DTInt64, false)
+		shardRows = append(shardRows, b.recv("shard_"+itoa(s)+"/rows", p.rowsLink(r, s), wire.DTFloat, false))
+	}
+	unique := shardRows[0]
+	if P > 1 {
+		unique = b.op("stitch", "ParallelDynamicStitch", attrs{"T": typeAttr(wire.DTFloat), "N": intAttr(int64(P))}, append(positions, shardRows...)...)
+	}
+	rows = b.op("rows", "GatherV2", attrs{"Tparams": typeAttr(wire.DTFloat), "Tindices": typeAttr(wire.DTInt32), "Taxis": typeAttr(wire.DTInt32)},
+		unique, idx, b.constInt32Scalar("rows/axis", 0))
+	return rows, idx, count, parts
+}
+
+// workerGraph is replica r's forward pass (and, with train, its backward
+// pass) on worker r. The logit of an example is the sum of its features'
+// embedding rows, the loss the mean log loss computed stably as
+// softplus(z) - y·z, and the gradient of each row of the batch is
+// (sigmoid(z) - y) / batch in every component. The gradients of a unique
+// id's repeats are summed (UnsortedSegmentSum), as TensorFlow's optimizers
+// sum duplicate indices, and each server is sent those of its shard.
+func (p *plan) workerGraph(r int, train bool) *tfpb.GraphDef {
 	cfg := p.cfg
 	b := newBuilder(p.workers[r])
 	F, D := int32(cfg.Fields), int32(cfg.EmbeddingDim)
+	ids := b.recv("ids", p.idsLink(r), wire.DTInt64, true)
 	labels := b.recv("labels", p.labelsLink(r), wire.DTFloat, true)
-	var rows string
-	for s := range cfg.PS {
-		part := b.recv("rows_"+itoa(s), p.rowsLink(r, s), wire.DTFloat, false)
-		if cfg.PS > 1 {
-			mask := b.recv("mask_"+itoa(s), p.maskLink(r, s), wire.DTFloat, true)
-			part = b.binary("rows_"+itoa(s)+"/masked", "Mul", part, mask)
-		}
-		if rows == "" {
-			rows = part
-		} else {
-			rows = b.binary("rows/sum_"+itoa(s), "Add", rows, part)
-		}
-	}
+	rows, idx, count, parts := p.lookup(b, r, ids)
 	x := b.reshape("x", rows, wire.DTFloat, -1, F*D)
 	z := b.sum("logit", x, false, 1)
 	prob := b.unary("prob", "Sigmoid", z)
@@ -158,6 +180,11 @@ func (p *plan) workerGraph(r int) *tfpb.GraphDef {
 	perExample := b.binary("loss/per_example", "Sub", b.binary("loss/softplus", "Add", relu, tail), yz)
 	loss := b.op("loss", "Mean", attrs{"T": typeAttr(wire.DTFloat), "Tidx": typeAttr(wire.DTInt32), "keep_dims": boolAttr(false)},
 		perExample, b.constInt32("loss/axes", 0))
+	b.send("loss/_send", loss, p.fetchLink(r, fetchLoss), wire.DTFloat, true)
+	b.send("prob/_send", prob, p.fetchLink(r, fetchProb), wire.DTFloat, true)
+	if !train {
+		return &b.def
+	}
 
 	// d loss / d z = (sigmoid(z) - y) / batch, spread over every component
 	// of every row of the example.
@@ -165,9 +192,15 @@ func (p *plan) workerGraph(r int) *tfpb.GraphDef {
 	ones := b.fill("grad/ones", 1, 1, int64(F*D))
 	spread := b.binary("grad/spread", "Mul", b.reshape("grad/dz_col", dz, wire.DTFloat, -1, 1), ones)
 	grads := b.reshape("grads", spread, wire.DTFloat, -1, D)
-
-	b.send("grads/_send", grads, p.fetchLink(r, fetchGrads), wire.DTFloat, true)
-	b.send("loss/_send", loss, p.fetchLink(r, fetchLoss), wire.DTFloat, true)
-	b.send("prob/_send", prob, p.fetchLink(r, fetchProb), wire.DTFloat, true)
+	unique := b.op("grads/unique", "UnsortedSegmentSum", attrs{"T": typeAttr(wire.DTFloat), "Tindices": typeAttr(wire.DTInt32), "Tnumsegments": typeAttr(wire.DTInt32)},
+		grads, idx, count)
+	if cfg.PS == 1 {
+		b.send("shard_0/grads/_send", unique, p.shardGradsLink(r, 0), wire.DTFloat, false)
+		return &b.def
+	}
+	split := b.op("grads/shard", "DynamicPartition", attrs{"T": typeAttr(wire.DTFloat), "num_partitions": intAttr(int64(cfg.PS))}, unique, parts)
+	for s := range cfg.PS {
+		b.send("shard_"+itoa(s)+"/grads/_send", split+":"+itoa(s), p.shardGradsLink(r, s), wire.DTFloat, false)
+	}
 	return &b.def
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
 )
 
 // Progress is a periodic report of a running job.
@@ -43,6 +44,9 @@ type Summary struct {
 	// Calls and Bytes count every RPC of the run (driver and task to task)
 	// and the metadata and tensor bytes they moved.
 	Calls, Bytes int64
+	// PSBytes are, per parameter server, the bytes of the training calls
+	// it made or answered (the driver's and its peers'), by task index.
+	PSBytes []int64
 }
 
 // ExamplesPerSec is the training throughput.
@@ -56,9 +60,11 @@ type Job struct {
 	gen   *clicks.Generator
 	plan  plan
 
-	gather [][]driver.Graph // [replica][ps]
-	apply  [][]driver.Graph
-	worker []driver.Graph
+	ps         [][]driver.Graph // [replica][ps]
+	worker     []driver.Graph
+	evalPS     []driver.Graph // replica 0's, without the update
+	evalWorker driver.Graph
+	taskStats  func(task string) driver.Stats
 
 	nextStep atomic.Int64
 	steps    atomic.Int64
@@ -83,9 +89,20 @@ func New(cfg Config, d *driver.Driver, stats func() driver.Stats) (*Job, error) 
 		return nil, err
 	}
 	j := &Job{cfg: cfg, d: d, stats: stats, gen: gen}
+	j.taskStats = func(task string) driver.Stats {
+		if c, err := d.Caller(task); err == nil {
+			return c.Stats()
+		}
+		return driver.Stats{}
+	}
 	j.nextStep.Store(int64(rand.Uint32())<<20 + 1)
 	return j, nil
 }
+
+// CountTasks makes Summary.PSBytes count what f says a task's calls moved,
+// to and from it; by default, only the driver's calls to it are counted.
+// Call it before Run.
+func (j *Job) CountTasks(f func(task string) driver.Stats) { j.taskStats = f }
 
 // Setup asks every task for its status (the incarnations rendezvous keys
 // need), creates the worker sessions, registers every partition and
@@ -129,24 +146,33 @@ func (j *Job) Setup(ctx context.Context) error {
 		}
 		inits = append(inits, driver.Partition{Graph: g})
 	}
+	register := func(dev string, def *tfpb.GraphDef) (driver.Graph, error) {
+		return j.d.RegisterGraph(ctx, task(dev), def)
+	}
 	for r := range j.cfg.Workers {
-		var gs, as []driver.Graph
+		var ps []driver.Graph
 		for s := range j.cfg.PS {
-			g, err := j.d.RegisterGraph(ctx, task(j.plan.ps[s]), j.plan.gatherGraph(r, s))
+			g, err := register(j.plan.ps[s], j.plan.psGraph(r, s, true))
 			if err != nil {
 				return err
 			}
-			a, err := j.d.RegisterGraph(ctx, task(j.plan.ps[s]), j.plan.applyGraph(r, s))
-			if err != nil {
-				return err
-			}
-			gs, as = append(gs, g), append(as, a)
+			ps = append(ps, g)
 		}
-		w, err := j.d.RegisterGraph(ctx, task(j.plan.workers[r]), j.plan.workerGraph(r))
+		w, err := register(j.plan.workers[r], j.plan.workerGraph(r, true))
 		if err != nil {
 			return err
 		}
-		j.gather, j.apply, j.worker = append(j.gather, gs), append(j.apply, as), append(j.worker, w)
+		j.ps, j.worker = append(j.ps, ps), append(j.worker, w)
+	}
+	for s := range j.cfg.PS {
+		g, err := register(j.plan.ps[s], j.plan.psGraph(0, s, false))
+		if err != nil {
+			return err
+		}
+		j.evalPS = append(j.evalPS, g)
+	}
+	if j.evalWorker, err = register(j.plan.workers[0], j.plan.workerGraph(0, false)); err != nil {
+		return err
 	}
 	step := j.nextStep.Add(1)
 	if err := j.d.RunPartitions(ctx, step, inits...); err != nil {
@@ -177,6 +203,7 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	}
 	start := time.Now()
 	before := j.stats()
+	psBefore := j.psStats()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -198,6 +225,9 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	sum.Elapsed = time.Since(start)
 	after := j.stats()
 	sum.Calls, sum.Bytes = after.Calls-before.Calls, after.Bytes-before.Bytes
+	for s, st := range j.psStats() {
+		sum.PSBytes = append(sum.PSBytes, st.Bytes-psBefore[s].Bytes)
+	}
 	sum.Steps = j.steps.Load()
 	sum.Examples = sum.Steps * int64(j.cfg.BatchSize)
 	j.mu.Lock()
@@ -208,6 +238,15 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 		return nil, fmt.Errorf("evaluate after training: %w", err)
 	}
 	return sum, nil
+}
+
+// psStats returns what each parameter server's calls have moved so far.
+func (j *Job) psStats() []driver.Stats {
+	out := make([]driver.Stats, len(j.plan.ps))
+	for s, dev := range j.plan.ps {
+		out[s] = j.taskStats(task(dev))
+	}
+	return out
 }
 
 // report calls progress every interval until done is closed.
@@ -240,95 +279,30 @@ func (j *Job) report(done <-chan struct{}, start time.Time, before driver.Stats,
 	}
 }
 
-// batchFeeds holds one batch's tensors, reused from step to step.
+// batchFeeds holds one batch's feeds and fetches, reused from step to step.
 type batchFeeds struct {
-	ids    []int64   // the batch's hashed ids, one per feature
-	shard  [][]int64 // per server: local row of each feature (0 where masked)
-	mask   [][]float32
-	labels []float32
-
-	gatherFeeds [][]driver.Feed
-	workerFeeds []driver.Feed
-	out         driver.Fetched
-	pushIDs     [][]int64
-	pushGrads   [][]float32
+	feeds []driver.Feed
+	out   driver.Fetched
 }
 
-// prepare lays out b for replica r: the ids each server gathers and, with
-// several servers, the masks that keep each feature's row from its owner.
-func (j *Job) prepare(f *batchFeeds, b *clicks.Batch, r int) {
-	P := j.cfg.PS
-	n := len(b.IDs)
-	f.ids, f.labels = b.IDs, b.Labels
-	if len(f.shard) != P {
-		f.shard, f.mask = make([][]int64, P), make([][]float32, P)
-		f.gatherFeeds = make([][]driver.Feed, P)
+// run runs one step of replica r on batch b: worker r's partition, fed the
+// batch, and every server's, which exchange ids, rows and (with train)
+// gradients with it. f.out holds the loss and probabilities.
+func (j *Job) run(ctx context.Context, r int, step int64, b *clicks.Batch, f *batchFeeds, train bool) error {
+	f.feeds = append(f.feeds[:0],
+		driver.Feed{Key: j.plan.idsLink(r).key(), Tensor: int64Tensor(b.IDs)},
+		driver.Feed{Key: j.plan.labelsLink(r).key(), Tensor: floatTensor(b.Labels, int64(len(b.Labels)))})
+	worker, ps := j.worker[r], j.ps[r]
+	if !train {
+		worker, ps = j.evalWorker, j.evalPS
 	}
-	f.workerFeeds = append(f.workerFeeds[:0], driver.Feed{Key: j.plan.labelsLink(r).key(), Tensor: floatTensor(b.Labels, int64(len(b.Labels)))})
-	for s := range P {
-		if P == 1 {
-			f.shard[s] = b.IDs
-		} else {
-			f.shard[s], f.mask[s] = resize(f.shard[s], n), resize(f.mask[s], n)
-			for i, id := range b.IDs {
-				if int(id%int64(P)) == s {
-					f.shard[s][i], f.mask[s][i] = id/int64(P), 1
-				} else {
-					f.shard[s][i], f.mask[s][i] = 0, 0
-				}
-			}
-			f.workerFeeds = append(f.workerFeeds, driver.Feed{Key: j.plan.maskLink(r, s).key(), Tensor: floatTensor(f.mask[s], int64(n), 1)})
-		}
-		f.gatherFeeds[s] = append(f.gatherFeeds[s][:0], driver.Feed{Key: j.plan.idsLink(r, s).key(), Tensor: int64Tensor(f.shard[s])})
-	}
-}
-
-// forward runs replica r's gather and worker partitions as step, leaving
-// the fetched gradient, loss and probabilities in f.out.
-func (j *Job) forward(ctx context.Context, r int, step int64, f *batchFeeds) error {
 	parts := make([]driver.Partition, 0, j.cfg.PS+1)
-	for s := range j.cfg.PS {
-		parts = append(parts, driver.Partition{Graph: j.gather[r][s], Feeds: f.gatherFeeds[s]})
-	}
 	parts = append(parts, driver.Partition{
-		Graph: j.worker[r], Feeds: f.workerFeeds, Out: &f.out,
-		Fetches: []string{j.plan.fetchLink(r, fetchGrads).key(), j.plan.fetchLink(r, fetchLoss).key(), j.plan.fetchLink(r, fetchProb).key()},
+		Graph: worker, Feeds: f.feeds, Out: &f.out,
+		Fetches: []string{j.plan.fetchLink(r, fetchLoss).key(), j.plan.fetchLink(r, fetchProb).key()},
 	})
-	return j.d.RunPartitions(ctx, step, parts...)
-}
-
-// push sends the fetched gradient to the servers: with one server, the
-// fetched tensor itself; with several, each server's rows picked out.
-func (j *Job) push(ctx context.Context, r int, step int64, f *batchFeeds) error {
-	grads := &f.out.Tensors[0]
-	P, D := j.cfg.PS, j.cfg.EmbeddingDim
-	parts := make([]driver.Partition, P)
-	if P == 1 {
-		g := *grads
-		g.Buf = nil // f.out keeps the reference until the push is done
-		parts[0] = driver.Partition{Graph: j.apply[r][0], Feeds: []driver.Feed{
-			{Key: j.plan.pushIDsLink(r, 0).key(), Tensor: int64Tensor(f.ids)},
-			{Key: j.plan.gradsLink(r, 0).key(), Tensor: g},
-		}}
-		return j.d.RunPartitions(ctx, step, parts...)
-	}
-	all := handlers.View[float32](grads.Data)
-	if len(f.pushIDs) != P {
-		f.pushIDs, f.pushGrads = make([][]int64, P), make([][]float32, P)
-	}
-	for s := range P {
-		f.pushIDs[s], f.pushGrads[s] = f.pushIDs[s][:0], f.pushGrads[s][:0]
-	}
-	for i, id := range f.ids {
-		s := int(id % int64(P))
-		f.pushIDs[s] = append(f.pushIDs[s], id/int64(P))
-		f.pushGrads[s] = append(f.pushGrads[s], all[i*D:(i+1)*D]...)
-	}
-	for s := range P {
-		parts[s] = driver.Partition{Graph: j.apply[r][s], Feeds: []driver.Feed{
-			{Key: j.plan.pushIDsLink(r, s).key(), Tensor: int64Tensor(f.pushIDs[s])},
-			{Key: j.plan.gradsLink(r, s).key(), Tensor: floatTensor(f.pushGrads[s], int64(len(f.pushIDs[s])), int64(D))},
-		}}
+	for s := range j.cfg.PS {
+		parts = append(parts, driver.Partition{Graph: ps[s]})
 	}
 	return j.d.RunPartitions(ctx, step, parts...)
 }
@@ -341,15 +315,11 @@ func (j *Job) train(ctx context.Context, r int) error {
 	tasks := append(j.psTasks(), task(j.plan.workers[r]))
 	for range j.cfg.Steps {
 		stream.Fill(&b, j.cfg.BatchSize)
-		j.prepare(&f, &b, r)
 		step := j.nextStep.Add(1)
-		err := j.forward(ctx, r, step, &f)
-		if err == nil {
-			err = j.push(ctx, r, step, &f)
-		}
+		err := j.run(ctx, r, step, &b, &f, true)
 		var loss float64
 		if err == nil {
-			loss = float64(handlers.View[float32](f.out.Tensors[1].Data)[0])
+			loss = float64(handlers.View[float32](f.out.Tensors[0].Data)[0])
 		}
 		f.out.Release()
 		if cerr := j.d.CleanupStep(ctx, step, tasks...); err == nil {
@@ -384,12 +354,11 @@ func (j *Job) evaluate(ctx context.Context, held *clicks.Batch) (loss, acc float
 	tasks := append(j.psTasks(), task(j.plan.workers[0]))
 	for i := 0; i < held.Len(); i += B {
 		b := clicks.Batch{IDs: held.IDs[i*F : (i+B)*F], Labels: held.Labels[i : i+B]}
-		j.prepare(&f, &b, 0)
 		step := j.nextStep.Add(1)
-		err := j.forward(ctx, 0, step, &f)
+		err := j.run(ctx, 0, step, &b, &f, false)
 		if err == nil {
-			lossSum += float64(handlers.View[float32](f.out.Tensors[1].Data)[0])
-			for k, p := range handlers.View[float32](f.out.Tensors[2].Data) {
+			lossSum += float64(handlers.View[float32](f.out.Tensors[0].Data)[0])
+			for k, p := range handlers.View[float32](f.out.Tensors[1].Data) {
 				if (p > 0.5) == (b.Labels[k] > 0.5) {
 					correct++
 				}
@@ -416,13 +385,6 @@ func floatTensor(v []float32, shape ...int64) wire.Tensor {
 
 func int64Tensor(v []int64) wire.Tensor {
 	return wire.Tensor{DType: wire.DTInt64, Shape: []int64{int64(len(v))}, Data: handlers.Bytes(v)}
-}
-
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }
 
 func mean(v []float64) float64 {

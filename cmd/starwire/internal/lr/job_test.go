@@ -44,6 +44,11 @@ func trainLocal(t *testing.T, protocol cluster.Protocol, cfg Config) *Summary {
 	if err != nil {
 		t.Fatal(err)
 	}
+	job.CountTasks(func(task string) driver.Stats {
+		c, _ := d.Caller(task)
+		calls, bytes := local.TaskPeerStats(task)
+		return c.Stats().Add(driver.Stats{Calls: calls, Bytes: bytes})
+	})
 	if err := job.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -69,5 +74,35 @@ func TestTrainLossDrops(t *testing.T) {
 				t.Errorf("held-out loss %.4f -> %.4f: did not drop by 10%%", sum.InitialLoss, sum.FinalLoss)
 			}
 		})
+	}
+}
+
+// TestShardedEmbedding trains with the table sharded over 1, 2 and 4
+// parameter servers: each server of several must move fewer bytes than the
+// one server moves alone, and the held-out loss must be the same within
+// noise (the updates are the same; only their interleaving differs).
+func TestShardedEmbedding(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Steps, cfg.Vocab, cfg.HeldOut = 100, 5000, 2048
+	var one *Summary
+	for _, ps := range []int{1, 2, 4} {
+		cfg.PS = ps
+		sum := trainLocal(t, cluster.ProtocolGRPCSeastar, cfg)
+		if len(sum.PSBytes) != ps {
+			t.Fatalf("--ps %d: bytes of %d servers", ps, len(sum.PSBytes))
+		}
+		t.Logf("--ps %d: bytes per server %v", ps, sum.PSBytes)
+		if ps == 1 {
+			one = sum
+			continue
+		}
+		for s, b := range sum.PSBytes {
+			if b <= 0 || b >= one.PSBytes[0] {
+				t.Errorf("--ps %d: server %d moved %d bytes, one server alone %d", ps, s, b, one.PSBytes[0])
+			}
+		}
+		if d := sum.FinalLoss - one.FinalLoss; d > 0.01 || d < -0.01 {
+			t.Errorf("--ps %d: held-out loss %.4f, with one server %.4f", ps, sum.FinalLoss, one.FinalLoss)
+		}
 	}
 }

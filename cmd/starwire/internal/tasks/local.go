@@ -10,6 +10,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
+	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -133,8 +134,8 @@ func (l *Local) start(opts LocalOptions) error {
 }
 
 // buildFabric joins workers to servers by veth pairs and opens an AF_XDP
-// endpoint on both ends of each: the server serves on its end, the worker
-// routes its calls to that server through its end.
+// endpoint on both ends of each: each end serves on it, and routes its
+// calls to the other end's task through it.
 func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server) error {
 	f, err := vethnet.Build(ps, workers)
 	if err != nil {
@@ -146,7 +147,8 @@ func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server) err
 			return func(fn func() error) error { return f.Do(task, fn) }
 		}
 		srv, wrk := byTask[link.PS.Task], byTask[link.Worker.Task]
-		if _, err := srv.addAFXDP(link.PS.Name, xdpPort, do(link.PS.Task)); err != nil {
+		psEP, err := srv.addAFXDP(link.PS.Name, xdpPort, do(link.PS.Task))
+		if err != nil {
 			return err
 		}
 		ep, err := wrk.addAFXDP(link.Worker.Name, xdpPort, do(link.Worker.Task))
@@ -158,6 +160,13 @@ func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server) err
 		}
 		wrk.routes[link.PS.Task] = route{afxdprpc.Transport(ep), netip.AddrPortFrom(link.PS.Addr, xdpPort).String()}
 		wrk.PeerTransport = "AF_XDP over veth pairs to the parameter servers"
+		// A server pulls from a worker too: the ids of its shard and their
+		// gradients, in a sharded embedding lookup.
+		if srv.routes == nil {
+			srv.routes = make(map[string]route)
+		}
+		srv.routes[link.Worker.Task] = route{afxdprpc.Transport(psEP), netip.AddrPortFrom(link.Worker.Addr, xdpPort).String()}
+		srv.PeerTransport = "AF_XDP over veth pairs to the workers"
 	}
 	l.PeerTransport = fmt.Sprintf("AF_XDP over %d veth pairs, one per worker and server, each task in its own network namespace", len(f.Links))
 	return nil
@@ -169,6 +178,22 @@ func (l *Local) PeerStats() (calls, bytes int64) {
 		c, b := s.PeerStats()
 		calls += c
 		bytes += b
+	}
+	return calls, bytes
+}
+
+// TaskPeerStats returns the calls the tasks made to each other that task
+// made or answered.
+func (l *Local) TaskPeerStats(task string) (calls, bytes int64) {
+	for _, s := range l.Servers {
+		var st driver.Stats
+		if s.Task() == task {
+			c, b := s.PeerStats()
+			st = driver.Stats{Calls: c, Bytes: b}
+		} else if s.peers != nil {
+			st = s.peers.StatsTo(task)
+		}
+		calls, bytes = calls+st.Calls, bytes+st.Bytes
 	}
 	return calls, bytes
 }

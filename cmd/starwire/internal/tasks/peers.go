@@ -137,6 +137,17 @@ func (p *Peers) Stats() driver.Stats {
 	return s
 }
 
+// StatsTo returns the calls and bytes of the Caller of task, if one was
+// handed out.
+func (p *Peers) StatsTo(task string) driver.Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.callers[task]; c != nil {
+		return c.Stats()
+	}
+	return driver.Stats{}
+}
+
 // Close closes every Caller handed out.
 func (p *Peers) Close() {
 	p.mu.Lock()
