@@ -15,52 +15,52 @@ import (
 
 // A WorkerClient calls a remote Worker's WorkerService over starwire, with
 // the tensor encoding of the package doc. Methods without tensors go
-// through rpc.Client.CallProto. Safe for concurrent use.
+// through the generated WorkerServiceStarwireClient. Safe for concurrent use.
 type WorkerClient struct {
-	c *rpc.Client
+	c   *rpc.Client
+	gen WorkerServiceStarwireClient
 }
 
 // NewWorkerClient returns a client calling through c.
-func NewWorkerClient(c *rpc.Client) *WorkerClient { return &WorkerClient{c: c} }
+func NewWorkerClient(c *rpc.Client) *WorkerClient {
+	return &WorkerClient{c: c, gen: NewWorkerServiceStarwireClient(c)}
+}
 
 // GetStatus calls GetStatus.
 func (c *WorkerClient) GetStatus(ctx context.Context) (*tfpb.GetStatusResponse, error) {
-	resp := new(tfpb.GetStatusResponse)
-	return resp, c.c.CallProto(ctx, MethodGetStatus, &tfpb.GetStatusRequest{}, resp)
+	return c.gen.GetStatus(ctx, &tfpb.GetStatusRequest{})
 }
 
 // CreateWorkerSession calls CreateWorkerSession.
 func (c *WorkerClient) CreateWorkerSession(ctx context.Context, req *tfpb.CreateWorkerSessionRequest) (*tfpb.CreateWorkerSessionResponse, error) {
-	resp := new(tfpb.CreateWorkerSessionResponse)
-	return resp, c.c.CallProto(ctx, MethodCreateWorkerSession, req, resp)
+	return c.gen.CreateWorkerSession(ctx, req)
 }
 
 // DeleteWorkerSession calls DeleteWorkerSession.
 func (c *WorkerClient) DeleteWorkerSession(ctx context.Context, req *tfpb.DeleteWorkerSessionRequest) (*tfpb.DeleteWorkerSessionResponse, error) {
-	resp := new(tfpb.DeleteWorkerSessionResponse)
-	return resp, c.c.CallProto(ctx, MethodDeleteWorkerSession, req, resp)
+	return c.gen.DeleteWorkerSession(ctx, req)
 }
 
 // RegisterGraph calls RegisterGraph.
 func (c *WorkerClient) RegisterGraph(ctx context.Context, req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
-	resp := new(tfpb.RegisterGraphResponse)
-	return resp, c.c.CallProto(ctx, MethodRegisterGraph, req, resp)
+	return c.gen.RegisterGraph(ctx, req)
 }
 
 // DeregisterGraph calls DeregisterGraph.
 func (c *WorkerClient) DeregisterGraph(ctx context.Context, req *tfpb.DeregisterGraphRequest) (*tfpb.DeregisterGraphResponse, error) {
-	resp := new(tfpb.DeregisterGraphResponse)
-	return resp, c.c.CallProto(ctx, MethodDeregisterGraph, req, resp)
+	return c.gen.DeregisterGraph(ctx, req)
 }
 
 // CleanupGraph calls CleanupGraph.
 func (c *WorkerClient) CleanupGraph(ctx context.Context, step int64) error {
-	return c.c.CallProto(ctx, MethodCleanupGraph, &tfpb.CleanupGraphRequest{StepId: step}, new(tfpb.CleanupGraphResponse))
+	_, err := c.gen.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: step})
+	return err
 }
 
 // CleanupAll calls CleanupAll.
 func (c *WorkerClient) CleanupAll(ctx context.Context, containers ...string) error {
-	return c.c.CallProto(ctx, MethodCleanupAll, &tfpb.CleanupAllRequest{Container: containers}, new(tfpb.CleanupAllResponse))
+	_, err := c.gen.CleanupAll(ctx, &tfpb.CleanupAllRequest{Container: containers})
+	return err
 }
 
 // RunGraph runs a registered graph. sends[i] is the tensor of req.Send[i]
@@ -93,7 +93,7 @@ func (c *WorkerClient) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, 
 	if err != nil {
 		return nil, fmt.Errorf("handlers: RunGraph: encode request: %w", err)
 	}
-	if err := c.c.Call(ctx, MethodRunGraph, &rpc.Request{Meta: meta, Tensors: sends}, reply); err != nil {
+	if err := c.gen.RunGraph(ctx, &rpc.Request{Meta: meta, Tensors: sends}, reply); err != nil {
 		return nil, err
 	}
 	resp := new(tfpb.RunGraphResponse)
@@ -110,7 +110,7 @@ func (c *WorkerClient) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, 
 // reply.Tensors[0], valid until reply.Release.
 func (c *WorkerClient) RecvTensor(ctx context.Context, step int64, key string, reply *rpc.Reply) (*tfpb.RecvTensorResponse, error) {
 	meta := appendRecvTensorRequest(nil, step, key)
-	if err := c.c.Call(ctx, MethodRecvTensor, &rpc.Request{Meta: meta}, reply); err != nil {
+	if err := c.gen.RecvTensor(ctx, &rpc.Request{Meta: meta}, reply); err != nil {
 		return nil, err
 	}
 	resp := new(tfpb.RecvTensorResponse)

@@ -4,48 +4,99 @@ import (
 	"context"
 
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
-// Register puts every WorkerService method, and FuseRecvTensor, on srv.
-// Methods that answer at once run inline on the connection's goroutine;
-// RunGraph, RecvTensor, FuseRecvTensor, CompleteGroup and CompleteInstance,
-// which wait, and RegisterGraph and CleanupAll, which may take a while, run
-// on goroutines of their own.
+// Register puts every WorkerService method, through the generated
+// RegisterWorkerServiceStarwireServer, and FuseRecvTensor on srv. Methods
+// that answer at once run inline on the connection's goroutine; RunGraph,
+// RecvTensor, FuseRecvTensor, CompleteGroup and CompleteInstance, which
+// wait, and RegisterGraph and CleanupAll, which may take a while, run on
+// goroutines of their own.
 func (w *Worker) Register(srv *rpc.Server) {
-	inline := rpc.HandlerOptions{Inline: true}
-	blocking := rpc.HandlerOptions{}
-	srv.Register(MethodGetStatus, rpc.HandleProto(func(_ context.Context, _ *tfpb.GetStatusRequest) (*tfpb.GetStatusResponse, error) {
-		return w.getStatus(), nil
-	}), inline)
-	srv.Register(MethodCreateWorkerSession, rpc.HandleProto(ctxFree(w.createWorkerSession)), inline)
-	srv.Register(MethodDeleteWorkerSession, rpc.HandleProto(ctxFree(w.deleteWorkerSession)), inline)
+	RegisterWorkerServiceStarwireServer(srv, starwireService{w}, handlerOptions)
+	srv.Register(MethodFuseRecvTensor, w.handleFuseRecvTensor, rpc.HandlerOptions{})
+}
+
+// handlerOptions says which methods run inline.
+func handlerOptions(m rpc.Method) rpc.HandlerOptions {
+	switch m.ID {
 	// Building a graph is quick (no I/O, no waiting), but can be large;
 	// it runs off the connection's goroutine so it does not delay others.
-	srv.Register(MethodRegisterGraph, rpc.HandleProto(ctxFree(w.registerGraph)), blocking)
-	srv.Register(MethodDeregisterGraph, rpc.HandleProto(ctxFree(w.deregisterGraph)), inline)
-	srv.Register(MethodRunGraph, w.handleRunGraph, blocking)
-	srv.Register(MethodCleanupGraph, rpc.HandleProto(infallible(w.cleanupGraph)), inline)
 	// CleanupAll waits for each variable's lock, which steps may hold.
-	srv.Register(MethodCleanupAll, rpc.HandleProto(infallible(w.cleanupAll)), blocking)
-	srv.Register(MethodRecvTensor, w.handleRecvTensor, blocking)
-	srv.Register(MethodFuseRecvTensor, w.handleFuseRecvTensor, blocking)
-	srv.Register(MethodLogging, rpc.HandleProto(infallible(w.logging)), inline)
-	srv.Register(MethodTracing, rpc.HandleProto(ctxFree(w.tracing)), inline)
-	srv.Register(MethodRecvBuf, rpc.HandleProto(ctxFree(w.recvBuf)), inline)
-	srv.Register(MethodCompleteGroup, rpc.HandleProto(w.completeGroup), blocking)
-	srv.Register(MethodCompleteInstance, rpc.HandleProto(w.completeInstance), blocking)
-	srv.Register(MethodGetStepSequence, rpc.HandleProto(infallible(w.getStepSequence)), inline)
-	srv.Register(MethodMarkRecvFinished, rpc.HandleProto(infallible(w.markRecvFinished)), inline)
+	case MethodRegisterGraph.ID, MethodRunGraph.ID, MethodCleanupAll.ID, MethodRecvTensor.ID,
+		MethodCompleteGroup.ID, MethodCompleteInstance.ID:
+		return rpc.HandlerOptions{}
+	}
+	return rpc.HandlerOptions{Inline: true}
 }
 
-// ctxFree adapts a worker method that needs no context to rpc.HandleProto.
-func ctxFree[Req, Resp any](f func(Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
-	return func(_ context.Context, req Req) (Resp, error) { return f(req) }
+// starwireService serves a Worker as the generated WorkerServiceStarwireServer.
+type starwireService struct{ w *Worker }
+
+var _ WorkerServiceStarwireServer = starwireService{}
+
+func (s starwireService) GetStatus(context.Context, *tfpb.GetStatusRequest) (*tfpb.GetStatusResponse, error) {
+	return s.w.getStatus(), nil
 }
 
-// infallible adapts a worker method that needs no context and cannot fail
-// to rpc.HandleProto.
-func infallible[Req, Resp any](f func(Req) Resp) func(context.Context, Req) (Resp, error) {
-	return func(_ context.Context, req Req) (Resp, error) { return f(req), nil }
+func (s starwireService) CreateWorkerSession(_ context.Context, req *tfpb.CreateWorkerSessionRequest) (*tfpb.CreateWorkerSessionResponse, error) {
+	return s.w.createWorkerSession(req)
+}
+
+func (s starwireService) DeleteWorkerSession(_ context.Context, req *tfpb.DeleteWorkerSessionRequest) (*tfpb.DeleteWorkerSessionResponse, error) {
+	return s.w.deleteWorkerSession(req)
+}
+
+func (s starwireService) RegisterGraph(_ context.Context, req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
+	return s.w.registerGraph(req)
+}
+
+func (s starwireService) DeregisterGraph(_ context.Context, req *tfpb.DeregisterGraphRequest) (*tfpb.DeregisterGraphResponse, error) {
+	return s.w.deregisterGraph(req)
+}
+
+func (s starwireService) RunGraph(ctx context.Context, in *wire.Inbound, out *rpc.Response) error {
+	return s.w.handleRunGraph(ctx, in, out)
+}
+
+func (s starwireService) CleanupGraph(_ context.Context, req *tfpb.CleanupGraphRequest) (*tfpb.CleanupGraphResponse, error) {
+	return s.w.cleanupGraph(req), nil
+}
+
+func (s starwireService) CleanupAll(_ context.Context, req *tfpb.CleanupAllRequest) (*tfpb.CleanupAllResponse, error) {
+	return s.w.cleanupAll(req), nil
+}
+
+func (s starwireService) RecvTensor(ctx context.Context, in *wire.Inbound, out *rpc.Response) error {
+	return s.w.handleRecvTensor(ctx, in, out)
+}
+
+func (s starwireService) Logging(_ context.Context, req *tfpb.LoggingRequest) (*tfpb.LoggingResponse, error) {
+	return s.w.logging(req), nil
+}
+
+func (s starwireService) Tracing(_ context.Context, req *tfpb.TracingRequest) (*tfpb.TracingResponse, error) {
+	return s.w.tracing(req)
+}
+
+func (s starwireService) RecvBuf(_ context.Context, req *tfpb.RecvBufRequest) (*tfpb.RecvBufResponse, error) {
+	return s.w.recvBuf(req)
+}
+
+func (s starwireService) GetStepSequence(_ context.Context, req *tfpb.GetStepSequenceRequest) (*tfpb.GetStepSequenceResponse, error) {
+	return s.w.getStepSequence(req), nil
+}
+
+func (s starwireService) CompleteGroup(ctx context.Context, req *tfpb.CompleteGroupRequest) (*tfpb.CompleteGroupResponse, error) {
+	return s.w.completeGroup(ctx, req)
+}
+
+func (s starwireService) CompleteInstance(ctx context.Context, req *tfpb.CompleteInstanceRequest) (*tfpb.CompleteInstanceResponse, error) {
+	return s.w.completeInstance(ctx, req)
+}
+
+func (s starwireService) MarkRecvFinished(_ context.Context, req *tfpb.MarkRecvFinishedRequest) (*tfpb.MarkRecvFinishedResponse, error) {
+	return s.w.markRecvFinished(req), nil
 }
