@@ -74,15 +74,29 @@ func (b *batch) add(p []byte, owner int32) {
 // pending reports whether bytes are left to write.
 func (b *batch) pending() bool { return b.next < len(b.parts) }
 
-// vectors returns the next parts to write as iovecs.
+// maxWritev bounds the bytes one writev is given. On loopback the kernel
+// goes on copying while the peer reads, so an unbounded writev of a batch
+// of large tensors ran for tens of milliseconds, and a caller withdrawing
+// its request waited for it to return.
+const maxWritev = 2 << 20
+
+// vectors returns the next parts to write as iovecs, at most maxIovecs of
+// them and maxWritev bytes.
 func (b *batch) vectors() []unix.Iovec {
 	n := min(len(b.parts)-b.next, maxIovecs)
 	if cap(b.vecs) < n {
 		b.vecs = make([]unix.Iovec, n)
 	}
 	vecs := b.vecs[:n]
+	size := 0
 	for i := range vecs {
-		setIovec(&vecs[i], b.parts[b.next+i])
+		p := b.parts[b.next+i]
+		if size+len(p) >= maxWritev {
+			setIovec(&vecs[i], p[:maxWritev-size])
+			return vecs[:i+1]
+		}
+		setIovec(&vecs[i], p)
+		size += len(p)
 	}
 	return vecs
 }

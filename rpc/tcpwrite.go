@@ -19,14 +19,28 @@ func (c *tcpConn) flush() {
 	}
 	c.writing = true
 	c.mu.Unlock()
-	c.writeNow()
+	c.write(true)
 }
 
-// writeNow writes queued frames without waiting for the socket. Its caller
-// holds the write side; writeNow gives it up when the queue is empty, or
-// hands it to a drainer goroutine when the socket is full.
-func (c *tcpConn) writeNow() {
-	for c.takeBatch() {
+// writeNow writes one batch for a caller or the reader, which have their
+// own work to go back to: what other callers queue meanwhile is left to the
+// reactor.
+func (c *tcpConn) writeNow() { c.write(false) }
+
+// write writes queued frames without waiting for the socket, and at most
+// tryBudget bytes of a batch. Its caller holds the write side; write gives
+// it up when done, or hands it to a drainer goroutine when the socket is
+// full or the batch is long, or, unless all, to the reactor when more
+// frames are queued after the first batch.
+func (c *tcpConn) write(all bool) {
+	for first := true; ; first = false {
+		if !first && !all {
+			c.handOff()
+			return
+		}
+		if !c.takeBatch() {
+			return
+		}
 		err := c.raw.Write(c.tryFn)
 		if err == nil {
 			err = c.writeErr
@@ -41,6 +55,20 @@ func (c *tcpConn) writeNow() {
 		}
 		c.finishBatch()
 	}
+}
+
+// handOff gives up the write side, scheduling the reactor for the frames
+// queued meanwhile.
+func (c *tcpConn) handOff() {
+	c.mu.Lock()
+	c.writing = false
+	if len(c.queue) == 0 || c.corked || c.err != nil || c.scheduled {
+		c.mu.Unlock()
+		return
+	}
+	c.scheduled = true
+	c.mu.Unlock()
+	c.reactor.schedule(c)
 }
 
 // drain holds the write side while the socket is full: it waits for room,
@@ -101,11 +129,16 @@ func (c *tcpConn) takeBatch() bool {
 	return true
 }
 
-// tryWrite writes the batch until it is done or the socket is full. As a
-// RawConn.Write function it never asks to wait.
+// tryBudget bounds what one non-blocking turn writes: a caller, the reader
+// or a reactor that wrote a batch of large tensors whole would keep its own
+// work (a caller its deadline) waiting behind other calls' bytes.
+const tryBudget = 1 << 20
+
+// tryWrite writes the batch until it is done, the socket is full or
+// tryBudget bytes are out. As a RawConn.Write function it never waits.
 func (c *tcpConn) tryWrite(fd uintptr) bool {
 	c.writeErr = nil
-	for c.pending() {
+	for sent := 0; c.pending() && sent < tryBudget; {
 		n, full, err := c.writeOnce(fd)
 		if err == unix.EAGAIN {
 			return true
@@ -114,6 +147,7 @@ func (c *tcpConn) tryWrite(fd uintptr) bool {
 			c.writeErr = err
 			return true
 		}
+		sent += n
 	}
 	return true
 }
