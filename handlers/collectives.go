@@ -164,10 +164,10 @@ func (w *Worker) getStepSequence(req *tfpb.GetStepSequenceRequest) *tfpb.GetStep
 	return resp
 }
 
-// recvBuf is not implemented: collectives' buffer transfers would need a
-// buffer rendezvous the graph executor does not have.
+// recvBuf is not implemented: no collective op runs here, so there is no
+// buffer to send (see the package doc).
 func (w *Worker) recvBuf(req *tfpb.RecvBufRequest) (*tfpb.RecvBufResponse, error) {
-	return nil, rpc.Errorf(wire.Unimplemented, "RecvBuf: collective buffer transfers are not supported (key %q)", req.GetBufRendezvousKey())
+	return nil, rpc.Errorf(wire.Unimplemented, "RecvBuf: collective buffer transfers are not supported: no collective op runs on this worker (key %q)", req.GetBufRendezvousKey())
 }
 
 // markRecvFinished acknowledges a finished RecvTensor. The worker keeps no

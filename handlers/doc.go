@@ -69,8 +69,16 @@
 // CompleteInstance resolve collective groups and instances among their
 // members; GetStepSequence keeps a counter per graph key. MarkRecvFinished
 // is accepted and does nothing, since no per-request RecvTensor state is
-// kept. RecvBuf answers Unimplemented: collective data transfers are not
-// supported.
+// kept.
+//
+// RecvBuf answers Unimplemented, naming the buffer key: it moves the
+// buffers of collective ops (CollectiveReduce, CollectiveBcastSend, ...),
+// and no collective op is among the ops, so a graph holding one is refused
+// at RegisterGraph with NotFound and no step ever makes a buffer to fetch.
+// Unimplemented tells a caller that the method, not the key, is missing,
+// so it does not retry as it would after NotFound or Unavailable. Group and
+// instance resolution (CompleteGroup, CompleteInstance) are served, for
+// masters that resolve collectives before running any.
 //
 // # Concurrency
 //
