@@ -88,12 +88,16 @@ func handles() []*tfpb.NodeDef {
 	return out
 }
 
-func fnArg(name string, dt tfpb.DataType) *tfpb.OpDef_ArgDef { return &tfpb.OpDef_ArgDef{Name: name, Type: dt} }
+func fnArg(name string, dt tfpb.DataType) *tfpb.OpDef_ArgDef {
+	return &tfpb.OpDef_ArgDef{Name: name, Type: dt}
+}
 
 // truncatedInit is the function the embeddings' initializer calls:
 // TruncatedNormal(shape) · stddev, its seed an attribute of the call.
 func truncatedInit() *tfpb.FunctionDef {
-	ph := func(n string) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_Placeholder{Placeholder: n}} }
+	ph := func(n string) *tfpb.AttrValue {
+		return &tfpb.AttrValue{Value: &tfpb.AttrValue_Placeholder{Placeholder: n}}
+	}
 	return &tfpb.FunctionDef{
 		Signature: &tfpb.OpDef{Name: "truncated_init", InputArg: []*tfpb.OpDef_ArgDef{fnArg("shape", tfpb.DataType_DT_INT32), fnArg("stddev", tfpb.DataType_DT_FLOAT)},
 			OutputArg: []*tfpb.OpDef_ArgDef{fnArg("value", tfpb.DataType_DT_FLOAT)}, Attr: []*tfpb.OpDef_AttrDef{{Name: "seed", Type: "int"}}},
