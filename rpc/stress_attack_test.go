@@ -101,8 +101,10 @@ func checkAttack(t *testing.T, r *stress.AttackResult) {
 		t.Errorf("the well-behaved client's calls failed: %d corrupted, %s %v", p.Corrupted, p.CodeSummary(), p.Errors)
 	case p.OK == 0:
 		t.Error("the well-behaved client made no call")
-	case p.P99 > probeP99:
-		t.Errorf("the well-behaved client's p99 was %v (max %v), over %v", p.P99, p.Max, probeP99)
+	case p.P99 > probeP99+p.SchedLate:
+		// What the machine adds by waking the client late is not the
+		// server's doing; the lateness is measured in the same run.
+		t.Errorf("the well-behaved client's p99 was %v (max %v), over %v plus the %v the machine woke it late", p.P99, p.Max, probeP99, p.SchedLate)
 	}
 	if t.Failed() && p != nil {
 		t.Logf("probe: %s", p)
