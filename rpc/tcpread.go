@@ -134,15 +134,7 @@ func (c *tcpConn) readHead(in *wire.Inbound, h *wire.Header) error {
 // descriptors or destinations are bad is still read to its end, so the
 // stream stays in step, and delivered with in.Err set.
 func (c *tcpConn) readPayload(in *wire.Inbound, r wire.Receiver) error {
-	err := in.ParseDescs()
-	if err == nil {
-		err = r.Alloc(in)
-	}
-	if err == nil {
-		err = in.CheckAlloc()
-	}
-	if err != nil {
-		in.Err = err
+	if in.Prepare(r) != nil {
 		if _, err := io.CopyN(io.Discard, c.br, int64(in.Header.PayloadLen)); err != nil {
 			return fmt.Errorf("rpc: skip payload of call %d: %w", in.Header.CallID, err)
 		}

@@ -48,15 +48,13 @@ func decode(b []byte, lim *Limits) (*Inbound, error) {
 		in.Release()
 		return nil, err
 	}
-	for off := uint64(0); off < h.PayloadLen; {
-		dst, ok := in.PayloadDest(off)
-		if !ok || len(b) == 0 {
+	for i := range in.Tensors {
+		dst := in.Tensors[i].Data
+		if len(b) < len(dst) {
 			in.Release()
-			return nil, fmt.Errorf("payload at %d: %w", off, ErrShort)
+			return nil, fmt.Errorf("tensor %d: %w", i, ErrShort)
 		}
-		n := copy(dst, b)
-		b = b[n:]
-		off += uint64(n)
+		b = b[copy(dst, b):]
 	}
 	if len(b) != 0 {
 		in.Release()

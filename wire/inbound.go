@@ -94,6 +94,22 @@ func (in *Inbound) AllocPooled() {
 	}
 }
 
+// Prepare readies in for its tensor bytes once its head is in: it decodes
+// the descriptors, asks r where the bytes go and checks the answer. On error
+// it sets in.Err too; the transport then still reads or skips the payload and
+// delivers in, so that the frame's call alone fails.
+func (in *Inbound) Prepare(r Receiver) error {
+	err := in.ParseDescs()
+	if err == nil {
+		err = r.Alloc(in)
+	}
+	if err == nil {
+		err = in.CheckAlloc()
+	}
+	in.Err = err
+	return err
+}
+
 // CheckAlloc verifies that a Receiver gave every tensor exactly the room its
 // descriptor announced.
 func (in *Inbound) CheckAlloc() error {
@@ -132,18 +148,4 @@ func (in *Inbound) Release() {
 type Receiver interface {
 	Alloc(in *Inbound) error
 	Deliver(in *Inbound)
-}
-
-// PayloadDest returns where payload byte off and those after it, up to the
-// end of its tensor, are to be written. Packet transports use it to land
-// each segment in its final buffer. ok is false when off is past the payload.
-func (in *Inbound) PayloadDest(off uint64) (dst []byte, ok bool) {
-	for i := range in.Tensors {
-		n := uint64(len(in.Tensors[i].Data))
-		if off < n {
-			return in.Tensors[i].Data[off:], true
-		}
-		off -= n
-	}
-	return nil, false
 }
