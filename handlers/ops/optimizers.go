@@ -252,7 +252,7 @@ func denseApply(u *update, dt wire.DataType, in *applyInputs, nesterov bool) err
 	if err := checkSlots(u, in, in.vars[0].t.Shape); err != nil {
 		return err
 	}
-	runRows(u, dt, in, nesterov, func(v *variable) []byte { return v.t.Data }, in.grad.Data)
+	rowRunner(u, dt, in, nesterov)(func(v *variable) []byte { return v.t.Data }, in.grad.Data)
 	return nil
 }
 
@@ -280,12 +280,15 @@ func sparseApply(u *update, dt wire.DataType, in *applyInputs, nesterov bool) er
 	if err := checkIndices(in.idx, l.rows); err != nil {
 		return err
 	}
-	for i, x := range in.idx {
+	run := rowRunner(u, dt, in, nesterov)
+	var x int64
+	row := func(v *variable) []byte { return v.t.Data[int(x)*l.rowBytes : int(x+1)*l.rowBytes] }
+	for i := range in.idx {
+		x = in.idx[i]
 		for _, v := range order {
 			v.lockRow(x)
 		}
-		row := func(v *variable) []byte { return v.t.Data[int(x)*l.rowBytes : int(x+1)*l.rowBytes] }
-		runRows(u, dt, in, nesterov, row, in.grad.Data[i*l.rowBytes:(i+1)*l.rowBytes])
+		run(row, in.grad.Data[i*l.rowBytes:(i+1)*l.rowBytes])
 		for _, v := range slices.Backward(order) {
 			v.unlockRow(x)
 		}
@@ -293,25 +296,28 @@ func sparseApply(u *update, dt wire.DataType, in *applyInputs, nesterov bool) er
 	return nil
 }
 
-// runRows applies u to the run of elements part picks out of each
-// variable, with gradient g.
-func runRows(u *update, dt wire.DataType, in *applyInputs, nesterov bool, part func(*variable) []byte, g []byte) {
-	switch dt {
-	case wire.DTFloat:
-		vs := make([][]float32, len(in.vars))
+// rowRunner returns a function that applies u to the run of elements part
+// picks out of each variable, with gradient g; its scratch is allocated
+// once, so a sparse update allocates nothing per row.
+func rowRunner(u *update, dt wire.DataType, in *applyInputs, nesterov bool) func(part func(*variable) []byte, g []byte) {
+	if dt == wire.DTDouble {
+		vs := make([][]float64, len(in.vars))
+		return func(part func(*variable) []byte, g []byte) {
+			for i, v := range in.vars {
+				vs[i] = tensor.View[float64](part(v))
+			}
+			u.apply64(vs, tensor.View[float64](g), in.scalars, nesterov)
+		}
+	}
+	vs := make([][]float32, len(in.vars))
+	s := make([]float32, len(in.scalars))
+	for i, x := range in.scalars {
+		s[i] = float32(x)
+	}
+	return func(part func(*variable) []byte, g []byte) {
 		for i, v := range in.vars {
 			vs[i] = tensor.View[float32](part(v))
 		}
-		s := make([]float32, len(in.scalars))
-		for i, x := range in.scalars {
-			s[i] = float32(x)
-		}
 		u.apply32(vs, tensor.View[float32](g), s, nesterov)
-	case wire.DTDouble:
-		vs := make([][]float64, len(in.vars))
-		for i, v := range in.vars {
-			vs[i] = tensor.View[float64](part(v))
-		}
-		u.apply64(vs, tensor.View[float64](g), in.scalars, nesterov)
 	}
 }

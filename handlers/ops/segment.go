@@ -134,15 +134,31 @@ func buildUnsortedSegmentSum(_ *Env, n *Node) (Kernel, error) {
 			return err
 		}
 		clear(r.Data)
-		for i, s := range ids {
-			if s < 0 {
-				continue
-			}
-			dst := &wire.Tensor{DType: dt, Data: r.Data[int(s)*row : int(s+1)*row]}
-			src := &wire.Tensor{DType: dt, Data: data.Data[i*row : (i+1)*row]}
-			elementwise(addOp, dst, dst, src)
+		switch dt {
+		case wire.DTFloat:
+			segmentSum(tensor.View[float32](r.Data), tensor.View[float32](data.Data), ids, row/4)
+		case wire.DTDouble:
+			segmentSum(tensor.View[float64](r.Data), tensor.View[float64](data.Data), ids, row/8)
+		case wire.DTInt32:
+			segmentSum(tensor.View[int32](r.Data), tensor.View[int32](data.Data), ids, row/4)
+		case wire.DTInt64:
+			segmentSum(tensor.View[int64](r.Data), tensor.View[int64](data.Data), ids, row/8)
 		}
 		c.setOut(0, r)
 		return nil
 	}, nil
+}
+
+// segmentSum adds row i of data (rows of width elements) into row ids[i]
+// of r, skipping negative ids.
+func segmentSum[T numeric](r, data []T, ids []int64, width int) {
+	for i, s := range ids {
+		if s < 0 {
+			continue
+		}
+		dst, src := r[int(s)*width:int(s+1)*width], data[i*width:(i+1)*width]
+		for j := range dst {
+			dst[j] += src[j]
+		}
+	}
 }
