@@ -17,8 +17,13 @@ test: vet
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m $(PKGS)
 
+# bench-smoke runs every benchmark once, and a tiny sweep of "starwire bench"
+# (every workload and protocol, client and servers in separate processes) whose
+# table, JSON and charts land in BENCH_OUT.
+BENCH_OUT ?= $(or $(TMPDIR),/tmp)/starwire-bench-smoke
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem -timeout 20m $(PKGS)
+	$(GO) run ./cmd/starwire bench --smoke --out $(BENCH_OUT)
 
 generate:
 	$(GO) generate ./...

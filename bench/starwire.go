@@ -19,6 +19,10 @@ var (
 	// DT_UINT8 tensor of that many bytes, sent from a buffer the server
 	// holds, as RecvTensor answers with a tensor that is ready.
 	MethodFetch = rpc.NewMethod("bench.Fetch")
+	// MethodFuse answers a uvarint key count and a uvarint byte count with
+	// that many DT_UINT8 tensors of that size, as FuseRecvTensor answers
+	// many rendezvous keys in one call.
+	MethodFuse = rpc.NewMethod("bench.Fuse")
 	// MethodControl is a control call: a RecvTensorRequest in, a
 	// RecvTensorResponse out, no tensors.
 	MethodControl = rpc.NewMethod("bench.Control")
@@ -40,6 +44,7 @@ func NewStarwireServer() *StarwireServer {
 	inline := rpc.HandlerOptions{Inline: true}
 	s.Register(MethodEcho, echoHandler, inline)
 	s.Register(MethodFetch, s.fetch, inline)
+	s.Register(MethodFuse, s.fuse, inline)
 	s.Register(MethodControl, rpc.HandleProto(control), inline)
 	return s
 }
@@ -60,6 +65,22 @@ func (s *StarwireServer) fetch(_ context.Context, req *wire.Inbound, resp *rpc.R
 	// Zero-copy: the response points at the held buffer; the server drops
 	// this reference once the bytes are written.
 	resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTUint8, Shape: shape, Data: buf.Bytes()[:n], Buf: buf})
+	return nil
+}
+
+// FuseKeys is how many tensors a fused fetch of the sweep asks for.
+const FuseKeys = 8
+
+func (s *StarwireServer) fuse(_ context.Context, req *wire.Inbound, resp *rpc.Response) error {
+	k, i := binary.Uvarint(req.Meta)
+	n, j := binary.Uvarint(req.Meta[max(i, 0):])
+	if i <= 0 || j <= 0 || k > 1024 || n*k > MaxRawFetch {
+		return rpc.Errorf(wire.InvalidArgument, "bench: fuse of %x", req.Meta)
+	}
+	for range k {
+		buf, shape := s.held(int(n))
+		resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTUint8, Shape: shape, Data: buf.Bytes()[:n], Buf: buf})
+	}
 	return nil
 }
 
@@ -177,6 +198,24 @@ func (s *StarwireClient) fetch(ctx context.Context, n int) error {
 	if len(s.reply.Tensors) != 1 || len(s.reply.Tensors[0].Data) != n {
 		s.reply.Release()
 		return fmt.Errorf("bench: starwire fetch of %d bytes answered with %d tensors", n, len(s.reply.Tensors))
+	}
+	return nil
+}
+
+// Fuse asks for k tensors of n bytes in one call; they land in pooled
+// buffers, released before it returns.
+func (s *StarwireClient) Fuse(ctx context.Context, k, n int) error {
+	s.reply.Alloc = nil
+	s.meta = binary.AppendUvarint(binary.AppendUvarint(s.meta[:0], uint64(k)), uint64(n))
+	s.req.Meta = s.meta
+	err := s.c.Call(ctx, MethodFuse, &s.req, &s.reply)
+	s.req.Meta = nil
+	if err != nil {
+		return err
+	}
+	defer s.reply.Release()
+	if len(s.reply.Tensors) != k {
+		return fmt.Errorf("bench: starwire fuse of %d tensors answered with %d", k, len(s.reply.Tensors))
 	}
 	return nil
 }

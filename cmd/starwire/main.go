@@ -65,6 +65,7 @@ var commandEnv = map[string][]string{
 	"train":     taskEnv,
 	"serve":     taskEnv,
 	"staleness": {envvar.CoreNumber},
+	"bench":     {envvar.CoreNumber},
 	"health":    nil,
 }
 
@@ -72,6 +73,7 @@ var commands = []command{
 	{"train", "train a sparse logistic-regression model on a local or existing cluster", trainCmd},
 	{"serve", "run one task (--job, --task) of a cluster as a long-lived server", serveCmd},
 	{"staleness", "measure parameter staleness over starwire and gRPC", stalenessCmd},
+	{"bench", "sweep sizes, calls in flight and reactors over gRPC and starwire's paths; write a table, JSON and charts", benchCmd},
 	{"health", "probe a task: the gRPC health service on its gRPC port, or its starwire port", healthCmd},
 }
 
@@ -113,7 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := lookupCommand(args[0])
 	if !ok {
-		fmt.Fprintf(stderr, "starwire: unknown command %q (want train, serve, staleness or health)\n", args[0])
+		fmt.Fprintf(stderr, "starwire: unknown command %q (want train, serve, staleness, health or bench)\n", args[0])
 		return 2
 	}
 	if err := envvar.Check(commandEnv[cmd.name]...); err != nil && !wantsHelp(args[1:]) {

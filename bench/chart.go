@@ -1,0 +1,248 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// protoColors give each protocol one colour in every chart.
+var protoColors = map[string]color.Color{
+	ProtoGRPC:  color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	ProtoTCP:   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	ProtoUDP:   color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	ProtoAFXDP: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+}
+
+// throughput is the figure a workload's throughput chart plots: MB/s for
+// tensor transfers, calls/s otherwise.
+func throughput(w Workload) (label string, get func(Measurement) float64) {
+	if w == WorkRecvTensor || w == WorkFuse {
+		return "MB/s", func(m Measurement) float64 { return m.MBPerSec }
+	}
+	if w == WorkPSMix {
+		return "steps/s", func(m Measurement) float64 { return m.CallsPerSec }
+	}
+	return "calls/s", func(m Measurement) float64 { return m.CallsPerSec }
+}
+
+// WriteCharts draws, for each workload (and server core count), the
+// throughput and the p50/p99 latencies against size (at one concurrency)
+// and against concurrency (at one size), one line per protocol, as files
+// in dir with each of exts ("png", "svg"). It returns the files' paths.
+func (r *Report) WriteCharts(dir string, exts ...string) ([]string, error) {
+	var paths []string
+	type group struct {
+		w     Workload
+		cores int
+	}
+	var groups []group
+	byGroup := map[group][]Measurement{}
+	for _, m := range r.Measurements {
+		if m.Err != "" {
+			continue
+		}
+		g := group{m.Workload, m.Cores}
+		if _, ok := byGroup[g]; !ok {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], m)
+	}
+	for _, g := range groups {
+		ms := byGroup[g]
+		name := string(g.w)
+		if g.cores > 0 {
+			name += "-cores" + strconv.Itoa(g.cores)
+		}
+		sizes, concs := distinct(ms, func(m Measurement) int { return m.Size }), distinct(ms, func(m Measurement) int { return m.Concurrency })
+		if len(sizes) > 1 {
+			conc := pick(concs, 32)
+			at := filter(ms, func(m Measurement) bool { return m.Concurrency == conc })
+			sub := fmt.Sprintf("%s, %d in flight", g.w, conc)
+			ps, err := r.chartPair(dir, name+"-by-size", sub, sizeLabel, at, func(m Measurement) float64 { return float64(m.Size) }, g.w, exts)
+			if err != nil {
+				return paths, err
+			}
+			paths = append(paths, ps...)
+		}
+		if len(concs) > 1 {
+			size := sizes[0]
+			at := filter(ms, func(m Measurement) bool { return m.Size == size })
+			sub := fmt.Sprintf("%s, %s", g.w, FormatSize(size))
+			ps, err := r.chartPair(dir, name+"-by-concurrency", sub, "calls in flight", at, func(m Measurement) float64 { return float64(m.Concurrency) }, g.w, exts)
+			if err != nil {
+				return paths, err
+			}
+			paths = append(paths, ps...)
+		}
+	}
+	return paths, nil
+}
+
+// chartPair draws the throughput and the latency chart of ms against x.
+func (r *Report) chartPair(dir, name, subtitle, xlabel string, ms []Measurement, x func(Measurement) float64, w Workload, exts []string) ([]string, error) {
+	tlabel, tget := throughput(w)
+	tp := newChart(subtitle+": throughput", xlabel, tlabel)
+	lp := newChart(subtitle+": latency (solid p50, dashed p99)", xlabel, "µs")
+	var xs []float64
+	for _, m := range ms {
+		if v := x(m); !slices.Contains(xs, v) {
+			xs = append(xs, v)
+		}
+	}
+	label := func(v float64) string { return strconv.Itoa(int(v)) }
+	if xlabel == sizeLabel {
+		label = func(v float64) string { return FormatSize(int(v)) }
+	}
+	tp.X.Tick.Marker, lp.X.Tick.Marker = valueTicks{xs, label}, valueTicks{xs, label}
+	lp.Y.Scale = plot.LogScale{}
+	lp.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	for _, proto := range protocolsOf(ms) {
+		pts := filter(ms, func(m Measurement) bool { return m.Protocol == proto })
+		slices.SortFunc(pts, func(a, b Measurement) int { return int(x(a) - x(b)) })
+		if err := addLine(tp, proto, pts, x, tget, false, true); err != nil {
+			return nil, err
+		}
+		if err := addLine(lp, proto, pts, x, func(m Measurement) float64 { return m.P50 }, false, true); err != nil {
+			return nil, err
+		}
+		if err := addLine(lp, proto, pts, x, func(m Measurement) float64 { return m.P99 }, true, false); err != nil {
+			return nil, err
+		}
+	}
+	// Room above the lines for the legend; throughput from zero.
+	tp.Y.Min, tp.Y.Max = 0, tp.Y.Max*1.3
+	lp.Y.Max *= 4
+	var paths []string
+	for _, ext := range exts {
+		for _, c := range []struct {
+			p    *plot.Plot
+			file string
+		}{{tp, name + "-throughput." + ext}, {lp, name + "-latency." + ext}} {
+			path := filepath.Join(dir, c.file)
+			if err := c.p.Save(16*vg.Centimeter, 10*vg.Centimeter, path); err != nil {
+				return paths, fmt.Errorf("bench: chart %s: %w", path, err)
+			}
+			paths = append(paths, path)
+		}
+	}
+	return paths, nil
+}
+
+const sizeLabel = "size"
+
+// valueTicks mark the values measured, labelled by label.
+type valueTicks struct {
+	vals  []float64
+	label func(float64) string
+}
+
+func (t valueTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for _, v := range t.vals {
+		if v >= lo && v <= hi {
+			ts = append(ts, plot.Tick{Value: v, Label: t.label(v)})
+		}
+	}
+	return ts
+}
+
+func newChart(title, xlabel, ylabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Title.Padding = vg.Points(6)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// addLine adds one of proto's lines; legend says whether it gets a legend
+// entry.
+func addLine(p *plot.Plot, proto string, ms []Measurement, x, y func(Measurement) float64, dashed, legend bool) error {
+	var xys plotter.XYs
+	for _, m := range ms {
+		if v := y(m); v > 0 && !math.IsInf(v, 0) {
+			xys = append(xys, plotter.XY{X: x(m), Y: v})
+		}
+	}
+	if len(xys) == 0 {
+		return nil
+	}
+	l, s, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return err
+	}
+	c := protoColors[proto]
+	if c == nil {
+		c = color.Black
+	}
+	l.Color, s.Color = c, c
+	l.Width = vg.Points(1.5)
+	s.Shape = draw.CircleGlyph{}
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		s.Shape = draw.BoxGlyph{}
+	}
+	p.Add(l, s)
+	if legend {
+		p.Legend.Add(proto, l, s)
+	}
+	return nil
+}
+
+func distinct(ms []Measurement, f func(Measurement) int) []int {
+	var out []int
+	for _, m := range ms {
+		if v := f(m); !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pick returns the largest of vs at most want, else the smallest.
+func pick(vs []int, want int) int {
+	best := vs[0]
+	for _, v := range vs {
+		if v <= want {
+			best = v
+		}
+	}
+	return best
+}
+
+func filter(ms []Measurement, keep func(Measurement) bool) []Measurement {
+	var out []Measurement
+	for _, m := range ms {
+		if keep(m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// protocolsOf lists the protocols of ms in Protocols' order.
+func protocolsOf(ms []Measurement) []string {
+	var out []string
+	for _, p := range Protocols {
+		for _, m := range ms {
+			if m.Protocol == p {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}

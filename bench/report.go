@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+)
+
+// A Report is a sweep's results with what a reader needs to reproduce them.
+type Report struct {
+	Date         string        `json:"date"`
+	Command      string        `json:"command"`
+	Machine      string        `json:"machine"`
+	Layout       string        `json:"layout"` // "separate processes" or "one process"
+	Measurements []Measurement `json:"measurements"`
+}
+
+// WriteJSON writes r, indented.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// ReadReport reads a report WriteJSON wrote.
+func ReadReport(rd io.Reader) (*Report, error) {
+	var r Report
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return nil, fmt.Errorf("bench: read report: %w", err)
+	}
+	return &r, nil
+}
+
+// WriteTable writes one row per measurement, and after each point's rows
+// how starwire over TCP compares with gRPC there ("-" without both).
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tsize\tin flight\tcores\tprotocol\tcalls/s\tMB/s\tp50 µs\tp99 µs\tp99.9 µs\tvs grpc\t")
+	grpc := map[Point]float64{}
+	for _, m := range r.Measurements {
+		if m.Protocol == ProtoGRPC && m.Err == "" {
+			grpc[m.key()] = m.CallsPerSec
+		}
+	}
+	var failed []Measurement
+	for _, m := range r.Measurements {
+		cores := "default"
+		if m.Cores > 0 {
+			cores = strconv.Itoa(m.Cores)
+		}
+		if m.Err != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t-\t-\t-\t-\t-\t-\t\n", m.Workload, FormatSize(m.Size), m.Concurrency, cores, m.Protocol)
+			failed = append(failed, m)
+			continue
+		}
+		vs := "-"
+		if g := grpc[m.key()]; g > 0 && m.Protocol != ProtoGRPC {
+			vs = strconv.FormatFloat(m.CallsPerSec/g, 'f', 2, 64) + "×"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t\n", m.Workload, FormatSize(m.Size), m.Concurrency, cores,
+			m.Protocol, groupThousands(int64(m.CallsPerSec+0.5)), m.MBPerSec, m.P50, m.P99, m.P999, vs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, m := range failed {
+		if !seen[m.Err] {
+			seen[m.Err] = true
+			fmt.Fprintf(w, "%s %s: %s\n", m.Protocol, m.Workload, m.Err)
+		}
+	}
+	return nil
+}
+
+// key is the point without its protocol, to pair protocols' rows.
+func (m Measurement) key() Point {
+	p := m.Point
+	p.Protocol = ""
+	return p
+}
+
+// FormatSize writes n bytes as 64B, 4KiB, 16MiB.
+func FormatSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + "MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + "KiB"
+	}
+	return strconv.Itoa(n) + "B"
+}
+
+// ParseSize reads what FormatSize writes (and plain byte counts).
+func ParseSize(s string) (int, error) {
+	mult := 1
+	num := s
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"MiB", 1 << 20}, {"KiB", 1 << 10}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if len(s) > len(u.suffix) && s[len(s)-len(u.suffix):] == u.suffix {
+			num, mult = s[:len(s)-len(u.suffix)], u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bench: size %q, want bytes such as 64, 4KiB or 16MiB", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,281 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// A Workload is what each call of a sweep does.
+type Workload string
+
+// The workloads.
+const (
+	WorkEcho       Workload = "echo"       // a small RPC: Size bytes of metadata each way
+	WorkRecvTensor Workload = "recvtensor" // a tensor of Size bytes answers a small request
+	WorkFuse       Workload = "fuse"       // FuseKeys tensors of Size bytes answer one request
+	WorkPSMix      Workload = "psmix"      // a parameter-server step: a control call, two pulls of Size bytes, a push of Size bytes
+)
+
+// Workloads are the workloads a sweep can run.
+var Workloads = []Workload{WorkEcho, WorkRecvTensor, WorkFuse, WorkPSMix}
+
+// DefaultSizes are the sizes each workload sweeps by default.
+var DefaultSizes = map[Workload][]int{
+	WorkEcho:       {64, 1 << 10, 16 << 10, 64 << 10},
+	WorkRecvTensor: {4 << 10, 256 << 10, 4 << 20, 64 << 20},
+	WorkFuse:       {4 << 10, 64 << 10, 1 << 20},
+	WorkPSMix:      {4 << 10, 64 << 10, 256 << 10},
+}
+
+// Loop disciplines.
+const (
+	LoopClosed = "closed" // each caller calls again when its answer arrives
+	LoopOpen   = "open"   // calls arrive at a fixed rate whatever the answers take
+)
+
+// A Point is one measurement's setting.
+type Point struct {
+	Protocol    string   `json:"protocol"`
+	Workload    Workload `json:"workload"`
+	Size        int      `json:"size"`
+	Concurrency int      `json:"concurrency"`
+	Cores       int      `json:"cores"` // SEASTAR_CORE_NUMBER of the server; 0: its default
+	Loop        string   `json:"loop"`
+	Rate        float64  `json:"rate,omitempty"` // calls/s, open loop
+}
+
+// A Measurement is what a point measured. Latencies are in microseconds.
+type Measurement struct {
+	Point
+	Calls       int64   `json:"calls"`
+	Errors      int64   `json:"errors"`
+	Seconds     float64 `json:"seconds"`
+	CallsPerSec float64 `json:"calls_per_sec"`
+	MBPerSec    float64 `json:"mb_per_sec"` // payload moved, 10⁶ bytes/s
+	P50         float64 `json:"p50_us"`
+	P90         float64 `json:"p90_us"`
+	P99         float64 `json:"p99_us"`
+	P999        float64 `json:"p999_us"`
+	Max         float64 `json:"max_us"`
+	Err         string  `json:"error,omitempty"`
+}
+
+// payload is the bytes one call of w moves (both ways for echo and the
+// mix), for MB/s.
+func payload(w Workload, size int) int64 {
+	switch w {
+	case WorkEcho:
+		return 2 * int64(size)
+	case WorkFuse:
+		return FuseKeys * int64(size)
+	case WorkPSMix:
+		return 4 * int64(size)
+	}
+	return int64(size)
+}
+
+// A Spawner starts the servers of protos, with cores reactors, somewhere
+// (another process, or this one) and returns their addresses and how to
+// stop them.
+type Spawner func(ctx context.Context, protos []string, cores int) (addrs map[string]string, stop func(), err error)
+
+// InProcess is the Spawner that runs the servers in this process.
+func InProcess(_ context.Context, protos []string, cores int) (map[string]string, func(), error) {
+	t, err := ServeTargets(protos, cores)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t.Addrs, func() { t.Close() }, nil
+}
+
+// SweepConfig says what a sweep measures.
+type SweepConfig struct {
+	Protocols   []string
+	Workloads   []Workload
+	Sizes       map[Workload][]int // nil or missing: DefaultSizes
+	Concurrency []int              // calls in flight
+	Cores       []int              // SEASTAR_CORE_NUMBER values; 0: the server's default
+	Loop        string
+	Rate        float64 // open loop: calls/s in all
+	Duration    time.Duration
+	Warmup      time.Duration
+	Spawn       Spawner // nil: InProcess
+	// MaxInflightBytes skips points whose calls in flight would hold more
+	// payload than this at once (64 MiB × 256 callers is 16 GiB a side);
+	// 0 means 1 GiB.
+	MaxInflightBytes int64
+	// Progress, when set, is called before each point with how many are
+	// done of how many.
+	Progress func(done, total int, p Point)
+}
+
+// points lists the sweep's points in the order they run: for each server
+// setting (cores), each workload, size and concurrency, the protocols in
+// turn, so that a change in the machine's load touches them alike.
+func (c *SweepConfig) points() []Point {
+	var ps []Point
+	cores := c.Cores
+	if len(cores) == 0 {
+		cores = []int{0}
+	}
+	for _, cores := range cores {
+		for _, w := range c.Workloads {
+			sizes := c.Sizes[w]
+			if len(sizes) == 0 {
+				sizes = DefaultSizes[w]
+			}
+			for _, size := range sizes {
+				for _, conc := range c.Concurrency {
+					if payload(w, size)*int64(conc) > c.maxInflight() {
+						continue
+					}
+					for _, proto := range c.Protocols {
+						ps = append(ps, Point{Protocol: proto, Workload: w, Size: size, Concurrency: conc, Cores: cores, Loop: c.Loop, Rate: c.Rate})
+					}
+				}
+			}
+		}
+	}
+	return ps
+}
+
+func (c *SweepConfig) maxInflight() int64 {
+	if c.MaxInflightBytes > 0 {
+		return c.MaxInflightBytes
+	}
+	return 1 << 30
+}
+
+func (c *SweepConfig) check() error {
+	switch {
+	case len(c.Protocols) == 0 || len(c.Workloads) == 0 || len(c.Concurrency) == 0:
+		return errors.New("bench: a sweep needs protocols, workloads and concurrency values")
+	case c.Loop != LoopClosed && c.Loop != LoopOpen:
+		return fmt.Errorf("bench: loop %q, want %q or %q", c.Loop, LoopClosed, LoopOpen)
+	case c.Loop == LoopOpen && c.Rate <= 0:
+		return errors.New("bench: an open loop needs a rate (calls/s)")
+	case c.Duration <= 0:
+		return errors.New("bench: a sweep needs a duration per point")
+	}
+	for _, n := range c.Concurrency {
+		if n < 1 || n > 4096 {
+			return fmt.Errorf("bench: concurrency %d, want 1 to 4096", n)
+		}
+	}
+	return nil
+}
+
+// RunSweep measures every point of cfg. A point that cannot run (an
+// unavailable protocol, a failed call) is reported with its error; the
+// sweep goes on.
+func RunSweep(ctx context.Context, cfg SweepConfig) ([]Measurement, error) {
+	if len(cfg.Cores) == 0 {
+		cfg.Cores = []int{0}
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	spawn := cfg.Spawn
+	if spawn == nil {
+		spawn = InProcess
+	}
+	points := cfg.points()
+	var out []Measurement
+	for i := 0; i < len(points); {
+		cores := points[i].Cores
+		// The servers of one cores value serve all of its points.
+		var runnable []string
+		unavailable := map[string]error{}
+		for _, p := range cfg.Protocols {
+			if err := Available(p); err != nil {
+				unavailable[p] = err
+			} else {
+				runnable = append(runnable, p)
+			}
+		}
+		addrs, stop, err := spawn(ctx, runnable, cores)
+		if err != nil {
+			return out, err
+		}
+		for ; i < len(points) && points[i].Cores == cores; i++ {
+			p := points[i]
+			if cfg.Progress != nil {
+				cfg.Progress(i, len(points), p)
+			}
+			if ctx.Err() != nil {
+				stop()
+				return out, ctx.Err()
+			}
+			if err := unavailable[p.Protocol]; err != nil {
+				out = append(out, Measurement{Point: p, Err: err.Error()})
+				continue
+			}
+			out = append(out, measure(ctx, p, addrs[p.Protocol], cfg))
+		}
+		stop()
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(len(points), len(points), Point{})
+	}
+	return out, nil
+}
+
+// Available reports why protocol p cannot run here, nil when it can,
+// without starting anything.
+func Available(p string) error {
+	switch p {
+	case ProtoGRPC, ProtoTCP, ProtoUDP:
+		return nil
+	case ProtoAFXDP:
+		// The sweep's servers and clients share loopback, which XDP never
+		// sees; AF_XDP needs each end on its own veth.
+		return fmt.Errorf("bench: %s needs each end on an interface of its own (a veth pair between namespaces), which the sweep does not build yet; package afxdp's benchmarks measure it: %w", p, ErrUnavailable)
+	}
+	return fmt.Errorf("bench: unknown protocol %q (want %s)", p, strings.Join(Protocols, ", "))
+}
+
+// measure runs one point against the server at addr: a connection, one
+// caller per call in flight, a warm-up, then the measurement.
+func measure(ctx context.Context, p Point, addr string, cfg SweepConfig) Measurement {
+	m := Measurement{Point: p}
+	c, err := dial(p.Protocol, addr)
+	if err != nil {
+		m.Err = err.Error()
+		return m
+	}
+	defer c.Close()
+	callers := make([]caller, p.Concurrency)
+	for i := range callers {
+		if callers[i], err = c.caller(p.Workload, p.Size); err != nil {
+			m.Err = err.Error()
+			return m
+		}
+	}
+	if cfg.Warmup > 0 {
+		if r := driveClosed(ctx, callers, cfg.Warmup); r.firstErr != nil {
+			m.Err = "warm-up: " + r.firstErr.Error()
+			return m
+		}
+	}
+	var r driveResult
+	if p.Loop == LoopOpen {
+		r = driveOpen(ctx, callers, cfg.Duration, p.Rate)
+	} else {
+		r = driveClosed(ctx, callers, cfg.Duration)
+	}
+	m.Calls, m.Errors, m.Seconds = r.calls, r.errors, r.elapsed.Seconds()
+	if r.firstErr != nil {
+		m.Err = r.firstErr.Error()
+	}
+	if m.Seconds > 0 {
+		m.CallsPerSec = float64(m.Calls) / m.Seconds
+		m.MBPerSec = float64(m.Calls*payload(p.Workload, p.Size)) / 1e6 / m.Seconds
+	}
+	us := func(q float64) float64 { return float64(r.hist.ValueAtQuantile(q)) / 1e3 }
+	m.P50, m.P90, m.P99, m.P999 = us(50), us(90), us(99), us(99.9)
+	m.Max = float64(r.hist.Max()) / 1e3
+	return m
+}

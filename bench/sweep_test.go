@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A tiny sweep in this process: every runnable point measures calls, the
+// unavailable protocol is reported, and the table, JSON and charts come
+// out readable.
+func TestSweep(t *testing.T) {
+	var progress []int
+	cfg := SweepConfig{
+		Protocols:   []string{ProtoGRPC, ProtoTCP, ProtoUDP, ProtoAFXDP},
+		Workloads:   []Workload{WorkEcho, WorkRecvTensor, WorkFuse, WorkPSMix},
+		Sizes:       map[Workload][]int{WorkEcho: {64, 1024}, WorkRecvTensor: {4096, 65536}, WorkFuse: {4096}, WorkPSMix: {4096}},
+		Concurrency: []int{1, 4},
+		Loop:        LoopClosed,
+		Duration:    30 * time.Millisecond,
+		Warmup:      5 * time.Millisecond,
+		Progress:    func(done, total int, _ Point) { progress = append(progress, done) },
+	}
+	ms, err := RunSweep(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(cfg.points()); len(ms) != want {
+		t.Fatalf("%d measurements, want %d", len(ms), want)
+	}
+	if progress[len(progress)-1] != len(ms) {
+		t.Errorf("progress ended at %d of %d", progress[len(progress)-1], len(ms))
+	}
+	for _, m := range ms {
+		switch {
+		case m.Protocol == ProtoAFXDP || (m.Protocol == ProtoGRPC && m.Workload == WorkFuse):
+			if m.Err == "" {
+				t.Errorf("%+v: no error for an unavailable combination", m.Point)
+			}
+		case m.Err != "":
+			t.Errorf("%+v: %s", m.Point, m.Err)
+		case m.Calls == 0 || m.P50 <= 0 || m.P99 < m.P50 || m.Max < m.P99 || m.MBPerSec <= 0:
+			t.Errorf("%+v: implausible %+v", m.Point, m)
+		}
+	}
+	r := &Report{Date: "2026-01-01", Command: "test", Measurements: ms}
+	var table bytes.Buffer
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "starwire-tcp") || !strings.Contains(table.String(), "×") {
+		t.Errorf("table:\n%s", table.String())
+	}
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReport(&js)
+	if err != nil || len(back.Measurements) != len(ms) || back.Measurements[3] != ms[3] {
+		t.Fatalf("JSON round trip: %v", err)
+	}
+	dir := t.TempDir()
+	paths, err := r.WriteCharts(dir, "png", "svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// echo and recvtensor sweep size and concurrency, fuse and psmix
+	// concurrency only: 6 chart pairs in two formats.
+	if len(paths) != 6*2*2 {
+		t.Errorf("%d charts: %v", len(paths), paths)
+	}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Ext(p) == ".png" {
+			if _, err := png.Decode(f); err != nil {
+				t.Errorf("%s: %v", p, err)
+			}
+		}
+		f.Close()
+	}
+}
+
+// An open loop counts latency from when each call was due: with a server
+// answering one call at a time in about 2ms and arrivals every 1ms, calls
+// queue, every call due is still made, and the p99 shows the queue, not
+// the 2ms service time.
+func TestOpenLoopShowsQueueing(t *testing.T) {
+	slow := func(ctx context.Context) error { time.Sleep(2 * time.Millisecond); return nil }
+	r := driveOpen(context.Background(), []caller{slow}, 200*time.Millisecond, 1000)
+	if r.calls != 200 || r.elapsed < 350*time.Millisecond {
+		t.Fatalf("%d calls in %v, want the 200 due in 200ms, taking about 400ms", r.calls, r.elapsed)
+	}
+	if p99 := time.Duration(r.hist.ValueAtQuantile(99)); p99 < 50*time.Millisecond {
+		t.Errorf("open loop p99 %v, want the queue's growth (> 50ms)", p99)
+	}
+	c := driveClosed(context.Background(), []caller{slow}, 100*time.Millisecond)
+	if p99 := time.Duration(c.hist.ValueAtQuantile(99)); p99 > 40*time.Millisecond {
+		t.Errorf("closed loop p99 %v, want about the service time", p99)
+	}
+}
+
+func TestSweepConfigErrors(t *testing.T) {
+	for _, cfg := range []SweepConfig{
+		{Protocols: []string{ProtoTCP}, Workloads: []Workload{WorkEcho}, Concurrency: []int{1}, Loop: "sideways", Duration: time.Second},
+		{Protocols: []string{ProtoTCP}, Workloads: []Workload{WorkEcho}, Concurrency: []int{1}, Loop: LoopOpen, Duration: time.Second},
+		{Protocols: []string{ProtoTCP}, Workloads: []Workload{WorkEcho}, Concurrency: []int{0}, Loop: LoopClosed, Duration: time.Second},
+		{Workloads: []Workload{WorkEcho}, Concurrency: []int{1}, Loop: LoopClosed, Duration: time.Second},
+	} {
+		if _, err := RunSweep(context.Background(), cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+	if err := Available(ProtoAFXDP); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Available(afxdp) = %v", err)
+	}
+	for _, s := range []string{"64", "64B", "4KiB", "16MiB", "4K"} {
+		n, err := ParseSize(s)
+		if err != nil || n <= 0 {
+			t.Errorf("ParseSize(%q) = %d, %v", s, n, err)
+		}
+	}
+	if _, err := ParseSize("lots"); err == nil {
+		t.Error("ParseSize(lots): no error")
+	}
+}

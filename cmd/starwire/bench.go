@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/starwire/starwire/bench"
+	"github.com/starwire/starwire/internal/envvar"
+)
+
+// benchFlags are the flags of "starwire bench".
+type benchFlags struct {
+	protocols, workloads, sizes, concurrency, cores, loop, out, formats string
+	rate                                                                float64
+	duration, warmup                                                    time.Duration
+	inProcess, smoke, serve                                             bool
+}
+
+// benchCmd runs a sweep and writes its table, JSON and charts.
+func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	var f benchFlags
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&f.protocols, "protocols", strings.Join(bench.Protocols, ","), "protocols to compare (one line each in the charts)")
+	fs.StringVar(&f.workloads, "workloads", "echo,recvtensor,fuse,psmix", `workloads: "echo" (small RPC), "recvtensor" (a tensor answers), "fuse" (8 tensors answer one call), "psmix" (a parameter-server step: control call, two pulls, one push)`)
+	fs.StringVar(&f.sizes, "sizes", "", "sizes to sweep, such as 64,4KiB,16MiB (default: per workload, echo 64B–64KiB, recvtensor 4KiB–64MiB)")
+	fs.StringVar(&f.concurrency, "concurrency", "1,16,64,256", "calls in flight to sweep")
+	fs.StringVar(&f.cores, "cores", "", "SEASTAR_CORE_NUMBER values of the servers to sweep (default: the variable's)")
+	fs.StringVar(&f.loop, "loop", bench.LoopClosed, `"closed" (each caller calls again once answered) or "open" (calls arrive at --rate whatever the answers take)`)
+	fs.Float64Var(&f.rate, "rate", 0, "open loop: calls per second, in all")
+	fs.DurationVar(&f.duration, "duration", 2*time.Second, "measuring time per point")
+	fs.DurationVar(&f.warmup, "warmup", 200*time.Millisecond, "unmeasured calls before each point")
+	fs.BoolVar(&f.inProcess, "inprocess", false, "run the servers in this process (flatters the figures: the layout users deploy is separate processes)")
+	fs.StringVar(&f.out, "out", "bench-results", "directory for results.json and the charts")
+	fs.StringVar(&f.formats, "charts", "png", `chart formats: "png", "svg", both ("png,svg"), or "none"`)
+	fs.BoolVar(&f.smoke, "smoke", false, "a tiny sweep that checks every path works (CI), not a measurement")
+	fs.BoolVar(&f.serve, "serve", false, "serve --protocols for a sweep in another process until standard input closes (what bench starts)")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	protos := splitList(f.protocols)
+	if f.serve {
+		return benchServe(protos, stdout)
+	}
+	cfg, err := f.config(protos)
+	if err != nil {
+		return err
+	}
+	if !f.inProcess {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		cfg.Spawn = bench.ProcessSpawner(func(protos []string, cores int) *exec.Cmd {
+			cmd := exec.Command(exe, "bench", "--serve", "--protocols", strings.Join(protos, ","))
+			cmd.Env = os.Environ()
+			if cores > 0 {
+				cmd.Env = append(cmd.Env, envvar.CoreNumber+"="+strconv.Itoa(cores))
+			}
+			return cmd
+		})
+	}
+	bar := newBenchProgress(stdout)
+	cfg.Progress = bar.show
+	ms, err := bench.RunSweep(ctx, cfg)
+	bar.done()
+	if err != nil && len(ms) == 0 {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return f.report(ms, args, stdout)
+}
+
+// config turns the flags into a sweep.
+func (f *benchFlags) config(protos []string) (bench.SweepConfig, error) {
+	cfg := bench.SweepConfig{Protocols: protos, Loop: f.loop, Rate: f.rate, Duration: f.duration, Warmup: f.warmup}
+	for _, w := range splitList(f.workloads) {
+		cfg.Workloads = append(cfg.Workloads, bench.Workload(w))
+		if !containsWorkload(bench.Workloads, bench.Workload(w)) {
+			return cfg, usagef("bench: --workloads: unknown workload %q", w)
+		}
+	}
+	for _, p := range protos {
+		if err := bench.Available(p); err != nil && !strings.Contains(err.Error(), "unavailable") {
+			return cfg, usagef("bench: --protocols: %v", err)
+		}
+	}
+	if f.sizes != "" {
+		cfg.Sizes = map[bench.Workload][]int{}
+		for _, s := range splitList(f.sizes) {
+			n, err := bench.ParseSize(s)
+			if err != nil {
+				return cfg, usagef("bench: --sizes: %v", err)
+			}
+			for _, w := range cfg.Workloads {
+				cfg.Sizes[w] = append(cfg.Sizes[w], n)
+			}
+		}
+	}
+	var err error
+	if cfg.Concurrency, err = intList("concurrency", f.concurrency, 1, 4096); err != nil {
+		return cfg, err
+	}
+	if f.cores != "" {
+		if cfg.Cores, err = intList("cores", f.cores, 1, 1024); err != nil {
+			return cfg, err
+		}
+	}
+	if f.smoke {
+		cfg.Sizes = map[bench.Workload][]int{bench.WorkEcho: {64, 4 << 10}, bench.WorkRecvTensor: {4 << 10, 256 << 10},
+			bench.WorkFuse: {4 << 10}, bench.WorkPSMix: {4 << 10}}
+		cfg.Concurrency, cfg.Duration, cfg.Warmup = []int{1, 8}, 100*time.Millisecond, 20*time.Millisecond
+	}
+	switch {
+	case f.loop != bench.LoopClosed && f.loop != bench.LoopOpen:
+		return cfg, usagef(`bench: --loop %q, want "closed" or "open"`, f.loop)
+	case f.loop == bench.LoopOpen && !(f.rate > 0):
+		return cfg, usagef("bench: --loop open needs --rate calls per second > 0")
+	case f.duration <= 0:
+		return cfg, usagef("bench: --duration %v, want > 0", f.duration)
+	}
+	return cfg, nil
+}
+
+// report prints the table and writes the JSON and charts.
+func (f *benchFlags) report(ms []bench.Measurement, args []string, stdout io.Writer) error {
+	host, _ := os.Hostname()
+	layout := "separate processes"
+	if f.inProcess {
+		layout = "one process"
+	}
+	r := &bench.Report{
+		Date:         time.Now().UTC().Format(time.RFC3339),
+		Command:      strings.TrimSpace("starwire bench " + strings.Join(args, " ")),
+		Machine:      fmt.Sprintf("%s, %d CPUs", host, numCPU()),
+		Layout:       layout,
+		Measurements: ms,
+	}
+	fmt.Fprintf(stdout, "%s; clients and servers in %s; %s loop\n", r.Date, layout, f.loop)
+	if err := r.WriteTable(stdout); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	jsonPath := filepath.Join(f.out, "results.json")
+	jf, err := os.Create(jsonPath)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	werr := r.WriteJSON(jf)
+	if cerr := jf.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("bench: write %s: %w", jsonPath, werr)
+	}
+	fmt.Fprintf(stdout, "results: %s\n", jsonPath)
+	if f.formats != "none" {
+		paths, err := r.WriteCharts(f.out, splitList(f.formats)...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "charts: %d files in %s\n", len(paths), f.out)
+	}
+	for _, m := range ms {
+		if m.Err != "" && m.Protocol != bench.ProtoAFXDP && !strings.Contains(m.Err, "unavailable") {
+			return fmt.Errorf("bench: %s %s %s: %s", m.Protocol, m.Workload, bench.FormatSize(m.Size), m.Err)
+		}
+	}
+	return nil
+}
+
+// benchServe is the server process of a sweep: it serves protos, says
+// where, and stops when its standard input closes.
+func benchServe(protos []string, stdout io.Writer) error {
+	cores := 0
+	if v := os.Getenv(envvar.CoreNumber); v != "" {
+		cores, _ = strconv.Atoi(v) // checked by envvar.Check before the command ran
+	}
+	t, err := bench.ServeTargets(protos, cores)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer t.Close()
+	fmt.Fprintln(stdout, bench.ServingPrefix+bench.FormatAddrs(t.Addrs))
+	io.Copy(io.Discard, bufio.NewReader(os.Stdin))
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func intList(flagName, s string, lo, hi int) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < lo || n > hi {
+			return nil, usagef("bench: --%s %q, want whole numbers from %d to %d", flagName, f, lo, hi)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, usagef("bench: --%s is empty", flagName)
+	}
+	return out, nil
+}
+
+func containsWorkload(ws []bench.Workload, w bench.Workload) bool {
+	for _, x := range ws {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/starwire/starwire/bench"
+)
+
+// TestBenchSmoke runs a tiny sweep with the servers in another process, as
+// users run it, and reads what it wrote.
+func TestBenchSmoke(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runBinary(t, nil, "bench", "--smoke", "--workloads", "echo,recvtensor", "--protocols", "grpc,starwire-tcp,starwire-afxdp",
+		"--concurrency", "1,4", "--out", out, "--charts", "png,svg")
+	if code != 0 {
+		t.Fatalf("bench: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	if !strings.Contains(stdout, "separate processes") || !strings.Contains(stdout, "starwire-tcp") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	f, err := os.Open(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := bench.ReadReport(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Layout != "separate processes" || len(r.Measurements) != 2*2*2*3 {
+		t.Fatalf("report: layout %q, %d measurements", r.Layout, len(r.Measurements))
+	}
+	for _, m := range r.Measurements {
+		if m.Protocol == bench.ProtoAFXDP {
+			if m.Err == "" {
+				t.Errorf("%+v: AF_XDP measured on loopback", m.Point)
+			}
+		} else if m.Err != "" || m.Calls == 0 {
+			t.Errorf("%+v: %d calls, %s", m.Point, m.Calls, m.Err)
+		}
+	}
+	charts, _ := filepath.Glob(filepath.Join(out, "*-throughput.*"))
+	if len(charts) != 2*2*2 {
+		t.Errorf("throughput charts: %v", charts)
+	}
+	code, _, stderr = runBinary(t, nil, "bench", "--loop", "open")
+	if code != 2 || !strings.Contains(stderr, "--rate") {
+		t.Errorf("open loop without a rate: exit %d, %s", code, stderr)
+	}
+}
