@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/internal/netns"
 )
 
@@ -35,12 +38,13 @@ func TestPeersOverAFXDP(t *testing.T) {
 		return cmd
 	}
 	var psOut, wOut, trainOut bytes.Buffer
+	capturePath := filepath.Join(t.TempDir(), "ps.pcap")
 	servers := []struct {
 		cmd *exec.Cmd
 		out *bytes.Buffer
 	}{
 		{start(p.A, &psOut, "serve", "--job", "ps", "--ps", "1", "--workers", "1", "--registry_dir", dir,
-			"--host", p.A.Addr.String(), "--afxdp_iface", p.A.Link), &psOut},
+			"--host", p.A.Addr.String(), "--afxdp_iface", p.A.Link, "--pcap", capturePath), &psOut},
 		{start(p.B, &wOut, "serve", "--job", "worker", "--ps", "1", "--workers", "1", "--registry_dir", dir,
 			"--host", p.B.Addr.String(), "--afxdp_iface", p.B.Link), &wOut},
 	}
@@ -85,6 +89,15 @@ func TestPeersOverAFXDP(t *testing.T) {
 	t.Logf("worker:\n%s", wOut.String())
 	if n, _ := strconv.Atoi(m[1]); n < 60 {
 		t.Errorf("the worker made %d peer calls over AF_XDP, want at least 60", n)
+	}
+	// The ps captured its AF_XDP frames (serve --pcap), and they dissect.
+	f, err := os.Open(capturePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n, err := capture.Check(f); err != nil || n < 120 {
+		t.Errorf("the ps's capture: %d frames, %v; want the worker's pulls, dissecting cleanly", n, err)
 	}
 }
 

@@ -28,10 +28,11 @@ type serveFlags struct {
 	report             time.Duration
 	stdout             io.Writer
 	metrics            metricsFlag
+	pcap               pcapFlag
 }
 
 // serveCmd runs one task until interrupted.
-func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
+func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	f := serveFlags{stdout: stdout}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&f.job, "job", "", `the task's job, "ps" or "worker" (default TF_CONFIG's task type)`)
@@ -44,6 +45,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&f.report, "report", 10*time.Second, "interval between the lines saying what the task did (0: none)")
 	f.clusterFlags.register(fs)
 	f.metrics.register(fs)
+	f.pcap.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -56,6 +58,17 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if f.pcap.path != "" && f.net == "tcp" && f.iface == "" {
+		return usagef("serve: --pcap captures the packet path: give --transport udp or --afxdp_iface")
+	}
+	if err := f.pcap.open("serve", &tr); err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.pcap.close("serve", stdout); err == nil {
+			err = cerr
+		}
+	}()
 	var s *tasks.Server
 	var layout tasks.Layout
 	if f.registryDir != "" {
@@ -72,7 +85,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer stop()
-	s.Metrics = m
+	s.Metrics, s.Pcap = m, f.pcap.file
 	return f.serve(ctx, s, layout)
 }
 

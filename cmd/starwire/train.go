@@ -28,6 +28,7 @@ type trainFlags struct {
 	transport      string
 	afxdp          string
 	metrics        metricsFlag
+	pcap           pcapFlag
 }
 
 // modelJobs are the jobs the training job runs on; a cluster's other jobs
@@ -51,9 +52,10 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
 	f.clusterFlags.register(fs)
 	f.metrics.register(fs)
+	f.pcap.register(fs)
 }
 
-func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
+func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	f := trainFlags{cfg: lr.DefaultConfig()}
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	f.register(fs)
@@ -90,6 +92,14 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := f.pcap.open("train", &tr); err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.pcap.close("train", stdout); err == nil {
+			err = cerr
+		}
+	}()
 	m, stop, err := f.metrics.start("train", stdout)
 	if err != nil {
 		return err
@@ -153,7 +163,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.net, Dir: dir, Logger: logger,
-		Metrics: r.metrics,
+		Metrics: r.metrics, Pcap: r.f.pcap.file,
 	}, r.f.afxdp)
 	if err != nil {
 		return fmt.Errorf("train: start local cluster: %w", err)

@@ -45,7 +45,11 @@ func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error
 	}
 	var link *afxdp.XSKLink
 	err := do(func() (err error) {
-		link, err = afxdp.OpenXSK(iface, afxdp.XSKOptions{Port: port})
+		xo := afxdp.XSKOptions{Port: port}
+		if s.Pcap != nil {
+			xo.Pcap = s.Pcap.Stream()
+		}
+		link, err = afxdp.OpenXSK(iface, xo)
 		return err
 	})
 	if err != nil {

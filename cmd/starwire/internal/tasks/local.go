@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/metrics"
@@ -32,6 +33,9 @@ type LocalOptions struct {
 	AFXDP bool
 	// Metrics, when set, counts every task's calls and packet endpoints.
 	Metrics *metrics.Metrics
+	// Pcap, when set, receives the frames of every task's packet path
+	// (AF_XDP links; kernel UDP when Net is a UDPNet with its Pcap set).
+	Pcap *capture.File
 }
 
 // xdpPort is the UDP port of every AF_XDP endpoint of a local fabric; each
@@ -83,6 +87,7 @@ func (l *Local) start(opts LocalOptions) error {
 			if err != nil {
 				return err
 			}
+			s.Pcap = opts.Pcap
 			l.Servers = append(l.Servers, s)
 			byTask[s.Task()] = s
 			if job.name == "ps" {

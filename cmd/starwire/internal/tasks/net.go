@@ -7,6 +7,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -65,15 +66,20 @@ func (TCPNet) Dialer() (rpc.Transport, io.Closer, error) { return &rpc.TCP{}, ni
 // UDP sockets: the path a host without AF_XDP takes to talk to peers that
 // use it, and a way to run that protocol under a real workload anywhere.
 // Host is the address a dial-only endpoint binds.
-type UDPNet struct{ Host string }
+type UDPNet struct {
+	Host string
+	// Pcap, when set, receives every datagram the endpoints send and
+	// receive, as Ethernet/IPv4/UDP frames.
+	Pcap *capture.File
+}
 
 // Name implements Net.
 func (UDPNet) Name() string { return "the afxdp packet protocol on kernel UDP" }
 
 // Listen implements Net: one endpoint serves the task and carries its
 // calls to peers.
-func (UDPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error) {
-	ep, err := udpEndpoint(bind, afxdp.Options{})
+func (n UDPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error) {
+	ep, err := udpEndpoint(bind, afxdp.Options{}, n.Pcap)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -92,17 +98,21 @@ func (n UDPNet) Dialer() (rpc.Transport, io.Closer, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	ep, err := udpEndpoint(net.JoinHostPort(host, "0"), afxdp.Options{Backlog: -1})
+	ep, err := udpEndpoint(net.JoinHostPort(host, "0"), afxdp.Options{Backlog: -1}, n.Pcap)
 	if err != nil {
 		return nil, nil, err
 	}
 	return afxdprpc.Transport(ep), ep, nil
 }
 
-func udpEndpoint(bind string, opts afxdp.Options) (*afxdp.Endpoint, error) {
+func udpEndpoint(bind string, opts afxdp.Options, pcap *capture.File) (*afxdp.Endpoint, error) {
+	var link afxdp.Link
 	link, err := afxdp.ListenUDP(bind, afxdp.UDPOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("udp endpoint: %w", err)
+	}
+	if pcap != nil {
+		link = pcap.Link(link)
 	}
 	return afxdp.NewEndpoint(link, opts), nil
 }

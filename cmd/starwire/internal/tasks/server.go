@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc"
@@ -40,6 +41,8 @@ type Server struct {
 	// Metrics, when set before Start, counts the task's starwire calls and
 	// packet endpoints.
 	Metrics *metrics.Metrics
+	// Pcap, when set before ServeAFXDP, receives the AF_XDP frames.
+	Pcap    *capture.File
 	netName string // the starwire transport's Name
 
 	grpcL   net.Listener
