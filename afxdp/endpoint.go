@@ -62,23 +62,8 @@ type Endpoint struct {
 	epoch       time.Time // origin of the sessions' send times
 	err         error     // why the reactor stopped; read after done
 
-	resent, dups, malformed, resets, forwardedIn, sendErrors atomic.Uint64
-	sent, acksSent, batches, received                        atomic.Uint64
-	unflushed                                                int // packets queued since the last flush
-}
-
-// Stats count what an Endpoint's reactor did.
-type Stats struct {
-	Resent     uint64 // packets sent again (timeouts and fast retransmits)
-	Duplicates uint64 // data packets received twice
-	Malformed  uint64 // datagrams that were not valid protocol packets
-	Resets     uint64 // RESETs sent for unknown sessions
-	Forwarded  uint64 // packets another reactor of the Group received for this one
-	SendErrors uint64 // link flushes that failed (their datagrams are resent)
-	Sent       uint64 // packets handed to the link, of which
-	Acks       uint64 // ACKs that carried nothing else
-	Batches    uint64 // flushes of queued packets to the link (a sendmmsg, or AF_XDP kicks)
-	Received   uint64 // datagrams received
+	ctr       counters
+	unflushed int // packets queued since the last flush
 }
 
 const (
@@ -124,11 +109,7 @@ func (e *Endpoint) Addr() netip.AddrPort { return e.link.LocalAddr() }
 func (e *Endpoint) Link() Link { return e.link }
 
 // Stats returns the endpoint's counters.
-func (e *Endpoint) Stats() Stats {
-	return Stats{Resent: e.resent.Load(), Duplicates: e.dups.Load(), Malformed: e.malformed.Load(),
-		Resets: e.resets.Load(), Forwarded: e.forwardedIn.Load(), SendErrors: e.sendErrors.Load(),
-		Sent: e.sent.Load(), Acks: e.acksSent.Load(), Batches: e.batches.Load(), Received: e.received.Load()}
-}
+func (e *Endpoint) Stats() Stats { return e.ctr.stats() }
 
 // resolver is implemented by links that must learn something about a peer
 // (its MAC address) before sending to it, which may block.
@@ -260,7 +241,7 @@ func (e *Endpoint) enqueue(s *session) {
 			if err := e.flush(); err != nil {
 				// As in run: the datagrams are resent; a closed link
 				// stops the reactor when it next flushes.
-				e.sendErrors.Add(1)
+				e.ctr.sendErrors.Add(1)
 			}
 		}
 		e.loop.Unlock()
@@ -299,7 +280,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		for i := range n {
 			e.handle(&e.rx[i])
 		}
-		e.received.Add(uint64(n))
+		e.ctr.received.Add(uint64(n))
 		if n > 0 {
 			// Callers woken by what this batch delivered wait in this
 			// thread's run queue: yielding runs them here now instead of
@@ -329,7 +310,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 				break
 			}
 			// The datagrams are lost; the protocol sends them again.
-			e.sendErrors.Add(1)
+			e.ctr.sendErrors.Add(1)
 		}
 		if worked || more {
 			idleAt = time.Time{}
@@ -386,8 +367,8 @@ func (e *Endpoint) queue(n int, to netip.AddrPort) {
 // flush transmits what the loop queued.
 func (e *Endpoint) flush() error {
 	if e.unflushed > 0 {
-		e.sent.Add(uint64(e.unflushed))
-		e.batches.Add(1)
+		e.ctr.sent.Add(uint64(e.unflushed))
+		e.ctr.batches.Add(1)
 		e.unflushed = 0
 	}
 	return e.link.Flush()
@@ -488,7 +469,7 @@ func (e *Endpoint) flushAcks() {
 func (e *Endpoint) handle(d *Datagram) {
 	h, data, err := DecodeHeader(d.Data)
 	if err != nil {
-		e.malformed.Add(1)
+		e.ctr.malformed.Add(1)
 		return
 	}
 	key := sessionKey{peer: d.From, id: h.Session}
@@ -615,7 +596,7 @@ func (e *Endpoint) reset(key sessionKey) {
 	}
 	PutHeader(buf, &PacketHeader{Type: TypeReset, Session: key.id})
 	e.queue(HeaderLen, key.peer)
-	e.resets.Add(1)
+	e.ctr.resets.Add(1)
 }
 
 func (e *Endpoint) endSession(s *session, err error) {

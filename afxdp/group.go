@@ -68,13 +68,7 @@ func (g *Group) AcceptContext(ctx context.Context) (*Conn, error) {
 func (g *Group) Stats() Stats {
 	var s Stats
 	for _, e := range g.eps {
-		x := e.Stats()
-		s.Resent += x.Resent
-		s.Duplicates += x.Duplicates
-		s.Malformed += x.Malformed
-		s.Resets += x.Resets
-		s.Forwarded += x.Forwarded
-		s.SendErrors += x.SendErrors
+		s.add(e.Stats())
 	}
 	return s
 }
@@ -133,7 +127,7 @@ func (e *Endpoint) forward(data []byte, from netip.AddrPort) {
 	in.pkts = append(in.pkts, forwarded{buf: append(buf[:0], data...), from: from})
 	in.mu.Unlock()
 	in.flag.Store(true)
-	e.forwardedIn.Add(1)
+	e.ctr.forwarded.Add(1)
 	if e.sleeping.Load() {
 		e.link.Wake()
 	}

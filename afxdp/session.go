@@ -132,7 +132,7 @@ func (s *session) emit(seq uint32, idx int) bool {
 	if now := s.ep.now.Sub(s.ep.epoch); seqLess(seq, s.maxSent) {
 		slot.sentAt = 0 // resent: its acknowledgement is no round-trip sample (Karn)
 		slot.resentAt = now
-		s.ep.resent.Add(1)
+		s.ep.ctr.resent.Add(1)
 	} else {
 		*slot = sendSlot{sentAt: now}
 		s.maxSent = seq + 1
@@ -206,7 +206,7 @@ func (s *session) control(t PacketType) {
 				h.Length = uint16(n)
 			}
 		}
-		s.ep.acksSent.Add(1)
+		s.ep.ctr.acks.Add(1)
 	case TypeOpen:
 		h.Offset = uint64(l.MaxPayload())
 	}
@@ -435,7 +435,7 @@ func (s *session) onData(h *PacketHeader, data []byte) error {
 		s.ooo.put(h, data)
 		s.naks++
 	default:
-		s.ep.dups.Add(1)
+		s.ep.ctr.dups.Add(1)
 	}
 	return nil
 }

@@ -1,0 +1,46 @@
+package afxdp
+
+import "sync/atomic"
+
+// Stats count what an Endpoint's reactor did.
+type Stats struct {
+	Resent     uint64 // packets sent again (timeouts and fast retransmits)
+	Duplicates uint64 // data packets received twice
+	Malformed  uint64 // datagrams that were not valid protocol packets
+	Resets     uint64 // RESETs sent for unknown sessions
+	Forwarded  uint64 // packets another reactor of the Group received for this one
+	SendErrors uint64 // link flushes that failed (their datagrams are resent)
+	Sent       uint64 // packets handed to the link, of which
+	Acks       uint64 // ACKs that carried nothing else
+	Batches    uint64 // flushes of queued packets to the link (a sendmmsg, or AF_XDP kicks)
+	Received   uint64 // datagrams received
+}
+
+// add sums x into s, field by field.
+func (s *Stats) add(x Stats) {
+	s.Resent += x.Resent
+	s.Duplicates += x.Duplicates
+	s.Malformed += x.Malformed
+	s.Resets += x.Resets
+	s.Forwarded += x.Forwarded
+	s.SendErrors += x.SendErrors
+	s.Sent += x.Sent
+	s.Acks += x.Acks
+	s.Batches += x.Batches
+	s.Received += x.Received
+}
+
+// counters are an Endpoint's Stats as the reactor keeps them: written by
+// the reactor (and a sender holding its loop lock), read by anyone.
+type counters struct {
+	resent, dups, malformed, resets, forwarded, sendErrors atomic.Uint64
+	sent, acks, batches, received                          atomic.Uint64
+}
+
+func (c *counters) stats() Stats {
+	return Stats{
+		Resent: c.resent.Load(), Duplicates: c.dups.Load(), Malformed: c.malformed.Load(),
+		Resets: c.resets.Load(), Forwarded: c.forwarded.Load(), SendErrors: c.sendErrors.Load(),
+		Sent: c.sent.Load(), Acks: c.acks.Load(), Batches: c.batches.Load(), Received: c.received.Load(),
+	}
+}
