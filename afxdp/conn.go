@@ -86,6 +86,9 @@ func (c *Conn) Receive(r wire.Receiver) error {
 		select {
 		case in := <-c.deliveries:
 			r.Deliver(in)
+			if c.s.shut.Load() {
+				c.s.wantReopen()
+			}
 		case <-c.done:
 			for {
 				select {

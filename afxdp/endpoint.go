@@ -102,6 +102,13 @@ func newEndpoint(link Link, opts Options, g *Group) *Endpoint {
 	return e
 }
 
+// maxAckDelay is the longest a peer of the same options holds an
+// acknowledgement back: a frame's completion waits AckDelay, packets of a
+// frame still arriving AckEvery packet times.
+func (e *Endpoint) maxAckDelay() time.Duration {
+	return max(e.opts.AckDelay, time.Duration(e.opts.AckEvery)*ackPacketTime)
+}
+
 // Addr is the address peers dial to reach this endpoint.
 func (e *Endpoint) Addr() netip.AddrPort { return e.link.LocalAddr() }
 
@@ -208,8 +215,9 @@ func (e *Endpoint) Close() error {
 }
 
 func (e *Endpoint) newSession(key sessionKey) *session {
-	s := &session{ep: e, key: key, dataLen: e.dataLen, rto: e.opts.RTO, rtoBase: e.opts.RTO, limit: 64,
+	s := &session{ep: e, key: key, dataLen: e.dataLen, limit: 64, peerWnd: 64,
 		slots: make([]sendSlot, e.opts.Window)}
+	s.rack.init(&e.opts)
 	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, max(e.opts.Deliveries, maxPacked(e.dataLen))), done: make(chan struct{})}
 	return s
 }
@@ -420,6 +428,11 @@ func (e *Endpoint) takeReady() {
 		if r := s.conn.receiver(); r != nil && !e.opts.BlockingReceiver {
 			s.conn.drainBacklog(r) // frames that arrived before Receive
 		}
+		if err := s.reopen(); err != nil {
+			s.control(TypeReset)
+			e.endSession(s, err)
+			continue
+		}
 		if closing {
 			// Twice, since a lost CLOSE leaves the peer waiting for its
 			// dead-peer timeout.
@@ -459,7 +472,7 @@ func (e *Endpoint) flushAcks() {
 	for i, s := range e.acks {
 		e.acks[i] = nil
 		s.inAcks = false
-		if !s.ended && s.ackOwed {
+		if !s.ended && (s.ackOwed || s.sackOwed || s.dsackOwed) {
 			s.control(TypeAck)
 		}
 	}
@@ -528,6 +541,9 @@ func (e *Endpoint) handle(d *Datagram) {
 		if h.Flags&FlagSack != 0 {
 			s.onSack(h.Ack, data)
 		}
+		if h.Flags&FlagDsack != 0 {
+			s.onDsack(h.Msg)
+		}
 	case TypeClose:
 		e.endSession(s, fmt.Errorf("afxdp: session %#x with %v: %w", h.Session, d.From, ErrPeerClosed))
 	}
@@ -543,7 +559,8 @@ func (e *Endpoint) handle(d *Datagram) {
 // is reported at the end of this loop.
 func (e *Endpoint) handleData(s *session, h *PacketHeader, data []byte) {
 	s.onAck(h)
-	if err := s.onData(h, data); err != nil {
+	urgent, err := s.onData(h, data)
+	if err != nil {
 		s.control(TypeReset)
 		e.endSession(s, err)
 		return
@@ -551,9 +568,10 @@ func (e *Endpoint) handleData(s *session, h *PacketHeader, data []byte) {
 	if s.rx.active && e.opts.FrameSpin > 0 {
 		e.streamUntil = e.now.Add(e.opts.FrameSpin)
 	}
-	inOrder := s.ooo == nil || s.ooo.held == 0
+	inOrder := !urgent && (s.ooo == nil || s.ooo.held == 0)
 	switch {
-	case !s.ackOwed || s.inAcks:
+	case s.inAcks:
+	case !s.ackOwed && !urgent:
 	case s.framed && inOrder && e.opts.AckDelay > 0:
 		if s.ackAt.IsZero() {
 			s.ackAt = e.now.Add(e.opts.AckDelay)

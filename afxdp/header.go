@@ -10,27 +10,33 @@ import (
 // little-endian like package wire:
 //
 //	0  magic u16 ("XS") | 2 version u8 | 3 type u8
-//	4  flags u8 | 5 reserved u8 | 6 data length u16
+//	4  flags u8 | 5 transmission u8 (DATA: how many times this packet was
+//	   sent before, saturating; 0 otherwise) | 6 data length u16
 //	8  session id u64
 //	16 packet number u32 (DATA: its place in the session's stream)
 //	20 message number u32 (DATA: which frame of the stream it belongs to)
 //	24 ack u32 (every packet: the next packet number the sender expects)
 //	28 window u32 (every packet: how many packets from ack it accepts)
-//	32 offset u64 (DATA: where the data starts in its frame; ACK: how many
-//	   out-of-order packets arrived since the last ACK, or with FlagSize
-//	   the sender's datagram size; OPEN: the sender's datagram size)
+//	32 offset u64 (DATA: where the data starts in its frame; ACK: the echo
+//	   of the data packet that arrived last, its number in the low 32
+//	   bits and its transmission byte in the next 8, with bit 40 set, or
+//	   with FlagSize the sender's datagram size; OPEN: the sender's
+//	   datagram size)
 //
 // Every packet carries an acknowledgement, so replies piggyback acks. The
 // data, Length bytes, follows the header. An ACK flagged FlagSack carries
 // data too: a bitmap of the packets its sender holds past the gap at ack,
 // bit i (least significant first, byte by byte) standing for packet
-// ack+1+i. A DATA packet flagged FlagPacked holds several whole frames,
+// ack+1+i. An ACK flagged FlagDsack reports, in its message number field,
+// a packet its sender received twice, so the peer learns its
+// retransmission was not needed; one flagged FlagProbe asks for an ACK at
+// once. A DATA packet flagged FlagPacked holds several whole frames,
 // numbered from Msg on, each after its length (u16): small calls in flight
 // together share a packet, and its cost in the kernel.
 const (
 	HeaderLen     = 40
 	packetMagic   = 0x5358 // "XS" on the wire
-	packetVersion = 1
+	packetVersion = 2
 )
 
 // PacketType says what a packet does.
@@ -64,7 +70,10 @@ const (
 	FlagSize                     // ACK: Offset is the sender's datagram size (answering OPEN)
 	FlagSack                     // ACK: the data is a bitmap of the packets held past ack
 	FlagPacked                   // DATA: whole small frames, each after its u16 length (with First and Last)
-	flagsKnown = FlagFirst | FlagLast | FlagGap | FlagSize | FlagSack | FlagPacked
+	FlagDsack                    // ACK: Msg is a packet number the sender received twice
+	FlagProbe                    // ACK: the receiver answers at once (keepalive)
+	flagsKnown = FlagFirst | FlagLast | FlagGap | FlagSize | FlagSack | FlagPacked | FlagDsack | FlagProbe
+	ackOnly    = FlagSize | FlagSack | FlagDsack | FlagProbe
 )
 
 // Errors of DecodeHeader.
@@ -84,6 +93,7 @@ var (
 type PacketHeader struct {
 	Type    PacketType
 	Flags   uint8
+	Tx      uint8  // DATA: how many times this packet was sent before
 	Length  uint16 // data bytes after the header
 	Session uint64
 	Seq     uint32
@@ -100,7 +110,7 @@ func PutHeader(b []byte, h *PacketHeader) {
 	b[2] = packetVersion
 	b[3] = byte(h.Type)
 	b[4] = h.Flags
-	b[5] = 0
+	b[5] = h.Tx
 	binary.LittleEndian.PutUint16(b[6:], h.Length)
 	binary.LittleEndian.PutUint64(b[8:], h.Session)
 	binary.LittleEndian.PutUint32(b[16:], h.Seq)
@@ -122,6 +132,7 @@ func DecodeHeader(b []byte) (PacketHeader, []byte, error) {
 	}
 	h.Type = PacketType(b[3])
 	h.Flags = b[4]
+	h.Tx = b[5]
 	h.Length = binary.LittleEndian.Uint16(b[6:])
 	h.Session = binary.LittleEndian.Uint64(b[8:])
 	h.Seq = binary.LittleEndian.Uint32(b[16:])
@@ -129,14 +140,14 @@ func DecodeHeader(b []byte) (PacketHeader, []byte, error) {
 	h.Ack = binary.LittleEndian.Uint32(b[24:])
 	h.Window = binary.LittleEndian.Uint32(b[28:])
 	h.Offset = binary.LittleEndian.Uint64(b[32:])
-	if h.Type == 0 || h.Type >= typeEnd || h.Flags&^flagsKnown != 0 || b[5] != 0 {
+	if h.Type == 0 || h.Type >= typeEnd || h.Flags&^flagsKnown != 0 || (h.Tx != 0 && h.Type != TypeData) {
 		return h, nil, fmt.Errorf("afxdp: %v packet with flags %#x: %w", h.Type, h.Flags, ErrBadPacket)
 	}
 	sack := h.Flags&FlagSack != 0
 	if h.Type != TypeData && (h.Flags&(FlagFirst|FlagLast) != 0 || (h.Length != 0) != sack) {
 		return h, nil, fmt.Errorf("afxdp: %v packet with %d data bytes and flags %#x: %w", h.Type, h.Length, h.Flags, ErrBadPacket)
 	}
-	if h.Type != TypeAck && h.Flags&(FlagSize|FlagSack) != 0 {
+	if h.Type != TypeAck && h.Flags&ackOnly != 0 {
 		return h, nil, fmt.Errorf("afxdp: %v packet with flags %#x: %w", h.Type, h.Flags, ErrBadPacket)
 	}
 	if h.Flags&FlagPacked != 0 && (h.Type != TypeData || h.Flags&(FlagFirst|FlagLast) != FlagFirst|FlagLast) {
@@ -150,6 +161,18 @@ func DecodeHeader(b []byte) (PacketHeader, []byte, error) {
 		return h, nil, fmt.Errorf("afxdp: %v packet of %d bytes announces %d: %w", h.Type, len(b), end, ErrShortPacket)
 	}
 	return h, b[HeaderLen:end], nil
+}
+
+// An ACK's echo (in Offset): the number and transmission byte of the data
+// packet that arrived last, so that the sender knows which of its copies
+// got there (as TCP's timestamps do).
+const echoValid = 1 << 40
+
+func echoOf(seq uint32, tx uint8) uint64 { return echoValid | uint64(tx)<<32 | uint64(seq) }
+
+// echoed returns what an ACK's Offset echoes, if anything.
+func echoed(off uint64) (seq uint32, tx uint8, ok bool) {
+	return uint32(off), uint8(off >> 32), off&echoValid != 0
 }
 
 // seqLess reports whether packet number a comes before b, modulo 2³².

@@ -21,6 +21,9 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{"packed", afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst | afxdp.FlagLast | afxdp.FlagPacked, Session: 3, Seq: 12, Msg: 40, Ack: 2, Window: 512}, 226},
 		{"selective ack", afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagGap | afxdp.FlagSack, Session: 7, Ack: 40, Window: 512, Offset: 2}, 64},
 		{"reset", afxdp.PacketHeader{Type: afxdp.TypeReset, Session: 99}, 0},
+		{"data resent", afxdp.PacketHeader{Type: afxdp.TypeData, Tx: 2, Session: 4, Seq: 77, Msg: 5, Ack: 1, Window: 512, Offset: 2864}, 1432},
+		{"ack with echo and dsack", afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagDsack, Session: 4, Msg: 70, Ack: 76, Window: 512, Offset: 1<<40 | 1<<32 | 77}, 0},
+		{"keepalive probe", afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagProbe, Session: 4, Ack: 76, Window: 512}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,7 +56,12 @@ func TestHeaderRejects(t *testing.T) {
 		{"version", func(b []byte) []byte { b[2] = 9; return b }, afxdp.ErrNotOurs},
 		{"type", func(b []byte) []byte { b[3] = 0; return b }, afxdp.ErrBadPacket},
 		{"flags", func(b []byte) []byte { b[4] |= 0x80; return b }, afxdp.ErrBadPacket},
-		{"reserved", func(b []byte) []byte { b[5] = 1; return b }, afxdp.ErrBadPacket},
+		{"transmission byte on an ack", func(b []byte) []byte {
+			b[3], b[4], b[5], b[6] = byte(afxdp.TypeAck), 0, 1, 0
+			return b[:afxdp.HeaderLen]
+		}, afxdp.ErrBadPacket},
+		{"dsack on data", func(b []byte) []byte { b[4] |= afxdp.FlagDsack; return b }, afxdp.ErrBadPacket},
+		{"probe on data", func(b []byte) []byte { b[4] |= afxdp.FlagProbe; return b }, afxdp.ErrBadPacket},
 		{"ack with data", func(b []byte) []byte { b[3], b[4] = byte(afxdp.TypeAck), 0; return b }, afxdp.ErrBadPacket},
 		{"first not at zero", func(b []byte) []byte { b[32] = 1; return b }, afxdp.ErrBadPacket},
 		{"size flag on data", func(b []byte) []byte { b[4] |= afxdp.FlagSize; return b }, afxdp.ErrBadPacket},

@@ -153,6 +153,11 @@ func (l *MemLink) Flush() error {
 	p.mu.Unlock()
 	l.batch = l.batch[:0]
 	p.Wake()
+	if n > 0 {
+		// Have the owner flush again soon rather than sleep on them: a
+		// reordered datagram arrives a little late, not a timeout late.
+		l.Wake()
+	}
 	return nil
 }
 

@@ -12,10 +12,13 @@ type Options struct {
 	// Window is the number of packets a session keeps in flight and the
 	// number of out-of-order packets it holds for reassembly; 0 means 512.
 	Window int
-	// RTO is the first retransmission timeout: a session whose oldest
-	// unacknowledged packet is this old sends the window again, but for the
-	// packets the peer acknowledged selectively (FlagSack),
-	// doubling the timeout up to MaxRTO. 0 means 4ms and 200ms.
+	// RTO is the floor of the timers that back up loss detection (see
+	// rack.go): a session that hears no acknowledgement for two round
+	// trips, and at least RTO, resends its last packet in flight (a tail
+	// loss probe); if that brings no answer either, it resends its oldest
+	// after the retransmission timeout (the round-trip estimate plus four
+	// deviations, at least RTO), doubling it on each expiry up to MaxRTO.
+	// 0 means 4ms and 200ms.
 	RTO, MaxRTO time.Duration
 	// DeadAfter ends a session, completing its messages with
 	// ErrPeerUnreachable, when it gets no acknowledgement for this long

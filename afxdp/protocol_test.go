@@ -120,7 +120,7 @@ func TestMemLinkImpaired(t *testing.T) {
 		size = 4 << 20
 	}
 	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 1})
-	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{RTO: 2 * time.Millisecond})
+	ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{RTO: 2 * time.Millisecond})
 	rb := newCollector(2048)
 	go cb.Receive(rb)
 
@@ -171,7 +171,8 @@ func TestMemLinkImpaired(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	st := ea.Stats()
-	t.Logf("dropped %d reordered %d duplicated %d, resent %d", la.Dropped.Load(), la.Reordered.Load(), la.Duplicated.Load(), st.Resent)
+	t.Logf("dropped %d reordered %d duplicated %d, resent %d (probes %d, spurious %d)", la.Dropped.Load(), la.Reordered.Load(), la.Duplicated.Load(), st.Resent, st.Probes, st.Spurious)
+	t.Logf("peer dups %d", eb.Stats().Duplicates)
 	if la.Dropped.Load() == 0 || la.Reordered.Load() == 0 || la.Duplicated.Load() == 0 {
 		t.Fatal("the link impaired nothing")
 	}

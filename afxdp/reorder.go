@@ -18,15 +18,18 @@ func newReorder(window, dataLen int) *reorder {
 	return r
 }
 
-// put keeps a copy of the packet; a duplicate replaces the copy it has.
-func (r *reorder) put(h *PacketHeader, data []byte) {
+// put keeps a copy of the packet; a duplicate replaces the copy it has,
+// and put reports false for it.
+func (r *reorder) put(h *PacketHeader, data []byte) bool {
 	i := int(h.Seq % uint32(len(r.has)))
+	dup := r.has[i] && r.hdr[i].Seq == h.Seq
 	if !r.has[i] {
 		r.held++
 	}
 	r.has[i] = true
 	r.hdr[i] = *h
 	r.data[i] = append(r.data[i][:0], data...)
+	return !dup
 }
 
 // take removes and returns packet seq if held. The data stays valid until

@@ -6,32 +6,14 @@ import (
 )
 
 // Selective acknowledgement. A receiver holding packets past a gap lists
-// them in its ACK (FlagSack). The sender then resends only the gaps: at
-// once for a gap with dupThresh held packets above it (reordering rarely
-// runs that deep), and at the retransmission timeout for the rest, skipping
-// what the peer holds. Without it a timeout went back over the whole
-// window, resending hundreds of packets the receiver mostly had.
+// them in its ACK (FlagSack). The sender counts those packets delivered,
+// which is what its loss detection (rack.go) works from, and never sends
+// them again: a timeout or a probe resends only what the peer lacks.
 
-// dupThresh is how many packets held above a gap make it a loss rather than
-// reordering, as TCP's duplicate-ACK threshold.
+// dupThresh is how many packets held past a gap make RACK, before it has
+// seen any reordering, give up waiting for a reordering window, as TCP's
+// duplicate-ACK threshold.
 const dupThresh = 3
-
-// sendSlot is what the sender keeps about one packet in flight.
-type sendSlot struct {
-	sentAt   time.Duration // when first sent, since ep.epoch; 0 once resent (Karn)
-	resentAt time.Duration // when last sent again, since ep.epoch; 0 if never
-	held     bool          // the peer holds it past a gap (FlagSack)
-}
-
-// slot returns the state of packet seq, which must be in the window.
-func (s *session) slot(seq uint32) *sendSlot { return &s.slots[seq%uint32(len(s.slots))] }
-
-// resentLately reports whether packet seq was sent again within half the
-// base timeout, which is too soon for its acknowledgement to be due.
-func (s *session) resentLately(seq uint32) bool {
-	at := s.slot(seq).resentAt
-	return at != 0 && s.ep.now.Sub(s.ep.epoch)-at < s.rtoBase/2
-}
 
 // onSack takes the bitmap of an ACK flagged FlagSack, after onAck took its
 // cumulative part. A stale one (ack behind base) is ignored.
@@ -39,56 +21,30 @@ func (s *session) onSack(ack uint32, bitmap []byte) {
 	if ack != s.base || ack == s.maxSent {
 		return
 	}
-	top, held := ack, 0 // the highest packet the peer holds, and how many
+	news := 0
+	s.sackBits(ack, bitmap, func(uint32, *sendSlot) { news++ })
+	if news == 0 {
+		return
+	}
+	fack := s.rack.fack
 	var sample time.Duration
-	for i, b := range bitmap {
-		for ; b != 0; b &= b - 1 {
-			seq := ack + 1 + uint32(8*i+bits.TrailingZeros8(b))
-			if !seqLess(seq, s.maxSent) {
-				break // never sent: a confused peer
-			}
-			sl := s.slot(seq)
-			if !sl.held && sl.sentAt != 0 {
-				sample = sl.sentAt // newly held: this ACK answers it
-			}
-			sl.held = true
-			top = seq
-			held++
+	s.sackBits(ack, bitmap, func(seq uint32, sl *sendSlot) {
+		if sl.sentAt != 0 {
+			sample = sl.sentAt // newly held: this ACK answers it
 		}
-	}
+		sl.held = true
+		s.rack.held++
+		if sl.lost {
+			sl.lost = false
+			s.rack.lost--
+		}
+		s.delivered(seq, sl, fack)
+		s.rack.newFack(seq)
+	})
 	if sample != 0 {
-		s.sampleRTT(s.ep.now.Sub(s.ep.epoch) - sample)
+		s.sampleRTT(s.clock() - sample)
 	}
-	if held >= dupThresh {
-		s.resendLost(top)
-	}
-}
-
-// resendLost sends again, once per half RTO, every packet from base on that
-// the peer lacks and that has dupThresh held packets above it.
-func (s *session) resendLost(top uint32) {
-	// Find the highest packet with dupThresh held ones above it.
-	lim, n := top, 0
-	for seq := top; seqLess(s.base, seq); seq-- {
-		if s.slot(seq).held {
-			if n++; n == dupThresh {
-				lim = seq
-				break
-			}
-		}
-	}
-	idx := 0
-	for seq := s.base; seqLess(seq, lim); seq++ {
-		if s.slot(seq).held || s.resentLately(seq) {
-			continue
-		}
-		for om := s.out.at(idx); seq-om.first >= om.npk; om = s.out.at(idx) {
-			idx++
-		}
-		if !s.emit(seq, idx) {
-			return // no transmit buffer: the timeout covers it
-		}
-	}
+	s.progressed()
 }
 
 // sack writes into b the bitmap an ACK flagged FlagSack carries: bit i for
@@ -110,4 +66,20 @@ func (r *reorder) sack(b []byte, expect uint32) int {
 		found++
 	}
 	return used
+}
+
+// sackBits calls f for every packet the bitmap of an ACK at ack shows held
+// that was sent and not known held before.
+func (s *session) sackBits(ack uint32, bitmap []byte, f func(seq uint32, sl *sendSlot)) {
+	for i, b := range bitmap {
+		for ; b != 0; b &= b - 1 {
+			seq := ack + 1 + uint32(8*i+bits.TrailingZeros8(b))
+			if !seqLess(seq, s.maxSent) {
+				return // never sent: a confused peer
+			}
+			if sl := s.slot(seq); !sl.held {
+				f(seq, sl)
+			}
+		}
+	}
 }

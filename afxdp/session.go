@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/starwire/starwire/wire"
@@ -54,9 +55,9 @@ type session struct {
 	dead     error // set once the session ended
 
 	// Send side. Packet numbers: base is the oldest unacknowledged,
-	// next the next to transmit (it moves back to base on a timeout),
-	// maxSent one past the highest ever transmitted, assign the number
-	// the next queued message starts at, limit the peer's credit.
+	// next the next to transmit for the first time, maxSent one past the
+	// highest ever transmitted (next, as nothing goes back), assign the
+	// number the next queued message starts at, limit the peer's credit.
 	out          fifo[outMsg]
 	nextIdx      int // out index of the message holding next
 	msgNo        uint32
@@ -65,25 +66,27 @@ type session struct {
 	assign       uint32
 	packLen      int // bytes packet assign-1 would hold packed; 0: others cannot join it
 	limit        uint32
-	rto          time.Duration // current timeout, doubled on each expiry
-	rtoBase      time.Duration // from the round-trip estimate, at least Options.RTO
-	srtt, rttvar time.Duration
+	peerWnd      uint32     // the window the peer last advertised
 	slots        []sendSlot // per window slot: packet number modulo Window
-	retxAt       time.Time  // zero when nothing is outstanding
+	rack         rackState
 	lastProgress time.Time
-	dupAcks      uint64
 
 	// Receive side: expect is the next packet number wanted; packets past
 	// it wait in ooo.
-	expect  uint32
-	naks    uint64 // out-of-order arrivals since the last ACK
-	unacked int    // data packets received since the last ACK
-	ackOwed bool
-	inAcks  bool      // on ep.acks
-	framed  bool      // a frame completed since the last acknowledgement
-	ackAt   time.Time // when a delayed acknowledgement is due, if any
-	ooo     *reorder
-	rx      frameParser
+	expect    uint32
+	echo      uint64 // the last data packet to arrive, as an ACK echoes it
+	unacked   int    // data packets received since the last ACK
+	ackOwed   bool
+	sackOwed  bool        // packets arrived past a gap since the last ACK
+	dsackOwed bool        // packet dsack arrived twice since the last ACK
+	dsack     uint32      //
+	rxShut    bool        // packet expect is kept for lack of room: the window is 0
+	shut      atomic.Bool // rxShut, for the Receive goroutine
+	inAcks    bool        // on ep.acks
+	framed    bool        // a frame completed since the last acknowledgement
+	ackAt     time.Time   // when a delayed acknowledgement is due, if any
+	ooo       *reorder
+	rx        frameParser
 
 	// Dialing: OPEN is repeated until the peer answers.
 	opening  bool
@@ -105,7 +108,14 @@ func (s *session) emit(seq uint32, idx int) bool {
 		return false
 	}
 	om := s.out.at(idx)
+	slot := s.slot(seq)
 	h := PacketHeader{Type: TypeData, Session: s.key.id, Seq: seq, Msg: om.no}
+	if seqLess(seq, s.maxSent) {
+		h.Tx = slot.tx + 1
+		if h.Tx == 0 {
+			h.Tx = slot.tx // saturated
+		}
+	}
 	if idx+1 < s.out.len() && s.out.at(idx+1).member && s.out.at(idx+1).first == seq {
 		h.Flags = FlagFirst | FlagLast | FlagPacked
 		h.Length = uint16(s.writePacked(buf[HeaderLen:], idx))
@@ -128,17 +138,19 @@ func (s *session) emit(seq uint32, idx int) bool {
 	if s.maxSent == s.base {
 		s.lastProgress = s.ep.now // the clock of the dead-peer check starts now
 	}
-	slot := s.slot(seq)
-	if now := s.ep.now.Sub(s.ep.epoch); seqLess(seq, s.maxSent) {
+	if now := s.clock(); seqLess(seq, s.maxSent) {
 		slot.sentAt = 0 // resent: its acknowledgement is no round-trip sample (Karn)
-		slot.resentAt = now
+		slot.xmitAt, slot.resent, slot.tx = now, true, h.Tx
+		s.rack.logResent(seq)
+		if slot.lost {
+			slot.lost = false
+			s.rack.lost--
+		}
 		s.ep.ctr.resent.Add(1)
 	} else {
-		*slot = sendSlot{sentAt: now}
+		*slot = sendSlot{sentAt: now, xmitAt: now}
 		s.maxSent = seq + 1
-	}
-	if s.retxAt.IsZero() {
-		s.retxAt = s.ep.now.Add(s.rto)
+		s.armProbe()
 	}
 	return true
 }
@@ -176,13 +188,15 @@ func copyFrame(dst []byte, om *outMsg, off uint64) {
 func (s *session) fillAck(h *PacketHeader) {
 	h.Ack = s.expect
 	h.Window = uint32(s.ep.opts.Window)
+	if s.rxShut {
+		h.Window = 0
+	}
 	if s.ooo != nil && s.ooo.held > 0 {
 		h.Flags |= FlagGap
 	}
 	s.ackOwed = false
 	s.framed = false
 	s.ackAt = time.Time{}
-	s.naks = 0
 	s.unacked = 0
 }
 
@@ -195,11 +209,15 @@ func (s *session) control(t PacketType) {
 		return // the peer will ask again
 	}
 	h := PacketHeader{Type: t, Session: s.key.id}
-	naks := s.naks
 	s.fillAck(&h)
 	switch t {
 	case TypeAck:
-		h.Offset = naks
+		h.Offset = s.echo
+		if s.dsackOwed {
+			h.Flags |= FlagDsack
+			h.Msg = s.dsack
+		}
+		s.sackOwed, s.dsackOwed = false, false
 		if h.Flags&FlagGap != 0 {
 			if n := s.ooo.sack(buf[HeaderLen:], s.expect); n > 0 {
 				h.Flags |= FlagSack
@@ -249,10 +267,13 @@ func (s *session) take() (closing bool) {
 	return closing
 }
 
-// pump transmits new or repeated packets the window allows, at most budget
-// of them, and reports how many it sent.
+// pump transmits the packets found lost, then new ones as the window
+// allows, at most budget in all, and reports how many it sent.
 func (s *session) pump(budget int) int {
 	sent := 0
+	if s.rack.lost > 0 {
+		sent = s.resendLost(budget)
+	}
 	for sent < budget && seqLess(s.next, s.assign) && seqLess(s.next, s.limit) &&
 		seqLess(s.next, s.base+uint32(s.ep.opts.Window)) {
 		for {
@@ -261,13 +282,6 @@ func (s *session) pump(budget int) int {
 				break
 			}
 			s.nextIdx++
-		}
-		if s.next != s.base && seqLess(s.next, s.maxSent) && s.slot(s.next).held {
-			// Going back, and the peer has it. The oldest goes again
-			// even so: a receiver whose delivery queue was full holds
-			// it without taking it, and waits for it to come again.
-			s.next++
-			continue
 		}
 		if !s.emit(s.next, s.nextIdx) {
 			break
@@ -281,20 +295,49 @@ func (s *session) pump(budget int) int {
 // onAck takes the acknowledgement and credit every packet carries.
 func (s *session) onAck(h *PacketHeader) {
 	a := h.Ack
+	s.rack.echo = 0
+	if h.Type == TypeAck && h.Flags&FlagSize == 0 {
+		s.rack.echo = h.Offset
+	}
 	if seqLess(a, s.base) || seqLess(s.maxSent, a) {
 		return // stale, or acknowledging what was never sent
 	}
 	s.limit = a + h.Window
+	reopened := s.peerWnd == 0 && h.Window > 0
+	s.peerWnd = h.Window
 	if a == s.base {
-		if s.base == s.maxSent || h.Type != TypeAck || h.Flags&FlagSize != 0 {
-			return // nothing outstanding, or no duplicate count in Offset
-		}
-		// A duplicate acknowledgement: the peer got packets past a gap.
-		s.dupAcks += h.Offset
-		if s.dupAcks >= 3 {
-			s.fastRetransmit()
+		switch {
+		case s.base == s.maxSent:
+		case h.Window == 0:
+			// The peer is there, its window shut: it held the
+			// packet at a without taking it. Probes go on.
+			s.lastProgress = s.ep.now
+		case reopened:
+			// It has room again: the packet it would not take goes now.
+			s.markLost(a, s.slot(a))
 		}
 		return
+	}
+	// Everything from base to a is delivered; those held past a gap
+	// were counted when their SACK came.
+	last := s.slot(a - 1)
+	sample := !last.held && last.sentAt != 0
+	fack := s.rack.fack
+	s.rack.newFack(a - 1)
+	for seq := s.base; seq != a; seq++ {
+		sl := s.slot(seq)
+		if sl.held {
+			s.rack.held--
+		} else {
+			s.delivered(seq, sl, fack)
+		}
+		if sl.lost {
+			s.rack.lost--
+		}
+		sl.held, sl.lost = false, false
+	}
+	if sample {
+		s.sampleRTT(s.clock() - last.sentAt)
 	}
 	s.base = a
 	for s.out.len() > 0 {
@@ -311,57 +354,22 @@ func (s *session) onAck(h *PacketHeader) {
 	if seqLess(s.next, a) {
 		s.next, s.nextIdx = a, 0
 	}
+	s.progressed()
+}
+
+// progressed resets the timers after the peer acknowledged something new.
+func (s *session) progressed() {
 	s.lastProgress = s.ep.now
-	// A packet the peer held past a gap was answered late, by the gap
-	// filling: its round trip was sampled when its SACK came.
-	if sl := s.slot(a - 1); sl.sentAt != 0 && !sl.held {
-		s.sampleRTT(s.ep.now.Sub(s.ep.epoch) - sl.sentAt)
-	}
-	s.rto = s.rtoBase
-	s.dupAcks = 0
-	if a == s.maxSent {
-		s.retxAt = time.Time{}
-		return
-	}
-	s.retxAt = s.ep.now.Add(s.rto)
-	if h.Flags&FlagGap != 0 {
-		// The peer holds packets past a new gap: the packet at it was
-		// lost, or is late; send it again now rather than at the timeout.
-		s.fastRetransmit()
-	}
+	s.detectLoss()
+	r := &s.rack
+	r.afterRTO = false
+	r.rto = r.rtoBase
+	r.timer = timerNone
+	s.armProbe()
 }
 
-// sampleRTT updates the round-trip estimate and the timeout derived from
-// it as TCP does (RFC 6298), bounded by Options.RTO and MaxRTO, so a loaded
-// host whose answers come late is not flooded with spurious timeouts.
-func (s *session) sampleRTT(r time.Duration) {
-	if s.srtt == 0 {
-		s.srtt, s.rttvar = r, r/2
-	} else {
-		d := s.srtt - r
-		if d < 0 {
-			d = -d
-		}
-		s.rttvar = (3*s.rttvar + d) / 4
-		s.srtt = (7*s.srtt + r) / 8
-	}
-	o := &s.ep.opts
-	s.rtoBase = min(max(s.srtt+4*s.rttvar, o.RTO), o.MaxRTO)
-}
-
-// fastRetransmit sends the oldest unacknowledged packet again, at most once
-// per half RTO.
-func (s *session) fastRetransmit() {
-	if s.resentLately(s.base) {
-		return
-	}
-	if s.emit(s.base, 0) {
-		s.dupAcks = 0
-	}
-}
-
-// timers runs the retransmission and dead-peer clocks and returns the next
-// time they need a look (zero for none).
+// timers runs the acknowledgement, loss detection and dead-peer clocks and
+// returns the next time they need a look (zero for none).
 func (s *session) timers() (time.Time, error) {
 	now := s.ep.now
 	if s.opening {
@@ -373,47 +381,59 @@ func (s *session) timers() (time.Time, error) {
 		s.openAt = now.Add(s.openWait)
 		return s.openAt, nil
 	}
-	var ackAt time.Time
+	var next time.Time
 	if !s.ackAt.IsZero() {
 		if s.ackOwed && !now.Before(s.ackAt) {
 			s.control(TypeAck) // nothing carried it in time
 		} else if s.ackOwed {
-			ackAt = s.ackAt
+			next = s.ackAt
 		} else {
 			s.ackAt = time.Time{}
 		}
 	}
-	if s.retxAt.IsZero() {
-		return ackAt, nil
+	if s.base == s.maxSent {
+		return next, nil
 	}
 	if now.Sub(s.lastProgress) > s.ep.opts.DeadAfter {
 		return time.Time{}, fmt.Errorf("afxdp: session %#x with %v: no acknowledgement for %v: %w",
 			s.key.id, s.key.peer, s.ep.opts.DeadAfter, ErrPeerUnreachable)
 	}
-	if now.Before(s.retxAt) {
-		if !ackAt.IsZero() && ackAt.Before(s.retxAt) {
-			return ackAt, nil
-		}
-		return s.retxAt, nil
+	r := &s.rack
+	if !r.reoAt.IsZero() && !now.Before(r.reoAt) {
+		s.detectLoss()
 	}
-	// Go back N: everything from the oldest unacknowledged packet again,
-	// but for what the peer said it holds (pump skips those).
-	s.next, s.nextIdx = s.base, 0
-	s.rto = min(2*s.rto, s.ep.opts.MaxRTO)
-	s.retxAt = now.Add(s.rto)
-	return s.retxAt, nil
+	if r.timer != timerNone && !now.Before(r.timerAt) {
+		s.fireTimer()
+	}
+	for _, t := range [...]time.Time{r.reoAt, r.timerAt} {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next, nil
 }
 
 // onData takes a DATA packet: in order, it lands in its frame; ahead of
-// order, it waits in the reorder buffer; behind, it is a duplicate.
-func (s *session) onData(h *PacketHeader, data []byte) error {
+// order, it waits in the reorder buffer; behind, it is a duplicate. It
+// reports whether the packet calls for an acknowledgement at once: one
+// past a gap, a duplicate (the sender did not see an acknowledgement) or
+// one left for lack of room (the window closes).
+func (s *session) onData(h *PacketHeader, data []byte) (urgent bool, err error) {
+	s.echo = echoOf(h.Seq, h.Tx)
 	s.ackOwed = true
 	s.unacked++
 	switch {
 	case h.Seq == s.expect:
+		if s.rxShut {
+			return true, nil // kept already; a probe, answered with the shut window
+		}
 		ok, err := s.accept(h, data)
-		if err != nil || !ok {
-			return err
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			s.shutWindow(h, data)
+			return true, nil
 		}
 		if s.ooo != nil && s.ooo.held > 0 {
 			s.ooo.take(h.Seq) // a copy held when there was no room for it
@@ -423,21 +443,33 @@ func (s *session) onData(h *PacketHeader, data []byte) error {
 			if !ok {
 				break
 			}
-			if ok, err := s.accept(hh, dd); err != nil || !ok {
-				s.ooo.put(hh, dd) // no room for delivery yet: keep it
-				return err
+			ok, err := s.accept(hh, dd)
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				s.shutWindow(hh, dd)
+				return true, nil
 			}
 		}
 	case seqLess(s.expect, h.Seq) && seqLess(h.Seq, s.expect+uint32(s.ep.opts.Window)):
 		if s.ooo == nil {
 			s.ooo = newReorder(s.ep.opts.Window, s.dataLen)
 		}
-		s.ooo.put(h, data)
-		s.naks++
-	default:
+		if !s.ooo.put(h, data) {
+			s.dsack, s.dsackOwed = h.Seq, true
+			s.ep.ctr.dups.Add(1)
+		}
+		s.sackOwed = true
+		return true, nil
+	case seqLess(h.Seq, s.expect):
+		s.dsack, s.dsackOwed = h.Seq, true
 		s.ep.ctr.dups.Add(1)
+		return true, nil
+	default:
+		s.ep.ctr.dups.Add(1) // past the window: a confused peer
 	}
-	return nil
+	return false, nil
 }
 
 // accept lands the next in-order packet in its frame. It reports false,

@@ -4,7 +4,9 @@ import "sync/atomic"
 
 // Stats count what an Endpoint's reactor did.
 type Stats struct {
-	Resent     uint64 // packets sent again (timeouts and fast retransmits)
+	Resent     uint64 // packets sent again: found lost, or sent by a timer, of which
+	Probes     uint64 // sent by the tail loss probe or the retransmission timeout
+	Spurious   uint64 // the peer reported it already had (FlagDsack)
 	Duplicates uint64 // data packets received twice
 	Malformed  uint64 // datagrams that were not valid protocol packets
 	Resets     uint64 // RESETs sent for unknown sessions
@@ -14,11 +16,14 @@ type Stats struct {
 	Acks       uint64 // ACKs that carried nothing else
 	Batches    uint64 // flushes of queued packets to the link (a sendmmsg, or AF_XDP kicks)
 	Received   uint64 // datagrams received
+	Deferred   uint64 // times a session left a packet for lack of delivery room or memory, closing its window
 }
 
 // add sums x into s, field by field.
 func (s *Stats) add(x Stats) {
 	s.Resent += x.Resent
+	s.Probes += x.Probes
+	s.Spurious += x.Spurious
 	s.Duplicates += x.Duplicates
 	s.Malformed += x.Malformed
 	s.Resets += x.Resets
@@ -28,19 +33,21 @@ func (s *Stats) add(x Stats) {
 	s.Acks += x.Acks
 	s.Batches += x.Batches
 	s.Received += x.Received
+	s.Deferred += x.Deferred
 }
 
 // counters are an Endpoint's Stats as the reactor keeps them: written by
 // the reactor (and a sender holding its loop lock), read by anyone.
 type counters struct {
-	resent, dups, malformed, resets, forwarded, sendErrors atomic.Uint64
-	sent, acks, batches, received                          atomic.Uint64
+	resent, probes, spurious, dups, malformed, resets, forwarded, sendErrors atomic.Uint64
+	sent, acks, batches, received, deferred                                  atomic.Uint64
 }
 
 func (c *counters) stats() Stats {
 	return Stats{
-		Resent: c.resent.Load(), Duplicates: c.dups.Load(), Malformed: c.malformed.Load(),
+		Resent: c.resent.Load(), Probes: c.probes.Load(), Spurious: c.spurious.Load(), Duplicates: c.dups.Load(), Malformed: c.malformed.Load(),
 		Resets: c.resets.Load(), Forwarded: c.forwarded.Load(), SendErrors: c.sendErrors.Load(),
 		Sent: c.sent.Load(), Acks: c.acks.Load(), Batches: c.batches.Load(), Received: c.received.Load(),
+		Deferred: c.deferred.Load(),
 	}
 }

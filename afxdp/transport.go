@@ -36,14 +36,15 @@ package afxdp
 // packets unacknowledged. The receiver keeps packets that arrive past a gap
 // in a reorder buffer of one window (the only place received data is copied
 // twice), flags the gap, and lists what it holds in a selective
-// acknowledgement (FlagSack). The sender resends a missing packet once
-// three packets above it are held (reordering rarely runs deeper), after
-// three duplicate acknowledgements, or at once when an acknowledgement moves
-// but still reports a gap, as TCP's fast retransmit does. When the oldest
-// packet has waited RTO (milliseconds, doubling on each expiry up to
-// MaxRTO), the sender goes back to it and sends again everything the peer
-// has not said it holds. Packets before the expected number are duplicates
-// and dropped, so a request is delivered, and runs, at most once.
+// acknowledgement (FlagSack); a packet it receives twice it reports
+// (FlagDsack), and every ACK echoes the number and copy of the data packet
+// that arrived last. Loss is told from reordering by time, as RACK-TLP
+// (RFC 8985) does: a packet is resent once a packet sent after it was
+// delivered and a reordering window, learnt from the reordering seen, has
+// passed; a tail loss probe after two quiet round trips and a
+// retransmission timeout back it up, each resending one packet (rack.go).
+// Packets before the expected number are duplicates and dropped, so a
+// request is delivered, and runs, at most once.
 //
 // Reassembly lands in-order data directly in its destination: the header,
 // metadata and descriptors are gathered first, then the receiver's Alloc
@@ -53,10 +54,9 @@ package afxdp
 // (m.Done) when the peer has acknowledged its last packet, which is when its
 // memory may change.
 //
-// Flow control: the receiver's credit bounds what is in flight, and with
-// Options.BlockingReceiver a frame whose delivery queue is full is not
-// acknowledged, so the sender backs off on its timeout until Receive
-// catches up.
+// Flow control: the receiver's credit bounds what is in flight, and a
+// packet whose frame cannot be taken yet (a full delivery queue) is kept
+// while the receiver's window shuts to 0 until there is room (window.go).
 //
 // Sessions start with OPEN, answered by an ACK (RESET when the endpoint does
 // not accept); CLOSE ends one, and a packet for an unknown session is

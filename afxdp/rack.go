@@ -1,0 +1,333 @@
+package afxdp
+
+import "time"
+
+// Loss detection, after RACK-TLP (RFC 8985). A packet is lost when a packet
+// sent after it has been delivered (acknowledged cumulatively or
+// selectively) and a reordering window has passed since it was sent and
+// since that delivery's round trip: time, not a count of packets overtaking
+// it, tells reordering from loss. So a packet that is merely late is not
+// resent, however many overtook it, and a lost retransmission is found as
+// a lost original is.
+//
+// Two timers back it up, for losses no later delivery reveals: the tail
+// loss probe resends the last packet in flight after about two round trips
+// without an acknowledgement (its answer, a selective acknowledgement,
+// lets RACK find the rest), and the retransmission timeout, doubling on
+// each expiry, resends the oldest. Neither resends a window: a timer that
+// fired only because the peer answered late (a loaded host, a descheduled
+// reactor) costs one packet.
+//
+// How late a packet may be is the reordering window: nothing until some
+// reordering was seen, once three packets past a gap are held or while
+// recovering (RACK's fallback to TCP's three duplicate acknowledgements);
+// otherwise the most a delivered packet was seen overtaken by, in send
+// time, and at least a quarter of the minimum round trip, plus a quarter of
+// that for each report from the peer that it received a retransmission
+// twice (FlagDsack), and never more than the smoothed round trip. Whether a
+// delivered packet that was sent twice got there as the retransmission or
+// as the original, late, the acknowledgement's echo tells (the role TCP's
+// timestamps play); without it a late original would make RACK take every
+// packet sent between the two copies for lost.
+
+// sendSlot is what the sender keeps about one packet in flight.
+type sendSlot struct {
+	sentAt time.Duration // when first sent, since ep.epoch; 0 once resent (Karn)
+	xmitAt time.Duration // when last sent, since ep.epoch
+	resent bool          // sent more than once
+	tx     uint8         // the transmission byte of its last copy
+	held   bool          // the peer holds it past a gap (FlagSack)
+	lost   bool          // RACK or a timer found it lost; pump resends it
+}
+
+// slot returns the state of packet seq, which must be in the window.
+func (s *session) slot(seq uint32) *sendSlot { return &s.slots[seq%uint32(len(s.slots))] }
+
+// Timer kinds of rackState.timer.
+const (
+	timerNone  = iota
+	timerProbe // tail loss probe
+	timerRTO   // retransmission timeout
+)
+
+// maxReoMult bounds the reordering window's growth on reports of spurious
+// retransmissions, in quarters of its base.
+const maxReoMult = 16
+
+// reoPersist is how many times loss detection finds packets lost before a
+// reordering window grown on spurious retransmissions shrinks back, as
+// RFC 8985 suggests.
+const reoPersist = 16
+
+// rackState is a session's round-trip estimate and loss detection state.
+// Times are since ep.epoch, as in sendSlot.
+type rackState struct {
+	srtt, rttvar, minRTT time.Duration
+	rtoBase              time.Duration // srtt+4·rttvar, within Options.RTO and MaxRTO
+	rto                  time.Duration // the current timeout, doubled on each expiry
+
+	// The most recently sent packet delivered: its last transmission,
+	// number and round trip (RACK.xmit_ts, end_seq, rtt), and whether
+	// that transmission was a retransmission.
+	xmit      time.Duration
+	seq       uint32
+	rtt       time.Duration
+	xmitResnt bool
+	fack      uint32        // one past the highest packet delivered
+	echo      uint64        // the echo of the acknowledgement being taken (see echoOf)
+	reord     bool          // a packet was delivered after one sent later
+	reoMult   int           // quarters added to the window's base, plus 1
+	reoSeen   time.Duration // the most a packet was overtaken by, in send time
+	persist   int           // recoveries left before reoMult returns to 1
+	afterRTO  bool          // a timeout fired since the last delivery
+
+	held int // packets past base the peer holds (held slots)
+	lost int // packets marked lost, not yet resent
+
+	resentSeqs [resentLog]uint32 // the last packets resent, for onDsack
+	resentNext uint32
+
+	timer   int       // timerNone, timerProbe or timerRTO
+	timerAt time.Time // when timer fires
+	reoAt   time.Time // when a packet RACK is not yet sure of becomes lost
+}
+
+func (r *rackState) init(o *Options) {
+	r.rtoBase, r.rto, r.reoMult = o.RTO, o.RTO, 1
+}
+
+// sampleRTT updates the round-trip estimate and the timeout derived from
+// it as TCP does (RFC 6298), bounded by Options.RTO and MaxRTO, so a loaded
+// host whose answers come late is not flooded with spurious timeouts.
+func (s *session) sampleRTT(rtt time.Duration) {
+	r := &s.rack
+	if rtt <= 0 {
+		rtt = 1
+	}
+	if r.srtt == 0 {
+		r.srtt, r.rttvar, r.minRTT = rtt, rtt/2, rtt
+	} else {
+		d := r.srtt - rtt
+		if d < 0 {
+			d = -d
+		}
+		r.rttvar = (3*r.rttvar + d) / 4
+		r.srtt = (7*r.srtt + rtt) / 8
+		r.minRTT = min(r.minRTT, rtt)
+	}
+	o := &s.ep.opts
+	r.rtoBase = min(max(r.srtt+4*r.rttvar, o.RTO), o.MaxRTO)
+}
+
+// clock is the sessions' time base: now, since ep.epoch.
+func (s *session) clock() time.Duration { return s.ep.now.Sub(s.ep.epoch) }
+
+// delivered records that packet seq, sent and not delivered before, reached
+// the peer (RFC 8985, "Update RACK stats" and "Detect reordering"). fack is
+// rack.fack before the acknowledgement that delivered it.
+func (s *session) delivered(seq uint32, sl *sendSlot, fack uint32) {
+	r := &s.rack
+	if sl.resent {
+		// Which copy got there? Only the acknowledgement's echo says.
+		// Taking the last copy when an earlier one, merely late, got
+		// there would find every packet sent in between lost.
+		if e, tx, ok := echoed(r.echo); !ok || e != seq || tx != sl.tx {
+			return
+		}
+	}
+	if sl.xmitAt > r.xmit || (sl.xmitAt == r.xmit && seqLess(r.seq, seq)) {
+		r.xmit, r.seq, r.rtt, r.xmitResnt = sl.xmitAt, seq, s.clock()-sl.xmitAt, sl.resent
+	}
+	if seqLess(seq, fack) && !sl.resent {
+		// Overtaken by packets up to fack-1: how much later the last
+		// of them was sent is how late this one was, in send time.
+		r.reord = true
+		if d := s.slot(fack-1).xmitAt - sl.xmitAt; d > r.reoSeen {
+			r.reoSeen = d
+		}
+	}
+}
+
+// newFack moves rack.fack past seq.
+func (r *rackState) newFack(seq uint32) {
+	if !seqLess(seq, r.fack) {
+		r.fack = seq + 1
+	}
+}
+
+// reoWnd is how long past a round trip a packet may be late before it is
+// lost (RFC 8985, "Update RACK reordering window").
+func (s *session) reoWnd() time.Duration {
+	r := &s.rack
+	if !r.reord && (r.lost > 0 || r.afterRTO || r.held >= dupThresh) {
+		return 0
+	}
+	base := max(r.reoSeen, r.minRTT/4)
+	return min(base+time.Duration(r.reoMult)*base/4, r.srtt)
+}
+
+// detectLoss marks lost every outstanding packet sent before the most
+// recently sent delivered one, once the reordering window has passed for
+// it, and sets the reorder timer for those still within it.
+func (s *session) detectLoss() {
+	r := &s.rack
+	r.reoAt = time.Time{}
+	if r.xmit == 0 || s.base == s.maxSent {
+		return
+	}
+	now, wnd := s.clock(), s.reoWnd()
+	// Only retransmissions can have been sent before a delivered original
+	// with a higher number; the originals go out in order.
+	end := s.maxSent
+	if !r.xmitResnt && seqLess(r.seq, end) {
+		end = r.seq
+	}
+	marked := 0
+	for seq := s.base; seqLess(seq, end); seq++ {
+		sl := s.slot(seq)
+		if sl.held || sl.lost || (seq == s.base && s.peerWnd == 0) {
+			continue // the peer has it, or holds base for lack of room
+		}
+		if sl.xmitAt > r.xmit || (sl.xmitAt == r.xmit && !seqLess(seq, r.seq)) {
+			continue // sent after the packet delivered last
+		}
+		if wait := sl.xmitAt + r.rtt + wnd - now; wait > 0 {
+			if at := s.ep.now.Add(wait); r.reoAt.IsZero() || at.Before(r.reoAt) {
+				r.reoAt = at
+			}
+			continue
+		}
+		sl.lost = true
+		r.lost++
+		marked++
+	}
+	if marked > 0 && r.persist > 0 {
+		if r.persist--; r.persist == 0 {
+			r.reoMult = 1
+		}
+	}
+}
+
+// onDsack takes the peer's report that it received packet seq twice: if
+// this end had resent it, the retransmission was spurious and the
+// reordering window grows.
+func (s *session) onDsack(seq uint32) {
+	r := &s.rack
+	if !r.wasResent(seq) {
+		return // the network duplicated it, or it is too old to tell
+	}
+	s.ep.ctr.spurious.Add(1)
+	r.reord = true
+	r.reoMult = min(r.reoMult+1, maxReoMult)
+	r.persist = reoPersist
+}
+
+// resentLog is how many recent retransmissions a session remembers, to
+// recognise the peer's reports of duplicates (FlagDsack): they arrive a
+// round trip later, when a full window may have been sent since.
+const resentLog = 64
+
+// logResent records that packet seq was sent again.
+func (r *rackState) logResent(seq uint32) {
+	r.resentSeqs[r.resentNext%resentLog] = seq
+	r.resentNext++
+}
+
+// wasResent reports whether packet seq is among the recent retransmissions.
+func (r *rackState) wasResent(seq uint32) bool {
+	for i := range min(r.resentNext, resentLog) {
+		if r.resentSeqs[i] == seq {
+			return true
+		}
+	}
+	return false
+}
+
+// pto is the tail loss probe's timeout: two round trips, plus the time the
+// peer may hold an acknowledgement back when one packet is in flight, at
+// least Options.RTO.
+func (s *session) pto() time.Duration {
+	r := &s.rack
+	if r.srtt == 0 {
+		return r.rto
+	}
+	p := 2 * r.srtt
+	if s.maxSent-s.base == 1 {
+		p += s.ep.maxAckDelay()
+	}
+	return max(p, s.ep.opts.RTO)
+}
+
+// armProbe starts the tail loss probe's clock, after new data was sent or
+// something was delivered, unless a timeout is backing off.
+func (s *session) armProbe() {
+	r := &s.rack
+	if s.base == s.maxSent {
+		r.timer, r.timerAt = timerNone, time.Time{}
+		return
+	}
+	if r.timer == timerRTO {
+		return
+	}
+	r.timer, r.timerAt = timerProbe, s.ep.now.Add(s.pto())
+}
+
+// fireTimer runs the probe or the timeout when due.
+func (s *session) fireTimer() {
+	r := &s.rack
+	if s.base == s.maxSent {
+		r.timer, r.timerAt = timerNone, time.Time{}
+		return
+	}
+	switch r.timer {
+	case timerProbe:
+		// The last packet the peer does not hold goes again; its
+		// answer, selective, shows what else is missing.
+		for seq := s.maxSent - 1; ; seq-- {
+			if sl := s.slot(seq); !sl.held {
+				s.markLost(seq, sl)
+				break
+			}
+			if seq == s.base {
+				break
+			}
+		}
+		r.timer, r.timerAt = timerRTO, s.ep.now.Add(max(r.rto, s.pto()))
+	case timerRTO:
+		// The oldest goes again, and RACK, with no reordering window,
+		// finds the rest lost once it is delivered: a timeout that
+		// fired because the answers were slow resends one packet.
+		s.markLost(s.base, s.slot(s.base))
+		r.afterRTO = true
+		r.rto = min(2*r.rto, s.ep.opts.MaxRTO)
+		r.timerAt = s.ep.now.Add(r.rto)
+	}
+	s.ep.ctr.probes.Add(1)
+}
+
+// markLost marks packet seq for pump to resend.
+func (s *session) markLost(seq uint32, sl *sendSlot) {
+	if !sl.lost && !sl.held {
+		sl.lost = true
+		s.rack.lost++
+	}
+}
+
+// resendLost resends packets marked lost, in order, at most budget of them,
+// and returns how many it sent.
+func (s *session) resendLost(budget int) int {
+	sent, idx := 0, 0
+	for seq := s.base; s.rack.lost > 0 && sent < budget && seqLess(seq, s.maxSent); seq++ {
+		if !s.slot(seq).lost {
+			continue
+		}
+		for om := s.out.at(idx); seq-om.first >= om.npk; om = s.out.at(idx) {
+			idx++
+		}
+		if !s.emit(seq, idx) {
+			break // no transmit buffer: the next loop tries again
+		}
+		sent++
+	}
+	return sent
+}

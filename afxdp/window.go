@@ -1,0 +1,68 @@
+package afxdp
+
+// Receive flow control. A packet whose frame cannot be taken now (the
+// delivery queue is full, or the memory its frame announces is not
+// available) is kept in the reorder buffer and the session's window shuts:
+// every packet it sends advertises a window of 0, so its peer sends nothing
+// new. The peer does not resend the packet either, since the receiver has
+// it; only its probes, backing off to MaxRTO, keep asking, in case the
+// reopening is lost. When room appears, the Receive goroutine that made it
+// (or the reactor) has the reactor take the kept packets and reopen the
+// window with an ACK at once. A peer that does not read is thus held back
+// by its window, and nothing beyond a window of packets is buffered for it.
+
+// shutWindow records that packet h, the next in order, was kept for lack of
+// room.
+func (s *session) shutWindow(h *PacketHeader, data []byte) {
+	if s.ooo == nil {
+		s.ooo = newReorder(s.ep.opts.Window, s.dataLen)
+	}
+	s.ooo.put(h, data)
+	if !s.rxShut {
+		s.rxShut = true
+		s.shut.Store(true)
+		s.ep.ctr.deferred.Add(1)
+	}
+}
+
+// wantReopen asks the reactor to try the kept packets again; called by
+// the goroutine that made room.
+func (s *session) wantReopen() {
+	s.mu.Lock()
+	wasQueued := s.queued || s.dead != nil
+	s.queued = true
+	s.mu.Unlock()
+	if !wasQueued {
+		s.ep.enqueue(s)
+	}
+}
+
+// reopen takes the packets kept for lack of room, as far as there is room
+// now, and reopens the window when all could be taken.
+func (s *session) reopen() error {
+	if !s.rxShut {
+		return nil
+	}
+	for s.ooo != nil && s.ooo.held > 0 {
+		h, data, ok := s.ooo.take(s.expect)
+		if !ok {
+			break
+		}
+		ok, err := s.accept(h, data)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			s.ooo.put(h, data)
+			return nil
+		}
+	}
+	s.rxShut = false
+	s.shut.Store(false)
+	s.ackOwed = true
+	if !s.inAcks {
+		s.inAcks = true
+		s.ep.acks = append(s.ep.acks, s)
+	}
+	return nil
+}
