@@ -85,7 +85,7 @@ func (c *Conn) Receive(r wire.Receiver) error {
 	for {
 		select {
 		case in := <-c.deliveries:
-			r.Deliver(in)
+			c.handOver(r, in)
 			if c.s.shut.Load() {
 				c.s.wantReopen()
 			}
@@ -93,7 +93,7 @@ func (c *Conn) Receive(r wire.Receiver) error {
 			for {
 				select {
 				case in := <-c.deliveries:
-					r.Deliver(in)
+					c.handOver(r, in)
 				default:
 					return c.err
 				}
@@ -159,11 +159,17 @@ func (c *Conn) deliver(in *wire.Inbound) {
 	if c.onReactor {
 		if r := c.receiver(); r != nil {
 			c.drainBacklog(r)
-			r.Deliver(in)
+			c.handOver(r, in)
 			return
 		}
 	}
 	c.deliveries <- in
+}
+
+// handOver gives a frame to the receiver, and the memory it held back.
+func (c *Conn) handOver(r wire.Receiver, in *wire.Inbound) {
+	c.s.release(claimOf(in))
+	r.Deliver(in)
 }
 
 // drainBacklog delivers, on the reactor, frames held until Receive.
@@ -171,7 +177,7 @@ func (c *Conn) drainBacklog(r wire.Receiver) {
 	for {
 		select {
 		case in := <-c.deliveries:
-			r.Deliver(in)
+			c.handOver(r, in)
 		default:
 			return
 		}

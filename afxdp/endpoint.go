@@ -51,11 +51,19 @@ type Endpoint struct {
 	accepts   chan *Conn
 
 	// Owned by the reactor.
-	sessions map[sessionKey]*session
-	list     []*session
-	acks     []*session
-	rx       []Datagram
-	now      time.Time
+	caps *sessionCaps // shared by a Group's endpoints
+	mem  memory       // received bytes held for receivers (budget.go)
+	// Sessions shut for lack of endpoint memory, tried again when some is
+	// released.
+	memWaiters, memWaitersNext []*session
+	half                       map[sessionKey]*halfOpen
+	halfList                   []*halfOpen // the same, in the order they came
+	halfNext                   time.Time   // when halfTimers next has work
+	sessions                   map[sessionKey]*session
+	list                       []*session
+	acks                       []*session
+	rx                         []Datagram
+	now                        time.Time
 	// streamUntil is when the reactor may sleep again after a packet
 	// that left a frame partly received (Options.FrameSpin).
 	streamUntil time.Time
@@ -86,15 +94,17 @@ func newEndpoint(link Link, opts Options, g *Group) *Endpoint {
 	e := &Endpoint{
 		link: link, opts: opts, group: g,
 		dataLen:  link.MaxPayload() - HeaderLen,
+		mem:      memory{limit: opts.EndpointMemory},
 		epoch:    time.Now(),
 		done:     make(chan struct{}),
 		sessions: make(map[sessionKey]*session),
+		half:     make(map[sessionKey]*halfOpen),
 		rx:       make([]Datagram, rxBatch),
 	}
 	if g != nil {
-		e.accepts = g.accepts
+		e.accepts, e.caps = g.accepts, g.caps
 	} else {
-		e.accepts = make(chan *Conn, max(opts.Backlog, 0))
+		e.accepts, e.caps = make(chan *Conn, max(opts.Backlog, 0)), newSessionCaps(&opts)
 	}
 	ready := make(chan struct{})
 	go e.run(ready)
@@ -116,7 +126,11 @@ func (e *Endpoint) Addr() netip.AddrPort { return e.link.LocalAddr() }
 func (e *Endpoint) Link() Link { return e.link }
 
 // Stats returns the endpoint's counters.
-func (e *Endpoint) Stats() Stats { return e.ctr.stats() }
+func (e *Endpoint) Stats() Stats {
+	st := e.ctr.stats()
+	st.Buffered = uint64(max(e.mem.used.Load(), 0))
+	return st
+}
 
 // resolver is implemented by links that must learn something about a peer
 // (its MAC address) before sending to it, which may block.
@@ -310,6 +324,10 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			e.takeReady()
 			worked = true
 		}
+		if e.mem.freed.Load() {
+			e.retryMemory()
+			worked = true
+		}
 		next, more := e.pumpAll()
 		e.flushAcks()
 		if err := e.flush(); err != nil && !e.stopping.Load() {
@@ -394,6 +412,12 @@ func (e *Endpoint) shutdown() {
 		s.control(TypeClose)
 		e.endSession(s, err)
 	}
+	for _, ho := range e.halfList {
+		if !ho.gone {
+			e.closeHalf(ho)
+		}
+	}
+	e.halfList = nil
 	e.flush()
 	// Sessions queued after the last takeReady (a Dial racing Close).
 	e.mu.Lock()
@@ -417,9 +441,7 @@ func (e *Endpoint) takeReady() {
 			continue
 		}
 		if !s.registered {
-			s.registered = true
-			e.sessions[s.key] = s
-			e.list = append(e.list, s)
+			e.register(s)
 			if e.group != nil {
 				e.group.claim(s.key, e)
 			}
@@ -448,6 +470,7 @@ func (e *Endpoint) takeReady() {
 // allow. It returns the earliest timer and whether a session had more to
 // send than its budget.
 func (e *Endpoint) pumpAll() (next time.Time, more bool) {
+	next = e.halfTimers()
 	for i := 0; i < len(e.list); i++ {
 		s := e.list[i]
 		t, err := s.timers()
@@ -493,6 +516,23 @@ func (e *Endpoint) handle(d *Datagram) {
 			return
 		}
 	}
+	if s == nil {
+		if ho := e.half[key]; ho != nil {
+			switch h.Type {
+			case TypeOpen:
+				e.answerOpen(ho) // the answer was lost
+				return
+			case TypeClose, TypeReset:
+				e.closeHalf(ho)
+				return
+			}
+			// The dialer's first packet after the answer: the
+			// handshake is complete.
+			if s = e.promote(ho); s == nil {
+				return
+			}
+		}
+	}
 	switch h.Type {
 	case TypeOpen:
 		if s == nil && e.group != nil {
@@ -502,14 +542,10 @@ func (e *Endpoint) handle(d *Datagram) {
 			}
 		}
 		if s == nil {
-			if s = e.acceptSession(key); s == nil {
-				if e.group != nil {
-					e.group.forget(key, e)
-				}
-				e.reset(key)
-				return
-			}
+			e.openHalf(key, h.Offset)
+			return
 		}
+		s.heardAt = e.now
 		s.agree(h.Offset)
 		s.onAck(&h)
 		s.openAck()
@@ -526,8 +562,15 @@ func (e *Endpoint) handle(d *Datagram) {
 		}
 		return
 	}
+	s.heardAt = e.now
 	if h.Flags&FlagSize != 0 {
+		// The answer to this end's OPEN, or a repeat of it: acknowledge
+		// it, which completes the peer's handshake.
 		s.agree(h.Offset)
+		s.ackNow()
+	}
+	if h.Flags&FlagProbe != 0 {
+		s.ackNow()
 	}
 	if s.opening { // any answer opens the session
 		s.opening = false
@@ -558,6 +601,7 @@ func (e *Endpoint) handle(d *Datagram) {
 // Options.AckDelay for an answer or the next request to carry it. A gap
 // is reported at the end of this loop.
 func (e *Endpoint) handleData(s *session, h *PacketHeader, data []byte) {
+	s.dataAt = e.now
 	s.onAck(h)
 	urgent, err := s.onData(h, data)
 	if err != nil {
@@ -586,26 +630,6 @@ func (e *Endpoint) handleData(s *session, h *PacketHeader, data []byte) {
 	}
 }
 
-// acceptSession creates the session a peer's OPEN asks for, or returns nil
-// when the endpoint does not accept or its backlog is full.
-func (e *Endpoint) acceptSession(key sessionKey) *session {
-	if e.opts.Backlog < 0 || len(e.accepts) == cap(e.accepts) {
-		return nil
-	}
-	s := e.newSession(key)
-	// A Group's reactors share accepts: another one may have filled it
-	// since the check above, and the reactor must not block on it.
-	select {
-	case e.accepts <- s.conn:
-	default:
-		return nil
-	}
-	s.registered = true
-	e.sessions[key] = s
-	e.list = append(e.list, s)
-	return s
-}
-
 // reset tells a peer that this endpoint has no session key.
 func (e *Endpoint) reset(key sessionKey) {
 	buf := e.link.TxBuffer()
@@ -621,9 +645,11 @@ func (e *Endpoint) endSession(s *session, err error) {
 	s.end(err)
 	if e.sessions[s.key] == s {
 		delete(e.sessions, s.key)
-		if e.group != nil {
-			e.group.forget(s.key, e)
-		}
+		e.forgetOwner(s.key)
+	}
+	if s.accepted {
+		s.accepted = false
+		e.caps.release(s.key.peer.Addr())
 	}
 	for i, x := range e.list {
 		if x == s {
@@ -634,4 +660,5 @@ func (e *Endpoint) endSession(s *session, err error) {
 			break
 		}
 	}
+	e.ctr.sessions.Store(uint64(len(e.list)))
 }

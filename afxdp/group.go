@@ -20,6 +20,7 @@ type Group struct {
 	owner   sync.Map // sessionKey → *Endpoint
 	next    atomic.Uint32
 	accepts chan *Conn
+	caps    *sessionCaps // the session bounds, shared
 	done    chan struct{}
 	once    sync.Once
 }
@@ -28,7 +29,7 @@ type Group struct {
 // pinned to CPU opts.CPU+i. The Group owns the links.
 func NewGroup(links []Link, opts Options) *Group {
 	opts = opts.withDefaults()
-	g := &Group{accepts: make(chan *Conn, max(opts.Backlog, 0)), done: make(chan struct{})}
+	g := &Group{accepts: make(chan *Conn, max(opts.Backlog, 0)), caps: newSessionCaps(&opts), done: make(chan struct{})}
 	for i, l := range links {
 		o := opts
 		o.CPU = opts.CPU + i

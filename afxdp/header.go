@@ -18,8 +18,9 @@ import (
 //	24 ack u32 (every packet: the next packet number the sender expects)
 //	28 window u32 (every packet: how many packets from ack it accepts)
 //	32 offset u64 (DATA: where the data starts in its frame; ACK: the echo
-//	   of the data packet that arrived last, its number in the low 32
-//	   bits and its transmission byte in the next 8, with bit 40 set, or
+//	   of the last data packet to arrive resent or filling a gap, its
+//	   number in the low 32 bits and its transmission byte in the next 8,
+//	   with bit 40 set, or
 //	   with FlagSize the sender's datagram size; OPEN: the sender's
 //	   datagram size)
 //
@@ -163,9 +164,10 @@ func DecodeHeader(b []byte) (PacketHeader, []byte, error) {
 	return h, b[HeaderLen:end], nil
 }
 
-// An ACK's echo (in Offset): the number and transmission byte of the data
-// packet that arrived last, so that the sender knows which of its copies
-// got there (as TCP's timestamps do).
+// An ACK's echo (in Offset): the number and transmission byte of the last
+// data packet that arrived resent or filled a gap, so that the sender knows
+// which of its copies of a resent packet got there (as TCP's timestamps
+// tell).
 const echoValid = 1 << 40
 
 func echoOf(seq uint32, tx uint8) uint64 { return echoValid | uint64(tx)<<32 | uint64(seq) }

@@ -166,7 +166,7 @@ func TestXSKPeerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size := 256 << 20
+	size := 128 << 20 // within the default SessionMemory
 	data := pattern(size, 2)
 	done := make(doneChan, 1)
 	if err := c.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 1},

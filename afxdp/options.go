@@ -42,6 +42,24 @@ type Options struct {
 	// Backlog bounds the sessions waiting in Accept; 0 means 128. A
 	// negative value makes the endpoint refuse sessions (dial only).
 	Backlog int
+	// MaxSessions bounds the sessions peers have open with this endpoint
+	// (with a Group's endpoints together), those still in their handshake
+	// included, and MaxPeerSessions those from one IP address. An OPEN
+	// beyond either is dropped unanswered (Stats.Refused); its dialer's
+	// repeats get in once a session closes. 0 means 4096 and 256.
+	// Sessions this endpoint dials are not counted.
+	MaxSessions, MaxPeerSessions int
+	// HandshakeTimeout is how long a session a peer opened waits for the
+	// dialer's first packet after the answer to its OPEN; until then it is
+	// a few dozen bytes, not yet a Conn, and then it is dropped
+	// (Stats.Expired). 0 means 3s, the time Dial waits by default.
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes a session whose peer has sent nothing for this
+	// long, completing what it held with ErrPeerUnreachable (Stats.Idle).
+	// A session quiet for a quarter of it probes its peer, whose answer
+	// keeps it open, so only sessions whose peer is gone or cut off close,
+	// whether calls are in flight or not. 0 means 30s; negative never.
+	IdleTimeout time.Duration
 	// Deliveries bounds the received frames waiting for a Conn's Receive
 	// loop; further frames are not acknowledged until there is room, which
 	// is the session's flow control. 0 means 1024; it is never less than
@@ -57,6 +75,18 @@ type Options struct {
 	// Limits bound what the receive side accepts; zero means
 	// wire.DefaultLimits.
 	Limits wire.Limits
+	// SessionMemory bounds the bytes of received frames a session holds
+	// for its receiver: the frame being rebuilt, counted at the size its
+	// head announces from its first packet on (its tensors' memory is
+	// chosen then, to land the bytes in place), and completed frames not
+	// yet handed to Deliver. EndpointMemory bounds them over all of an
+	// endpoint's sessions, with the packets held past gaps. A frame that
+	// does not fit waits, its session's window shut, until deliveries
+	// make room; one whose head announces more than SessionMemory ends
+	// its session with ErrProtocol wrapping wire.ErrTooLarge, as one beyond
+	// Limits does, so raise both for larger tensors. 0 means 256 MiB and
+	// 1 GiB; EndpointMemory is never less than SessionMemory.
+	SessionMemory, EndpointMemory int64
 	// Spin is how long the reactor keeps polling, yielding to runnable
 	// goroutines between polls, after its last work before it sleeps
 	// (adaptive polling); 0 means 20µs, negative sleeps at once. An answer
@@ -119,9 +149,28 @@ func (o Options) withDefaults() Options {
 	if o.Backlog == 0 {
 		o.Backlog = 128
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 4096
+	}
+	if o.MaxPeerSessions <= 0 {
+		o.MaxPeerSessions = 256
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 3 * time.Second
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 30 * time.Second
+	}
 	if o.Deliveries <= 0 {
 		o.Deliveries = 1024
 	}
+	if o.SessionMemory <= 0 {
+		o.SessionMemory = 256 << 20
+	}
+	if o.EndpointMemory <= 0 {
+		o.EndpointMemory = 1 << 30
+	}
+	o.EndpointMemory = max(o.EndpointMemory, o.SessionMemory)
 	return o
 }
 

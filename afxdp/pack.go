@@ -70,20 +70,43 @@ func (s *session) acceptPacked(h *PacketHeader, data []byte) (bool, error) {
 	if !s.conn.room(n) {
 		return false, nil
 	}
+	// Every frame's head must announce exactly the bytes it has here.
+	var claim int64
+	for i, rest := uint32(0), data; len(rest) > 0; i++ {
+		fh, frame := packedFrame(h, i, &rest)
+		c, err := s.frameClaim(&fh, frame)
+		if err != nil {
+			return false, fmt.Errorf("afxdp: session %#x from %v: packet %d: %w", s.key.id, s.key.peer, h.Seq, err)
+		}
+		claim += c
+	}
+	if !s.reserve(claim) {
+		return false, nil
+	}
+	s.rx.claim += claim
 	for i := uint32(0); len(data) > 0; i++ {
-		l := int(binary.LittleEndian.Uint16(data))
-		frame := data[packedLenBytes : packedLenBytes+l]
-		data = data[packedLenBytes+l:]
-		fh := PacketHeader{Type: TypeData, Flags: FlagFirst | FlagLast, Length: uint16(l), Session: h.Session, Seq: h.Seq, Msg: h.Msg + i}
+		fh, frame := packedFrame(h, i, &data)
 		in, err := s.rx.feed(&fh, frame, s.conn, &s.ep.opts.Limits)
 		if err != nil {
 			return false, fmt.Errorf("afxdp: session %#x from %v: %w", s.key.id, s.key.peer, err)
 		}
+		s.rx.claim -= claimOf(in)
 		s.framed = true
 		s.conn.deliver(in)
 	}
 	s.expect++
 	return true, nil
+}
+
+// packedFrame returns the header and data of frame i of packed packet h,
+// which starts *rest, and moves *rest past it. countPacked checked the
+// framing.
+func packedFrame(h *PacketHeader, i uint32, rest *[]byte) (PacketHeader, []byte) {
+	data := *rest
+	l := int(binary.LittleEndian.Uint16(data))
+	*rest = data[packedLenBytes+l:]
+	return PacketHeader{Type: TypeData, Flags: FlagFirst | FlagLast, Length: uint16(l), Session: h.Session, Seq: h.Seq, Msg: h.Msg + i},
+		data[packedLenBytes : packedLenBytes+l]
 }
 
 // countPacked checks the framing of a packed packet's data and returns how

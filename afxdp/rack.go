@@ -21,18 +21,29 @@ import "time"
 // How late a packet may be is the reordering window: nothing until some
 // reordering was seen, once three packets past a gap are held or while
 // recovering (RACK's fallback to TCP's three duplicate acknowledgements);
-// otherwise the most a delivered packet was seen overtaken by, in send
-// time, and at least a quarter of the minimum round trip, plus a quarter of
-// that for each report from the peer that it received a retransmission
-// twice (FlagDsack), and never more than the smoothed round trip. Whether a
-// delivered packet that was sent twice got there as the retransmission or
-// as the original, late, the acknowledgement's echo tells (the role TCP's
-// timestamps play); without it a late original would make RACK take every
-// packet sent between the two copies for lost.
+// otherwise how late overtaken packets were seen to come (past the time a
+// window of nothing would have found them lost; a late original of a
+// packet resent counts too), at least a quarter of the minimum round trip,
+// plus a quarter of that for each report from the peer that it received a
+// retransmission twice (FlagDsack), and never more than the retransmission
+// timeout. RFC 8985 bounds it by the smoothed round trip, but here packets
+// are reordered by reactors and schedulers (a Group's forwarding, a link
+// that holds a datagram to its next flush), not by paths, and often come
+// later than that. What was learnt decays: after loss detection found
+// packets lost reoPersist times with no report of a spurious resend, the
+// window returns halfway.
+//
+// Whether a delivered packet that was sent twice got there as the
+// retransmission or as the original, late, the acknowledgement's echo
+// tells (the role TCP's timestamps play); without it a late original would
+// make RACK take every packet sent between the two copies for lost.
 
 // sendSlot is what the sender keeps about one packet in flight.
 type sendSlot struct {
 	sentAt time.Duration // when first sent, since ep.epoch; 0 once resent (Karn)
+	// zeroAt is when it would have been found lost with no reordering
+	// window, once a packet sent after it was delivered; 0 before.
+	zeroAt time.Duration
 	xmitAt time.Duration // when last sent, since ep.epoch
 	resent bool          // sent more than once
 	tx     uint8         // the transmission byte of its last copy
@@ -54,9 +65,9 @@ const (
 // retransmissions, in quarters of its base.
 const maxReoMult = 16
 
-// reoPersist is how many times loss detection finds packets lost before a
-// reordering window grown on spurious retransmissions shrinks back, as
-// RFC 8985 suggests.
+// reoPersist is how many times loss detection finds packets lost, with no
+// report of a spurious retransmission, before the reordering window shrinks
+// back halfway, as RFC 8985 suggests.
 const reoPersist = 16
 
 // rackState is a session's round-trip estimate and loss detection state.
@@ -77,7 +88,8 @@ type rackState struct {
 	echo      uint64        // the echo of the acknowledgement being taken (see echoOf)
 	reord     bool          // a packet was delivered after one sent later
 	reoMult   int           // quarters added to the window's base, plus 1
-	reoSeen   time.Duration // the most a packet was overtaken by, in send time
+	reoSeen   time.Duration // the latest an overtaken packet came (see late)
+	now       time.Duration // the clock while an acknowledgement is taken
 	persist   int           // recoveries left before reoMult returns to 1
 	afterRTO  bool          // a timeout fired since the last delivery
 
@@ -131,7 +143,14 @@ func (s *session) delivered(seq uint32, sl *sendSlot, fack uint32) {
 		// Which copy got there? Only the acknowledgement's echo says.
 		// Taking the last copy when an earlier one, merely late, got
 		// there would find every packet sent in between lost.
-		if e, tx, ok := echoed(r.echo); !ok || e != seq || tx != sl.tx {
+		e, tx, ok := echoed(r.echo)
+		if !ok || e != seq {
+			return
+		}
+		if tx != sl.tx {
+			// An earlier copy, overtaken: it was resent for nothing.
+			r.reord = true
+			r.late(sl)
 			return
 		}
 	}
@@ -139,12 +158,19 @@ func (s *session) delivered(seq uint32, sl *sendSlot, fack uint32) {
 		r.xmit, r.seq, r.rtt, r.xmitResnt = sl.xmitAt, seq, s.clock()-sl.xmitAt, sl.resent
 	}
 	if seqLess(seq, fack) && !sl.resent {
-		// Overtaken by packets up to fack-1: how much later the last
-		// of them was sent is how late this one was, in send time.
 		r.reord = true
-		if d := s.slot(fack-1).xmitAt - sl.xmitAt; d > r.reoSeen {
-			r.reoSeen = d
-		}
+		r.late(sl)
+	}
+}
+
+// late records how late an overtaken packet came: after the time it
+// would have been found lost with no reordering window at all.
+func (r *rackState) late(sl *sendSlot) {
+	if sl.zeroAt == 0 {
+		return // never waited for
+	}
+	if d := r.now - sl.zeroAt; d > r.reoSeen {
+		r.reoSeen = d
 	}
 }
 
@@ -163,7 +189,7 @@ func (s *session) reoWnd() time.Duration {
 		return 0
 	}
 	base := max(r.reoSeen, r.minRTT/4)
-	return min(base+time.Duration(r.reoMult)*base/4, r.srtt)
+	return min(base+time.Duration(r.reoMult)*base/4, r.rtoBase)
 }
 
 // detectLoss marks lost every outstanding packet sent before the most
@@ -191,6 +217,9 @@ func (s *session) detectLoss() {
 		if sl.xmitAt > r.xmit || (sl.xmitAt == r.xmit && !seqLess(seq, r.seq)) {
 			continue // sent after the packet delivered last
 		}
+		if sl.zeroAt == 0 {
+			sl.zeroAt = sl.xmitAt + r.rtt
+		}
 		if wait := sl.xmitAt + r.rtt + wnd - now; wait > 0 {
 			if at := s.ep.now.Add(wait); r.reoAt.IsZero() || at.Before(r.reoAt) {
 				r.reoAt = at
@@ -203,7 +232,7 @@ func (s *session) detectLoss() {
 	}
 	if marked > 0 && r.persist > 0 {
 		if r.persist--; r.persist == 0 {
-			r.reoMult = 1
+			r.reoMult, r.reoSeen = 1, r.reoSeen/2
 		}
 	}
 }

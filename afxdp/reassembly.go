@@ -26,6 +26,9 @@ type frameParser struct {
 	toff  int
 	skip  bool // Alloc failed: the payload is read and dropped
 	ready bool // header and body parsed, destinations known
+	// claim is the memory reserved for the frame being rebuilt (what its
+	// head announced; see budget.go), released when it is handed on.
+	claim int64
 }
 
 // feed takes the data of the next packet in order and returns the frame it
@@ -128,11 +131,14 @@ func (p *frameParser) allocate(c *Conn) {
 	}
 }
 
-// reset drops a partly received frame.
-func (p *frameParser) reset() {
+// reset drops a partly received frame and returns the memory it had
+// reserved.
+func (p *frameParser) reset() (claim int64) {
 	if p.in != nil {
 		p.in.Release()
 		p.in = nil
 	}
 	p.active = false
+	claim, p.claim = p.claim, 0
+	return claim
 }

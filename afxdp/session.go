@@ -74,17 +74,19 @@ type session struct {
 	// Receive side: expect is the next packet number wanted; packets past
 	// it wait in ooo.
 	expect    uint32
-	echo      uint64 // the last data packet to arrive, as an ACK echoes it
+	echo      uint64 // the last resent or gap-filling packet to arrive, as an ACK echoes it
 	unacked   int    // data packets received since the last ACK
 	ackOwed   bool
-	sackOwed  bool        // packets arrived past a gap since the last ACK
-	dsackOwed bool        // packet dsack arrived twice since the last ACK
-	dsack     uint32      //
-	rxShut    bool        // packet expect is kept for lack of room: the window is 0
-	shut      atomic.Bool // rxShut, for the Receive goroutine
-	inAcks    bool        // on ep.acks
-	framed    bool        // a frame completed since the last acknowledgement
-	ackAt     time.Time   // when a delayed acknowledgement is due, if any
+	sackOwed  bool         // packets arrived past a gap since the last ACK
+	dsackOwed bool         // packet dsack arrived twice since the last ACK
+	dsack     uint32       //
+	rxShut    bool         // packet expect is kept for lack of room: the window is 0
+	mem       atomic.Int64 // bytes held for the receiver (budget.go)
+	memWait   bool         // on ep.memWaiters
+	shut      atomic.Bool  // rxShut, for the Receive goroutine
+	inAcks    bool         // on ep.acks
+	framed    bool         // a frame completed since the last acknowledgement
+	ackAt     time.Time    // when a delayed acknowledgement is due, if any
 	ooo       *reorder
 	rx        frameParser
 
@@ -93,6 +95,13 @@ type session struct {
 	openAt   time.Time
 	openWait time.Duration
 	openDone chan error
+
+	// The session table (sessions.go): whether a peer opened it (and it
+	// counts against the bounds), when a packet last came from the peer,
+	// and when this end last probed it.
+	accepted          bool
+	heardAt, probedAt time.Time
+	dataAt            time.Time // when a DATA packet last came
 
 	registered bool
 	ended      bool
@@ -295,7 +304,7 @@ func (s *session) pump(budget int) int {
 // onAck takes the acknowledgement and credit every packet carries.
 func (s *session) onAck(h *PacketHeader) {
 	a := h.Ack
-	s.rack.echo = 0
+	s.rack.echo, s.rack.now = 0, s.clock()
 	if h.Type == TypeAck && h.Flags&FlagSize == 0 {
 		s.rack.echo = h.Offset
 	}
@@ -381,12 +390,23 @@ func (s *session) timers() (time.Time, error) {
 		s.openAt = now.Add(s.openWait)
 		return s.openAt, nil
 	}
-	var next time.Time
+	next, err := s.keepalive()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if s.rx.active && now.Sub(s.dataAt) > s.ep.opts.DeadAfter {
+		// A frame begun and not continued holds the memory its head
+		// announced: a peer that means to send it sends, or probes.
+		return time.Time{}, fmt.Errorf("afxdp: session %#x with %v: frame %d stalled for %v: %w",
+			s.key.id, s.key.peer, s.rx.msg, s.ep.opts.DeadAfter, ErrPeerUnreachable)
+	}
 	if !s.ackAt.IsZero() {
 		if s.ackOwed && !now.Before(s.ackAt) {
 			s.control(TypeAck) // nothing carried it in time
 		} else if s.ackOwed {
-			next = s.ackAt
+			if next.IsZero() || s.ackAt.Before(next) {
+				next = s.ackAt
+			}
 		} else {
 			s.ackAt = time.Time{}
 		}
@@ -419,14 +439,20 @@ func (s *session) timers() (time.Time, error) {
 // past a gap, a duplicate (the sender did not see an acknowledgement) or
 // one left for lack of room (the window closes).
 func (s *session) onData(h *PacketHeader, data []byte) (urgent bool, err error) {
-	s.echo = echoOf(h.Seq, h.Tx)
+	if (h.Tx > 0 || (h.Seq == s.expect && s.ooo != nil && s.ooo.held > 0)) && s.isNew(h.Seq) {
+		// What the sender cannot tell apart: a resent packet's
+		// arrival, or an original's that fills a gap. A copy that
+		// arrives second says nothing of which delivered it.
+		s.echo = echoOf(h.Seq, h.Tx)
+	}
 	s.ackOwed = true
 	s.unacked++
 	switch {
+	case h.Seq == s.expect && s.rxShut:
+		// Kept already: a probe. There may be room now; the answer
+		// says either way.
+		return true, s.reopen()
 	case h.Seq == s.expect:
-		if s.rxShut {
-			return true, nil // kept already; a probe, answered with the shut window
-		}
 		ok, err := s.accept(h, data)
 		if err != nil {
 			return false, err
@@ -456,7 +482,7 @@ func (s *session) onData(h *PacketHeader, data []byte) (urgent bool, err error) 
 		if s.ooo == nil {
 			s.ooo = newReorder(s.ep.opts.Window, s.dataLen)
 		}
-		if !s.ooo.put(h, data) {
+		if !s.ooo.put(h, data, &s.ep.mem) {
 			s.dsack, s.dsackOwed = h.Seq, true
 			s.ep.ctr.dups.Add(1)
 		}
@@ -472,9 +498,21 @@ func (s *session) onData(h *PacketHeader, data []byte) (urgent bool, err error) 
 	return false, nil
 }
 
+// isNew reports whether packet seq has not arrived before.
+func (s *session) isNew(seq uint32) bool {
+	switch {
+	case seq == s.expect:
+		return !s.rxShut
+	case seqLess(s.expect, seq) && seqLess(seq, s.expect+uint32(s.ep.opts.Window)):
+		return s.ooo == nil || !s.ooo.has[seq%uint32(len(s.ooo.has))] || s.ooo.hdr[seq%uint32(len(s.ooo.has))].Seq != seq
+	}
+	return false
+}
+
 // accept lands the next in-order packet in its frame. It reports false,
 // leaving the packet unaccepted, when a frame would complete but the
-// delivery queue is full.
+// delivery queue is full, or a frame would start but the memory it
+// announces is not available (budget.go).
 func (s *session) accept(h *PacketHeader, data []byte) (bool, error) {
 	if h.Flags&FlagPacked != 0 {
 		return s.acceptPacked(h, data)
@@ -482,12 +520,26 @@ func (s *session) accept(h *PacketHeader, data []byte) (bool, error) {
 	if h.Flags&FlagLast != 0 && !s.conn.room(1) {
 		return false, nil
 	}
+	var claim int64
+	if h.Flags&FlagFirst != 0 {
+		var err error
+		if claim, err = s.frameClaim(h, data); err != nil {
+			return false, fmt.Errorf("afxdp: session %#x from %v: %w", s.key.id, s.key.peer, err)
+		}
+		if !s.reserve(claim) {
+			return false, nil
+		}
+	}
 	in, err := s.rx.feed(h, data, s.conn, &s.ep.opts.Limits)
+	if h.Flags&FlagFirst != 0 {
+		s.rx.claim += claim // the parser holds it, whether feed failed or not
+	}
 	if err != nil {
 		return false, fmt.Errorf("afxdp: session %#x from %v: %w", s.key.id, s.key.peer, err)
 	}
 	s.expect++
 	if in != nil {
+		s.rx.claim = 0 // the frame's now, until Deliver takes it
 		s.framed = true
 		s.conn.deliver(in)
 	}
@@ -516,7 +568,17 @@ func (s *session) end(err error) {
 	for _, m := range q {
 		m.Complete(err)
 	}
-	s.rx.reset()
+	if c := s.rx.reset(); c > 0 {
+		s.release(c)
+	}
+	if s.ooo != nil {
+		s.ooo.free(s.ep)
+		s.ooo = nil
+	}
+	if s.memWait {
+		// retryMemory forgets it; the waiting count goes with it.
+		s.ep.mem.freed.Store(true)
+	}
 	if r := s.conn.receiver(); r != nil && !s.ep.opts.BlockingReceiver {
 		s.conn.drainBacklog(r)
 	}

@@ -2,7 +2,9 @@ package afxdp
 
 import "sync/atomic"
 
-// Stats count what an Endpoint's reactor did.
+// Stats count what an Endpoint's reactor did. Sessions, HalfOpen and
+// Buffered are levels at the time of the call; every other field only
+// grows.
 type Stats struct {
 	Resent     uint64 // packets sent again: found lost, or sent by a timer, of which
 	Probes     uint64 // sent by the tail loss probe or the retransmission timeout
@@ -17,6 +19,12 @@ type Stats struct {
 	Batches    uint64 // flushes of queued packets to the link (a sendmmsg, or AF_XDP kicks)
 	Received   uint64 // datagrams received
 	Deferred   uint64 // times a session left a packet for lack of delivery room or memory, closing its window
+	Refused    uint64 // OPENs dropped by the session bounds (MaxSessions, MaxPeerSessions)
+	Expired    uint64 // sessions whose dialer never completed the handshake (HandshakeTimeout)
+	Idle       uint64 // sessions closed because their peer stopped answering (IdleTimeout)
+	Sessions   uint64 // sessions open now, dialed and accepted
+	HalfOpen   uint64 // sessions peers asked for that wait for the handshake to complete
+	Buffered   uint64 // bytes received frames hold until Deliver, as announced, and packets past gaps (budget.go)
 }
 
 // add sums x into s, field by field.
@@ -34,6 +42,12 @@ func (s *Stats) add(x Stats) {
 	s.Batches += x.Batches
 	s.Received += x.Received
 	s.Deferred += x.Deferred
+	s.Refused += x.Refused
+	s.Expired += x.Expired
+	s.Idle += x.Idle
+	s.Sessions += x.Sessions
+	s.HalfOpen += x.HalfOpen
+	s.Buffered += x.Buffered
 }
 
 // counters are an Endpoint's Stats as the reactor keeps them: written by
@@ -41,6 +55,7 @@ func (s *Stats) add(x Stats) {
 type counters struct {
 	resent, probes, spurious, dups, malformed, resets, forwarded, sendErrors atomic.Uint64
 	sent, acks, batches, received, deferred                                  atomic.Uint64
+	refused, expired, idle, sessions, halfOpen                               atomic.Uint64
 }
 
 func (c *counters) stats() Stats {
@@ -48,6 +63,7 @@ func (c *counters) stats() Stats {
 		Resent: c.resent.Load(), Probes: c.probes.Load(), Spurious: c.spurious.Load(), Duplicates: c.dups.Load(), Malformed: c.malformed.Load(),
 		Resets: c.resets.Load(), Forwarded: c.forwarded.Load(), SendErrors: c.sendErrors.Load(),
 		Sent: c.sent.Load(), Acks: c.acks.Load(), Batches: c.batches.Load(), Received: c.received.Load(),
-		Deferred: c.deferred.Load(),
+		Deferred: c.deferred.Load(), Refused: c.refused.Load(), Expired: c.expired.Load(),
+		Idle: c.idle.Load(), Sessions: c.sessions.Load(), HalfOpen: c.halfOpen.Load(),
 	}
 }

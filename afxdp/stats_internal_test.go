@@ -31,6 +31,7 @@ func TestGroupStatsSumsEveryCounter(t *testing.T) {
 		for f := range v.NumField() {
 			(*atomic.Uint64)(unsafe.Pointer(v.Field(f).UnsafeAddr())).Store(uint64(1000*(i+1) + f + 1))
 		}
+		e.mem.used.Store(int64(100 * (i + 1)))
 	}
 	sum := reflect.ValueOf(g.Stats())
 	typ := sum.Type()

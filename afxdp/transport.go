@@ -55,13 +55,21 @@ package afxdp
 // memory may change.
 //
 // Flow control: the receiver's credit bounds what is in flight, and a
-// packet whose frame cannot be taken yet (a full delivery queue) is kept
-// while the receiver's window shuts to 0 until there is room (window.go).
+// packet whose frame cannot be taken yet (a full delivery queue, or no
+// memory for what its head announces) is kept while the receiver's window
+// shuts to 0 until there is room (window.go).
 //
-// Sessions start with OPEN, answered by an ACK (RESET when the endpoint does
-// not accept); CLOSE ends one, and a packet for an unknown session is
-// answered with RESET. A session whose packets go unacknowledged for
-// DeadAfter ends with ErrPeerUnreachable, completing every message it held.
+// Sessions start with OPEN, answered by an ACK carrying the acceptor's
+// datagram size (RESET when the endpoint does not accept); the dialer's
+// next packet, an ACK of that answer or its first data, completes the
+// handshake, and only then is the session handed to Accept. CLOSE ends
+// one, and a packet for an unknown session is answered with RESET. A
+// session whose packets go unacknowledged for DeadAfter ends with
+// ErrPeerUnreachable, completing every message it held, as does one whose
+// peer answers nothing, not even probes, for IdleTimeout. Sessions peers
+// open are bounded per address and in all, and half-open ones expire
+// (sessions.go); the memory received frames hold is bounded per session
+// and per endpoint whatever their heads announce (budget.go).
 //
 // # Reactor
 //

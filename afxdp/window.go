@@ -17,11 +17,14 @@ func (s *session) shutWindow(h *PacketHeader, data []byte) {
 	if s.ooo == nil {
 		s.ooo = newReorder(s.ep.opts.Window, s.dataLen)
 	}
-	s.ooo.put(h, data)
+	s.ooo.put(h, data, &s.ep.mem)
 	if !s.rxShut {
 		s.rxShut = true
 		s.shut.Store(true)
 		s.ep.ctr.deferred.Add(1)
+		// The Receive goroutine may have made room just before it
+		// could see shut: look again once this loop is done.
+		s.wantReopen()
 	}
 }
 
@@ -53,16 +56,12 @@ func (s *session) reopen() error {
 			return err
 		}
 		if !ok {
-			s.ooo.put(h, data)
+			s.ooo.put(h, data, &s.ep.mem)
 			return nil
 		}
 	}
 	s.rxShut = false
 	s.shut.Store(false)
-	s.ackOwed = true
-	if !s.inAcks {
-		s.inAcks = true
-		s.ep.acks = append(s.ep.acks, s)
-	}
+	s.ackNow()
 	return nil
 }

@@ -1,0 +1,164 @@
+package afxdp_test
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/internal/bufpool"
+	"github.com/starwire/starwire/wire"
+)
+
+// rawPeer speaks the protocol by hand on one end of a MemLink, so a test
+// can send what no Endpoint would: frame heads whose bytes never follow.
+type rawPeer struct {
+	l   *afxdp.MemLink
+	to  netip.AddrPort
+	pkt [afxdp.HeaderLen + 256]byte
+	rx  [64]afxdp.Datagram
+}
+
+func (p *rawPeer) send(t *testing.T, h afxdp.PacketHeader, data []byte) {
+	t.Helper()
+	h.Length = uint16(len(data))
+	buf := p.l.TxBuffer()
+	afxdp.PutHeader(buf, &h)
+	copy(buf[afxdp.HeaderLen:], data)
+	p.l.Queue(afxdp.HeaderLen+len(data), p.to)
+	if err := p.l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// await receives until a packet for session id satisfies ok.
+func (p *rawPeer) await(t *testing.T, id uint64, what string, ok func(afxdp.PacketHeader) bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		n, err := p.l.Receive(p.rx[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range p.rx[:n] {
+			if h, _, err := afxdp.DecodeHeader(d.Data); err == nil && h.Session == id && ok(h) {
+				return
+			}
+		}
+		if n == 0 {
+			p.l.Wait(10 * time.Millisecond)
+		}
+	}
+	t.Fatalf("session %d: no %s within 5s", id, what)
+}
+
+// open completes the handshake of session id.
+func (p *rawPeer) open(t *testing.T, id uint64) {
+	t.Helper()
+	p.send(t, afxdp.PacketHeader{Type: afxdp.TypeOpen, Session: id, Window: 64, Offset: 1472}, nil)
+	p.await(t, id, "answer to OPEN", func(h afxdp.PacketHeader) bool { return h.Flags&afxdp.FlagSize != 0 })
+	p.send(t, afxdp.PacketHeader{Type: afxdp.TypeAck, Session: id, Window: 64}, nil)
+}
+
+// head is the head of a frame carrying one tensor of size bytes, whose
+// data never follows: only the announcement.
+func head(t *testing.T, size uint64) []byte {
+	t.Helper()
+	m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 1},
+		Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{1}, Data: []byte{0}}}}
+	b, err := wire.AppendHead(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Announce size bytes: the header's payload length, and the
+	// descriptor's byte length and shape.
+	binary.LittleEndian.PutUint64(b[32:], size)
+	binary.LittleEndian.PutUint64(b[wire.HeaderSize+8:], size)
+	binary.LittleEndian.PutUint64(b[wire.HeaderSize+16:], size)
+	return b
+}
+
+// TestFrameHeadsCannotTakeMemory: a peer sends only the first packet of
+// frames whose heads announce large tensors. The endpoint's memory stays
+// within EndpointMemory (the frames beyond it wait, their windows shut), a
+// head announcing more than SessionMemory, or 4 GiB, ends its session, and
+// the stalled frames' sessions end after DeadAfter, returning every pooled
+// buffer.
+func TestFrameHeadsCannotTakeMemory(t *testing.T) {
+	const mib = 1 << 20
+	opts := afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 8 * mib, DeadAfter: 300 * time.Millisecond}
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	srv := afxdp.NewEndpoint(la, opts)
+	acceptAll(t, srv)
+	live := bufpool.Live()
+	p := &rawPeer{l: lb, to: memA}
+
+	for id := uint64(1); id <= 6; id++ {
+		p.open(t, id)
+		p.send(t, afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst, Session: id, Window: 64}, head(t, 3*mib))
+	}
+	st := waitStats(t, srv, 5*time.Second, "frame heads taken", func(s afxdp.Stats) bool { return s.Deferred >= 4 })
+	if st.Buffered > uint64(opts.EndpointMemory) || st.Buffered < 6*mib {
+		t.Fatalf("%d bytes held for 6 heads of 3 MiB, endpoint bound %d", st.Buffered, opts.EndpointMemory)
+	}
+	if n := bufpool.Live() - live; n > 2 {
+		t.Fatalf("%d pooled buffers taken by 6 frame heads, 2 fit", n)
+	}
+
+	for id, size := range map[uint64]uint64{7: 5 * mib, 8: 4 << 30} {
+		p.open(t, id)
+		p.send(t, afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst, Session: id, Window: 64}, head(t, size))
+		p.await(t, id, "RESET for a head beyond SessionMemory", func(h afxdp.PacketHeader) bool { return h.Type == afxdp.TypeReset })
+	}
+
+	st = waitStats(t, srv, 10*time.Second, "stalled frames dropped", func(s afxdp.Stats) bool { return s.Sessions == 0 })
+	if st.Buffered != 0 {
+		t.Fatalf("%d bytes still held with no session", st.Buffered)
+	}
+	if n := bufpool.Live() - live; n != 0 {
+		t.Fatalf("%d pooled buffers not returned", n)
+	}
+	t.Logf("%+v", st)
+}
+
+// TestFramesWaitForMemory: three sessions send 3 MiB tensors at once to an
+// endpoint whose sessions may hold 4 MiB in all. Frames that do not fit
+// wait, their windows shut, and all arrive intact.
+func TestFramesWaitForMemory(t *testing.T) {
+	const mib = 1 << 20
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
+	t.Cleanup(func() { ea.Close(); eb.Close() })
+	const sessions, frames = 3, 4
+	data := pattern(3*mib, 1)
+	rb := newCollector(sessions * frames)
+	done := make(doneChan, sessions*frames)
+	for range sessions {
+		ca, cb := session(t, ea, eb)
+		go cb.Receive(rb)
+		for i := range frames {
+			m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: uint64(i)}, Done: done,
+				Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(len(data))}, Data: data}}}
+			if err := ca.Send(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range sessions * frames {
+		in := rb.next(t, 20*time.Second)
+		if in.Err != nil || string(in.Tensors[0].Data) != string(data) {
+			t.Fatalf("frame %d: %v, or its tensor differs", in.Header.CallID, in.Err)
+		}
+		in.Release()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := eb.Stats()
+	t.Logf("%+v", st)
+	if st.Deferred == 0 {
+		t.Fatal("no frame waited for memory")
+	}
+}

@@ -1,0 +1,254 @@
+package afxdp
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// The session table's bounds. Peers open sessions with OPEN, which costs
+// them one datagram and no state, so an endpoint must not let OPENs cost it
+// much either:
+//
+//   - An OPEN makes a half-open entry of a few dozen bytes, answered (and
+//     answered again, backing off, in case the answer is lost) until the
+//     dialer's next packet completes the handshake. Only then is there a
+//     session, with its buffers and its Conn, and only then is it handed
+//     to Accept, whose caller typically gives it a goroutine (rpc.Server
+//     does, to run its Receive loop). A dialer that never completes it
+//     leaves nothing behind after Options.HandshakeTimeout.
+//   - Sessions peers opened, half-open ones included, are bounded per
+//     source IP address and in all (Options.MaxPeerSessions,
+//     MaxSessions; a Group's endpoints share the bounds). OPENs beyond
+//     them are dropped, unanswered, and counted (Stats.Refused): the
+//     dialer's repeats find room once some closes.
+//   - A session whose peer has fallen silent is probed, and closed when it
+//     stays silent (Options.IdleTimeout): a session lives as long as its
+//     peer answers, with calls in flight or none.
+
+// sessionCaps counts the sessions peers opened, against the bounds of
+// Options. A Group's endpoints share one.
+type sessionCaps struct {
+	mu            sync.Mutex
+	total, maxAll int
+	perPeer       map[netip.Addr]int
+	maxPeer       int
+}
+
+func newSessionCaps(o *Options) *sessionCaps {
+	return &sessionCaps{maxAll: o.MaxSessions, maxPeer: o.MaxPeerSessions, perPeer: make(map[netip.Addr]int)}
+}
+
+// admit counts a session from addr, or reports false when a bound is
+// reached.
+func (c *sessionCaps) admit(addr netip.Addr) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.total >= c.maxAll || c.perPeer[addr] >= c.maxPeer {
+		return false
+	}
+	c.total++
+	c.perPeer[addr]++
+	return true
+}
+
+// release uncounts a session from addr.
+func (c *sessionCaps) release(addr netip.Addr) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total--
+	if n := c.perPeer[addr] - 1; n > 0 {
+		c.perPeer[addr] = n
+	} else {
+		delete(c.perPeer, addr)
+	}
+}
+
+// halfOpen is a session a peer asked for with OPEN that is waiting for the
+// dialer's next packet.
+type halfOpen struct {
+	key      sessionKey
+	peerMax  uint64    // the dialer's datagram size, from its OPEN
+	expireAt time.Time // when it is dropped, handshake or not
+	answerAt time.Time // when the answer to OPEN goes again
+	wait     time.Duration
+	gone     bool // promoted or dropped; the list forgets it at its next scan
+}
+
+// openHalf answers a peer's OPEN for a session this endpoint does not
+// have: with RESET when it accepts no sessions, not at all when a bound is
+// reached, with its datagram size otherwise.
+func (e *Endpoint) openHalf(key sessionKey, peerMax uint64) {
+	if e.opts.Backlog < 0 || len(e.accepts) == cap(e.accepts) {
+		e.forgetOwner(key)
+		e.reset(key)
+		return
+	}
+	if !e.caps.admit(key.peer.Addr()) {
+		e.forgetOwner(key)
+		e.ctr.refused.Add(1)
+		return
+	}
+	ho := &halfOpen{key: key, peerMax: peerMax, expireAt: e.now.Add(e.opts.HandshakeTimeout),
+		wait: max(e.opts.RTO, 10*time.Millisecond)}
+	e.half[key] = ho
+	e.halfList = append(e.halfList, ho)
+	e.ctr.halfOpen.Store(uint64(len(e.half)))
+	e.answerOpen(ho)
+}
+
+// answerOpen sends the answer to a half-open session's OPEN, an ACK with
+// this end's datagram size, and schedules its repeat.
+func (e *Endpoint) answerOpen(ho *halfOpen) {
+	if buf := e.link.TxBuffer(); buf != nil {
+		PutHeader(buf, &PacketHeader{Type: TypeAck, Session: ho.key.id, Flags: FlagSize,
+			Window: uint32(e.opts.Window), Offset: uint64(e.link.MaxPayload())})
+		e.queue(HeaderLen, ho.key.peer)
+	}
+	ho.answerAt = e.now.Add(ho.wait)
+	ho.wait = min(2*ho.wait, e.opts.MaxRTO)
+	if e.halfNext.IsZero() || ho.answerAt.Before(e.halfNext) {
+		e.halfNext = ho.answerAt
+	}
+}
+
+// promote makes a half-open session a session, now that its dialer sent
+// its first packet after OPEN, and hands it to Accept. It returns nil when
+// the backlog filled meanwhile; the dialer is told with RESET.
+func (e *Endpoint) promote(ho *halfOpen) *session {
+	e.dropHalf(ho)
+	s := e.newSession(ho.key)
+	s.agree(ho.peerMax)
+	s.accepted = true
+	// A Group's reactors share accepts: another one may have filled it,
+	// and the reactor must not block on it.
+	select {
+	case e.accepts <- s.conn:
+	default:
+		e.caps.release(ho.key.peer.Addr())
+		e.forgetOwner(ho.key)
+		e.reset(ho.key)
+		return nil
+	}
+	e.register(s)
+	return s
+}
+
+// dropHalf forgets a half-open session; its count stays with the caller.
+func (e *Endpoint) dropHalf(ho *halfOpen) {
+	ho.gone = true
+	delete(e.half, ho.key)
+	e.ctr.halfOpen.Store(uint64(len(e.half)))
+}
+
+// closeHalf drops a half-open session whose dialer gave up (CLOSE, RESET)
+// or never completed the handshake.
+func (e *Endpoint) closeHalf(ho *halfOpen) {
+	e.dropHalf(ho)
+	e.caps.release(ho.key.peer.Addr())
+	e.forgetOwner(ho.key)
+}
+
+// halfTimers repeats the answers of half-open sessions that are due and
+// drops those past Options.HandshakeTimeout. It returns when it next has
+// work (zero for never). Between those times it costs one comparison.
+func (e *Endpoint) halfTimers() time.Time {
+	if e.halfNext.IsZero() || e.now.Before(e.halfNext) {
+		return e.halfNext
+	}
+	e.halfNext = time.Time{}
+	kept := e.halfList[:0]
+	for _, ho := range e.halfList {
+		switch {
+		case ho.gone:
+			continue
+		case !e.now.Before(ho.expireAt):
+			e.closeHalf(ho)
+			e.ctr.expired.Add(1)
+			continue
+		case !e.now.Before(ho.answerAt):
+			e.answerOpen(ho)
+		}
+		kept = append(kept, ho)
+		for _, t := range [...]time.Time{ho.answerAt, ho.expireAt} {
+			if e.halfNext.IsZero() || t.Before(e.halfNext) {
+				e.halfNext = t
+			}
+		}
+	}
+	clear(e.halfList[len(kept):])
+	e.halfList = kept
+	return e.halfNext
+}
+
+// register enters s in the session table.
+func (e *Endpoint) register(s *session) {
+	s.registered = true
+	e.sessions[s.key] = s
+	e.list = append(e.list, s)
+	e.ctr.sessions.Store(uint64(len(e.list)))
+	s.heardAt = e.now
+}
+
+// forgetOwner drops a Group's record that e owns key.
+func (e *Endpoint) forgetOwner(key sessionKey) {
+	if e.group != nil {
+		e.group.forget(key, e)
+	}
+}
+
+// keepalive probes a session whose peer has been silent for a quarter of
+// Options.IdleTimeout, and again each quarter, with an ACK its peer answers
+// at once (FlagProbe); it returns an error ending the session when the
+// peer has been silent for all of it. It returns when it next needs a
+// look.
+func (s *session) keepalive() (time.Time, error) {
+	idle := s.ep.opts.IdleTimeout
+	if idle <= 0 {
+		return time.Time{}, nil
+	}
+	now := s.ep.now
+	if quiet := now.Sub(s.heardAt); quiet >= idle {
+		s.ep.ctr.idle.Add(1)
+		s.control(TypeClose)
+		return time.Time{}, fmt.Errorf("afxdp: session %#x with %v: nothing heard for %v: %w",
+			s.key.id, s.key.peer, idle, ErrPeerUnreachable)
+	}
+	every := idle / 4
+	next := s.heardAt.Add(every)
+	if !now.Before(next) {
+		if s.probedAt.Before(s.heardAt) || now.Sub(s.probedAt) >= every {
+			s.probe()
+			s.probedAt = now
+		}
+		next = s.probedAt.Add(every)
+	}
+	if end := s.heardAt.Add(idle); end.Before(next) {
+		next = end
+	}
+	return next, nil
+}
+
+// probe sends an ACK its peer answers at once (FlagProbe).
+func (s *session) probe() {
+	buf := s.ep.link.TxBuffer()
+	if buf == nil {
+		return // the next look tries again
+	}
+	h := PacketHeader{Type: TypeAck, Flags: FlagProbe, Session: s.key.id}
+	s.fillAck(&h)
+	PutHeader(buf, &h)
+	s.ep.queue(HeaderLen, s.key.peer)
+}
+
+// ackNow has the reactor acknowledge at the end of this loop, whatever
+// the acknowledgement policy says: a peer asked (FlagProbe), or its
+// handshake waits for it.
+func (s *session) ackNow() {
+	s.ackOwed = true
+	if !s.inAcks {
+		s.inAcks = true
+		s.ep.acks = append(s.ep.acks, s)
+	}
+}

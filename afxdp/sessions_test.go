@@ -1,0 +1,262 @@
+package afxdp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/wire"
+)
+
+// waitStats polls ep's counters until cond holds, failing after within.
+func waitStats(t *testing.T, ep *afxdp.Endpoint, within time.Duration, what string, cond func(afxdp.Stats) bool) afxdp.Stats {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st := ep.Stats()
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %+v", what, within, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// acceptAll serves ep as rpc.Server does: a goroutine per accepted Conn
+// running its Receive loop. It returns how many Conns it accepted so far.
+func acceptAll(t *testing.T, ep *afxdp.Endpoint) func() int {
+	var mu sync.Mutex
+	n := 0
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ep.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			n++
+			mu.Unlock()
+			wg.Add(1)
+			go func() { defer wg.Done(); c.Receive(discard{}) }()
+		}
+	}()
+	t.Cleanup(func() { ep.Close(); wg.Wait() })
+	return func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// flooder sends protocol packets from one UDP socket, as a peer that
+// opens sessions and never uses them would.
+type flooder struct {
+	conn *net.UDPConn
+	to   netip.AddrPort
+	buf  [afxdp.HeaderLen]byte
+}
+
+func newFlooder(t *testing.T, from string, to netip.AddrPort) *flooder {
+	t.Helper()
+	f, err := listenFlooder(t, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// listenFlooder is newFlooder for a namespace's Do, which runs on a
+// goroutine of its own.
+func listenFlooder(t *testing.T, from string, to netip.AddrPort) (*flooder, error) {
+	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(from)))
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { c.Close() })
+	return &flooder{conn: c, to: to}, nil
+}
+
+func (f *flooder) send(t *testing.T, h afxdp.PacketHeader) {
+	t.Helper()
+	afxdp.PutHeader(f.buf[:], &h)
+	if _, err := f.conn.WriteToUDPAddrPort(f.buf[:], f.to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// open sends n OPENs for sessions first..first+n-1 and, with complete,
+// the packet that completes each handshake.
+func (f *flooder) open(t *testing.T, first uint64, n int, complete bool) {
+	for i := range uint64(n) {
+		f.send(t, afxdp.PacketHeader{Type: afxdp.TypeOpen, Session: first + i, Window: 64, Offset: 1472})
+		if complete {
+			f.send(t, afxdp.PacketHeader{Type: afxdp.TypeAck, Session: first + i, Window: 64})
+		}
+	}
+}
+
+// floodOptions are the bounds the flood tests use.
+var floodOptions = afxdp.Options{MaxSessions: 96, MaxPeerSessions: 64,
+	HandshakeTimeout: 300 * time.Millisecond, IdleTimeout: 600 * time.Millisecond, Backlog: 1024}
+
+// checkFlood floods srv with 2,000 OPENs from f's socket, then with 2,000
+// completed handshakes, while cli, a well-behaved peer, dials it, and
+// checks the session bounds, the expiry of half-open and idle sessions,
+// and that goroutines stay bounded.
+func checkFlood(t *testing.T, srv *afxdp.Endpoint, f *flooder, cli *afxdp.Endpoint) {
+	o := floodOptions
+	accepted := acceptAll(t, srv)
+	base := runtime.NumGoroutine()
+
+	// Half-open: never completed, so never accepted: no goroutine.
+	f.open(t, 1, 2000, false)
+	st := waitStats(t, srv, 5*time.Second, "OPENs handled", func(s afxdp.Stats) bool {
+		return s.HalfOpen+s.Refused+s.Expired >= 2000
+	})
+	if st.HalfOpen > uint64(o.MaxPeerSessions) || st.Sessions != 0 {
+		t.Fatalf("after 2000 OPENs from one socket: %d half-open, %d sessions, want at most %d and 0", st.HalfOpen, st.Sessions, o.MaxPeerSessions)
+	}
+	if g := runtime.NumGoroutine(); g > base+8 {
+		t.Fatalf("%d goroutines, %d before the flood", g, base)
+	}
+	// A well-behaved peer gets a session meanwhile.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := cli.Dial(ctx, srv.Addr().String())
+	if err != nil {
+		t.Fatalf("a well-behaved peer could not dial during the flood: %v", err)
+	}
+	done := make(doneChan, 1)
+	if err := c.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 1}, Done: done}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("a well-behaved peer's message during the flood: %v", err)
+	}
+	c.Close()
+	st = waitStats(t, srv, 5*time.Second, "half-open sessions expire", func(s afxdp.Stats) bool { return s.HalfOpen == 0 })
+	if st.Expired == 0 || st.Expired > uint64(o.MaxPeerSessions) || accepted() != 1 {
+		t.Fatalf("%d expired, %d accepted; want 1..%d and 1", st.Expired, accepted(), o.MaxPeerSessions)
+	}
+
+	// Completed: sessions up to the bound, each a goroutine here, and
+	// they close once the flooder stops answering.
+	f.open(t, 1_000_000, 2000, true)
+	st = waitStats(t, srv, 5*time.Second, "handshakes handled", func(s afxdp.Stats) bool {
+		return s.Refused+s.Sessions+s.Idle >= st.Refused+2000
+	})
+	if st.Sessions > uint64(o.MaxPeerSessions) {
+		t.Fatalf("%d sessions from one socket, bound %d", st.Sessions, o.MaxPeerSessions)
+	}
+	if g := runtime.NumGoroutine(); g > base+o.MaxPeerSessions+8 {
+		t.Fatalf("%d goroutines with %d sessions, %d before the flood", g, st.Sessions, base)
+	}
+	st = waitStats(t, srv, 5*time.Second, "idle sessions close", func(s afxdp.Stats) bool { return s.Sessions == 0 })
+	if st.Idle == 0 {
+		t.Fatalf("sessions gone without idling out: %+v", st)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base+2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after the sessions closed, %d before the flood", runtime.NumGoroutine(), base)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("%+v", st)
+}
+
+// TestOpenFloodUDP floods an endpoint on a kernel UDP socket on loopback.
+func TestOpenFloodUDP(t *testing.T) {
+	srv := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), floodOptions)
+	cli := afxdp.NewEndpoint(listenUDP(t, "127.0.0.3:0"), afxdp.Options{Backlog: -1})
+	t.Cleanup(func() { cli.Close() })
+	checkFlood(t, srv, newFlooder(t, "127.0.0.2:0", srv.Addr()), cli)
+}
+
+// TestOpenFloodXSK floods an AF_XDP endpoint from a kernel UDP socket in
+// the peer namespace; the well-behaved client dials from the same address,
+// one session more than the flood may have.
+func TestOpenFloodXSK(t *testing.T) {
+	p := netns.NewForTest(t, netns.Options{})
+	srv := afxdp.NewEndpoint(openXSK(t, p.B, afxdp.XSKOptions{}), floodOptions)
+	var f *flooder
+	var lc *afxdp.UDPLink
+	if err := p.A.Do(func() (err error) {
+		if f, err = listenFlooder(t, p.A.Addr.String()+":0", srv.Addr()); err != nil {
+			return err
+		}
+		lc, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cli := afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+	t.Cleanup(func() { cli.Close() })
+	checkFlood(t, srv, f, cli)
+}
+
+// TestSessionBoundInTotal: OPENs from several addresses stop at
+// MaxSessions.
+func TestSessionBoundInTotal(t *testing.T) {
+	o := afxdp.Options{MaxSessions: 10, MaxPeerSessions: 8, HandshakeTimeout: time.Minute}
+	srv := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), o)
+	t.Cleanup(func() { srv.Close() })
+	for i := range 3 {
+		newFlooder(t, fmt.Sprintf("127.0.0.%d:0", 4+i), srv.Addr()).open(t, uint64(100*i), 8, false)
+	}
+	st := waitStats(t, srv, 5*time.Second, "OPENs handled", func(s afxdp.Stats) bool { return s.HalfOpen+s.Refused >= 24 })
+	if st.HalfOpen != 10 || st.Refused != 14 {
+		t.Fatalf("%d half-open, %d refused; want 10 and 14", st.HalfOpen, st.Refused)
+	}
+}
+
+// TestIdlePeerCloses: a session whose peer vanished, with nothing in
+// flight, closes after IdleTimeout; one whose peer is there stays open
+// however long it is quiet, since the peer answers the probes.
+func TestIdlePeerCloses(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	t.Run("peer there", func(t *testing.T) {
+		la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+		ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{IdleTimeout: idle})
+		go cb.Receive(discard{})
+		select {
+		case <-ca.Done():
+			t.Fatalf("a quiet session with a live peer closed: %v", ca.Err())
+		case <-time.After(5 * idle):
+		}
+		if a, b := ea.Stats(), eb.Stats(); a.Idle+b.Idle != 0 || a.Sessions != 1 || b.Sessions != 1 {
+			t.Fatalf("stats %+v %+v", a, b)
+		}
+	})
+	t.Run("peer gone", func(t *testing.T) {
+		la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+		ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{IdleTimeout: idle})
+		go cb.Receive(discard{})
+		lb.Close() // the peer vanishes without a word
+		start := time.Now()
+		select {
+		case <-ca.Done():
+		case <-time.After(10 * idle):
+			t.Fatal("the session outlived its silent peer")
+		}
+		if d := time.Since(start); d < idle*3/4 {
+			t.Fatalf("closed after %v, IdleTimeout %v", d, idle)
+		}
+		if !errors.Is(ca.Err(), afxdp.ErrPeerUnreachable) {
+			t.Fatalf("ended with %v", ca.Err())
+		}
+		if st := ea.Stats(); st.Idle != 1 || st.Sessions != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+		eb.Close()
+	})
+}
