@@ -1,6 +1,7 @@
 package afxdp_test
 
 import (
+	"context"
 	"encoding/binary"
 	"net/netip"
 	"testing"
@@ -160,5 +161,41 @@ func TestFramesWaitForMemory(t *testing.T) {
 	t.Logf("%+v", st)
 	if st.Deferred == 0 {
 		t.Fatal("no frame waited for memory")
+	}
+}
+
+// TestBacklogReleasedOnClose: frames that arrived for sessions no one
+// accepted give their pooled buffers back when the endpoint closes.
+func TestBacklogReleasedOnClose(t *testing.T) {
+	live := bufpool.Live()
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{})
+	defer ea.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := ea.Dial(ctx, memB.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(doneChan, 3)
+	data := pattern(100_000, 2)
+	for i := range 3 {
+		if err := c.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: uint64(i)}, Done: done,
+			Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(len(data))}, Data: data}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := bufpool.Live() - live; n < 3 {
+		t.Fatalf("%d pooled buffers held for 3 frames no one received", n)
+	}
+	eb.Close()
+	if n := bufpool.Live() - live; n != 0 {
+		t.Fatalf("%d pooled buffers not returned after close", n)
 	}
 }

@@ -183,3 +183,29 @@ func (c *Conn) drainBacklog(r wire.Receiver) {
 		}
 	}
 }
+
+// discardAccepts drops the sessions no one accepted before the endpoint
+// closed, and the frames they held for a Receive that will not come.
+func discardAccepts(accepts chan *Conn) {
+	for {
+		select {
+		case c := <-accepts:
+			c.discardBacklog()
+		default:
+			return
+		}
+	}
+}
+
+// discardBacklog releases the frames held for Receive.
+func (c *Conn) discardBacklog() {
+	for {
+		select {
+		case in := <-c.deliveries:
+			c.s.release(claimOf(in))
+			in.Release()
+		default:
+			return
+		}
+	}
+}

@@ -40,15 +40,16 @@ type Endpoint struct {
 	group   *Group // nil unless one of a Group's endpoints
 	inbox   inbox  // packets forwarded by the group's other reactors
 
-	loop      sync.Mutex // held by whoever runs the reactor's work
-	mu        sync.Mutex
-	ready     []*session // sessions with work queued by other goroutines
-	readyNext []*session
-	readyFlag atomic.Bool
-	sleeping  atomic.Bool
-	stopping  atomic.Bool
-	done      chan struct{}
-	accepts   chan *Conn
+	loop       sync.Mutex // held by whoever runs the reactor's work
+	mu         sync.Mutex
+	ready      []*session // sessions with work queued by other goroutines
+	readyNext  []*session
+	readyFlag  atomic.Bool
+	sleeping   atomic.Bool
+	stopping   atomic.Bool
+	linkClosed atomic.Bool
+	done       chan struct{}
+	accepts    chan *Conn
 
 	// Owned by the reactor.
 	caps *sessionCaps // shared by a Group's endpoints
@@ -217,14 +218,15 @@ func (e *Endpoint) stoppedErr() error {
 }
 
 // Close stops the reactor: every session ends with ErrClosed (its peer is
-// told), and the link is closed.
+// told), and the link is closed, also when the reactor had stopped on its
+// own (the link failed). Only the first call reports the link's error.
 func (e *Endpoint) Close() error {
-	if e.stopping.Swap(true) {
-		<-e.done
-		return nil
-	}
+	e.stopping.Store(true)
 	e.link.Wake()
 	<-e.done
+	if e.linkClosed.Swap(true) {
+		return nil
+	}
 	return e.link.Close()
 }
 
@@ -418,6 +420,9 @@ func (e *Endpoint) shutdown() {
 		}
 	}
 	e.halfList = nil
+	if e.group == nil {
+		discardAccepts(e.accepts) // a Group does it once all its endpoints stopped
+	}
 	e.flush()
 	// Sessions queued after the last takeReady (a Dial racing Close).
 	e.mu.Lock()

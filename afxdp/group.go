@@ -83,6 +83,7 @@ func (g *Group) Close() error {
 			first = err
 		}
 	}
+	discardAccepts(g.accepts)
 	return first
 }
 

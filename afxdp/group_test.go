@@ -54,6 +54,11 @@ func openGroup(t testing.TB, e *netns.End, mode xdp.Mode, opts afxdp.Options) (*
 		if on, err := e.XDPAttached(); err != nil || on {
 			t.Errorf("%s: XDP program still attached after close (%v)", e.Link, err)
 		}
+		for _, l := range xl {
+			if n := l.LostFrames(); n != 0 {
+				t.Errorf("%s: %d UMEM frames unaccounted for after close", e.Link, n)
+			}
+		}
 	})
 	return g, xl
 }

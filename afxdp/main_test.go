@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/wire"
@@ -36,7 +38,9 @@ func TestMain(m *testing.M) {
 	case "rpc-server":
 		os.Exit(runBenchServer(os.Getenv(helperKindEnv), os.Getenv(helperLinkEnv), os.Getenv(helperAddrEnv)))
 	}
-	os.Exit(m.Run())
+	// Every test stops what it started: endpoints, their reactors and
+	// Receive loops, rpc clients and servers, helper processes.
+	goleak.VerifyTestMain(m)
 }
 
 // runBenchServer serves the benchmark's methods until its parent is done.

@@ -94,13 +94,23 @@ func (f *flooder) send(t *testing.T, h afxdp.PacketHeader) {
 }
 
 // open sends n OPENs for sessions first..first+n-1 and, with complete,
-// the packet that completes each handshake.
-func (f *flooder) open(t *testing.T, first uint64, n int, complete bool) {
-	for i := range uint64(n) {
-		f.send(t, afxdp.PacketHeader{Type: afxdp.TypeOpen, Session: first + i, Window: 64, Offset: 1472})
-		if complete {
-			f.send(t, afxdp.PacketHeader{Type: afxdp.TypeAck, Session: first + i, Window: 64})
+// the packet that completes each handshake. It sends them in bursts of 50
+// sessions, each after srv received the last, so that none is lost on the
+// way (an AF_XDP socket's ring holds 2048).
+func (f *flooder) open(t *testing.T, srv *afxdp.Endpoint, first uint64, n int, complete bool) {
+	t.Helper()
+	const burst = 50
+	for i := uint64(0); i < uint64(n); {
+		want := srv.Stats().Received
+		for end := min(i+burst, uint64(n)); i < end; i++ {
+			f.send(t, afxdp.PacketHeader{Type: afxdp.TypeOpen, Session: first + i, Window: 64, Offset: 1472})
+			want++
+			if complete {
+				f.send(t, afxdp.PacketHeader{Type: afxdp.TypeAck, Session: first + i, Window: 64})
+				want++
+			}
 		}
+		waitStats(t, srv, 5*time.Second, "a burst of the flood received", func(s afxdp.Stats) bool { return s.Received >= want })
 	}
 }
 
@@ -118,7 +128,7 @@ func checkFlood(t *testing.T, srv *afxdp.Endpoint, f *flooder, cli *afxdp.Endpoi
 	base := runtime.NumGoroutine()
 
 	// Half-open: never completed, so never accepted: no goroutine.
-	f.open(t, 1, 2000, false)
+	f.open(t, srv, 1, 2000, false)
 	st := waitStats(t, srv, 5*time.Second, "OPENs handled", func(s afxdp.Stats) bool {
 		return s.HalfOpen+s.Refused+s.Expired >= 2000
 	})
@@ -144,13 +154,13 @@ func checkFlood(t *testing.T, srv *afxdp.Endpoint, f *flooder, cli *afxdp.Endpoi
 	}
 	c.Close()
 	st = waitStats(t, srv, 5*time.Second, "half-open sessions expire", func(s afxdp.Stats) bool { return s.HalfOpen == 0 })
-	if st.Expired == 0 || st.Expired > uint64(o.MaxPeerSessions) || accepted() != 1 {
-		t.Fatalf("%d expired, %d accepted; want 1..%d and 1", st.Expired, accepted(), o.MaxPeerSessions)
+	if st.Expired == 0 || st.Expired+st.Refused < 2000 || accepted() != 1 {
+		t.Fatalf("%d expired, %d refused, %d accepted; want some expired, the 2000 OPENs (and the well-behaved peer's repeats) in all, and 1 accepted", st.Expired, st.Refused, accepted())
 	}
 
 	// Completed: sessions up to the bound, each a goroutine here, and
 	// they close once the flooder stops answering.
-	f.open(t, 1_000_000, 2000, true)
+	f.open(t, srv, 1_000_000, 2000, true)
 	st = waitStats(t, srv, 5*time.Second, "handshakes handled", func(s afxdp.Stats) bool {
 		return s.Refused+s.Sessions+s.Idle >= st.Refused+2000
 	})
@@ -211,7 +221,7 @@ func TestSessionBoundInTotal(t *testing.T) {
 	srv := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), o)
 	t.Cleanup(func() { srv.Close() })
 	for i := range 3 {
-		newFlooder(t, fmt.Sprintf("127.0.0.%d:0", 4+i), srv.Addr()).open(t, uint64(100*i), 8, false)
+		newFlooder(t, fmt.Sprintf("127.0.0.%d:0", 4+i), srv.Addr()).open(t, srv, uint64(100*i), 8, false)
 	}
 	st := waitStats(t, srv, 5*time.Second, "OPENs handled", func(s afxdp.Stats) bool { return s.HalfOpen+s.Refused >= 24 })
 	if st.HalfOpen != 10 || st.Refused != 14 {

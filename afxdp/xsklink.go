@@ -100,6 +100,8 @@ type XSKLink struct {
 
 	// Counters for tests and stats; written by the reactor.
 	TxDropped, RxForeign, NoMAC atomic.Uint64
+
+	lostFrames int // see LostFrames
 }
 
 // Received returns how many datagrams each bound queue delivered, in the
@@ -558,6 +560,24 @@ func (l *XSKLink) Wake() {
 	}
 }
 
+// LostFrames returns how many UMEM frames, when the link closed, were
+// neither free, nor in a ring, nor held by the link: 0 unless a frame
+// leaked. (A packet the kernel was moving between two rings at that very
+// moment would count too; a link closes after its reactor stopped.)
+func (l *XSKLink) LostFrames() int { return l.lostFrames }
+
+// unaccounted counts the frames of the sockets' UMEMs that are nowhere.
+func (l *XSKLink) unaccounted() int {
+	n := len(l.lent) + len(l.txq)
+	if l.cur != noFrame {
+		n++
+	}
+	for _, s := range l.socks {
+		n += s.FreeFrames() + s.RingFrames() - s.NumFrames()
+	}
+	return -n
+}
+
 // Close implements Link: it takes its sockets out of the steering program,
 // detaches the program if no other link of the interface uses it (the
 // interface's traffic all goes to the kernel again), and closes the sockets.
@@ -565,6 +585,7 @@ func (l *XSKLink) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
+	l.lostFrames = l.unaccounted()
 	var errs []error
 	for _, q := range l.queues {
 		errs = append(errs, l.sh.prog.UnregisterSocket(q))

@@ -3,6 +3,7 @@ package xsk
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -232,6 +233,25 @@ func (s *Socket) FreeFrame(addr uint64) { s.frames.push(addr & s.frameMask) }
 
 // FreeFrames returns how many chunks are on the free stack.
 func (s *Socket) FreeFrames() int { return s.frames.n }
+
+// NumFrames returns how many chunks the UMEM has.
+func (s *Socket) NumFrames() int { return len(s.frames.addrs) }
+
+// RingFrames returns how many chunks sit in the four rings: given to the
+// kernel on the fill and TX rings and not taken yet, or handed back on the
+// RX and completion rings and not read yet. With FreeFrames and the chunks
+// the caller holds, it accounts for every chunk of the UMEM while no
+// packet is in the kernel's hands between two rings.
+func (s *Socket) RingFrames() int {
+	if s.closed {
+		return 0
+	}
+	fill := s.fill.cachedProd - atomic.LoadUint32(s.fill.consumer)
+	tx := s.tx.cachedProd - atomic.LoadUint32(s.tx.consumer)
+	rx := atomic.LoadUint32(s.rx.producer) - s.rx.cachedCons
+	comp := atomic.LoadUint32(s.comp.producer) - s.comp.cachedCons
+	return int(fill + tx + rx + comp)
+}
 
 // RefillFill moves free chunks onto the fill ring until it is full or the
 // free stack is empty, and returns how many it moved. With the default
