@@ -21,9 +21,15 @@ import (
 // announcing more than SessionMemory ends the session, as one beyond
 // Options.Limits does.
 
-// memory is an endpoint's account of received bytes held for receivers.
+// memory is an endpoint's account of received bytes held for receivers:
+// frames, reserved at what their heads announce, and packets held past
+// gaps. Frames may take all of the limit; held packets only what frames
+// leave (a packet that finds no room is dropped, and resent), so a frame
+// never waits on held packets, which may themselves wait on it: the two
+// together stay within twice the limit.
 type memory struct {
-	used    atomic.Int64
+	used    atomic.Int64 // by frames
+	held    atomic.Int64 // by packets held past gaps
 	limit   int64
 	waiting atomic.Int32 // sessions shut for lack of endpoint memory
 	freed   atomic.Bool  // memory was released while some waited
@@ -83,7 +89,20 @@ func (s *session) release(n int64) {
 	s.ep.mem.give(s.ep, n)
 }
 
-// take reserves n bytes if they fit.
+// takeHeld reserves n bytes for a held packet if they fit beside the
+// frames.
+func (m *memory) takeHeld(n int64) bool {
+	if m.used.Load()+m.held.Load()+n > m.limit {
+		return false
+	}
+	m.held.Add(n) // the reactor alone adds: a race only overshoots by a packet
+	return true
+}
+
+// giveHeld returns a held packet's n bytes.
+func (m *memory) giveHeld(n int64) { m.held.Add(-n) }
+
+// take reserves n bytes for a frame if they fit.
 func (m *memory) take(n int64) bool {
 	for {
 		used := m.used.Load()
@@ -130,7 +149,3 @@ func (e *Endpoint) retryMemory() {
 	}
 	e.memWaitersNext = waiters[:0]
 }
-
-// oooTake reserves a buffer's worth of endpoint memory for a packet kept
-// past a gap, or reports false: the packet is dropped, and resent.
-func (e *Endpoint) oooTake(n int) bool { return e.mem.take(int64(n)) }

@@ -162,6 +162,9 @@ func TestFramesWaitForMemory(t *testing.T) {
 	if st.Deferred == 0 {
 		t.Fatal("no frame waited for memory")
 	}
+	if st.Buffered != 0 {
+		t.Fatalf("%d bytes still held with every frame delivered", st.Buffered)
+	}
 }
 
 // TestBacklogReleasedOnClose: frames that arrived for sessions no one

@@ -54,6 +54,7 @@ type Endpoint struct {
 	// Owned by the reactor.
 	caps *sessionCaps // shared by a Group's endpoints
 	mem  memory       // received bytes held for receivers (budget.go)
+	ooo  oooPool      // buffers of packets held past gaps
 	// Sessions shut for lack of endpoint memory, tried again when some is
 	// released.
 	memWaiters, memWaitersNext []*session
@@ -102,6 +103,7 @@ func newEndpoint(link Link, opts Options, g *Group) *Endpoint {
 		half:     make(map[sessionKey]*halfOpen),
 		rx:       make([]Datagram, rxBatch),
 	}
+	e.ooo.e = e
 	if g != nil {
 		e.accepts, e.caps = g.accepts, g.caps
 	} else {
@@ -129,7 +131,7 @@ func (e *Endpoint) Link() Link { return e.link }
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats {
 	st := e.ctr.stats()
-	st.Buffered = uint64(max(e.mem.used.Load(), 0))
+	st.Buffered = uint64(max(e.mem.used.Load()+e.mem.held.Load(), 0))
 	return st
 }
 

@@ -80,7 +80,8 @@ type Options struct {
 	// head announces from its first packet on (its tensors' memory is
 	// chosen then, to land the bytes in place), and completed frames not
 	// yet handed to Deliver. EndpointMemory bounds them over all of an
-	// endpoint's sessions, with the packets held past gaps. A frame that
+	// endpoint's sessions; packets held past gaps may use what frames
+	// leave of it (so all together stay within twice it). A frame that
 	// does not fit waits, its session's window shut, until deliveries
 	// make room; one whose head announces more than SessionMemory ends
 	// its session with ErrProtocol wrapping wire.ErrTooLarge, as one beyond

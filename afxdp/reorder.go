@@ -1,62 +1,115 @@
 package afxdp
 
-// reorder holds packets that arrived ahead of a gap, until the gap fills.
-// Only such packets are copied; packets in order go straight to their
-// frame's destination. Slot i holds packet number i modulo the window; a
-// slot's buffer is allocated the first time it holds a packet, counted in
-// the endpoint's memory, and kept until the session ends.
+// reorder holds packets that arrived ahead of a gap, until the gap fills,
+// and the next packet in order when there was no room to take it (see
+// window.go). Only such packets are copied; packets in order go straight
+// to their frame's destination. Slot i holds packet number i modulo the
+// window, in a buffer of the endpoint's pool while it holds one.
 type reorder struct {
-	hdr     []PacketHeader
-	data    [][]byte
-	has     []bool
-	held    int
-	dataLen int
-	bytes   int // buffer bytes allocated, counted in the endpoint's memory
+	hdr  []PacketHeader
+	data [][]byte // nil while the slot holds nothing
+	held int
 }
 
-func newReorder(window, dataLen int) *reorder {
-	return &reorder{hdr: make([]PacketHeader, window), data: make([][]byte, window), has: make([]bool, window), dataLen: dataLen}
+func newReorder(window int) *reorder {
+	return &reorder{hdr: make([]PacketHeader, window), data: make([][]byte, window)}
 }
 
-// put keeps a copy of the packet; a duplicate replaces the copy it has,
-// and put reports false for it. A slot without a buffer gets one if mem
-// has room for it; if not, the packet is not kept (the sender resends it)
-// and put reports true.
-func (r *reorder) put(h *PacketHeader, data []byte, mem *memory) bool {
-	i := int(h.Seq % uint32(len(r.has)))
-	dup := r.has[i] && r.hdr[i].Seq == h.Seq
-	if r.data[i] == nil {
-		if !mem.take(int64(r.dataLen)) {
-			return true
+func (r *reorder) index(seq uint32) int { return int(seq % uint32(len(r.data))) }
+
+// has reports whether packet seq is held.
+func (r *reorder) has(seq uint32) bool {
+	i := r.index(seq)
+	return r.data[i] != nil && r.hdr[i].Seq == seq
+}
+
+// put keeps a copy of the packet, in a buffer from p, and reports whether
+// it was new: false for a duplicate of one held. When p has no memory for
+// it, the packet is not kept (its sender sends it again).
+func (r *reorder) put(h *PacketHeader, data []byte, p *oooPool) bool {
+	i := r.index(h.Seq)
+	if r.data[i] != nil {
+		if r.hdr[i].Seq == h.Seq {
+			return false
 		}
-		r.data[i] = make([]byte, 0, r.dataLen)
-		r.bytes += r.dataLen
+		// A packet a window old still held: cannot be, as the
+		// window moves past it only once it is taken. Replace it.
+		r.hdr[i] = *h
+		r.data[i] = append(r.data[i][:0], data...)
+		return true
 	}
-	if !r.has[i] {
-		r.held++
+	buf := p.get()
+	if buf == nil {
+		return true
 	}
-	r.has[i] = true
 	r.hdr[i] = *h
-	r.data[i] = append(r.data[i][:0], data...)
-	return !dup
+	r.data[i] = append(buf, data...)
+	r.held++
+	return true
 }
 
-// take removes and returns packet seq if held. The data stays valid until
-// the slot is reused by a packet a window later.
-func (r *reorder) take(seq uint32) (*PacketHeader, []byte, bool) {
-	i := int(seq % uint32(len(r.has)))
-	if !r.has[i] || r.hdr[i].Seq != seq {
-		return nil, nil, false
+// take removes packet seq if held and returns it with its buffer, which
+// the caller gives back to the pool or to restore.
+func (r *reorder) take(seq uint32) (PacketHeader, []byte, bool) {
+	i := r.index(seq)
+	if r.data[i] == nil || r.hdr[i].Seq != seq {
+		return PacketHeader{}, nil, false
 	}
-	r.has[i] = false
+	buf := r.data[i]
+	r.data[i] = nil
 	r.held--
-	return &r.hdr[i], r.data[i], true
+	return r.hdr[i], buf, true
 }
 
-// free drops every buffer, returning its memory to e.
-func (r *reorder) free(e *Endpoint) {
-	if r.bytes > 0 {
-		e.mem.give(e, int64(r.bytes))
+// restore holds again a packet take returned, in its buffer.
+func (r *reorder) restore(h PacketHeader, buf []byte) {
+	i := r.index(h.Seq)
+	r.hdr[i], r.data[i] = h, buf
+	r.held++
+}
+
+// free gives every buffer back to p.
+func (r *reorder) free(p *oooPool) {
+	for i, b := range r.data {
+		if b != nil {
+			p.put(b)
+			r.data[i] = nil
+		}
 	}
-	*r = reorder{}
+	r.held = 0
+}
+
+// oooPool lends the buffers reorder buffers hold packets in, each counted
+// in the endpoint's memory while lent, and keeps some returned ones for
+// reuse. It belongs to the reactor.
+type oooPool struct {
+	e    *Endpoint
+	free [][]byte
+}
+
+// oooPoolKeep bounds the returned buffers a pool keeps.
+const oooPoolKeep = 1024
+
+// get returns an empty buffer for a packet, or nil when the endpoint's
+// memory has no room for one.
+func (p *oooPool) get() []byte {
+	size := p.e.dataLen
+	if !p.e.mem.takeHeld(int64(size)) {
+		return nil
+	}
+	if n := len(p.free); n > 0 {
+		b := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+// put takes a buffer back.
+func (p *oooPool) put(b []byte) {
+	p.e.mem.giveHeld(int64(p.e.dataLen))
+	if len(p.free) < oooPoolKeep {
+		p.free = append(p.free, b)
+	}
 }

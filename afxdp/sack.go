@@ -52,10 +52,9 @@ func (s *session) onSack(ack uint32, bitmap []byte) {
 // held, at most len(b).
 func (r *reorder) sack(b []byte, expect uint32) int {
 	used, found := 0, 0
-	for i := 0; found < r.held && i < len(r.has) && i/8 < len(b); i++ {
+	for i := 0; found < r.held && i < len(r.data) && i/8 < len(b); i++ {
 		seq := expect + 1 + uint32(i)
-		k := int(seq % uint32(len(r.has)))
-		if !r.has[k] || r.hdr[k].Seq != seq {
+		if !r.has(seq) {
 			continue
 		}
 		if i/8 >= used {

@@ -458,31 +458,25 @@ func (s *session) onData(h *PacketHeader, data []byte) (urgent bool, err error) 
 			return false, err
 		}
 		if !ok {
-			s.shutWindow(h, data)
+			s.keep(h, data)
+			s.shutWindow()
 			return true, nil
 		}
 		if s.ooo != nil && s.ooo.held > 0 {
-			s.ooo.take(h.Seq) // a copy held when there was no room for it
+			if _, buf, ok := s.ooo.take(h.Seq); ok {
+				s.ep.ooo.put(buf) // a copy held when there was no room for it
+			}
 		}
-		for s.ooo != nil && s.ooo.held > 0 {
-			hh, dd, ok := s.ooo.take(s.expect)
-			if !ok {
-				break
-			}
-			ok, err := s.accept(hh, dd)
-			if err != nil {
-				return false, err
-			}
-			if !ok {
-				s.shutWindow(hh, dd)
-				return true, nil
-			}
+		all, err := s.takeHeld()
+		if err != nil {
+			return false, err
+		}
+		if !all {
+			s.shutWindow()
+			return true, nil
 		}
 	case seqLess(s.expect, h.Seq) && seqLess(h.Seq, s.expect+uint32(s.ep.opts.Window)):
-		if s.ooo == nil {
-			s.ooo = newReorder(s.ep.opts.Window, s.dataLen)
-		}
-		if !s.ooo.put(h, data, &s.ep.mem) {
+		if !s.keep(h, data) {
 			s.dsack, s.dsackOwed = h.Seq, true
 			s.ep.ctr.dups.Add(1)
 		}
@@ -498,13 +492,43 @@ func (s *session) onData(h *PacketHeader, data []byte) (urgent bool, err error) 
 	return false, nil
 }
 
+// keep holds a copy of packet h in the reorder buffer and reports whether
+// it was new there.
+func (s *session) keep(h *PacketHeader, data []byte) bool {
+	if s.ooo == nil {
+		s.ooo = newReorder(s.ep.opts.Window)
+	}
+	return s.ooo.put(h, data, &s.ep.ooo)
+}
+
+// takeHeld takes the held packets that now come in order, as far as there
+// is room for them; it reports false when one had to stay.
+func (s *session) takeHeld() (bool, error) {
+	for s.ooo != nil && s.ooo.held > 0 {
+		h, buf, ok := s.ooo.take(s.expect)
+		if !ok {
+			break
+		}
+		ok, err := s.accept(&h, buf)
+		if !ok && err == nil {
+			s.ooo.restore(h, buf)
+			return false, nil
+		}
+		s.ep.ooo.put(buf)
+		if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
 // isNew reports whether packet seq has not arrived before.
 func (s *session) isNew(seq uint32) bool {
 	switch {
 	case seq == s.expect:
 		return !s.rxShut
 	case seqLess(s.expect, seq) && seqLess(seq, s.expect+uint32(s.ep.opts.Window)):
-		return s.ooo == nil || !s.ooo.has[seq%uint32(len(s.ooo.has))] || s.ooo.hdr[seq%uint32(len(s.ooo.has))].Seq != seq
+		return s.ooo == nil || !s.ooo.has(seq)
 	}
 	return false
 }
@@ -572,7 +596,7 @@ func (s *session) end(err error) {
 		s.release(c)
 	}
 	if s.ooo != nil {
-		s.ooo.free(s.ep)
+		s.ooo.free(&s.ep.ooo)
 		s.ooo = nil
 	}
 	if s.memWait {

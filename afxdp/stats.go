@@ -24,7 +24,7 @@ type Stats struct {
 	Idle       uint64 // sessions closed because their peer stopped answering (IdleTimeout)
 	Sessions   uint64 // sessions open now, dialed and accepted
 	HalfOpen   uint64 // sessions peers asked for that wait for the handshake to complete
-	Buffered   uint64 // bytes received frames hold until Deliver, as announced, and packets past gaps (budget.go)
+	Buffered   uint64 // bytes held for receivers: frames until Deliver, as announced, and packets past gaps (budget.go)
 }
 
 // add sums x into s, field by field.

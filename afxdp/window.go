@@ -11,13 +11,9 @@ package afxdp
 // window with an ACK at once. A peer that does not read is thus held back
 // by its window, and nothing beyond a window of packets is buffered for it.
 
-// shutWindow records that packet h, the next in order, was kept for lack of
-// room.
-func (s *session) shutWindow(h *PacketHeader, data []byte) {
-	if s.ooo == nil {
-		s.ooo = newReorder(s.ep.opts.Window, s.dataLen)
-	}
-	s.ooo.put(h, data, &s.ep.mem)
+// shutWindow records that the next packet in order, kept, could not be
+// taken for lack of room.
+func (s *session) shutWindow() {
 	if !s.rxShut {
 		s.rxShut = true
 		s.shut.Store(true)
@@ -46,19 +42,8 @@ func (s *session) reopen() error {
 	if !s.rxShut {
 		return nil
 	}
-	for s.ooo != nil && s.ooo.held > 0 {
-		h, data, ok := s.ooo.take(s.expect)
-		if !ok {
-			break
-		}
-		ok, err := s.accept(h, data)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			s.ooo.put(h, data, &s.ep.mem)
-			return nil
-		}
+	if all, err := s.takeHeld(); !all || err != nil {
+		return err
 	}
 	s.rxShut = false
 	s.shut.Store(false)
