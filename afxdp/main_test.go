@@ -39,8 +39,9 @@ func TestMain(m *testing.M) {
 		os.Exit(runBenchServer(os.Getenv(helperKindEnv), os.Getenv(helperLinkEnv), os.Getenv(helperAddrEnv)))
 	}
 	// Every test stops what it started: endpoints, their reactors and
-	// Receive loops, rpc clients and servers, helper processes.
-	goleak.VerifyTestMain(m)
+	// Receive loops, rpc clients and servers, helper processes. The rpc
+	// package's shared TCP write reactors live as long as the process.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/starwire/starwire/rpc.(*reactor).run"))
 }
 
 // runBenchServer serves the benchmark's methods until its parent is done.
