@@ -108,28 +108,27 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, c *Conn, lim *wire.Limi
 	return in, nil
 }
 
-// allocate parses the descriptors and asks the receiver for destinations.
-// A failure is the frame's, not the session's: the payload is dropped and
+// allocate parses the descriptors and asks the receiver for destinations
+// (pooled buffers for a frame that arrives before Receive names one). A
+// failure is the frame's, not the session's: the payload is dropped and
 // the frame delivered with in.Err set, as the stream transport does.
 func (p *frameParser) allocate(c *Conn) {
 	p.ready = true
-	in := p.in
-	err := in.ParseDescs()
-	if err == nil {
-		if r := c.receiver(); r != nil {
-			err = r.Alloc(in)
-		} else {
-			in.AllocPooled()
-		}
+	r := c.receiver()
+	if r == nil {
+		r = pooled{}
 	}
-	if err == nil {
-		err = in.CheckAlloc()
-	}
-	if err != nil {
-		in.Err = err
+	if p.in.Prepare(r) != nil {
 		p.skip = true
 	}
 }
+
+// pooled is the receiver of frames that arrive before Receive: their
+// tensors land in pooled buffers.
+type pooled struct{}
+
+func (pooled) Alloc(in *wire.Inbound) error { in.AllocPooled(); return nil }
+func (pooled) Deliver(in *wire.Inbound)     { in.Release() }
 
 // reset drops a partly received frame and returns the memory it had
 // reserved.

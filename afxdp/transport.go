@@ -49,7 +49,7 @@ package afxdp
 // Reassembly lands in-order data directly in its destination: the header,
 // metadata and descriptors are gathered first, then the receiver's Alloc
 // chooses the tensors' buffers (an rpc Reply.Alloc can choose a variable's
-// own memory), and every later packet is copied to Inbound.PayloadDest. A
+// own memory), and every later packet is copied straight there. A
 // frame is delivered when its Last packet lands. A message completes
 // (m.Done) when the peer has acknowledged its last packet, which is when its
 // memory may change.
