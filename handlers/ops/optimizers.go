@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -218,7 +219,7 @@ func scalarFloat(t *wire.Tensor) float64 {
 // (see variable).
 func lockOrder(vs []*variable) []*variable {
 	sorted := slices.Clone(vs)
-	slices.SortFunc(sorted, func(a, b *variable) int { return int(a.id - b.id) })
+	slices.SortFunc(sorted, func(a, b *variable) int { return cmp.Compare(a.id, b.id) })
 	return sorted
 }
 
