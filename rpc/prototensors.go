@@ -13,14 +13,16 @@ import (
 // resp; the answer's tensors are reply.Tensors, valid until reply.Release.
 // The tensors' memory must stay unchanged until the call returns.
 func (c *Client) CallProtoTensors(ctx context.Context, m Method, req proto.Message, tensors []wire.Tensor, resp proto.Message, reply *Reply) error {
-	bp := metaBufs.Get().(*[]byte)
-	defer metaBufs.Put(bp)
+	bp := getMetaBuf()
+	defer putMetaBuf(bp)
 	meta, err := proto.MarshalOptions{}.MarshalAppend((*bp)[:0], req)
 	if err != nil {
 		return c.fail(m, Errorf(wire.InvalidArgument, "marshal %T: %v", req, err))
 	}
 	*bp = meta
-	if err := c.Call(ctx, m, &Request{Meta: meta, Tensors: tensors}, reply); err != nil {
+	pc := getProtoCall(meta, tensors)
+	defer pc.put()
+	if err := c.Call(ctx, m, &pc.req, reply); err != nil {
 		return err
 	}
 	if err := proto.Unmarshal(reply.Meta, resp); err != nil {
