@@ -33,7 +33,7 @@ type batchFailure struct {
 	err error
 }
 
-// build lays out msgs, which the batch takes.
+// build lays out msgs, which the batch takes (b.msgs is msgs already).
 func (b *batch) build(msgs []*wire.Message) {
 	b.msgs = msgs
 	head, mark := b.head[:0], 0

@@ -64,7 +64,7 @@ type tcpConn struct {
 	scheduled bool
 	corked    bool
 	err       error
-	inSyscall bool // a writev is reading out's parts
+	inSyscall bool // a writev, encryption or layout is using out's parts
 	waiters   int  // Withdraw calls waiting for inSyscall to clear
 	written   *sync.Cond
 	// Frames sent and received. When they differ by more than one, other

@@ -117,7 +117,17 @@ func (c *tcpConn) takeBatch() bool {
 	}
 	msgs := c.queue
 	c.queue, c.spare = c.spare[:0], nil
+	// Laid out without the lock, so that callers queueing meanwhile do not
+	// wait; a Withdraw waits for it as for a write.
+	c.out.msgs = msgs
+	c.inSyscall = true
+	c.mu.Unlock()
 	c.out.build(msgs)
+	c.mu.Lock()
+	c.inSyscall = false
+	if c.waiters > 0 {
+		c.written.Broadcast()
+	}
 	failed := c.out.failed
 	c.out.failed = nil
 	c.mu.Unlock()
