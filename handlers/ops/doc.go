@@ -21,7 +21,8 @@
 // RandomUniform, RandomStandardNormal, TruncatedNormal (random.go); Cast
 // (cast.go); ConcatV2, Pack, Unpack (concat.go); Slice, StridedSlice
 // (slice.go); DynamicPartition, DynamicStitch, ParallelDynamicStitch
-// (partition.go); Unique, UnsortedSegmentSum (segment.go); SaveV2,
+// (partition.go); Unique, UnsortedSegmentSum (segment.go); Less,
+// LessEqual, Greater, GreaterEqual, Equal, NotEqual (compare.go); SaveV2,
 // RestoreV2 (checkpoint.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
 // Maximum, Minimum, FloorDiv, FloorMod (with broadcasting), Neg, Sigmoid,
 // SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go).

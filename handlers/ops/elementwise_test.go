@@ -146,3 +146,42 @@ func TestVariableInitOps(t *testing.T) {
 		{"VarIsInitializedOp of a tensor", []*tfpb.NodeDef{ConstF32("x", []int64{2}), NodeDef("out", "VarIsInitializedOp", In("x"), nil)}, wire.InvalidArgument, "not a resource handle"},
 	})
 }
+
+// TestDivStrategy runs embedding_lookup's "div" placement of ids on the
+// shards of a variable of 10 rows cut in 3 by fixed_size_partitioner
+// (rows 0-3, 4-6, 7-9): ids_per_partition = 3, extras = 1,
+// p = max(id // 4, (id - 1) // 3), and the row within the shard is id % 4
+// on the first (extras) shards, (id - 1) % 3 on the others.
+func TestDivStrategy(t *testing.T) {
+	i64 := wire.DTInt64
+	op := func(name, kind string, a, b string) *tfpb.NodeDef { return NodeDef(name, kind, In(a, b), Attrs("T", i64)) }
+	runCases(t, []opCase{{"div strategy", []*tfpb.NodeDef{
+		ConstI64("ids", []int64{10}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+		ConstI64("ipp1", nil, 4), ConstI64("ipp", nil, 3), ConstI64("extras", nil, 1), ConstI64("one", nil, 1),
+		op("a", "FloorDiv", "ids", "ipp1"),
+		op("shifted", "Sub", "ids", "extras"),
+		op("b", "FloorDiv", "shifted", "ipp"),
+		op("p", "Maximum", "a", "b"),
+		op("first", "Less", "p", "extras"),
+		NodeDef("first/i", "Cast", In("first"), Attrs("SrcT", wire.DTBool, "DstT", i64)),
+		op("in_first", "FloorMod", "ids", "ipp1"),
+		op("in_rest", "FloorMod", "shifted", "ipp"),
+		op("x", "Mul", "first/i", "in_first"),
+		op("rest", "Sub", "one", "first/i"),
+		op("y", "Mul", "rest", "in_rest"),
+		op("out", "AddV2", "x", "y"),
+	}, []string{"p", "first", "out"}, []wire.Tensor{
+		I64([]int64{10}, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2),
+		Bools([]int64{10}, true, true, true, true, false, false, false, false, false, false),
+		I64([]int64{10}, 0, 1, 2, 3, 0, 1, 2, 0, 1, 2),
+	}}, {"comparisons broadcast", []*tfpb.NodeDef{
+		ConstF32("a", []int64{2, 2}, 1, 2, 3, 4), ConstF32("b", []int64{2}, 2, 3),
+		NodeDef("out", "GreaterEqual", In("a", "b"), Attrs("T", wire.DTFloat)),
+		NodeDef("eq", "Equal", In("a", "b"), Attrs("T", wire.DTFloat)),
+		NodeDef("le", "LessEqual", In("b", "a"), Attrs("T", wire.DTFloat)),
+	}, []string{"out", "eq", "le"}, []wire.Tensor{
+		Bools([]int64{2, 2}, false, false, true, true),
+		Bools([]int64{2, 2}, false, false, false, false),
+		Bools([]int64{2, 2}, false, false, true, true),
+	}}})
+}
