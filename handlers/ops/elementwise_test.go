@@ -154,7 +154,9 @@ func TestVariableInitOps(t *testing.T) {
 // on the first (extras) shards, (id - 1) % 3 on the others.
 func TestDivStrategy(t *testing.T) {
 	i64 := wire.DTInt64
-	op := func(name, kind string, a, b string) *tfpb.NodeDef { return NodeDef(name, kind, In(a, b), Attrs("T", i64)) }
+	op := func(name, kind string, a, b string) *tfpb.NodeDef {
+		return NodeDef(name, kind, In(a, b), Attrs("T", i64))
+	}
 	runCases(t, []opCase{{"div strategy", []*tfpb.NodeDef{
 		ConstI64("ids", []int64{10}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
 		ConstI64("ipp1", nil, 4), ConstI64("ipp", nil, 3), ConstI64("extras", nil, 1), ConstI64("one", nil, 1),
