@@ -37,3 +37,13 @@ func (q *fifo[T]) pop() {
 }
 
 func (q *fifo[T]) len() int { return q.size }
+
+// remove drops the i-th element from the front, moving those behind it
+// forward. Its slot goes past the back, contents kept for reuse.
+func (q *fifo[T]) remove(i int) {
+	for ; i+1 < q.size; i++ {
+		a, b := q.at(i), q.at(i+1)
+		*a, *b = *b, *a
+	}
+	q.size--
+}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/starwire/starwire/internal/bufpool"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -35,6 +36,10 @@ type outMsg struct {
 	// member: the message rides in the packet of the one before it
 	// (FlagPacked); so may further ones.
 	member bool
+	// A withdrawn message (m nil) is sent from own, which holds its frame
+	// bytes from ownAt on (withdraw.go).
+	own   *bufpool.Buffer
+	ownAt uint64
 }
 
 // session is one end of a reliable, ordered, bidirectional stream of frames
@@ -47,12 +52,13 @@ type session struct {
 	// ends' datagram sizes, less the header, agreed in OPEN and its ACK.
 	dataLen int
 
-	mu       sync.Mutex
-	inq      []*wire.Message // Sent, not yet taken by the reactor
-	spare    []*wire.Message // the reactor's previous inq, swapped back in
-	closeReq bool
-	queued   bool  // on ep.ready
-	dead     error // set once the session ended
+	mu        sync.Mutex
+	inq       []*wire.Message // Sent, not yet taken by the reactor
+	spare     []*wire.Message // the reactor's previous inq, swapped back in
+	withdraws []*withdrawal   // Withdraw calls for the reactor to answer
+	closeReq  bool
+	queued    bool  // on ep.ready
+	dead      error // set once the session ended
 
 	// Send side. Packet numbers: base is the oldest unacknowledged,
 	// next the next to transmit for the first time, maxSent one past the
@@ -173,6 +179,12 @@ func copyFrame(dst []byte, om *outMsg, off uint64) {
 		w = copy(dst, om.head[off:])
 		off = head
 	}
+	if om.m == nil { // withdrawn
+		if off < om.total {
+			copy(dst[w:], om.own.Bytes()[off-om.ownAt:])
+		}
+		return
+	}
 	i, start := 0, head
 	if om.ti > 0 && om.tstart <= off {
 		i, start = om.ti, om.tstart
@@ -247,9 +259,12 @@ func (s *session) take() (closing bool) {
 	s.mu.Lock()
 	q := s.inq
 	s.inq = s.spare[:0]
+	ws := s.withdraws
+	s.withdraws = nil
 	closing = s.closeReq
 	s.queued = false
 	s.mu.Unlock()
+	defer s.serveWithdraws(ws)
 	d := uint64(s.dataLen)
 	for i, m := range q {
 		q[i] = nil
@@ -354,11 +369,9 @@ func (s *session) onAck(h *PacketHeader) {
 		if seqLess(a, om.first+om.npk) {
 			break
 		}
-		m := om.m
-		om.m = nil
+		om.finished(nil)
 		s.out.pop()
 		s.nextIdx = max(0, s.nextIdx-1)
-		m.Complete(nil)
 	}
 	if seqLess(s.next, a) {
 		s.next, s.nextIdx = a, 0
@@ -581,16 +594,18 @@ func (s *session) end(err error) {
 	s.dead = err
 	q := s.inq
 	s.inq = nil
+	ws := s.withdraws
+	s.withdraws = nil
 	s.mu.Unlock()
 	for s.out.len() > 0 {
-		om := s.out.at(0)
-		m := om.m
-		om.m = nil
+		s.out.at(0).finished(err)
 		s.out.pop()
-		m.Complete(err)
 	}
 	for _, m := range q {
 		m.Complete(err)
+	}
+	for _, w := range ws {
+		w.got <- Completing // every message was completed above
 	}
 	if c := s.rx.reset(); c > 0 {
 		s.release(c)

@@ -122,9 +122,9 @@ type dualConn struct {
 
 	once   sync.Once // the hello is handled once
 	closed atomic.Bool
-	// usedPacket is set once a call went over the packet path, whose
-	// session cannot take a message back; from then on Withdraw keeps.
-	usedPacket atomic.Bool
+	// opened is the packet session once there was one, kept after the
+	// calls left it: Withdraw asks it for the messages it may still hold.
+	opened atomic.Pointer[afxdp.Conn]
 }
 
 // Path reports the path calls take now; rpc.Client.Stats shows it.
@@ -137,9 +137,6 @@ func (c *dualConn) Path() string {
 
 func (c *dualConn) Send(m *wire.Message) error {
 	if p := c.pkt.Load(); p != nil {
-		if !c.usedPacket.Load() {
-			c.usedPacket.Store(true)
-		}
 		err := p.Send(m)
 		if err == nil {
 			return nil
@@ -149,9 +146,21 @@ func (c *dualConn) Send(m *wire.Message) error {
 	return c.tcp.Send(m)
 }
 
-// Withdraw implements rpc.Withdrawer for calls that only ever took TCP.
+// Withdraw implements rpc.Withdrawer on whichever path holds m. Each path
+// answers Completing for a message it does not hold, whether it finished it
+// or never had it, and a message is sent on one path only (Send tries TCP
+// only once the packet session refused it, before returning). So the
+// packet session, if there ever was one, is asked first: Unsent or
+// Withdrawn means it held m; otherwise TCP is asked, and its answer is
+// final, Completing meaning neither holds m. Without a Withdrawer on TCP, m
+// may be there, so it is Kept.
 func (c *dualConn) Withdraw(m *wire.Message) rpc.Withdrawal {
-	if w, ok := c.tcp.(rpc.Withdrawer); ok && !c.usedPacket.Load() {
+	if p := c.opened.Load(); p != nil {
+		if got := withdrawal(p.Withdraw(m)); got != rpc.Completing {
+			return got
+		}
+	}
+	if w, ok := c.tcp.(rpc.Withdrawer); ok {
 		return w.Withdraw(m)
 	}
 	return rpc.Kept
@@ -209,6 +218,7 @@ func (c *dualConn) upgrade(h hello) {
 	}
 	// Publish, then look at closed: Close sets closed before it takes pkt,
 	// so either Close finds p and closes it, or this sees closed.
+	c.opened.Store(p)
 	c.pkt.Store(p)
 	if c.closed.Load() {
 		if c.pkt.CompareAndSwap(p, nil) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
 )
 
 // A Network opens and accepts afxdp sessions: an *afxdp.Endpoint (one
@@ -35,7 +36,25 @@ func (t *transport) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	return packetConn{c}, nil
+}
+
+// packetConn is a session as an rpc.Conn, which rpc's client can ask to
+// take a request back (rpc.Withdrawer).
+type packetConn struct{ *afxdp.Conn }
+
+func (c packetConn) Withdraw(m *wire.Message) rpc.Withdrawal { return withdrawal(c.Conn.Withdraw(m)) }
+
+// withdrawal translates the session's answer into rpc's.
+func withdrawal(w afxdp.Withdrawal) rpc.Withdrawal {
+	switch w {
+	case afxdp.Unsent:
+		return rpc.Unsent
+	case afxdp.Withdrawn:
+		return rpc.Withdrawn
+	default:
+		return rpc.Completing
+	}
 }
 
 // Listen accepts the endpoint's sessions. addr must be empty or the
@@ -62,7 +81,7 @@ func (l *listener) Accept() (rpc.Conn, error) {
 		}
 		return nil, err
 	}
-	return c, nil
+	return packetConn{c}, nil
 }
 
 func (l *listener) Close() error {
