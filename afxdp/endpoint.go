@@ -52,20 +52,26 @@ type Endpoint struct {
 	accepts    chan *Conn
 
 	// Owned by the reactor.
-	caps *sessionCaps // shared by a Group's endpoints
-	mem  memory       // received bytes held for receivers (budget.go)
-	ooo  oooPool      // buffers of packets held past gaps
-	// Sessions shut for lack of endpoint memory, tried again when some is
-	// released.
+	sessions map[sessionKey]*session
+	list     []*session
+	acks     []*session
+	rx       []Datagram
+	now      time.Time
+
+	// The session bounds, shared by a Group's endpoints, and the
+	// half-open sessions (sessions.go).
+	caps     *sessionCaps
+	half     map[sessionKey]*halfOpen
+	halfList []*halfOpen // the same, in the order they came
+	halfNext time.Time   // when halfTimers next has work
+
+	// Receive memory (budget.go): its account, the buffers of packets
+	// held past gaps, and the sessions shut for lack of it, tried again
+	// when some is released.
+	mem                        memory
+	ooo                        oooPool
 	memWaiters, memWaitersNext []*session
-	half                       map[sessionKey]*halfOpen
-	halfList                   []*halfOpen // the same, in the order they came
-	halfNext                   time.Time   // when halfTimers next has work
-	sessions                   map[sessionKey]*session
-	list                       []*session
-	acks                       []*session
-	rx                         []Datagram
-	now                        time.Time
+
 	// streamUntil is when the reactor may sleep again after a packet
 	// that left a frame partly received (Options.FrameSpin).
 	streamUntil time.Time

@@ -3,6 +3,7 @@ package afxdp_test
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,5 +75,123 @@ func FuzzProtocol(f *testing.F) {
 				t.Fatal("a message never completed")
 			}
 		}
+	})
+}
+
+// FuzzPeerPackets has a peer that follows no rule send an endpoint
+// whatever the fuzz input holds, for the session it opened and for
+// others, while the endpoint has a frame of its own in flight to it: data
+// at any number and offset, acknowledgements of anything with selective
+// and duplicate reports and echoes, probes, OPENs, CLOSEs and RESETs. The
+// endpoint must not panic, must hold no more memory than its bounds, and
+// must still serve a well-behaved session afterwards. Seeds are real
+// packets of each kind.
+func FuzzPeerPackets(f *testing.F) {
+	pkt := func(h afxdp.PacketHeader, data []byte) []byte {
+		h.Length = uint16(len(data))
+		b := make([]byte, afxdp.HeaderLen+len(data))
+		afxdp.PutHeader(b, &h)
+		copy(b[afxdp.HeaderLen:], data)
+		return b
+	}
+	frame := func(meta string, tensor int) []byte {
+		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 7}, Meta: []byte(meta)}
+		if tensor > 0 {
+			m.Tensors = []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(tensor)}, Data: make([]byte, tensor)}}
+		}
+		b, _ := wire.AppendHead(nil, m)
+		return append(b, make([]byte, tensor)...)
+	}
+	// A chunk is a length byte, a session selector byte and a packet.
+	chunks := func(pkts ...[]byte) []byte {
+		var in []byte
+		for i, p := range pkts {
+			in = append(in, byte(len(p)), byte(i%3))
+			in = append(in, p...)
+		}
+		return in
+	}
+	small := frame("hi", 0)
+	f.Add(chunks(
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst | afxdp.FlagLast, Window: 64}, small),
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagGap | afxdp.FlagSack, Ack: 0, Window: 64, Offset: 1<<40 | 2}, []byte{0x05}),
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagDsack, Msg: 1, Ack: 1, Window: 64}, nil),
+	))
+	f.Add(chunks(
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst, Seq: 0, Window: 0}, frame("", 100)[:60]),
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagLast, Seq: 2, Window: 64, Offset: 60}, frame("", 100)[60:]),
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagProbe, Window: 64}, nil),
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst | afxdp.FlagLast | afxdp.FlagPacked, Seq: 1, Tx: 3, Window: 64},
+			append(append([]byte{byte(len(small)), 0}, small...), append([]byte{byte(len(small)), 0}, small...)...)),
+	))
+	f.Add(chunks(
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeOpen, Window: 64, Offset: 60}, nil),
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagSize, Window: 64, Offset: 1472}, nil),
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeClose}, nil),
+		pkt(afxdp.PacketHeader{Type: afxdp.TypeReset}, nil),
+	))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		opts := afxdp.Options{SessionMemory: 1 << 20, EndpointMemory: 2 << 20, DeadAfter: time.Second, Window: 64}
+		la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+		srv := afxdp.NewEndpoint(la, opts)
+		var wg sync.WaitGroup
+		defer func() { srv.Close(); wg.Wait() }()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for first := true; ; first = false {
+				c, err := srv.Accept()
+				if err != nil {
+					return
+				}
+				wg.Add(1)
+				go func() { defer wg.Done(); c.Receive(discard{}) }()
+				if first { // a frame of its own in flight, to be acknowledged anyhow
+					data := make([]byte, 20_000)
+					c.Send(&wire.Message{Header: wire.Header{Kind: wire.KindResponse, CallID: 1},
+						Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(len(data))}, Data: data}}})
+				}
+			}
+		}()
+		p := &rawPeer{l: lb, to: memA}
+		p.open(t, 1)
+		ids := [3]uint64{1, 2, 1 << 40}
+		sent := srv.Stats().Received
+		for len(in) >= 2 {
+			n, sel := int(in[0]), in[1]
+			in = in[2:]
+			n = min(n, len(in))
+			b := append([]byte(nil), in[:n]...)
+			in = in[n:]
+			if len(b) >= afxdp.HeaderLen {
+				// Past the magic, version and session: the rest is the
+				// input's.
+				ok := make([]byte, afxdp.HeaderLen)
+				afxdp.PutHeader(ok, &afxdp.PacketHeader{Type: afxdp.TypeAck, Session: ids[sel%3]})
+				copy(b[:3], ok[:3])
+				copy(b[8:16], ok[8:16])
+			}
+			buf := lb.TxBuffer()
+			lb.Queue(copy(buf, b), memA)
+			sent++
+		}
+		if err := lb.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for srv.Stats().Received < sent {
+			if time.Now().After(deadline) {
+				t.Fatalf("the endpoint received %d of %d datagrams", srv.Stats().Received, sent)
+			}
+			lb.Wait(time.Millisecond)
+			lb.Receive(p.rx[:])
+		}
+		if st := srv.Stats(); st.Buffered > 2*uint64(opts.EndpointMemory) {
+			t.Fatalf("%d bytes held, bound %d", st.Buffered, opts.EndpointMemory)
+		}
+		// A well-behaved session still gets its frame taken.
+		p.open(t, 99)
+		p.send(t, afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst | afxdp.FlagLast, Session: 99, Window: 64}, small)
+		p.await(t, 99, "acknowledgement of a well-formed frame", func(h afxdp.PacketHeader) bool { return h.Ack == 1 })
 	})
 }

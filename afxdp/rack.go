@@ -41,8 +41,9 @@ import "time"
 // sendSlot is what the sender keeps about one packet in flight.
 type sendSlot struct {
 	sentAt time.Duration // when first sent, since ep.epoch; 0 once resent (Karn)
-	// zeroAt is when it would have been found lost with no reordering
-	// window, once a packet sent after it was delivered; 0 before.
+	// zeroAt is when its first copy would have been found lost with no
+	// reordering window, once a packet sent after it was delivered; 0
+	// before.
 	zeroAt time.Duration
 	xmitAt time.Duration // when last sent, since ep.epoch
 	resent bool          // sent more than once
@@ -147,11 +148,13 @@ func (s *session) delivered(seq uint32, sl *sendSlot, fack uint32) {
 		if !ok || e != seq {
 			return
 		}
-		if tx != sl.tx {
-			// An earlier copy, overtaken: it was resent for nothing.
+		if tx == 0 && sl.tx != 0 {
+			// The original, overtaken: it was resent for nothing.
 			r.reord = true
 			r.late(sl)
-			return
+		}
+		if tx != sl.tx {
+			return // (a later copy that was not needed: the timers')
 		}
 	}
 	if sl.xmitAt > r.xmit || (sl.xmitAt == r.xmit && seqLess(r.seq, seq)) {
@@ -217,7 +220,7 @@ func (s *session) detectLoss() {
 		if sl.xmitAt > r.xmit || (sl.xmitAt == r.xmit && !seqLess(seq, r.seq)) {
 			continue // sent after the packet delivered last
 		}
-		if sl.zeroAt == 0 {
+		if sl.zeroAt == 0 && !sl.resent {
 			sl.zeroAt = sl.xmitAt + r.rtt
 		}
 		if wait := sl.xmitAt + r.rtt + wnd - now; wait > 0 {

@@ -85,7 +85,7 @@ type session struct {
 	ackOwed   bool
 	sackOwed  bool         // packets arrived past a gap since the last ACK
 	dsackOwed bool         // packet dsack arrived twice since the last ACK
-	dsack     uint32       //
+	dsack     uint32       // the packet that arrived twice, for FlagDsack
 	rxShut    bool         // packet expect is kept for lack of room: the window is 0
 	mem       atomic.Int64 // bytes held for the receiver (budget.go)
 	memWait   bool         // on ep.memWaiters
