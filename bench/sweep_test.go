@@ -99,12 +99,16 @@ func TestOpenLoopShowsQueueing(t *testing.T) {
 	if r.calls != 200 || r.elapsed < 350*time.Millisecond {
 		t.Fatalf("%d calls in %v, want the 200 due in 200ms, taking about 400ms", r.calls, r.elapsed)
 	}
-	if p99 := time.Duration(r.hist.ValueAtQuantile(99)); p99 < 50*time.Millisecond {
-		t.Errorf("open loop p99 %v, want the queue's growth (> 50ms)", p99)
+	open := time.Duration(r.hist.ValueAtQuantile(99))
+	if open < 50*time.Millisecond {
+		t.Errorf("open loop p99 %v, want the queue's growth (> 50ms)", open)
 	}
+	// A closed loop waits for each answer, so no queue builds: its p99 is
+	// the service time plus what a loaded machine adds, well under the
+	// open loop's ~200ms of queueing.
 	c := driveClosed(context.Background(), []caller{slow}, 100*time.Millisecond)
-	if p99 := time.Duration(c.hist.ValueAtQuantile(99)); p99 > 40*time.Millisecond {
-		t.Errorf("closed loop p99 %v, want about the service time", p99)
+	if closed := time.Duration(c.hist.ValueAtQuantile(99)); closed > open/2 {
+		t.Errorf("closed loop p99 %v against the open loop's %v, want well under half", closed, open)
 	}
 }
 
