@@ -8,6 +8,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/xdp"
@@ -26,7 +27,7 @@ func TestReactors(t *testing.T) {
 		{"x", 4, 1},
 	}
 	for _, tt := range tests {
-		t.Setenv(afxdp.EnvCoreNumber, tt.env)
+		t.Setenv(envvar.CoreNumber, tt.env)
 		if got := afxdp.Reactors(tt.queues); got != tt.want {
 			t.Errorf("SEASTAR_CORE_NUMBER=%q, %d queues: %d reactors, want %d", tt.env, tt.queues, got, tt.want)
 		}

@@ -175,27 +175,20 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Environment variables read by OptionsFromEnv, with the names TensorFlow
-// and DeepRec users know.
-const (
-	EnvCoreNumber          = envvar.CoreNumber
-	EnvWorkerPolling       = envvar.WorkerPolling
-	EnvPSPolling           = envvar.PSPolling
-	EnvWorkerDisablePin    = envvar.WorkerDisablePin
-	EnvPSDisablePin        = envvar.PSDisablePin
-	defaultReactorsPerLink = 1
-)
+const defaultReactorsPerLink = 1
 
 // OptionsFromEnv returns the defaults adjusted for a task of job ("ps" or
-// anything else for a worker) and reactor index: *_ENABLE_POLLING "true"
+// anything else for a worker) and reactor index, from the environment
+// variables TensorFlow and DeepRec users know (internal/envvar names them):
+// *_ENABLE_POLLING "true"
 // polls without sleeping (Busy), "false" never polls (the reactor sleeps
 // as soon as it has no work, leaving the cores to computation), and unset
 // keeps adaptive polling (Spin); the reactor is pinned to CPU index
 // (modulo the CPUs) when *_DISABLE_PIN_CORES is "false".
 func OptionsFromEnv(job string, index int) Options {
-	poll, pin := EnvWorkerPolling, EnvWorkerDisablePin
+	poll, pin := envvar.WorkerPolling, envvar.WorkerDisablePin
 	if job == "ps" {
-		poll, pin = EnvPSPolling, EnvPSDisablePin
+		poll, pin = envvar.PSPolling, envvar.PSDisablePin
 	}
 	var o Options
 	if busy, set := envvar.BoolSet(poll); set {
@@ -215,7 +208,7 @@ func OptionsFromEnv(job string, index int) Options {
 // queues, since a reactor owns whole queues.
 func Reactors(queues int) int {
 	n := defaultReactorsPerLink
-	if v, ok := envvar.PositiveInt(EnvCoreNumber); ok {
+	if v, ok := envvar.PositiveInt(envvar.CoreNumber); ok {
 		n = v
 	}
 	return max(1, min(n, queues))

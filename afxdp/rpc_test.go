@@ -11,6 +11,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -157,8 +158,8 @@ func TestRPCBlockingReceiver(t *testing.T) {
 // and a client reactor that spins before sleeping, as the *_ENABLE_POLLING
 // and *_DISABLE_PIN_CORES variables ask.
 func TestRPCPollingModes(t *testing.T) {
-	t.Setenv(afxdp.EnvPSPolling, "true")
-	t.Setenv(afxdp.EnvPSDisablePin, "false")
+	t.Setenv(envvar.PSPolling, "true")
+	t.Setenv(envvar.PSDisablePin, "false")
 	so := afxdp.OptionsFromEnv("ps", 0)
 	if !so.Busy || !so.Pin || so.CPU != 0 {
 		t.Fatalf("options from the environment: %+v", so)
@@ -166,7 +167,7 @@ func TestRPCPollingModes(t *testing.T) {
 	if co := afxdp.OptionsFromEnv("worker", 1); co.Busy || co.Pin || co.Spin != 0 {
 		t.Fatalf("worker options follow the ps variables: %+v", co)
 	}
-	t.Setenv(afxdp.EnvWorkerPolling, "False")
+	t.Setenv(envvar.WorkerPolling, "False")
 	if co := afxdp.OptionsFromEnv("worker", 1); co.Busy || co.Spin >= 0 || co.FrameSpin >= 0 {
 		t.Fatalf("WORKER_ENABLE_POLLING=False still polls: %+v", co)
 	}

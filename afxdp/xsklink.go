@@ -295,7 +295,7 @@ func inspect(nl *netlink.Handle, ifname string) (ifaceInfo, error) {
 		return info, fmt.Errorf("afxdp: interface %s: %w: %w", ifname, err, ErrUnavailable)
 	}
 	a := lk.Attrs()
-	info.index, info.mtu, info.queues = a.Index, a.MTU, a.NumRxQueues
+	info.index, info.mtu, info.queues = a.Index, a.MTU, rxQueuesInUse(ifname, a.NumRxQueues)
 	info.up = a.Flags&net.FlagUp != 0
 	info.xdpAttached = a.Xdp != nil && a.Xdp.Attached
 	if len(a.HardwareAddr) != 6 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -360,4 +361,29 @@ func TestXSKAllow(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRPC(t, serveRPC(t, srv, cli), 10, 0)
+}
+
+// TestXSKVethWithoutQueueCount: a veth made as `ip link add` makes it,
+// without a queue count, allocates a queue per CPU but the kernel uses one,
+// and binding a socket past it fails (EINVAL): OpenXSK binds the queues in
+// use only.
+func TestXSKVethWithoutQueueCount(t *testing.T) {
+	p := netns.NewForTest(t, netns.Options{}) // its namespaces hold the veth made here
+	for _, args := range [][]string{
+		{"link", "add", "va", "type", "veth", "peer", "name", "vb"},
+		{"addr", "add", "198.19.255.1/32", "dev", "va"},
+		{"link", "set", "vb", "up"},
+		{"link", "set", "va", "up"},
+	} {
+		if out, err := exec.Command("ip", append([]string{"-n", p.B.NS}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	va := *p.B
+	va.Link = "va"
+	ls := openXSK(t, &va, afxdp.XSKOptions{})
+	t.Cleanup(func() { ls.Close() })
+	if q := ls.Queues(); len(q) != 1 || q[0] != 0 {
+		t.Fatalf("sockets on queues %v, want [0]", q)
+	}
 }
