@@ -14,11 +14,12 @@ import (
 const ServingPrefix = "bench servers: "
 
 // ProcessSpawner returns a Spawner that runs the servers in a process of
-// their own: command(protos, cores) makes the command, which must print a
-// ServingPrefix line and serve until its standard input closes.
-func ProcessSpawner(command func(protos []string, cores int) *exec.Cmd) Spawner {
-	return func(ctx context.Context, protos []string, cores int) (map[string]string, func(), error) {
-		cmd := command(protos, cores)
+// their own: command(req) makes the command, which must print a
+// ServingPrefix line and serve until its standard input closes. It starts
+// in req's namespace, when it has one.
+func ProcessSpawner(command func(req SpawnRequest) *exec.Cmd) Spawner {
+	return func(ctx context.Context, req SpawnRequest) (map[string]string, func(), error) {
+		cmd := command(req)
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			return nil, nil, err
@@ -29,7 +30,11 @@ func ProcessSpawner(command func(protos []string, cores int) *exec.Cmd) Spawner 
 		}
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
+		start := cmd.Start
+		if req.InNamespace != nil {
+			start = func() error { return req.InNamespace(cmd.Start) }
+		}
+		if err := start(); err != nil {
 			return nil, nil, fmt.Errorf("bench: start server process: %w", err)
 		}
 		stop := func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
@@ -77,14 +78,41 @@ func payload(w Workload, size int) int64 {
 	return int64(size)
 }
 
-// A Spawner starts the servers of protos, with cores reactors, somewhere
-// (another process, or this one) and returns their addresses and how to
-// stop them.
-type Spawner func(ctx context.Context, protos []string, cores int) (addrs map[string]string, stop func(), err error)
+// A SpawnRequest says which servers to start.
+type SpawnRequest struct {
+	Protocols []string
+	Cores     int // reactors of the TCP server (SEASTAR_CORE_NUMBER); 0: default
+	// XDPIface and XDPPort, for ProtoAFXDP alone: where the server's
+	// AF_XDP link goes (see ServeXDP).
+	XDPIface string
+	XDPPort  uint16
+	// InNamespace, when set, runs a function in the network namespace the
+	// servers must start in (sockets stay there; a child process started
+	// by it lives there).
+	InNamespace func(func() error) error
+}
+
+// A Spawner starts the servers of a request somewhere (another process, or
+// this one) and returns their addresses and how to stop them.
+type Spawner func(ctx context.Context, req SpawnRequest) (addrs map[string]string, stop func(), err error)
 
 // InProcess is the Spawner that runs the servers in this process.
-func InProcess(_ context.Context, protos []string, cores int) (map[string]string, func(), error) {
-	t, err := ServeTargets(protos, cores)
+func InProcess(_ context.Context, req SpawnRequest) (map[string]string, func(), error) {
+	var t *Targets
+	serve := func() (err error) {
+		if req.XDPIface != "" {
+			t, err = ServeXDP(req.XDPIface, req.XDPPort)
+		} else {
+			t, err = ServeTargets(req.Protocols, req.Cores)
+		}
+		return err
+	}
+	var err error
+	if req.InNamespace != nil {
+		err = req.InNamespace(serve)
+	} else {
+		err = serve()
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,22 +211,39 @@ func RunSweep(ctx context.Context, cfg SweepConfig) ([]Measurement, error) {
 		spawn = InProcess
 	}
 	points := cfg.points()
+	var runnable []string
+	unavailable := map[string]error{}
+	var xnet *xdpNet
+	for _, p := range cfg.Protocols {
+		err := Available(p)
+		if p == ProtoAFXDP && err == nil {
+			if xnet, err = newXDPNet(); err == nil {
+				defer xnet.Close()
+				continue // served apart, on the veth pair
+			}
+		}
+		if err != nil {
+			unavailable[p] = err
+		} else {
+			runnable = append(runnable, p)
+		}
+	}
 	var out []Measurement
 	for i := 0; i < len(points); {
 		cores := points[i].Cores
 		// The servers of one cores value serve all of its points.
-		var runnable []string
-		unavailable := map[string]error{}
-		for _, p := range cfg.Protocols {
-			if err := Available(p); err != nil {
-				unavailable[p] = err
-			} else {
-				runnable = append(runnable, p)
-			}
-		}
-		addrs, stop, err := spawn(ctx, runnable, cores)
+		addrs, stop, err := spawn(ctx, SpawnRequest{Protocols: runnable, Cores: cores})
 		if err != nil {
 			return out, err
+		}
+		if xnet != nil {
+			xaddrs, xstop, err := spawn(ctx, xnet.request(cores))
+			if err != nil {
+				stop()
+				return out, err
+			}
+			addrs[ProtoAFXDP] = xaddrs[ProtoAFXDP]
+			stop = func(a, b func()) func() { return func() { a(); b() } }(stop, xstop)
 		}
 		for ; i < len(points) && points[i].Cores == cores; i++ {
 			p := points[i]
@@ -213,7 +258,7 @@ func RunSweep(ctx context.Context, cfg SweepConfig) ([]Measurement, error) {
 				out = append(out, Measurement{Point: p, Err: err.Error()})
 				continue
 			}
-			out = append(out, measure(ctx, p, addrs[p.Protocol], cfg))
+			out = append(out, measure(ctx, p, addrs[p.Protocol], cfg, xnet))
 		}
 		stop()
 	}
@@ -223,25 +268,33 @@ func RunSweep(ctx context.Context, cfg SweepConfig) ([]Measurement, error) {
 	return out, nil
 }
 
-// Available reports why protocol p cannot run here, nil when it can,
-// without starting anything.
+// Available reports why protocol p cannot run here, nil when it may,
+// without starting anything (AF_XDP may still turn out unavailable when
+// the sweep makes its veth pair).
 func Available(p string) error {
 	switch p {
 	case ProtoGRPC, ProtoTCP, ProtoUDP:
 		return nil
 	case ProtoAFXDP:
-		// The sweep's servers and clients share loopback, which XDP never
-		// sees; AF_XDP needs each end on its own veth.
-		return fmt.Errorf("bench: %s needs each end on an interface of its own (a veth pair between namespaces), which the sweep does not build yet; package afxdp's benchmarks measure it: %w", p, ErrUnavailable)
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("bench: %s needs root (network namespaces, AF_XDP sockets): %w", p, ErrUnavailable)
+		}
+		return nil
 	}
 	return fmt.Errorf("bench: unknown protocol %q (want %s)", p, strings.Join(Protocols, ", "))
 }
 
 // measure runs one point against the server at addr: a connection, one
 // caller per call in flight, a warm-up, then the measurement.
-func measure(ctx context.Context, p Point, addr string, cfg SweepConfig) Measurement {
+func measure(ctx context.Context, p Point, addr string, cfg SweepConfig, xnet *xdpNet) Measurement {
 	m := Measurement{Point: p}
-	c, err := dial(p.Protocol, addr)
+	var c conn
+	var err error
+	if p.Protocol == ProtoAFXDP {
+		c, err = xnet.dial(addr)
+	} else {
+		c, err = dial(p.Protocol, addr)
+	}
 	if err != nil {
 		m.Err = err.Error()
 		return m

@@ -51,6 +51,7 @@ func (f closeFunc) Close() error { return f() }
 
 // ServeTargets starts servers of protos on loopback, the TCP one with
 // cores reactors (SEASTAR_CORE_NUMBER; 0 means the process's default).
+// AF_XDP is served apart, by ServeXDP.
 func ServeTargets(protos []string, cores int) (*Targets, error) {
 	t := &Targets{Addrs: map[string]string{}}
 	fail := func(err error) (*Targets, error) {
@@ -97,6 +98,8 @@ func ServeTargets(protos []string, cores int) (*Targets, error) {
 			go s.Serve(l)
 			t.closers = append(t.closers, s)
 			t.Addrs[p] = ep.Addr().String()
+		case ProtoAFXDP:
+			return fail(fmt.Errorf("bench: %s is served on its own interface, by ServeXDP", p))
 		default:
 			return fail(Available(p))
 		}

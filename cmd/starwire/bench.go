@@ -23,6 +23,8 @@ type benchFlags struct {
 	rate                                                                float64
 	duration, warmup                                                    time.Duration
 	inProcess, smoke, serve                                             bool
+	xdpIface                                                            string
+	xdpPort                                                             int
 }
 
 // benchCmd runs a sweep and writes its table, JSON and charts.
@@ -43,12 +45,14 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&f.formats, "charts", "png", `chart formats: "png", "svg", both ("png,svg"), or "none"`)
 	fs.BoolVar(&f.smoke, "smoke", false, "a tiny sweep that checks every path works (CI), not a measurement")
 	fs.BoolVar(&f.serve, "serve", false, "serve --protocols for a sweep in another process until standard input closes (what bench starts)")
+	fs.StringVar(&f.xdpIface, "afxdp_iface", "", "with --serve: serve starwire over AF_XDP on this interface instead")
+	fs.IntVar(&f.xdpPort, "afxdp_port", 7800, "with --afxdp_iface: the UDP port")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	protos := splitList(f.protocols)
 	if f.serve {
-		return benchServe(protos, stdout)
+		return benchServe(protos, f.xdpIface, f.xdpPort, stdout)
 	}
 	cfg, err := f.config(protos)
 	if err != nil {
@@ -59,11 +63,15 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
-		cfg.Spawn = bench.ProcessSpawner(func(protos []string, cores int) *exec.Cmd {
-			cmd := exec.Command(exe, "bench", "--serve", "--protocols", strings.Join(protos, ","))
+		cfg.Spawn = bench.ProcessSpawner(func(req bench.SpawnRequest) *exec.Cmd {
+			args := []string{"bench", "--serve", "--protocols", strings.Join(req.Protocols, ",")}
+			if req.XDPIface != "" {
+				args = append(args, "--afxdp_iface", req.XDPIface, "--afxdp_port", strconv.Itoa(int(req.XDPPort)))
+			}
+			cmd := exec.Command(exe, args...)
 			cmd.Env = os.Environ()
-			if cores > 0 {
-				cmd.Env = append(cmd.Env, envvar.CoreNumber+"="+strconv.Itoa(cores))
+			if req.Cores > 0 {
+				cmd.Env = append(cmd.Env, envvar.CoreNumber+"="+strconv.Itoa(req.Cores))
 			}
 			return cmd
 		})
@@ -171,7 +179,7 @@ func (f *benchFlags) report(ms []bench.Measurement, args []string, stdout io.Wri
 		fmt.Fprintf(stdout, "charts: %d files in %s\n", len(paths), f.out)
 	}
 	for _, m := range ms {
-		if m.Err != "" && m.Protocol != bench.ProtoAFXDP && !strings.Contains(m.Err, "unavailable") {
+		if m.Err != "" && !strings.Contains(m.Err, bench.ErrUnavailable.Error()) {
 			return fmt.Errorf("bench: %s %s %s: %s", m.Protocol, m.Workload, bench.FormatSize(m.Size), m.Err)
 		}
 	}
@@ -180,12 +188,21 @@ func (f *benchFlags) report(ms []bench.Measurement, args []string, stdout io.Wri
 
 // benchServe is the server process of a sweep: it serves protos, says
 // where, and stops when its standard input closes.
-func benchServe(protos []string, stdout io.Writer) error {
+func benchServe(protos []string, xdpIface string, xdpPort int, stdout io.Writer) error {
 	cores := 0
 	if v := os.Getenv(envvar.CoreNumber); v != "" {
 		cores, _ = strconv.Atoi(v) // checked by envvar.Check before the command ran
 	}
-	t, err := bench.ServeTargets(protos, cores)
+	var t *bench.Targets
+	var err error
+	if xdpIface != "" {
+		if xdpPort <= 0 || xdpPort > 65535 {
+			return usagef("bench: --afxdp_port %d, want 1 to 65535", xdpPort)
+		}
+		t, err = bench.ServeXDP(xdpIface, uint16(xdpPort))
+	} else {
+		t, err = bench.ServeTargets(protos, cores)
+	}
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // TestBenchSmoke runs a tiny sweep with the servers in another process, as
-// users run it, and reads what it wrote.
+// users run it (AF_XDP's in a network namespace, over a veth pair), and
+// reads what it wrote.
 func TestBenchSmoke(t *testing.T) {
 	out := t.TempDir()
 	code, stdout, stderr := runBinary(t, nil, "bench", "--smoke", "--workloads", "echo,recvtensor", "--protocols", "grpc,starwire-tcp,starwire-afxdp",
@@ -33,12 +34,12 @@ func TestBenchSmoke(t *testing.T) {
 	if r.Layout != "separate processes" || len(r.Measurements) != 2*2*2*3 {
 		t.Fatalf("report: layout %q, %d measurements", r.Layout, len(r.Measurements))
 	}
+	requireXDP := os.Getenv("STARWIRE_REQUIRE_AFXDP") == "1"
 	for _, m := range r.Measurements {
-		if m.Protocol == bench.ProtoAFXDP {
-			if m.Err == "" {
-				t.Errorf("%+v: AF_XDP measured on loopback", m.Point)
-			}
-		} else if m.Err != "" || m.Calls == 0 {
+		if m.Protocol == bench.ProtoAFXDP && !requireXDP && strings.Contains(m.Err, bench.ErrUnavailable.Error()) {
+			continue // no root or no AF_XDP here, said so
+		}
+		if m.Err != "" || m.Calls == 0 {
 			t.Errorf("%+v: %d calls, %s", m.Point, m.Calls, m.Err)
 		}
 	}
