@@ -118,9 +118,13 @@ func (r *Report) chartPair(dir, name, subtitle, xlabel string, ms []Measurement,
 			return nil, err
 		}
 	}
-	// Room above the lines for the legend; throughput from zero.
+	// Room above the lines for the legend; throughput from zero; latency
+	// from a power of ten, so its lowest point has a labelled tick below.
 	tp.Y.Min, tp.Y.Max = 0, tp.Y.Max*1.3
 	lp.Y.Max *= 4
+	if lp.Y.Min > 0 {
+		lp.Y.Min = math.Pow(10, math.Floor(math.Log10(lp.Y.Min)))
+	}
 	var paths []string
 	for _, ext := range exts {
 		for _, c := range []struct {

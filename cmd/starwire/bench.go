@@ -23,7 +23,7 @@ type benchFlags struct {
 	rate                                                                float64
 	duration, warmup                                                    time.Duration
 	inProcess, smoke, serve                                             bool
-	xdpIface                                                            string
+	xdpIface, replot                                                    string
 	xdpPort                                                             int
 }
 
@@ -45,6 +45,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&f.formats, "charts", "png", `chart formats: "png", "svg", both ("png,svg"), or "none"`)
 	fs.BoolVar(&f.smoke, "smoke", false, "a tiny sweep that checks every path works (CI), not a measurement")
 	fs.BoolVar(&f.serve, "serve", false, "serve --protocols for a sweep in another process until standard input closes (what bench starts)")
+	fs.StringVar(&f.replot, "replot", "", "measure nothing: draw the charts of this results.json into --out")
 	fs.StringVar(&f.xdpIface, "afxdp_iface", "", "with --serve: serve starwire over AF_XDP on this interface instead")
 	fs.IntVar(&f.xdpPort, "afxdp_port", 7800, "with --afxdp_iface: the UDP port")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -53,6 +54,9 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	protos := splitList(f.protocols)
 	if f.serve {
 		return benchServe(protos, f.xdpIface, f.xdpPort, stdout)
+	}
+	if f.replot != "" {
+		return f.replotCharts(stdout)
 	}
 	cfg, err := f.config(protos)
 	if err != nil {
@@ -183,6 +187,28 @@ func (f *benchFlags) report(ms []bench.Measurement, args []string, stdout io.Wri
 			return fmt.Errorf("bench: %s %s %s: %s", m.Protocol, m.Workload, bench.FormatSize(m.Size), m.Err)
 		}
 	}
+	return nil
+}
+
+// replotCharts draws the charts of a results file again.
+func (f *benchFlags) replotCharts(stdout io.Writer) error {
+	rf, err := os.Open(f.replot)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer rf.Close()
+	r, err := bench.ReadReport(rf)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	paths, err := r.WriteCharts(f.out, splitList(f.formats)...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "charts: %d files in %s, from %s (%s)\n", len(paths), f.out, f.replot, r.Date)
 	return nil
 }
 

@@ -47,6 +47,11 @@ func TestBenchSmoke(t *testing.T) {
 	if len(charts) != 2*2*2 {
 		t.Errorf("throughput charts: %v", charts)
 	}
+	replot := t.TempDir()
+	code, stdout, stderr = runBinary(t, nil, "bench", "--replot", filepath.Join(out, "results.json"), "--out", replot)
+	if again, _ := filepath.Glob(filepath.Join(replot, "*.png")); code != 0 || len(again) != 2*2*2 {
+		t.Errorf("replot: exit %d, %d charts: %s%s", code, len(again), stdout, stderr)
+	}
 	code, _, stderr = runBinary(t, nil, "bench", "--loop", "open")
 	if code != 2 || !strings.Contains(stderr, "--rate") {
 		t.Errorf("open loop without a rate: exit %d, %s", code, stderr)
