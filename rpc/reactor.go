@@ -18,6 +18,10 @@ const DefaultReactors = 4
 // cores can queue their frames first. That yield is what lets many small
 // frames leave in one writev: without it a reactor flushes one or two frames
 // per system call.
+//
+// A reactor never waits on a socket: it writes what the socket takes and
+// hands a full one to that connection's drainer goroutine (see tcpConn), so
+// one peer that stops reading cannot hold up the others of its group.
 type Reactors struct {
 	rs   []*reactor
 	next atomic.Uint32
