@@ -233,7 +233,7 @@ func TestSessionBoundInTotal(t *testing.T) {
 // flight, closes after IdleTimeout; one whose peer is there stays open
 // however long it is quiet, since the peer answers the probes.
 func TestIdlePeerCloses(t *testing.T) {
-	const idle = 200 * time.Millisecond
+	const idle = 300 * time.Millisecond
 	t.Run("peer there", func(t *testing.T) {
 		la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
 		ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{IdleTimeout: idle})
@@ -241,7 +241,7 @@ func TestIdlePeerCloses(t *testing.T) {
 		select {
 		case <-ca.Done():
 			t.Fatalf("a quiet session with a live peer closed: %v", ca.Err())
-		case <-time.After(5 * idle):
+		case <-time.After(4 * idle):
 		}
 		if a, b := ea.Stats(), eb.Stats(); a.Idle+b.Idle != 0 || a.Sessions != 1 || b.Sessions != 1 {
 			t.Fatalf("stats %+v %+v", a, b)
