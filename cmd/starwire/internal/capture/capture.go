@@ -89,6 +89,7 @@ type stream struct {
 	c      *File
 	buf    []byte
 	header bool // the file header was seen
+	broken bool // a record made no sense: the rest is not read
 }
 
 const (
@@ -97,6 +98,9 @@ const (
 )
 
 func (s *stream) Write(p []byte) (int, error) {
+	if s.broken {
+		return len(p), nil
+	}
 	s.buf = append(s.buf, p...)
 	if !s.header {
 		if len(s.buf) < fileHeaderLen {
@@ -110,8 +114,11 @@ func (s *stream) Write(p []byte) (int, error) {
 		usec := binary.LittleEndian.Uint32(s.buf[4:8])
 		incl := int(binary.LittleEndian.Uint32(s.buf[8:12]))
 		orig := int(binary.LittleEndian.Uint32(s.buf[12:16]))
-		if incl > snapLen {
-			return len(p), fmt.Errorf("capture: record of %d bytes in a pcap stream", incl)
+		if incl > snapLen || orig < incl {
+			// Not what a link writes: drop the rest of this stream, keep
+			// the file good for the others.
+			s.buf, s.broken = nil, true
+			return len(p), fmt.Errorf("capture: record of %d bytes (of %d) in a pcap stream", incl, orig)
 		}
 		if len(s.buf) < recordHeaderLen+incl {
 			break
