@@ -62,10 +62,11 @@ var (
 // code when err wraps one, the matching code for context errors, Unknown
 // otherwise.
 func CodeOf(err error) wire.Code {
+	if err == nil {
+		return wire.OK // before st is declared: errors.As makes it escape
+	}
 	var st *Status
 	switch {
-	case err == nil:
-		return wire.OK
 	case errors.As(err, &st):
 		return st.Code
 	case errors.Is(err, context.DeadlineExceeded):
