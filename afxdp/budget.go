@@ -35,28 +35,28 @@ type memory struct {
 	freed   atomic.Bool  // memory was released while some waited
 }
 
-// frameClaim returns what the frame starting with packet data announces:
-// its bytes after the fixed header. It checks the announcement against
-// lim and SessionMemory, and, for a frame that ends in this packet, against
-// the packet's length, so that no claim is believed that the packet
-// itself contradicts.
-func (s *session) frameClaim(h *PacketHeader, data []byte) (int64, error) {
+// frameClaim parses the head of the frame that packet data starts and
+// returns it with what it announces: the frame's bytes after the fixed
+// header. It checks the announcement against the limits and SessionMemory,
+// and, for a frame that ends in this packet, against the packet's length,
+// so that no claim is believed that the packet itself contradicts.
+func (s *session) frameClaim(h *PacketHeader, data []byte) (wire.Header, int64, error) {
 	if len(data) < wire.HeaderSize {
-		return 0, fmt.Errorf("first packet of frame %d holds %d bytes, less than a frame header: %w", h.Msg, len(data), ErrProtocol)
+		return wire.Header{}, 0, fmt.Errorf("first packet of frame %d holds %d bytes, less than a frame header: %w", h.Msg, len(data), ErrProtocol)
 	}
 	wh, err := wire.ParseHeader(data[:wire.HeaderSize], &s.ep.opts.Limits)
 	if err != nil {
-		return 0, fmt.Errorf("frame %d: %w: %w", h.Msg, err, ErrProtocol)
+		return wh, 0, fmt.Errorf("frame %d: %w: %w", h.Msg, err, ErrProtocol)
 	}
 	body := wh.BodyLen()
 	if h.Flags&FlagLast != 0 && body != uint64(len(data)-wire.HeaderSize) {
-		return 0, fmt.Errorf("frame %d announces %d bytes in a packet of %d: %w", h.Msg, wire.HeaderSize+body, len(data), ErrProtocol)
+		return wh, 0, fmt.Errorf("frame %d announces %d bytes in a packet of %d: %w", h.Msg, wire.HeaderSize+body, len(data), ErrProtocol)
 	}
 	if body > uint64(s.ep.opts.SessionMemory) {
-		return 0, fmt.Errorf("frame %d announces %d bytes, more than a session holds (%d): %w: %w",
+		return wh, 0, fmt.Errorf("frame %d announces %d bytes, more than a session holds (%d): %w: %w",
 			h.Msg, body, s.ep.opts.SessionMemory, wire.ErrTooLarge, ErrProtocol)
 	}
-	return int64(body), nil
+	return wh, int64(body), nil
 }
 
 // claimOf is what a frame reserved: its bytes after the fixed header.

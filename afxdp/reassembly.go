@@ -1,21 +1,21 @@
 package afxdp
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/starwire/starwire/wire"
 )
 
-// frameParser rebuilds frames from a session's in-order packet stream. The
-// header and the metadata and descriptors are gathered first; then the
-// Receiver's Alloc says where the tensor bytes go, and every later packet's
-// data is copied straight there.
+// frameParser rebuilds frames from a session's in-order packet stream. A
+// frame's first packet holds its header whole, which says how much memory
+// the frame takes (budget.go); the metadata and descriptors are gathered
+// next; then the Receiver's Alloc says where the tensor bytes go, and every
+// later packet's data is copied straight there.
 type frameParser struct {
 	msg    uint32 // number of the frame being rebuilt (or next)
 	active bool   // inside a frame
 	off    uint64 // frame bytes received so far
-	hdr    [wire.HeaderSize]byte
-	hdrN   int
 	in     *wire.Inbound
 	body   []byte // Begin's room for metadata and descriptors
 	bodyN  int
@@ -26,50 +26,59 @@ type frameParser struct {
 	toff  int
 	skip  bool // Alloc failed: the payload is read and dropped
 	ready bool // header and body parsed, destinations known
-	// claim is the memory reserved for the frame being rebuilt (what its
-	// head announced; see budget.go), released when it is handed on.
+	// claim is the memory reserved for the frame being rebuilt, or for
+	// the frames of a packed packet (budget.go); a frame's share moves to
+	// it when it completes, and is released when it is handed on.
 	claim int64
 }
 
+// errNoRoom is returned by feed for a frame's first packet when the memory
+// the frame announces is not available now; nothing was taken.
+var errNoRoom = errors.New("no memory for the frame now")
+
 // feed takes the data of the next packet in order and returns the frame it
-// completes, if any.
-func (p *frameParser) feed(h *PacketHeader, data []byte, c *Conn, lim *wire.Limits) (*wire.Inbound, error) {
+// completes, if any. A frame's first packet reserves what its head
+// announces when reserve is set, and the frame holds it (errNoRoom when it
+// does not fit); a packed packet's frames were paid for together.
+func (p *frameParser) feed(h *PacketHeader, data []byte, s *session, reserve bool) (*wire.Inbound, error) {
 	if h.Flags&FlagFirst != 0 {
 		if p.active {
 			return nil, fmt.Errorf("frame %d starts inside frame %d: %w", h.Msg, p.msg, ErrProtocol)
 		}
-		p.active, p.off, p.hdrN, p.payN, p.bodyN, p.skip, p.ready = true, 0, 0, 0, 0, false, false
+		if h.Msg != p.msg {
+			return nil, fmt.Errorf("frame %d starts where frame %d was due: %w", h.Msg, p.msg, ErrProtocol)
+		}
+		wh, claim, err := s.frameClaim(h, data)
+		if err != nil {
+			return nil, err
+		}
+		if reserve {
+			if !s.reserve(claim) {
+				return nil, errNoRoom
+			}
+			p.claim += claim
+		}
+		p.active, p.off, p.payN, p.bodyN, p.skip, p.ready = true, wire.HeaderSize, 0, 0, false, false
 		p.ti, p.toff = 0, 0
-	}
-	if !p.active || h.Msg != p.msg || h.Offset != p.off {
+		p.in = wire.NewInbound()
+		p.body = p.in.Begin(&wh)
+		if len(p.body) == 0 {
+			p.allocate(s.conn)
+		}
+		data = data[wire.HeaderSize:]
+	} else if !p.active || h.Msg != p.msg || h.Offset != p.off {
 		return nil, fmt.Errorf("packet %d of frame %d at offset %d, expected frame %d offset %d: %w",
 			h.Seq, h.Msg, h.Offset, p.msg, p.off, ErrProtocol)
 	}
 	p.off += uint64(len(data))
 	for len(data) > 0 {
 		switch {
-		case p.in == nil: // the fixed header
-			n := copy(p.hdr[p.hdrN:], data)
-			p.hdrN += n
-			data = data[n:]
-			if p.hdrN < wire.HeaderSize {
-				continue
-			}
-			wh, err := wire.ParseHeader(p.hdr[:], lim)
-			if err != nil {
-				return nil, fmt.Errorf("frame %d: %w: %w", h.Msg, err, ErrProtocol)
-			}
-			p.in = wire.NewInbound()
-			p.body = p.in.Begin(&wh)
-			if len(p.body) == 0 {
-				p.allocate(c)
-			}
 		case !p.ready: // metadata and descriptors
 			n := copy(p.body[p.bodyN:], data)
 			p.bodyN += n
 			data = data[n:]
 			if p.bodyN == len(p.body) {
-				p.allocate(c)
+				p.allocate(s.conn)
 			}
 		default: // tensor bytes, into their destinations
 			left := p.in.Header.PayloadLen - p.payN
@@ -105,6 +114,7 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, c *Conn, lim *wire.Limi
 	in := p.in
 	p.in, p.body, p.active = nil, nil, false
 	p.msg++
+	p.claim -= claimOf(in) // the frame's, until Deliver takes it
 	return in, nil
 }
 

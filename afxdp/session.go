@@ -557,26 +557,15 @@ func (s *session) accept(h *PacketHeader, data []byte) (bool, error) {
 	if h.Flags&FlagLast != 0 && !s.conn.room(1) {
 		return false, nil
 	}
-	var claim int64
-	if h.Flags&FlagFirst != 0 {
-		var err error
-		if claim, err = s.frameClaim(h, data); err != nil {
-			return false, fmt.Errorf("afxdp: session %#x from %v: %w", s.key.id, s.key.peer, err)
-		}
-		if !s.reserve(claim) {
-			return false, nil
-		}
-	}
-	in, err := s.rx.feed(h, data, s.conn, &s.ep.opts.Limits)
-	if h.Flags&FlagFirst != 0 {
-		s.rx.claim += claim // the parser holds it, whether feed failed or not
+	in, err := s.rx.feed(h, data, s, true)
+	if err == errNoRoom {
+		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("afxdp: session %#x from %v: %w", s.key.id, s.key.peer, err)
 	}
 	s.expect++
 	if in != nil {
-		s.rx.claim = 0 // the frame's now, until Deliver takes it
 		s.framed = true
 		s.conn.deliver(in)
 	}
@@ -643,8 +632,13 @@ func (s *session) openAck() {
 }
 
 // agree takes the peer's datagram size from an OPEN or its answer.
+// A frame's first packet must hold its fixed header whole (frameClaim):
+// sizes below that are not believed (no link carries so little).
 func (s *session) agree(peerMax uint64) {
-	if peerMax > HeaderLen && peerMax-HeaderLen < uint64(s.dataLen) {
+	if peerMax >= HeaderLen+minData && peerMax-HeaderLen < uint64(s.dataLen) {
 		s.dataLen = int(peerMax - HeaderLen)
 	}
 }
+
+// minData is the least data a packet must be able to carry.
+const minData = wire.HeaderSize + packedLenBytes

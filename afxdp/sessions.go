@@ -209,21 +209,22 @@ func (s *session) keepalive() (time.Time, error) {
 		return time.Time{}, nil
 	}
 	now := s.ep.now
-	if quiet := now.Sub(s.heardAt); quiet >= idle {
+	every := idle / 4
+	quiet := now.Sub(s.heardAt)
+	if quiet < every {
+		return s.heardAt.Add(every), nil // the common case: heard lately
+	}
+	if quiet >= idle {
 		s.ep.ctr.idle.Add(1)
 		s.control(TypeClose)
 		return time.Time{}, fmt.Errorf("afxdp: session %#x with %v: nothing heard for %v: %w",
 			s.key.id, s.key.peer, idle, ErrPeerUnreachable)
 	}
-	every := idle / 4
-	next := s.heardAt.Add(every)
-	if !now.Before(next) {
-		if s.probedAt.Before(s.heardAt) || now.Sub(s.probedAt) >= every {
-			s.probe()
-			s.probedAt = now
-		}
-		next = s.probedAt.Add(every)
+	if s.probedAt.Before(s.heardAt) || now.Sub(s.probedAt) >= every {
+		s.probe()
+		s.probedAt = now
 	}
+	next := s.probedAt.Add(every)
 	if end := s.heardAt.Add(idle); end.Before(next) {
 		next = end
 	}
