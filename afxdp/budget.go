@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -18,8 +19,9 @@ import (
 // Options.EndpointMemory what all of an endpoint's sessions hold, with the
 // packets kept past gaps. A frame that does not fit now waits, its
 // session's window shut (window.go), until deliveries make room; a frame
-// announcing more than SessionMemory ends the session, as one beyond
-// Options.Limits does.
+// announcing more than SessionMemory, as one beyond Options.Limits, is
+// dropped as its bytes come and delivered bare with an error, failing its
+// call alone.
 
 // memory is an endpoint's account of received bytes held for receivers:
 // frames, reserved at what their heads announce, and packets held past
@@ -37,29 +39,39 @@ type memory struct {
 
 // frameClaim parses the head of the frame that packet data starts and
 // returns it with what it announces: the frame's bytes after the fixed
-// header. It checks the announcement against the limits and SessionMemory,
-// and, for a frame that ends in this packet, against the packet's length,
-// so that no claim is believed that the packet itself contradicts.
-func (s *session) frameClaim(h *PacketHeader, data []byte) (wire.Header, int64, error) {
+// header. A frame beyond the limits or SessionMemory gets tooLarge instead,
+// and claims nothing: it is read to its end, dropped, and delivered bare
+// with tooLarge as its error, so that only its call fails (a server
+// answers ResourceExhausted), as on TCP. A head that is not one, or that
+// announces other than the bytes of a frame ending in this packet, is the
+// session's error.
+func (s *session) frameClaim(h *PacketHeader, data []byte) (wh wire.Header, claim int64, tooLarge, err error) {
 	if len(data) < wire.HeaderSize {
-		return wire.Header{}, 0, fmt.Errorf("first packet of frame %d holds %d bytes, less than a frame header: %w", h.Msg, len(data), ErrProtocol)
+		return wh, 0, nil, fmt.Errorf("first packet of frame %d holds %d bytes, less than a frame header: %w", h.Msg, len(data), ErrProtocol)
 	}
-	wh, err := wire.ParseHeader(data[:wire.HeaderSize], &s.ep.opts.Limits)
-	if err != nil {
-		return wh, 0, fmt.Errorf("frame %d: %w: %w", h.Msg, err, ErrProtocol)
+	wh, err = wire.ParseHeader(data[:wire.HeaderSize], &s.ep.opts.Limits)
+	switch {
+	case errors.Is(err, wire.ErrTooLarge):
+		tooLarge, err = fmt.Errorf("afxdp: %w", err), nil
+	case err != nil:
+		return wh, 0, nil, fmt.Errorf("frame %d: %w: %w", h.Msg, err, ErrProtocol)
 	}
 	body := wh.BodyLen()
 	if h.Flags&FlagLast != 0 && body != uint64(len(data)-wire.HeaderSize) {
-		return wh, 0, fmt.Errorf("frame %d announces %d bytes in a packet of %d: %w", h.Msg, wire.HeaderSize+body, len(data), ErrProtocol)
+		return wh, 0, nil, fmt.Errorf("frame %d announces %d bytes in a packet of %d: %w", h.Msg, wire.HeaderSize+body, len(data), ErrProtocol)
 	}
-	if body > uint64(s.ep.opts.SessionMemory) {
-		return wh, 0, fmt.Errorf("frame %d announces %d bytes, more than a session holds (%d): %w: %w",
-			h.Msg, body, s.ep.opts.SessionMemory, wire.ErrTooLarge, ErrProtocol)
+	if tooLarge == nil && body > uint64(s.ep.opts.SessionMemory) {
+		tooLarge = fmt.Errorf("afxdp: %v frame for call %d of %d bytes, more than a session holds (%d): %w",
+			wh.Kind, wh.CallID, body, s.ep.opts.SessionMemory, wire.ErrTooLarge)
 	}
-	return wh, int64(body), nil
+	if tooLarge != nil {
+		return wh, 0, tooLarge, nil
+	}
+	return wh, int64(body), nil, nil
 }
 
-// claimOf is what a frame reserved: its bytes after the fixed header.
+// claimOf is what a frame reserved: its bytes after the fixed header (none
+// for one delivered bare, too large).
 func claimOf(in *wire.Inbound) int64 { return int64(in.Header.BodyLen()) }
 
 // reserve takes n bytes for a frame from the session's and the endpoint's

@@ -3,6 +3,7 @@ package afxdp_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func head(t *testing.T, size uint64) []byte {
 // TestFrameHeadsCannotTakeMemory: a peer sends only the first packet of
 // frames whose heads announce large tensors. The endpoint's memory stays
 // within EndpointMemory (the frames beyond it wait, their windows shut), a
-// head announcing more than SessionMemory, or 4 GiB, ends its session, and
+// head announcing more than SessionMemory, or 4 GiB, takes nothing, and
 // the stalled frames' sessions end after DeadAfter, returning every pooled
 // buffer.
 func TestFrameHeadsCannotTakeMemory(t *testing.T) {
@@ -107,10 +108,16 @@ func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 		t.Fatalf("%d pooled buffers taken by 6 frame heads, 2 fit", n)
 	}
 
+	// Heads beyond SessionMemory, or 4 GiB, take nothing: their frames
+	// are to be dropped as they come (TestFrameTooLargeFailsItsCallOnly).
 	for id, size := range map[uint64]uint64{7: 5 * mib, 8: 4 << 30} {
 		p.open(t, id)
+		want := srv.Stats().Received + 1
 		p.send(t, afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst, Session: id, Window: 64}, head(t, size))
-		p.await(t, id, "RESET for a head beyond SessionMemory", func(h afxdp.PacketHeader) bool { return h.Type == afxdp.TypeReset })
+		waitStats(t, srv, 5*time.Second, "the head received", func(s afxdp.Stats) bool { return s.Received >= want })
+	}
+	if st2 := srv.Stats(); st2.Buffered != st.Buffered || bufpool.Live()-live > 2 {
+		t.Fatalf("heads beyond SessionMemory took memory: %d bytes held, was %d; %d pooled buffers", st2.Buffered, st.Buffered, bufpool.Live()-live)
 	}
 
 	st = waitStats(t, srv, 10*time.Second, "stalled frames dropped", func(s afxdp.Stats) bool { return s.Sessions == 0 })
@@ -200,5 +207,45 @@ func TestBacklogReleasedOnClose(t *testing.T) {
 	eb.Close()
 	if n := bufpool.Live() - live; n != 0 {
 		t.Fatalf("%d pooled buffers not returned after close", n)
+	}
+}
+
+// TestFrameTooLargeFailsItsCallOnly: a frame larger than the receiver's
+// SessionMemory is read and dropped as it comes, and delivered bare with
+// an error wrapping wire.ErrTooLarge; the session carries on.
+func TestFrameTooLargeFailsItsCallOnly(t *testing.T) {
+	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Loss: 0.02, Seed: 9})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 1 << 20})
+	t.Cleanup(func() { ea.Close(); eb.Close() })
+	live := bufpool.Live()
+	ca, cb := session(t, ea, eb)
+	rb := newCollector(2)
+	go cb.Receive(rb)
+	done := make(doneChan, 2)
+	big := pattern(2<<20, 3)
+	for i, data := range [][]byte{big, big[:1000]} {
+		if err := ca.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 5, CallID: uint64(i + 1)}, Meta: []byte("m"), Done: done,
+			Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(len(data))}, Data: data}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := rb.next(t, 10*time.Second)
+	if !errors.Is(in.Err, wire.ErrTooLarge) || in.Header.CallID != 1 || in.Header.Method != 5 || len(in.Tensors) != 0 {
+		t.Fatalf("frame too large delivered as call %d method %d, %d tensors, err %v", in.Header.CallID, in.Header.Method, len(in.Tensors), in.Err)
+	}
+	in.Release()
+	in = rb.next(t, 10*time.Second)
+	if in.Err != nil || in.Header.CallID != 2 || string(in.Tensors[0].Data) != string(big[:1000]) {
+		t.Fatalf("the next frame: call %d, err %v", in.Header.CallID, in.Err)
+	}
+	in.Release()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := bufpool.Live() - live; n != 0 {
+		t.Fatalf("%d pooled buffers held", n)
 	}
 }

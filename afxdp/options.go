@@ -83,10 +83,11 @@ type Options struct {
 	// endpoint's sessions; packets held past gaps may use what frames
 	// leave of it (so all together stay within twice it). A frame that
 	// does not fit waits, its session's window shut, until deliveries
-	// make room; one whose head announces more than SessionMemory ends
-	// its session with ErrProtocol wrapping wire.ErrTooLarge, as one beyond
-	// Limits does, so raise both for larger tensors. 0 means 256 MiB and
-	// 1 GiB; EndpointMemory is never less than SessionMemory.
+	// make room; one whose head announces more than SessionMemory, as one
+	// beyond Limits, is read and dropped and delivered bare with Err
+	// wrapping wire.ErrTooLarge, so its call alone fails (an rpc server
+	// answers ResourceExhausted): raise both for larger tensors. 0 means
+	// 256 MiB and 1 GiB; EndpointMemory is never less than SessionMemory.
 	SessionMemory, EndpointMemory int64
 	// Spin is how long the reactor keeps polling, yielding to runnable
 	// goroutines between polls, after its last work before it sleeps

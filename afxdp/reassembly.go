@@ -24,8 +24,9 @@ type frameParser struct {
 	// toff, so a packet finds it without scanning the frame's tensors.
 	ti    int
 	toff  int
-	skip  bool // Alloc failed: the payload is read and dropped
-	ready bool // header and body parsed, destinations known
+	skip  bool   // Alloc failed: the payload is read and dropped
+	ready bool   // header and body parsed, destinations known
+	drop  uint64 // bytes left of a frame too large, read and dropped
 	// claim is the memory reserved for the frame being rebuilt, or for
 	// the frames of a packed packet (budget.go); a frame's share moves to
 	// it when it completes, and is released when it is handed on.
@@ -48,7 +49,7 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, s *session, reserve boo
 		if h.Msg != p.msg {
 			return nil, fmt.Errorf("frame %d starts where frame %d was due: %w", h.Msg, p.msg, ErrProtocol)
 		}
-		wh, claim, err := s.frameClaim(h, data)
+		wh, claim, tooLarge, err := s.frameClaim(h, data)
 		if err != nil {
 			return nil, err
 		}
@@ -59,10 +60,16 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, s *session, reserve boo
 			p.claim += claim
 		}
 		p.active, p.off, p.payN, p.bodyN, p.skip, p.ready = true, wire.HeaderSize, 0, 0, false, false
-		p.ti, p.toff = 0, 0
+		p.ti, p.toff, p.drop = 0, 0, 0
 		p.in = wire.NewInbound()
-		p.body = p.in.Begin(&wh)
-		if len(p.body) == 0 {
+		if tooLarge != nil {
+			// Read to its end and dropped, delivered bare with the
+			// error, so that its call alone fails, as on TCP.
+			bare := wire.Header{Kind: wh.Kind, Method: wh.Method, Status: wh.Status, CallID: wh.CallID, Timeout: wh.Timeout}
+			p.in.Begin(&bare)
+			p.in.Err = tooLarge
+			p.drop, p.ready, p.skip = wh.BodyLen(), true, true
+		} else if p.body = p.in.Begin(&wh); len(p.body) == 0 {
 			p.allocate(s.conn)
 		}
 		data = data[wire.HeaderSize:]
@@ -73,6 +80,10 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, s *session, reserve boo
 	p.off += uint64(len(data))
 	for len(data) > 0 {
 		switch {
+		case p.drop > 0: // a frame too large, dropped whole
+			n := min(uint64(len(data)), p.drop)
+			p.drop -= n
+			data = data[n:]
 		case !p.ready: // metadata and descriptors
 			n := copy(p.body[p.bodyN:], data)
 			p.bodyN += n
@@ -108,7 +119,7 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, s *session, reserve boo
 	if h.Flags&FlagLast == 0 {
 		return nil, nil
 	}
-	if p.in == nil || !p.ready || p.payN != p.in.Header.PayloadLen {
+	if p.in == nil || !p.ready || p.drop != 0 || p.payN != p.in.Header.PayloadLen {
 		return nil, fmt.Errorf("frame %d ends after %d bytes, short of its length: %w", h.Msg, p.off, ErrProtocol)
 	}
 	in := p.in
