@@ -33,11 +33,10 @@ type batchFailure struct {
 	err error
 }
 
-// build lays out msgs, which the batch takes (b.msgs is msgs already).
-func (b *batch) build(msgs []*wire.Message) {
-	b.msgs = msgs
+// build lays out b.msgs, which the batch has taken.
+func (b *batch) build() {
 	head, mark := b.head[:0], 0
-	for i, m := range msgs {
+	for i, m := range b.msgs {
 		start := len(head)
 		var err error
 		if head, err = wire.AppendHead(head, m); err != nil {
@@ -75,9 +74,9 @@ func (b *batch) add(p []byte, owner int32) {
 func (b *batch) pending() bool { return b.next < len(b.parts) }
 
 // maxWritev bounds the bytes one writev is given. On loopback the kernel
-// goes on copying while the peer reads, so an unbounded writev of a batch
-// of large tensors ran for tens of milliseconds, and a caller withdrawing
-// its request waited for it to return.
+// goes on copying while the peer reads, so one writev of a batch of large
+// tensors is unbounded in time, and a Withdraw waits for the writev in
+// progress to return.
 const maxWritev = 2 << 20
 
 // vectors returns the next parts to write as iovecs, at most maxIovecs of

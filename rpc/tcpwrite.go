@@ -53,7 +53,7 @@ func (c *tcpConn) write(all bool) {
 			go c.drain()
 			return
 		}
-		c.finishBatch()
+		c.completeBatch(nil)
 	}
 }
 
@@ -94,7 +94,7 @@ func (c *tcpConn) drain() {
 		if c.pending() {
 			continue
 		}
-		c.finishBatch()
+		c.completeBatch(nil)
 		if !c.takeBatch() {
 			return
 		}
@@ -122,7 +122,7 @@ func (c *tcpConn) takeBatch() bool {
 	c.out.msgs = msgs
 	c.inSyscall = true
 	c.mu.Unlock()
-	c.out.build(msgs)
+	c.out.build()
 	c.mu.Lock()
 	c.inSyscall = false
 	if c.waiters > 0 {
@@ -213,9 +213,6 @@ func (c *tcpConn) writeOnce(fd uintptr) (n, full int, err error) {
 	}
 	return n, full, err
 }
-
-// finishBatch completes the written batch's messages.
-func (c *tcpConn) finishBatch() { c.completeBatch(nil) }
 
 // abortBatch completes the batch with err and fails the connection, whose
 // stream now holds part of a frame.

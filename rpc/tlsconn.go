@@ -33,7 +33,6 @@ type cipherShim struct {
 	buffered bool   // the handshake is done: keep writes
 	out      []byte // ciphertext not yet written: out[off:]
 	off      int
-	spare    []byte
 	stray    func() // called when the tls.Conn writes outside the writer
 	inWriter atomic.Bool
 }
