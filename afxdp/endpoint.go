@@ -79,7 +79,8 @@ type Endpoint struct {
 	err         error     // why the reactor stopped; read after done
 
 	ctr       counters
-	unflushed int // packets queued since the last flush
+	unflushed int        // packets queued since the last flush
+	poll      *pollClaim // what busy polling was granted (polling.go)
 }
 
 const (
@@ -109,6 +110,7 @@ func newEndpoint(link Link, opts Options, g *Group) *Endpoint {
 		half:     make(map[sessionKey]*halfOpen),
 		rx:       make([]Datagram, rxBatch),
 	}
+	e.opts, e.poll = claimPolling(opts)
 	e.ooo.e = e
 	if g != nil {
 		e.accepts, e.caps = g.accepts, g.caps
@@ -293,7 +295,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 	if e.opts.Pin {
 		runtime.LockOSThread()
 		var set unix.CPUSet
-		set.Set(e.opts.CPU % runtime.NumCPU())
+		set.Set(e.opts.CPU)                // one of the affinity mask's (claimPolling)
 		_ = unix.SchedSetaffinity(0, &set) // best effort: the reactor works unpinned too
 	}
 	close(ready)
@@ -352,12 +354,12 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			idleAt = time.Time{}
 			continue
 		}
-		if e.opts.Busy {
-			runtime.Gosched() // as above: goroutines woken by other means
-			continue
-		}
 		if idleAt.IsZero() {
 			idleAt = e.now
+		}
+		if e.opts.Busy && !e.poll.backOff(e.now, idleAt) {
+			runtime.Gosched() // as above: goroutines woken by other means
+			continue
 		}
 		if (e.opts.Spin > 0 && e.now.Sub(idleAt) < e.opts.Spin) || e.now.Before(e.streamUntil) {
 			// Let the goroutines this loop woke (a Receive loop, a
@@ -413,6 +415,7 @@ func (e *Endpoint) flush() error {
 // shutdown ends every session, telling peers, and refuses further work.
 func (e *Endpoint) shutdown() {
 	e.stopping.Store(true)
+	defer e.poll.release()
 	err := e.err
 	if err == nil {
 		err = ErrClosed

@@ -104,7 +104,12 @@ type Options struct {
 	// negative never spins.
 	FrameSpin time.Duration
 	// Busy makes the reactor poll without ever sleeping (a core per
-	// endpoint, lowest latency).
+	// endpoint, lowest latency), while the host has a core to spare for
+	// it: a process runs at most one spinning reactor fewer than the CPUs
+	// it may use, each on a CPU no other spinning reactor on the host
+	// holds, and the rest poll adaptively; a spinning reactor that finds
+	// goroutines waiting for a CPU sleeps as an adaptive one would (see
+	// polling.go). The first reactor capped says why in the log.
 	Busy bool
 	// Pin locks the reactor's goroutine to its thread and the thread to
 	// CPU (the *_DISABLE_PIN_CORES variables set to false). A locked
@@ -114,8 +119,9 @@ type Options struct {
 	// made sequential calls 4-5× slower (21-29k calls/s against
 	// 97-141k), and pinned reactors that never yielded were slower still.
 	Pin bool
-	// CPU is the CPU a pinned reactor runs on, modulo the CPUs; a Group
-	// pins its endpoint i to CPU+i.
+	// CPU picks the CPU a pinned reactor runs on: an index into the
+	// process's affinity mask, modulo its size, moved off CPUs spinning
+	// reactors hold. A Group pins its endpoint i to CPU+i.
 	CPU int
 }
 
