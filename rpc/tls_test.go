@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -111,7 +112,10 @@ func tlsClient(t *testing.T, addr string, cf *TLSFiles) *Client {
 func TestMutualTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca, other := newTestCA(t, "cluster CA"), newTestCA(t, "another CA")
-	addr := tlsServer(t, ca.files(t, dir, "server"))
+	sf := ca.files(t, dir, "server")
+	var log syncBuffer
+	sf.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	addr := tlsServer(t, sf)
 	good := tlsClient(t, addr, ca.files(t, dir, "worker"))
 
 	// Multi-MiB tensors both ways, many in flight: the writer encrypts in
@@ -157,6 +161,15 @@ func TestMutualTLS(t *testing.T) {
 	noCert.GetClientCertificate = nil
 	refused("client without a certificate", NewClient(addr, ClientOptions{Transport: &TCP{TLS: noCert}, FailFast: true}))
 	refused("client that trusts another CA", tlsClient(t, addr, other.files(t, dir, "lost")))
+	// The server says whom it refused and why: the first two clients.
+	if n := sf.Refusals(); n != 2 {
+		t.Errorf("server counted %d refusals, want 2 (the rogue and the certificate-less client)", n)
+	}
+	for _, want := range []string{"client certificate: x509: certificate signed by unknown authority", "client presented no certificate", "peer=127.0.0.1:"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("server log lacks %q:\n%s", want, log.String())
+		}
+	}
 
 	old := &tls.Config{MaxVersion: tls.VersionTLS12, InsecureSkipVerify: true}
 	if _, err := tls.Dial("tcp", addr, old); err == nil {
@@ -187,6 +200,44 @@ func TestTLSFilesReloaded(t *testing.T) {
 		t.Fatalf("after the bundle was rotated: %v", err)
 	}
 	reply.Release()
+}
+
+// TestTLSConfigBothEnds: one config serves and dials, as a task's transport
+// does.
+func TestTLSConfigBothEnds(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, "cluster CA")
+	cfg, err := ca.files(t, dir, "task").Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &TCP{TLS: cfg}
+	env := newTestEnvOn(t, tr)
+	c := NewClient(env.addr, ClientOptions{Transport: tr, FailFast: true})
+	defer c.Close()
+	var reply Reply
+	if err := c.Call(context.Background(), mEcho, &Request{Meta: []byte("x")}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	reply.Release()
+}
+
+// syncBuffer is a log destination written from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestTLSFilesErrors(t *testing.T) {

@@ -5,8 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,17 +20,24 @@ import (
 // effect without a restart; connections already made keep their keys.
 type TLSFiles struct {
 	CertFile, KeyFile, CAFile string
+	// Logger receives a line for each client a server refuses (the first,
+	// second, fourth, ... so that a flood logs a few); nil means
+	// slog.Default().
+	Logger *slog.Logger
 
-	once sync.Once
-	r    *tlsReloader
-	err  error
+	once    sync.Once
+	r       *tlsReloader
+	err     error
+	refused atomic.Uint64
 }
 
 // ErrTLSFiles is wrapped by errors reading or parsing the files.
 var ErrTLSFiles = errors.New("rpc: tls files")
 
 // ServerConfig returns a config for a server that requires every client to
-// present a certificate signed by one of the CAs.
+// present a certificate signed by one of the CAs. A client refused is
+// logged with its address and the reason, and counted (Refusals); it sees
+// a bad_certificate alert.
 func (f *TLSFiles) ServerConfig() (*tls.Config, error) {
 	r, err := f.reloader()
 	if err != nil {
@@ -35,7 +45,7 @@ func (f *TLSFiles) ServerConfig() (*tls.Config, error) {
 	}
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13,
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 			m, err := r.load()
 			if err != nil {
 				return nil, err
@@ -43,11 +53,54 @@ func (f *TLSFiles) ServerConfig() (*tls.Config, error) {
 			return &tls.Config{
 				MinVersion:   tls.VersionTLS13,
 				Certificates: []tls.Certificate{m.cert},
-				ClientCAs:    m.pool,
-				ClientAuth:   tls.RequireAndVerifyClientCert,
+				// Verified below, so that a refusal is reported with the
+				// peer's address, which Go's own check does not give.
+				ClientAuth: tls.RequestClientCert,
+				VerifyConnection: func(cs tls.ConnectionState) error {
+					err := verifyPeer(cs, m.pool, "", x509.ExtKeyUsageClientAuth)
+					if err != nil {
+						f.refuse(hello.Conn, err)
+					}
+					return err
+				},
 			}, nil
 		},
 	}, nil
+}
+
+// Config returns one config for both ends, for a transport that serves and
+// dials: a server's handshakes take ServerConfig's settings (tls.Config's
+// GetConfigForClient replaces the whole config), a client's ClientConfig's.
+func (f *TLSFiles) Config() (*tls.Config, error) {
+	srv, err := f.ServerConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := f.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.GetConfigForClient = srv.GetConfigForClient
+	return cfg, nil
+}
+
+// Refusals returns how many clients servers using f's configs refused.
+func (f *TLSFiles) Refusals() uint64 { return f.refused.Load() }
+
+func (f *TLSFiles) refuse(c net.Conn, err error) {
+	n := f.refused.Add(1)
+	if n&(n-1) != 0 {
+		return
+	}
+	l := f.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	var peer any = "unknown"
+	if c != nil {
+		peer = c.RemoteAddr()
+	}
+	l.Warn("rpc: tls: client refused", "peer", peer, "err", err, "refused", n)
 }
 
 // ClientConfig returns a config for a client that presents its certificate
@@ -75,27 +128,33 @@ func (f *TLSFiles) ClientConfig() (*tls.Config, error) {
 			if err != nil {
 				return err
 			}
-			return verifyServer(cs, m.pool)
+			return verifyPeer(cs, m.pool, cs.ServerName, x509.ExtKeyUsageServerAuth)
 		},
 	}, nil
 }
 
-func verifyServer(cs tls.ConnectionState, pool *x509.CertPool) error {
+// verifyPeer checks the peer's chain against pool, for name when not
+// empty, with usage: a server's certificate must be for the name dialed.
+func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool, name string, usage x509.ExtKeyUsage) error {
+	side := "server"
+	if usage == x509.ExtKeyUsageClientAuth {
+		side = "client"
+	}
 	if len(cs.PeerCertificates) == 0 {
-		return errors.New("rpc: tls: server presented no certificate")
+		return fmt.Errorf("rpc: tls: %s presented no certificate", side)
 	}
 	inter := x509.NewCertPool()
 	for _, c := range cs.PeerCertificates[1:] {
 		inter.AddCert(c)
 	}
 	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
-		DNSName:       cs.ServerName,
+		DNSName:       name,
 		Roots:         pool,
 		Intermediates: inter,
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsages:     []x509.ExtKeyUsage{usage},
 	})
 	if err != nil {
-		return fmt.Errorf("rpc: tls: server certificate: %w", err)
+		return fmt.Errorf("rpc: tls: %s certificate: %w", side, err)
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ type clusterFlags struct {
 	registryDir string
 	waitTimeout time.Duration
 	tfConfig    *cluster.TFConfig // TF_CONFIG when set
+	tls         tlsFlags
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -34,6 +35,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.endpointMap, "endpoint_map", "", "endpoint map file for grpc+seastar (default $"+envvar.EndpointMapPath+" or ./"+cluster.DefaultEndpointMapFile+")")
 	fs.StringVar(&c.registryDir, "registry_dir", "", "directory where tasks started on port 0 publish their addresses")
 	fs.DurationVar(&c.waitTimeout, "cluster_wait", time.Minute, "how long to wait for every task to register in --registry_dir")
+	c.tls.register(fs)
 }
 
 // A need says what a command needs of the cluster it joins.
@@ -58,6 +60,11 @@ type taskRef struct {
 // (false: the command starts its own).
 func (c *clusterFlags) layout(ctx context.Context, set map[string]bool, n need) (tasks.Layout, bool, error) {
 	var l tasks.Layout
+	tlsFiles, err := c.tls.get()
+	if err != nil {
+		return l, false, err
+	}
+	l.TLS = tlsFiles
 	cfg, ok, err := cluster.LoadTFConfig()
 	if err != nil {
 		return l, false, usagef("%v", err)
@@ -146,9 +153,13 @@ func awaitCluster(ctx context.Context, l tasks.Layout, timeout time.Duration) er
 		}
 	}
 	last := map[string]error{}
+	opts, err := l.GRPCDialOptions()
+	if err != nil {
+		return err
+	}
 	for {
 		for task, addr := range pending {
-			c, err := driver.DialGRPC(task, addr)
+			c, err := driver.DialGRPC(task, addr, opts...)
 			if err == nil {
 				callCtx, cancel := context.WithTimeout(ctx, time.Second)
 				_, err = c.GetStatus(callCtx)

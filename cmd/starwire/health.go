@@ -25,8 +25,14 @@ func healthCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	star := fs.Bool("starwire", false, "probe the starwire port instead of the gRPC port")
 	service := fs.String("service", "", `the service to check: "" for the task, or "`+tasks.WorkerServiceName+`"`)
 	timeout := fs.Duration("timeout", time.Second, "how long to wait for the answer")
+	var tf tlsFlags
+	tf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
+	}
+	files, err := tf.get()
+	if err != nil {
+		return prefixUsage("health", err)
 	}
 	if *addr == "" {
 		return usagef("health: --addr is required")
@@ -35,11 +41,11 @@ func healthCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	defer cancel()
 	req := &healthpb.HealthCheckRequest{Service: *service}
 	var resp *healthpb.HealthCheckResponse
-	var err error
+	layout := tasks.Layout{TLS: files}
 	if *star {
-		resp, err = checkStar(ctx, *addr, req)
+		resp, err = checkStar(ctx, *addr, layout, req)
 	} else {
-		resp, err = checkGRPC(ctx, *addr, req)
+		resp, err = checkGRPC(ctx, *addr, layout, req)
 	}
 	if err != nil {
 		return fmt.Errorf("health: %s: %w", *addr, err)
@@ -51,8 +57,12 @@ func healthCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func checkGRPC(ctx context.Context, addr string, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func checkGRPC(ctx context.Context, addr string, l tasks.Layout, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	opts, err := l.GRPCDialOptions()
+	if err != nil {
+		return nil, err
+	}
+	cc, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -60,8 +70,12 @@ func checkGRPC(ctx context.Context, addr string, req *healthpb.HealthCheckReques
 	return healthpb.NewHealthClient(cc).Check(ctx, req)
 }
 
-func checkStar(ctx context.Context, addr string, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-	c := rpc.NewClient(addr, rpc.ClientOptions{Name: addr})
+func checkStar(ctx context.Context, addr string, l tasks.Layout, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	tr, _, err := tasks.TCPNet{TLS: l.TLS}.Dialer()
+	if err != nil {
+		return nil, err
+	}
+	c := rpc.NewClient(addr, rpc.ClientOptions{Name: addr, Transport: tr})
 	defer c.Close()
 	resp := new(healthpb.HealthCheckResponse)
 	if err := c.CallProto(ctx, tasks.StarHealth, req, resp); err != nil {

@@ -57,6 +57,7 @@ type command struct {
 var taskEnv = []string{
 	envvar.TFConfig, envvar.EndpointMapPath, envvar.CoreNumber, envvar.PSCoreNumber, envvar.WorkerCoreNumber,
 	envvar.PSPolling, envvar.WorkerPolling, envvar.PSDisablePin, envvar.WorkerDisablePin,
+	envvar.TLSDir, envvar.TLSCert, envvar.TLSKey, envvar.TLSCA,
 }
 
 // commandEnv lists the variables each command reads: its -h shows them
@@ -66,7 +67,7 @@ var commandEnv = map[string][]string{
 	"serve":     taskEnv,
 	"staleness": {envvar.CoreNumber},
 	"bench":     {envvar.CoreNumber},
-	"health":    nil,
+	"health":    {envvar.TLSDir, envvar.TLSCert, envvar.TLSKey, envvar.TLSCA},
 }
 
 var commands = []command{

@@ -58,6 +58,9 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
+	if err := f.tls.secure("serve", &tr); err != nil {
+		return err
+	}
 	if f.pcap.path != "" && f.net == "tcp" && f.iface == "" {
 		return usagef("serve: --pcap captures the packet path: give --transport udp or --afxdp_iface")
 	}
@@ -212,8 +215,8 @@ func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.La
 	if fallback != "" {
 		path += " (fallback: " + fallback + ")"
 	}
-	fmt.Fprintf(stdout, "%s serving: %s; protocol %s; peer calls over %s; cluster %s\n",
-		s.Task(), serviceAddrs(s), layout.Protocol, path, layout.Cluster)
+	fmt.Fprintf(stdout, "%s serving: %s; protocol %s; peer calls over %s; cluster %s%s\n",
+		s.Task(), serviceAddrs(s), layout.Protocol, path, layout.Cluster, tlsNote(layout))
 	f.reportUntilDone(ctx, s)
 	calls, bytes := s.PeerStats()
 	fmt.Fprintf(stdout, "%s stopping: %d calls to peers (%.1f MB) over %s\n", s.Task(), calls, float64(bytes)/1e6, s.PeerPath())

@@ -92,6 +92,9 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
+	if err := f.tls.secure("train", &tr); err != nil {
+		return err
+	}
 	if err := f.pcap.open("train", &tr); err != nil {
 		return err
 	}
@@ -163,7 +166,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.net, Dir: dir, Logger: logger,
-		Metrics: r.metrics, Pcap: r.f.pcap.file,
+		Metrics: r.metrics, Pcap: r.f.pcap.file, TLS: r.layout.TLS,
 	}, r.f.afxdp)
 	if err != nil {
 		return fmt.Errorf("train: start local cluster: %w", err)
@@ -201,8 +204,8 @@ func (r *trainRun) join(ctx context.Context) error {
 // train runs the job and prints its summary.
 func (r *trainRun) train(ctx context.Context) error {
 	f, stdout := r.f, r.stdout
-	fmt.Fprintf(stdout, "protocol %s; driver's calls over %s%s\n",
-		r.layout.Protocol, driverPath(r.layout.Protocol, r.tr), r.reactors())
+	fmt.Fprintf(stdout, "protocol %s; driver's calls over %s%s%s\n",
+		r.layout.Protocol, driverPath(r.layout.Protocol, r.tr), r.reactors(), tlsNote(r.layout))
 	fmt.Fprintf(stdout, "tasks' calls to each other: %s\n", peerPaths(r.peerInfos(ctx), false))
 	if r.local != nil && r.tr.fallback != "" && r.layout.Protocol.UsesStar() {
 		fmt.Fprintf(stdout, "not on AF_XDP: %s\n", r.tr.fallback)
@@ -302,6 +305,10 @@ func (r *trainRun) reactors() string {
 // the tasks of a local cluster, asked of a joined cluster's over gRPC.
 func (r *trainRun) peerInfos(ctx context.Context) []peerInfo {
 	var out []peerInfo
+	opts, err := r.layout.GRPCDialOptions()
+	if err != nil {
+		return nil
+	}
 	if r.local != nil {
 		for _, s := range r.local.Servers {
 			out = append(out, peerInfo{Info: s.Info()})
@@ -312,7 +319,7 @@ func (r *trainRun) peerInfos(ctx context.Context) []peerInfo {
 		for _, i := range r.layout.Cluster.TaskIndices(job) {
 			addr, _ := r.layout.Cluster.Lookup(job, i)
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			info, err := tasks.QueryInfo(qctx, addr)
+			info, err := tasks.QueryInfo(qctx, addr, opts...)
 			cancel()
 			if info.Task == "" {
 				info.Task = cluster.TaskName(job, i)

@@ -31,10 +31,13 @@ var grpcCallOptions = []grpc.CallOption{
 	grpc.MaxCallSendMsgSize(math.MaxInt32),
 }
 
-// DialGRPC returns a Caller for task at addr over gRPC. It connects lazily.
-func DialGRPC(task, addr string) (*GRPCCaller, error) {
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpcCallOptions...))
+// DialGRPC returns a Caller for task at addr over gRPC. It connects lazily,
+// in plaintext unless opts say otherwise (grpc.WithTransportCredentials):
+// opts follow and override the defaults.
+func DialGRPC(task, addr string, opts ...grpc.DialOption) (*GRPCCaller, error) {
+	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpcCallOptions...)}, opts...)
+	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("driver: dial %s at %s over grpc: %w", task, addr, err)
 	}

@@ -7,6 +7,7 @@ package envvar
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -22,6 +23,13 @@ const (
 	PSDisablePin     = "PS_DISABLE_PIN_CORES"
 	EndpointMapPath  = "TF_SEASTAR_ENDPOINT_MAP_PATH"
 	TFConfig         = "TF_CONFIG"
+
+	// Mutual TLS for the TCP paths, as a Kubernetes secret is mounted: a
+	// directory holding tls.crt, tls.key and ca.crt, or each file's path.
+	TLSDir  = "STARWIRE_TLS_DIR"
+	TLSCert = "STARWIRE_TLS_CERT"
+	TLSKey  = "STARWIRE_TLS_KEY"
+	TLSCA   = "STARWIRE_TLS_CA"
 )
 
 // MaxCount bounds the reactor counts. A reactor is worth having only with a
@@ -58,11 +66,24 @@ var Vars = []Var{
 		"false: pin a ps task's AF_XDP reactor to a CPU", checkBool},
 	{WorkerDisablePin, "true", boolAccepts,
 		"the same for a worker task", checkBool},
+	{TLSDir, "unset: no TLS unless the files are named", "a directory holding tls.crt, tls.key and ca.crt",
+		"mutual TLS 1.3 on gRPC and starwire's TCP transport with the files of this directory (a mounted kubernetes.io/tls secret)", checkTLSDir},
+	{TLSCert, "$STARWIRE_TLS_DIR/tls.crt", fileAccepts,
+		"the PEM certificate this process presents, for the name (or IP) its peers dial; reread when it changes", checkFile},
+	{TLSKey, "$STARWIRE_TLS_DIR/tls.key", fileAccepts,
+		"the certificate's PEM private key", checkFile},
+	{TLSCA, "$STARWIRE_TLS_DIR/ca.crt", fileAccepts,
+		"the PEM bundle of the CAs whose certificates peers must present", checkFile},
 }
+
+// TLSDirFiles are the names of the files in a TLSDir, as a kubernetes.io/tls
+// secret (with cert-manager's ca.crt) holds them.
+var TLSDirFiles = [3]string{"tls.crt", "tls.key", "ca.crt"}
 
 const (
 	countAccepts = "a whole number from 1 to 1024"
 	boolAccepts  = "true or false (also 1 or 0, any case)"
+	fileAccepts  = "the path of a readable file"
 )
 
 // Lookup returns the description of the variable called name.
@@ -88,6 +109,23 @@ func Check(names ...string) error {
 		}
 		if err := v.check(val); err != nil {
 			return fmt.Errorf("%s=%q: want %s", name, val, v.Accepts)
+		}
+	}
+	return nil
+}
+
+func checkFile(s string) error {
+	f, err := os.Open(s)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func checkTLSDir(s string) error {
+	for _, name := range TLSDirFiles {
+		if err := checkFile(filepath.Join(s, name)); err != nil {
+			return err
 		}
 	}
 	return nil

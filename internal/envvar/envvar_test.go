@@ -2,6 +2,7 @@ package envvar
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -117,9 +118,30 @@ func TestVarsDescribed(t *testing.T) {
 		seen[v.Name] = true
 	}
 	for _, name := range []string{CoreNumber, PSCoreNumber, WorkerCoreNumber, WorkerPolling, PSPolling,
-		WorkerDisablePin, PSDisablePin, EndpointMapPath, TFConfig} {
+		WorkerDisablePin, PSDisablePin, EndpointMapPath, TFConfig, TLSDir, TLSCert, TLSKey, TLSCA} {
 		if !seen[name] {
 			t.Errorf("%s not in Vars", name)
 		}
+	}
+}
+
+func TestTLSVarsChecked(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range TLSDirFiles[:2] {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(TLSCert, filepath.Join(dir, "tls.crt"))
+	if err := Check(TLSCert); err != nil {
+		t.Errorf("an existing file refused: %v", err)
+	}
+	t.Setenv(TLSDir, dir)
+	if err := Check(TLSDir); err == nil || !strings.Contains(err.Error(), "want a directory holding tls.crt, tls.key and ca.crt") {
+		t.Errorf("a directory without ca.crt: %v", err)
+	}
+	t.Setenv(TLSCA, filepath.Join(dir, "ca.crt"))
+	if err := Check(TLSCA); err == nil || !strings.Contains(err.Error(), TLSCA+"=") {
+		t.Errorf("a missing file: %v", err)
 	}
 }

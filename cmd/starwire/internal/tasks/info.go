@@ -92,9 +92,10 @@ func (i Info) toStruct() *structpb.Struct {
 	}}
 }
 
-// QueryInfo asks the task serving gRPC at addr for its Info.
-func QueryInfo(ctx context.Context, addr string) (Info, error) {
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// QueryInfo asks the task serving gRPC at addr for its Info, in plaintext
+// unless opts say otherwise (Layout.GRPCDialOptions).
+func QueryInfo(ctx context.Context, addr string, opts ...grpc.DialOption) (Info, error) {
+	cc, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
 		return Info{}, fmt.Errorf("task info from %s: %w", addr, err)
 	}

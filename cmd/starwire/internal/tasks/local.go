@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/metrics"
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -36,6 +37,10 @@ type LocalOptions struct {
 	// Pcap, when set, receives the frames of every task's packet path
 	// (AF_XDP links; kernel UDP when Net is a UDPNet with its Pcap set).
 	Pcap *capture.File
+	// TLS, when set, secures every task's gRPC and, when Net is TCP, its
+	// starwire transport with mutual TLS; the certificate must be valid
+	// for 127.0.0.1.
+	TLS *rpc.TLSFiles
 }
 
 // xdpPort is the UDP port of every AF_XDP endpoint of a local fabric; each
@@ -72,6 +77,7 @@ func (l *Local) start(opts LocalOptions) error {
 	if tcp, ok := n.(TCPNet); ok || n == nil {
 		// Each task is reached by every other and by the driver.
 		tcp.Conns = opts.PS + opts.Workers
+		tcp.TLS = opts.TLS
 		n = tcp
 	}
 	jobs := map[string][]string{}
@@ -117,7 +123,7 @@ func (l *Local) start(opts LocalOptions) error {
 			return err
 		}
 	}
-	l.Layout = Layout{Protocol: protocol, Cluster: spec, Endpoints: em}
+	l.Layout = Layout{Protocol: protocol, Cluster: spec, Endpoints: em, TLS: opts.TLS}
 	if err := l.Layout.Check(); err != nil {
 		return err
 	}

@@ -34,6 +34,9 @@ type Net interface {
 type TCPNet struct {
 	Job   string
 	Conns int
+	// TLS, when set, secures every connection, served or dialed, with
+	// mutual TLS 1.3.
+	TLS *rpc.TLSFiles
 }
 
 // Name implements Net.
@@ -41,8 +44,12 @@ func (TCPNet) Name() string { return "TCP" }
 
 // Listen implements Net.
 func (n TCPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error) {
+	cfg, err := tlsConfig(n.TLS)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	rs := rpc.NewReactors(cluster.RoleCoreNumber(n.Job, n.Conns))
-	tr := &rpc.TCP{Reactors: rs}
+	tr := &rpc.TCP{Reactors: rs, TLS: cfg}
 	l, err := tr.Listen(bind)
 	if err != nil {
 		rs.Stop()
@@ -60,7 +67,13 @@ func (c reactorsCloser) Close() error {
 }
 
 // Dialer implements Net.
-func (TCPNet) Dialer() (rpc.Transport, io.Closer, error) { return &rpc.TCP{}, nil, nil }
+func (n TCPNet) Dialer() (rpc.Transport, io.Closer, error) {
+	cfg, err := tlsConfig(n.TLS)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &rpc.TCP{TLS: cfg}, nil, nil
+}
 
 // UDPNet carries starwire with afxdp's reliable packet protocol over kernel
 // UDP sockets: the path a host without AF_XDP takes to talk to peers that

@@ -20,6 +20,9 @@ type Layout struct {
 	Transport rpc.Transport
 	// Interceptors wrap the starwire calls to every task.
 	Interceptors []rpc.ClientInterceptor
+	// TLS, when set, secures gRPC and, when Transport is nil, starwire's
+	// TCP with mutual TLS 1.3. A Transport given must carry its own.
+	TLS *rpc.TLSFiles
 }
 
 // Check reports a layout that cannot work: no tasks, or a task without a
@@ -46,6 +49,7 @@ type Peers struct {
 	callers map[string]driver.Caller
 	routes  map[string]route
 	closed  bool
+	star    rpc.Transport // the layout's Transport, or TCP with its TLS
 }
 
 // A route reaches one task by another transport and address than the
@@ -100,9 +104,17 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 		if err != nil {
 			return nil, err
 		}
-		c = driver.NewStarCaller(task, rpc.NewClient(starAddr, rpc.ClientOptions{Name: task, Transport: p.layout.Transport, Interceptors: p.layout.Interceptors}))
+		tr, err := p.starTransport()
+		if err != nil {
+			return nil, err
+		}
+		c = driver.NewStarCaller(task, rpc.NewClient(starAddr, rpc.ClientOptions{Name: task, Transport: tr, Interceptors: p.layout.Interceptors}))
 	} else {
-		gc, err := driver.DialGRPC(task, grpcAddr)
+		opts, err := p.layout.GRPCDialOptions()
+		if err != nil {
+			return nil, err
+		}
+		gc, err := driver.DialGRPC(task, grpcAddr, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +122,23 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 	}
 	p.callers[task] = c
 	return c, nil
+}
+
+// starTransport returns what carries starwire calls to the layout's
+// addresses. Called with p.mu held.
+func (p *Peers) starTransport() (rpc.Transport, error) {
+	if p.star != nil || p.layout.Transport != nil || p.layout.TLS == nil {
+		if p.star == nil {
+			p.star = p.layout.Transport
+		}
+		return p.star, nil
+	}
+	cfg, err := tlsConfig(p.layout.TLS)
+	if err != nil {
+		return nil, err
+	}
+	p.star = &rpc.TCP{TLS: cfg}
+	return p.star, nil
 }
 
 // Resolve is a handlers.Resolver: a worker's remote _Recv reaches its peer

@@ -117,8 +117,12 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Task(), err)
 	}
+	opts, err := grpcServerOptions(layout.TLS)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Task(), err)
+	}
 	s.worker, s.peers = w, peers
-	s.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(1<<31-1), grpc.MaxSendMsgSize(1<<31-1))
+	s.grpcSrv = grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(1<<31-1), grpc.MaxSendMsgSize(1<<31-1))...)
 	tfpb.RegisterWorkerServiceServer(s.grpcSrv, w.GRPCService())
 	s.grpcSrv.RegisterService(&infoDesc, s)
 	if s.starL != nil {

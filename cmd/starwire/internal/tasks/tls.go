@@ -1,0 +1,102 @@
+package tasks
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/starwire/starwire/rpc"
+)
+
+// tlsConfig returns the one config of both ends of a process's TCP paths,
+// nil when f is nil (plaintext).
+func tlsConfig(f *rpc.TLSFiles) (*tls.Config, error) {
+	if f == nil {
+		return nil, nil
+	}
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	return cfg, nil
+}
+
+// grpcCreds returns gRPC's credentials for f, which serve and dial alike;
+// gRPC adds the ALPN protocol "h2" it needs, to the configs
+// GetConfigForClient returns too.
+func grpcCreds(f *rpc.TLSFiles) (credentials.TransportCredentials, error) {
+	cfg, err := tlsConfig(f)
+	if cfg == nil {
+		return nil, err
+	}
+	return confirmedCreds{credentials.NewTLS(cfg)}, nil
+}
+
+// confirmedCreds are TLS credentials whose client handshake waits for the
+// server's first bytes. In TLS 1.3 a client finishes its handshake before
+// the server has checked the client's certificate, so a refusal arrives
+// only on the first read; gRPC's server speaks first (its SETTINGS frame),
+// and reading that first byte here makes a refusal the handshake's error,
+// "tls: bad certificate", rather than a broken pipe on a later write.
+type confirmedCreds struct{ credentials.TransportCredentials }
+
+func (c confirmedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d, ok := ctx.Deadline(); ok {
+		conn.SetReadDeadline(d)
+	}
+	var first [1]byte
+	n, err := conn.Read(first[:])
+	conn.SetReadDeadline(time.Time{})
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("tls: %s refused the connection: %w", authority, err)
+	}
+	return &peekedConn{Conn: conn, first: first[:n]}, info, nil
+}
+
+func (c confirmedCreds) Clone() credentials.TransportCredentials {
+	return confirmedCreds{c.TransportCredentials.Clone()}
+}
+
+// peekedConn gives back the bytes read ahead before reading on.
+type peekedConn struct {
+	net.Conn
+	first []byte
+}
+
+func (p *peekedConn) Read(b []byte) (int, error) {
+	if len(p.first) > 0 {
+		n := copy(b, p.first)
+		p.first = p.first[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
+
+// GRPCDialOptions returns what a gRPC client of the layout's tasks dials
+// with: TLS credentials when the layout has TLS, none otherwise.
+func (l *Layout) GRPCDialOptions() ([]grpc.DialOption, error) {
+	creds, err := grpcCreds(l.TLS)
+	if creds == nil {
+		return nil, err
+	}
+	return []grpc.DialOption{grpc.WithTransportCredentials(creds)}, nil
+}
+
+// grpcServerOptions returns the options of a task's gRPC server for f.
+func grpcServerOptions(f *rpc.TLSFiles) ([]grpc.ServerOption, error) {
+	creds, err := grpcCreds(f)
+	if creds == nil {
+		return nil, err
+	}
+	return []grpc.ServerOption{grpc.Creds(creds)}, nil
+}

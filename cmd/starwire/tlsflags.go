@@ -1,0 +1,94 @@
+package main
+
+import (
+	"cmp"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/internal/envvar"
+	"github.com/starwire/starwire/rpc"
+)
+
+// tlsFlags turn on mutual TLS for a command's TCP paths (gRPC and
+// starwire over TCP), from files as Kubernetes mounts a secret: a
+// directory (--tls_dir, $STARWIRE_TLS_DIR) holding tls.crt, tls.key and
+// ca.crt, or each file by name; a flag wins over its variable, a file
+// named over the directory's.
+type tlsFlags struct {
+	dir, cert, key, ca string
+
+	files *rpc.TLSFiles // made by get
+	err   error
+	done  bool
+}
+
+func (t *tlsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.dir, "tls_dir", "", "mutual TLS 1.3 on gRPC and starwire's TCP with this directory's tls.crt, tls.key and ca.crt, as a kubernetes.io/tls secret is mounted (default $"+envvar.TLSDir+"; off when no file is named)")
+	fs.StringVar(&t.cert, "tls_cert", "", "this process's PEM certificate, valid for the name or IP peers dial it by (default $"+envvar.TLSCert+", else --tls_dir's tls.crt)")
+	fs.StringVar(&t.key, "tls_key", "", "the certificate's PEM key (default $"+envvar.TLSKey+", else --tls_dir's tls.key)")
+	fs.StringVar(&t.ca, "tls_ca", "", "PEM bundle of the CAs peers' certificates must be signed by (default $"+envvar.TLSCA+", else --tls_dir's ca.crt)")
+}
+
+// get returns the TLS files the flags and variables name, nil when none
+// are (plaintext). Every file must be named and readable; the files are
+// read here, so that a bad one stops the command before it serves.
+func (t *tlsFlags) get() (*rpc.TLSFiles, error) {
+	if t.done {
+		return t.files, t.err
+	}
+	t.done = true
+	t.files, t.err = t.load()
+	return t.files, t.err
+}
+
+func (t *tlsFlags) load() (*rpc.TLSFiles, error) {
+	dir := cmp.Or(t.dir, os.Getenv(envvar.TLSDir))
+	paths := [3]string{cmp.Or(t.cert, os.Getenv(envvar.TLSCert)), cmp.Or(t.key, os.Getenv(envvar.TLSKey)), cmp.Or(t.ca, os.Getenv(envvar.TLSCA))}
+	named := dir != ""
+	for i, p := range paths {
+		if p != "" {
+			named = true
+		} else if dir != "" {
+			paths[i] = filepath.Join(dir, envvar.TLSDirFiles[i])
+		}
+	}
+	if !named {
+		return nil, nil
+	}
+	for i, what := range []string{"--tls_cert", "--tls_key", "--tls_ca"} {
+		if paths[i] == "" {
+			return nil, usagef("mutual TLS needs a certificate, its key and a CA bundle: give %s (or --tls_dir)", what)
+		}
+	}
+	f := &rpc.TLSFiles{CertFile: paths[0], KeyFile: paths[1], CAFile: paths[2],
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if _, err := f.Config(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	return f, nil
+}
+
+// secure gives the starwire transport the TLS files, when it is TCP.
+func (t *tlsFlags) secure(cmd string, c *transportChoice) error {
+	f, err := t.get()
+	if err != nil || f == nil {
+		return prefixUsage(cmd, err)
+	}
+	if tcp, ok := c.net.(tasks.TCPNet); ok {
+		tcp.TLS = f
+		c.net = tcp
+	}
+	return nil
+}
+
+// tlsNote says, for a status line, that the layout's TCP paths use mutual
+// TLS, and where the packet path does not.
+func tlsNote(l tasks.Layout) string {
+	if l.TLS == nil {
+		return ""
+	}
+	return "; mutual TLS 1.3 on gRPC and starwire over TCP (certificate " + l.TLS.CertFile + ")"
+}
