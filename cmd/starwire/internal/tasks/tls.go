@@ -43,7 +43,9 @@ func grpcCreds(f *rpc.TLSFiles) (credentials.TransportCredentials, error) {
 // only on the first read; gRPC's server speaks first (its SETTINGS frame),
 // and reading that first byte here makes a refusal the handshake's error,
 // "tls: bad certificate", rather than a broken pipe on a later write.
-type confirmedCreds struct{ credentials.TransportCredentials }
+type confirmedCreds struct {
+	credentials.TransportCredentials
+}
 
 func (c confirmedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
