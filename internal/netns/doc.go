@@ -1,7 +1,10 @@
-// Package netns is a test harness: two network namespaces joined by a veth
-// pair, with helpers to run code inside either namespace and to add netem
-// impairments. It is an ordinary package so tests of several packages can
-// share it; nothing in the product imports it.
+// Package netns holds starwire's network-namespace code, used by the
+// product and by tests alike: running code or starting a process inside a
+// namespace from a locked thread that returns where it was (Do, Go),
+// creating named and anonymous namespaces without moving the caller
+// (NewNamed, NewAnonymous), and, for tests and benchmarks, Pair, two
+// namespaces joined by a veth pair, with Require to skip or fail where the
+// machine lacks what they need, and netem impairments.
 //
 // Kernels built without netem make End.Netem fail with ErrNetemUnsupported
 // (tests ask Require for the Netem feature). Netem never affects AF_XDP

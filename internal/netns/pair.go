@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,40 +138,16 @@ func (e *End) waitUp(timeout time.Duration) error {
 	}
 }
 
-// createNamespaces creates both named namespaces on a locked thread of a
-// goroutine of its own, and puts the thread back where it was; if that
-// fails, the goroutine exits with the thread still locked, so the runtime
-// destroys the thread instead of running other goroutines in a test
-// namespace.
+// createNamespaces creates the ends' named namespaces.
 func createNamespaces(ends ...*End) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := vnetns.Get()
+	for _, e := range ends {
+		h, err := NewNamed(e.NS)
 		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("netns: current namespace: %w", err)
-			return
+			return fmt.Errorf("netns: create %s: %w", e.NS, err)
 		}
-		defer orig.Close()
-		var cerr error
-		for _, e := range ends {
-			// NewNamed also moves this thread into the new namespace.
-			h, err := vnetns.NewNamed(e.NS)
-			if err != nil {
-				cerr = fmt.Errorf("netns: create %s: %w", e.NS, err)
-				break
-			}
-			e.handle = h
-		}
-		if err := vnetns.Set(orig); err != nil {
-			errc <- errors.Join(cerr, fmt.Errorf("netns: restore namespace: %w", err))
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- cerr
-	}()
-	return <-errc
+		e.handle = h
+	}
+	return nil
 }
 
 // configure brings loopback and the veth end up inside e's namespace and

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"runtime"
 	"time"
 
+	"github.com/starwire/starwire/internal/netns"
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
 )
@@ -49,7 +49,7 @@ func Build(ps, workers []string) (_ *Fabric, err error) {
 		}
 	}()
 	for _, task := range append(append([]string(nil), ps...), workers...) {
-		h, err := newNamespace()
+		h, err := netns.NewAnonymous()
 		if err != nil {
 			return nil, fmt.Errorf("vethnet: namespace for %s: %w", task, err)
 		}
@@ -82,33 +82,6 @@ func Build(ps, workers []string) (_ *Fabric, err error) {
 		}
 	}
 	return f, nil
-}
-
-// newNamespace creates an anonymous namespace from a locked thread, which
-// it then returns to the original namespace. When creating fails, the
-// thread never left (unshare changes nothing on error), so there is
-// nothing to restore and the one error is the cause, EPERM without
-// CAP_SYS_ADMIN.
-func newNamespace() (vnetns.NsHandle, error) {
-	runtime.LockOSThread()
-	orig, err := vnetns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return -1, err
-	}
-	defer orig.Close()
-	h, err := vnetns.New() // moves this thread into the new namespace
-	if err != nil {
-		runtime.UnlockOSThread()
-		return -1, err
-	}
-	if err := vnetns.Set(orig); err != nil {
-		// The thread is stranded: let it end with its goroutine.
-		h.Close()
-		return -1, fmt.Errorf("restore namespace: %w", err)
-	}
-	runtime.UnlockOSThread()
-	return h, nil
 }
 
 func (f *Fabric) handle(task string) (*netlink.Handle, error) {
@@ -205,30 +178,7 @@ func (f *Fabric) Do(task string, fn func() error) error {
 	if !ok {
 		return fmt.Errorf("vethnet: no namespace for %s", task)
 	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := vnetns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		if err := vnetns.Set(ns); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("vethnet: enter %s's namespace: %w", task, err)
-			return
-		}
-		ferr := fn()
-		if err := vnetns.Set(orig); err != nil {
-			errc <- errors.Join(ferr, fmt.Errorf("vethnet: leave %s's namespace: %w", task, err)) // the thread dies locked
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
+	return netns.Do(ns, fn)
 }
 
 // Close drops the fabric's hold on the namespaces; each goes, with its
