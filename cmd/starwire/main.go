@@ -68,6 +68,7 @@ var commandEnv = map[string][]string{
 	"staleness": {envvar.CoreNumber},
 	"bench":     {envvar.CoreNumber},
 	"health":    {envvar.TLSDir, envvar.TLSCert, envvar.TLSKey, envvar.TLSCA},
+	"cluster":   taskEnv,
 }
 
 var commands = []command{
@@ -76,6 +77,7 @@ var commands = []command{
 	{"staleness", "measure parameter staleness over starwire and gRPC", stalenessCmd},
 	{"bench", "sweep sizes, calls in flight and reactors over gRPC and starwire's paths; write a table, JSON and charts", benchCmd},
 	{"health", "probe a task: the gRPC health service on its gRPC port, or its starwire port", healthCmd},
+	{"cluster", "up, down or run a cluster of test hosts, network namespaces on a bridge, over AF_XDP and TCP", clusterCmd},
 }
 
 func lookupCommand(name string) (command, bool) {
@@ -116,7 +118,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := lookupCommand(args[0])
 	if !ok {
-		fmt.Fprintf(stderr, "starwire: unknown command %q (want train, serve, staleness, health or bench)\n", args[0])
+		fmt.Fprintf(stderr, "starwire: unknown command %q (want train, serve, staleness, bench, health or cluster)\n", args[0])
 		return 2
 	}
 	if err := envvar.Check(commandEnv[cmd.name]...); err != nil && !wantsHelp(args[1:]) {

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
+)
+
+// clusterCmd builds a cluster of test hosts on this machine, each a
+// network namespace on one bridge, and runs a task of it in each: "up"
+// leaves one running under a name, "down" removes it, "run" makes one,
+// trains on it over AF_XDP and over TCP, reports and removes it.
+func clusterCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		fmt.Fprint(stdout, clusterUsage)
+		if len(args) == 0 {
+			return usagef("cluster: give up, down or run")
+		}
+		return nil
+	}
+	switch args[0] {
+	case "up":
+		return clusterUp(ctx, args[1:], stdout)
+	case "down":
+		return clusterDown(args[1:], stdout)
+	case "run":
+		return clusterRun(ctx, args[1:], stdout)
+	}
+	return usagef("cluster: unknown subcommand %q (want up, down or run)", args[0])
+}
+
+const clusterUsage = `usage: starwire cluster up|down|run [flags] [-- train flags]
+
+  up    build the hosts (network namespaces on a bridge, 198.18.0.0/15) and
+        start "starwire serve" in each; they run until "down"
+  down  stop a cluster's tasks and delete its namespaces and links
+  run   build a cluster, train on it over each of --paths, report each task's
+        path and traffic, and remove everything, even when stopped or failing;
+        flags after "--" go to "starwire train" (such as --steps 200)
+
+run "starwire cluster <subcommand> -h" for its flags; it needs root
+(CAP_NET_ADMIN, CAP_SYS_ADMIN; CAP_BPF and CAP_IPC_LOCK for AF_XDP)
+`
+
+// shapeFlags say what cluster to build.
+type shapeFlags struct {
+	name     string
+	ps       int
+	workers  int
+	subnet   string
+	stateDir string
+	protocol string
+	prefix   netip.Prefix
+}
+
+// benchmarkNet is the block test hosts take their addresses from
+// (RFC 2544's, never routed).
+var benchmarkNet = netip.MustParsePrefix("198.18.0.0/15")
+
+func (s *shapeFlags) register(fs *flag.FlagSet, name string) {
+	fs.StringVar(&s.name, "name", name, "the cluster's name: its namespaces are swc-<name>-<host>")
+	fs.IntVar(&s.ps, "ps", 2, "parameter-server hosts")
+	fs.IntVar(&s.workers, "workers", 2, "worker hosts")
+	fs.StringVar(&s.subnet, "subnet", "198.18.0.0/24", "the hosts' addresses, within 198.18.0.0/15: ps first, then workers, then the chief")
+	fs.StringVar(&s.stateDir, "state_dir", defaultStateDir, "where a cluster's state, each host's .endpoint_map and the tasks' logs are kept")
+	fs.StringVar(&s.protocol, "protocol", "grpc+seastar", `the tasks' protocol, "grpc+seastar" or "grpc"`)
+}
+
+// check validates the flags; cmd names the subcommand in errors.
+func (s *shapeFlags) check(cmd string) error {
+	if err := vethnet.CheckName(s.name); err != nil {
+		return usagef("%s: --name: %v", cmd, strings.TrimPrefix(err.Error(), "vethnet: "))
+	}
+	if s.ps < 1 || s.workers < 1 {
+		return usagef("%s: --ps %d --workers %d: want at least one of each", cmd, s.ps, s.workers)
+	}
+	p, err := netip.ParsePrefix(s.subnet)
+	if err != nil || !p.Addr().Is4() || !benchmarkNet.Overlaps(p) || p.Bits() < benchmarkNet.Bits() || p.Bits() > 30 {
+		return usagef("%s: --subnet %q: want an IPv4 prefix within %v, /30 or wider", cmd, s.subnet, benchmarkNet)
+	}
+	s.prefix = p.Masked()
+	if n := 1<<(32-s.prefix.Bits()) - 2; s.ps+s.workers+1 > n {
+		return usagef("%s: %d ps, %d workers and a chief do not fit in %v", cmd, s.ps, s.workers, s.prefix)
+	}
+	if s.protocol != "grpc+seastar" && s.protocol != "grpc" {
+		return usagef("%s: --protocol %q: want grpc+seastar or grpc", cmd, s.protocol)
+	}
+	return nil
+}
+
+// clusterUp builds a named cluster and starts its tasks, which outlive
+// the command.
+func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
+	var s shapeFlags
+	var afxdp bool
+	fs := flag.NewFlagSet("cluster up", flag.ContinueOnError)
+	s.register(fs, "")
+	fs.BoolVar(&afxdp, "afxdp", true, "serve the tasks' calls to each other over AF_XDP on each host's eth0 (false: TCP)")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if s.name == "" {
+		return usagef("cluster up: --name is required")
+	}
+	if err := s.check("cluster up"); err != nil {
+		return err
+	}
+	sweepAbandoned(s.stateDir, stdout)
+	c, err := buildCluster(s, 0)
+	if err != nil {
+		return fmt.Errorf("cluster up: %w", err)
+	}
+	if err := c.start(ctx, afxdp, true); err != nil {
+		return fmt.Errorf("cluster up: %w", errorsJoin(err, c.teardown()))
+	}
+	c.printHosts(stdout)
+	fmt.Fprintf(stdout, "train on it:  %s\n", c.trainHint())
+	fmt.Fprintf(stdout, "remove it:    starwire cluster down --name %s\n", c.Name)
+	return nil
+}
+
+// clusterDown stops a cluster's tasks and deletes its namespaces.
+func clusterDown(args []string, stdout io.Writer) error {
+	var name, stateDir string
+	fs := flag.NewFlagSet("cluster down", flag.ContinueOnError)
+	fs.StringVar(&name, "name", "", "the cluster to remove")
+	fs.StringVar(&stateDir, "state_dir", defaultStateDir, "where the cluster's state is kept")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := vethnet.CheckName(name); err != nil {
+		return usagef("cluster down: --name: %v", strings.TrimPrefix(err.Error(), "vethnet: "))
+	}
+	removed, err := removeCluster(stateDir, name)
+	if err != nil {
+		return fmt.Errorf("cluster down: %w", err)
+	}
+	if len(removed) == 0 {
+		return fmt.Errorf("cluster down: no cluster %q (no state in %s, no namespaces %s)", name, stateDir, vethnet.NSName(name, "*"))
+	}
+	fmt.Fprintf(stdout, "cluster %s removed: namespaces %s\n", name, strings.Join(removed, " "))
+	return nil
+}
+
+// errorsJoin is errors.Join, keeping a lone error as it is.
+func errorsJoin(err, more error) error {
+	if more == nil {
+		return err
+	}
+	return fmt.Errorf("%w (and removing it: %v)", err, more)
+}
+
+// defaultStateDir keeps clusters' state where root's runtime files go.
+var defaultStateDir = func() string {
+	if os.Geteuid() == 0 {
+		return "/run/starwire/cluster"
+	}
+	return os.TempDir() + "/starwire-cluster"
+}()
