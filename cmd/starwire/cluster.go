@@ -19,6 +19,7 @@ import (
 func clusterCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stdout, clusterUsage)
+		printEnv(stdout, commandEnv["cluster"])
 		if len(args) == 0 {
 			return usagef("cluster: give up, down or run")
 		}
@@ -45,7 +46,8 @@ const clusterUsage = `usage: starwire cluster up|down|run [flags] [-- train flag
         flags after "--" go to "starwire train" (such as --steps 200)
 
 run "starwire cluster <subcommand> -h" for its flags; it needs root
-(CAP_NET_ADMIN, CAP_SYS_ADMIN; CAP_BPF and CAP_IPC_LOCK for AF_XDP)
+(CAP_NET_ADMIN, CAP_SYS_ADMIN; CAP_BPF and CAP_IPC_LOCK for AF_XDP); the
+tasks it starts read the variables below from its environment
 `
 
 // shapeFlags say what cluster to build.

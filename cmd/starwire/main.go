@@ -68,7 +68,10 @@ var commandEnv = map[string][]string{
 	"staleness": {envvar.CoreNumber},
 	"bench":     {envvar.CoreNumber},
 	"health":    {envvar.TLSDir, envvar.TLSCert, envvar.TLSKey, envvar.TLSCA},
-	"cluster":   taskEnv,
+	// cluster passes the knobs to its tasks, and gives them TF_CONFIG and
+	// the map itself.
+	"cluster": {envvar.CoreNumber, envvar.PSCoreNumber, envvar.WorkerCoreNumber,
+		envvar.PSPolling, envvar.WorkerPolling, envvar.PSDisablePin, envvar.WorkerDisablePin},
 }
 
 var commands = []command{
