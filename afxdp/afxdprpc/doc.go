@@ -1,6 +1,38 @@
 // Package afxdprpc lets package rpc run over afxdp's packet transport:
 // Transport adapts an afxdp.Endpoint or Group to rpc.Transport, and Dual
-// chooses a path per peer, starting on a stream transport (TCP) and moving
-// calls to the packet path when both ends have AF_XDP. It exists so that
-// neither rpc nor afxdp imports the other.
+// runs a connection over two paths at once, starting on a stream transport
+// (TCP) and opening a packet session too when both ends have AF_XDP. It
+// exists so that neither rpc nor afxdp imports the other.
+//
+// # Which path a call takes
+//
+// Once a dual connection has both paths, each call goes whole over one of
+// them, chosen as it is sent (DualOptions.Policy): its request, and a
+// cancel of it, take that path, and the server answers on it, so a call
+// keeps its deadline and its order relative to the calls its caller made
+// before and after it. Other frames (pings) take the packet path.
+//
+// The size that decides is the larger of the request and the answer
+// expected: the size of the answers last seen for the same method and
+// request size class (a RecvTensor request is small, its answer a
+// tensor). Under PathAuto, the default, the connection times its own calls:
+// per power-of-two size class and path, a moving average of round trip
+// divided by the calls the path had in flight, which is a lone call's
+// latency and a busy path's time per completed call. Each class first
+// alternates between the paths, then sends its calls over the cheaper one
+// and, every 16 to 1024 calls, one over the other to keep that estimate
+// current (more often while the probes look better, less while they
+// confirm the choice). Stats reports each path's calls and bytes and the
+// crossover, the smallest size now sent over TCP. PathThreshold fixes the
+// crossover, PathBypass and PathTCPOnly send everything one way.
+//
+// Nothing in the rule assumes which path carries bulk faster. Over veth in
+// copy mode the kernel copies every AF_XDP packet and TCP moves 64 KiB
+// segments with offloads, so TCP measures faster above some tens of
+// kilobytes and the crossover lands there; small calls, whose cost is
+// wake-ups and system calls, measure faster over AF_XDP. A NIC in
+// zero-copy mode removes the copies and the classes of large calls measure
+// faster over AF_XDP: their estimates say so, the probes find it within a
+// few hundred calls (TestChooserAuto's last step), and bulk stays on AF_XDP
+// with the crossover reported as -1 (none).
 package afxdprpc

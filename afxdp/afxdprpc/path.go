@@ -32,6 +32,15 @@ type DualOptions struct {
 	// Logger receives the one line per peer that says which path it uses;
 	// nil means slog.Default().
 	Logger *slog.Logger
+	// Policy chooses, per call, between the packet path and TCP once both
+	// are open; the zero value measures them (PathAuto).
+	Policy PathPolicy
+	// Packet, when set, is the peer's packet endpoint ("ip:port"), known
+	// without a hello because whoever built the network knows both ends
+	// (a fabric of links between tasks): no hello is sent, the session
+	// opens as the connection starts receiving, and the peer's stream
+	// listener need not answer hellos. Path must then be the peer's too.
+	Packet string
 }
 
 // Dual returns an rpc.Transport that chooses a path per peer. Every
@@ -42,23 +51,46 @@ type DualOptions struct {
 // that stays on TCP but still answers hellos.
 //
 // The listener accepts both paths, so one rpc.Server serves them all.
-func Dual(stream rpc.Transport, ep Network, opts DualOptions) rpc.Transport {
+func Dual(stream rpc.Transport, ep Network, opts DualOptions) *DualTransport {
 	if opts.OpenTimeout <= 0 {
 		opts.OpenTimeout = time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &dual{stream: stream, ep: ep, opts: opts}
+	return &DualTransport{stream: stream, ep: ep, opts: opts, conns: make(map[*dualConn]struct{})}
 }
 
-type dual struct {
+// DualTransport is the rpc.Transport Dual returns.
+type DualTransport struct {
 	stream rpc.Transport
 	ep     Network
 	opts   DualOptions
+
+	mu    sync.Mutex
+	conns map[*dualConn]struct{} // the open client connections
 }
 
+// dual is the transport's name inside the package.
+type dual = DualTransport
+
+// Name implements rpc.Transport.
 func (d *dual) Name() string { return "dual" }
+
+// Stats returns the path statistics of each open client connection.
+func (d *dual) Stats() []PathStats {
+	d.mu.Lock()
+	conns := make([]*dualConn, 0, len(d.conns))
+	for c := range d.conns {
+		conns = append(conns, c)
+	}
+	d.mu.Unlock()
+	out := make([]PathStats, 0, len(conns))
+	for _, c := range conns {
+		out = append(out, c.Stats())
+	}
+	return out
+}
 
 func (d *dual) local() hello {
 	h := hello{Version: helloVersion}
@@ -84,11 +116,16 @@ func (d *dual) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &dualConn{d: d, tcp: tc, peer: addr}
-	if err := tc.Send(&wire.Message{Header: wire.Header{Kind: wire.KindHello}, Meta: d.local().encode()}); err != nil {
-		tc.Close()
-		return nil, fmt.Errorf("afxdprpc: hello to %s: %w", addr, err)
+	c := &dualConn{d: d, tcp: tc, peer: addr, ch: newChooser(d.opts.Policy)}
+	if d.opts.Packet == "" {
+		if err := tc.Send(&wire.Message{Header: wire.Header{Kind: wire.KindHello}, Meta: d.local().encode()}); err != nil {
+			tc.Close()
+			return nil, fmt.Errorf("afxdprpc: hello to %s: %w", addr, err)
+		}
 	}
+	d.mu.Lock()
+	d.conns[c] = struct{}{}
+	d.mu.Unlock()
 	return c, nil
 }
 
@@ -119,6 +156,7 @@ type dualConn struct {
 	peer string
 	r    wire.Receiver
 	pkt  atomic.Pointer[afxdp.Conn]
+	ch   *chooser
 
 	once   sync.Once // the hello is handled once
 	closed atomic.Bool
@@ -135,8 +173,42 @@ func (c *dualConn) Path() string {
 	return PathTCP
 }
 
+// Stats returns the connection's calls and bytes per path and its
+// crossover.
+func (c *dualConn) Stats() PathStats {
+	st := c.ch.stats()
+	st.Peer = c.peer
+	if c.pkt.Load() != nil {
+		st.Bypass = c.d.opts.Path
+	}
+	return st
+}
+
+// Send sends a request over the path the chooser picks for it, whole; a
+// cancel follows its request's path, so that the peer that has the call
+// hears of it; other frames take the packet path while it is open.
 func (c *dualConn) Send(m *wire.Message) error {
-	if p := c.pkt.Load(); p != nil {
+	p := c.pkt.Load()
+	switch m.Header.Kind {
+	case wire.KindRequest:
+		if c.ch != nil && !c.ch.choose(m, p != nil) {
+			return c.tcp.Send(m)
+		}
+	case wire.KindCancel:
+		if c.ch == nil {
+			break
+		}
+		if bypass, known := c.ch.pathOf(m.Header.CallID); known && !bypass {
+			return c.tcp.Send(m)
+		} else if !known && p != nil {
+			// Its request's path is forgotten: tell both. A peer that
+			// does not have the call ignores the cancel.
+			both := *m
+			both.Done = nil
+			c.tcp.Send(&both)
+		}
+	}
+	if p != nil {
 		err := p.Send(m)
 		if err == nil {
 			return nil
@@ -182,11 +254,15 @@ func progress(c rpc.Conn) (in, out uint64) {
 // one goroutine; frames of the two paths may be delivered concurrently.
 func (c *dualConn) Receive(r wire.Receiver) error {
 	c.r = r
+	if c.d.opts.Packet != "" {
+		go c.upgrade(hello{Version: helloVersion, Packet: c.d.opts.Packet, Path: c.d.opts.Path})
+	}
 	err := c.tcp.Receive(helloReader{c: c, r: r})
 	c.closed.Store(true)
 	if p := c.pkt.Swap(nil); p != nil {
 		p.Close()
 	}
+	c.forget()
 	return err
 }
 
@@ -195,7 +271,15 @@ func (c *dualConn) Close() error {
 	if p := c.pkt.Swap(nil); p != nil {
 		p.Close()
 	}
+	c.forget()
 	return c.tcp.Close()
+}
+
+// forget drops the connection from its transport's Stats.
+func (c *dualConn) forget() {
+	c.d.mu.Lock()
+	delete(c.d.conns, c)
+	c.d.mu.Unlock()
 }
 
 func (c *dualConn) LocalAddr() net.Addr  { return c.tcp.LocalAddr() }
@@ -228,7 +312,7 @@ func (c *dualConn) upgrade(h hello) {
 	}
 	log.Info("starwire: calls move to the packet path", "path", c.d.opts.Path, "packet", h.Packet)
 	go func() {
-		err := p.Receive(c.r)
+		err := p.Receive(answerTimer{c: c, r: c.r})
 		c.leavePacket(p, err)
 	}()
 }
@@ -254,6 +338,9 @@ func (h helloReader) Alloc(in *wire.Inbound) error { return h.r.Alloc(in) }
 
 func (h helloReader) Deliver(in *wire.Inbound) {
 	if in.Header.Kind != wire.KindHello {
+		if h.c.ch != nil {
+			h.c.ch.answered(&in.Header)
+		}
 		h.r.Deliver(in)
 		return
 	}
@@ -266,4 +353,20 @@ func (h helloReader) Deliver(in *wire.Inbound) {
 		}
 		go h.c.upgrade(peer)
 	})
+}
+
+// answerTimer passes the packet path's frames through to the client's
+// receiver, showing the chooser each answer first.
+type answerTimer struct {
+	c *dualConn
+	r wire.Receiver
+}
+
+func (a answerTimer) Alloc(in *wire.Inbound) error { return a.r.Alloc(in) }
+
+func (a answerTimer) Deliver(in *wire.Inbound) {
+	if a.c.ch != nil {
+		a.c.ch.answered(&in.Header)
+	}
+	a.r.Deliver(in)
 }

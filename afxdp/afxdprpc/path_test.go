@@ -144,7 +144,9 @@ func TestDualMovesCallsToPacketPath(t *testing.T) {
 	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1})
 	var logs logBuffer
-	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: logs.logger()}
+	// Every call, as the policy says (auto mode sends a few over TCP to
+	// time it: see choice_test.go).
+	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: logs.logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
 	addr := serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvEP, opts), "127.0.0.1:0")
 	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{}, cliEP, opts)})
 	defer c.Close()
@@ -255,7 +257,7 @@ func TestDualOverAFXDP(t *testing.T) {
 		return g
 	}
 	srvG, cliG := open(p.B), open(p.A)
-	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP}
+	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
 	var addr string
 	if err := p.B.Do(func() error {
 		addr = serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvG, opts), p.B.Addr.String()+":0")

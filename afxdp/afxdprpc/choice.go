@@ -1,0 +1,412 @@
+package afxdprpc
+
+import (
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// A PathPolicy says which calls of an upgraded connection take the packet
+// path (the bypass) and which stay on TCP. The zero value is PathAuto.
+type PathPolicy struct {
+	Mode PathMode
+	// Threshold, for PathThreshold: calls whose larger side (request, or
+	// the answer expected) is smaller take the bypass, the rest TCP.
+	Threshold int64
+}
+
+// PathMode is how a PathPolicy chooses.
+type PathMode uint8
+
+const (
+	// PathAuto measures both paths by size class from the calls
+	// themselves and sends each call over the one faster for its size.
+	PathAuto PathMode = iota
+	// PathThreshold sends calls below PathPolicy.Threshold over the
+	// bypass and the rest over TCP.
+	PathThreshold
+	// PathBypass sends every call over the bypass once it is open.
+	PathBypass
+	// PathTCPOnly keeps every call on TCP.
+	PathTCPOnly
+)
+
+// ParsePathPolicy reads a policy as users write it: "auto", "bypass"
+// (always), "tcp" (never), or a size ("64KiB", "1MiB", "65536") below
+// which calls take the bypass.
+func ParsePathPolicy(s string) (PathPolicy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return PathPolicy{}, nil
+	case "bypass", "always":
+		return PathPolicy{Mode: PathBypass}, nil
+	case "tcp", "never":
+		return PathPolicy{Mode: PathTCPOnly}, nil
+	}
+	n, err := parseSize(s)
+	if err != nil || n <= 0 {
+		return PathPolicy{}, fmt.Errorf("afxdprpc: path policy %q: want auto, bypass, tcp or a size such as 64KiB", s)
+	}
+	return PathPolicy{Mode: PathThreshold, Threshold: n}, nil
+}
+
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	if n > (1<<62)/mult {
+		return 0, fmt.Errorf("size too large")
+	}
+	return n * mult, nil
+}
+
+func (p PathPolicy) String() string {
+	switch p.Mode {
+	case PathThreshold:
+		return "below " + formatSize(p.Threshold)
+	case PathBypass:
+		return "bypass"
+	case PathTCPOnly:
+		return "tcp"
+	}
+	return "auto"
+}
+
+func formatSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + "KiB"
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// Size classes: class 0 holds calls of at most 64 bytes, class c > 0 those
+// of (2^(c+5), 2^(c+6)] bytes, and the last everything from 8 MiB on.
+const (
+	numClasses = 19
+	minClass   = 6 // log2 of class 0's bound
+)
+
+func classOf(n int64) int {
+	if n <= 1<<minClass {
+		return 0
+	}
+	return min(bits.Len64(uint64(n-1))-minClass, numClasses-1)
+}
+
+// classBound is the smallest size of class c.
+func classBound(c int) int64 {
+	if c == 0 {
+		return 0
+	}
+	return 1<<(c+minClass-1) + 1
+}
+
+// Paths, as indexes of the chooser's arrays.
+const (
+	viaTCP = iota
+	viaBypass
+)
+
+// Auto mode's parameters. A class's estimate of a path is the moving
+// average of its calls' cost: round-trip time divided by the calls the
+// path had in flight when it was sent (with itself), so that a path
+// carrying many calls at once is judged by the rate it completes them and a
+// lone call by its latency. A class first alternates until both paths have
+// minSamples, then takes the cheaper, leaving it only for one cheaper by
+// switchMargin; every probeMin..probeMax calls it sends one over the other
+// path to keep that estimate fresh, probing half as often each time the
+// probe confirms the choice and twice as often when one beats it.
+const (
+	minSamples   = 3
+	probeMin     = 16
+	probeMax     = 1024
+	switchMargin = 0.9
+	ewmaWeight   = 0.25
+	probeWeight  = 0.5
+)
+
+// priorBypassBelow is where the bypass takes a class before either path is
+// measured: the calls of a class alternate until then anyway, so it decides
+// only the first call of each.
+const priorBypassBelow = 64 << 10
+
+type estimate struct {
+	cost float64 // ns per call, averaged
+	n    uint32
+}
+
+// inflightSlots bounds the calls the chooser times at once; a call whose
+// slot a later call took is just not timed.
+const inflightSlots = 1024
+
+type slot struct {
+	id    uint64
+	sent  int64 // ns since the chooser's epoch
+	path  uint8
+	class uint8  // the request's own size class
+	depth uint16 // calls in flight on the path when sent, itself included
+	used  bool
+}
+
+// expectSlots direct-maps a method and its request's size class to the
+// size of the answers seen: a method's answers often follow its requests
+// (an echo, an update) or not at all (RecvTensor's small request fetches a
+// tensor), and the request's class tells those apart.
+const expectSlots = 256
+
+type expected struct {
+	method uint32
+	class  uint8
+	bytes  int64
+}
+
+func expectSlot(method uint32, class int) int {
+	return int((method ^ uint32(class)*0x9e3779b1) % expectSlots)
+}
+
+// chooser picks the path of each call of one connection and keeps its
+// statistics. Safe for concurrent use; it allocates nothing per call.
+type chooser struct {
+	policy PathPolicy
+	epoch  time.Time
+
+	mu       sync.Mutex
+	est      [2][numClasses]estimate
+	bypass   [numClasses]bool // auto: the class's choice
+	sinceLog [numClasses]uint32
+	probeGap [numClasses]uint32
+	slots    [inflightSlots]slot
+	inflight [2]int
+	expect   [expectSlots]expected
+	calls    [2]uint64
+	bytes    [2]uint64
+}
+
+func newChooser(p PathPolicy) *chooser {
+	c := &chooser{policy: p, epoch: time.Now()}
+	for i := range c.bypass {
+		c.bypass[i] = classBound(i) < priorBypassBelow
+		c.probeGap[i] = probeMin
+	}
+	return c
+}
+
+// requestBytes is what m puts on the wire beyond its header.
+func requestBytes(m *wire.Message) int64 {
+	n := int64(len(m.Meta))
+	for i := range m.Tensors {
+		n += int64(len(m.Tensors[i].Data))
+	}
+	return n
+}
+
+// choose returns whether request m goes over the bypass, open telling
+// whether there is one, and records the call for timing.
+func (c *chooser) choose(m *wire.Message, open bool) bool {
+	req := requestBytes(m)
+	size := req
+	now := int64(time.Since(c.epoch))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := &c.expect[expectSlot(m.Header.Method, classOf(req))]; e.method == m.Header.Method && int(e.class) == classOf(req) {
+		size = max(size, e.bytes)
+	}
+	bypass := open && c.pick(classOf(size), size)
+	path := viaTCP
+	if bypass {
+		path = viaBypass
+	}
+	s := &c.slots[m.Header.CallID%inflightSlots]
+	if s.used {
+		c.inflight[s.path]--
+	}
+	c.inflight[path]++
+	*s = slot{id: m.Header.CallID, sent: now, path: uint8(path), class: uint8(classOf(req)),
+		depth: uint16(min(c.inflight[path], 1<<16-1)), used: true}
+	c.calls[path]++
+	c.bytes[path] += uint64(req)
+	return bypass
+}
+
+// pick applies the policy to a call of size bytes in class k.
+func (c *chooser) pick(k int, size int64) bool {
+	switch c.policy.Mode {
+	case PathBypass:
+		return true
+	case PathTCPOnly:
+		return false
+	case PathThreshold:
+		return size < c.policy.Threshold
+	}
+	cur := c.bypass[k]
+	cn, on := c.est[b2i(cur)][k].n, c.est[b2i(!cur)][k].n
+	if on < minSamples && on <= cn {
+		return !cur // learn the other path first
+	}
+	if cn < minSamples {
+		return cur
+	}
+	c.sinceLog[k]++
+	if c.sinceLog[k] >= c.probeGap[k] {
+		c.sinceLog[k] = 0
+		return !cur
+	}
+	return cur
+}
+
+func b2i(b bool) int {
+	if b {
+		return viaBypass
+	}
+	return viaTCP
+}
+
+// pathOf returns the path call id took, if the chooser still knows it.
+func (c *chooser) pathOf(id uint64) (bypass, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &c.slots[id%inflightSlots]
+	if !s.used || s.id != id {
+		return false, false
+	}
+	return s.path == viaBypass, true
+}
+
+// answered records the answer to a call: its size for the method, and in
+// auto mode its round trip for the path it took.
+func (c *chooser) answered(h *wire.Header) {
+	if h.Kind != wire.KindResponse && h.Kind != wire.KindError {
+		return
+	}
+	now := int64(time.Since(c.epoch))
+	n := int64(h.BodyLen())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &c.slots[h.CallID%inflightSlots]
+	if !s.used || s.id != h.CallID {
+		return
+	}
+	s.used = false
+	c.inflight[s.path]--
+	c.bytes[s.path] += uint64(n)
+	if h.Kind != wire.KindResponse {
+		return
+	}
+	if e := &c.expect[expectSlot(h.Method, int(s.class))]; e.method == h.Method && e.class == s.class {
+		e.bytes += (n - e.bytes) / 4
+	} else {
+		*e = expected{method: h.Method, class: s.class, bytes: n}
+	}
+	if c.policy.Mode == PathAuto {
+		k := max(int(s.class), classOf(n))
+		c.sample(s.path == viaBypass, k, float64(now-s.sent)/float64(max(s.depth, 1)))
+	}
+}
+
+// sample adds a cost of ns for a call of class k over the bypass or not,
+// and chooses the class's path again.
+func (c *chooser) sample(bypass bool, k int, ns float64) {
+	cur := c.bypass[k]
+	e := &c.est[b2i(bypass)][k]
+	switch {
+	case e.n == 0:
+		e.cost = ns
+	case bypass == cur:
+		e.cost += (ns - e.cost) * ewmaWeight
+	default:
+		// Probes are rare: each weighs more, and one that beats the
+		// choice brings the next sooner.
+		e.cost += (ns - e.cost) * probeWeight
+		if ns < c.est[b2i(cur)][k].cost*switchMargin {
+			c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
+		}
+	}
+	e.n++
+	mine, other := c.est[b2i(cur)][k], c.est[b2i(!cur)][k]
+	if mine.n < minSamples || other.n < minSamples {
+		return
+	}
+	switch {
+	case other.cost < mine.cost*switchMargin:
+		c.bypass[k] = !cur
+		c.probeGap[k], c.sinceLog[k] = probeMin, 0
+	case bypass != cur && ns >= mine.cost*switchMargin:
+		// A probe of the other path that confirmed the choice.
+		c.probeGap[k] = min(c.probeGap[k]*2, probeMax)
+	}
+}
+
+// crossover is the smallest call size that goes over TCP now: 0 when every
+// call does, -1 when none does.
+func (c *chooser) crossover() int64 {
+	switch c.policy.Mode {
+	case PathBypass:
+		return -1
+	case PathTCPOnly:
+		return 0
+	case PathThreshold:
+		return c.policy.Threshold
+	}
+	for k := range numClasses {
+		if !c.bypass[k] {
+			return classBound(k)
+		}
+	}
+	return -1
+}
+
+// PathStats describe the calls of one dual connection.
+type PathStats struct {
+	Peer   string
+	Policy string
+	// Bypass says what the bypass runs over ("afxdp", "udp"), empty while
+	// the connection has none.
+	Bypass string
+	// Calls and Bytes count the calls each path carried and the bytes of
+	// their requests and answers (beyond frame headers).
+	TCPCalls, BypassCalls uint64
+	TCPBytes, BypassBytes uint64
+	// Crossover is the smallest call size sent over TCP now: 0 when every
+	// call is, -1 when none is. Under PathAuto it is the first size class
+	// measured faster over TCP; classes above it may still take the bypass
+	// where that measured faster.
+	Crossover int64
+	// TCPClasses lists, under PathAuto, the lower bounds of the size
+	// classes that go over TCP.
+	TCPClasses []int64
+}
+
+func (c *chooser) stats() PathStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := PathStats{Policy: c.policy.String(), TCPCalls: c.calls[viaTCP], BypassCalls: c.calls[viaBypass],
+		TCPBytes: c.bytes[viaTCP], BypassBytes: c.bytes[viaBypass], Crossover: c.crossover()}
+	if c.policy.Mode == PathAuto {
+		for k := range numClasses {
+			if !c.bypass[k] {
+				st.TCPClasses = append(st.TCPClasses, classBound(k))
+			}
+		}
+	}
+	return st
+}

@@ -1,0 +1,142 @@
+package afxdprpc
+
+import (
+	"testing"
+
+	"github.com/starwire/starwire/wire"
+)
+
+func TestParsePathPolicy(t *testing.T) {
+	for in, want := range map[string]PathPolicy{
+		"":       {},
+		"auto":   {},
+		"Bypass": {Mode: PathBypass},
+		"always": {Mode: PathBypass},
+		"tcp":    {Mode: PathTCPOnly},
+		"never":  {Mode: PathTCPOnly},
+		"64KiB":  {Mode: PathThreshold, Threshold: 64 << 10},
+		"1MiB":   {Mode: PathThreshold, Threshold: 1 << 20},
+		"4096":   {Mode: PathThreshold, Threshold: 4096},
+	} {
+		got, err := ParsePathPolicy(in)
+		if err != nil || got != want {
+			t.Errorf("ParsePathPolicy(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"fast", "0", "-5", "12XB", "99999999999GiB"} {
+		if _, err := ParsePathPolicy(bad); err == nil {
+			t.Errorf("ParsePathPolicy(%q) accepted", bad)
+		}
+	}
+}
+
+func TestClassOf(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want int
+	}{{0, 0}, {64, 0}, {65, 1}, {128, 1}, {129, 2}, {64 << 10, 10}, {16 << 20, 18}, {1 << 30, 18}} {
+		if got := classOf(c.n); got != c.want {
+			t.Errorf("classOf(%d) = %d, want %d", c.n, got, c.want)
+		}
+		if k := classOf(c.n); k > 0 && k < numClasses-1 && (c.n < classBound(k) || classOf(classBound(k)) != k) {
+			t.Errorf("classBound(%d) = %d does not bound %d", k, classBound(k), c.n)
+		}
+	}
+}
+
+// call runs one call of req request bytes and ans answer bytes through c,
+// taking ns, and returns whether it went over the bypass.
+func (c *chooser) call(id uint64, req, ans int64, ns int64) bool {
+	m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, req)}
+	bypass := c.choose(m, true)
+	c.mu.Lock()
+	c.slots[id%inflightSlots].sent -= ns // as if sent ns earlier
+	c.mu.Unlock()
+	c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: uint64(ans)})
+	return bypass
+}
+
+// TestChooserAuto: with the bypass 3× faster for small calls and TCP 4×
+// faster for 1 MiB answers, auto mode learns both, routes by the expected
+// answer size, moves the crossover, and keeps probing the slower path
+// rarely.
+func TestChooserAuto(t *testing.T) {
+	c := newChooser(PathPolicy{})
+	cost := func(bypass bool, size int64) int64 {
+		if size <= 1024 {
+			return map[bool]int64{true: 10_000, false: 30_000}[bypass]
+		}
+		return map[bool]int64{true: 4_000_000, false: 1_000_000}[bypass]
+	}
+	var id uint64
+	run := func(req, ans int64, n int) (bypassed int) {
+		for range n {
+			id++
+			m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, req)}
+			b := c.choose(m, true)
+			c.mu.Lock()
+			c.slots[id%inflightSlots].sent -= cost(b, max(req, ans))
+			c.mu.Unlock()
+			c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: uint64(ans)})
+			if b {
+				bypassed++
+			}
+		}
+		return bypassed
+	}
+	if got := run(64, 64, 1000); got < 900 {
+		t.Fatalf("%d of 1000 small calls over the bypass", got)
+	}
+	// A method whose answers are 1 MiB: the answer's size decides.
+	run(64, 1<<20, 10) // learn it
+	if got := run(64, 1<<20, 1000); got > 100 {
+		t.Fatalf("%d of 1000 calls with 1 MiB answers over the bypass, which is 4x slower for them", got)
+	}
+	st := c.stats()
+	if st.Crossover <= 64 || st.Crossover > 1<<20 {
+		t.Fatalf("crossover %d, want within (64, 1MiB]", st.Crossover)
+	}
+	if st.TCPCalls+st.BypassCalls != 2010 || st.BypassCalls < 900 || st.TCPCalls < 900 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The probes back off: of another 1000 calls at most ~1000/probeMin+few
+	// go to the slower path.
+	if got := run(64, 1<<20, 1000); got > 1000/probeMin+minSamples {
+		t.Fatalf("%d probes in 1000 calls", got)
+	}
+	// The link changes (a zero-copy NIC's driver came up): bulk over the
+	// bypass is now faster, and the probes find it.
+	cost = func(bypass bool, size int64) int64 { return map[bool]int64{true: 500_000, false: 1_000_000}[bypass] }
+	run(64, 1<<20, 4*probeMax)
+	if got := run(64, 1<<20, 100); got < 90 {
+		t.Fatalf("%d of 100 bulk calls over the bypass once it measured faster", got)
+	}
+}
+
+func TestChooserPolicies(t *testing.T) {
+	for _, tt := range []struct {
+		p                 PathPolicy
+		small, large      bool
+		crossover         int64
+		closedSmallBypass bool
+	}{
+		{PathPolicy{Mode: PathThreshold, Threshold: 4096}, true, false, 4096, false},
+		{PathPolicy{Mode: PathBypass}, true, true, -1, false},
+		{PathPolicy{Mode: PathTCPOnly}, false, false, 0, false},
+	} {
+		c := newChooser(tt.p)
+		if got := c.call(1, 100, 100, 1); got != tt.small {
+			t.Errorf("%v: small call bypass %v", tt.p, got)
+		}
+		if got := c.call(2, 1<<20, 0, 1); got != tt.large {
+			t.Errorf("%v: large call bypass %v", tt.p, got)
+		}
+		if got := c.crossover(); got != tt.crossover {
+			t.Errorf("%v: crossover %d, want %d", tt.p, got, tt.crossover)
+		}
+		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 3}}
+		if c.choose(m, false) {
+			t.Errorf("%v: bypass chosen with none open", tt.p)
+		}
+	}
+}
