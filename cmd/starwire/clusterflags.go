@@ -27,6 +27,7 @@ type clusterFlags struct {
 	waitTimeout time.Duration
 	tfConfig    *cluster.TFConfig // TF_CONFIG when set
 	tls         tlsFlags
+	allowlist   bool
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -36,6 +37,17 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.registryDir, "registry_dir", "", "directory where tasks started on port 0 publish their addresses")
 	fs.DurationVar(&c.waitTimeout, "cluster_wait", time.Minute, "how long to wait for every task to register in --registry_dir")
 	c.tls.register(fs)
+	fs.BoolVar(&c.allowlist, "xdp_allowlist", true, "on AF_XDP, drop in XDP the packets to starwire's port from addresses that are not the cluster's tasks' (counted in starwire_xdp_packets_total{verdict=\"not_allowed\"}); the list follows the cluster spec, endpoint map or registry, names resolved again every "+tasks.AllowlistEvery.String())
+}
+
+// guard has a task's XDP allowlist follow the cluster as the flags name it
+// (n as the task joined it), unless --xdp_allowlist=false.
+func (c *clusterFlags) guard(s *tasks.Server, set map[string]bool, n need) {
+	s.NoAllowlist = !c.allowlist
+	s.Reread = func(ctx context.Context) (tasks.Layout, error) {
+		l, _, err := c.layout(ctx, set, n)
+		return l, err
+	}
 }
 
 // A need says what a command needs of the cluster it joins.

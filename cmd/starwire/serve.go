@@ -89,6 +89,11 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	}
 	defer stop()
 	s.Metrics, s.Pcap = m, f.pcap.file
+	if f.registryDir != "" {
+		f.guard(s, set, need{ps: f.ps, workers: f.workers})
+	} else {
+		f.guard(s, set, need{self: &taskRef{f.job, f.index}})
+	}
 	return f.serve(ctx, s, layout)
 }
 

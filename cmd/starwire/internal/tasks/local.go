@@ -41,6 +41,10 @@ type LocalOptions struct {
 	// starwire transport with mutual TLS; the certificate must be valid
 	// for 127.0.0.1.
 	TLS *rpc.TLSFiles
+	// NoAllowlist lets each AF_XDP endpoint of the fabric steer packets
+	// from any source; by default only the task at the link's other end
+	// gets through, others are dropped in XDP and counted.
+	NoAllowlist bool
 }
 
 // xdpPort is the UDP port of every AF_XDP endpoint of a local fabric; each
@@ -131,7 +135,7 @@ func (l *Local) start(opts LocalOptions) error {
 		if !protocol.UsesStar() {
 			return fmt.Errorf("AF_XDP carries the starwire worker service, which protocol %s does not use", protocol)
 		}
-		if err := l.buildFabric(psTasks, workerTasks, byTask); err != nil {
+		if err := l.buildFabric(psTasks, workerTasks, byTask, !opts.NoAllowlist); err != nil {
 			return err
 		}
 	}
@@ -147,7 +151,7 @@ func (l *Local) start(opts LocalOptions) error {
 // buildFabric joins workers to servers by veth pairs and opens an AF_XDP
 // endpoint on both ends of each: each end serves on it, and routes its
 // calls to the other end's task through it.
-func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server) error {
+func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server, allowlist bool) error {
 	f, err := vethnet.Build(ps, workers)
 	if err != nil {
 		return err
@@ -165,6 +169,11 @@ func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server) err
 		ep, err := wrk.addAFXDP(link.Worker.Name, xdpPort, do(link.Worker.Task))
 		if err != nil {
 			return err
+		}
+		if allowlist {
+			if err := errors.Join(allowOnly(psEP, link.Worker.Addr), allowOnly(ep, link.PS.Addr)); err != nil {
+				return fmt.Errorf("xdp allowlist of the link of %s and %s: %w", link.PS.Task, link.Worker.Task, err)
+			}
 		}
 		if wrk.routes == nil {
 			wrk.routes = make(map[string]route)

@@ -42,8 +42,17 @@ type Server struct {
 	// packet endpoints.
 	Metrics *metrics.Metrics
 	// Pcap, when set before ServeAFXDP, receives the AF_XDP frames.
-	Pcap    *capture.File
+	Pcap *capture.File
+	// NoAllowlist, set before Start, lets the XDP program of ServeAFXDP
+	// steer packets from any source; by default only the cluster's
+	// starwire addresses get through (see AllowlistEvery).
+	NoAllowlist bool
+	// Reread, when set before Start, reads the cluster again (a registry
+	// directory, an endpoint map) for the allowlist; nil keeps the layout
+	// Start got, its names resolved again.
+	Reread  func(context.Context) (Layout, error)
 	netName string // the starwire transport's Name
+	allow   *allowlist
 
 	grpcL   net.Listener
 	starL   rpc.Listener
@@ -131,6 +140,11 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 		s.starSrv.Interceptors = s.serverInterceptors()
 		w.Register(s.starSrv)
 	}
+	if !s.NoAllowlist && s.peerTr != nil {
+		if err := s.startAllowlist(layout, logger); err != nil {
+			return err
+		}
+	}
 	s.registerProbes(s.grpcSrv, s.starSrv)
 	go s.grpcSrv.Serve(s.grpcL)
 	if s.starSrv != nil {
@@ -195,6 +209,9 @@ func (s *Server) Close() {
 	}
 	if s.starC != nil {
 		s.starC.Close()
+	}
+	if s.allow != nil {
+		s.allow.close()
 	}
 	for _, ep := range s.xdpEPs {
 		ep.Close()
