@@ -29,6 +29,7 @@ type serveFlags struct {
 	stdout             io.Writer
 	metrics            metricsFlag
 	pcap               pcapFlag
+	priv               privFlags
 }
 
 // serveCmd runs one task until interrupted.
@@ -46,6 +47,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	f.clusterFlags.register(fs)
 	f.metrics.register(fs)
 	f.pcap.register(fs)
+	f.priv.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -212,6 +214,9 @@ func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.La
 	}
 	if err := s.Start(layout, logger); err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	if err := f.priv.drop(s, stdout); err != nil {
+		return err
 	}
 	if w := s.Reactors.Warning(); w != "" {
 		fmt.Fprintf(os.Stderr, "starwire: serve: warning: %s\n", w)
