@@ -13,6 +13,7 @@ build:
 test: vet
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m $(PKGS)

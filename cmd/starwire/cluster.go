@@ -21,7 +21,7 @@ func clusterCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprint(stdout, clusterUsage)
 		printEnv(stdout, commandEnv["cluster"])
 		if len(args) == 0 {
-			return usagef("cluster: give up, down or run")
+			return usagef("cluster: give up, down, run, endpoints or manifests")
 		}
 		return nil
 	}
@@ -32,11 +32,15 @@ func clusterCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return clusterDown(args[1:], stdout)
 	case "run":
 		return clusterRun(ctx, args[1:], stdout)
+	case "endpoints":
+		return clusterEndpoints(ctx, args[1:], stdout)
+	case "manifests":
+		return clusterManifests(ctx, args[1:], stdout)
 	}
-	return usagef("cluster: unknown subcommand %q (want up, down or run)", args[0])
+	return usagef("cluster: unknown subcommand %q (want up, down, run, endpoints or manifests)", args[0])
 }
 
-const clusterUsage = `usage: starwire cluster up|down|run [flags] [-- train flags]
+const clusterUsage = `usage: starwire cluster up|down|run|endpoints|manifests [flags] [-- train flags]
 
   up    build the hosts (network namespaces on a bridge, 198.18.0.0/15) and
         start "starwire serve" in each; they run until "down"
@@ -44,8 +48,11 @@ const clusterUsage = `usage: starwire cluster up|down|run [flags] [-- train flag
   run   build a cluster, train on it over each of --paths, report each task's
         path and traffic, and remove everything, even when stopped or failing;
         flags after "--" go to "starwire train" (such as --steps 200)
+  endpoints  write the .endpoint_map of TF_CONFIG's cluster (Kubernetes' init step)
+  manifests  print Kubernetes manifests: per task a headless Service and a Pod,
+        with TF_CONFIG as Kubeflow's TFJob sets it
 
-run "starwire cluster <subcommand> -h" for its flags; it needs root
+run "starwire cluster <subcommand> -h" for its flags; up, down and run need root
 (CAP_NET_ADMIN, CAP_SYS_ADMIN; CAP_BPF and CAP_IPC_LOCK for AF_XDP); the
 tasks it starts read the variables below from its environment
 `

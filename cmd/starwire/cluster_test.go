@@ -236,7 +236,7 @@ func TestClusterUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"cluster"}, "give up, down or run"},
+		{[]string{"cluster"}, "give up, down, run, endpoints or manifests"},
 		{[]string{"cluster", "sideways"}, `unknown subcommand "sideways"`},
 		{[]string{"cluster", "up"}, "--name is required"},
 		{[]string{"cluster", "run", "--name", "Bad-Name"}, "--name: name \"Bad-Name\""},
@@ -245,6 +245,9 @@ func TestClusterUsage(t *testing.T) {
 		{[]string{"cluster", "run", "--paths", "afxdp,afxdp"}, "once each"},
 		{[]string{"cluster", "run", "--protocol", "grpc"}, "--paths afxdp needs --protocol grpc+seastar"},
 		{[]string{"cluster", "run", "--subnet", "198.18.0.0/30", "--ps", "2"}, "do not fit"},
+		{[]string{"cluster", "manifests", "--name", "Bad_Name"}, "want a DNS label"},
+		{[]string{"cluster", "manifests", "--ps", "0"}, "at least one of each"},
+		{[]string{"cluster", "endpoints", "--port_offset", "0"}, "TF_CONFIG gives no cluster"},
 	} {
 		code, _, errOut := runMain(t, tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
@@ -332,4 +335,43 @@ func alive(pid int) bool {
 	}
 	_, rest, _ := bytes.Cut(stat, []byte(") "))
 	return len(rest) > 0 && rest[0] != 'Z'
+}
+
+// TestClusterEndpoints writes the endpoint map of a TF_CONFIG's cluster,
+// names resolved and not, as the Kubernetes init step does.
+func TestClusterEndpoints(t *testing.T) {
+	t.Setenv("TF_CONFIG", `{"cluster":{"chief":["localhost:2222"],"ps":["127.0.0.1:3000"],"worker":["localhost:4000"]},"task":{"type":"ps","index":0}}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "localhost:2222=localhost:2223\n127.0.0.1:3000=127.0.0.1:3001\nlocalhost:4000=localhost:4001\n"},
+		{[]string{"--resolve", "--port_offset", "-1000"}, "localhost:2222=127.0.0.1:1222\n127.0.0.1:3000=127.0.0.1:2000\nlocalhost:4000=127.0.0.1:3000\n"},
+	} {
+		out := filepath.Join(t.TempDir(), "map")
+		code, stdout, errOut := runMain(t, append([]string{"cluster", "endpoints", "--out", out}, tc.args...)...)
+		if code != 0 || stdout != "wrote 3 tasks' starwire addresses to "+out+"\n" {
+			t.Fatalf("%v: exit %d: %s%s", tc.args, code, stdout, errOut)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if l != "" && !strings.HasPrefix(l, "#") {
+				lines = append(lines, strings.ReplaceAll(l, " ", ""))
+			}
+		}
+		slices.Sort(lines)
+		want := strings.Split(strings.TrimSpace(tc.want), "\n")
+		slices.Sort(want)
+		if !slices.Equal(lines, want) {
+			t.Errorf("%v: map %q, want %q", tc.args, lines, want)
+		}
+	}
+	t.Setenv("TF_CONFIG", "")
+	if code, _, errOut := runMain(t, "cluster", "endpoints", "--out", filepath.Join(t.TempDir(), "m")); code != 2 || !strings.Contains(errOut, "TF_CONFIG gives no cluster") {
+		t.Errorf("without TF_CONFIG: exit %d, %s", code, errOut)
+	}
 }
