@@ -3,11 +3,13 @@ package afxdprpc
 import (
 	"fmt"
 	"math/bits"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -409,4 +411,10 @@ func (c *chooser) stats() PathStats {
 		}
 	}
 	return st
+}
+
+// PathPolicyFromEnv reads STARWIRE_AFXDP_PATH (internal/envvar); unset
+// means PathAuto.
+func PathPolicyFromEnv() (PathPolicy, error) {
+	return ParsePathPolicy(os.Getenv(envvar.AFXDPPath))
 }

@@ -3,6 +3,8 @@ package afxdprpc
 import (
 	"testing"
 
+	"github.com/starwire/starwire/internal/envvar"
+
 	"github.com/starwire/starwire/wire"
 )
 
@@ -137,6 +139,18 @@ func TestChooserPolicies(t *testing.T) {
 		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 3}}
 		if c.choose(m, false) {
 			t.Errorf("%v: bypass chosen with none open", tt.p)
+		}
+	}
+}
+
+// TestPathPolicyEnvCheck: the command's check of STARWIRE_AFXDP_PATH
+// accepts exactly what PathPolicyFromEnv reads.
+func TestPathPolicyEnvCheck(t *testing.T) {
+	for _, v := range []string{"auto", "AUTO", "bypass", "tcp", "never", "64KiB", "1MiB", "4096", "0", "-1", "fast", "4 KiB", "1.5MiB"} {
+		t.Setenv(envvar.AFXDPPath, v)
+		_, err := PathPolicyFromEnv()
+		if accepted := envvar.Check(envvar.AFXDPPath) == nil; accepted != (err == nil) {
+			t.Errorf("%s=%q: Check accepts %v, PathPolicyFromEnv: %v", envvar.AFXDPPath, v, accepted, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package afxdprpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -321,7 +322,12 @@ func (c *dualConn) upgrade(h hello) {
 func (c *dualConn) leavePacket(p *afxdp.Conn, err error) {
 	if c.pkt.CompareAndSwap(p, nil) {
 		p.Close()
-		if !c.closed.Load() {
+		switch {
+		case c.closed.Load():
+		case errors.Is(err, afxdp.ErrPeerClosed):
+			// The peer is shutting down: nothing failed.
+			c.d.opts.Logger.Info("starwire: packet session closed by the peer, calls back on tcp", "peer", c.peer)
+		default:
 			c.d.opts.Logger.Warn("starwire: packet path failed, calls back on tcp", "peer", c.peer, "err", err)
 		}
 	}

@@ -10,11 +10,14 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -27,6 +30,8 @@ type trainFlags struct {
 	cpuProfile     string
 	transport      string
 	afxdp          string
+	afxdpPath      string
+	preset         string
 	metrics        metricsFlag
 	pcap           pcapFlag
 }
@@ -39,7 +44,9 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.PS, "ps", f.cfg.PS, "parameter-server tasks of the local cluster (or of --registry_dir's)")
 	fs.IntVar(&f.cfg.Workers, "workers", f.cfg.Workers, "worker tasks of the local cluster (or of --registry_dir's)")
 	fs.IntVar(&f.cfg.Steps, "steps", f.cfg.Steps, "training steps per worker")
+	fs.StringVar(&f.preset, "preset", "default", `the job's shape before the flags below change it: "default", or "transport" (a wider embedding and more features per example, so that pulling rows dominates a step: see lr.TransportConfig)`)
 	fs.IntVar(&f.cfg.EmbeddingDim, "embedding_dim", f.cfg.EmbeddingDim, "embedding width")
+	fs.IntVar(&f.cfg.Fields, "fields", f.cfg.Fields, "categorical features per example (embedding rows pulled per example)")
 	fs.IntVar(&f.cfg.BatchSize, "batch_size", f.cfg.BatchSize, "examples per step and worker")
 	fs.IntVar(&f.cfg.Vocab, "vocab", f.cfg.Vocab, "hashed feature ids (embedding rows)")
 	fs.Uint64Var(&f.cfg.Seed, "seed", f.cfg.Seed, "seed of the synthetic data and hidden model")
@@ -50,6 +57,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
 	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
+	fs.StringVar(&f.afxdpPath, "afxdp_path", envOr(envvar.AFXDPPath, "auto"), `with AF_XDP between tasks, which calls take it rather than TCP: "auto" (each call over the path measured faster for its size), "bypass" (all), "tcp" (none), or a size such as 64KiB below which calls take it (default `+envvar.AFXDPPath+` or auto)`)
 	f.clusterFlags.register(fs)
 	f.metrics.register(fs)
 	f.pcap.register(fs)
@@ -57,6 +65,9 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 
 func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	f := trainFlags{cfg: lr.DefaultConfig()}
+	if err := f.applyPreset(args); err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	f.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -128,6 +139,26 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	return r.train(ctx)
 }
 
+// applyPreset starts the config from the preset args name, so that the
+// other flags, parsed after, change it and their defaults show it.
+func (f *trainFlags) applyPreset(args []string) error {
+	probe := flag.NewFlagSet("train", flag.ContinueOnError)
+	probe.SetOutput(io.Discard)
+	probe.Usage = func() {}
+	var discard trainFlags
+	discard.register(probe)
+	probe.Parse(args) // errors are parseFlags's to report
+	switch p := probe.Lookup("preset").Value.String(); p {
+	case "default":
+	case "transport":
+		f.cfg = lr.TransportConfig()
+	default:
+		return usagef(`train: --preset %q, want "default" or "transport"`, p)
+	}
+	f.preset = probe.Lookup("preset").Value.String()
+	return nil
+}
+
 // check reports flags that cannot run, naming the flag.
 func (f *trainFlags) check() error {
 	switch f.afxdp {
@@ -135,7 +166,18 @@ func (f *trainFlags) check() error {
 	default:
 		return usagef(`train: --afxdp %q, want "auto", "on" or "off"`, f.afxdp)
 	}
+	if _, err := afxdprpc.ParsePathPolicy(f.afxdpPath); err != nil {
+		return usagef(`train: --afxdp_path %q, want "auto", "bypass", "tcp" or a size such as 64KiB`, f.afxdpPath)
+	}
 	return f.checkConfig()
+}
+
+// envOr returns the variable's value, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		return v
+	}
+	return def
 }
 
 func (f *trainFlags) checkConfig() error {
@@ -164,9 +206,10 @@ type trainRun struct {
 // startLocal starts the in-process cluster, its endpoint map in dir.
 func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	policy, _ := afxdprpc.ParsePathPolicy(r.f.afxdpPath) // checked
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.net, Dir: dir, Logger: logger,
-		Metrics: r.metrics, Pcap: r.f.pcap.file, TLS: r.layout.TLS, NoAllowlist: !r.f.allowlist,
+		Metrics: r.metrics, Pcap: r.f.pcap.file, TLS: r.layout.TLS, NoAllowlist: !r.f.allowlist, AFXDPPath: policy,
 	}, r.f.afxdp)
 	if err != nil {
 		return fmt.Errorf("train: start local cluster: %w", err)
@@ -280,7 +323,46 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	infos := r.peerInfos(ctx)
 	printSummary(stdout, sum, r.layout.Protocol, driverPath(r.layout.Protocol, r.tr), infos, r.local != nil)
+	if r.local != nil {
+		printPathStats(stdout, r.local)
+	}
 	return nil
+}
+
+// printPathStats says, for each task's dual connections to its peers, how
+// many calls and bytes took AF_XDP and TCP, and from what size calls went
+// over TCP.
+func printPathStats(w io.Writer, l *tasks.Local) {
+	byAddr := map[string]string{}
+	for _, s := range l.Servers {
+		byAddr[s.StarAddr] = shortTask(s.Task())
+	}
+	for _, s := range l.Servers {
+		for _, st := range s.PathStats() {
+			cross := "none"
+			switch {
+			case st.Crossover == 0:
+				cross = "every call"
+			case st.Crossover > 0:
+				cross = fmt.Sprintf("%s and up", formatBytes(st.Crossover))
+			}
+			fmt.Fprintf(w, "  %s→%s per call (%s): AF_XDP %d calls, %.1f MB; TCP %d calls, %.1f MB; over TCP: %s\n",
+				shortTask(s.Task()), byAddr[st.Peer], st.Policy, st.BypassCalls, float64(st.BypassBytes)/1e6,
+				st.TCPCalls, float64(st.TCPBytes)/1e6, cross)
+		}
+	}
+}
+
+// formatBytes writes n in the largest binary unit that keeps it whole
+// enough to read: 512B, 48KiB, 2MiB.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.3gMiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.3gKiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
 }
 
 // reactors describes the reactor counts of the driver's TCP transport and,

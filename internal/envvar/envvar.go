@@ -23,6 +23,9 @@ const (
 	PSDisablePin     = "PS_DISABLE_PIN_CORES"
 	EndpointMapPath  = "TF_SEASTAR_ENDPOINT_MAP_PATH"
 	TFConfig         = "TF_CONFIG"
+	// AFXDPPath is starwire's own: which calls of a connection with both
+	// an AF_XDP session and TCP take AF_XDP.
+	AFXDPPath = "STARWIRE_AFXDP_PATH"
 
 	// Mutual TLS for the TCP paths, as a Kubernetes secret is mounted: a
 	// directory holding tls.crt, tls.key and ca.crt, or each file's path.
@@ -66,6 +69,8 @@ var Vars = []Var{
 		"false: pin a ps task's AF_XDP reactor to a CPU", checkBool},
 	{WorkerDisablePin, "true", boolAccepts,
 		"the same for a worker task", checkBool},
+	{AFXDPPath, "auto: each call over the path measured faster for its size", pathAccepts,
+		"which calls between tasks joined by AF_XDP take it rather than TCP: auto, bypass (all), tcp (none), or those below a size", checkPath},
 	{TLSDir, "unset: no TLS unless the files are named", "a directory holding tls.crt, tls.key and ca.crt",
 		"mutual TLS 1.3 on gRPC and starwire's TCP transport with the files of this directory (a mounted kubernetes.io/tls secret)", checkTLSDir},
 	{TLSCert, "$STARWIRE_TLS_DIR/tls.crt", fileAccepts,
@@ -83,6 +88,7 @@ var TLSDirFiles = [3]string{"tls.crt", "tls.key", "ca.crt"}
 const (
 	countAccepts = "a whole number from 1 to 1024"
 	boolAccepts  = "true or false (also 1 or 0, any case)"
+	pathAccepts  = "auto, bypass, tcp, or a size such as 64KiB or 65536"
 	fileAccepts  = "the path of a readable file"
 )
 
@@ -192,4 +198,23 @@ func PositiveInt(name string) (n int, ok bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// checkPath accepts what afxdprpc.ParsePathPolicy does.
+func checkPath(s string) error {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "auto", "bypass", "always", "tcp", "never":
+		return nil
+	}
+	t := strings.TrimSpace(s)
+	for _, u := range []string{"KiB", "MiB", "GiB", "K", "M", "B"} {
+		if strings.HasSuffix(t, u) {
+			t = strings.TrimSuffix(t, u)
+			break
+		}
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64); err != nil || n <= 0 {
+		return fmt.Errorf("not a path policy")
+	}
+	return nil
 }

@@ -89,3 +89,15 @@ func (c Config) TotalSteps() int64 { return int64(c.Steps) * int64(c.Workers) }
 // shardRows is the number of table rows parameter server p holds: ids are
 // spread over the servers by id mod PS, and id lives at row id / PS.
 func (c Config) shardRows(p int) int64 { return int64((c.Vocab - p + c.PS - 1) / c.PS) }
+
+// TransportConfig returns the transport-bound shape of the job ("starwire
+// train --preset transport"): 32 features per example on a 32-wide
+// embedding, so that a worker's step pulls 4× the rows of DefaultConfig's,
+// each 4× wider (1 MiB of rows a step instead of 64 KiB), while the model
+// stays a logistic regression: pulling rows and pushing their gradients
+// take most of a step, and the transport's speed shows in the job's.
+func TransportConfig() Config {
+	c := DefaultConfig()
+	c.Fields, c.EmbeddingDim, c.Steps = 32, 32, 500
+	return c
+}

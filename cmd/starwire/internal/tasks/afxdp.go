@@ -2,10 +2,13 @@ package tasks
 
 import (
 	"fmt"
+	"log/slog"
 	"net/netip"
+	"os"
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/rpc"
 )
 
 // ServeAFXDP opens an AF_XDP endpoint on interface iface at the UDP port
@@ -65,4 +68,37 @@ func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error
 	s.xdpLs = append(s.xdpLs, l)
 	s.xdpEPs = append(s.xdpEPs, ep)
 	return ep, nil
+}
+
+// fabricRoute makes s's calls to peer go through the fabric link whose end
+// in s is ep and whose end in peer has address far. When s's starwire
+// transport is TCP, each call goes whole over the link's AF_XDP session or
+// over TCP to peer's starwire address, whichever policy picks for its size
+// (a dual connection, afxdprpc.Dual); otherwise over AF_XDP alone.
+func (s *Server) fabricRoute(peer *Server, ep *afxdp.Endpoint, far netip.Addr, policy afxdprpc.PathPolicy) {
+	if s.routes == nil {
+		s.routes = make(map[string]route)
+	}
+	packet := netip.AddrPortFrom(far, xdpPort).String()
+	r := route{afxdprpc.Transport(ep), packet}
+	if tcp, ok := s.starTr.(*rpc.TCP); ok && peer.StarAddr != "" {
+		d := afxdprpc.Dual(tcp, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Packet: packet, Policy: policy, Logger: quietLogger})
+		s.duals = append(s.duals, d)
+		r = route{d, peer.StarAddr}
+	}
+	s.routes[peer.Task()] = r
+}
+
+// quietLogger keeps a dual connection's choice of path out of the output
+// while it works; failures still show.
+var quietLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+// PathStats returns, for each of the task's dual connections to its peers,
+// the calls and bytes each path carried and the current crossover.
+func (s *Server) PathStats() []afxdprpc.PathStats {
+	var out []afxdprpc.PathStats
+	for _, d := range s.duals {
+		out = append(out, d.Stats()...)
+	}
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -32,6 +31,9 @@ type LocalOptions struct {
 	// calls stay on Net over loopback. It needs root; StartLocal fails
 	// with the reason when it cannot.
 	AFXDP bool
+	// AFXDPPath chooses, per call, between a fabric link's AF_XDP session
+	// and TCP when Net is TCP (see ServeAFXDP's fabricRoute).
+	AFXDPPath afxdprpc.PathPolicy
 	// Metrics, when set, counts every task's calls and packet endpoints.
 	Metrics *metrics.Metrics
 	// Pcap, when set, receives the frames of every task's packet path
@@ -62,6 +64,7 @@ type Local struct {
 	// PeerTransport says what carries the tasks' calls to each other.
 	PeerTransport string
 	fabric        *vethnet.Fabric
+	pathPolicy    afxdprpc.PathPolicy
 }
 
 // StartLocal starts the cluster opts describes. On error, what it had
@@ -132,6 +135,7 @@ func (l *Local) start(opts LocalOptions) error {
 		return err
 	}
 	if opts.AFXDP {
+		l.pathPolicy = opts.AFXDPPath
 		if !protocol.UsesStar() {
 			return fmt.Errorf("AF_XDP carries the starwire worker service, which protocol %s does not use", protocol)
 		}
@@ -175,17 +179,11 @@ func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server, all
 				return fmt.Errorf("xdp allowlist of the link of %s and %s: %w", link.PS.Task, link.Worker.Task, err)
 			}
 		}
-		if wrk.routes == nil {
-			wrk.routes = make(map[string]route)
-		}
-		wrk.routes[link.PS.Task] = route{afxdprpc.Transport(ep), netip.AddrPortFrom(link.PS.Addr, xdpPort).String()}
+		wrk.fabricRoute(srv, ep, link.PS.Addr, l.pathPolicy)
 		wrk.PeerTransport = "AF_XDP over veth pairs to the parameter servers"
 		// A server pulls from a worker too: the ids of its shard and their
 		// gradients, in a sharded embedding lookup.
-		if srv.routes == nil {
-			srv.routes = make(map[string]route)
-		}
-		srv.routes[link.Worker.Task] = route{afxdprpc.Transport(psEP), netip.AddrPortFrom(link.Worker.Addr, xdpPort).String()}
+		srv.fabricRoute(wrk, psEP, link.Worker.Addr, l.pathPolicy)
 		srv.PeerTransport = "AF_XDP over veth pairs to the workers"
 	}
 	l.PeerTransport = fmt.Sprintf("AF_XDP over %d veth pairs, one per worker and server, each task in its own network namespace", len(f.Links))

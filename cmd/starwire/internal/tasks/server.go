@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/metrics"
@@ -62,6 +63,7 @@ type Server struct {
 	xdpEPs  []io.Closer
 	peerTr  rpc.Transport    // overrides starTr for peer calls
 	routes  map[string]route // overrides the layout for some peers
+	duals   []*afxdprpc.DualTransport
 	grpcSrv *grpc.Server
 	starSrv *rpc.Server
 	worker  *handlers.Worker
