@@ -56,7 +56,7 @@ type command struct {
 // taskEnv is what a command that runs tasks reads.
 var taskEnv = []string{
 	envvar.TFConfig, envvar.EndpointMapPath, envvar.CoreNumber, envvar.PSCoreNumber, envvar.WorkerCoreNumber,
-	envvar.PSPolling, envvar.WorkerPolling, envvar.PSDisablePin, envvar.WorkerDisablePin,
+	envvar.PSPolling, envvar.WorkerPolling, envvar.PSDisablePin, envvar.WorkerDisablePin, envvar.AFXDPPath,
 	envvar.TLSDir, envvar.TLSCert, envvar.TLSKey, envvar.TLSCA,
 }
 

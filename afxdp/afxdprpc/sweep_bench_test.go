@@ -1,0 +1,152 @@
+package afxdprpc_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+)
+
+var sweepSink = rpc.NewMethod("afxdprpc.test.Sink")
+
+// sweepPolicies are the clients the sweep compares: TCP alone, AF_XDP
+// alone, and the dual connection choosing per call.
+var sweepPolicies = []struct {
+	name   string
+	policy afxdprpc.PathPolicy
+}{
+	{"tcp", afxdprpc.PathPolicy{Mode: afxdprpc.PathTCPOnly}},
+	{"afxdp", afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}},
+	{"dual", afxdprpc.PathPolicy{}},
+}
+
+// BenchmarkDualSizeSweep sends one tensor per call, sequentially, of each
+// size from 64 B to 16 MiB, between two network namespaces over one veth
+// pair (copy mode), from three clients of one dual server: TCP alone,
+// AF_XDP alone, and a dual connection in auto mode. Within a size the
+// clients take turns, a fifth of the calls at a time, so that the load on
+// the machine falls on the three alike; each reports MB/s, and dual/best
+// is the dual connection's rate over the faster path's:
+//
+//	go test ./afxdp/afxdprpc -run '^$' -bench DualSizeSweep -benchtime 40x
+func BenchmarkDualSizeSweep(b *testing.B) {
+	p := netns.NewForTest(b, netns.Options{})
+	const port = 7714
+	open := func(e *netns.End) *afxdp.Group {
+		var g *afxdp.Group
+		if err := e.Do(func() error {
+			var path string
+			var fallback, err error
+			g, path, fallback, err = afxdp.Open(e.Link, port, afxdp.Options{}, afxdp.XSKOptions{})
+			if err == nil && path != afxdp.PathXDP {
+				g.Close()
+				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, fallback)
+			}
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { g.Close() })
+		return g
+	}
+	srvG, cliG := open(p.B), open(p.A)
+	var addr string
+	if err := p.B.Do(func() error {
+		tl, err := afxdprpc.Dual(&rpc.TCP{}, srvG, afxdprpc.DualOptions{Path: afxdp.PathXDP}).Listen(p.B.Addr.String() + ":0")
+		if err != nil {
+			return err
+		}
+		s := rpc.NewServer()
+		s.Register(sweepSink, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error { return nil }, rpc.HandlerOptions{Inline: true})
+		go s.Serve(tl)
+		b.Cleanup(func() { s.Close() })
+		addr = tl.Addr().String()
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	clients := make([]*rpc.Client, len(sweepPolicies))
+	for i, sp := range sweepPolicies {
+		tr := afxdprpc.Dual(&nsTCP{end: p.A}, cliG, afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: sp.policy})
+		clients[i] = rpc.NewClient(addr, rpc.ClientOptions{Transport: tr})
+		b.Cleanup(func() { clients[i].Close() })
+		waitBypass(b, clients[i])
+	}
+	for size := 64; size <= 16<<20; size *= 4 {
+		b.Run(sizeName(size), func(b *testing.B) {
+			data := pattern(size, 5)
+			req := rpc.Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(size)}, Data: data}}}
+			call := func(c *rpc.Client) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				var r rpc.Reply
+				if err := c.Call(ctx, sweepSink, &req, &r); err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+			// The dual connection learns the size before it is timed, as
+			// a job's connection has long before its thousandth call.
+			for range 12 {
+				call(clients[2])
+			}
+			var spent [3]time.Duration
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			turn := max(b.N/5, 1)
+			for done := 0; done < b.N; done += turn {
+				n := min(turn, b.N-done)
+				for i, c := range clients {
+					t0 := time.Now()
+					for range n {
+						call(c)
+					}
+					spent[i] += time.Since(t0)
+				}
+			}
+			b.StopTimer()
+			var rate [3]float64
+			for i := range rate {
+				rate[i] = float64(b.N) * float64(size) / spent[i].Seconds() / 1e6
+				b.ReportMetric(rate[i], sweepPolicies[i].name+"-MB/s")
+			}
+			b.ReportMetric(rate[2]/max(rate[0], rate[1]), "dual/best")
+		})
+	}
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// waitBypass calls until the client's connection has its packet session.
+func waitBypass(b *testing.B, c *rpc.Client) {
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Stats().Path != afxdp.PathXDP {
+		if time.Now().After(deadline) {
+			b.Fatalf("no AF_XDP session after 5s (path %q)", c.Stats().Path)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		var r rpc.Reply
+		err := c.Call(ctx, sweepSink, &rpc.Request{Meta: []byte("x")}, &r)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Release()
+		time.Sleep(5 * time.Millisecond) // a poll: the session opens in the background
+	}
+}
