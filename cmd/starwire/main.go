@@ -65,7 +65,7 @@ var taskEnv = []string{
 var commandEnv = map[string][]string{
 	"train":     taskEnv,
 	"serve":     taskEnv,
-	"staleness": {envvar.CoreNumber},
+	"staleness": {envvar.CoreNumber, envvar.AFXDPPath},
 	"bench":     {envvar.CoreNumber},
 	"health":    {envvar.TLSDir, envvar.TLSCert, envvar.TLSKey, envvar.TLSCA},
 	// cluster passes the knobs to its tasks, and gives them TF_CONFIG and
