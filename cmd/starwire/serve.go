@@ -148,12 +148,15 @@ func (f *serveFlags) joinRegistry(ctx context.Context, set map[string]bool, tr t
 	if s.StarAddr != "" {
 		addrs[cluster.AddrStar] = s.StarAddr
 	}
-	if err := cluster.Register(f.registryDir, f.job, f.index, addrs); err != nil {
+	// A lease: killed with SIGKILL, the task leaves its file behind, which
+	// others ignore once it goes unrenewed (at once on this machine).
+	lease, err := cluster.RegisterLease(f.registryDir, f.job, f.index, addrs, 0)
+	if err != nil {
 		s.Close()
 		return nil, layout, fmt.Errorf("serve: %w", err)
 	}
 	s.OnClose(func() {
-		if err := cluster.Deregister(f.registryDir, f.job, f.index, addrs); err != nil {
+		if err := lease.Close(); err != nil {
 			fmt.Fprintf(os.Stderr, "starwire: serve: %v\n", err)
 		}
 	})

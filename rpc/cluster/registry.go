@@ -49,6 +49,10 @@ type registration struct {
 	Job   string            `json:"job"`
 	Task  int               `json:"task"`
 	Addrs map[string]string `json:"addrs"`
+	// Owner is the process that registered, when it could tell; LeaseMS
+	// its lease in milliseconds, 0 for none (see stale).
+	Owner   *owner `json:"owner,omitempty"`
+	LeaseMS int64  `json:"lease_ms,omitempty"`
 }
 
 // Register publishes the addresses of task task of job in the registry
@@ -63,13 +67,19 @@ type registration struct {
 // network file systems with close-to-open consistency. Registering again
 // replaces the task's previous addresses.
 //
-// Use a fresh directory for every launch: files a previous launch left would
-// be taken for this one's.
+// The registration is valid while the calling process lives: Wait ignores
+// it once that process has ended, where it can tell (the same machine and
+// PID namespace); RegisterLease makes that tell everywhere. Register from
+// the task's own process.
 func Register(dir, job string, task int, addrs map[string]string) error {
+	return register(dir, job, task, addrs, 0)
+}
+
+func register(dir, job string, task int, addrs map[string]string, lease time.Duration) error {
 	if err := checkRegistration(job, task, addrs); err != nil {
 		return fmt.Errorf("cluster: register %s in %s: %w", TaskName(job, task), dir, err)
 	}
-	data, err := json.Marshal(registration{Job: job, Task: task, Addrs: addrs})
+	data, err := json.Marshal(registration{Job: job, Task: task, Addrs: addrs, Owner: thisProcess(), LeaseMS: lease.Milliseconds()})
 	if err != nil {
 		return fmt.Errorf("cluster: register %s: %w", TaskName(job, task), err)
 	}
@@ -158,7 +168,10 @@ type Roster struct {
 // cannot be right (a task index beyond its job's count, a malformed file, a
 // duplicate address) fails at once instead of waiting for the deadline.
 // A task's file is read once: registrations replaced after Wait read
-// them are not seen.
+// them are not seen. A stale registration (its process has ended, or its
+// lease ran out: see Register and RegisterLease) is ignored, and one that
+// goes stale while Wait waits for others is dropped again; the error of a
+// Wait that gives up says why (ErrStale).
 func Wait(ctx context.Context, dir string, jobs map[string]int) (Roster, error) {
 	if err := checkExpected(jobs); err != nil {
 		return Roster{}, fmt.Errorf("cluster: wait for cluster in %s: %w", dir, err)
@@ -169,6 +182,7 @@ func Wait(ctx context.Context, dir string, jobs map[string]int) (Roster, error) 
 		defer cancel()
 	}
 	found := make(map[string]registration)
+	ignored := make(map[string]error)
 	total := 0
 	for _, n := range jobs {
 		total += n
@@ -178,11 +192,14 @@ func Wait(ctx context.Context, dir string, jobs map[string]int) (Roster, error) 
 	for wait := registryPollMin; ; wait = min(2*wait, registryPollMax) {
 		select {
 		case <-ctx.Done():
-			return Roster{}, incompleteError(ctx, dir, jobs, found, total)
+			return Roster{}, incompleteError(ctx, dir, jobs, found, ignored, total)
 		case <-timer.C:
 		}
-		if err := scanRegistry(dir, jobs, found); err != nil {
+		if err := scanRegistry(dir, jobs, found, ignored); err != nil {
 			return Roster{}, fmt.Errorf("cluster: wait for cluster in %s: %w", dir, err)
+		}
+		if len(found) == total {
+			recheck(dir, found, ignored)
 		}
 		if len(found) == total {
 			r, err := buildRoster(dir, jobs, found)
@@ -212,7 +229,10 @@ func checkExpected(jobs map[string]int) error {
 
 // scanRegistry reads the registration files in dir not yet in found. A
 // directory not yet created means no task has registered.
-func scanRegistry(dir string, jobs map[string]int, found map[string]registration) error {
+//
+// A stale registration (see stale) is left out, and why is kept in
+// ignored for the message of a Wait that gives up.
+func scanRegistry(dir string, jobs map[string]int, found map[string]registration, ignored map[string]error) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -247,9 +267,25 @@ func scanRegistry(dir string, jobs map[string]int, found map[string]registration
 		if reg.Job != job || reg.Task != task {
 			return fmt.Errorf("%s: holds %s", name, TaskName(reg.Job, reg.Task))
 		}
+		if err := stale(filepath.Join(dir, name), reg); err != nil {
+			ignored[name] = err
+			continue
+		}
+		delete(ignored, name)
 		found[name] = reg
 	}
 	return nil
+}
+
+// recheck drops from found the registrations that have gone stale since
+// they were read: a task that died while Wait waited for others.
+func recheck(dir string, found map[string]registration, ignored map[string]error) {
+	for name, reg := range found {
+		if err := stale(filepath.Join(dir, name), reg); err != nil {
+			delete(found, name)
+			ignored[name] = err
+		}
+	}
 }
 
 func readRegistration(path string) (registration, error) {
@@ -293,12 +329,17 @@ func buildRoster(dir string, jobs map[string]int, found map[string]registration)
 	return r, nil
 }
 
-func incompleteError(ctx context.Context, dir string, jobs map[string]int, found map[string]registration, total int) error {
+func incompleteError(ctx context.Context, dir string, jobs map[string]int, found map[string]registration, ignored map[string]error, total int) error {
 	var missing []string
 	for _, job := range slices.Sorted(maps.Keys(jobs)) {
 		for task := range jobs[job] {
-			if _, ok := found[registryFile(job, task)]; !ok {
-				missing = append(missing, TaskName(job, task))
+			name := registryFile(job, task)
+			if _, ok := found[name]; !ok {
+				m := TaskName(job, task)
+				if err := ignored[name]; err != nil {
+					m += " (" + err.Error() + ")"
+				}
+				missing = append(missing, m)
 			}
 		}
 	}

@@ -1,0 +1,240 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// helperEnv makes the test binary a task that registers and waits to be
+// killed (see TestMain).
+const helperEnv = "STARWIRE_REGISTRY_HELPER_DIR"
+
+// TestMain runs the tests, or, in a child process startRegistered starts,
+// the helper task.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(helperEnv); dir != "" {
+		if err := Register(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:1234"}); err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString("registered\n")
+		for {
+			time.Sleep(time.Hour) // until killed; a bare select would be a deadlock to the runtime
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// startRegistered starts a helper task that registers ps 0 in dir, and
+// returns once it has.
+func startRegistered(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	buf := make([]byte, 64)
+	out.(*os.File).SetReadDeadline(time.Now().Add(30 * time.Second))
+	if n, err := out.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "registered") {
+		t.Fatalf("the helper task did not register: %q %v", buf[:n], err)
+	}
+	return cmd
+}
+
+// TestKilledTaskIgnored: a task killed with SIGKILL leaves its file, but
+// Wait ignores it, saying why, and takes the task's next registration.
+func TestKilledTaskIgnored(t *testing.T) {
+	if thisProcess() == nil {
+		t.Skip("no /proc: processes cannot be looked up")
+	}
+	dir := t.TempDir()
+	cmd := startRegistered(t, dir)
+	// Alive, it counts.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := Wait(ctx, dir, map[string]int{"ps": 1}); err != nil {
+		t.Fatalf("a live task's registration: %v", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(dir, "ps.0.json")); err != nil {
+		t.Fatalf("the killed task's file: %v", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	_, err := Wait(ctx2, dir, map[string]int{"ps": 1})
+	want := "/job:ps/replica:0/task:0 (stale registration: process " + strconv.Itoa(cmd.Process.Pid) + " has ended)"
+	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Wait after the task was killed: %v; want ErrIncomplete naming %q", err, want)
+	}
+	// Restarted, the task registers again and counts.
+	if err := Register(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:5678"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Wait(ctx, dir, map[string]int{"ps": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := r.Cluster.Lookup("ps", 0); a != "127.0.0.1:5678" {
+		t.Errorf("ps 0 at %s, want the restarted task's address", a)
+	}
+}
+
+// TestTaskKilledWhileWaiting: a task that registered, then died while
+// Wait waited for the others, is not handed out.
+func TestTaskKilledWhileWaiting(t *testing.T) {
+	if thisProcess() == nil {
+		t.Skip("no /proc: processes cannot be looked up")
+	}
+	dir := t.TempDir()
+	cmd := startRegistered(t, dir)
+	found, ignored := map[string]registration{}, map[string]error{}
+	jobs := map[string]int{"ps": 1, "worker": 1}
+	if err := scanRegistry(dir, jobs, found, ignored); err != nil || len(found) != 1 {
+		t.Fatalf("scan: %v, found %v", err, found)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	recheck(dir, found, ignored)
+	if len(found) != 0 || !errors.Is(ignored["ps.0.json"], ErrStale) {
+		t.Errorf("after the kill: found %v, ignored %v", found, ignored)
+	}
+	// And so Wait, finding the worker, does not return the dead ps.
+	if err := Register(dir, "worker", 0, map[string]string{AddrGRPC: "127.0.0.1:1000"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := Wait(ctx, dir, jobs); !errors.Is(err, ErrIncomplete) {
+		t.Errorf("Wait returned a cluster with a dead task: %v", err)
+	}
+}
+
+// writeRegistration writes a registration file as another process would.
+func writeRegistration(t *testing.T, dir string, reg registration, mtime time.Time) {
+	t.Helper()
+	data, err := json.Marshal(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, registryFile(reg.Job, reg.Task))
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStaleRegistrations: a lease not renewed in time, and a PID reused
+// by another process, make a registration stale; a lease renewed in time,
+// and a process elsewhere, do not.
+func TestStaleRegistrations(t *testing.T) {
+	me := thisProcess()
+	if me == nil {
+		t.Skip("no /proc")
+	}
+	elsewhere := &owner{Boot: "another machine", PIDNS: me.PIDNS, PID: 1, Start: 1}
+	reused := &owner{Boot: me.Boot, PIDNS: me.PIDNS, PID: me.PID, Start: me.Start + 1}
+	now := time.Now()
+	for _, tc := range []struct {
+		name  string
+		reg   registration
+		mtime time.Time
+		want  string // "" for valid
+	}{
+		{"lease run out", registration{Owner: elsewhere, LeaseMS: 1000}, now.Add(-5 * time.Second), "not renewed for 5s (lease 1s)"},
+		{"lease renewed", registration{Owner: elsewhere, LeaseMS: 1000}, now, ""},
+		{"no lease, elsewhere", registration{Owner: elsewhere}, now.Add(-time.Hour), ""},
+		{"no owner", registration{}, now.Add(-time.Hour), ""},
+		{"PID reused", registration{Owner: reused}, now, "process " + strconv.Itoa(me.PID) + " has ended (its PID is another's now)"},
+		{"this process", registration{Owner: me, LeaseMS: 60000}, now, ""},
+	} {
+		dir := t.TempDir()
+		tc.reg.Job, tc.reg.Task, tc.reg.Addrs = "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:1000"}
+		writeRegistration(t, dir, tc.reg, tc.mtime)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err := Wait(ctx, dir, map[string]int{"ps": 1})
+		cancel()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (!errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want ErrIncomplete naming %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestLease: the lease renews the file's time, stops when another process
+// replaces the registration, and deregisters on Close.
+func TestLease(t *testing.T) {
+	dir := t.TempDir()
+	addrs := map[string]string{AddrGRPC: "127.0.0.1:1000"}
+	l, err := RegisterLease(dir, "worker", 0, addrs, 30*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "worker.0.json")
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, past, past); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.ModTime().After(past.Add(time.Minute)) {
+			break // renewed
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lease was not renewed in 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the registration outlived Close: %v", err)
+	}
+
+	l, err = RegisterLease(dir, "worker", 0, addrs, 30*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := map[string]string{AddrGRPC: "127.0.0.1:2000"}
+	if err := Register(dir, "worker", 0, theirs); err != nil {
+		t.Fatal(err)
+	}
+	for l.Err() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the lease kept renewing another's registration")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !strings.Contains(l.Err().Error(), "replaced by another registration") {
+		t.Errorf("Err = %v", l.Err())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := readRegistration(path)
+	if err != nil || reg.Addrs[AddrGRPC] != theirs[AddrGRPC] {
+		t.Errorf("Close removed the replacement: %v %v", reg, err)
+	}
+}
