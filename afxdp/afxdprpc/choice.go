@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,9 +130,9 @@ const (
 	viaBypass
 )
 
-// Auto mode's parameters. A class's estimate of a path is the moving
-// average of its calls' cost: round-trip time divided by the calls the
-// path had in flight when it was sent (with itself), so that a path
+// Auto mode's parameters. A class's estimate of a path is the median of
+// its last calls' costs: round-trip time divided by the calls the path had
+// in flight when it was sent (with itself), so that a path
 // carrying many calls at once is judged by the rate it completes them and a
 // lone call by its latency. A class first alternates until both paths have
 // minSamples, then takes the cheaper, leaving it only for one cheaper by
@@ -143,8 +144,6 @@ const (
 	probeMin     = 16
 	probeMax     = 1024
 	switchMargin = 0.9
-	ewmaWeight   = 0.25
-	probeWeight  = 0.5
 )
 
 // priorBypassBelow is where the bypass takes a class before either path is
@@ -152,9 +151,30 @@ const (
 // only the first call of each.
 const priorBypassBelow = 64 << 10
 
+// estimate holds a path's last costs for one size class. Its cost is
+// their median: a call that waited for a CPU behind other work costs many
+// times the usual, and a mean would take such an outlier for the path.
 type estimate struct {
-	cost float64 // ns per call, averaged
+	last [estimateWindow]float64 // ns per call
 	n    uint32
+}
+
+const estimateWindow = 8
+
+func (e *estimate) add(ns float64) {
+	e.last[e.n%estimateWindow] = ns
+	e.n++
+}
+
+func (e *estimate) cost() float64 {
+	m := int(min(e.n, estimateWindow))
+	if m == 0 {
+		return 0
+	}
+	var s [estimateWindow]float64
+	copy(s[:], e.last[:m])
+	slices.Sort(s[:m])
+	return s[m/2]
 }
 
 // inflightSlots bounds the calls the chooser times at once; a call whose
@@ -329,31 +349,22 @@ func (c *chooser) answered(h *wire.Header) {
 // and chooses the class's path again.
 func (c *chooser) sample(bypass bool, k int, ns float64) {
 	cur := c.bypass[k]
-	e := &c.est[b2i(bypass)][k]
-	switch {
-	case e.n == 0:
-		e.cost = ns
-	case bypass == cur:
-		e.cost += (ns - e.cost) * ewmaWeight
-	default:
-		// Probes are rare: each weighs more, and one that beats the
-		// choice brings the next sooner.
-		e.cost += (ns - e.cost) * probeWeight
-		if ns < c.est[b2i(cur)][k].cost*switchMargin {
-			c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
-		}
-	}
-	e.n++
-	mine, other := c.est[b2i(cur)][k], c.est[b2i(!cur)][k]
+	c.est[b2i(bypass)][k].add(ns)
+	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
 	if mine.n < minSamples || other.n < minSamples {
 		return
 	}
+	mc := mine.cost()
 	switch {
-	case other.cost < mine.cost*switchMargin:
+	case other.cost() < mc*switchMargin:
 		c.bypass[k] = !cur
 		c.probeGap[k], c.sinceLog[k] = probeMin, 0
-	case bypass != cur && ns >= mine.cost*switchMargin:
-		// A probe of the other path that confirmed the choice.
+	case bypass == cur:
+	case ns < mc*switchMargin:
+		// A probe that beat the choice: the next comes sooner.
+		c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
+	default:
+		// A probe that confirmed the choice.
 		c.probeGap[k] = min(c.probeGap[k]*2, probeMax)
 	}
 }

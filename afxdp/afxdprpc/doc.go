@@ -16,7 +16,7 @@
 // expected: the size of the answers last seen for the same method and
 // request size class (a RecvTensor request is small, its answer a
 // tensor). Under PathAuto, the default, the connection times its own calls:
-// per power-of-two size class and path, a moving average of round trip
+// per power-of-two size class and path, the median of the last round trips
 // divided by the calls the path had in flight, which is a lone call's
 // latency and a busy path's time per completed call. Each class first
 // alternates between the paths, then sends its calls over the cheaper one

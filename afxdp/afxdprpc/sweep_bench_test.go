@@ -30,11 +30,11 @@ var sweepPolicies = []struct {
 // size from 64 B to 16 MiB, between two network namespaces over one veth
 // pair (copy mode), from three clients of one dual server: TCP alone,
 // AF_XDP alone, and a dual connection in auto mode. Within a size the
-// clients take turns, a fifth of the calls at a time, so that the load on
-// the machine falls on the three alike; each reports MB/s, and dual/best
-// is the dual connection's rate over the faster path's:
+// clients take turns call by call, in a rotating order, so that the load
+// on the machine falls on the three alike; each reports MB/s, and dual/best is the dual
+// connection's rate over the faster path's:
 //
-//	go test ./afxdp/afxdprpc -run '^$' -bench DualSizeSweep -benchtime 40x
+//	go test ./afxdp/afxdprpc -run '^$' -bench DualSizeSweep -benchtime 1s
 func BenchmarkDualSizeSweep(b *testing.B) {
 	p := netns.NewForTest(b, netns.Options{})
 	const port = 7714
@@ -72,8 +72,10 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 		b.Fatal(err)
 	}
 	clients := make([]*rpc.Client, len(sweepPolicies))
+	var dual *afxdprpc.DualTransport
 	for i, sp := range sweepPolicies {
 		tr := afxdprpc.Dual(&nsTCP{end: p.A}, cliG, afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: sp.policy})
+		dual = tr // the last is auto's
 		clients[i] = rpc.NewClient(addr, rpc.ClientOptions{Transport: tr})
 		b.Cleanup(func() { clients[i].Close() })
 		waitBypass(b, clients[i])
@@ -96,18 +98,19 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 			for range 12 {
 				call(clients[2])
 			}
+			before := dual.Stats()[0]
 			var spent [3]time.Duration
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			b.ResetTimer()
-			turn := max(b.N/5, 1)
-			for done := 0; done < b.N; done += turn {
-				n := min(turn, b.N-done)
-				for i, c := range clients {
+			for n := range b.N {
+				// Each client follows each of the others as often: a
+				// call just after one over AF_XDP shares the CPUs with
+				// its reactors while they still poll.
+				for j := range clients {
+					i := (n + j) % len(clients)
 					t0 := time.Now()
-					for range n {
-						call(c)
-					}
+					call(clients[i])
 					spent[i] += time.Since(t0)
 				}
 			}
@@ -118,6 +121,10 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 				b.ReportMetric(rate[i], sweepPolicies[i].name+"-MB/s")
 			}
 			b.ReportMetric(rate[2]/max(rate[0], rate[1]), "dual/best")
+			after := dual.Stats()[0]
+			bypassed, tcp := after.BypassCalls-before.BypassCalls, after.TCPCalls-before.TCPCalls
+			b.ReportMetric(float64(bypassed)/float64(max(bypassed+tcp, 1)), "dual-afxdp-share")
+			b.Logf("dual: crossover %d, over TCP %v", after.Crossover, after.TCPClasses)
 		})
 	}
 }
