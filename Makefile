@@ -3,7 +3,7 @@ PKGS    ?= ./...
 # Packages cheap enough to run under the race detector on a 2-core machine.
 RACE_PKGS ?= ./wire/... ./rpc/... ./handlers/... ./internal/...
 
-.PHONY: all build test race bench bench-smoke generate vet fmt demo soak
+.PHONY: all build test race bench bench-smoke generate vet fmt demo soak fuzz fuzz-smoke
 
 all: build
 
@@ -25,6 +25,19 @@ BENCH_OUT ?= $(or $(TMPDIR),/tmp)/starwire-bench-smoke
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem -timeout 20m $(PKGS)
 	$(GO) run ./cmd/starwire bench --smoke --out $(BENCH_OUT)
+
+# fuzz runs every fuzz target (func FuzzX in a _test.go file) for FUZZTIME
+# each; FUZZ=regexp narrows them. A failure leaves its input in the package's
+# testdata/fuzz, which plain go test then runs as a test.
+FUZZTIME ?= 1m
+FUZZ     ?= .
+fuzz:
+	FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' ./.ci/fuzz
+
+# fuzz-smoke is CI's: each target a few seconds, so that a change that makes
+# one fail at once cannot land.
+fuzz-smoke:
+	FUZZTIME=2s ./.ci/fuzz
 
 generate:
 	$(GO) generate ./...
