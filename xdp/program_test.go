@@ -22,7 +22,7 @@ var (
 	ipC  = net.IP{198, 18, 200, 3}
 )
 
-func serialize(t *testing.T, ls ...gopacket.SerializableLayer) []byte {
+func serialize(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
 	t.Helper()
 	buf := gopacket.NewSerializeBuffer()
 	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
@@ -39,7 +39,7 @@ func ip4(src net.IP, proto layers.IPProtocol) *layers.IPv4 {
 	return &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: proto, SrcIP: src, DstIP: ipB}
 }
 
-func udpFrame(t *testing.T, src net.IP, dport uint16, opts ...layers.IPv4Option) []byte {
+func udpFrame(t testing.TB, src net.IP, dport uint16, opts ...layers.IPv4Option) []byte {
 	ip := ip4(src, layers.IPProtocolUDP)
 	ip.Options = opts
 	udp := &layers.UDP{SrcPort: 40000, DstPort: layers.UDPPort(dport)}
