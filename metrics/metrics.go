@@ -10,6 +10,7 @@ type Metrics struct {
 	reg            *prometheus.Registry
 	client, server *side
 	packets        *packetCollector
+	tls            tlsCollector
 }
 
 // New returns Metrics registered in a registry of their own, which also

@@ -11,6 +11,9 @@ import (
 func (s *Server) export(layout *Layout) {
 	m := s.Metrics
 	layout.Interceptors = append(layout.Interceptors[:len(layout.Interceptors):len(layout.Interceptors)], m.ClientInterceptor())
+	if layout.TLS != nil {
+		m.AddTLS(layout.TLS)
+	}
 	if ep, ok := s.starC.(metrics.EndpointStats); ok {
 		m.AddEndpoint(s.Task()+"@"+s.StarAddr, afxdp.PathUDP, ep)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/internal/tlstest"
+	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -36,7 +37,8 @@ func TestMutualTLSRefuses(t *testing.T) {
 	files := tlsFiles(ca.Dir(t, filepath.Join(dir, "task")))
 	var log lockedBuffer
 	files.Logger = slog.New(slog.NewTextHandler(&log, nil))
-	l, err := StartLocal(LocalOptions{PS: 1, Workers: 1, Protocol: cluster.ProtocolGRPCSeastar, Dir: dir, Logger: quiet, TLS: files})
+	m := metrics.New()
+	l, err := StartLocal(LocalOptions{PS: 1, Workers: 1, Protocol: cluster.ProtocolGRPCSeastar, Dir: dir, Logger: quiet, TLS: files, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +106,9 @@ func TestMutualTLSRefuses(t *testing.T) {
 			t.Errorf("the task counted %d refusals of the client with %s, want one per port at least", n, bad.name)
 		}
 	}
+	if got, want := counterValue(t, m, "starwire_tls_refused_total"), float64(files.Refusals()); got != want || got < 4 {
+		t.Errorf("starwire_tls_refused_total = %v, want the %v refusals counted (4 at least)", got, want)
+	}
 	for _, want := range []string{"client certificate: x509: certificate signed by unknown authority", "client presented no certificate", "peer=127.0.0.1:"} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the task's log lacks %q:\n%s", want, log.String())
@@ -144,4 +149,22 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// counterValue returns the sum of the named metric's series.
+func counterValue(t *testing.T, m *metrics.Metrics, name string) float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, s := range f.GetMetric() {
+				sum += s.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
