@@ -2,8 +2,11 @@ package main
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/internal/tlstest"
@@ -59,5 +62,54 @@ func TestTLSFlagErrors(t *testing.T) {
 	code, _, errOut = runMain(t, "health", "--addr", "127.0.0.1:1")
 	if code != 2 || !strings.Contains(errOut, envvar.TLSCA+"=") {
 		t.Errorf("a CA bundle that is not there: exit %d: %s", code, errOut)
+	}
+}
+
+// TestServeOverMutualTLS runs a ps and a worker as serve processes with
+// mutual TLS from a secret directory in their environment, probes them with
+// health over both ports, with and without the certificates, and trains
+// against them.
+func TestServeOverMutualTLS(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	tlstest.NewCA(t, "cluster CA").Dir(t, secret)
+	reg := t.TempDir()
+	env := []string{envvar.TLSDir + "=" + secret}
+	var servers []*process
+	for _, job := range []string{"ps", "worker"} {
+		servers = append(servers, startBinary(t, env, "serve", "--job", job, "--task", "0", "--ps", "1", "--workers", "1",
+			"--registry_dir", reg, "--report", "0"))
+	}
+	var grpcAddr, starAddr string
+	for _, s := range servers {
+		line := s.waitLine(t, regexp.MustCompile(`serving: `), 30*time.Second)
+		if !strings.Contains(line, "mutual TLS 1.3 on gRPC and starwire over TCP") {
+			t.Errorf("serve does not say it uses TLS: %s", line)
+		}
+		if m := regexp.MustCompile(`serving: grpc (\S+), starwire (\S+) `).FindStringSubmatch(line); m != nil {
+			grpcAddr, starAddr = strings.TrimSuffix(m[1], ","), m[2]
+		}
+	}
+	if grpcAddr == "" {
+		t.Fatal("no addresses in the serving lines")
+	}
+	for _, args := range [][]string{{"--addr", grpcAddr}, {"--starwire", "--addr", starAddr}} {
+		if code, out, errOut := runBinary(t, env, append([]string{"health", "--timeout", "5s"}, args...)...); code != 0 || !strings.Contains(out, "SERVING") {
+			t.Errorf("health %v with the certificates: exit %d: %s%s", args, code, out, errOut)
+		}
+		if code, _, _ := runBinary(t, nil, append([]string{"health", "--timeout", "2s"}, args...)...); code == 0 {
+			t.Errorf("health %v in plaintext was answered", args)
+		}
+	}
+	code, out, errOut := runBinary(t, env, "train", "--registry_dir", reg, "--ps", "1", "--workers", "1", "--steps", "50", "--vocab", "5000", "--held_out", "1024", "--connect_timeout", "20s")
+	if code != 0 {
+		t.Fatalf("train: exit %d: %s\n%s", code, errOut, out)
+	}
+	if initial, final := heldOutLoss(t, out); final >= initial {
+		t.Errorf("held-out loss %.4f -> %.4f", initial, final)
+	}
+	for _, s := range servers {
+		if code := s.stop(t, syscall.SIGTERM); code != 0 {
+			t.Errorf("serve exited %d on SIGTERM:\n%s", code, s.stderr.String())
+		}
 	}
 }
