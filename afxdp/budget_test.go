@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/bufpool"
 	"github.com/starwire/starwire/wire"
 )
@@ -18,24 +19,24 @@ import (
 type rawPeer struct {
 	l   *afxdp.MemLink
 	to  netip.AddrPort
-	pkt [afxdp.HeaderLen + 256]byte
+	pkt [protocol.HeaderLen + 256]byte
 	rx  [64]afxdp.Datagram
 }
 
-func (p *rawPeer) send(t *testing.T, h afxdp.PacketHeader, data []byte) {
+func (p *rawPeer) send(t *testing.T, h protocol.PacketHeader, data []byte) {
 	t.Helper()
 	h.Length = uint16(len(data))
 	buf := p.l.TxBuffer()
-	afxdp.PutHeader(buf, &h)
-	copy(buf[afxdp.HeaderLen:], data)
-	p.l.Queue(afxdp.HeaderLen+len(data), p.to)
+	protocol.PutHeader(buf, &h)
+	copy(buf[protocol.HeaderLen:], data)
+	p.l.Queue(protocol.HeaderLen+len(data), p.to)
 	if err := p.l.Flush(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // await receives until a packet for session id satisfies ok.
-func (p *rawPeer) await(t *testing.T, id uint64, what string, ok func(afxdp.PacketHeader) bool) {
+func (p *rawPeer) await(t *testing.T, id uint64, what string, ok func(protocol.PacketHeader) bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -44,7 +45,7 @@ func (p *rawPeer) await(t *testing.T, id uint64, what string, ok func(afxdp.Pack
 			t.Fatal(err)
 		}
 		for _, d := range p.rx[:n] {
-			if h, _, err := afxdp.DecodeHeader(d.Data); err == nil && h.Session == id && ok(h) {
+			if h, _, err := protocol.DecodeHeader(d.Data); err == nil && h.Session == id && ok(h) {
 				return
 			}
 		}
@@ -58,9 +59,9 @@ func (p *rawPeer) await(t *testing.T, id uint64, what string, ok func(afxdp.Pack
 // open completes the handshake of session id.
 func (p *rawPeer) open(t *testing.T, id uint64) {
 	t.Helper()
-	p.send(t, afxdp.PacketHeader{Type: afxdp.TypeOpen, Session: id, Window: 64, Offset: 1472}, nil)
-	p.await(t, id, "answer to OPEN", func(h afxdp.PacketHeader) bool { return h.Flags&afxdp.FlagSize != 0 })
-	p.send(t, afxdp.PacketHeader{Type: afxdp.TypeAck, Session: id, Window: 64}, nil)
+	p.send(t, protocol.PacketHeader{Type: protocol.TypeOpen, Session: id, Window: 64, Offset: 1472}, nil)
+	p.await(t, id, "answer to OPEN", func(h protocol.PacketHeader) bool { return h.Flags&protocol.FlagSize != 0 })
+	p.send(t, protocol.PacketHeader{Type: protocol.TypeAck, Session: id, Window: 64}, nil)
 }
 
 // head is the head of a frame carrying one tensor of size bytes, whose
@@ -98,7 +99,7 @@ func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 
 	for id := uint64(1); id <= 6; id++ {
 		p.open(t, id)
-		p.send(t, afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst, Session: id, Window: 64}, head(t, 3*mib))
+		p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Session: id, Window: 64}, head(t, 3*mib))
 	}
 	st := waitStats(t, srv, 5*time.Second, "frame heads taken", func(s afxdp.Stats) bool { return s.Deferred >= 4 })
 	if st.Buffered > uint64(opts.EndpointMemory) || st.Buffered < 6*mib {
@@ -113,7 +114,7 @@ func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 	for id, size := range map[uint64]uint64{7: 5 * mib, 8: 4 << 30} {
 		p.open(t, id)
 		want := srv.Stats().Received + 1
-		p.send(t, afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst, Session: id, Window: 64}, head(t, size))
+		p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Session: id, Window: 64}, head(t, size))
 		waitStats(t, srv, 5*time.Second, "the head received", func(s afxdp.Stats) bool { return s.Received >= want })
 	}
 	if st2 := srv.Stats(); st2.Buffered != st.Buffered || bufpool.Live()-live > 2 {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync/atomic"
 
+	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -43,13 +44,13 @@ func (c *Conn) receiver() wire.Receiver {
 func (c *Conn) Send(m *wire.Message) error {
 	s := c.s
 	if c.closed.Load() {
-		return fmt.Errorf("afxdp: send to %v: %w", s.key.peer, ErrClosed)
+		return fmt.Errorf("afxdp: send to %v: %w", s.key.Peer, ErrClosed)
 	}
 	s.mu.Lock()
 	if s.dead != nil {
 		err := s.dead
 		s.mu.Unlock()
-		return fmt.Errorf("afxdp: send to %v: %w", s.key.peer, err)
+		return fmt.Errorf("afxdp: send to %v: %w", s.key.Peer, err)
 	}
 	s.inq = append(s.inq, m)
 	wasQueued := s.queued
@@ -86,7 +87,7 @@ func (c *Conn) Receive(r wire.Receiver) error {
 		select {
 		case in := <-c.deliveries:
 			c.handOver(r, in)
-			if c.s.shut.Load() {
+			if c.s.p.Shut() {
 				c.s.wantReopen()
 			}
 		case <-c.done:
@@ -141,7 +142,7 @@ func (c *Conn) Err() error {
 func (c *Conn) LocalAddr() net.Addr { return net.UDPAddrFromAddrPort(c.s.ep.Addr()) }
 
 // RemoteAddr returns the peer's address.
-func (c *Conn) RemoteAddr() net.Addr { return net.UDPAddrFromAddrPort(c.s.key.peer) }
+func (c *Conn) RemoteAddr() net.Addr { return net.UDPAddrFromAddrPort(c.s.key.Peer) }
 
 // finish is called by the reactor, once, when the session ends.
 func (c *Conn) finish(err error) {
@@ -149,12 +150,21 @@ func (c *Conn) finish(err error) {
 	close(c.done)
 }
 
+// upper is a Conn as its session's protocol.Upper, whose methods run under
+// the endpoint's loop lock; a type of its own keeps them off Conn's API.
+type upper Conn
+
+func (u *upper) Room(n int) bool          { return (*Conn)(u).room(n) }
+func (u *upper) Deliver(in *wire.Inbound) { (*Conn)(u).deliver(in) }
+func (u *upper) Receiver() wire.Receiver  { return (*Conn)(u).receiver() }
+func (u *upper) Recheck()                 { u.s.wantReopen() }
+
 // room reports whether n completed frames can be handed on now.
 func (c *Conn) room(n int) bool {
 	return (c.onReactor && c.receiver() != nil) || cap(c.deliveries)-len(c.deliveries) >= n
 }
 
-// deliver hands a completed frame on; called by the reactor.
+// deliver hands a completed frame on.
 func (c *Conn) deliver(in *wire.Inbound) {
 	if c.onReactor {
 		if r := c.receiver(); r != nil {
@@ -168,7 +178,7 @@ func (c *Conn) deliver(in *wire.Inbound) {
 
 // handOver gives a frame to the receiver, and the memory it held back.
 func (c *Conn) handOver(r wire.Receiver, in *wire.Inbound) {
-	c.s.release(claimOf(in))
+	c.s.p.Release(protocol.ClaimOf(in))
 	r.Deliver(in)
 }
 
@@ -202,7 +212,7 @@ func (c *Conn) discardBacklog() {
 	for {
 		select {
 		case in := <-c.deliveries:
-			c.s.release(claimOf(in))
+			c.s.p.Release(protocol.ClaimOf(in))
 			in.Release()
 		default:
 			return

@@ -14,13 +14,21 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/wire"
 )
 
-// An Endpoint runs the reliable packet protocol over one Link: it dials and
-// accepts sessions, and each session is a Conn. One goroutine, the reactor,
-// owns the link, every session's state and every timer; other goroutines
-// reach it only through Send, Close and Dial, which queue work and wake it.
+// An Endpoint runs the reliable packet protocol (package protocol) over one
+// Link: it dials and accepts sessions, and each session is a Conn.
+//
+// Ownership: the link's receive side, the session table and every
+// session's protocol state belong to whoever holds the loop lock. The
+// reactor goroutine holds it except while parked in the link's Wait; a
+// goroutine that queues work (Send, Close, Withdraw, Dial, a Receive
+// asking for a reopen) while the reactor is parked may take it and run one
+// step of the reactor's work itself (enqueue), which saves a hand-off on
+// the latency path. Other goroutines touch only what the session's mutex
+// guards (its queue of work) and atomics.
 //
 // The reactor receives a batch, lands in-order data in its frames'
 // destinations, takes queued messages, transmits what the windows allow,
@@ -28,17 +36,20 @@ import (
 // work it keeps polling for Options.Spin and then sleeps in the link's Wait
 // until a packet, a wake-up or the next timer.
 //
-// The receiver's Alloc runs on the reactor, so that tensor bytes land in
-// place as packets arrive, and so, by default, does Deliver: a quick
-// handler answers within the same reactor loop, its answer carrying the
-// acknowledgement. Receivers that may block set Options.BlockingReceiver,
-// and their frames are delivered from the Conn's Receive goroutine.
+// The receiver's Alloc runs under the loop lock, so that tensor bytes land
+// in place as packets arrive, and so, by default, does Deliver: a quick
+// handler answers within the same step, its answer carrying the
+// acknowledgement. Either may thus run on the reactor or on a sender's
+// goroutine, never two at once. Frames that arrive before Receive are held
+// and delivered under the loop lock once it is called, or, when the
+// session has ended meanwhile, by Receive itself after Done. Receivers
+// that may block set Options.BlockingReceiver, and their frames are
+// delivered from the Conn's Receive goroutine.
 type Endpoint struct {
-	link    Link
-	opts    Options
-	dataLen int    // frame bytes per packet
-	group   *Group // nil unless one of a Group's endpoints
-	inbox   inbox  // packets forwarded by the group's other reactors
+	link  Link
+	opts  Options
+	group *Group // nil unless one of a Group's endpoints
+	inbox inbox  // packets forwarded by the group's other reactors
 
 	loop       sync.Mutex // held by whoever runs the reactor's work
 	mu         sync.Mutex
@@ -51,46 +62,32 @@ type Endpoint struct {
 	done       chan struct{}
 	accepts    chan *Conn
 
-	// Owned by the reactor.
-	sessions map[sessionKey]*session
+	// Owned by the loop lock's holder.
+	env      *protocol.Env // the sessions' shared state, env.Now the loop's clock
+	sessions map[protocol.Key]*session
 	list     []*session
-	acks     []*session
 	rx       []Datagram
-	now      time.Time
 
 	// The session bounds, shared by a Group's endpoints, and the
 	// half-open sessions (sessions.go).
 	caps     *sessionCaps
-	half     map[sessionKey]*halfOpen
+	half     map[protocol.Key]*halfOpen
 	halfList []*halfOpen // the same, in the order they came
 	halfNext time.Time   // when halfTimers next has work
-
-	// Receive memory (budget.go): its account, the buffers of packets
-	// held past gaps, and the sessions shut for lack of it, tried again
-	// when some is released.
-	mem                        memory
-	ooo                        oooPool
-	memWaiters, memWaitersNext []*session
 
 	// streamUntil is when the reactor may sleep again after a packet
 	// that left a frame partly received (Options.FrameSpin).
 	streamUntil time.Time
-	epoch       time.Time // origin of the sessions' send times
-	err         error     // why the reactor stopped; read after done
+	err         error // why the reactor stopped; read after done
 
-	ctr       counters
-	unflushed int        // packets queued since the last flush
-	poll      *pollClaim // what busy polling was granted (polling.go)
+	ctr  counters
+	poll *pollClaim // what busy polling was granted (polling.go)
 }
 
 const (
 	rxBatch     = 64
 	pumpBudget  = 64 // packets a session transmits per reactor loop
 	dialTimeout = 3 * time.Second
-	// ackPacketTime bounds how long an acknowledgement owed for a packet
-	// mid-frame waits, per packet of Options.AckEvery: the time a packet
-	// takes on the slowest link this is made for (1500 bytes at 1 Gb/s).
-	ackPacketTime = 12 * time.Microsecond
 )
 
 // NewEndpoint starts a reactor on link. The Endpoint owns the link from now
@@ -102,16 +99,18 @@ func NewEndpoint(link Link, opts Options) *Endpoint {
 func newEndpoint(link Link, opts Options, g *Group) *Endpoint {
 	e := &Endpoint{
 		link: link, opts: opts, group: g,
-		dataLen:  link.MaxPayload() - HeaderLen,
-		mem:      memory{limit: opts.EndpointMemory},
-		epoch:    time.Now(),
+		env:      protocol.NewEnv(opts.protocol(), link, link.MaxPayload(), time.Now()),
 		done:     make(chan struct{}),
-		sessions: make(map[sessionKey]*session),
-		half:     make(map[sessionKey]*halfOpen),
+		sessions: make(map[protocol.Key]*session),
+		half:     make(map[protocol.Key]*halfOpen),
 		rx:       make([]Datagram, rxBatch),
 	}
 	e.opts, e.poll = claimPolling(opts)
-	e.ooo.e = e
+	e.env.Mem.OnFreed = func() {
+		if e.sleeping.Load() {
+			e.link.Wake()
+		}
+	}
 	if g != nil {
 		e.accepts, e.caps = g.accepts, g.caps
 	} else {
@@ -123,13 +122,6 @@ func newEndpoint(link Link, opts Options, g *Group) *Endpoint {
 	return e
 }
 
-// maxAckDelay is the longest a peer of the same options holds an
-// acknowledgement back: a frame's completion waits AckDelay, packets of a
-// frame still arriving AckEvery packet times.
-func (e *Endpoint) maxAckDelay() time.Duration {
-	return max(e.opts.AckDelay, time.Duration(e.opts.AckEvery)*ackPacketTime)
-}
-
 // Addr is the address peers dial to reach this endpoint.
 func (e *Endpoint) Addr() netip.AddrPort { return e.link.LocalAddr() }
 
@@ -138,8 +130,8 @@ func (e *Endpoint) Link() Link { return e.link }
 
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats {
-	st := e.ctr.stats()
-	st.Buffered = uint64(max(e.mem.used.Load()+e.mem.held.Load(), 0))
+	st := e.ctr.stats(&e.env.Ctr)
+	st.Buffered = uint64(e.env.Mem.Buffered())
 	return st
 }
 
@@ -184,10 +176,9 @@ func (e *Endpoint) DialAddr(ctx context.Context, peer netip.AddrPort) (*Conn, er
 			return nil, fmt.Errorf("afxdp: dial %v: %w", peer, err)
 		}
 	}
-	s := e.newSession(sessionKey{peer: peer, id: rand.Uint64()})
-	s.opening = true
-	s.openWait = max(e.opts.RTO, 10*time.Millisecond)
+	s := e.newSession(protocol.Key{Peer: peer, ID: rand.Uint64()})
 	s.openDone = make(chan error, 1)
+	s.p.Dial()
 	e.enqueue(s)
 	select {
 	case err := <-s.openDone:
@@ -240,11 +231,12 @@ func (e *Endpoint) Close() error {
 	return e.link.Close()
 }
 
-func (e *Endpoint) newSession(key sessionKey) *session {
-	s := &session{ep: e, key: key, dataLen: e.dataLen, limit: 64, peerWnd: 64,
-		slots: make([]sendSlot, e.opts.Window)}
-	s.rack.init(&e.opts)
-	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, max(e.opts.Deliveries, maxPacked(e.dataLen))), done: make(chan struct{})}
+// newSession makes a session named key; any goroutine may, as it touches
+// nothing shared until the reactor registers it.
+func (e *Endpoint) newSession(key protocol.Key) *session {
+	s := &session{ep: e, key: key}
+	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, max(e.opts.Deliveries, protocol.MaxPacked(e.env.DataLen()))), done: make(chan struct{})}
+	s.p = protocol.NewSession(e.env, key, (*upper)(s.conn))
 	return s
 }
 
@@ -268,10 +260,10 @@ func (e *Endpoint) enqueue(s *session) {
 	if e.sleeping.Load() && e.loop.TryLock() {
 		more := false
 		if e.sleeping.Load() && !e.stopping.Load() {
-			e.now = time.Now()
+			e.env.Now = time.Now()
 			e.takeReady()
 			_, more = e.pumpAll()
-			e.flushAcks()
+			e.env.FlushAcks()
 			if err := e.flush(); err != nil {
 				// As in run: the datagrams are resent; a closed link
 				// stops the reactor when it next flushes.
@@ -305,7 +297,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 	e.loop.Lock()
 	var idleAt time.Time
 	for !e.stopping.Load() {
-		e.now = time.Now()
+		e.env.Now = time.Now()
 		n, err := e.link.Receive(e.rx)
 		if err != nil {
 			e.err = fmt.Errorf("afxdp: receive on %v: %w", e.link.LocalAddr(), err)
@@ -336,12 +328,12 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			e.takeReady()
 			worked = true
 		}
-		if e.mem.freed.Load() {
-			e.retryMemory()
+		if e.env.Mem.Freed() {
+			e.env.RetryMemory(e.endProtocolSession)
 			worked = true
 		}
 		next, more := e.pumpAll()
-		e.flushAcks()
+		e.env.FlushAcks()
 		if err := e.flush(); err != nil && !e.stopping.Load() {
 			if errors.Is(err, ErrLinkClosed) {
 				e.err = fmt.Errorf("afxdp: send on %v: %w", e.link.LocalAddr(), err)
@@ -354,14 +346,15 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			idleAt = time.Time{}
 			continue
 		}
+		now := e.env.Now
 		if idleAt.IsZero() {
-			idleAt = e.now
+			idleAt = now
 		}
-		if e.opts.Busy && !e.poll.backOff(e.now, idleAt) {
+		if e.opts.Busy && !e.poll.backOff(now, idleAt) {
 			runtime.Gosched() // as above: goroutines woken by other means
 			continue
 		}
-		if (e.opts.Spin > 0 && e.now.Sub(idleAt) < e.opts.Spin) || e.now.Before(e.streamUntil) {
+		if (e.opts.Spin > 0 && now.Sub(idleAt) < e.opts.Spin) || now.Before(e.streamUntil) {
 			// Let the goroutines this loop woke (a Receive loop, a
 			// caller) run on this P while spinning.
 			runtime.Gosched()
@@ -383,7 +376,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 func (e *Endpoint) park(next time.Time) error {
 	wait := e.opts.RTO
 	if !next.IsZero() {
-		wait = min(max(next.Sub(e.now), 0), wait)
+		wait = min(max(next.Sub(e.env.Now), 0), wait)
 	}
 	e.sleeping.Store(true)
 	var err error
@@ -399,15 +392,15 @@ func (e *Endpoint) park(next time.Time) error {
 // queue hands the packet written in the link's TxBuffer to the link.
 func (e *Endpoint) queue(n int, to netip.AddrPort) {
 	e.link.Queue(n, to)
-	e.unflushed++
+	e.env.Queued++
 }
 
 // flush transmits what the loop queued.
 func (e *Endpoint) flush() error {
-	if e.unflushed > 0 {
-		e.ctr.sent.Add(uint64(e.unflushed))
+	if n := e.env.Queued; n > 0 {
+		e.ctr.sent.Add(uint64(n))
 		e.ctr.batches.Add(1)
-		e.unflushed = 0
+		e.env.Queued = 0
 	}
 	return e.link.Flush()
 }
@@ -422,7 +415,7 @@ func (e *Endpoint) shutdown() {
 	}
 	for len(e.list) > 0 {
 		s := e.list[len(e.list)-1]
-		s.control(TypeClose)
+		s.p.Control(protocol.TypeClose)
 		e.endSession(s, err)
 	}
 	for _, ho := range e.halfList {
@@ -466,17 +459,17 @@ func (e *Endpoint) takeReady() {
 		if r := s.conn.receiver(); r != nil && !e.opts.BlockingReceiver {
 			s.conn.drainBacklog(r) // frames that arrived before Receive
 		}
-		if err := s.reopen(); err != nil {
-			s.control(TypeReset)
+		if err := s.p.Reopen(); err != nil {
+			s.p.Control(protocol.TypeReset)
 			e.endSession(s, err)
 			continue
 		}
 		if closing {
 			// Twice, since a lost CLOSE leaves the peer waiting for its
 			// dead-peer timeout.
-			s.control(TypeClose)
-			s.control(TypeClose)
-			e.endSession(s, fmt.Errorf("afxdp: session %#x with %v: %w", s.key.id, s.key.peer, ErrClosed))
+			s.p.Control(protocol.TypeClose)
+			s.p.Control(protocol.TypeClose)
+			e.endSession(s, s.closed())
 		}
 	}
 	e.readyNext = q[:0]
@@ -489,13 +482,13 @@ func (e *Endpoint) pumpAll() (next time.Time, more bool) {
 	next = e.halfTimers()
 	for i := 0; i < len(e.list); i++ {
 		s := e.list[i]
-		t, err := s.timers()
+		t, err := s.p.Timers()
 		if err != nil {
 			e.endSession(s, err)
 			i--
 			continue
 		}
-		if s.pump(pumpBudget) == pumpBudget {
+		if s.p.Pump(pumpBudget) == pumpBudget {
 			more = true
 		}
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
@@ -505,26 +498,13 @@ func (e *Endpoint) pumpAll() (next time.Time, more bool) {
 	return next, more
 }
 
-// flushAcks sends an ACK for every session that received data this loop
-// and had no data of its own to carry the acknowledgement.
-func (e *Endpoint) flushAcks() {
-	for i, s := range e.acks {
-		e.acks[i] = nil
-		s.inAcks = false
-		if !s.ended && (s.ackOwed || s.sackOwed || s.dsackOwed) {
-			s.control(TypeAck)
-		}
-	}
-	e.acks = e.acks[:0]
-}
-
 func (e *Endpoint) handle(d *Datagram) {
-	h, data, err := DecodeHeader(d.Data)
+	h, data, err := protocol.DecodeHeader(d.Data)
 	if err != nil {
 		e.ctr.malformed.Add(1)
 		return
 	}
-	key := sessionKey{peer: d.From, id: h.Session}
+	key := protocol.Key{Peer: d.From, ID: h.Session}
 	s := e.sessions[key]
 	if s == nil && e.group != nil {
 		if o := e.group.ownerOf(key); o != nil && o != e {
@@ -535,10 +515,10 @@ func (e *Endpoint) handle(d *Datagram) {
 	if s == nil {
 		if ho := e.half[key]; ho != nil {
 			switch h.Type {
-			case TypeOpen:
+			case protocol.TypeOpen:
 				e.answerOpen(ho) // the answer was lost
 				return
-			case TypeClose, TypeReset:
+			case protocol.TypeClose, protocol.TypeReset:
 				e.closeHalf(ho)
 				return
 			}
@@ -549,111 +529,44 @@ func (e *Endpoint) handle(d *Datagram) {
 			}
 		}
 	}
-	switch h.Type {
-	case TypeOpen:
-		if s == nil && e.group != nil {
-			if o, mine := e.group.claim(key, e); !mine && o != e {
-				o.forward(d.Data, d.From) // another reactor took it a moment ago
-				return
-			}
-		}
-		if s == nil {
-			e.openHalf(key, h.Offset)
-			return
-		}
-		s.heardAt = e.now
-		s.agree(h.Offset)
-		s.onAck(&h)
-		s.openAck()
-		return
-	case TypeReset:
-		if s != nil {
-			e.endSession(s, fmt.Errorf("afxdp: session %#x with %v: %w", h.Session, d.From, ErrReset))
-		}
-		return
-	}
 	if s == nil {
-		if h.Type != TypeClose {
+		switch h.Type {
+		case protocol.TypeOpen:
+			if e.group != nil {
+				if o, mine := e.group.claim(key, e); !mine && o != e {
+					o.forward(d.Data, d.From) // another reactor took it a moment ago
+					return
+				}
+			}
+			e.openHalf(key, h.Offset)
+		case protocol.TypeReset, protocol.TypeClose:
+		default:
 			e.reset(key)
 		}
 		return
 	}
-	s.heardAt = e.now
-	if h.Flags&FlagSize != 0 {
-		// The answer to this end's OPEN, or a repeat of it: acknowledge
-		// it, which completes the peer's handshake.
-		s.agree(h.Offset)
-		s.ackNow()
-	}
-	if h.Flags&FlagProbe != 0 {
-		s.ackNow()
-	}
-	if s.opening { // any answer opens the session
-		s.opening = false
+	opening := s.p.Opening()
+	err = s.p.Handle(&h, data)
+	if opening && !s.p.Opening() {
 		s.openDone <- nil
 	}
-	switch h.Type {
-	case TypeData:
-		e.handleData(s, &h, data)
-	case TypeAck:
-		s.onAck(&h)
-		if h.Flags&FlagSack != 0 {
-			s.onSack(h.Ack, data)
-		}
-		if h.Flags&FlagDsack != 0 {
-			s.onDsack(h.Msg)
-		}
-	case TypeClose:
-		e.endSession(s, fmt.Errorf("afxdp: session %#x with %v: %w", h.Session, d.From, ErrPeerClosed))
-	}
-}
-
-// handleData takes a DATA packet for s and schedules its acknowledgement.
-// Packets of a frame still arriving in order are acknowledged every
-// Options.AckEvery packets, or AckEvery packet times after the first one
-// unacknowledged: an ACK costs the receiver a transmit kick and the sender
-// a wake-up, and one per received batch (a few packets) halved the rate
-// of a large tensor. A completed frame's acknowledgement waits up to
-// Options.AckDelay for an answer or the next request to carry it. A gap
-// is reported at the end of this loop.
-func (e *Endpoint) handleData(s *session, h *PacketHeader, data []byte) {
-	s.dataAt = e.now
-	s.onAck(h)
-	urgent, err := s.onData(h, data)
 	if err != nil {
-		s.control(TypeReset)
 		e.endSession(s, err)
 		return
 	}
-	if s.rx.active && e.opts.FrameSpin > 0 {
-		e.streamUntil = e.now.Add(e.opts.FrameSpin)
-	}
-	inOrder := !urgent && (s.ooo == nil || s.ooo.held == 0)
-	switch {
-	case s.inAcks:
-	case !s.ackOwed && !urgent:
-	case s.framed && inOrder && e.opts.AckDelay > 0:
-		if s.ackAt.IsZero() {
-			s.ackAt = e.now.Add(e.opts.AckDelay)
-		}
-	case !s.framed && inOrder && s.unacked < e.opts.AckEvery:
-		if s.ackAt.IsZero() {
-			s.ackAt = e.now.Add(time.Duration(e.opts.AckEvery) * ackPacketTime)
-		}
-	default:
-		s.inAcks = true
-		e.acks = append(e.acks, s)
+	if h.Type == protocol.TypeData && e.opts.FrameSpin > 0 && s.p.Receiving() {
+		e.streamUntil = e.env.Now.Add(e.opts.FrameSpin)
 	}
 }
 
 // reset tells a peer that this endpoint has no session key.
-func (e *Endpoint) reset(key sessionKey) {
+func (e *Endpoint) reset(key protocol.Key) {
 	buf := e.link.TxBuffer()
 	if buf == nil {
 		return
 	}
-	PutHeader(buf, &PacketHeader{Type: TypeReset, Session: key.id})
-	e.queue(HeaderLen, key.peer)
+	protocol.PutHeader(buf, &protocol.PacketHeader{Type: protocol.TypeReset, Session: key.ID})
+	e.queue(protocol.HeaderLen, key.Peer)
 	e.ctr.resets.Add(1)
 }
 
@@ -665,7 +578,7 @@ func (e *Endpoint) endSession(s *session, err error) {
 	}
 	if s.accepted {
 		s.accepted = false
-		e.caps.release(s.key.peer.Addr())
+		e.caps.release(s.key.Peer.Addr())
 	}
 	for i, x := range e.list {
 		if x == s {
@@ -677,4 +590,11 @@ func (e *Endpoint) endSession(s *session, err error) {
 		}
 	}
 	e.ctr.sessions.Store(uint64(len(e.list)))
+}
+
+// endProtocolSession ends the session p belongs to with err.
+func (e *Endpoint) endProtocolSession(p *protocol.Session, err error) {
+	if s := e.sessions[p.Key()]; s != nil && s.p == p {
+		e.endSession(s, err)
+	}
 }

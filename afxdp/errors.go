@@ -3,24 +3,26 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+
+	"github.com/starwire/starwire/afxdp/protocol"
 )
 
 // Errors callers branch on with errors.Is.
 var (
 	// ErrClosed is returned by operations on a closed Conn or Endpoint,
 	// and completes the messages they still held.
-	ErrClosed = errors.New("afxdp: closed")
+	ErrClosed = protocol.ErrClosed
 	// ErrPeerClosed completes messages still unacknowledged when the peer
 	// closed the session.
-	ErrPeerClosed = errors.New("afxdp: peer closed the session")
+	ErrPeerClosed = protocol.ErrPeerClosed
 	// ErrPeerUnreachable ends a session whose packets went unacknowledged
-	// for Options.DeadAfter.
-	ErrPeerUnreachable = errors.New("afxdp: peer unreachable")
+	// for Options.DeadAfter, or whose peer was silent for IdleTimeout.
+	ErrPeerUnreachable = protocol.ErrPeerUnreachable
 	// ErrReset ends a session the peer does not know (it restarted, or it
 	// does not accept sessions).
-	ErrReset = errors.New("afxdp: session reset by peer")
+	ErrReset = protocol.ErrReset
 	// ErrProtocol ends a session whose peer broke the protocol.
-	ErrProtocol = errors.New("afxdp: protocol violation")
+	ErrProtocol = protocol.ErrProtocol
 	// ErrLinkDown stops an Endpoint whose AF_XDP interface went down or
 	// was removed; its sessions end with ErrClosed wrapping it, so
 	// callers fall back to another path at once.

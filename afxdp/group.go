@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+
+	"github.com/starwire/starwire/afxdp/protocol"
 )
 
 // A Group runs an Endpoint, and so a reactor, on each of several links that
@@ -17,7 +19,7 @@ import (
 // single owner. Dial spreads sessions over the endpoints in turn.
 type Group struct {
 	eps     []*Endpoint
-	owner   sync.Map // sessionKey → *Endpoint
+	owner   sync.Map // protocol.Key → *Endpoint
 	next    atomic.Uint32
 	accepts chan *Conn
 	caps    *sessionCaps // the session bounds, shared
@@ -88,19 +90,19 @@ func (g *Group) Close() error {
 }
 
 // claim records e as key's owner, or returns the endpoint that already is.
-func (g *Group) claim(key sessionKey, e *Endpoint) (*Endpoint, bool) {
+func (g *Group) claim(key protocol.Key, e *Endpoint) (*Endpoint, bool) {
 	v, loaded := g.owner.LoadOrStore(key, e)
 	return v.(*Endpoint), !loaded
 }
 
-func (g *Group) ownerOf(key sessionKey) *Endpoint {
+func (g *Group) ownerOf(key protocol.Key) *Endpoint {
 	if v, ok := g.owner.Load(key); ok {
 		return v.(*Endpoint)
 	}
 	return nil
 }
 
-func (g *Group) forget(key sessionKey, e *Endpoint) { g.owner.CompareAndDelete(key, e) }
+func (g *Group) forget(key protocol.Key, e *Endpoint) { g.owner.CompareAndDelete(key, e) }
 
 // inbox holds packets other reactors of a Group forwarded to this one, in
 // buffers it recycles.

@@ -3,6 +3,7 @@ package afxdp
 import (
 	"time"
 
+	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/wire"
 )
@@ -180,6 +181,16 @@ func (o Options) withDefaults() Options {
 	}
 	o.EndpointMemory = max(o.EndpointMemory, o.SessionMemory)
 	return o
+}
+
+// protocol returns what the sessions need of o, defaults applied.
+func (o *Options) protocol() protocol.Config {
+	return protocol.Config{
+		Window: o.Window, AckEvery: o.AckEvery,
+		RTO: o.RTO, MaxRTO: o.MaxRTO, DeadAfter: o.DeadAfter,
+		AckDelay: o.AckDelay, IdleTimeout: o.IdleTimeout,
+		Limits: o.Limits, SessionMemory: o.SessionMemory, EndpointMemory: o.EndpointMemory,
+	}
 }
 
 const defaultReactorsPerLink = 1

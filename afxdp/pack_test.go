@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -72,19 +73,19 @@ func TestSmallFramesSharePackets(t *testing.T) {
 type forgeLink struct {
 	afxdp.Link
 	armed atomic.Bool
-	buf   [afxdp.HeaderLen + 8]byte
+	buf   [protocol.HeaderLen + 8]byte
 }
 
 func (l *forgeLink) Receive(pkts []afxdp.Datagram) (int, error) {
 	n, err := l.Link.Receive(pkts)
 	for i := range pkts[:n] {
-		h, _, herr := afxdp.DecodeHeader(pkts[i].Data)
-		if herr != nil || h.Type != afxdp.TypeData || !l.armed.CompareAndSwap(true, false) {
+		h, _, herr := protocol.DecodeHeader(pkts[i].Data)
+		if herr != nil || h.Type != protocol.TypeData || !l.armed.CompareAndSwap(true, false) {
 			continue
 		}
-		h.Flags, h.Offset, h.Length = afxdp.FlagFirst|afxdp.FlagLast|afxdp.FlagPacked, 0, 8
-		afxdp.PutHeader(l.buf[:], &h)
-		copy(l.buf[afxdp.HeaderLen:], []byte{5, 0, 'a', 'b', 'c', 'd', 'e', 9}) // then a length cut short
+		h.Flags, h.Offset, h.Length = protocol.FlagFirst|protocol.FlagLast|protocol.FlagPacked, 0, 8
+		protocol.PutHeader(l.buf[:], &h)
+		copy(l.buf[protocol.HeaderLen:], []byte{5, 0, 'a', 'b', 'c', 'd', 'e', 9}) // then a length cut short
 		pkts[i].Data = l.buf[:]
 	}
 	return n, err

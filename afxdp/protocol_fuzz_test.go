@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -87,11 +88,11 @@ func FuzzProtocol(f *testing.F) {
 // must still serve a well-behaved session afterwards. Seeds are real
 // packets of each kind.
 func FuzzPeerPackets(f *testing.F) {
-	pkt := func(h afxdp.PacketHeader, data []byte) []byte {
+	pkt := func(h protocol.PacketHeader, data []byte) []byte {
 		h.Length = uint16(len(data))
-		b := make([]byte, afxdp.HeaderLen+len(data))
-		afxdp.PutHeader(b, &h)
-		copy(b[afxdp.HeaderLen:], data)
+		b := make([]byte, protocol.HeaderLen+len(data))
+		protocol.PutHeader(b, &h)
+		copy(b[protocol.HeaderLen:], data)
 		return b
 	}
 	frame := func(meta string, tensor int) []byte {
@@ -113,22 +114,22 @@ func FuzzPeerPackets(f *testing.F) {
 	}
 	small := frame("hi", 0)
 	f.Add(chunks(
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst | afxdp.FlagLast, Window: 64}, small),
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagGap | afxdp.FlagSack, Ack: 0, Window: 64, Offset: 1<<40 | 2}, []byte{0x05}),
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagDsack, Msg: 1, Ack: 1, Window: 64}, nil),
+		pkt(protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst | protocol.FlagLast, Window: 64}, small),
+		pkt(protocol.PacketHeader{Type: protocol.TypeAck, Flags: protocol.FlagGap | protocol.FlagSack, Ack: 0, Window: 64, Offset: 1<<40 | 2}, []byte{0x05}),
+		pkt(protocol.PacketHeader{Type: protocol.TypeAck, Flags: protocol.FlagDsack, Msg: 1, Ack: 1, Window: 64}, nil),
 	))
 	f.Add(chunks(
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst, Seq: 0, Window: 0}, frame("", 100)[:60]),
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagLast, Seq: 2, Window: 64, Offset: 60}, frame("", 100)[60:]),
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagProbe, Window: 64}, nil),
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst | afxdp.FlagLast | afxdp.FlagPacked, Seq: 1, Tx: 3, Window: 64},
+		pkt(protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Seq: 0, Window: 0}, frame("", 100)[:60]),
+		pkt(protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagLast, Seq: 2, Window: 64, Offset: 60}, frame("", 100)[60:]),
+		pkt(protocol.PacketHeader{Type: protocol.TypeAck, Flags: protocol.FlagProbe, Window: 64}, nil),
+		pkt(protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst | protocol.FlagLast | protocol.FlagPacked, Seq: 1, Tx: 3, Window: 64},
 			append(append([]byte{byte(len(small)), 0}, small...), append([]byte{byte(len(small)), 0}, small...)...)),
 	))
 	f.Add(chunks(
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeOpen, Window: 64, Offset: 60}, nil),
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeAck, Flags: afxdp.FlagSize, Window: 64, Offset: 1472}, nil),
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeClose}, nil),
-		pkt(afxdp.PacketHeader{Type: afxdp.TypeReset}, nil),
+		pkt(protocol.PacketHeader{Type: protocol.TypeOpen, Window: 64, Offset: 60}, nil),
+		pkt(protocol.PacketHeader{Type: protocol.TypeAck, Flags: protocol.FlagSize, Window: 64, Offset: 1472}, nil),
+		pkt(protocol.PacketHeader{Type: protocol.TypeClose}, nil),
+		pkt(protocol.PacketHeader{Type: protocol.TypeReset}, nil),
 	))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		opts := afxdp.Options{SessionMemory: 1 << 20, EndpointMemory: 2 << 20, DeadAfter: time.Second, Window: 64}
@@ -163,11 +164,11 @@ func FuzzPeerPackets(f *testing.F) {
 			n = min(n, len(in))
 			b := append([]byte(nil), in[:n]...)
 			in = in[n:]
-			if len(b) >= afxdp.HeaderLen {
+			if len(b) >= protocol.HeaderLen {
 				// Past the magic, version and session: the rest is the
 				// input's.
-				ok := make([]byte, afxdp.HeaderLen)
-				afxdp.PutHeader(ok, &afxdp.PacketHeader{Type: afxdp.TypeAck, Session: ids[sel%3]})
+				ok := make([]byte, protocol.HeaderLen)
+				protocol.PutHeader(ok, &protocol.PacketHeader{Type: protocol.TypeAck, Session: ids[sel%3]})
 				copy(b[:3], ok[:3])
 				copy(b[8:16], ok[8:16])
 			}
@@ -191,7 +192,7 @@ func FuzzPeerPackets(f *testing.F) {
 		}
 		// A well-behaved session still gets its frame taken.
 		p.open(t, 99)
-		p.send(t, afxdp.PacketHeader{Type: afxdp.TypeData, Flags: afxdp.FlagFirst | afxdp.FlagLast, Session: 99, Window: 64}, small)
-		p.await(t, 99, "acknowledgement of a well-formed frame", func(h afxdp.PacketHeader) bool { return h.Ack == 1 })
+		p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst | protocol.FlagLast, Session: 99, Window: 64}, small)
+		p.await(t, 99, "acknowledgement of a well-formed frame", func(h protocol.PacketHeader) bool { return h.Ack == 1 })
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -22,8 +23,8 @@ func (l *dropLink) Receive(pkts []afxdp.Datagram) (int, error) {
 	n, err := l.Link.Receive(pkts)
 	kept := 0
 	for _, d := range pkts[:n] {
-		h, _, herr := afxdp.DecodeHeader(d.Data)
-		if herr == nil && h.Type == afxdp.TypeData {
+		h, _, herr := protocol.DecodeHeader(d.Data)
+		if herr == nil && h.Type == protocol.TypeData {
 			if !l.started {
 				l.first, l.started = h.Seq, true
 			}
@@ -60,7 +61,7 @@ func TestSelectiveAckResendsOnlyGaps(t *testing.T) {
 			rb := newCollector(1)
 			go cb.Receive(rb)
 			// 300 packets; the dial's packets are not DATA.
-			data := pattern(300*(la.MaxPayload()-afxdp.HeaderLen)-200, 9)
+			data := pattern(300*(la.MaxPayload()-protocol.HeaderLen)-200, 9)
 			done := make(doneChan, 1)
 			m := &wire.Message{
 				Header:  wire.Header{Kind: wire.KindRequest, CallID: 1},

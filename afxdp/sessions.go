@@ -1,10 +1,11 @@
 package afxdp
 
 import (
-	"fmt"
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/starwire/starwire/afxdp/protocol"
 )
 
 // The session table's bounds. Peers open sessions with OPEN, which costs
@@ -68,7 +69,7 @@ func (c *sessionCaps) release(addr netip.Addr) {
 // halfOpen is a session a peer asked for with OPEN that is waiting for the
 // dialer's next packet.
 type halfOpen struct {
-	key      sessionKey
+	key      protocol.Key
 	peerMax  uint64    // the dialer's datagram size, from its OPEN
 	expireAt time.Time // when it is dropped, handshake or not
 	answerAt time.Time // when the answer to OPEN goes again
@@ -79,18 +80,18 @@ type halfOpen struct {
 // openHalf answers a peer's OPEN for a session this endpoint does not
 // have: with RESET when it accepts no sessions, not at all when a bound is
 // reached, with its datagram size otherwise.
-func (e *Endpoint) openHalf(key sessionKey, peerMax uint64) {
+func (e *Endpoint) openHalf(key protocol.Key, peerMax uint64) {
 	if e.opts.Backlog < 0 || len(e.accepts) == cap(e.accepts) {
 		e.forgetOwner(key)
 		e.reset(key)
 		return
 	}
-	if !e.caps.admit(key.peer.Addr()) {
+	if !e.caps.admit(key.Peer.Addr()) {
 		e.forgetOwner(key)
 		e.ctr.refused.Add(1)
 		return
 	}
-	ho := &halfOpen{key: key, peerMax: peerMax, expireAt: e.now.Add(e.opts.HandshakeTimeout),
+	ho := &halfOpen{key: key, peerMax: peerMax, expireAt: e.env.Now.Add(e.opts.HandshakeTimeout),
 		wait: max(e.opts.RTO, 10*time.Millisecond)}
 	e.half[key] = ho
 	e.halfList = append(e.halfList, ho)
@@ -102,11 +103,11 @@ func (e *Endpoint) openHalf(key sessionKey, peerMax uint64) {
 // this end's datagram size, and schedules its repeat.
 func (e *Endpoint) answerOpen(ho *halfOpen) {
 	if buf := e.link.TxBuffer(); buf != nil {
-		PutHeader(buf, &PacketHeader{Type: TypeAck, Session: ho.key.id, Flags: FlagSize,
+		protocol.PutHeader(buf, &protocol.PacketHeader{Type: protocol.TypeAck, Session: ho.key.ID, Flags: protocol.FlagSize,
 			Window: uint32(e.opts.Window), Offset: uint64(e.link.MaxPayload())})
-		e.queue(HeaderLen, ho.key.peer)
+		e.queue(protocol.HeaderLen, ho.key.Peer)
 	}
-	ho.answerAt = e.now.Add(ho.wait)
+	ho.answerAt = e.env.Now.Add(ho.wait)
 	ho.wait = min(2*ho.wait, e.opts.MaxRTO)
 	if e.halfNext.IsZero() || ho.answerAt.Before(e.halfNext) {
 		e.halfNext = ho.answerAt
@@ -119,14 +120,14 @@ func (e *Endpoint) answerOpen(ho *halfOpen) {
 func (e *Endpoint) promote(ho *halfOpen) *session {
 	e.dropHalf(ho)
 	s := e.newSession(ho.key)
-	s.agree(ho.peerMax)
+	s.p.Agree(ho.peerMax)
 	s.accepted = true
 	// A Group's reactors share accepts: another one may have filled it,
 	// and the reactor must not block on it.
 	select {
 	case e.accepts <- s.conn:
 	default:
-		e.caps.release(ho.key.peer.Addr())
+		e.caps.release(ho.key.Peer.Addr())
 		e.forgetOwner(ho.key)
 		e.reset(ho.key)
 		return nil
@@ -146,7 +147,7 @@ func (e *Endpoint) dropHalf(ho *halfOpen) {
 // or never completed the handshake.
 func (e *Endpoint) closeHalf(ho *halfOpen) {
 	e.dropHalf(ho)
-	e.caps.release(ho.key.peer.Addr())
+	e.caps.release(ho.key.Peer.Addr())
 	e.forgetOwner(ho.key)
 }
 
@@ -154,7 +155,7 @@ func (e *Endpoint) closeHalf(ho *halfOpen) {
 // drops those past Options.HandshakeTimeout. It returns when it next has
 // work (zero for never). Between those times it costs one comparison.
 func (e *Endpoint) halfTimers() time.Time {
-	if e.halfNext.IsZero() || e.now.Before(e.halfNext) {
+	if e.halfNext.IsZero() || e.env.Now.Before(e.halfNext) {
 		return e.halfNext
 	}
 	e.halfNext = time.Time{}
@@ -163,11 +164,11 @@ func (e *Endpoint) halfTimers() time.Time {
 		switch {
 		case ho.gone:
 			continue
-		case !e.now.Before(ho.expireAt):
+		case !e.env.Now.Before(ho.expireAt):
 			e.closeHalf(ho)
 			e.ctr.expired.Add(1)
 			continue
-		case !e.now.Before(ho.answerAt):
+		case !e.env.Now.Before(ho.answerAt):
 			e.answerOpen(ho)
 		}
 		kept = append(kept, ho)
@@ -188,68 +189,12 @@ func (e *Endpoint) register(s *session) {
 	e.sessions[s.key] = s
 	e.list = append(e.list, s)
 	e.ctr.sessions.Store(uint64(len(e.list)))
-	s.heardAt = e.now
+	s.p.Start()
 }
 
 // forgetOwner drops a Group's record that e owns key.
-func (e *Endpoint) forgetOwner(key sessionKey) {
+func (e *Endpoint) forgetOwner(key protocol.Key) {
 	if e.group != nil {
 		e.group.forget(key, e)
-	}
-}
-
-// keepalive probes a session whose peer has been silent for a quarter of
-// Options.IdleTimeout, and again each quarter, with an ACK its peer answers
-// at once (FlagProbe); it returns an error ending the session when the
-// peer has been silent for all of it. It returns when it next needs a
-// look.
-func (s *session) keepalive() (time.Time, error) {
-	idle := s.ep.opts.IdleTimeout
-	if idle <= 0 {
-		return time.Time{}, nil
-	}
-	now := s.ep.now
-	every := idle / 4
-	quiet := now.Sub(s.heardAt)
-	if quiet < every {
-		return s.heardAt.Add(every), nil // the common case: heard lately
-	}
-	if quiet >= idle {
-		s.ep.ctr.idle.Add(1)
-		s.control(TypeClose)
-		return time.Time{}, fmt.Errorf("afxdp: session %#x with %v: nothing heard for %v: %w",
-			s.key.id, s.key.peer, idle, ErrPeerUnreachable)
-	}
-	if s.probedAt.Before(s.heardAt) || now.Sub(s.probedAt) >= every {
-		s.probe()
-		s.probedAt = now
-	}
-	next := s.probedAt.Add(every)
-	if end := s.heardAt.Add(idle); end.Before(next) {
-		next = end
-	}
-	return next, nil
-}
-
-// probe sends an ACK its peer answers at once (FlagProbe).
-func (s *session) probe() {
-	buf := s.ep.link.TxBuffer()
-	if buf == nil {
-		return // the next look tries again
-	}
-	h := PacketHeader{Type: TypeAck, Flags: FlagProbe, Session: s.key.id}
-	s.fillAck(&h)
-	PutHeader(buf, &h)
-	s.ep.queue(HeaderLen, s.key.peer)
-}
-
-// ackNow has the reactor acknowledge at the end of this loop, whatever
-// the acknowledgement policy says: a peer asked (FlagProbe), or its
-// handshake waits for it.
-func (s *session) ackNow() {
-	s.ackOwed = true
-	if !s.inAcks {
-		s.inAcks = true
-		s.ep.acks = append(s.ep.acks, s)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/wire"
 )
@@ -62,7 +63,7 @@ func acceptAll(t *testing.T, ep *afxdp.Endpoint) func() int {
 type flooder struct {
 	conn *net.UDPConn
 	to   netip.AddrPort
-	buf  [afxdp.HeaderLen]byte
+	buf  [protocol.HeaderLen]byte
 }
 
 func newFlooder(t *testing.T, from string, to netip.AddrPort) *flooder {
@@ -85,9 +86,9 @@ func listenFlooder(t *testing.T, from string, to netip.AddrPort) (*flooder, erro
 	return &flooder{conn: c, to: to}, nil
 }
 
-func (f *flooder) send(t *testing.T, h afxdp.PacketHeader) {
+func (f *flooder) send(t *testing.T, h protocol.PacketHeader) {
 	t.Helper()
-	afxdp.PutHeader(f.buf[:], &h)
+	protocol.PutHeader(f.buf[:], &h)
 	if _, err := f.conn.WriteToUDPAddrPort(f.buf[:], f.to); err != nil {
 		t.Fatal(err)
 	}
@@ -103,10 +104,10 @@ func (f *flooder) open(t *testing.T, srv *afxdp.Endpoint, first uint64, n int, c
 	for i := uint64(0); i < uint64(n); {
 		want := srv.Stats().Received
 		for end := min(i+burst, uint64(n)); i < end; i++ {
-			f.send(t, afxdp.PacketHeader{Type: afxdp.TypeOpen, Session: first + i, Window: 64, Offset: 1472})
+			f.send(t, protocol.PacketHeader{Type: protocol.TypeOpen, Session: first + i, Window: 64, Offset: 1472})
 			want++
 			if complete {
-				f.send(t, afxdp.PacketHeader{Type: afxdp.TypeAck, Session: first + i, Window: 64})
+				f.send(t, protocol.PacketHeader{Type: protocol.TypeAck, Session: first + i, Window: 64})
 				want++
 			}
 		}

@@ -1,6 +1,10 @@
 package afxdp
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/starwire/starwire/afxdp/protocol"
+)
 
 // Stats count what an Endpoint's reactor did. Sessions, HalfOpen and
 // Buffered are levels at the time of the call; every other field only
@@ -52,18 +56,20 @@ func (s *Stats) add(x Stats) {
 
 // counters are an Endpoint's Stats as the reactor keeps them: written by
 // the reactor (and a sender holding its loop lock), read by anyone.
+// The protocol's own counts (resent, acks...) are in the Env's
+// protocol.Counters.
 type counters struct {
-	resent, probes, spurious, dups, malformed, resets, forwarded, sendErrors atomic.Uint64
-	sent, acks, batches, received, deferred                                  atomic.Uint64
-	refused, expired, idle, sessions, halfOpen                               atomic.Uint64
+	malformed, resets, forwarded, sendErrors atomic.Uint64
+	sent, batches, received                  atomic.Uint64
+	refused, expired, sessions, halfOpen     atomic.Uint64
 }
 
-func (c *counters) stats() Stats {
+func (c *counters) stats(p *protocol.Counters) Stats {
 	return Stats{
-		Resent: c.resent.Load(), Probes: c.probes.Load(), Spurious: c.spurious.Load(), Duplicates: c.dups.Load(), Malformed: c.malformed.Load(),
+		Resent: p.Resent.Load(), Probes: p.Probes.Load(), Spurious: p.Spurious.Load(), Duplicates: p.Duplicates.Load(), Malformed: c.malformed.Load(),
 		Resets: c.resets.Load(), Forwarded: c.forwarded.Load(), SendErrors: c.sendErrors.Load(),
-		Sent: c.sent.Load(), Acks: c.acks.Load(), Batches: c.batches.Load(), Received: c.received.Load(),
-		Deferred: c.deferred.Load(), Refused: c.refused.Load(), Expired: c.expired.Load(),
-		Idle: c.idle.Load(), Sessions: c.sessions.Load(), HalfOpen: c.halfOpen.Load(),
+		Sent: c.sent.Load(), Acks: p.Acks.Load(), Batches: c.batches.Load(), Received: c.received.Load(),
+		Deferred: p.Deferred.Load(), Refused: c.refused.Load(), Expired: c.expired.Load(),
+		Idle: p.Idle.Load(), Sessions: c.sessions.Load(), HalfOpen: c.halfOpen.Load(),
 	}
 }

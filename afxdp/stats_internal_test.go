@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"github.com/starwire/starwire/afxdp/protocol"
 )
 
 // TestGroupStatsSumsEveryCounter sets every counter of every endpoint of a
@@ -27,11 +29,15 @@ func TestGroupStatsSumsEveryCounter(t *testing.T) {
 		e.Close()
 	}
 	for i, e := range g.Endpoints() {
-		v := reflect.ValueOf(&e.ctr).Elem()
-		for f := range v.NumField() {
-			(*atomic.Uint64)(unsafe.Pointer(v.Field(f).UnsafeAddr())).Store(uint64(1000*(i+1) + f + 1))
+		n := 0
+		for _, v := range []reflect.Value{reflect.ValueOf(&e.ctr).Elem(), reflect.ValueOf(&e.env.Ctr).Elem()} {
+			for f := range v.NumField() {
+				n++
+				(*atomic.Uint64)(unsafe.Pointer(v.Field(f).UnsafeAddr())).Store(uint64(1000*(i+1) + n))
+			}
 		}
-		e.mem.used.Store(int64(100 * (i + 1)))
+		// Releasing a negative amount makes the endpoint hold bytes.
+		protocol.NewSession(e.env, protocol.Key{}, nil).Release(-int64(100 * (i + 1)))
 	}
 	sum := reflect.ValueOf(g.Stats())
 	typ := sum.Type()

@@ -9,7 +9,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
-	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/packet"
 )
 
@@ -63,7 +63,7 @@ func checkFrame(data []byte) error {
 	if udp.Checksum == 0 || !packet.UDP4ChecksumOK(data) {
 		return fmt.Errorf("UDP checksum %#04x is wrong", udp.Checksum)
 	}
-	if _, _, err := afxdp.DecodeHeader(udp.Payload); err != nil {
+	if _, _, err := protocol.DecodeHeader(udp.Payload); err != nil {
 		return fmt.Errorf("%v:%d → %v:%d: %w", ip.SrcIP, udp.SrcPort, ip.DstIP, udp.DstPort, err)
 	}
 	return nil

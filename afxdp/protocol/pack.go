@@ -1,4 +1,4 @@
-package afxdp
+package protocol
 
 import (
 	"encoding/binary"
@@ -27,12 +27,12 @@ const packedLenBytes = 2
 // packedLen is what a frame of total bytes takes in a packed packet.
 func packedLen(total uint64) int { return packedLenBytes + int(total) }
 
-// maxPacked is the most frames a packed packet of dataLen bytes can hold.
-func maxPacked(dataLen int) int { return dataLen/(packedLenBytes+wire.HeaderSize) + 1 }
+// MaxPacked is the most frames a packed packet of dataLen bytes can hold.
+func MaxPacked(dataLen int) int { return dataLen/(packedLenBytes+wire.HeaderSize) + 1 }
 
 // join puts om, just numbered, in the packet last assigned if it fits there
 // and that packet has not left yet. It reports whether om joined.
-func (s *session) join(om *outMsg) bool {
+func (s *Session) join(om *outMsg) bool {
 	n := packedLen(om.total)
 	if s.packLen == 0 || om.npk != 1 || s.packLen+n > s.dataLen || seqLess(s.assign-1, s.maxSent) {
 		return false
@@ -44,7 +44,7 @@ func (s *session) join(om *outMsg) bool {
 
 // writePacked writes into dst the frames of the packet whose first message
 // is at out index idx, and returns the bytes written.
-func (s *session) writePacked(dst []byte, idx int) int {
+func (s *Session) writePacked(dst []byte, idx int) int {
 	seq, w := s.out.at(idx).first, 0
 	for j := idx; j < s.out.len(); j++ {
 		om := s.out.at(j)
@@ -62,12 +62,12 @@ func (s *session) writePacked(dst []byte, idx int) int {
 // acceptPacked lands and delivers the frames of a packed packet, the next in
 // order. Like accept, it reports false, taking nothing, when the frames
 // cannot all be delivered yet.
-func (s *session) acceptPacked(h *PacketHeader, data []byte) (bool, error) {
+func (s *Session) acceptPacked(h *PacketHeader, data []byte) (bool, error) {
 	n, err := countPacked(data)
 	if err != nil {
-		return false, fmt.Errorf("afxdp: session %#x from %v: packet %d: %w", s.key.id, s.key.peer, h.Seq, err)
+		return false, fmt.Errorf("afxdp: session %#x from %v: packet %d: %w", s.key.ID, s.key.Peer, h.Seq, err)
 	}
-	if !s.conn.room(n) {
+	if !s.up.Room(n) {
 		return false, nil
 	}
 	// The frames' heads announce less than the packet holds (feed
@@ -81,12 +81,12 @@ func (s *session) acceptPacked(h *PacketHeader, data []byte) (bool, error) {
 		fh, frame := packedFrame(h, i, &data)
 		in, err := s.rx.feed(&fh, frame, s, false)
 		if err != nil {
-			return false, fmt.Errorf("afxdp: session %#x from %v: %w", s.key.id, s.key.peer, err)
+			return false, fmt.Errorf("afxdp: session %#x from %v: %w", s.key.ID, s.key.Peer, err)
 		}
 		s.framed = true
-		s.conn.deliver(in)
+		s.up.Deliver(in)
 	}
-	s.release(s.rx.claim)
+	s.Release(s.rx.claim)
 	s.rx.claim = 0
 	s.expect++
 	return true, nil

@@ -1,4 +1,4 @@
-package afxdp
+package protocol
 
 // reorder holds packets that arrived ahead of a gap, until the gap fills,
 // and the next packet in order when there was no room to take it (see
@@ -81,9 +81,9 @@ func (r *reorder) free(p *oooPool) {
 
 // oooPool lends the buffers reorder buffers hold packets in, each counted
 // in the endpoint's memory while lent, and keeps some returned ones for
-// reuse. It belongs to the reactor.
+// reuse. It belongs to the Env's owner.
 type oooPool struct {
-	e    *Endpoint
+	e    *Env
 	free [][]byte
 }
 
@@ -94,7 +94,7 @@ const oooPoolKeep = 1024
 // memory has no room for one.
 func (p *oooPool) get() []byte {
 	size := p.e.dataLen
-	if !p.e.mem.takeHeld(int64(size)) {
+	if !p.e.Mem.takeHeld(int64(size)) {
 		return nil
 	}
 	if n := len(p.free); n > 0 {
@@ -108,7 +108,7 @@ func (p *oooPool) get() []byte {
 
 // put takes a buffer back.
 func (p *oooPool) put(b []byte) {
-	p.e.mem.giveHeld(int64(p.e.dataLen))
+	p.e.Mem.giveHeld(int64(p.e.dataLen))
 	if len(p.free) < oooPoolKeep {
 		p.free = append(p.free, b)
 	}

@@ -1,4 +1,4 @@
-package afxdp
+package protocol
 
 import (
 	"errors"
@@ -15,27 +15,38 @@ import (
 // Each session therefore reserves a frame's announced size when its first
 // packet comes, and holds it until the frame is handed to Deliver (or
 // dropped); frames completed and waiting for a Receive goroutine stay
-// counted. Options.SessionMemory bounds what one session holds,
-// Options.EndpointMemory what all of an endpoint's sessions hold, with the
+// counted. Config.SessionMemory bounds what one session holds,
+// Config.EndpointMemory what all of an endpoint's sessions hold, with the
 // packets kept past gaps. A frame that does not fit now waits, its
 // session's window shut (window.go), until deliveries make room; a frame
-// announcing more than SessionMemory, as one beyond Options.Limits, is
+// announcing more than SessionMemory, as one beyond Config.Limits, is
 // dropped as its bytes come and delivered bare with an error, failing its
 // call alone.
 
-// memory is an endpoint's account of received bytes held for receivers:
+// Memory is an Env's account of received bytes held for receivers:
 // frames, reserved at what their heads announce, and packets held past
 // gaps. Frames may take all of the limit; held packets only what frames
 // leave (a packet that finds no room is dropped, and resent), so a frame
 // never waits on held packets, which may themselves wait on it: the two
 // together stay within twice the limit.
-type memory struct {
+type Memory struct {
 	used    atomic.Int64 // by frames
 	held    atomic.Int64 // by packets held past gaps
 	limit   int64
 	waiting atomic.Int32 // sessions shut for lack of endpoint memory
 	freed   atomic.Bool  // memory was released while some waited
+	// OnFreed, if set, is called by whatever goroutine released memory
+	// while sessions waited for it, after Freed became true: the owner
+	// wakes up to call Env.RetryMemory.
+	OnFreed func()
 }
+
+// Buffered is the bytes held: frames reserved and packets held past gaps.
+func (m *Memory) Buffered() int64 { return max(m.used.Load()+m.held.Load(), 0) }
+
+// Freed reports whether memory was released while sessions waited for it,
+// so Env.RetryMemory has work.
+func (m *Memory) Freed() bool { return m.freed.Load() }
 
 // frameClaim parses the head of the frame that packet data starts and
 // returns it with what it announces: the frame's bytes after the fixed
@@ -45,11 +56,11 @@ type memory struct {
 // answers ResourceExhausted), as on TCP. A head that is not one, or that
 // announces other than the bytes of a frame ending in this packet, is the
 // session's error.
-func (s *session) frameClaim(h *PacketHeader, data []byte) (wh wire.Header, claim int64, tooLarge, err error) {
+func (s *Session) frameClaim(h *PacketHeader, data []byte) (wh wire.Header, claim int64, tooLarge, err error) {
 	if len(data) < wire.HeaderSize {
 		return wh, 0, nil, fmt.Errorf("first packet of frame %d holds %d bytes, less than a frame header: %w", h.Msg, len(data), ErrProtocol)
 	}
-	wh, err = wire.ParseHeader(data[:wire.HeaderSize], &s.ep.opts.Limits)
+	wh, err = wire.ParseHeader(data[:wire.HeaderSize], &s.env.cfg.Limits)
 	switch {
 	case errors.Is(err, wire.ErrTooLarge):
 		tooLarge, err = fmt.Errorf("afxdp: %w", err), nil
@@ -60,9 +71,9 @@ func (s *session) frameClaim(h *PacketHeader, data []byte) (wh wire.Header, clai
 	if h.Flags&FlagLast != 0 && body != uint64(len(data)-wire.HeaderSize) {
 		return wh, 0, nil, fmt.Errorf("frame %d announces %d bytes in a packet of %d: %w", h.Msg, wire.HeaderSize+body, len(data), ErrProtocol)
 	}
-	if tooLarge == nil && body > uint64(s.ep.opts.SessionMemory) {
+	if tooLarge == nil && body > uint64(s.env.cfg.SessionMemory) {
 		tooLarge = fmt.Errorf("afxdp: %v frame for call %d of %d bytes, more than a session holds (%d): %w",
-			wh.Kind, wh.CallID, body, s.ep.opts.SessionMemory, wire.ErrTooLarge)
+			wh.Kind, wh.CallID, body, s.env.cfg.SessionMemory, wire.ErrTooLarge)
 	}
 	if tooLarge != nil {
 		return wh, 0, tooLarge, nil
@@ -70,23 +81,23 @@ func (s *session) frameClaim(h *PacketHeader, data []byte) (wh wire.Header, clai
 	return wh, int64(body), nil, nil
 }
 
-// claimOf is what a frame reserved: its bytes after the fixed header (none
-// for one delivered bare, too large).
-func claimOf(in *wire.Inbound) int64 { return int64(in.Header.BodyLen()) }
+// ClaimOf is what a delivered frame holds of its session's memory: its
+// bytes after the fixed header (none for one delivered bare, too large).
+func ClaimOf(in *wire.Inbound) int64 { return int64(in.Header.BodyLen()) }
 
 // reserve takes n bytes for a frame from the session's and the endpoint's
 // memory, or reports false when either has no room for it now. A session
 // holding nothing always has room for a frame within SessionMemory.
-func (s *session) reserve(n int64) bool {
-	if used := s.mem.Load(); used > 0 && used+n > s.ep.opts.SessionMemory {
+func (s *Session) reserve(n int64) bool {
+	if used := s.mem.Load(); used > 0 && used+n > s.env.cfg.SessionMemory {
 		return false
 	}
-	m := &s.ep.mem
+	m := &s.env.Mem
 	if !m.take(n) {
 		if !s.memWait {
 			s.memWait = true
 			m.waiting.Add(1)
-			s.ep.memWaiters = append(s.ep.memWaiters, s)
+			s.env.memWaiters = append(s.env.memWaiters, s)
 		}
 		return false
 	}
@@ -94,16 +105,16 @@ func (s *session) reserve(n int64) bool {
 	return true
 }
 
-// release gives back n bytes of a frame handed on or dropped. Any
-// goroutine may call it.
-func (s *session) release(n int64) {
+// Release gives back n bytes of a frame handed on (ClaimOf) or dropped.
+// Any goroutine may call it.
+func (s *Session) Release(n int64) {
 	s.mem.Add(-n)
-	s.ep.mem.give(s.ep, n)
+	s.env.Mem.give(n)
 }
 
 // takeHeld reserves n bytes for a held packet if they fit beside the
 // frames.
-func (m *memory) takeHeld(n int64) bool {
+func (m *Memory) takeHeld(n int64) bool {
 	if m.used.Load()+m.held.Load()+n > m.limit {
 		return false
 	}
@@ -112,10 +123,10 @@ func (m *memory) takeHeld(n int64) bool {
 }
 
 // giveHeld returns a held packet's n bytes.
-func (m *memory) giveHeld(n int64) { m.held.Add(-n) }
+func (m *Memory) giveHeld(n int64) { m.held.Add(-n) }
 
 // take reserves n bytes for a frame if they fit.
-func (m *memory) take(n int64) bool {
+func (m *Memory) take(n int64) bool {
 	for {
 		used := m.used.Load()
 		if used+n > m.limit && used > 0 {
@@ -127,37 +138,13 @@ func (m *memory) take(n int64) bool {
 	}
 }
 
-// give returns n bytes and, if sessions wait for memory, has e's reactor
-// try them again.
-func (m *memory) give(e *Endpoint, n int64) {
+// give returns n bytes and, if sessions wait for memory, tells the owner.
+func (m *Memory) give(n int64) {
 	m.used.Add(-n)
 	if m.waiting.Load() > 0 {
 		m.freed.Store(true)
-		if e.sleeping.Load() {
-			e.link.Wake()
+		if m.OnFreed != nil {
+			m.OnFreed()
 		}
 	}
-}
-
-// retryMemory reopens, on the reactor, sessions that waited for endpoint
-// memory, once some was released.
-func (e *Endpoint) retryMemory() {
-	if !e.mem.freed.Swap(false) {
-		return
-	}
-	waiters := e.memWaiters
-	e.memWaiters = e.memWaitersNext[:0]
-	for i, s := range waiters {
-		waiters[i] = nil
-		s.memWait = false
-		e.mem.waiting.Add(-1)
-		if s.ended {
-			continue
-		}
-		if err := s.reopen(); err != nil {
-			s.control(TypeReset)
-			e.endSession(s, err)
-		}
-	}
-	e.memWaitersNext = waiters[:0]
 }

@@ -1,4 +1,4 @@
-package afxdp
+package protocol
 
 import (
 	"math/bits"
@@ -17,7 +17,7 @@ const dupThresh = 3
 
 // onSack takes the bitmap of an ACK flagged FlagSack, after onAck took its
 // cumulative part. A stale one (ack behind base) is ignored.
-func (s *session) onSack(ack uint32, bitmap []byte) {
+func (s *Session) onSack(ack uint32, bitmap []byte) {
 	if ack != s.base || ack == s.maxSent {
 		return
 	}
@@ -69,7 +69,7 @@ func (r *reorder) sack(b []byte, expect uint32) int {
 
 // sackBits calls f for every packet the bitmap of an ACK at ack shows held
 // that was sent and not known held before.
-func (s *session) sackBits(ack uint32, bitmap []byte, f func(seq uint32, sl *sendSlot)) {
+func (s *Session) sackBits(ack uint32, bitmap []byte, f func(seq uint32, sl *sendSlot)) {
 	for i, b := range bitmap {
 		for ; b != 0; b &= b - 1 {
 			seq := ack + 1 + uint32(8*i+bits.TrailingZeros8(b))

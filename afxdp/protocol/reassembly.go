@@ -1,4 +1,4 @@
-package afxdp
+package protocol
 
 import (
 	"errors"
@@ -41,7 +41,7 @@ var errNoRoom = errors.New("no memory for the frame now")
 // completes, if any. A frame's first packet reserves what its head
 // announces when reserve is set, and the frame holds it (errNoRoom when it
 // does not fit); a packed packet's frames were paid for together.
-func (p *frameParser) feed(h *PacketHeader, data []byte, s *session, reserve bool) (*wire.Inbound, error) {
+func (p *frameParser) feed(h *PacketHeader, data []byte, s *Session, reserve bool) (*wire.Inbound, error) {
 	if h.Flags&FlagFirst != 0 {
 		if p.active {
 			return nil, fmt.Errorf("frame %d starts inside frame %d: %w", h.Msg, p.msg, ErrProtocol)
@@ -70,7 +70,7 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, s *session, reserve boo
 			p.in.Err = tooLarge
 			p.drop, p.ready, p.skip = wh.BodyLen(), true, true
 		} else if p.body = p.in.Begin(&wh); len(p.body) == 0 {
-			p.allocate(s.conn)
+			p.allocate(s.up)
 		}
 		data = data[wire.HeaderSize:]
 	} else if !p.active || h.Msg != p.msg || h.Offset != p.off {
@@ -89,7 +89,7 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, s *session, reserve boo
 			p.bodyN += n
 			data = data[n:]
 			if p.bodyN == len(p.body) {
-				p.allocate(s.conn)
+				p.allocate(s.up)
 			}
 		default: // tensor bytes, into their destinations
 			left := p.in.Header.PayloadLen - p.payN
@@ -125,7 +125,7 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, s *session, reserve boo
 	in := p.in
 	p.in, p.body, p.active = nil, nil, false
 	p.msg++
-	p.claim -= claimOf(in) // the frame's, until Deliver takes it
+	p.claim -= ClaimOf(in) // the frame's, until Deliver takes it
 	return in, nil
 }
 
@@ -133,9 +133,9 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, s *session, reserve boo
 // (pooled buffers for a frame that arrives before Receive names one). A
 // failure is the frame's, not the session's: the payload is dropped and
 // the frame delivered with in.Err set, as the stream transport does.
-func (p *frameParser) allocate(c *Conn) {
+func (p *frameParser) allocate(up Upper) {
 	p.ready = true
-	r := c.receiver()
+	r := up.Receiver()
 	if r == nil {
 		r = pooled{}
 	}

@@ -1,4 +1,4 @@
-package afxdp
+package protocol
 
 import (
 	"errors"

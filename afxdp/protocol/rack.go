@@ -1,4 +1,4 @@
-package afxdp
+package protocol
 
 import "time"
 
@@ -53,7 +53,7 @@ type sendSlot struct {
 }
 
 // slot returns the state of packet seq, which must be in the window.
-func (s *session) slot(seq uint32) *sendSlot { return &s.slots[seq%uint32(len(s.slots))] }
+func (s *Session) slot(seq uint32) *sendSlot { return &s.slots[seq%uint32(len(s.slots))] }
 
 // Timer kinds of rackState.timer.
 const (
@@ -75,7 +75,7 @@ const reoPersist = 16
 // Times are since ep.epoch, as in sendSlot.
 type rackState struct {
 	srtt, rttvar, minRTT time.Duration
-	rtoBase              time.Duration // srtt+4·rttvar, within Options.RTO and MaxRTO
+	rtoBase              time.Duration // srtt+4·rttvar, within Config.RTO and MaxRTO
 	rto                  time.Duration // the current timeout, doubled on each expiry
 
 	// The most recently sent packet delivered: its last transmission,
@@ -105,14 +105,14 @@ type rackState struct {
 	reoAt   time.Time // when a packet RACK is not yet sure of becomes lost
 }
 
-func (r *rackState) init(o *Options) {
+func (r *rackState) init(o *Config) {
 	r.rtoBase, r.rto, r.reoMult = o.RTO, o.RTO, 1
 }
 
 // sampleRTT updates the round-trip estimate and the timeout derived from
-// it as TCP does (RFC 6298), bounded by Options.RTO and MaxRTO, so a loaded
+// it as TCP does (RFC 6298), bounded by Config.RTO and MaxRTO, so a loaded
 // host whose answers come late is not flooded with spurious timeouts.
-func (s *session) sampleRTT(rtt time.Duration) {
+func (s *Session) sampleRTT(rtt time.Duration) {
 	r := &s.rack
 	if rtt <= 0 {
 		rtt = 1
@@ -128,17 +128,17 @@ func (s *session) sampleRTT(rtt time.Duration) {
 		r.srtt = (7*r.srtt + rtt) / 8
 		r.minRTT = min(r.minRTT, rtt)
 	}
-	o := &s.ep.opts
+	o := &s.env.cfg
 	r.rtoBase = min(max(r.srtt+4*r.rttvar, o.RTO), o.MaxRTO)
 }
 
 // clock is the sessions' time base: now, since ep.epoch.
-func (s *session) clock() time.Duration { return s.ep.now.Sub(s.ep.epoch) }
+func (s *Session) clock() time.Duration { return s.env.Now.Sub(s.env.epoch) }
 
 // delivered records that packet seq, sent and not delivered before, reached
 // the peer (RFC 8985, "Update RACK stats" and "Detect reordering"). fack is
 // rack.fack before the acknowledgement that delivered it.
-func (s *session) delivered(seq uint32, sl *sendSlot, fack uint32) {
+func (s *Session) delivered(seq uint32, sl *sendSlot, fack uint32) {
 	r := &s.rack
 	if sl.resent {
 		// Which copy got there? Only the acknowledgement's echo says.
@@ -186,7 +186,7 @@ func (r *rackState) newFack(seq uint32) {
 
 // reoWnd is how long past a round trip a packet may be late before it is
 // lost (RFC 8985, "Update RACK reordering window").
-func (s *session) reoWnd() time.Duration {
+func (s *Session) reoWnd() time.Duration {
 	r := &s.rack
 	if !r.reord && (r.lost > 0 || r.afterRTO || r.held >= dupThresh) {
 		return 0
@@ -198,7 +198,7 @@ func (s *session) reoWnd() time.Duration {
 // detectLoss marks lost every outstanding packet sent before the most
 // recently sent delivered one, once the reordering window has passed for
 // it, and sets the reorder timer for those still within it.
-func (s *session) detectLoss() {
+func (s *Session) detectLoss() {
 	r := &s.rack
 	r.reoAt = time.Time{}
 	if r.xmit == 0 || s.base == s.maxSent {
@@ -224,7 +224,7 @@ func (s *session) detectLoss() {
 			sl.zeroAt = sl.xmitAt + r.rtt
 		}
 		if wait := sl.xmitAt + r.rtt + wnd - now; wait > 0 {
-			if at := s.ep.now.Add(wait); r.reoAt.IsZero() || at.Before(r.reoAt) {
+			if at := s.env.Now.Add(wait); r.reoAt.IsZero() || at.Before(r.reoAt) {
 				r.reoAt = at
 			}
 			continue
@@ -243,12 +243,12 @@ func (s *session) detectLoss() {
 // onDsack takes the peer's report that it received packet seq twice: if
 // this end had resent it, the retransmission was spurious and the
 // reordering window grows.
-func (s *session) onDsack(seq uint32) {
+func (s *Session) onDsack(seq uint32) {
 	r := &s.rack
 	if !r.wasResent(seq) {
 		return // the network duplicated it, or it is too old to tell
 	}
-	s.ep.ctr.spurious.Add(1)
+	s.env.Ctr.Spurious.Add(1)
 	r.reord = true
 	r.reoMult = min(r.reoMult+1, maxReoMult)
 	r.persist = reoPersist
@@ -277,22 +277,22 @@ func (r *rackState) wasResent(seq uint32) bool {
 
 // pto is the tail loss probe's timeout: two round trips, plus the time the
 // peer may hold an acknowledgement back when one packet is in flight, at
-// least Options.RTO.
-func (s *session) pto() time.Duration {
+// least Config.RTO.
+func (s *Session) pto() time.Duration {
 	r := &s.rack
 	if r.srtt == 0 {
 		return r.rto
 	}
 	p := 2 * r.srtt
 	if s.maxSent-s.base == 1 {
-		p += s.ep.maxAckDelay()
+		p += s.env.maxAckDelay()
 	}
-	return max(p, s.ep.opts.RTO)
+	return max(p, s.env.cfg.RTO)
 }
 
 // armProbe starts the tail loss probe's clock, after new data was sent or
 // something was delivered, unless a timeout is backing off.
-func (s *session) armProbe() {
+func (s *Session) armProbe() {
 	r := &s.rack
 	if s.base == s.maxSent {
 		r.timer, r.timerAt = timerNone, time.Time{}
@@ -301,11 +301,11 @@ func (s *session) armProbe() {
 	if r.timer == timerRTO {
 		return
 	}
-	r.timer, r.timerAt = timerProbe, s.ep.now.Add(s.pto())
+	r.timer, r.timerAt = timerProbe, s.env.Now.Add(s.pto())
 }
 
 // fireTimer runs the probe or the timeout when due.
-func (s *session) fireTimer() {
+func (s *Session) fireTimer() {
 	r := &s.rack
 	if s.base == s.maxSent {
 		r.timer, r.timerAt = timerNone, time.Time{}
@@ -324,21 +324,21 @@ func (s *session) fireTimer() {
 				break
 			}
 		}
-		r.timer, r.timerAt = timerRTO, s.ep.now.Add(max(r.rto, s.pto()))
+		r.timer, r.timerAt = timerRTO, s.env.Now.Add(max(r.rto, s.pto()))
 	case timerRTO:
 		// The oldest goes again, and RACK, with no reordering window,
 		// finds the rest lost once it is delivered: a timeout that
 		// fired because the answers were slow resends one packet.
 		s.markLost(s.base, s.slot(s.base))
 		r.afterRTO = true
-		r.rto = min(2*r.rto, s.ep.opts.MaxRTO)
-		r.timerAt = s.ep.now.Add(r.rto)
+		r.rto = min(2*r.rto, s.env.cfg.MaxRTO)
+		r.timerAt = s.env.Now.Add(r.rto)
 	}
-	s.ep.ctr.probes.Add(1)
+	s.env.Ctr.Probes.Add(1)
 }
 
 // markLost marks packet seq for pump to resend.
-func (s *session) markLost(seq uint32, sl *sendSlot) {
+func (s *Session) markLost(seq uint32, sl *sendSlot) {
 	if !sl.lost && !sl.held {
 		sl.lost = true
 		s.rack.lost++
@@ -347,7 +347,7 @@ func (s *session) markLost(seq uint32, sl *sendSlot) {
 
 // resendLost resends packets marked lost, in order, at most budget of them,
 // and returns how many it sent.
-func (s *session) resendLost(budget int) int {
+func (s *Session) resendLost(budget int) int {
 	sent, idx := 0, 0
 	for seq := s.base; s.rack.lost > 0 && sent < budget && seqLess(seq, s.maxSent); seq++ {
 		if !s.slot(seq).lost {

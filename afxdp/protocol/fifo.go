@@ -1,4 +1,4 @@
-package afxdp
+package protocol
 
 // fifo is a growable ring of T. Popped slots keep their contents, so a
 // slot's owned buffers (a message's encoded head) are reused by the next

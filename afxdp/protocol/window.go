@@ -1,4 +1,4 @@
-package afxdp
+package protocol
 
 // Receive flow control. A packet whose frame cannot be taken now (the
 // delivery queue is full, or the memory its frame announces is not
@@ -13,32 +13,22 @@ package afxdp
 
 // shutWindow records that the next packet in order, kept, could not be
 // taken for lack of room.
-func (s *session) shutWindow() {
+func (s *Session) shutWindow() {
 	if !s.rxShut {
 		s.rxShut = true
 		s.shut.Store(true)
-		s.ep.ctr.deferred.Add(1)
+		s.env.Ctr.Deferred.Add(1)
 		// The Receive goroutine may have made room just before it
-		// could see shut: look again once this loop is done.
-		s.wantReopen()
+		// could see shut: look again once this step is done.
+		s.up.Recheck()
 	}
 }
 
-// wantReopen asks the reactor to try the kept packets again; called by
-// the goroutine that made room.
-func (s *session) wantReopen() {
-	s.mu.Lock()
-	wasQueued := s.queued || s.dead != nil
-	s.queued = true
-	s.mu.Unlock()
-	if !wasQueued {
-		s.ep.enqueue(s)
-	}
-}
-
-// reopen takes the packets kept for lack of room, as far as there is room
-// now, and reopens the window when all could be taken.
-func (s *session) reopen() error {
+// Reopen takes the packets kept for lack of room, as far as there is room
+// now, and reopens the window when all could be taken. The owner calls it
+// when Upper.Recheck asked, or room was made; an error ends the session
+// (the caller sends RESET and calls End).
+func (s *Session) Reopen() error {
 	if !s.rxShut {
 		return nil
 	}

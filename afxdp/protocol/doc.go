@@ -1,0 +1,30 @@
+// Package protocol is starwire's reliable packet protocol as a state
+// machine: a Session is one end of an ordered, reliable exchange of wire
+// frames with one peer over datagrams. It owns packet and message
+// numbers, the send and receive windows, acknowledgements (cumulative,
+// selective, delayed), packing of small frames, reassembly into the
+// receiver's destinations, loss detection (RACK-TLP) and every timer.
+//
+// It does no I/O and starts no goroutine. Its inputs are packets
+// (Session.Handle, after DecodeHeader), messages to send (Session.Send,
+// Withdraw) and the current time (Env.Now, read by Session.Timers); its
+// outputs are packets written to the injected Tx, completed frames handed
+// to the injected Upper, message completions (wire.Message.Done) and the
+// next timer deadline Timers returns. Configuration, clock and transmit
+// sink come from the Env the sessions share. Package afxdp's endpoint
+// drives it over a link; its tests drive it over a fake network with a
+// fake clock (FuzzSessions).
+//
+// Ownership and concurrency: an Env and its Sessions have one owner at a
+// time, and only the owner calls their methods (in afxdp, whoever holds
+// the endpoint's loop lock: its reactor goroutine, or a sender standing
+// in for the parked reactor). The exceptions, safe from any goroutine,
+// are Session.Release, Session.Shut, Memory.Buffered, Memory.Freed and
+// the Counters. Upper's methods and a message's Done are called on the
+// owner's goroutine, within the call that caused them.
+//
+// A step of the owner: set Env.Now; Handle the packets received; Send
+// what was queued; Reopen sessions Upper.Recheck named and, when
+// Memory.Freed, RetryMemory; then Timers and Pump on every session, and
+// FlushAcks; then transmit what the Tx holds.
+package protocol
