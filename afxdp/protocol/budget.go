@@ -118,7 +118,7 @@ func (m *Memory) takeHeld(n int64) bool {
 	if m.used.Load()+m.held.Load()+n > m.limit {
 		return false
 	}
-	m.held.Add(n) // the reactor alone adds: a race only overshoots by a packet
+	m.held.Add(n) // the owner alone adds: a race only overshoots by a packet
 	return true
 }
 

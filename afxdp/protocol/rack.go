@@ -40,12 +40,12 @@ import "time"
 
 // sendSlot is what the sender keeps about one packet in flight.
 type sendSlot struct {
-	sentAt time.Duration // when first sent, since ep.epoch; 0 once resent (Karn)
+	sentAt time.Duration // when first sent, since env.epoch; 0 once resent (Karn)
 	// zeroAt is when its first copy would have been found lost with no
 	// reordering window, once a packet sent after it was delivered; 0
 	// before.
 	zeroAt time.Duration
-	xmitAt time.Duration // when last sent, since ep.epoch
+	xmitAt time.Duration // when last sent, since env.epoch
 	resent bool          // sent more than once
 	tx     uint8         // the transmission byte of its last copy
 	held   bool          // the peer holds it past a gap (FlagSack)
@@ -72,7 +72,7 @@ const maxReoMult = 16
 const reoPersist = 16
 
 // rackState is a session's round-trip estimate and loss detection state.
-// Times are since ep.epoch, as in sendSlot.
+// Times are since env.epoch, as in sendSlot.
 type rackState struct {
 	srtt, rttvar, minRTT time.Duration
 	rtoBase              time.Duration // srtt+4·rttvar, within Config.RTO and MaxRTO
@@ -132,7 +132,7 @@ func (s *Session) sampleRTT(rtt time.Duration) {
 	r.rtoBase = min(max(r.srtt+4*r.rttvar, o.RTO), o.MaxRTO)
 }
 
-// clock is the sessions' time base: now, since ep.epoch.
+// clock is the sessions' time base: now, since env.epoch.
 func (s *Session) clock() time.Duration { return s.env.Now.Sub(s.env.epoch) }
 
 // delivered records that packet seq, sent and not delivered before, reached

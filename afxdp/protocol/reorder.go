@@ -4,7 +4,7 @@ package protocol
 // and the next packet in order when there was no room to take it (see
 // window.go). Only such packets are copied; packets in order go straight
 // to their frame's destination. Slot i holds packet number i modulo the
-// window, in a buffer of the endpoint's pool while it holds one.
+// window, in a buffer of the Env's pool while it holds one.
 type reorder struct {
 	hdr  []PacketHeader
 	data [][]byte // nil while the slot holds nothing
@@ -80,7 +80,7 @@ func (r *reorder) free(p *oooPool) {
 }
 
 // oooPool lends the buffers reorder buffers hold packets in, each counted
-// in the endpoint's memory while lent, and keeps some returned ones for
+// in the Env's memory while lent, and keeps some returned ones for
 // reuse. It belongs to the Env's owner.
 type oooPool struct {
 	e    *Env
@@ -90,7 +90,7 @@ type oooPool struct {
 // oooPoolKeep bounds the returned buffers a pool keeps.
 const oooPoolKeep = 1024
 
-// get returns an empty buffer for a packet, or nil when the endpoint's
+// get returns an empty buffer for a packet, or nil when the Env's
 // memory has no room for one.
 func (p *oooPool) get() []byte {
 	size := p.e.dataLen

@@ -6,10 +6,10 @@ package protocol
 // every packet it sends advertises a window of 0, so its peer sends nothing
 // new. The peer does not resend the packet either, since the receiver has
 // it; only its probes, backing off to MaxRTO, keep asking, in case the
-// reopening is lost. When room appears, the Receive goroutine that made it
-// (or the reactor) has the reactor take the kept packets and reopen the
-// window with an ACK at once. A peer that does not read is thus held back
-// by its window, and nothing beyond a window of packets is buffered for it.
+// reopening is lost. When room appears, whoever made it has the owner call
+// Reopen, which takes the kept packets and reopens the window with an ACK
+// at once. A peer that does not read is thus held back by its window, and
+// nothing beyond a window of packets is buffered for it.
 
 // shutWindow records that the next packet in order, kept, could not be
 // taken for lack of room.
