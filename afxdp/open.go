@@ -13,35 +13,43 @@ const (
 	PathUDP = "udp"   // a kernel UDP socket: AF_XDP is unavailable there
 )
 
+// Opened is what Open started, and on which path.
+type Opened struct {
+	Group *Group
+	Path  string // PathXDP or PathUDP
+	// Fallback says why the path is not PathXDP (nil when it is), for a
+	// log line: AF_XDP being unavailable is not an error.
+	Fallback error
+}
+
 // Open starts the packet transport on ifname's IPv4 address and port, in the
 // calling thread's network namespace: a Group with Reactors(queues)
 // reactors over AF_XDP when Available says it can be used, otherwise one
-// endpoint over a kernel UDP socket, and the reason is returned as
-// fallback (nil on the AF_XDP path) for a log line rather than as an error.
-// Peers of either path interoperate: both speak UDP on the same port.
-func Open(ifname string, port uint16, opts Options, xo XSKOptions) (g *Group, path string, fallback error, err error) {
+// endpoint over a kernel UDP socket, and why in Opened.Fallback. Peers of
+// either path interoperate: both speak UDP on the same port.
+func Open(ifname string, port uint16, opts Options, xo XSKOptions) (Opened, error) {
 	xo.Port = port
-	var info ifaceInfo
-	if info, fallback = available(ifname); fallback == nil {
-		links, xerr := OpenXSKLinks(ifname, xo, Reactors(max(info.queues, 1)))
-		if xerr == nil {
+	info, fallback := available(ifname)
+	if fallback == nil {
+		links, err := OpenXSKLinks(ifname, xo, Reactors(max(info.queues, 1)))
+		if err == nil {
 			ls := make([]Link, len(links))
 			for i, l := range links {
 				ls[i] = l
 			}
-			return NewGroup(ls, opts), PathXDP, nil, nil
+			return Opened{Group: NewGroup(ls, opts), Path: PathXDP}, nil
 		}
-		fallback = xerr
+		fallback = err
 	}
 	addr, err := ifaceAddr(ifname)
 	if err != nil {
-		return nil, "", fallback, err
+		return Opened{Fallback: fallback}, err
 	}
 	l, err := ListenUDP(netip.AddrPortFrom(addr, port).String(), UDPOptions{})
 	if err != nil {
-		return nil, "", fallback, err
+		return Opened{Fallback: fallback}, err
 	}
-	return NewGroup([]Link{l}, opts), PathUDP, fallback, nil
+	return Opened{Group: NewGroup([]Link{l}, opts), Path: PathUDP, Fallback: fallback}, nil
 }
 
 // ifaceAddr returns ifname's first IPv4 address.

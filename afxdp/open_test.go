@@ -13,18 +13,16 @@ import (
 func TestOpenChoosesPath(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
 	open := func(e *netns.End, ifname string, opts afxdp.Options) (*afxdp.Group, string, error) {
-		var g *afxdp.Group
-		var path string
-		var fallback error
+		var o afxdp.Opened
 		err := e.Do(func() (err error) {
-			g, path, fallback, err = afxdp.Open(ifname, 7900, opts, afxdp.XSKOptions{})
+			o, err = afxdp.Open(ifname, 7900, opts, afxdp.XSKOptions{})
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { g.Close() })
-		return g, path, fallback
+		t.Cleanup(func() { o.Group.Close() })
+		return o.Group, o.Path, o.Fallback
 	}
 	srv, path, fallback := open(p.B, p.B.Link, afxdp.Options{})
 	if path != afxdp.PathXDP || fallback != nil {

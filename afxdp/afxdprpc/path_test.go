@@ -243,12 +243,11 @@ func TestDualOverAFXDP(t *testing.T) {
 	open := func(e *netns.End) *afxdp.Group {
 		var g *afxdp.Group
 		if err := e.Do(func() error {
-			var path string
-			var fallback, err error
-			g, path, fallback, err = afxdp.Open(e.Link, port, afxdp.Options{}, afxdp.XSKOptions{})
-			if err == nil && path != afxdp.PathXDP {
-				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, fallback)
+			o, err := afxdp.Open(e.Link, port, afxdp.Options{}, afxdp.XSKOptions{})
+			if err == nil && o.Path != afxdp.PathXDP {
+				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, o.Fallback)
 			}
+			g = o.Group
 			return err
 		}); err != nil {
 			t.Fatal(err)

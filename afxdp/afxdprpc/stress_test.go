@@ -32,15 +32,15 @@ func listenAFXDP(spec string) (rpc.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stress spec %q: %w", spec, err)
 	}
-	g, path, fallback, err := afxdp.Open(link, uint16(port), afxdp.Options{}, afxdp.XSKOptions{})
+	o, err := afxdp.Open(link, uint16(port), afxdp.Options{}, afxdp.XSKOptions{})
 	if err != nil {
 		return nil, err
 	}
-	if path != afxdp.PathXDP {
-		g.Close()
-		return nil, fmt.Errorf("no AF_XDP on %s: %v", link, fallback)
+	if o.Path != afxdp.PathXDP {
+		o.Group.Close()
+		return nil, fmt.Errorf("no AF_XDP on %s: %v", link, o.Fallback)
 	}
-	return afxdprpc.Transport(g).Listen("")
+	return afxdprpc.Transport(o.Group).Listen("")
 }
 
 // TestStressBulkAFXDP runs the two-way bulk load (stress.Bulk: 40 callers on
@@ -67,13 +67,12 @@ func TestStressBulkAFXDP(t *testing.T) {
 	})
 	var g *afxdp.Group
 	if err := pair.A.Do(func() error {
-		var path string
-		var fallback, err error
-		g, path, fallback, err = afxdp.Open(pair.A.Link, stressPort, afxdp.Options{}, afxdp.XSKOptions{})
-		if err == nil && path != afxdp.PathXDP {
-			g.Close()
-			err = fmt.Errorf("no AF_XDP on %s: %v", pair.A.Link, fallback)
+		o, err := afxdp.Open(pair.A.Link, stressPort, afxdp.Options{}, afxdp.XSKOptions{})
+		if err == nil && o.Path != afxdp.PathXDP {
+			o.Group.Close()
+			err = fmt.Errorf("no AF_XDP on %s: %v", pair.A.Link, o.Fallback)
 		}
+		g = o.Group
 		return err
 	}); err != nil {
 		t.Fatal(err)

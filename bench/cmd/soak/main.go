@@ -70,15 +70,15 @@ func listen(spec string) (rpc.Listener, error) {
 }
 
 func openXDP(link string, port uint16) (*afxdp.Group, error) {
-	g, path, fallback, err := afxdp.Open(link, port, afxdp.Options{}, afxdp.XSKOptions{})
+	o, err := afxdp.Open(link, port, afxdp.Options{}, afxdp.XSKOptions{})
 	if err != nil {
 		return nil, err
 	}
-	if path != afxdp.PathXDP {
-		g.Close()
-		return nil, fmt.Errorf("soak: no AF_XDP on %s: %v", link, fallback)
+	if o.Path != afxdp.PathXDP {
+		o.Group.Close()
+		return nil, fmt.Errorf("soak: no AF_XDP on %s: %v", link, o.Fallback)
 	}
-	return g, nil
+	return o.Group, nil
 }
 
 // target is one transport under test: a server process and a client.
