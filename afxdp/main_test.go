@@ -178,11 +178,19 @@ func TestXSKPeerKilled(t *testing.T) {
 		Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(size)}, Data: data}}, Done: done}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
-	select {
-	case err := <-done:
-		t.Fatalf("the transfer ended before the peer was killed: %v", err)
-	default:
+	// Kill the peer once the transfer is under way: a few thousand
+	// packets of its 90 thousand sent.
+	started := time.Now().Add(5 * time.Second)
+	for cli.Stats().Sent < 4096 {
+		select {
+		case err := <-done:
+			t.Fatalf("the transfer ended before the peer was killed: %v", err)
+		default:
+		}
+		if time.Now().After(started) {
+			t.Fatalf("the transfer did not start: %+v", cli.Stats())
+		}
+		time.Sleep(time.Millisecond)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/vishvananda/netlink"
 )
 
 // TestResolveRacesClose closes a link while resolutions of an address no
@@ -25,7 +26,15 @@ func TestResolveRacesClose(t *testing.T) {
 	for range cap(errc) {
 		go func() { errc <- l.Resolve(ctx, nobody) }()
 	}
-	time.Sleep(30 * time.Millisecond) // let them read the neighbour table and probe
+	// Close once a probe is out: the kernel holds an entry for nobody.
+	// (Any interleaving must pass; this one is the likeliest to race.)
+	probed := time.Now().Add(5 * time.Second)
+	for !hasNeighbour(t, p.A, nobody.Addr()) {
+		if time.Now().After(probed) {
+			t.Fatal("no neighbour entry for the address being resolved")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	start := time.Now()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -38,4 +47,23 @@ func TestResolveRacesClose(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("resolutions took %v to end after Close", d)
 	}
+}
+
+// hasNeighbour reports whether the kernel's neighbour table in e's
+// namespace holds an entry, of any state, for ip.
+func hasNeighbour(t *testing.T, e *netns.End, ip netip.Addr) bool {
+	found := false
+	err := e.Do(func() error {
+		ns, err := netlink.NeighList(e.Ifindex, netlink.FAMILY_V4)
+		for _, n := range ns {
+			if a, ok := netip.AddrFromSlice(n.IP.To4()); ok && a == ip {
+				found = true
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }

@@ -256,7 +256,14 @@ func TestSendErrorOnSenderFlush(t *testing.T) {
 	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
 	fa := &failOnce{Link: la}
 	ea, _, ca, _ := connected(t, fa, lb, afxdp.Options{RTO: 2 * time.Second})
-	time.Sleep(50 * time.Millisecond) // the reactor parks: nothing to do for an RTO
+	// The reactor parks, having nothing to do for an RTO.
+	parked := time.Now().Add(5 * time.Second)
+	for !ea.Parked() {
+		if time.Now().After(parked) {
+			t.Fatal("the reactor never parked")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	fa.armed.Store(true)
 	if err := ca.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 1}, Done: make(doneChan, 1)}); err != nil {
 		t.Fatal(err)

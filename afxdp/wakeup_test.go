@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ func TestWaitArmsLinkDescriptors(t *testing.T) {
 	if p.check(0) {
 		t.Fatal("a disarmed descriptor was reported")
 	}
-	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", p.epfd))
+	info, err := epollInfo(p.epfd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +85,13 @@ func TestWaitArmsLinkDescriptors(t *testing.T) {
 	}
 	var buf [8]byte
 	unix.Read(pipe[0], buf[:])
-	// Data that comes during the wait ends it.
+	// Data that comes during the wait ends it: written once the wait
+	// has armed the descriptor, which the epoll instance's fdinfo shows.
 	go func() {
-		time.Sleep(20 * time.Millisecond)
+		deadline := time.Now().Add(limit)
+		for !armed(p.epfd, pipe[0]) && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
 		unix.Write(pipe[1], []byte{2})
 	}()
 	start = time.Now()
@@ -96,4 +101,16 @@ func TestWaitArmsLinkDescriptors(t *testing.T) {
 	if time.Since(start) >= limit {
 		t.Fatal("wait missed data that arrived during it")
 	}
+}
+
+// epollInfo returns the fdinfo of epoll instance epfd, which lists the
+// descriptors registered in it.
+func epollInfo(epfd int) ([]byte, error) {
+	return os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", epfd))
+}
+
+// armed reports whether fd is registered in epoll instance epfd.
+func armed(epfd, fd int) bool {
+	info, err := epollInfo(epfd)
+	return err == nil && bytes.Contains(info, fmt.Appendf(nil, "tfd: %8d ", fd))
 }
