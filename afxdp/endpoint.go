@@ -570,8 +570,9 @@ func (e *Endpoint) reset(key protocol.Key) {
 	e.ctr.resets.Add(1)
 }
 
+// endSession ends s and drops it from the tables, which are up to date,
+// and counted in Stats, before its Conn's Done is closed.
 func (e *Endpoint) endSession(s *session, err error) {
-	s.end(err)
 	if e.sessions[s.key] == s {
 		delete(e.sessions, s.key)
 		e.forgetOwner(s.key)
@@ -590,6 +591,7 @@ func (e *Endpoint) endSession(s *session, err error) {
 		}
 	}
 	e.ctr.sessions.Store(uint64(len(e.list)))
+	s.end(err)
 }
 
 // endProtocolSession ends the session p belongs to with err.
