@@ -41,13 +41,12 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 	open := func(e *netns.End) *afxdp.Group {
 		var g *afxdp.Group
 		if err := e.Do(func() error {
-			var path string
-			var fallback, err error
-			g, path, fallback, err = afxdp.Open(e.Link, port, afxdp.Options{}, afxdp.XSKOptions{})
-			if err == nil && path != afxdp.PathXDP {
-				g.Close()
-				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, fallback)
+			o, err := afxdp.Open(e.Link, port, afxdp.Options{}, afxdp.XSKOptions{})
+			if err == nil && o.Path != afxdp.PathXDP {
+				o.Group.Close()
+				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, o.Fallback)
 			}
+			g = o.Group
 			return err
 		}); err != nil {
 			b.Fatal(err)
