@@ -146,6 +146,7 @@ func clusterDown(args []string, stdout io.Writer) error {
 	if err := vethnet.CheckName(name); err != nil {
 		return usagef("cluster down: --name: %v", strings.TrimPrefix(err.Error(), "vethnet: "))
 	}
+	sweepAbandoned(stateDir, stdout)
 	removed, err := removeCluster(stateDir, name)
 	if err != nil {
 		return fmt.Errorf("cluster down: %w", err)
