@@ -14,7 +14,8 @@ import (
 
 // TestTrainOverMutualTLS trains on a local cluster whose gRPC and starwire
 // ports all require mutual TLS, with the certificates given as a mounted
-// secret's directory, by flag and by variable.
+// secret's directory, by flag and by variable, under grpc+seastar and
+// under grpc, whose tasks' peer calls are gRPC's too.
 func TestTrainOverMutualTLS(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "secret")
 	tlstest.NewCA(t, "cluster CA").Dir(t, dir)
@@ -24,6 +25,7 @@ func TestTrainOverMutualTLS(t *testing.T) {
 	}{
 		{"flag", []string{"--tls_dir", dir}},
 		{"variable", nil},
+		{"grpc", []string{"--tls_dir", dir, "--protocol", "grpc"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.args == nil {
