@@ -26,6 +26,8 @@ type clientConn struct {
 	active int   // slots in use
 	err    error // set once the connection has failed
 	kaErr  error // why keepalive closed the connection
+
+	woken bool // a caller was answered since woke; the receiving goroutine's
 }
 
 func newClientConn(c *Client, conn Conn) *clientConn {
@@ -318,6 +320,12 @@ func (cc *clientConn) receive() {
 	cc.mu.Unlock()
 }
 
+func (cc *clientConn) woke() bool {
+	w := cc.woken
+	cc.woken = false
+	return w
+}
+
 // Alloc implements wire.Receiver.
 func (cc *clientConn) Alloc(in *wire.Inbound) error {
 	if in.Header.Kind != wire.KindResponse || in.Header.Tensors == 0 {
@@ -351,6 +359,7 @@ func (cc *clientConn) Deliver(in *wire.Inbound) {
 				k.answered, k.in = true, in
 				k.settleLocked()
 				cc.mu.Unlock()
+				cc.woken = true
 				return
 			}
 			k.settleLocked() // a zombie's answer: dropped

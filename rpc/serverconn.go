@@ -31,6 +31,7 @@ type serverConn struct {
 	frames                 atomic.Uint64
 	waiting                atomic.Bool   // the reader waits for room
 	room                   chan struct{} // wakes it
+	woken                  bool          // a call went to a worker since woke; the receiving goroutine's
 
 	mu       sync.Mutex
 	inflight map[uint64]*serverCall // calls on goroutines, for cancel frames
@@ -112,8 +113,15 @@ func (sc *serverConn) dispatch(in *wire.Inbound) {
 		sc.mu.Lock()
 		sc.inflight[in.Header.CallID] = call
 		sc.mu.Unlock()
+		sc.woken = true
 		sc.s.workers.run(call, m)
 	}
+}
+
+func (sc *serverConn) woke() bool {
+	w := sc.woken
+	sc.woken = false
+	return w
 }
 
 func (sc *serverConn) goAway() {

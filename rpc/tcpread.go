@@ -24,6 +24,7 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 	}
 	var hb [wire.HeaderSize]byte
 	throttle, _ := r.(Throttle)
+	wk, _ := r.(waker)
 	corked, delivered := false, 0
 	for {
 		if delivered > 0 && c.br.Buffered() == 0 {
@@ -32,7 +33,11 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 			// the scheduler would wake another thread for them (on a
 			// VM that wake-up costs more than a small call), and lets
 			// them queue their next frames before the corked ones leave.
-			runtime.Gosched()
+			// A yield with nobody woken only wakes an idle thread to
+			// look for work.
+			if wk == nil || wk.woke() {
+				runtime.Gosched()
+			}
 			if corked {
 				c.uncork()
 				corked = false
@@ -75,6 +80,11 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 		r.Deliver(in)
 	}
 }
+
+// A waker is a Receiver that says whether the frames delivered since it was
+// last asked made other goroutines runnable (callers answered, handlers
+// handed to workers).
+type waker interface{ woke() bool }
 
 // readFrame reads the body of the frame with header h. A frame over the
 // limits (tooLarge) is skipped and delivered bare with Err set, so only its

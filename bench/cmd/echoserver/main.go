@@ -13,6 +13,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -26,7 +27,15 @@ func main() {
 	flag.StringVar(&listen.Raw, "raw", "127.0.0.1:7473", "raw TCP baseline listen address")
 	lifetime := flag.Duration("lifetime", 30*time.Minute, "exit after this long")
 	watchStdin := flag.Bool("stdin", false, "exit when standard input reaches end of file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole life of the process to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			log.Fatalf("echoserver: %v", err)
+		}
+		defer stop()
+	}
 
 	s, err := bench.StartServers(listen)
 	if err != nil {
@@ -50,4 +59,20 @@ func main() {
 		done <- "lifetime over"
 	}()
 	log.Printf("echoserver: exiting: %s", <-done)
+}
+
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/starwire/starwire/bench"
 )
@@ -27,8 +28,10 @@ func main() {
 	flag.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured calls per contender first")
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "turns the contenders take, each -duration/-rounds long")
 	server := flag.String("server", "embedded", `"embedded", or the addresses echoserver printed`)
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
-	if err := run(*server, cfg); err != nil {
+	err := profiled(*cpuProfile, func() error { return run(*server, cfg) })
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
@@ -59,4 +62,21 @@ func run(server string, cfg bench.LoadConfig) error {
 		}
 	}
 	return nil
+}
+
+// profiled runs f, writing a CPU profile of it to path unless path is empty.
+func profiled(path string, f func() error) error {
+	if path == "" {
+		return f()
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := pprof.StartCPUProfile(out); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	return f()
 }
