@@ -104,7 +104,8 @@ type Reply struct {
 	// Alloc, when set, chooses where the reply's tensors land (say, straight
 	// into a variable's memory) by setting each in.Tensors[i].Data to a slice
 	// of exactly the announced size; by default they land in pooled buffers.
-	// It runs on the connection's receiving goroutine.
+	// It runs on the goroutine reading the connection: its receiving
+	// goroutine, or the caller reading its own answer.
 	Alloc func(in *wire.Inbound) error
 
 	in *wire.Inbound
@@ -143,24 +144,42 @@ func (c *Client) call(ctx context.Context, m Method, req *Request, resp *Reply, 
 			return c.fail(m, Errorf(wire.DeadlineExceeded, "deadline passed before the call"))
 		}
 	}
-	cc, err := c.conn(ctx)
-	if err != nil {
-		return c.fail(m, err)
+	var (
+		cc  *clientConn
+		k   *call
+		err error
+	)
+	for {
+		if cc, err = c.conn(ctx); err != nil {
+			return c.fail(m, err)
+		}
+		if k, err = cc.acquire(ctx); err != nil {
+			return c.fail(m, err)
+		}
+		if !k.reads {
+			break
+		}
+		if err = cc.checkIdle(k); err == nil {
+			break
+		}
+		// The peer closed the connection while nobody read it: this
+		// call goes on a new one.
+		cc.unsent(k)
+		c.broken(cc, err)
 	}
 	if info != nil {
 		info.Path = connPath(cc.conn, c.opts.Transport.Name())
-	}
-	k, err := cc.acquire(ctx)
-	if err != nil {
-		return c.fail(m, err)
 	}
 	k.msg.Header = wire.Header{Kind: wire.KindRequest, Method: m.ID, CallID: k.id, Timeout: uint64(timeout)}
 	k.msg.Meta, k.msg.Tensors = req.Meta, req.Tensors
 	k.reply = resp
 	if err := cc.conn.Send(&k.msg); err != nil {
-		cc.release(k)
+		cc.unsent(k)
 		c.broken(cc, err)
 		return c.fail(m, Errorf(wire.Unavailable, "%v", err))
+	}
+	if k.reads {
+		cc.readOwn(k)
 	}
 	zombie, err := k.wait(ctx)
 	if !zombie {

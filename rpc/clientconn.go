@@ -2,9 +2,11 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/starwire/starwire/wire"
 )
@@ -27,11 +29,37 @@ type clientConn struct {
 	err    error // set once the connection has failed
 	kaErr  error // why keepalive closed the connection
 
-	woken bool // a caller was answered since woke; the receiving goroutine's
+	// The read side (see lend), for a connection that can lend it (sr).
+	sr         selfReader
+	resume     chan struct{} // hands the read side back to the receiving goroutine
+	reading    readSide
+	awaiting   int       // answers due: requests sent and not answered
+	lastInline bool      // the last call could read its own answer
+	freedAt    time.Time // when the read side was last left to the next caller
+	goneAway   bool      // the peer said it is shutting down
+
+	woken bool // a caller was answered since woke; the read side's
 }
+
+// readSide says who reads a connection.
+type readSide uint8
+
+const (
+	readerReads readSide = iota // the receiving goroutine
+	callerReads                 // a caller, for its own answer
+	nobodyReads                 // the next call's caller may take it
+)
+
+// idleCheck is how long the read side may be left unread before a caller
+// that takes it first checks that the peer has not closed the connection
+// meanwhile, so that the call goes on a new one instead of failing.
+const idleCheck = time.Millisecond
 
 func newClientConn(c *Client, conn Conn) *clientConn {
 	cc := &clientConn{c: c, conn: conn, sem: make(chan struct{}, c.opts.MaxInflight)}
+	if sr, ok := conn.(selfReader); ok && sr.selfReading() {
+		cc.sr, cc.resume = sr, make(chan struct{}, 1)
+	}
 	cc.ka = startProber(conn, c.opts.Keepalive, &cc.frames, cc.busy, cc.keepaliveFailed)
 	return cc
 }
@@ -58,6 +86,7 @@ type call struct {
 	receiving bool // Alloc handed out the reply's destinations
 	abandoned bool // the caller gave up
 	zombie    bool // the caller is gone; the last event frees the slot
+	reads     bool // the caller took the read side to read its answer
 	want      want // what the caller waits for
 	signalled bool // the token for want was sent
 	why       wire.Code
@@ -74,6 +103,9 @@ const (
 	wantRelease             // sent && !receiving: its memory is its own again
 )
 
+// acquire takes a slot for a call about to be sent. A caller whose ctx
+// cannot end may read its own answer: when nobody reads the connection, it
+// takes the read side (k.reads).
 func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 	select {
 	case cc.sem <- struct{}{}:
@@ -101,7 +133,111 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 	k.sent, k.answered, k.receiving, k.abandoned, k.zombie = false, false, false, false, false
 	k.want, k.signalled = wantAnswer, false
 	k.in, k.err, k.reply = nil, nil, nil
+	k.reads = false
+	cc.awaiting++
+	if cc.sr != nil {
+		cc.lastInline = ctx.Done() == nil
+		if cc.reading == nobodyReads {
+			if cc.lastInline {
+				cc.reading, k.reads = callerReads, true
+			} else {
+				cc.resumeLocked()
+			}
+		}
+	}
 	return k, nil
+}
+
+// unsent releases the slot of a call whose request was not sent.
+func (cc *clientConn) unsent(k *call) {
+	cc.mu.Lock()
+	cc.awaiting--
+	if k.reads {
+		k.reads = false
+		cc.resumeLocked()
+	}
+	cc.releaseLocked(k)
+	cc.mu.Unlock()
+}
+
+// checkIdle is called before the request of a call that took the read
+// side goes out. When the connection has been left unread for a while, it
+// first delivers what arrived meanwhile; a connection the peer closed or
+// is shutting down fails the call's attempt (errGoneAway), so that the call
+// goes on a new one.
+func (cc *clientConn) checkIdle(k *call) error {
+	cc.mu.Lock()
+	idle := time.Since(cc.freedAt) > idleCheck
+	cc.mu.Unlock()
+	if !idle {
+		return nil
+	}
+	var err error
+	for {
+		if err = cc.sr.check(); !errors.Is(err, errUnread) {
+			break
+		}
+		if err = cc.sr.readTurn(cc); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		cc.sr.fail(err)
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if err == nil && cc.goneAway {
+		err = errGoneAway
+	}
+	if err != nil {
+		k.reads = false
+		cc.resumeLocked()
+	}
+	return err
+}
+
+// errGoneAway is why a call leaves a connection whose peer is shutting down.
+var errGoneAway = errors.New("rpc: peer is shutting down")
+
+// readOwn reads frames, delivering them, until k's answer is in, then
+// leaves the read side to the next caller, or hands it back to the
+// receiving goroutine when other answers are due.
+func (cc *clientConn) readOwn(k *call) {
+	var err error
+	for err == nil && !cc.answered(k) {
+		err = cc.sr.readTurn(cc)
+	}
+	buffered := cc.sr.leave()
+	if err != nil {
+		cc.sr.fail(err)
+	}
+	cc.mu.Lock()
+	k.reads, cc.woken = false, false
+	if err == nil && !buffered && cc.awaiting == 0 && cc.err == nil {
+		cc.reading = nobodyReads
+		cc.freedAt = time.Now()
+	} else {
+		cc.resumeLocked()
+	}
+	cc.mu.Unlock()
+}
+
+func (cc *clientConn) answered(k *call) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return k.answered
+}
+
+// resumeLocked hands the read side back to the receiving goroutine.
+func (cc *clientConn) resumeLocked() {
+	if cc.reading == readerReads {
+		return
+	}
+	cc.reading = readerReads
+	select {
+	case cc.resume <- struct{}{}:
+	default:
+	}
 }
 
 func (cc *clientConn) release(k *call) {
@@ -119,10 +255,16 @@ func (cc *clientConn) releaseLocked(k *call) {
 	<-cc.sem
 }
 
-// busy reports whether calls are in flight, for keepalive.
+// busy reports whether calls are in flight, for keepalive, which asks at
+// each tick once the connection is quiet: a read side left to the next
+// caller goes back to the receiving goroutine then, so that a peer that
+// closes an idle connection is noticed.
 func (cc *clientConn) busy() bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
+	if cc.reading == nobodyReads {
+		cc.resumeLocked()
+	}
 	return cc.active > 0
 }
 
@@ -270,6 +412,7 @@ func (k *call) abandonLocked(cause error) {
 	switch {
 	case got == Unsent:
 		k.sent = true
+		cc.awaiting--
 	case got == Withdrawn:
 		k.sent = true
 		go cc.sendCancel(k.id, k.why)
@@ -347,20 +490,33 @@ func (cc *clientConn) Alloc(in *wire.Inbound) error {
 }
 
 // Deliver implements wire.Receiver.
-func (cc *clientConn) Deliver(in *wire.Inbound) {
+func (cc *clientConn) Deliver(in *wire.Inbound) { cc.deliver(in, false) }
+
+// deliver delivers in; with lend, when in is the last answer due and the
+// last call could read its own answer, it first leaves the read side to the
+// next caller, and reports that it did.
+func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 	cc.frames.Add(1)
 	h := &in.Header
 	switch h.Kind {
 	case wire.KindResponse, wire.KindError:
 		cc.mu.Lock()
+		if cc.awaiting > 0 {
+			cc.awaiting--
+		}
+		if lend && cc.awaiting == 0 && cc.lastInline && cc.err == nil && cc.reading == readerReads {
+			cc.reading, cc.freedAt, lent = nobodyReads, time.Now(), true
+		}
 		if k := cc.lookup(h.CallID); k != nil {
 			k.receiving = false
 			if !k.abandoned {
 				k.answered, k.in = true, in
 				k.settleLocked()
 				cc.mu.Unlock()
-				cc.woken = true
-				return
+				if !lent {
+					cc.woken = true
+				}
+				return lent
 			}
 			k.settleLocked() // a zombie's answer: dropped
 		}
@@ -368,7 +524,34 @@ func (cc *clientConn) Deliver(in *wire.Inbound) {
 	case wire.KindPing:
 		cc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindPong, CallID: h.CallID}})
 	case wire.KindGoAway:
-		cc.c.broken(cc, fmt.Errorf("peer is shutting down"))
+		cc.mu.Lock()
+		cc.goneAway = true
+		cc.mu.Unlock()
+		cc.c.broken(cc, errGoneAway)
 	}
 	in.Release()
+	return lent
+}
+
+// mayLend implements lender.
+func (cc *clientConn) mayLend(in *wire.Inbound) bool {
+	if cc.sr == nil || (in.Header.Kind != wire.KindResponse && in.Header.Kind != wire.KindError) {
+		return false
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.awaiting == 1 && cc.lastInline && cc.err == nil
+}
+
+// deliverLending implements lender.
+func (cc *clientConn) deliverLending(in *wire.Inbound) bool { return cc.deliver(in, true) }
+
+// waitLent implements lender.
+func (cc *clientConn) waitLent(closed <-chan struct{}) error {
+	select {
+	case <-cc.resume:
+		return nil
+	case <-closed:
+		return ErrClosed
+	}
 }

@@ -74,6 +74,18 @@ type tcpConn struct {
 	framesOut uint64
 	framesIn  atomic.Uint64
 
+	// The read side's state, held by whoever reads: the receiving
+	// goroutine, or a caller it lent the read side to.
+	hb        [wire.HeaderSize]byte
+	throttle  Throttle
+	wk        waker
+	holding   bool // the reader corked the writer for the batch it delivers
+	delivered int  // frames of the current batch delivered
+	peekFn    func(fd uintptr) bool
+	peekBuf   [1]byte
+	peeked    int
+	peekErr   error
+
 	out      batch // held with the write side
 	writeErr error // the last writev's error; held with the write side
 	tryFn    func(fd uintptr) bool
@@ -107,7 +119,7 @@ func newTCPConn(ctx context.Context, nc *net.TCPConn, t *TCP, dialed string) (*t
 	}
 	c := &tcpConn{nc: nc, raw: raw, lim: &t.Limits, stall: t.stallTimeout(), reactor: t.reactors().assign(), closed: make(chan struct{})}
 	c.written = sync.NewCond(&c.mu)
-	c.tryFn, c.blockFn = c.tryWrite, c.blockingWrite
+	c.tryFn, c.blockFn, c.peekFn = c.tryWrite, c.blockingWrite, c.peek
 	var src io.Reader = nc
 	if t.TLS != nil {
 		if err := c.startTLS(ctx, t.tlsConfig(dialed), dialed != ""); err != nil {

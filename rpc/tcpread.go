@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/starwire/starwire/wire"
 )
@@ -16,69 +19,101 @@ const headChunk = 1 << 20
 
 // Receive reads frames until the connection fails. It never writes to the
 // socket and never waits for a write: answers are handed to the writer.
+//
+// A Receiver that is a lender may take the read side from Receive as it
+// delivers the last frame of a batch (see selfReader); Receive then waits
+// until it is handed back.
 func (c *tcpConn) Receive(r wire.Receiver) error {
 	if c.tls != nil && !c.tls.ConnectionState().HandshakeComplete {
 		if err := c.serverHandshake(); err != nil {
 			return c.fail(err)
 		}
 	}
-	var hb [wire.HeaderSize]byte
-	throttle, _ := r.(Throttle)
-	wk, _ := r.(waker)
-	corked, delivered := false, 0
+	c.throttle, _ = r.(Throttle)
+	c.wk, _ = r.(waker)
+	ld, _ := r.(lender)
 	for {
-		if delivered > 0 && c.br.Buffered() == 0 {
-			// The callers this batch woke wait in this thread's run
-			// queue. Yielding runs them here at once, where otherwise
-			// the scheduler would wake another thread for them (on a
-			// VM that wake-up costs more than a small call), and lets
-			// them queue their next frames before the corked ones leave.
-			// A yield with nobody woken only wakes an idle thread to
-			// look for work.
-			if wk == nil || wk.woke() {
-				runtime.Gosched()
-			}
-			if corked {
-				c.uncork()
-				corked = false
-			}
-			delivered = 0
+		c.endBatch(true)
+		lent, err := c.readOne(r, ld)
+		if err == nil && lent {
+			err = ld.waitLent(c.closed)
 		}
-		if _, err := io.ReadFull(c.br, hb[:]); err != nil {
-			return c.fail(err)
-		}
-		h, err := wire.ParseHeader(hb[:], c.lim)
-		if err != nil && !errors.Is(err, wire.ErrTooLarge) {
-			// A stream cannot be resynchronised after a bad header.
-			return c.fail(err)
-		}
-		if throttle != nil && !throttle.Room(h.PayloadLen) {
-			if corked {
-				c.uncork()
-				corked = false
-			}
-			if err := throttle.WaitRoom(h.PayloadLen, c.closed); err != nil {
-				return c.fail(err)
-			}
-		}
-		switch buffered := uint64(c.br.Buffered()); {
-		case corked && h.BodyLen() > buffered:
-			// The rest of this frame is still on its way; the answers
-			// held for the batch leave now rather than after it.
-			c.uncork()
-			corked = false
-		case !corked && buffered > 0 && h.BodyLen() <= buffered:
-			c.cork()
-			corked = true
-		}
-		in, err := c.readFrame(&h, err, r)
 		if err != nil {
 			return c.fail(err)
 		}
-		c.framesIn.Add(1)
-		delivered++
-		r.Deliver(in)
 	}
+}
+
+// endBatch sends the answers held for a batch once its frames are all
+// delivered. With yield, the reader first lets the goroutines the batch woke
+// run.
+func (c *tcpConn) endBatch(yield bool) {
+	if c.delivered == 0 || c.br.Buffered() > 0 {
+		return
+	}
+	// The callers this batch woke wait in this thread's run queue.
+	// Yielding runs them here at once, where otherwise the scheduler would
+	// wake another thread for them (on a VM that wake-up costs more than a
+	// small call), and lets them queue their next frames before the corked
+	// ones leave. A yield with nobody woken only wakes an idle thread to
+	// look for work.
+	if yield && (c.wk == nil || c.wk.woke()) {
+		runtime.Gosched()
+	}
+	if c.holding {
+		c.uncork()
+		c.holding = false
+	}
+	c.delivered = 0
+}
+
+// readOne reads one frame, waiting for it as long as it takes, and
+// delivers it. Whoever holds the read side calls it. With ld, the receiving
+// goroutine's, the read side may be lent as the frame is delivered (lent):
+// readOne then touches nothing of it after the delivery.
+func (c *tcpConn) readOne(r wire.Receiver, ld lender) (lent bool, err error) {
+	hb := c.hb[:]
+	if _, err := io.ReadFull(c.br, hb); err != nil {
+		return false, err
+	}
+	h, err := wire.ParseHeader(hb, c.lim)
+	if err != nil && !errors.Is(err, wire.ErrTooLarge) {
+		// A stream cannot be resynchronised after a bad header.
+		return false, err
+	}
+	if c.throttle != nil && !c.throttle.Room(h.PayloadLen) {
+		if c.holding {
+			c.uncork()
+			c.holding = false
+		}
+		if err := c.throttle.WaitRoom(h.PayloadLen, c.closed); err != nil {
+			return false, err
+		}
+	}
+	switch buffered := uint64(c.br.Buffered()); {
+	case c.holding && h.BodyLen() > buffered:
+		// The rest of this frame is still on its way; the answers
+		// held for the batch leave now rather than after it.
+		c.uncork()
+		c.holding = false
+	case !c.holding && buffered > 0 && h.BodyLen() <= buffered:
+		c.cork()
+		c.holding = true
+	}
+	in, err := c.readFrame(&h, err, r)
+	if err != nil {
+		return false, err
+	}
+	c.framesIn.Add(1)
+	c.delivered++
+	if ld != nil && c.br.Buffered() == 0 && ld.mayLend(in) {
+		// The batch ends with this frame, and the read side may go with
+		// it: what the batch holds leaves first.
+		c.endBatch(false)
+		return ld.deliverLending(in), nil
+	}
+	r.Deliver(in)
+	return false, nil
 }
 
 // A waker is a Receiver that says whether the frames delivered since it was
@@ -156,4 +191,93 @@ func (c *tcpConn) readPayload(in *wire.Inbound, r wire.Receiver) error {
 		}
 	}
 	return nil
+}
+
+// A selfReader is a Conn whose read side its Receiver may lend to a caller
+// between two batches (see lender): a caller waiting for the only answer
+// due reads that answer itself, as a plain socket's user would, instead of
+// being woken by the receiving goroutine, a hand-off that makes the
+// scheduler wake a second thread on every call.
+type selfReader interface {
+	// selfReading reports whether the read side may be lent at all.
+	selfReading() bool
+	// readTurn reads and delivers one frame for a caller holding the read
+	// side, waiting for it as long as it takes; first it sends the
+	// answers held for a batch that has been delivered.
+	readTurn(r wire.Receiver) error
+	// leave ends a caller's turn at the read side, sending the answers held
+	// for the batch delivered, and reports whether bytes read wait to be
+	// delivered.
+	leave() (buffered bool)
+	// check reports, without waiting, whether the connection may carry a
+	// new call read by its caller: errUnread when bytes arrived that nobody
+	// read, the error when the peer has closed it or it failed.
+	check() error
+	fail(err error) error
+}
+
+// A lender is a Receiver that may lend the read side of its connection to
+// the callers waiting for answers.
+type lender interface {
+	// mayLend reports whether delivering in, the last frame read, may
+	// leave no answer due, so that the read side could go with it.
+	mayLend(in *wire.Inbound) bool
+	// deliverLending delivers in and reports whether it lent the read
+	// side, which it does before it wakes anyone.
+	deliverLending(in *wire.Inbound) (lent bool)
+	// waitLent returns once the read side is handed back, or with an
+	// error once closed is closed.
+	waitLent(closed <-chan struct{}) error
+}
+
+// errUnread is check's answer when bytes wait that nobody read.
+var errUnread = errors.New("rpc: unread bytes on the connection")
+
+func (c *tcpConn) selfReading() bool { return c.tls == nil }
+
+func (c *tcpConn) readTurn(r wire.Receiver) error {
+	c.endBatch(false)
+	_, err := c.readOne(r, nil)
+	return err
+}
+
+func (c *tcpConn) leave() bool {
+	c.endBatch(false)
+	return c.br.Buffered() > 0
+}
+
+func (c *tcpConn) check() error {
+	if c.br.Buffered() > 0 {
+		return errUnread
+	}
+	c.peeked, c.peekErr = 0, nil
+	if err := c.raw.Read(c.peekFn); err != nil {
+		return err
+	}
+	switch {
+	case c.peekErr == unix.EAGAIN:
+		return nil
+	case c.peekErr != nil:
+		return c.peekErr
+	case c.peeked == 0:
+		return io.EOF
+	}
+	return errUnread
+}
+
+// peek looks, without waiting, whether a byte or the end of the stream
+// waits in the socket; as a RawConn.Read function it never waits.
+func (c *tcpConn) peek(fd uintptr) bool {
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
+			unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		c.peeked = int(n)
+		if errno != 0 {
+			c.peekErr = errno
+		}
+		return true
+	}
 }
