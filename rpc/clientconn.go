@@ -37,6 +37,7 @@ type clientConn struct {
 	lastInline bool      // the last call could read its own answer
 	freedAt    time.Time // when the read side was last left to the next caller
 	goneAway   bool      // the peer said it is shutting down
+	swept      bool      // in idleReads; the receiving goroutine's
 
 	woken bool // a caller was answered since woke; the read side's
 }
@@ -255,16 +256,10 @@ func (cc *clientConn) releaseLocked(k *call) {
 	<-cc.sem
 }
 
-// busy reports whether calls are in flight, for keepalive, which asks at
-// each tick once the connection is quiet: a read side left to the next
-// caller goes back to the receiving goroutine then, so that a peer that
-// closes an idle connection is noticed.
+// busy reports whether calls are in flight, for keepalive.
 func (cc *clientConn) busy() bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if cc.reading == nobodyReads {
-		cc.resumeLocked()
-	}
 	return cc.active > 0
 }
 
@@ -548,6 +543,10 @@ func (cc *clientConn) deliverLending(in *wire.Inbound) bool { return cc.deliver(
 
 // waitLent implements lender.
 func (cc *clientConn) waitLent(closed <-chan struct{}) error {
+	if !cc.swept {
+		cc.swept = true
+		idleReads.add(cc)
+	}
 	select {
 	case <-cc.resume:
 		return nil

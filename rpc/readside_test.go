@@ -156,3 +156,25 @@ func TestIdleConnectionClosedByPeerRedials(t *testing.T) {
 		t.Fatalf("stats = %+v, want one reconnect", st)
 	}
 }
+
+// A peer that closes a connection whose read side was left to the next
+// caller is noticed without any call, as when the read side is never lent.
+func TestIdlePeerCloseNoticed(t *testing.T) {
+	env := newTestEnv(t)
+	for i := range 3 {
+		if err := echoOnce(context.Background(), env.client, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readSideOf(t, env.client); got != nobodyReads {
+		t.Fatalf("the read side is %d, want it left to the next caller", got)
+	}
+	env.srv.Close()
+	bound := time.Now().Add(5 * time.Second)
+	for env.client.Stats().Connected {
+		if time.Now().After(bound) {
+			t.Fatal("the client still holds the connection 5s after the peer closed it")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
