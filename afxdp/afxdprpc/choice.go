@@ -132,13 +132,15 @@ const (
 
 // Auto mode's parameters. A class's estimate of a path is the median of
 // its last calls' costs: round-trip time divided by the calls the path had
-// in flight when it was sent (with itself), so that a path
-// carrying many calls at once is judged by the rate it completes them and a
-// lone call by its latency. A class first alternates until both paths have
-// minSamples, then takes the cheaper, leaving it only for one cheaper by
-// switchMargin; every probeMin..probeMax calls it sends one over the other
-// path to keep that estimate fresh, probing half as often each time the
-// probe confirms the choice and twice as often when one beats it.
+// in flight when it was sent (with itself), so that a path carrying many
+// calls at once is judged by the rate it completes them and a lone call by
+// its latency. A class below priorBypassBelow starts on the bypass and
+// alternates until both paths have minSamples; a larger one starts on TCP.
+// Each takes the cheaper path once both are measured, leaving it only for
+// one cheaper by switchMargin; every probeMin..probeMax calls it sends one
+// over the other path to keep that estimate fresh, probing half as often
+// each time the probe confirms the choice and twice as often when one
+// beats it.
 const (
 	minSamples   = 3
 	probeMin     = 16
@@ -146,9 +148,9 @@ const (
 	switchMargin = 0.9
 )
 
-// priorBypassBelow is where the bypass takes a class before either path is
-// measured: the calls of a class alternate until then anyway, so it decides
-// only the first call of each.
+// priorBypassBelow splits the classes that start on the bypass from those
+// that start on TCP, as copy-mode links measure; a zero-copy NIC's bulk
+// classes move to the bypass once its probes measure it faster.
 const priorBypassBelow = 64 << 10
 
 // estimate holds a path's last costs for one size class. Its cost is
@@ -282,8 +284,12 @@ func (c *chooser) pick(k int, size int64) bool {
 	}
 	cur := c.bypass[k]
 	cn, on := c.est[b2i(cur)][k].n, c.est[b2i(!cur)][k].n
-	if on < minSamples && on <= cn {
-		return !cur // learn the other path first
+	if on < minSamples && on <= cn && classBound(k) < priorBypassBelow {
+		// A small class learns both paths at once: a call costs little
+		// either way. A large one leaves the bypass to the probes, since
+		// a few of its calls over the slower path cost more than a job
+		// with few of them can win back.
+		return !cur
 	}
 	if cn < minSamples {
 		return cur
@@ -351,21 +357,21 @@ func (c *chooser) sample(bypass bool, k int, ns float64) {
 	cur := c.bypass[k]
 	c.est[b2i(bypass)][k].add(ns)
 	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
-	if mine.n < minSamples || other.n < minSamples {
+	if mine.n < minSamples {
 		return
 	}
 	mc := mine.cost()
-	switch {
-	case other.cost() < mc*switchMargin:
+	if bypass != cur {
+		if ns < mc*switchMargin {
+			// A probe that beat the choice: the next comes sooner.
+			c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
+		} else {
+			c.probeGap[k] = min(c.probeGap[k]*2, probeMax)
+		}
+	}
+	if other.n >= minSamples && other.cost() < mc*switchMargin {
 		c.bypass[k] = !cur
 		c.probeGap[k], c.sinceLog[k] = probeMin, 0
-	case bypass == cur:
-	case ns < mc*switchMargin:
-		// A probe that beat the choice: the next comes sooner.
-		c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
-	default:
-		// A probe that confirmed the choice.
-		c.probeGap[k] = min(c.probeGap[k]*2, probeMax)
 	}
 }
 

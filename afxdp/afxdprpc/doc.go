@@ -18,11 +18,12 @@
 // tensor). Under PathAuto, the default, the connection times its own calls:
 // per power-of-two size class and path, the median of the last round trips
 // divided by the calls the path had in flight, which is a lone call's
-// latency and a busy path's time per completed call. Each class first
-// alternates between the paths, then sends its calls over the cheaper one
-// and, every 16 to 1024 calls, one over the other to keep that estimate
-// current (more often while the probes look better, less while they
-// confirm the choice). Stats reports each path's calls and bytes and the
+// latency and a busy path's time per completed call. A class below 64 KiB
+// starts on AF_XDP and alternates until both paths are measured, a larger
+// one starts on TCP; each then sends its calls over the cheaper path and,
+// every 16 to 1024 calls, one over the other to keep that estimate current
+// (more often while the probes look better, less while they confirm the
+// choice). Stats reports each path's calls and bytes and the
 // crossover, the smallest size now sent over TCP. PathThreshold fixes the
 // crossover, PathBypass and PathTCPOnly send everything one way.
 //
@@ -32,7 +33,7 @@
 // kilobytes and the crossover lands there; small calls, whose cost is
 // wake-ups and system calls, measure faster over AF_XDP. A NIC in
 // zero-copy mode removes the copies and the classes of large calls measure
-// faster over AF_XDP: their estimates say so, the probes find it within a
-// few hundred calls (TestChooserAuto's last step), and bulk stays on AF_XDP
-// with the crossover reported as -1 (none).
+// faster over AF_XDP: the probes measure it within a few hundred calls
+// (TestChooserAuto's last step), and bulk moves to AF_XDP and stays, with
+// the crossover reported as -1 (none).
 package afxdprpc
