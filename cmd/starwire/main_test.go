@@ -237,6 +237,7 @@ func TestErrors(t *testing.T) {
 		{"unknown command", []string{"frob"}, 2, `unknown command "frob"`, nil},
 		{"unknown flag", []string{"train", "--bogus"}, 2, "flag provided but not defined: -bogus", nil},
 		{"bad steps", []string{"train", "--steps", "-3"}, 2, "train: --steps -3, want > 0", nil},
+		{"progress zero", []string{"train", "--progress", "0"}, 2, "train: --progress 0s, want > 0", nil},
 		{"bad protocol", []string{"train", "--protocol", "carrier-pigeon"}, 2, `protocol "carrier-pigeon"`, nil},
 		{"bad cluster", []string{"train", "--cluster", "ps=nohostport"}, 2, "nohostport", nil},
 		{"stray argument", []string{"train", "extra"}, 2, `unexpected argument "extra"`, nil},

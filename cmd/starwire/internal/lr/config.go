@@ -79,6 +79,8 @@ func (c Config) Validate() error {
 		return bad("initial_accumulator", c.InitialAccumulator, "> 0")
 	case c.HeldOut <= 0:
 		return bad("held_out", c.HeldOut, "> 0")
+	case c.ProgressEvery <= 0:
+		return bad("progress", c.ProgressEvery, "> 0")
 	}
 	return nil
 }
