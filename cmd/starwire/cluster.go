@@ -130,7 +130,11 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	c.printHosts(stdout)
 	fmt.Fprintf(stdout, "train on it:  %s\n", c.trainHint())
-	fmt.Fprintf(stdout, "remove it:    starwire cluster down --name %s\n", c.Name)
+	down := "starwire cluster down --name " + c.Name
+	if s.stateDir != defaultStateDir {
+		down += " --state_dir " + s.stateDir
+	}
+	fmt.Fprintf(stdout, "remove it:    %s\n", down)
 	return nil
 }
 
