@@ -34,6 +34,7 @@ type clientConn struct {
 	resume     chan struct{} // hands the read side back to the receiving goroutine
 	reading    readSide
 	awaiting   int       // answers due: requests sent and not answered
+	crowded    bool      // more than one answer was due since none was
 	lastInline bool      // the last call could read its own answer
 	freedAt    time.Time // when the read side was last left to the next caller
 	goneAway   bool      // the peer said it is shutting down
@@ -136,6 +137,9 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 	k.in, k.err, k.reply = nil, nil, nil
 	k.reads = false
 	cc.awaiting++
+	if cc.awaiting > 1 {
+		cc.crowded = true
+	}
 	if cc.sr != nil {
 		cc.lastInline = ctx.Done() == nil
 		if cc.reading == nobodyReads {
@@ -487,9 +491,11 @@ func (cc *clientConn) Alloc(in *wire.Inbound) error {
 // Deliver implements wire.Receiver.
 func (cc *clientConn) Deliver(in *wire.Inbound) { cc.deliver(in, false) }
 
-// deliver delivers in; with lend, when in is the last answer due and the
-// last call could read its own answer, it first leaves the read side to the
-// next caller, and reports that it did.
+// deliver delivers in; with lend, when in is the last answer due, no other
+// was due with it and the last call could read its own answer, it first
+// leaves the read side to the next caller, and reports that it did. Calls
+// that overlap are left to the receiving goroutine, which reads their
+// answers in batches.
 func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 	cc.frames.Add(1)
 	h := &in.Header
@@ -499,8 +505,11 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 		if cc.awaiting > 0 {
 			cc.awaiting--
 		}
-		if lend && cc.awaiting == 0 && cc.lastInline && cc.err == nil && cc.reading == readerReads {
+		if lend && cc.awaiting == 0 && !cc.crowded && cc.lastInline && cc.err == nil && cc.reading == readerReads {
 			cc.reading, cc.freedAt, lent = nobodyReads, time.Now(), true
+		}
+		if cc.awaiting == 0 {
+			cc.crowded = false
 		}
 		if k := cc.lookup(h.CallID); k != nil {
 			k.receiving = false
@@ -535,7 +544,7 @@ func (cc *clientConn) mayLend(in *wire.Inbound) bool {
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return cc.awaiting == 1 && cc.lastInline && cc.err == nil
+	return cc.awaiting == 1 && !cc.crowded && cc.lastInline && cc.err == nil
 }
 
 // deliverLending implements lender.
