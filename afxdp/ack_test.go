@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -14,7 +15,7 @@ import (
 // its packets AckEvery at a time, not once per received batch.
 func TestLargeFrameAckedInStrides(t *testing.T) {
 	const ackEvery = 128
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	opts := afxdp.Options{Window: 1024, AckEvery: ackEvery}
 	ea, eb, ca, cb := connected(t, la, lb, opts)
 	rb := newCollector(1)
@@ -57,7 +58,7 @@ func TestLargeFrameAckedInStrides(t *testing.T) {
 // preemption, about 10ms a round trip instead of microseconds.
 func TestBusyReactorsServeCallers(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	_, _, ca, cb := connected(t, la, lb, afxdp.Options{Busy: true})
 	go cb.Receive(echoReceiver{cb})
 	replies := newCollector(1)

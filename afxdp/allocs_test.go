@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/wire"
 )
@@ -17,7 +18,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	steadyStateAllocs(t, la, lb)
 }
 
@@ -28,10 +29,10 @@ func TestSteadyStateAllocsXSK(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	p := netns.NewForTest(t, netns.Options{})
-	steadyStateAllocs(t, openXSK(t, p.A, afxdp.XSKOptions{}), openXSK(t, p.B, afxdp.XSKOptions{}))
+	steadyStateAllocs(t, openXSK(t, p.A, link.XSKOptions{}), openXSK(t, p.B, link.XSKOptions{}))
 }
 
-func steadyStateAllocs(t *testing.T, la, lb afxdp.Link) {
+func steadyStateAllocs(t *testing.T, la, lb link.Link) {
 	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
 	rb := newCollector(4)
 	go cb.Receive(rb)

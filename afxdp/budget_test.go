@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/bufpool"
 	"github.com/starwire/starwire/wire"
@@ -17,10 +18,10 @@ import (
 // rawPeer speaks the protocol by hand on one end of a MemLink, so a test
 // can send what no Endpoint would: frame heads whose bytes never follow.
 type rawPeer struct {
-	l   *afxdp.MemLink
+	l   *link.MemLink
 	to  netip.AddrPort
 	pkt [protocol.HeaderLen + 256]byte
-	rx  [64]afxdp.Datagram
+	rx  [64]link.Datagram
 }
 
 func (p *rawPeer) send(t *testing.T, h protocol.PacketHeader, data []byte) {
@@ -91,7 +92,7 @@ func head(t *testing.T, size uint64) []byte {
 func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 	const mib = 1 << 20
 	opts := afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 8 * mib, DeadAfter: 300 * time.Millisecond}
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	srv := afxdp.NewEndpoint(la, opts)
 	acceptAll(t, srv)
 	live := bufpool.Live()
@@ -136,7 +137,7 @@ func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 // wait, their windows shut, and all arrive intact.
 func TestFramesWaitForMemory(t *testing.T) {
 	const mib = 1 << 20
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	ea := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
 	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
 	t.Cleanup(func() { ea.Close(); eb.Close() })
@@ -179,7 +180,7 @@ func TestFramesWaitForMemory(t *testing.T) {
 // accepted give their pooled buffers back when the endpoint closes.
 func TestBacklogReleasedOnClose(t *testing.T) {
 	live := bufpool.Live()
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	ea := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
 	eb := afxdp.NewEndpoint(lb, afxdp.Options{})
 	defer ea.Close()
@@ -215,7 +216,7 @@ func TestBacklogReleasedOnClose(t *testing.T) {
 // SessionMemory is read and dropped as it comes, and delivered bare with
 // an error wrapping wire.ErrTooLarge; the session carries on.
 func TestFrameTooLargeFailsItsCallOnly(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Loss: 0.02, Seed: 9})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.02, Seed: 9})
 	ea := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
 	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 1 << 20})
 	t.Cleanup(func() { ea.Close(); eb.Close() })

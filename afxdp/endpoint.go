@@ -16,10 +16,12 @@ import (
 
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/wire"
+
+	"github.com/starwire/starwire/afxdp/link"
 )
 
 // An Endpoint runs the reliable packet protocol (package protocol) over one
-// Link: it dials and accepts sessions, and each session is a Conn.
+// link.Link: it dials and accepts sessions, and each session is a Conn.
 //
 // Ownership: the link's receive side, the session table and every
 // session's protocol state belong to whoever holds the loop lock. The
@@ -46,7 +48,7 @@ import (
 // that may block set Options.BlockingReceiver, and their frames are
 // delivered from the Conn's Receive goroutine.
 type Endpoint struct {
-	link  Link
+	link  link.Link
 	opts  Options
 	group *Group // nil unless one of a Group's endpoints
 	inbox inbox  // packets forwarded by the group's other reactors
@@ -66,7 +68,7 @@ type Endpoint struct {
 	env      *protocol.Env // the sessions' shared state, env.Now the loop's clock
 	sessions map[protocol.Key]*session
 	list     []*session
-	rx       []Datagram
+	rx       []link.Datagram
 
 	// The session bounds, shared by a Group's endpoints, and the
 	// half-open sessions (sessions.go).
@@ -92,18 +94,18 @@ const (
 
 // NewEndpoint starts a reactor on link. The Endpoint owns the link from now
 // on and closes it in Close.
-func NewEndpoint(link Link, opts Options) *Endpoint {
-	return newEndpoint(link, opts.withDefaults(), nil)
+func NewEndpoint(l link.Link, opts Options) *Endpoint {
+	return newEndpoint(l, opts.withDefaults(), nil)
 }
 
-func newEndpoint(link Link, opts Options, g *Group) *Endpoint {
+func newEndpoint(l link.Link, opts Options, g *Group) *Endpoint {
 	e := &Endpoint{
-		link: link, opts: opts, group: g,
-		env:      protocol.NewEnv(opts.protocol(), link, link.MaxPayload(), time.Now()),
+		link: l, opts: opts, group: g,
+		env:      protocol.NewEnv(opts.protocol(), l, l.MaxPayload(), time.Now()),
 		done:     make(chan struct{}),
 		sessions: make(map[protocol.Key]*session),
 		half:     make(map[protocol.Key]*halfOpen),
-		rx:       make([]Datagram, rxBatch),
+		rx:       make([]link.Datagram, rxBatch),
 	}
 	e.opts, e.poll = claimPolling(opts)
 	e.env.Mem.OnFreed = func() {
@@ -126,7 +128,7 @@ func newEndpoint(link Link, opts Options, g *Group) *Endpoint {
 func (e *Endpoint) Addr() netip.AddrPort { return e.link.LocalAddr() }
 
 // Link returns the endpoint's link.
-func (e *Endpoint) Link() Link { return e.link }
+func (e *Endpoint) Link() link.Link { return e.link }
 
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats {
@@ -335,7 +337,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		next, more := e.pumpAll()
 		e.env.FlushAcks()
 		if err := e.flush(); err != nil && !e.stopping.Load() {
-			if errors.Is(err, ErrLinkClosed) {
+			if errors.Is(err, link.ErrLinkClosed) {
 				e.err = fmt.Errorf("afxdp: send on %v: %w", e.link.LocalAddr(), err)
 				break
 			}
@@ -498,7 +500,7 @@ func (e *Endpoint) pumpAll() (next time.Time, more bool) {
 	return next, more
 }
 
-func (e *Endpoint) handle(d *Datagram) {
+func (e *Endpoint) handle(d *link.Datagram) {
 	h, data, err := protocol.DecodeHeader(d.Data)
 	if err != nil {
 		e.ctr.malformed.Add(1)

@@ -1,11 +1,6 @@
 package afxdp
 
-import (
-	"errors"
-	"fmt"
-
-	"github.com/starwire/starwire/afxdp/protocol"
-)
+import "github.com/starwire/starwire/afxdp/protocol"
 
 // Errors callers branch on with errors.Is.
 var (
@@ -23,11 +18,4 @@ var (
 	ErrReset = protocol.ErrReset
 	// ErrProtocol ends a session whose peer broke the protocol.
 	ErrProtocol = protocol.ErrProtocol
-	// ErrLinkDown stops an Endpoint whose AF_XDP interface went down or
-	// was removed; its sessions end with ErrClosed wrapping it, so
-	// callers fall back to another path at once.
-	ErrLinkDown = fmt.Errorf("afxdp: interface down: %w", ErrLinkClosed)
-	// ErrUnavailable is wrapped by Available and OpenXSK when AF_XDP cannot
-	// be used on an interface; callers fall back to another transport.
-	ErrUnavailable = errors.New("afxdp: AF_XDP unavailable")
 )

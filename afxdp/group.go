@@ -8,10 +8,12 @@ import (
 	"sync/atomic"
 
 	"github.com/starwire/starwire/afxdp/protocol"
+
+	"github.com/starwire/starwire/afxdp/link"
 )
 
 // A Group runs an Endpoint, and so a reactor, on each of several links that
-// share one address: the per-queue links of OpenXSKLinks. A session belongs
+// share one address: the per-queue links of link.OpenXSKLinks. A session belongs
 // to the endpoint that dialed or accepted it; a packet that arrives on
 // another endpoint's queue (the device hashed the flow elsewhere, or the
 // generic XDP hook reports every packet on queue 0) is copied to the owner's
@@ -29,7 +31,7 @@ type Group struct {
 
 // NewGroup starts an endpoint on each link. With opts.Pin, endpoint i is
 // pinned to CPU opts.CPU+i. The Group owns the links.
-func NewGroup(links []Link, opts Options) *Group {
+func NewGroup(links []link.Link, opts Options) *Group {
 	opts = opts.withDefaults()
 	g := &Group{accepts: make(chan *Conn, max(opts.Backlog, 0)), caps: newSessionCaps(&opts), done: make(chan struct{})}
 	for i, l := range links {
@@ -146,7 +148,7 @@ func (e *Endpoint) handleInbox() {
 	in.mu.Unlock()
 	for i := range in.take {
 		f := &in.take[i]
-		d := Datagram{Data: f.buf, From: f.from}
+		d := link.Datagram{Data: f.buf, From: f.from}
 		e.handle(&d)
 	}
 	in.mu.Lock()

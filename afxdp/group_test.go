@@ -8,6 +8,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
@@ -35,16 +36,16 @@ func TestReactors(t *testing.T) {
 }
 
 // openGroup opens a reactor per queue on e's veth end.
-func openGroup(t testing.TB, e *netns.End, mode xdp.Mode, opts afxdp.Options) (*afxdp.Group, []*afxdp.XSKLink) {
+func openGroup(t testing.TB, e *netns.End, mode xdp.Mode, opts afxdp.Options) (*afxdp.Group, []*link.XSKLink) {
 	t.Helper()
-	var xl []*afxdp.XSKLink
+	var xl []*link.XSKLink
 	if err := e.Do(func() (err error) {
-		xl, err = afxdp.OpenXSKLinks(e.Link, afxdp.XSKOptions{Port: xskPort, XDPMode: mode}, 8)
+		xl, err = link.OpenXSKLinks(e.Link, link.XSKOptions{Port: xskPort, XDPMode: mode}, 8)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	links := make([]afxdp.Link, len(xl))
+	links := make([]link.Link, len(xl))
 	for i, l := range xl {
 		links[i] = l
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 )
 
@@ -18,11 +18,11 @@ func TestLinkAllocs(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	p := netns.NewForTest(t, netns.Options{})
-	x := openXSK(t, p.A, afxdp.XSKOptions{})
+	x := openXSK(t, p.A, link.XSKOptions{})
 	t.Cleanup(func() { x.Close() })
-	var u *afxdp.UDPLink
+	var u *link.UDPLink
 	if err := p.B.Do(func() (err error) {
-		u, err = afxdp.ListenUDP(p.B.Addr.String()+":7611", afxdp.UDPOptions{})
+		u, err = link.ListenUDP(p.B.Addr.String()+":7611", link.UDPOptions{})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -33,8 +33,8 @@ func TestLinkAllocs(t *testing.T) {
 	if err := x.Resolve(ctx, u.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
-	pkts := make([]afxdp.Datagram, 8)
-	send := func(from afxdp.Link, to afxdp.Link, n int) {
+	pkts := make([]link.Datagram, 8)
+	send := func(from link.Link, to link.Link, n int) {
 		buf := from.TxBuffer()
 		if buf == nil {
 			t.Fatal("no transmit buffer")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/wire"
 )
@@ -28,8 +29,8 @@ func TestXSKLinkDown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := netns.NewForTest(t, netns.Options{})
-			srv := afxdp.NewEndpoint(openXSK(t, p.B, afxdp.XSKOptions{}), afxdp.Options{})
-			cli := afxdp.NewEndpoint(openXSK(t, p.A, afxdp.XSKOptions{}), afxdp.Options{Backlog: -1})
+			srv := afxdp.NewEndpoint(openXSK(t, p.B, link.XSKOptions{}), afxdp.Options{})
+			cli := afxdp.NewEndpoint(openXSK(t, p.A, link.XSKOptions{}), afxdp.Options{Backlog: -1})
 			t.Cleanup(func() { cli.Close(); srv.Close() })
 			go func() {
 				if c, err := srv.Accept(); err == nil {
@@ -65,7 +66,7 @@ func TestXSKLinkDown(t *testing.T) {
 			case <-time.After(3 * time.Second): // DeadAfter is 5s
 				t.Fatal("the session outlived its interface")
 			}
-			if !errors.Is(c.Err(), afxdp.ErrLinkDown) {
+			if !errors.Is(c.Err(), link.ErrLinkDown) {
 				t.Fatalf("session ended with %v, want ErrLinkDown", c.Err())
 			}
 			if tt.send && sendErr == nil {
@@ -73,7 +74,7 @@ func TestXSKLinkDown(t *testing.T) {
 					t.Fatal("a message sent after the interface went away completed without error")
 				}
 			}
-			if _, err := cli.Dial(ctx, fmt.Sprintf("%s:%d", p.B.Addr, xskPort)); !errors.Is(err, afxdp.ErrLinkDown) {
+			if _, err := cli.Dial(ctx, fmt.Sprintf("%s:%d", p.B.Addr, xskPort)); !errors.Is(err, link.ErrLinkDown) {
 				t.Fatalf("dial after the interface went away: %v, want ErrLinkDown", err)
 			}
 		})

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/wire"
 )
@@ -112,8 +113,8 @@ func startHelper(t testing.TB, e *netns.End, role, kind string) *exec.Cmd {
 
 // runHelperServer accepts sessions and drops what they carry, until killed
 // or its parent is done.
-func runHelperServer(link string) int {
-	l, err := afxdp.OpenXSK(link, afxdp.XSKOptions{Port: xskPort})
+func runHelperServer(ifname string) int {
+	l, err := link.OpenXSK(ifname, link.XSKOptions{Port: xskPort})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -163,7 +164,7 @@ func TestXSKPeerKilled(t *testing.T) {
 
 	const deadAfter = 500 * time.Millisecond
 	opts := afxdp.Options{DeadAfter: deadAfter, MaxRTO: 100 * time.Millisecond, Backlog: -1}
-	cli := afxdp.NewEndpoint(openXSK(t, p.A, afxdp.XSKOptions{}), opts)
+	cli := afxdp.NewEndpoint(openXSK(t, p.A, link.XSKOptions{}), opts)
 	t.Cleanup(func() { cli.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

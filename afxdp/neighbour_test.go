@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/vishvananda/netlink"
 )
@@ -18,7 +18,7 @@ import (
 // the probe socket under them (the race detector reports that).
 func TestResolveRacesClose(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
-	l := openXSK(t, p.A, afxdp.XSKOptions{})
+	l := openXSK(t, p.A, link.XSKOptions{})
 	nobody := netip.AddrPortFrom(p.A.Prefix.Addr().Next().Next().Next().Next(), 9)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -40,7 +40,7 @@ func TestResolveRacesClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range cap(errc) {
-		if err := <-errc; !errors.Is(err, afxdp.ErrLinkClosed) {
+		if err := <-errc; !errors.Is(err, link.ErrLinkClosed) {
 			t.Errorf("Resolve after Close: %v, want ErrLinkClosed", err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/starwire/starwire/afxdp/link"
 )
 
 // Paths Open reports.
@@ -27,13 +29,13 @@ type Opened struct {
 // reactors over AF_XDP when Available says it can be used, otherwise one
 // endpoint over a kernel UDP socket, and why in Opened.Fallback. Peers of
 // either path interoperate: both speak UDP on the same port.
-func Open(ifname string, port uint16, opts Options, xo XSKOptions) (Opened, error) {
+func Open(ifname string, port uint16, opts Options, xo link.XSKOptions) (Opened, error) {
 	xo.Port = port
-	info, fallback := available(ifname)
+	queues, fallback := link.AvailableQueues(ifname)
 	if fallback == nil {
-		links, err := OpenXSKLinks(ifname, xo, Reactors(max(info.queues, 1)))
+		links, err := link.OpenXSKLinks(ifname, xo, Reactors(max(queues, 1)))
 		if err == nil {
-			ls := make([]Link, len(links))
+			ls := make([]link.Link, len(links))
 			for i, l := range links {
 				ls[i] = l
 			}
@@ -45,11 +47,11 @@ func Open(ifname string, port uint16, opts Options, xo XSKOptions) (Opened, erro
 	if err != nil {
 		return Opened{Fallback: fallback}, err
 	}
-	l, err := ListenUDP(netip.AddrPortFrom(addr, port).String(), UDPOptions{})
+	l, err := link.ListenUDP(netip.AddrPortFrom(addr, port).String(), link.UDPOptions{})
 	if err != nil {
 		return Opened{Fallback: fallback}, err
 	}
-	return Opened{Group: NewGroup([]Link{l}, opts), Path: PathUDP, Fallback: fallback}, nil
+	return Opened{Group: NewGroup([]link.Link{l}, opts), Path: PathUDP, Fallback: fallback}, nil
 }
 
 // ifaceAddr returns ifname's first IPv4 address.

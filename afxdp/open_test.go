@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 )
 
@@ -15,7 +16,7 @@ func TestOpenChoosesPath(t *testing.T) {
 	open := func(e *netns.End, ifname string, opts afxdp.Options) (*afxdp.Group, string, error) {
 		var o afxdp.Opened
 		err := e.Do(func() (err error) {
-			o, err = afxdp.Open(ifname, 7900, opts, afxdp.XSKOptions{})
+			o, err = afxdp.Open(ifname, 7900, opts, link.XSKOptions{})
 			return err
 		})
 		if err != nil {

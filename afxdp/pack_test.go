@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/wire"
 )
@@ -20,7 +21,7 @@ func TestSmallFramesSharePackets(t *testing.T) {
 	for _, blocking := range []bool{false, true} {
 		name := map[bool]string{false: "on reactor", true: "blocking receiver"}[blocking]
 		t.Run(name, func(t *testing.T) {
-			la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+			la, lb := link.MemPair(memA, memB, link.MemOptions{})
 			// Deliveries of 1: the reactor must wait for room for a whole
 			// packet's frames, not overfill the queue or stall.
 			ea, _, ca, cb := connected(t, la, lb, afxdp.Options{BlockingReceiver: blocking, Deliveries: 1})
@@ -71,12 +72,12 @@ func TestSmallFramesSharePackets(t *testing.T) {
 // packed packet whose framing is broken (a length past its end), keeping
 // the original's session and numbers, as a faulty peer would send it.
 type forgeLink struct {
-	afxdp.Link
+	link.Link
 	armed atomic.Bool
 	buf   [protocol.HeaderLen + 8]byte
 }
 
-func (l *forgeLink) Receive(pkts []afxdp.Datagram) (int, error) {
+func (l *forgeLink) Receive(pkts []link.Datagram) (int, error) {
 	n, err := l.Link.Receive(pkts)
 	for i := range pkts[:n] {
 		h, _, herr := protocol.DecodeHeader(pkts[i].Data)
@@ -95,7 +96,7 @@ func (l *forgeLink) Receive(pkts []afxdp.Datagram) (int, error) {
 // its session with ErrProtocol; the endpoint goes on serving its other
 // sessions.
 func TestMalformedPackedPacket(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	forge := &forgeLink{Link: lb}
 	ea, eb, ca, cb := connected(t, la, forge, afxdp.Options{})
 	received := make(chan error, 1)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/wire"
 )
@@ -64,7 +65,7 @@ func FuzzPeerPackets(f *testing.F) {
 	))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		opts := afxdp.Options{SessionMemory: 1 << 20, EndpointMemory: 2 << 20, DeadAfter: time.Second, Window: 64}
-		la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+		la, lb := link.MemPair(memA, memB, link.MemOptions{})
 		srv := afxdp.NewEndpoint(la, opts)
 		var wg sync.WaitGroup
 		defer func() { srv.Close(); wg.Wait() }()

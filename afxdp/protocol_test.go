@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -46,7 +47,7 @@ type doneChan chan error
 func (d doneChan) Sent(m *wire.Message, err error) { d <- err }
 
 // connected returns a dialed and an accepted Conn over a pair of endpoints.
-func connected(t testing.TB, a, b afxdp.Link, opts afxdp.Options) (ea, eb *afxdp.Endpoint, ca, cb *afxdp.Conn) {
+func connected(t testing.TB, a, b link.Link, opts afxdp.Options) (ea, eb *afxdp.Endpoint, ca, cb *afxdp.Conn) {
 	t.Helper()
 	ea, eb = afxdp.NewEndpoint(a, opts), afxdp.NewEndpoint(b, opts)
 	t.Cleanup(func() { ea.Close(); eb.Close() })
@@ -78,7 +79,7 @@ func pattern(n int, seed byte) []byte {
 }
 
 func TestMemLinkFrames(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
 	rb := newCollector(16)
 	go cb.Receive(rb)
@@ -119,7 +120,7 @@ func TestMemLinkImpaired(t *testing.T) {
 	if testing.Short() {
 		size = 4 << 20
 	}
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 1})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 1})
 	ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{RTO: 2 * time.Millisecond})
 	rb := newCollector(2048)
 	go cb.Receive(rb)
@@ -179,7 +180,7 @@ func TestMemLinkImpaired(t *testing.T) {
 }
 
 func TestDialRefused(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	ea := afxdp.NewEndpoint(la, afxdp.Options{})
 	eb := afxdp.NewEndpoint(lb, afxdp.Options{Backlog: -1})
 	defer ea.Close()
@@ -192,7 +193,7 @@ func TestDialRefused(t *testing.T) {
 }
 
 func TestPeerGoneCompletesWithError(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	_, eb, ca, cb := connected(t, la, lb, afxdp.Options{DeadAfter: 300 * time.Millisecond})
 	go cb.Receive(newCollector(16))
 	// The peer vanishes without a word: its link drops everything.
@@ -218,7 +219,7 @@ func TestPeerGoneCompletesWithError(t *testing.T) {
 }
 
 func TestCloseEndsPeerReceive(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
 	errc := make(chan error, 1)
 	go func() { errc <- cb.Receive(newCollector(1)) }()
@@ -238,7 +239,7 @@ func TestCloseEndsPeerReceive(t *testing.T) {
 
 // failOnce is a Link whose next Flush, once armed, reports an error.
 type failOnce struct {
-	afxdp.Link
+	link.Link
 	armed atomic.Bool
 }
 
@@ -253,7 +254,7 @@ func (f *failOnce) Flush() error {
 // TestSendErrorOnSenderFlush checks that a failed flush is counted when the
 // sending goroutine, finding the reactor parked, transmits itself.
 func TestSendErrorOnSenderFlush(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	fa := &failOnce{Link: la}
 	ea, _, ca, _ := connected(t, fa, lb, afxdp.Options{RTO: 2 * time.Second})
 	// The reactor parks, having nothing to do for an RTO.
@@ -281,7 +282,7 @@ func TestSendErrorOnSenderFlush(t *testing.T) {
 // them, start and end inside packets and straddle packet boundaries, with
 // loss and reordering, and checks every tensor lands whole.
 func TestMemLinkManyTensors(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{MaxPayload: 512, Loss: 0.05, Reorder: 0.2, Seed: 7})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{MaxPayload: 512, Loss: 0.05, Reorder: 0.2, Seed: 7})
 	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
 	rb := newCollector(4)
 	go cb.Receive(rb)
@@ -309,16 +310,16 @@ func TestMemLinkManyTensors(t *testing.T) {
 // failReceive is a Link whose Receive fails, as a link whose device went
 // away would.
 type failReceive struct {
-	afxdp.Link
+	link.Link
 	err error
 }
 
-func (f failReceive) Receive([]afxdp.Datagram) (int, error) { return 0, f.err }
+func (f failReceive) Receive([]link.Datagram) (int, error) { return 0, f.err }
 
 // TestAcceptSaysWhyReactorStopped checks that Accept and Dial on an
 // endpoint whose link failed return the link's error, not only ErrClosed.
 func TestAcceptSaysWhyReactorStopped(t *testing.T) {
-	la, _ := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, _ := link.MemPair(memA, memB, link.MemOptions{})
 	injected := errors.New("injected receive failure")
 	e := afxdp.NewEndpoint(failReceive{Link: la, err: injected}, afxdp.Options{})
 	t.Cleanup(func() { e.Close() })

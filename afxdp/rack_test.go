@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -58,7 +59,7 @@ func sendBulk(t *testing.T, ca, cb *afxdp.Conn, size int) {
 // back a window on a timeout resent hundreds of packets each time.
 func TestLosslessLinkResendsNothing(t *testing.T) {
 	const rto = 4 * time.Millisecond
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{RTO: rto})
 	start := time.Now()
 	sendBulk(t, ca, cb, 16<<20)
@@ -76,7 +77,7 @@ func TestLosslessLinkResendsNothing(t *testing.T) {
 // TestLossResendsWhatWasLost: with 5% of the packets lost each way, every
 // lost data packet is resent, and little else.
 func TestLossResendsWhatWasLost(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Loss: 0.05, Seed: 3})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.05, Seed: 3})
 	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{})
 	sendBulk(t, ca, cb, 16<<20)
 	st, lost := ea.Stats(), la.Dropped.Load()
@@ -91,7 +92,7 @@ func TestLossResendsWhatWasLost(t *testing.T) {
 // by later ones, none lost: loss detection by time waits for them, the
 // reordering window set by how late they came.
 func TestReorderingResendsAlmostNothing(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Reorder: 0.25, Seed: 4})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{Reorder: 0.25, Seed: 4})
 	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{})
 	sendBulk(t, ca, cb, 16<<20)
 	st := ea.Stats()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -26,7 +27,7 @@ func BenchmarkRetransmits(b *testing.B) {
 		b.Run(fmt.Sprintf("loss=%g", loss), func(b *testing.B) {
 			p := netns.NewForTest(b, netns.Options{})
 			srv, cli, ls, lc := xskEndpoints(b, p, nil)
-			for _, l := range []*afxdp.XSKLink{ls, lc} {
+			for _, l := range []*link.XSKLink{ls, lc} {
 				if err := l.Program().SetLoss(loss); err != nil {
 					b.Fatal(err)
 				}

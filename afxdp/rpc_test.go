@@ -11,6 +11,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -129,7 +130,7 @@ func checkRPC(t testing.TB, c *rpc.Client, calls, size int) {
 // reorders 25% and duplicates 1% of the packets each way. Every answer is
 // checked, so a call answered twice, lost or corrupted fails the test.
 func TestRPCOverMemLink(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 7})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 7})
 	srv, cli := afxdp.NewEndpoint(lb, afxdp.Options{}), afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	size := 64 << 20
@@ -145,7 +146,7 @@ func TestRPCOverMemLink(t *testing.T) {
 // TestRPCBlockingReceiver runs the calls with frames delivered from each
 // Conn's Receive goroutine instead of the reactor.
 func TestRPCBlockingReceiver(t *testing.T) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Loss: 0.02, Reorder: 0.1, Duplicate: 0.01, Seed: 5})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.02, Reorder: 0.1, Duplicate: 0.01, Seed: 5})
 	opts := afxdp.Options{BlockingReceiver: true, Deliveries: 8}
 	srv := afxdp.NewEndpoint(lb, opts)
 	opts.Backlog = -1
@@ -171,7 +172,7 @@ func TestRPCPollingModes(t *testing.T) {
 	if co := afxdp.OptionsFromEnv("worker", 1); co.Busy || co.Spin >= 0 || co.FrameSpin >= 0 {
 		t.Fatalf("WORKER_ENABLE_POLLING=False still polls: %+v", co)
 	}
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	srv := afxdp.NewEndpoint(lb, so)
 	cli := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1, Spin: 100 * time.Microsecond})
 	t.Cleanup(func() { srv.Close(); cli.Close() })

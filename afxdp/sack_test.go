@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/wire"
 )
@@ -13,13 +14,13 @@ import (
 // k places after the first DATA packet it sees. Only the reactor calls
 // Receive, so the map needs no lock; read it after the test's frame landed.
 type dropLink struct {
-	afxdp.Link
+	link.Link
 	drops   map[uint32]int
 	first   uint32
 	started bool
 }
 
-func (l *dropLink) Receive(pkts []afxdp.Datagram) (int, error) {
+func (l *dropLink) Receive(pkts []link.Datagram) (int, error) {
 	n, err := l.Link.Receive(pkts)
 	kept := 0
 	for _, d := range pkts[:n] {
@@ -55,7 +56,7 @@ func TestSelectiveAckResendsOnlyGaps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+			la, lb := link.MemPair(memA, memB, link.MemOptions{})
 			lossy := &dropLink{Link: lb, drops: tt.drops}
 			ea, _, ca, cb := connected(t, la, lossy, afxdp.Options{RTO: 20 * time.Millisecond})
 			rb := newCollector(1)

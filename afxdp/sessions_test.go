@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/wire"
@@ -198,14 +199,14 @@ func TestOpenFloodUDP(t *testing.T) {
 // one session more than the flood may have.
 func TestOpenFloodXSK(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
-	srv := afxdp.NewEndpoint(openXSK(t, p.B, afxdp.XSKOptions{}), floodOptions)
+	srv := afxdp.NewEndpoint(openXSK(t, p.B, link.XSKOptions{}), floodOptions)
 	var f *flooder
-	var lc *afxdp.UDPLink
+	var lc *link.UDPLink
 	if err := p.A.Do(func() (err error) {
 		if f, err = listenFlooder(t, p.A.Addr.String()+":0", srv.Addr()); err != nil {
 			return err
 		}
-		lc, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{})
+		lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -236,7 +237,7 @@ func TestSessionBoundInTotal(t *testing.T) {
 func TestIdlePeerCloses(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	t.Run("peer there", func(t *testing.T) {
-		la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+		la, lb := link.MemPair(memA, memB, link.MemOptions{})
 		ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{IdleTimeout: idle})
 		go cb.Receive(discard{})
 		select {
@@ -249,7 +250,7 @@ func TestIdlePeerCloses(t *testing.T) {
 		}
 	})
 	t.Run("peer gone", func(t *testing.T) {
-		la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+		la, lb := link.MemPair(memA, memB, link.MemOptions{})
 		ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{IdleTimeout: idle})
 		go cb.Receive(discard{})
 		lb.Close() // the peer vanishes without a word

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/starwire/starwire/afxdp/protocol"
+
+	"github.com/starwire/starwire/afxdp/link"
 )
 
 // TestGroupStatsSumsEveryCounter sets every counter of every endpoint of a
@@ -15,11 +17,11 @@ import (
 // field of Stats, the sum over the endpoints. Group.Stats once summed 6
 // of 10 fields.
 func TestGroupStatsSumsEveryCounter(t *testing.T) {
-	var links []Link
+	var links []link.Link
 	for i := range 3 {
 		a := netip.AddrPortFrom(netip.MustParseAddr("198.18.0.1"), uint16(7100+i))
 		b := netip.AddrPortFrom(netip.MustParseAddr("198.18.0.2"), uint16(7100+i))
-		la, _ := MemPair(a, b, MemOptions{})
+		la, _ := link.MemPair(a, b, link.MemOptions{})
 		links = append(links, la)
 	}
 	g := NewGroup(links, Options{Backlog: -1})

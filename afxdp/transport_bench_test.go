@@ -10,6 +10,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
@@ -59,18 +60,18 @@ const jumboFrameLen = 4096 - 256
 
 // benchKind splits a benchmark name into the transport and the veth's MTU
 // and UMEM chunk size.
-func benchKind(kind string) (string, int, afxdp.XSKOptions) {
+func benchKind(kind string) (string, int, link.XSKOptions) {
 	if kind == "afxdp-jumbo" {
 		// 9000-byte MTU, 4 KiB UMEM chunks: 3798 bytes of data a packet.
-		return "afxdp", 9000, afxdp.XSKOptions{FrameSize: 4096}
+		return "afxdp", 9000, link.XSKOptions{FrameSize: 4096}
 	}
-	return kind, 0, afxdp.XSKOptions{}
+	return kind, 0, link.XSKOptions{}
 }
 
 // startBenchServer serves the echo and sink methods over kind on the veth
-// end named link with address addr, in the calling thread's namespace. It
+// end named ifname with address addr, in the calling thread's namespace. It
 // returns a function that stops it.
-func startBenchServer(kind, link string, addr netip.Addr, xo afxdp.XSKOptions) (stop func(), ep *afxdp.Endpoint, err error) {
+func startBenchServer(kind, ifname string, addr netip.Addr, xo link.XSKOptions) (stop func(), ep *afxdp.Endpoint, err error) {
 	srv := rpc.NewServer()
 	srv.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})
 	srv.Register(methodSink, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error { return nil }, rpc.HandlerOptions{Inline: true})
@@ -82,12 +83,12 @@ func startBenchServer(kind, link string, addr netip.Addr, xo afxdp.XSKOptions) (
 			return nil, nil, err
 		}
 	default:
-		var ln afxdp.Link
+		var ln link.Link
 		if kind == "afxdp" {
 			xo.Port = benchPort
-			ln, err = afxdp.OpenXSK(link, xo)
+			ln, err = link.OpenXSK(ifname, xo)
 		} else {
-			ln, err = afxdp.ListenUDP(netip.AddrPortFrom(addr, benchPort).String(), afxdp.UDPOptions{})
+			ln, err = link.ListenUDP(netip.AddrPortFrom(addr, benchPort).String(), link.UDPOptions{})
 		}
 		if err != nil {
 			return nil, nil, err
@@ -134,11 +135,11 @@ func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 	case "tcp":
 		cliT = &nsTCP{end: p.A}
 	default:
-		var lc afxdp.Link
+		var lc link.Link
 		if kind == "afxdp" {
 			lc = openXSK(b, p.A, xo)
 		} else {
-			if err := p.A.Do(func() (err error) { lc, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{}); return err }); err != nil {
+			if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -166,7 +167,7 @@ func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 func (env *benchEnv) xskDrops() uint64 {
 	var n uint64
 	for _, ep := range env.eps {
-		l, ok := ep.Link().(*afxdp.XSKLink)
+		l, ok := ep.Link().(*link.XSKLink)
 		if !ok {
 			continue
 		}
@@ -213,7 +214,7 @@ func (env *benchEnv) reportPackets(b *testing.B, before packetCounts) {
 		b.ReportMetric(sent/float64(k), "pkts/flush")
 	}
 	b.ReportMetric(float64(after.Resent-before.Resent), "resent")
-	if _, ok := env.eps[0].Link().(*afxdp.XSKLink); ok {
+	if _, ok := env.eps[0].Link().(*link.XSKLink); ok {
 		b.ReportMetric(float64(after.xskDrops-before.xskDrops), "xsk-drops")
 	}
 }
@@ -360,7 +361,7 @@ func transportBench(b *testing.B, separate bool) {
 // in-memory link in one process: no kernel at all, so it measures what the
 // rpc layer, the reactors and the scheduler cost a call on their own.
 func BenchmarkMemLinkCalls(b *testing.B) {
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{}), afxdp.NewEndpoint(lb, afxdp.Options{})
 	b.Cleanup(func() { ea.Close(); eb.Close() })
 	srv := rpc.NewServer()

@@ -7,13 +7,14 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 )
 
-func listenUDP(t testing.TB, addr string) *afxdp.UDPLink {
+func listenUDP(t testing.TB, addr string) *link.UDPLink {
 	t.Helper()
-	l, err := afxdp.ListenUDP(addr, afxdp.UDPOptions{})
+	l, err := link.ListenUDP(addr, link.UDPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +59,15 @@ func TestRPCOverUDPNamespaces(t *testing.T) {
 
 // udpPair returns UDP links in the two namespaces of p, the server's on
 // port 7600.
-func udpPair(t testing.TB, p *netns.Pair) (srv, cli *afxdp.UDPLink) {
+func udpPair(t testing.TB, p *netns.Pair) (srv, cli *link.UDPLink) {
 	t.Helper()
 	if err := p.B.Do(func() (err error) {
-		srv, err = afxdp.ListenUDP(p.B.Addr.String()+":7600", afxdp.UDPOptions{})
+		srv, err = link.ListenUDP(p.B.Addr.String()+":7600", link.UDPOptions{})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.A.Do(func() (err error) { cli, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{}); return err }); err != nil {
+	if err := p.A.Do(func() (err error) { cli, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
 		t.Fatal(err)
 	}
 	return srv, cli
@@ -77,8 +78,8 @@ func udpPair(t testing.TB, p *netns.Pair) (srv, cli *afxdp.UDPLink) {
 func TestRPCOverUDPImpaired(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
 	ls, lc := udpPair(t, p)
-	imp := afxdp.Impairment{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 3}
-	is, ic := afxdp.Impair(ls, imp), afxdp.Impair(lc, imp)
+	imp := Impairment{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 3}
+	is, ic := Impair(ls, imp), Impair(lc, imp)
 	srv, cli := afxdp.NewEndpoint(is, afxdp.Options{}), afxdp.NewEndpoint(ic, afxdp.Options{Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	size := 64 << 20

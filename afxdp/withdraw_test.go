@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/bufpool"
 	"github.com/starwire/starwire/wire"
 )
@@ -58,7 +59,7 @@ func tensorMsg(id uint64, data []byte, done wire.Completion) *wire.Message {
 func TestWithdraw(t *testing.T) {
 	const mib = 1 << 20
 	live := bufpool.Live()
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{Loss: 0.02, Reorder: 0.05, Seed: 9})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.02, Reorder: 0.05, Seed: 9})
 	ea := afxdp.NewEndpoint(la, afxdp.Options{})
 	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
 	closed := false
@@ -153,7 +154,7 @@ func TestWithdraw(t *testing.T) {
 func TestWithdrawOnClose(t *testing.T) {
 	const mib = 1 << 20
 	live := bufpool.Live()
-	la, lb := afxdp.MemPair(memA, memB, afxdp.MemOptions{})
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	ea := afxdp.NewEndpoint(la, afxdp.Options{})
 	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
 	ca, cb := session(t, ea, eb)

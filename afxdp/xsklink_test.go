@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/bufpool"
 	"github.com/starwire/starwire/internal/netns"
 )
@@ -25,13 +26,13 @@ import (
 const xskPort = 7700
 
 // openXSK opens an XSKLink on e's veth end, inside e's namespace.
-func openXSK(t testing.TB, e *netns.End, opts afxdp.XSKOptions) *afxdp.XSKLink {
+func openXSK(t testing.TB, e *netns.End, opts link.XSKOptions) *link.XSKLink {
 	t.Helper()
 	if opts.Port == 0 {
 		opts.Port = xskPort
 	}
-	var l *afxdp.XSKLink
-	if err := e.Do(func() (err error) { l, err = afxdp.OpenXSK(e.Link, opts); return err }); err != nil {
+	var l *link.XSKLink
+	if err := e.Do(func() (err error) { l, err = link.OpenXSK(e.Link, opts); return err }); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -39,10 +40,10 @@ func openXSK(t testing.TB, e *netns.End, opts afxdp.XSKOptions) *afxdp.XSKLink {
 
 // xskEndpoints returns a server endpoint in B and a client endpoint in A,
 // both over AF_XDP, closed (and checked to leave no XDP program) at the end.
-func xskEndpoints(t testing.TB, p *netns.Pair, wrap func(afxdp.Link) afxdp.Link) (srv, cli *afxdp.Endpoint, ls, lc *afxdp.XSKLink) {
+func xskEndpoints(t testing.TB, p *netns.Pair, wrap func(link.Link) link.Link) (srv, cli *afxdp.Endpoint, ls, lc *link.XSKLink) {
 	t.Helper()
-	ls, lc = openXSK(t, p.B, afxdp.XSKOptions{}), openXSK(t, p.A, afxdp.XSKOptions{})
-	var s, c afxdp.Link = ls, lc
+	ls, lc = openXSK(t, p.B, link.XSKOptions{}), openXSK(t, p.A, link.XSKOptions{})
+	var s, c link.Link = ls, lc
 	if wrap != nil {
 		s, c = wrap(s), wrap(c)
 	}
@@ -55,7 +56,7 @@ func xskEndpoints(t testing.TB, p *netns.Pair, wrap func(afxdp.Link) afxdp.Link)
 				t.Errorf("%s: XDP program still attached after close (%v)", e.Link, err)
 			}
 		}
-		for _, l := range []*afxdp.XSKLink{ls, lc} {
+		for _, l := range []*link.XSKLink{ls, lc} {
 			if n := l.LostFrames(); n != 0 {
 				t.Errorf("%d UMEM frames unaccounted for after close", n)
 			}
@@ -73,9 +74,9 @@ func TestNothingLeaksAfterClose(t *testing.T) {
 	live := bufpool.Live()
 	t.Run("calls", func(t *testing.T) {
 		p := netns.NewForTest(t, netns.Options{})
-		imp := afxdp.Impairment{Reorder: 0.1, Seed: 5}
-		srv, cli, ls, lc := xskEndpoints(t, p, func(l afxdp.Link) afxdp.Link { return afxdp.Impair(l, imp) })
-		for _, l := range []*afxdp.XSKLink{ls, lc} {
+		imp := Impairment{Reorder: 0.1, Seed: 5}
+		srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link { return Impair(l, imp) })
+		for _, l := range []*link.XSKLink{ls, lc} {
 			if err := l.Program().SetLoss(0.05); err != nil {
 				t.Fatal(err)
 			}
@@ -106,17 +107,17 @@ func TestRPCOverXSK(t *testing.T) {
 // it, and nothing stays attached.
 func TestXSKAvailable(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
-	if err := p.A.Do(func() error { return afxdp.Available(p.A.Link) }); err != nil {
+	if err := p.A.Do(func() error { return link.Available(p.A.Link) }); err != nil {
 		t.Fatalf("Available on a usable veth: %v", err)
 	}
 	err := p.A.Do(func() error {
-		_, err := afxdp.OpenXSK("nosuch0", afxdp.XSKOptions{Port: xskPort})
+		_, err := link.OpenXSK("nosuch0", link.XSKOptions{Port: xskPort})
 		return err
 	})
-	if !errors.Is(err, afxdp.ErrUnavailable) {
+	if !errors.Is(err, link.ErrUnavailable) {
 		t.Fatalf("open on a missing interface: %v", err)
 	}
-	if err := p.A.Do(func() error { return afxdp.Available("nosuch0") }); !errors.Is(err, afxdp.ErrUnavailable) {
+	if err := p.A.Do(func() error { return link.Available("nosuch0") }); !errors.Is(err, link.ErrUnavailable) {
 		t.Fatalf("Available on a missing interface: %v", err)
 	}
 	err = p.A.Do(func() error {
@@ -128,9 +129,9 @@ func TestXSKAvailable(t *testing.T) {
 			return err
 		}
 		defer netlink.LinkSetUp(l)
-		return afxdp.Available(p.A.Link)
+		return link.Available(p.A.Link)
 	})
-	if !errors.Is(err, afxdp.ErrUnavailable) {
+	if !errors.Is(err, link.ErrUnavailable) {
 		t.Fatalf("Available on a down interface: %v", err)
 	}
 	if on, err := p.A.XDPAttached(); err != nil || on {
@@ -144,14 +145,14 @@ func TestXSKAvailable(t *testing.T) {
 // the qdisc layer and XDP runs before it on receive.
 func TestRPCOverXSKImpaired(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
-	imp := afxdp.Impairment{Reorder: 0.25, Duplicate: 0.01, Seed: 11}
-	var wrapped []*afxdp.ImpairedLink
-	srv, cli, ls, lc := xskEndpoints(t, p, func(l afxdp.Link) afxdp.Link {
-		w := afxdp.Impair(l, imp)
+	imp := Impairment{Reorder: 0.25, Duplicate: 0.01, Seed: 11}
+	var wrapped []*ImpairedLink
+	srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link {
+		w := Impair(l, imp)
 		wrapped = append(wrapped, w)
 		return w
 	})
-	for _, l := range []*afxdp.XSKLink{ls, lc} {
+	for _, l := range []*link.XSKLink{ls, lc} {
 		if err := l.Program().SetLoss(0.05); err != nil {
 			t.Fatal(err)
 		}
@@ -180,9 +181,9 @@ func TestRPCOverXSKImpaired(t *testing.T) {
 func TestXSKWithKernelUDPPeer(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
 	t.Run("xsk server", func(t *testing.T) {
-		ls := openXSK(t, p.B, afxdp.XSKOptions{})
-		var lc *afxdp.UDPLink
-		if err := p.A.Do(func() (err error) { lc, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{}); return err }); err != nil {
+		ls := openXSK(t, p.B, link.XSKOptions{})
+		var lc *link.UDPLink
+		if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
 			t.Fatal(err)
 		}
 		srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
@@ -190,14 +191,14 @@ func TestXSKWithKernelUDPPeer(t *testing.T) {
 		checkRPC(t, serveRPC(t, srv, cli), 200, 16<<20)
 	})
 	t.Run("xsk client", func(t *testing.T) {
-		var ls *afxdp.UDPLink
+		var ls *link.UDPLink
 		if err := p.B.Do(func() (err error) {
-			ls, err = afxdp.ListenUDP(p.B.Addr.String()+":7601", afxdp.UDPOptions{})
+			ls, err = link.ListenUDP(p.B.Addr.String()+":7601", link.UDPOptions{})
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
-		lc := openXSK(t, p.A, afxdp.XSKOptions{Port: 7602})
+		lc := openXSK(t, p.A, link.XSKOptions{Port: 7602})
 		srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
 		t.Cleanup(func() { srv.Close(); cli.Close() })
 		checkRPC(t, serveRPC(t, srv, cli), 200, 16<<20)
@@ -212,9 +213,9 @@ func TestXSKWithNetemPeer(t *testing.T) {
 	if err := p.A.Netem("loss", "5%", "delay", "1ms", "reorder", "25%", "duplicate", "1%"); err != nil {
 		t.Fatal(err)
 	}
-	ls := openXSK(t, p.B, afxdp.XSKOptions{})
-	var lc *afxdp.UDPLink
-	if err := p.A.Do(func() (err error) { lc, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{}); return err }); err != nil {
+	ls := openXSK(t, p.B, link.XSKOptions{})
+	var lc *link.UDPLink
+	if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
 		t.Fatal(err)
 	}
 	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
@@ -229,15 +230,15 @@ func TestXSKQueues(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{Queues: 2})
 	// In native mode veth runs XDP on the receive queue matching the
 	// sender's transmit queue; the generic hook sees every packet on queue 0.
-	ls := openXSK(t, p.B, afxdp.XSKOptions{XDPMode: xdp.ModeNative})
+	ls := openXSK(t, p.B, link.XSKOptions{XDPMode: xdp.ModeNative})
 	if len(ls.Queues()) != 2 {
 		t.Fatalf("sockets on queues %v, want 2", ls.Queues())
 	}
 	srv := afxdp.NewEndpoint(ls, afxdp.Options{})
 	t.Cleanup(func() { srv.Close() })
 	for i := range 16 {
-		var lc *afxdp.UDPLink
-		if err := p.A.Do(func() (err error) { lc, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{}); return err }); err != nil {
+		var lc *link.UDPLink
+		if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
 			t.Fatal(err)
 		}
 		cli := afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
@@ -268,8 +269,8 @@ func TestXSKQueues(t *testing.T) {
 func TestXSKPcap(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
 	var capture bytes.Buffer
-	ls := openXSK(t, p.B, afxdp.XSKOptions{Pcap: &capture})
-	lc := openXSK(t, p.A, afxdp.XSKOptions{})
+	ls := openXSK(t, p.B, link.XSKOptions{Pcap: &capture})
+	lc := openXSK(t, p.A, link.XSKOptions{})
 	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
 	c := serveRPC(t, srv, cli)
 	var r rpc.Reply
@@ -317,13 +318,13 @@ func TestXSKPcap(t *testing.T) {
 // smaller size in both directions.
 func TestXSKSizeAgreement(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{MTU: 9000})
-	ls := openXSK(t, p.B, afxdp.XSKOptions{})
+	ls := openXSK(t, p.B, link.XSKOptions{})
 	if ls.MaxPayload() >= 8972 {
 		t.Fatalf("AF_XDP link carries %d bytes", ls.MaxPayload())
 	}
-	var lc *afxdp.UDPLink
+	var lc *link.UDPLink
 	if err := p.A.Do(func() (err error) {
-		lc, err = afxdp.ListenUDP(p.A.Addr.String()+":0", afxdp.UDPOptions{MaxPayload: 8972})
+		lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{MaxPayload: 8972})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -341,8 +342,8 @@ func TestXSKSizeAgreement(t *testing.T) {
 func TestXSKAllow(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
 	other := netip.MustParseAddr("198.18.255.254")
-	ls := openXSK(t, p.B, afxdp.XSKOptions{Allow: []netip.Addr{other}})
-	lc := openXSK(t, p.A, afxdp.XSKOptions{})
+	ls := openXSK(t, p.B, link.XSKOptions{Allow: []netip.Addr{other}})
+	lc := openXSK(t, p.A, link.XSKOptions{})
 	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -381,7 +382,7 @@ func TestXSKVethWithoutQueueCount(t *testing.T) {
 	}
 	va := *p.B
 	va.Link = "va"
-	ls := openXSK(t, &va, afxdp.XSKOptions{})
+	ls := openXSK(t, &va, link.XSKOptions{})
 	t.Cleanup(func() { ls.Close() })
 	if q := ls.Queues(); len(q) != 1 || q[0] != 0 {
 		t.Fatalf("sockets on queues %v, want [0]", q)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 )
@@ -31,7 +32,7 @@ func newXDPNet() (*xdpNet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %s: %v: %w", ProtoAFXDP, err, ErrUnavailable)
 	}
-	if err := p.A.Do(func() error { return afxdp.Available(p.A.Link) }); err != nil {
+	if err := p.A.Do(func() error { return link.Available(p.A.Link) }); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("bench: %s: %v: %w", ProtoAFXDP, err, ErrUnavailable)
 	}
@@ -52,11 +53,11 @@ func (x *xdpNet) request(cores int) SpawnRequest {
 // ServeXDP serves the starwire contender over AF_XDP on interface iface
 // at UDP port port, in the calling thread's network namespace.
 func ServeXDP(iface string, port uint16) (*Targets, error) {
-	link, err := afxdp.OpenXSK(iface, afxdp.XSKOptions{Port: port})
+	xl, err := link.OpenXSK(iface, link.XSKOptions{Port: port})
 	if err != nil {
 		return nil, fmt.Errorf("bench: serve %s on %s: %w", ProtoAFXDP, iface, err)
 	}
-	ep := afxdp.NewEndpoint(link, afxdp.Options{})
+	ep := afxdp.NewEndpoint(xl, afxdp.Options{})
 	l, err := afxdprpc.Transport(ep).Listen("")
 	if err != nil {
 		ep.Close()
@@ -69,14 +70,14 @@ func ServeXDP(iface string, port uint16) (*Targets, error) {
 
 // dial opens a client over AF_XDP on end B.
 func (x *xdpNet) dial(addr string) (conn, error) {
-	var link *afxdp.XSKLink
+	var xl *link.XSKLink
 	err := x.pair.B.Do(func() (err error) {
-		link, err = afxdp.OpenXSK(x.pair.B.Link, afxdp.XSKOptions{Port: xdpClientPort})
+		xl, err = link.OpenXSK(x.pair.B.Link, link.XSKOptions{Port: xdpClientPort})
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench: dial %s: %w", ProtoAFXDP, err)
 	}
-	ep := afxdp.NewEndpoint(link, afxdp.Options{Backlog: -1})
+	ep := afxdp.NewEndpoint(xl, afxdp.Options{Backlog: -1})
 	return &starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Transport(ep)}), ep: ep}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -108,7 +109,7 @@ func ServeTargets(protos []string, cores int) (*Targets, error) {
 }
 
 func udpEndpoint(opts afxdp.Options) (*afxdp.Endpoint, error) {
-	link, err := afxdp.ListenUDP("127.0.0.1:0", afxdp.UDPOptions{})
+	link, err := link.ListenUDP("127.0.0.1:0", link.UDPOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("bench: udp endpoint: %w", err)
 	}

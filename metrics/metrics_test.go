@@ -15,6 +15,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -176,7 +177,7 @@ func TestScrapeCountsCalls(t *testing.T) {
 	// The packet path over an in-memory link that loses packets, so that
 	// the reactors retransmit.
 	a, b := netip.MustParseAddrPort("198.18.0.1:7000"), netip.MustParseAddrPort("198.18.0.2:7000")
-	la, lb := afxdp.MemPair(a, b, afxdp.MemOptions{Loss: 0.05, Seed: 7})
+	la, lb := link.MemPair(a, b, link.MemOptions{Loss: 0.05, Seed: 7})
 	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{}), afxdp.NewEndpoint(lb, afxdp.Options{})
 	defer ea.Close()
 	defer eb.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -43,7 +44,7 @@ func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(
 
 func udpEndpoint(t *testing.T, addr string, opts afxdp.Options) *afxdp.Endpoint {
 	t.Helper()
-	link, err := afxdp.ListenUDP(addr, afxdp.UDPOptions{})
+	link, err := link.ListenUDP(addr, link.UDPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestDualOverAFXDP(t *testing.T) {
 	open := func(e *netns.End) *afxdp.Group {
 		var g *afxdp.Group
 		if err := e.Do(func() error {
-			o, err := afxdp.Open(e.Link, port, afxdp.Options{}, afxdp.XSKOptions{})
+			o, err := afxdp.Open(e.Link, port, afxdp.Options{}, link.XSKOptions{})
 			if err == nil && o.Path != afxdp.PathXDP {
 				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, o.Fallback)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
@@ -27,18 +28,18 @@ func init() { stress.Child{Listen: listenAFXDP}.Main() }
 // listenAFXDP opens the packet transport on AF_XDP sockets of the link
 // named in spec, in this process's namespace, and listens on it.
 func listenAFXDP(spec string) (rpc.Listener, error) {
-	link, p, _ := strings.Cut(spec, ":")
+	ifname, p, _ := strings.Cut(spec, ":")
 	port, err := strconv.ParseUint(p, 10, 16)
 	if err != nil {
 		return nil, fmt.Errorf("stress spec %q: %w", spec, err)
 	}
-	o, err := afxdp.Open(link, uint16(port), afxdp.Options{}, afxdp.XSKOptions{})
+	o, err := afxdp.Open(ifname, uint16(port), afxdp.Options{}, link.XSKOptions{})
 	if err != nil {
 		return nil, err
 	}
 	if o.Path != afxdp.PathXDP {
 		o.Group.Close()
-		return nil, fmt.Errorf("no AF_XDP on %s: %v", link, o.Fallback)
+		return nil, fmt.Errorf("no AF_XDP on %s: %v", ifname, o.Fallback)
 	}
 	return afxdprpc.Transport(o.Group).Listen("")
 }
@@ -67,7 +68,7 @@ func TestStressBulkAFXDP(t *testing.T) {
 	})
 	var g *afxdp.Group
 	if err := pair.A.Do(func() error {
-		o, err := afxdp.Open(pair.A.Link, stressPort, afxdp.Options{}, afxdp.XSKOptions{})
+		o, err := afxdp.Open(pair.A.Link, stressPort, afxdp.Options{}, link.XSKOptions{})
 		if err == nil && o.Path != afxdp.PathXDP {
 			o.Group.Close()
 			err = fmt.Errorf("no AF_XDP on %s: %v", pair.A.Link, o.Fallback)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -41,7 +42,7 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 	open := func(e *netns.End) *afxdp.Group {
 		var g *afxdp.Group
 		if err := e.Do(func() error {
-			o, err := afxdp.Open(e.Link, port, afxdp.Options{}, afxdp.XSKOptions{})
+			o, err := afxdp.Open(e.Link, port, afxdp.Options{}, link.XSKOptions{})
 			if err == nil && o.Path != afxdp.PathXDP {
 				o.Group.Close()
 				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, o.Fallback)

@@ -10,13 +10,14 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
 
 func TestTransport(t *testing.T) {
 	a, b := netip.MustParseAddrPort("198.18.1.1:1"), netip.MustParseAddrPort("198.18.1.2:1")
-	la, lb := afxdp.MemPair(a, b, afxdp.MemOptions{})
+	la, lb := link.MemPair(a, b, link.MemOptions{})
 	srvEP, cliEP := afxdp.NewEndpoint(lb, afxdp.Options{}), afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
 	defer srvEP.Close()
 	defer cliEP.Close()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -56,7 +57,7 @@ func (d doneChan) Sent(m *wire.Message, err error) { d <- err }
 func TestDualWithdraw(t *testing.T) {
 	const mib = 1 << 20
 	a, b := netip.MustParseAddrPort("198.18.0.1:7000"), netip.MustParseAddrPort("198.18.0.2:7000")
-	la, lb := afxdp.MemPair(a, b, afxdp.MemOptions{})
+	la, lb := link.MemPair(a, b, link.MemOptions{})
 	ea := afxdp.NewEndpoint(la, afxdp.Options{})
 	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
 	t.Cleanup(func() { ea.Close(); eb.Close() })

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/envvar"
 )
 
@@ -334,11 +334,11 @@ func TestREADMEConfiguration(t *testing.T) {
 }
 
 func TestQueueHint(t *testing.T) {
-	bind := fmt.Errorf("afxdp: open va queue 1: %w: %w", fmt.Errorf("xsk: bind ifindex 3 queue 1: %w", syscall.EINVAL), afxdp.ErrUnavailable)
+	bind := fmt.Errorf("afxdp: open va queue 1: %w: %w", fmt.Errorf("xsk: bind ifindex 3 queue 1: %w", syscall.EINVAL), link.ErrUnavailable)
 	if h := queueHint(bind); !strings.Contains(h, "numrxqueues 1 numtxqueues 1") {
 		t.Errorf("no hint for %v", bind)
 	}
-	if h := queueHint(fmt.Errorf("afxdp: interface lo has no Ethernet address: %w", afxdp.ErrUnavailable)); h != "" {
+	if h := queueHint(fmt.Errorf("afxdp: interface lo has no Ethernet address: %w", link.ErrUnavailable)); h != "" {
 		t.Errorf("a hint for another failure: %q", h)
 	}
 }

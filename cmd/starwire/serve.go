@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -209,7 +209,7 @@ func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.La
 	default:
 		err := s.ServeAFXDP(f.iface)
 		switch {
-		case errors.Is(err, afxdp.ErrUnavailable):
+		case errors.Is(err, link.ErrUnavailable):
 			fallback = "AF_XDP on " + f.iface + " unavailable: " + err.Error() + queueHint(err)
 		case err != nil:
 			return fmt.Errorf("serve: %w", err)

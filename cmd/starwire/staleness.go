@@ -11,7 +11,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/staleness"
 )
 
@@ -112,7 +112,7 @@ func runStaleness(ctx context.Context, p string, cfg staleness.Config) (*stalene
 		return nil, usagef("%v", err)
 	case p == staleness.ProtocolAFXDP && errors.Is(err, fs.ErrPermission):
 		return nil, &skipped{noRoot}
-	case p == staleness.ProtocolAFXDP && errors.Is(err, afxdp.ErrUnavailable):
+	case p == staleness.ProtocolAFXDP && errors.Is(err, link.ErrUnavailable):
 		return nil, &skipped{err.Error()}
 	}
 	return nil, err

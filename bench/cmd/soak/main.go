@@ -27,6 +27,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
@@ -69,14 +70,14 @@ func listen(spec string) (rpc.Listener, error) {
 	return nil, fmt.Errorf("soak: unknown listen spec %q", spec)
 }
 
-func openXDP(link string, port uint16) (*afxdp.Group, error) {
-	o, err := afxdp.Open(link, port, afxdp.Options{}, afxdp.XSKOptions{})
+func openXDP(ifname string, port uint16) (*afxdp.Group, error) {
+	o, err := afxdp.Open(ifname, port, afxdp.Options{}, link.XSKOptions{})
 	if err != nil {
 		return nil, err
 	}
 	if o.Path != afxdp.PathXDP {
 		o.Group.Close()
-		return nil, fmt.Errorf("soak: no AF_XDP on %s: %v", link, o.Fallback)
+		return nil, fmt.Errorf("soak: no AF_XDP on %s: %v", ifname, o.Fallback)
 	}
 	return o.Group, nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
-	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/packet"
 )
 
@@ -79,7 +79,7 @@ func (c *File) write(ci gopacket.CaptureInfo, frame []byte) {
 	c.count++
 }
 
-// Stream returns a writer for one AF_XDP link's afxdp.XSKOptions.Pcap: it
+// Stream returns a writer for one AF_XDP link's link.XSKOptions.Pcap: it
 // takes the pcap stream the link writes, drops its file header and adds
 // each whole record to the file, so that several links share one file.
 func (c *File) Stream() io.Writer { return &stream{c: c} }
@@ -137,29 +137,29 @@ func (s *stream) Write(p []byte) (int, error) {
 // and receives is written to the file as the Ethernet/IPv4/UDP frame the
 // kernel carried it in (with zero MAC addresses, which the kernel's
 // loopback uses too).
-func (c *File) Link(l afxdp.Link) afxdp.Link {
-	return &link{Link: l, c: c, frame: make([]byte, packet.UDP4HeaderLen+l.MaxPayload())}
+func (c *File) Link(l link.Link) link.Link {
+	return &capLink{Link: l, c: c, frame: make([]byte, packet.UDP4HeaderLen+l.MaxPayload())}
 }
 
-type link struct {
-	afxdp.Link
+type capLink struct {
+	link.Link
 	c     *File
 	tx    []byte // the room TxBuffer lent
 	frame []byte // scratch for one frame; the link's methods run on one goroutine at a time
 	ipID  uint16
 }
 
-func (l *link) TxBuffer() []byte {
+func (l *capLink) TxBuffer() []byte {
 	l.tx = l.Link.TxBuffer()
 	return l.tx
 }
 
-func (l *link) Queue(n int, to netip.AddrPort) {
+func (l *capLink) Queue(n int, to netip.AddrPort) {
 	l.record(l.tx[:n], l.Link.LocalAddr(), to)
 	l.Link.Queue(n, to)
 }
 
-func (l *link) Receive(pkts []afxdp.Datagram) (int, error) {
+func (l *capLink) Receive(pkts []link.Datagram) (int, error) {
 	n, err := l.Link.Receive(pkts)
 	for _, d := range pkts[:n] {
 		l.record(d.Data, d.From, l.Link.LocalAddr())
@@ -168,7 +168,7 @@ func (l *link) Receive(pkts []afxdp.Datagram) (int, error) {
 }
 
 // record writes one datagram as a frame; IPv6 peers are not captured.
-func (l *link) record(payload []byte, from, to netip.AddrPort) {
+func (l *capLink) record(payload []byte, from, to netip.AddrPort) {
 	if !from.Addr().Unmap().Is4() || !to.Addr().Unmap().Is4() || len(payload) > len(l.frame)-packet.UDP4HeaderLen {
 		return
 	}

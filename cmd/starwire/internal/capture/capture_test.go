@@ -15,6 +15,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -30,7 +31,7 @@ func TestLinkCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := netip.MustParseAddrPort("198.18.0.1:7000"), netip.MustParseAddrPort("198.18.0.2:7000")
-	la, lb := afxdp.MemPair(a, b, afxdp.MemOptions{})
+	la, lb := link.MemPair(a, b, link.MemOptions{})
 	ea, eb := afxdp.NewEndpoint(file.Link(la), afxdp.Options{}), afxdp.NewEndpoint(file.Link(lb), afxdp.Options{})
 	srv := rpc.NewServer()
 	srv.Register(mEcho, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/rpc"
 )
@@ -66,14 +67,14 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 	}
 	go x.srv.Serve(tcp)
 	open := func(e vethnet.End) (*afxdp.Endpoint, error) {
-		var link *afxdp.XSKLink
+		var xl *link.XSKLink
 		if err := f.Do(e.Task, func() (err error) {
-			link, err = afxdp.OpenXSK(e.Name, afxdp.XSKOptions{Port: xdpPort})
+			xl, err = link.OpenXSK(e.Name, link.XSKOptions{Port: xdpPort})
 			return err
 		}); err != nil {
 			return nil, fmt.Errorf("staleness: afxdp on %s: %w", e.Name, err)
 		}
-		ep := afxdp.NewEndpoint(link, afxdp.Options{})
+		ep := afxdp.NewEndpoint(xl, afxdp.Options{})
 		x.closers = append(x.closers, ep)
 		return ep, nil
 	}

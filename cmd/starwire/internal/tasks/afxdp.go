@@ -8,6 +8,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/rpc"
 )
 
@@ -17,7 +18,7 @@ import (
 // bulk of the traffic) go over it. The driver's calls stay on the stream
 // transport, as control traffic. Every task of the cluster must do the
 // same, with its starwire address on its own interface. Call it before
-// Start; an error wrapping afxdp.ErrUnavailable means this machine or
+// Start; an error wrapping link.ErrUnavailable means this machine or
 // interface cannot, and the task keeps its stream transport.
 func (s *Server) ServeAFXDP(iface string) error {
 	if s.starL == nil {
@@ -46,20 +47,20 @@ func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error
 	if do == nil {
 		do = func(f func() error) error { return f() }
 	}
-	var link *afxdp.XSKLink
+	var xl *link.XSKLink
 	err := do(func() (err error) {
-		xo := afxdp.XSKOptions{Port: port}
+		xo := link.XSKOptions{Port: port}
 		if s.Pcap != nil {
 			xo.Pcap = s.Pcap.Stream()
 		}
-		link, err = afxdp.OpenXSK(iface, xo)
+		xl, err = link.OpenXSK(iface, xo)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Task(), err)
 	}
 	// DeepRec's *_ENABLE_POLLING and *_DISABLE_PIN_CORES tune the reactor.
-	ep := afxdp.NewEndpoint(link, afxdp.OptionsFromEnv(s.Job, 0))
+	ep := afxdp.NewEndpoint(xl, afxdp.OptionsFromEnv(s.Job, 0))
 	l, err := afxdprpc.Transport(ep).Listen("")
 	if err != nil {
 		ep.Close()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/xdp"
 )
 
@@ -45,7 +46,7 @@ func (s *Server) xdpPrograms() []*xdp.Program {
 		if !ok {
 			continue
 		}
-		if xl, ok := ep.Link().(*afxdp.XSKLink); ok && xl.Program() != nil && !seen[xl.Program()] {
+		if xl, ok := ep.Link().(*link.XSKLink); ok && xl.Program() != nil && !seen[xl.Program()] {
 			seen[xl.Program()] = true
 			out = append(out, xl.Program())
 		}
@@ -56,7 +57,7 @@ func (s *Server) xdpPrograms() []*xdp.Program {
 // allowOnly makes ep's XDP program steer packets from peer alone, as the
 // end of a link to one task.
 func allowOnly(ep *afxdp.Endpoint, peer netip.Addr) error {
-	xl, ok := ep.Link().(*afxdp.XSKLink)
+	xl, ok := ep.Link().(*link.XSKLink)
 	if !ok || xl.Program() == nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc"
 )
@@ -26,7 +27,7 @@ func (s *Server) export(layout *Layout) {
 		// worker): the address tells them apart.
 		name := s.Task() + "@" + ep.Addr().String()
 		m.AddEndpoint(name, afxdp.PathXDP, ep)
-		if xl, ok := ep.Link().(*afxdp.XSKLink); ok && xl.Program() != nil {
+		if xl, ok := ep.Link().(*link.XSKLink); ok && xl.Program() != nil {
 			m.AddXDP(name, xl.Program())
 		}
 	}

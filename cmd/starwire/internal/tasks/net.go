@@ -7,6 +7,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -119,13 +120,13 @@ func (n UDPNet) Dialer() (rpc.Transport, io.Closer, error) {
 }
 
 func udpEndpoint(bind string, opts afxdp.Options, pcap *capture.File) (*afxdp.Endpoint, error) {
-	var link afxdp.Link
-	link, err := afxdp.ListenUDP(bind, afxdp.UDPOptions{})
+	var l link.Link
+	l, err := link.ListenUDP(bind, link.UDPOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("udp endpoint: %w", err)
 	}
 	if pcap != nil {
-		link = pcap.Link(link)
+		l = pcap.Link(l)
 	}
-	return afxdp.NewEndpoint(link, opts), nil
+	return afxdp.NewEndpoint(l, opts), nil
 }

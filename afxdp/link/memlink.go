@@ -1,4 +1,4 @@
-package afxdp
+package link
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package afxdp
+package link
 
 import (
 	"errors"
@@ -318,6 +318,13 @@ func inspect(nl *netlink.Handle, ifname string) (ifaceInfo, error) {
 func Available(ifname string) error {
 	_, err := available(ifname)
 	return err
+}
+
+// AvailableQueues is Available that also returns how many queues ifname
+// has (0 when its driver does not say), for the number of reactors to run.
+func AvailableQueues(ifname string) (int, error) {
+	info, err := available(ifname)
+	return info.queues, err
 }
 
 // available is Available that also returns what it learnt of ifname.

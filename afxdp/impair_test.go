@@ -1,8 +1,10 @@
-package afxdp
+package afxdp_test
 
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/starwire/starwire/afxdp/link"
 )
 
 // Impairment describes faults Impair injects into received datagrams.
@@ -15,15 +17,15 @@ type Impairment struct {
 	Seed uint64
 }
 
-// ImpairedLink wraps a Link and injects faults on its receive side. It
+// ImpairedLink wraps a link.Link and injects faults on its receive side. It
 // exists for tests over real links where netem cannot reach (AF_XDP
 // transmissions bypass the qdisc layer, and XDP runs before it on receive),
 // and where the kernel has no netem.
 type ImpairedLink struct {
-	Link
+	link.Link
 	imp  Impairment
 	rng  *rand.Rand
-	tmp  []Datagram
+	tmp  []link.Datagram
 	held []heldDatagram // delayed to the next Receive
 	out  []heldDatagram // delivered by the last Receive, buffers to reuse
 	free [][]byte
@@ -34,19 +36,19 @@ type ImpairedLink struct {
 
 type heldDatagram struct {
 	buf  []byte
-	from Datagram
+	from link.Datagram
 }
 
 // Impair returns l with imp applied to everything it receives.
-func Impair(l Link, imp Impairment) *ImpairedLink {
+func Impair(l link.Link, imp Impairment) *ImpairedLink {
 	return &ImpairedLink{Link: l, imp: imp, rng: rand.New(rand.NewPCG(imp.Seed, 3))}
 }
 
 func (l *ImpairedLink) chance(p float64) bool { return p > 0 && l.rng.Float64() < p }
 
-// Receive implements Link. Reordered datagrams are copied into buffers of
+// Receive implements link.Link. Reordered datagrams are copied into buffers of
 // the wrapper, since the inner link's views end with its next Receive.
-func (l *ImpairedLink) Receive(pkts []Datagram) (int, error) {
+func (l *ImpairedLink) Receive(pkts []link.Datagram) (int, error) {
 	for _, h := range l.out {
 		l.free = append(l.free, h.buf)
 	}
@@ -61,7 +63,7 @@ func (l *ImpairedLink) Receive(pkts []Datagram) (int, error) {
 	}
 	l.held = l.held[:copy(l.held, l.held[k:])]
 	if cap(l.tmp) < len(pkts) {
-		l.tmp = make([]Datagram, len(pkts))
+		l.tmp = make([]link.Datagram, len(pkts))
 	}
 	room := (len(pkts) - k) / 2 // a duplicate takes two slots
 	if room == 0 {
@@ -79,7 +81,7 @@ func (l *ImpairedLink) Receive(pkts []Datagram) (int, error) {
 				buf, l.free = l.free[m-1], l.free[:m-1]
 			}
 			buf = append(buf[:0], d.Data...)
-			l.held = append(l.held, heldDatagram{buf: buf, from: Datagram{Data: buf, From: d.From}})
+			l.held = append(l.held, heldDatagram{buf: buf, from: link.Datagram{Data: buf, From: d.From}})
 		default:
 			pkts[k] = d
 			k++
@@ -93,7 +95,7 @@ func (l *ImpairedLink) Receive(pkts []Datagram) (int, error) {
 	return k, err
 }
 
-// Wait implements Link: with datagrams held back it does not sleep.
+// Wait implements link.Link: with datagrams held back it does not sleep.
 func (l *ImpairedLink) Wait(d time.Duration) error {
 	if len(l.held) > 0 {
 		return nil

@@ -1,4 +1,4 @@
-package afxdp
+package link
 
 import (
 	"context"

@@ -1,7 +1,6 @@
-package afxdp
+package link
 
 import (
-	"errors"
 	"net/netip"
 	"time"
 )
@@ -51,6 +50,3 @@ type Datagram struct {
 	Data []byte
 	From netip.AddrPort
 }
-
-// ErrLinkClosed is returned by a Link's methods after Close.
-var ErrLinkClosed = errors.New("link closed")
