@@ -93,9 +93,8 @@ type Options struct {
 	// Spin is how long the reactor keeps polling, yielding to runnable
 	// goroutines between polls, after its last work before it sleeps
 	// (adaptive polling); 0 means 20µs, negative sleeps at once. An answer
-	// or the next request usually comes within it, and catching it
-	// without a wake-up took sequential calls between two processes from
-	// 29k to 119k calls/s (p50 30µs to 6.5µs) on two shared vCPUs.
+	// or the next request usually comes within it, and is caught without
+	// a wake-up (BENCHMARKS.md, "Packet path design").
 	Spin time.Duration
 	// FrameSpin is how long the reactor keeps polling instead of sleeping
 	// after a packet that left a frame partly received, since the rest
@@ -116,9 +115,8 @@ type Options struct {
 	// CPU (the *_DISABLE_PIN_CORES variables set to false). A locked
 	// goroutine that yields or sleeps hands its P to another thread and
 	// waits to get it back, so pin only where reactors have cores of
-	// their own: on two vCPUs shared with the callers, pinned reactors
-	// made sequential calls 4-5× slower (21-29k calls/s against
-	// 97-141k), and pinned reactors that never yielded were slower still.
+	// their own (on two vCPUs shared with the callers, pinning made
+	// sequential calls several times slower: BENCHMARKS.md).
 	Pin bool
 	// CPU picks the CPU a pinned reactor runs on: an index into the
 	// process's affinity mask, modulo its size, moved off CPUs spinning

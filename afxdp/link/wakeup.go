@@ -23,9 +23,8 @@ import (
 // they still sat on the sockets' wait queues, so every packet received and
 // every transmit completed ran epoll's callback under the queue's lock with
 // interrupts off, inside the sender's kick. Added on sleeping and removed
-// on waking, they cost a sequential call 3.9-4.4µs of kernel CPU against
-// 5.3-6.4µs (sys-ns/op, server in its own process, three alternating runs;
-// on a busier machine the difference drowns in the noise).
+// on waking, they cost a sequential call less kernel CPU (BENCHMARKS.md,
+// "Packet path design").
 //
 // It does not sleep in ppoll: a goroutine blocked in a plain system call
 // keeps its P (the scheduler's processor) until the runtime's monitor takes
