@@ -23,6 +23,29 @@
 // the Counters. Upper's methods and a message's Done are called on the
 // owner's goroutine, within the call that caused them.
 //
+// # The protocol
+//
+// Each direction of a session is a stream of packets numbered from 0
+// (header.go has the format). A frame, its head as wire.AppendHead encodes
+// it and then its tensors' bytes, is cut into packets of the agreed size;
+// small frames queued together share a packet (pack.go). Every packet
+// carries a cumulative acknowledgement and a credit; the receiver holds
+// packets past a gap and lists them (SACK), reports duplicates (DSACK)
+// and echoes which copy of a resent packet arrived, and the sender tells
+// loss from reordering by time, as RACK-TLP does, with a tail loss probe
+// and a retransmission timeout behind it (rack.go). Frames are rebuilt in
+// the receiver's destinations as packets come in order (reassembly.go),
+// within a memory bound reserved from what their heads announce
+// (budget.go); a packet whose frame cannot be taken now shuts the window
+// until room is made (window.go). Invariants: a frame is delivered once,
+// whole and in order, or the session ends; a message completes once,
+// without error only after the peer acknowledged all of it.
+//
+// OPEN and its answer agree the datagram size; CLOSE and RESET end a
+// session; one whose packets go unacknowledged for DeadAfter, or whose
+// peer is silent, probes answered by nothing, for IdleTimeout, ends with
+// ErrPeerUnreachable.
+//
 // A step of the owner: set Env.Now; Handle the packets received; Send
 // what was queued; Reopen sessions Upper.Recheck named and, when
 // Memory.Freed, RetryMemory; then Timers and Pump on every session, and
