@@ -15,6 +15,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -138,7 +139,7 @@ func errorsJoinAll(errs ...error) error {
 func TestCapacitySessionMemory(t *testing.T) {
 	a := netip.MustParseAddrPort("198.18.255.1:7000")
 	b := netip.MustParseAddrPort("198.18.255.2:7000")
-	la, lb := afxdp.MemPair(a, b, afxdp.MemOptions{})
+	la, lb := link.MemPair(a, b, link.MemOptions{})
 	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{}), afxdp.NewEndpoint(lb, afxdp.Options{MaxPeerSessions: 2 * capacityConns})
 	defer ea.Close()
 	defer eb.Close()
