@@ -134,10 +134,12 @@ const (
 // its last calls' costs: round-trip time divided by the calls the path had
 // in flight when it was sent (with itself), so that a path carrying many
 // calls at once is judged by the rate it completes them and a lone call by
-// its latency. A class below priorBypassBelow starts on the bypass and
-// alternates until both paths have minSamples; a larger one starts on TCP.
-// Each takes the cheaper path once both are measured, leaving it only for
-// one cheaper by switchMargin; every probeMin..probeMax calls it sends one
+// its latency. Every class starts on TCP, and one below learnBelow
+// alternates until both paths have minSamples. Each takes the bypass only
+// once it measures cheaper by switchMargin, and leaves either path only
+// for one cheaper by switchMargin: a tie stays where it is, and the bypass,
+// whose reactors cost CPU that a latency does not show, must win to be
+// used; every probeMin..probeMax calls it sends one
 // over the other path to keep that estimate fresh, probing half as often
 // each time the probe confirms the choice and twice as often when one
 // beats it.
@@ -148,10 +150,9 @@ const (
 	switchMargin = 0.9
 )
 
-// priorBypassBelow splits the classes that start on the bypass from those
-// that start on TCP, as copy-mode links measure; a zero-copy NIC's bulk
-// classes move to the bypass once its probes measure it faster.
-const priorBypassBelow = 64 << 10
+// learnBelow bounds the classes that measure both paths from their first
+// calls; larger ones measure the bypass by probes only.
+const learnBelow = 64 << 10
 
 // estimate holds a path's last costs for one size class. Its cost is
 // their median: a call that waited for a CPU behind other work costs many
@@ -229,7 +230,6 @@ type chooser struct {
 func newChooser(p PathPolicy) *chooser {
 	c := &chooser{policy: p, epoch: time.Now()}
 	for i := range c.bypass {
-		c.bypass[i] = classBound(i) < priorBypassBelow
 		c.probeGap[i] = probeMin
 	}
 	return c
@@ -284,7 +284,7 @@ func (c *chooser) pick(k int, size int64) bool {
 	}
 	cur := c.bypass[k]
 	cn, on := c.est[b2i(cur)][k].n, c.est[b2i(!cur)][k].n
-	if on < minSamples && on <= cn && classBound(k) < priorBypassBelow {
+	if on < minSamples && on <= cn && classBound(k) < learnBelow {
 		// A small class learns both paths at once: a call costs little
 		// either way. A large one leaves the bypass to the probes, since
 		// a few of its calls over the slower path cost more than a job
@@ -413,6 +413,9 @@ type PathStats struct {
 	// TCPClasses lists, under PathAuto, the lower bounds of the size
 	// classes that go over TCP.
 	TCPClasses []int64
+	// Bypassed describes the call sizes that go over the bypass now:
+	// "none", "all", or ranges such as "size≤4KiB, 16KiB<size≤32KiB".
+	Bypassed string
 }
 
 func (c *chooser) stats() PathStats {
@@ -420,14 +423,52 @@ func (c *chooser) stats() PathStats {
 	defer c.mu.Unlock()
 	st := PathStats{Policy: c.policy.String(), TCPCalls: c.calls[viaTCP], BypassCalls: c.calls[viaBypass],
 		TCPBytes: c.bytes[viaTCP], BypassBytes: c.bytes[viaBypass], Crossover: c.crossover()}
-	if c.policy.Mode == PathAuto {
-		for k := range numClasses {
-			if !c.bypass[k] {
+	var on [numClasses]bool
+	for k := range numClasses {
+		switch c.policy.Mode {
+		case PathAuto:
+			on[k] = c.bypass[k]
+			if !on[k] {
 				st.TCPClasses = append(st.TCPClasses, classBound(k))
 			}
+		case PathBypass:
+			on[k] = true
+		case PathThreshold:
+			on[k] = classBound(k) < c.policy.Threshold
 		}
 	}
+	st.Bypassed = describeClasses(on)
 	return st
+}
+
+// describeClasses writes the sizes of the classes set in on as ranges.
+func describeClasses(on [numClasses]bool) string {
+	var parts []string
+	for k := 0; k < numClasses; k++ {
+		if !on[k] {
+			continue
+		}
+		j := k
+		for j+1 < numClasses && on[j+1] {
+			j++
+		}
+		lo, hi := formatSize(max(classBound(k)-1, 0))+"<", "≤"+formatSize(classBound(j+1)-1)
+		if k == 0 {
+			lo = ""
+		}
+		if j == numClasses-1 {
+			if k == 0 {
+				return "all"
+			}
+			hi = ""
+		}
+		parts = append(parts, lo+"size"+hi)
+		k = j
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // PathPolicyFromEnv reads STARWIRE_AFXDP_PATH (internal/envvar); unset

@@ -154,3 +154,30 @@ func TestPathPolicyEnvCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribeClasses(t *testing.T) {
+	var on [numClasses]bool
+	if got := describeClasses(on); got != "none" {
+		t.Errorf("none set: %q", got)
+	}
+	on[0], on[1] = true, true
+	if got := describeClasses(on); got != "size≤128B" {
+		t.Errorf("none set: %q", got)
+	}
+	on[0], on[1], on[2], on[5] = false, true, true, true
+	if got := describeClasses(on); got != "64B<size≤256B, 1KiB<size≤2KiB" {
+		t.Errorf("%q", got)
+	}
+	for k := range on {
+		on[k] = k >= 10
+	}
+	if got := describeClasses(on); got != "32KiB<size" {
+		t.Errorf("%q", got)
+	}
+	for k := range on {
+		on[k] = true
+	}
+	if got := describeClasses(on); got != "all" {
+		t.Errorf("%q", got)
+	}
+}

@@ -18,9 +18,10 @@
 // tensor). Under PathAuto, the default, the connection times its own calls:
 // per power-of-two size class and path, the median of the last round trips
 // divided by the calls the path had in flight, which is a lone call's
-// latency and a busy path's time per completed call. A class below 64 KiB
-// starts on AF_XDP and alternates until both paths are measured, a larger
-// one starts on TCP; each then sends its calls over the cheaper path and,
+// latency and a busy path's time per completed call. Every class starts
+// on TCP; one below 64 KiB alternates until both paths are measured, a
+// larger one measures AF_XDP by probes only. Each then sends its calls
+// over the path cheaper by at least 10% (AF_XDP must win to be used) and,
 // every 16 to 1024 calls, one over the other to keep that estimate current
 // (more often while the probes look better, less while they confirm the
 // choice). Stats reports each path's calls and bytes and the

@@ -330,8 +330,7 @@ func (r *trainRun) train(ctx context.Context) error {
 }
 
 // printPathStats says, for each task's dual connections to its peers, how
-// many calls and bytes took AF_XDP and TCP, and from what size calls went
-// over TCP.
+// many calls and bytes took AF_XDP and TCP, and which sizes go over AF_XDP.
 func printPathStats(w io.Writer, l *tasks.Local) {
 	byAddr := map[string]string{}
 	for _, s := range l.Servers {
@@ -339,30 +338,11 @@ func printPathStats(w io.Writer, l *tasks.Local) {
 	}
 	for _, s := range l.Servers {
 		for _, st := range s.PathStats() {
-			cross := "none"
-			switch {
-			case st.Crossover == 0:
-				cross = "every call"
-			case st.Crossover > 0:
-				cross = fmt.Sprintf("%s and up", formatBytes(st.Crossover))
-			}
-			fmt.Fprintf(w, "  %s→%s per call (%s): AF_XDP %d calls, %.1f MB; TCP %d calls, %.1f MB; over TCP: %s\n",
+			fmt.Fprintf(w, "  %s→%s per call (%s): AF_XDP %d calls, %.1f MB; TCP %d calls, %.1f MB; sizes over AF_XDP now: %s\n",
 				shortTask(s.Task()), byAddr[st.Peer], st.Policy, st.BypassCalls, float64(st.BypassBytes)/1e6,
-				st.TCPCalls, float64(st.TCPBytes)/1e6, cross)
+				st.TCPCalls, float64(st.TCPBytes)/1e6, st.Bypassed)
 		}
 	}
-}
-
-// formatBytes writes n in the largest binary unit that keeps it whole
-// enough to read: 512B, 48KiB, 2MiB.
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.3gMiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.3gKiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%dB", n)
 }
 
 // reactors describes the reactor counts of the driver's TCP transport and,
