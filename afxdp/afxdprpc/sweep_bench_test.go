@@ -31,8 +31,8 @@ var sweepPolicies = []struct {
 // size from 64 B to 16 MiB, between two network namespaces over one veth
 // pair (copy mode), from three clients of one dual server: TCP alone,
 // AF_XDP alone, and a dual connection in auto mode. Within a size the
-// clients take turns call by call, in a rotating order, so that the load
-// on the machine falls on the three alike; each reports MB/s, and dual/best is the dual
+// clients take turns call by call, in every order in turn, so that the
+// load on the machine falls on the three alike; each reports MB/s, and dual/best is the dual
 // connection's rate over the faster path's:
 //
 //	go test ./afxdp/afxdprpc -run '^$' -bench DualSizeSweep -benchtime 1s
@@ -104,11 +104,11 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for n := range b.N {
-				// Each client follows each of the others as often: a
-				// call just after one over AF_XDP shares the CPUs with
-				// its reactors while they still poll.
-				for j := range clients {
-					i := (n + j) % len(clients)
+				// Each client follows each of the others as often (the
+				// orders run through every permutation): a call just
+				// after one over AF_XDP shares the CPUs with its
+				// reactors while they still poll.
+				for _, i := range sweepOrders[n%len(sweepOrders)] {
 					t0 := time.Now()
 					call(clients[i])
 					spent[i] += time.Since(t0)
@@ -128,6 +128,9 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 		})
 	}
 }
+
+// sweepOrders are the orders in which the three clients take turns.
+var sweepOrders = [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
 
 func sizeName(n int) string {
 	switch {
