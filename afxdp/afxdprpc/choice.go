@@ -130,16 +130,18 @@ const (
 	viaBypass
 )
 
-// Auto mode's parameters. A class's estimate of a path is the median of
+// Auto mode's parameters. A class's estimate of a path is the minimum of
 // its last calls' costs: round-trip time divided by the calls the path had
 // in flight when it was sent (with itself), so that a path carrying many
 // calls at once is judged by the rate it completes them and a lone call by
 // its latency. Every class starts on TCP, and one below learnBelow
-// alternates until both paths have minSamples. Each takes the bypass only
-// once it measures cheaper by switchMargin, and leaves either path only
-// for one cheaper by switchMargin: a tie stays where it is, and the bypass,
-// whose reactors cost CPU that a latency does not show, must win to be
-// used; every probeMin..probeMax calls it sends one
+// alternates until both paths have minSamples. A class takes the bypass
+// only once it costs at most bypassMargin of TCP, and goes back once TCP
+// costs less than switchMargin of it: the bypass's reactors poll after
+// each call, which costs the CPUs that a job's other work needs and no
+// call's latency shows (on two shared vCPUs a job whose calls took the
+// bypass wherever it was 10% faster ran slower than on TCP alone), so
+// only a clear win is worth it; every probeMin..probeMax calls it sends one
 // over the other path to keep that estimate fresh, probing half as often
 // each time the probe confirms the choice and twice as often when one
 // beats it.
@@ -148,6 +150,7 @@ const (
 	probeMin     = 16
 	probeMax     = 1024
 	switchMargin = 0.9
+	bypassMargin = 0.5
 )
 
 // learnBelow bounds the classes that measure both paths from their first
@@ -155,8 +158,10 @@ const (
 const learnBelow = 64 << 10
 
 // estimate holds a path's last costs for one size class. Its cost is
-// their median: a call that waited for a CPU behind other work costs many
-// times the usual, and a mean would take such an outlier for the path.
+// their minimum, what the path costs when nothing else delays a call: a
+// call that waited for a CPU behind other work, or for its answer to be
+// produced (a RecvTensor waits for its tensor), costs many times the
+// usual through no fault of the path.
 type estimate struct {
 	last [estimateWindow]float64 // ns per call
 	n    uint32
@@ -174,10 +179,7 @@ func (e *estimate) cost() float64 {
 	if m == 0 {
 		return 0
 	}
-	var s [estimateWindow]float64
-	copy(s[:], e.last[:m])
-	slices.Sort(s[:m])
-	return s[m/2]
+	return slices.Min(e.last[:m])
 }
 
 // inflightSlots bounds the calls the chooser times at once; a call whose
@@ -369,7 +371,11 @@ func (c *chooser) sample(bypass bool, k int, ns float64) {
 			c.probeGap[k] = min(c.probeGap[k]*2, probeMax)
 		}
 	}
-	if other.n >= minSamples && other.cost() < mc*switchMargin {
+	margin := switchMargin
+	if !cur {
+		margin = bypassMargin
+	}
+	if other.n >= minSamples && other.cost() < mc*margin {
 		c.bypass[k] = !cur
 		c.probeGap[k], c.sinceLog[k] = probeMin, 0
 	}

@@ -108,7 +108,7 @@ func TestChooserAuto(t *testing.T) {
 	}
 	// The link changes (a zero-copy NIC's driver came up): bulk over the
 	// bypass is now faster, and the probes find it.
-	cost = func(bypass bool, size int64) int64 { return map[bool]int64{true: 500_000, false: 1_000_000}[bypass] }
+	cost = func(bypass bool, size int64) int64 { return map[bool]int64{true: 400_000, false: 1_000_000}[bypass] }
 	run(64, 1<<20, 4*probeMax)
 	if got := run(64, 1<<20, 100); got < 90 {
 		t.Fatalf("%d of 100 bulk calls over the bypass once it measured faster", got)

@@ -16,15 +16,16 @@
 // expected: the size of the answers last seen for the same method and
 // request size class (a RecvTensor request is small, its answer a
 // tensor). Under PathAuto, the default, the connection times its own calls:
-// per power-of-two size class and path, the median of the last round trips
+// per power-of-two size class and path, the least of the last 8 round trips
 // divided by the calls the path had in flight, which is a lone call's
 // latency and a busy path's time per completed call. Every class starts
 // on TCP; one below 64 KiB alternates until both paths are measured, a
 // larger one measures AF_XDP by probes only. Each then sends its calls
-// over the path cheaper by at least 10% (AF_XDP must win to be used) and,
-// every 16 to 1024 calls, one over the other to keep that estimate current
-// (more often while the probes look better, less while they confirm the
-// choice). Stats reports each path's calls and bytes and the
+// over TCP unless AF_XDP costs at most half as much (its reactors poll
+// after each call, a cost to the job's other work that no latency shows),
+// and every 16 to 1024 calls one over the other path, to keep that
+// estimate current (more often while the probes look better, less while
+// they confirm the choice). Stats reports each path's calls and bytes and the
 // crossover, the smallest size now sent over TCP. PathThreshold fixes the
 // crossover, PathBypass and PathTCPOnly send everything one way.
 //
