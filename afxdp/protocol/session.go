@@ -270,7 +270,10 @@ func (s *Session) control(t PacketType) {
 		}
 		s.sackOwed, s.dsackOwed = false, false
 		if h.Flags&FlagGap != 0 {
-			if n := s.ooo.sack(buf[HeaderLen:], s.expect); n > 0 {
+			// The bitmap stops at the size the peer agreed to take,
+			// which may be less than this end's buffers.
+			room := min(len(buf)-HeaderLen, s.dataLen)
+			if n := s.ooo.sack(buf[HeaderLen:HeaderLen+room], s.expect); n > 0 {
 				h.Flags |= FlagSack
 				h.Length = uint16(n)
 			}
