@@ -3,17 +3,9 @@ package rpc
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"log/slog"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,69 +13,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/internal/tlstest"
 	"github.com/starwire/starwire/wire"
 )
 
 // testCA signs certificates for the TLS tests.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
+type testCA struct{ *tlstest.CA }
 
-func newTestCA(t testing.TB, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
+func newTestCA(t testing.TB, name string) *testCA { return &testCA{tlstest.NewCA(t, name)} }
 
 // files writes a leaf certificate for 127.0.0.1 signed by ca, its key and
-// the CA bundle into dir, and returns their paths.
+// the CA bundle (bundle, or ca when none is given) into dir/name, and
+// returns their paths.
 func (ca *testCA) files(t testing.TB, dir, name string, bundle ...*testCA) *TLSFiles {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
+	trusted := make([]*tlstest.CA, len(bundle))
+	for i, b := range bundle {
+		trusted[i] = b.CA
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	var cas []byte
-	for _, b := range append(bundle, ca)[:max(len(bundle), 1)] {
-		cas = append(cas, b.pem...)
-	}
-	f := &TLSFiles{CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key"), CAFile: filepath.Join(dir, name+"-ca.crt")}
-	write := func(p string, b []byte) {
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(f.CertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	write(f.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
-	write(f.CAFile, cas)
-	return f
+	f := ca.Dir(t, filepath.Join(dir, name), trusted...)
+	return &TLSFiles{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
 }
 
 // tlsServer serves echo methods over mutual TLS with sf and returns its
@@ -190,7 +139,7 @@ func TestTLSFilesReloaded(t *testing.T) {
 	if err := newClient.Call(context.Background(), mEcho, &Request{Meta: []byte("x")}, &reply); err == nil {
 		t.Fatal("a certificate of a CA the server does not trust yet was accepted")
 	}
-	bundle := append(append([]byte{}, ca1.pem...), ca2.pem...)
+	bundle := append(append([]byte{}, ca1.PEM...), ca2.PEM...)
 	if err := os.WriteFile(sf.CAFile, bundle, 0o600); err != nil {
 		t.Fatal(err)
 	}
