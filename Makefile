@@ -28,16 +28,21 @@ bench-smoke:
 
 # fuzz runs every fuzz target (func FuzzX in a _test.go file) for FUZZTIME
 # each; FUZZ=regexp narrows them. A failure leaves its input in the package's
-# testdata/fuzz, which plain go test then runs as a test.
+# testdata/fuzz, which plain go test then runs as a test. A bare "context
+# deadline exceeded" at the end of a timed run, with no input written, is
+# the coordinator's race described at fuzz-smoke, not a finding.
 FUZZTIME ?= 1m
 FUZZ     ?= .
 fuzz:
 	FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' ./.ci/fuzz
 
-# fuzz-smoke is CI's: each target a few seconds, so that a change that makes
-# one fail at once cannot land.
+# fuzz-smoke is CI's: each target a few thousand inputs, so that a change
+# that makes one fail at once cannot land. A count, not a duration: Go 1.26's
+# fuzz coordinator can report "context deadline exceeded" as a failure when
+# a timed run ends while a worker is busy (golang/go#75804, fixed in 1.27),
+# which a loaded CI machine hits; a count never races a deadline.
 fuzz-smoke:
-	FUZZTIME=2s ./.ci/fuzz
+	FUZZTIME=3000x ./.ci/fuzz
 
 generate:
 	$(GO) generate ./...
