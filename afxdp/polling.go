@@ -203,9 +203,9 @@ func (c *pollClaim) release() {
 
 // A spinning reactor backs off, sleeping as an adaptive one does, for
 // pollBackOff once it sees that work waits for a CPU: goroutines of this
-// process waiting to run (read every pollCheckEvery, which costs about
-// 0.1µs), or a gap of more than pollGap between two of its idle polls,
-// which a loop that only yields takes when other goroutines ran in between
+// process waiting to run (read at most once per pollCheckEvery, so the
+// read stays off most polls), or a gap of more than pollGap between two of
+// its idle polls, which a loop that only yields takes when other goroutines ran in between
 // or the kernel gave the CPU to another thread.
 const (
 	pollCheckEvery = 20 * time.Microsecond
