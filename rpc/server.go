@@ -57,6 +57,7 @@ type Server struct {
 	conns     map[*serverConn]struct{}
 	perHost   map[string]int
 	refused   int // connections closed for the limits, for the log
+	plaintext int // plaintext clients of a TLS listener, for the log
 	closing   bool
 	active    atomic.Int64  // calls being handled
 	drained   chan struct{} // a token when active drops to zero

@@ -195,3 +195,43 @@ func TestTLSFilesErrors(t *testing.T) {
 		t.Errorf("err = %v, want ErrTLSFiles", err)
 	}
 }
+
+// TestPlaintextClientRefused: a starwire client without TLS, on a port that
+// requires it, gets an error saying so rather than a broken connection, with
+// a large request too (its unread bytes must not reset the answer away);
+// the server logs it and keeps serving its TLS clients.
+func TestPlaintextClientRefused(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, "cluster CA")
+	cfg, err := ca.files(t, dir, "server").ServerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	env := newTestEnvOn(t, &TCP{TLS: cfg}, func(s *Server) { s.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	good := tlsClient(t, env.addr, ca.files(t, dir, "worker"))
+
+	for _, size := range []int{1, 4 << 20} {
+		plain := NewClient(env.addr, ClientOptions{FailFast: true})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var reply Reply
+		err := plain.Call(ctx, mEcho, &Request{Meta: make([]byte, size)}, &reply)
+		cancel()
+		plain.Close()
+		if !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), PlaintextRefusal) {
+			t.Errorf("plaintext client, %d-byte request: err = %v, want Unauthenticated: %q", size, err, PlaintextRefusal)
+		}
+	}
+	var reply Reply
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := good.Call(ctx, mEcho, &Request{Meta: []byte("x")}, &reply); err != nil {
+		t.Errorf("a TLS client after the plaintext ones: %v", err)
+	}
+	reply.Release()
+	for _, want := range []string{"plaintext client refused", "peer=127.0.0.1:"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("server log lacks %q:\n%s", want, log.String())
+		}
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/starwire/starwire/wire"
 )
 
 // tlsChunk is how much plaintext the writer encrypts before writing it out:
@@ -35,6 +37,19 @@ type cipherShim struct {
 	off      int
 	stray    func() // called when the tls.Conn writes outside the writer
 	inWriter atomic.Bool
+
+	first [wire.HeaderSize]byte // the first bytes read, to answer a plaintext client
+	seen  int
+}
+
+// Read reads from the socket, keeping the first bytes: the tls.Conn reads
+// ahead, so that they are gone from the socket once it fails the handshake.
+func (s *cipherShim) Read(p []byte) (int, error) {
+	n, err := s.Conn.Read(p)
+	if s.seen < len(s.first) {
+		s.seen += copy(s.first[s.seen:], p[:n])
+	}
+	return n, err
 }
 
 func (s *cipherShim) Write(p []byte) (int, error) {
@@ -105,7 +120,7 @@ func (c *tcpConn) serverHandshake() error {
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
 	if err := c.tls.HandshakeContext(ctx); err != nil {
-		return fmt.Errorf("rpc: tls handshake with %v: %w", c.nc.RemoteAddr(), err)
+		return fmt.Errorf("rpc: tls handshake with %v: %w", c.nc.RemoteAddr(), refusePlaintext(c.shim, err))
 	}
 	c.handshakeDone()
 	return nil

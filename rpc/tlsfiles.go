@@ -87,6 +87,10 @@ func (f *TLSFiles) Config() (*tls.Config, error) {
 // Refusals returns how many clients servers using f's configs refused.
 func (f *TLSFiles) Refusals() uint64 { return f.refused.Load() }
 
+// Refused counts and logs a client that a server using f's configs
+// refused outside the TLS handshake, for instance one that spoke plaintext.
+func (f *TLSFiles) Refused(c net.Conn, err error) { f.refuse(c, err) }
+
 func (f *TLSFiles) refuse(c net.Conn, err error) {
 	n := f.refused.Add(1)
 	if n&(n-1) != 0 {

@@ -34,7 +34,7 @@ func grpcCreds(f *rpc.TLSFiles) (credentials.TransportCredentials, error) {
 	if cfg == nil {
 		return nil, err
 	}
-	return confirmedCreds{credentials.NewTLS(cfg)}, nil
+	return confirmedCreds{credentials.NewTLS(cfg), f}, nil
 }
 
 // confirmedCreds are TLS credentials whose client handshake waits for the
@@ -43,8 +43,12 @@ func grpcCreds(f *rpc.TLSFiles) (credentials.TransportCredentials, error) {
 // only on the first read; gRPC's server speaks first (its SETTINGS frame),
 // and reading that first byte here makes a refusal the handshake's error,
 // "tls: bad certificate", rather than a broken pipe on a later write.
+//
+// As a server they answer a plaintext gRPC client in HTTP/2, with a GOAWAY
+// whose debug data says that TLS is required (see serverHandshake).
 type confirmedCreds struct {
 	credentials.TransportCredentials
+	files *rpc.TLSFiles
 }
 
 func (c confirmedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
@@ -66,7 +70,7 @@ func (c confirmedCreds) ClientHandshake(ctx context.Context, authority string, r
 }
 
 func (c confirmedCreds) Clone() credentials.TransportCredentials {
-	return confirmedCreds{c.TransportCredentials.Clone()}
+	return confirmedCreds{c.TransportCredentials.Clone(), c.files}
 }
 
 // peekedConn gives back the bytes read ahead before reading on.

@@ -3,6 +3,7 @@ package tasks
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -77,10 +78,10 @@ func TestMutualTLSRefuses(t *testing.T) {
 		cfg  func() (*rpc.TCP, grpc.DialOption)
 	}{
 		{"a certificate of another CA", func() (*rpc.TCP, grpc.DialOption) {
-			return &rpc.TCP{TLS: rogueCfg}, grpc.WithTransportCredentials(confirmedCreds{credentials.NewTLS(rogueCfg)})
+			return &rpc.TCP{TLS: rogueCfg}, grpc.WithTransportCredentials(confirmedCreds{credentials.NewTLS(rogueCfg), nil})
 		}},
 		{"no certificate", func() (*rpc.TCP, grpc.DialOption) {
-			return &rpc.TCP{TLS: noCert}, grpc.WithTransportCredentials(confirmedCreds{credentials.NewTLS(noCert)})
+			return &rpc.TCP{TLS: noCert}, grpc.WithTransportCredentials(confirmedCreds{credentials.NewTLS(noCert), nil})
 		}},
 	} {
 		tr, creds := bad.cfg()
@@ -115,11 +116,14 @@ func TestMutualTLSRefuses(t *testing.T) {
 		}
 	}
 
-	// A plaintext client gets nothing from either port.
+	// A plaintext client gets nothing from either port, and an error that
+	// says the task requires TLS.
+	before := files.Refusals()
 	plain := rpc.NewClient(s.StarAddr, rpc.ClientOptions{FailFast: true})
 	defer plain.Close()
-	if err := plain.CallProto(ctx, handlers.MethodGetStatus, &tfpb.GetStatusRequest{}, new(tfpb.GetStatusResponse)); err == nil {
-		t.Error("a plaintext starwire client was served")
+	err = plain.CallProto(ctx, handlers.MethodGetStatus, &tfpb.GetStatusRequest{}, new(tfpb.GetStatusResponse))
+	if !errors.Is(err, rpc.ErrUnauthenticated) || !strings.Contains(err.Error(), rpc.PlaintextRefusal) {
+		t.Errorf("a plaintext starwire client: err = %v, want Unauthenticated: %s", err, rpc.PlaintextRefusal)
 	}
 	pg, err := driver.DialGRPC(s.Task(), s.GRPCAddr)
 	if err != nil {
@@ -128,8 +132,12 @@ func TestMutualTLSRefuses(t *testing.T) {
 	defer pg.Close()
 	callCtx, cancel2 := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel2()
-	if _, err := pg.GetStatus(callCtx); err == nil {
-		t.Error("a plaintext gRPC client was served")
+	_, err = pg.GetStatus(callCtx)
+	if !errors.Is(err, rpc.ErrUnauthenticated) || !strings.Contains(err.Error(), rpc.PlaintextRefusal) {
+		t.Errorf("a plaintext gRPC client: err = %v, want Unauthenticated: %s", err, rpc.PlaintextRefusal)
+	}
+	if files.Refusals() == before {
+		t.Error("the task did not count the plaintext gRPC client")
 	}
 }
 
