@@ -51,9 +51,9 @@ func buildUnique(_ *Env, n *Node) (Kernel, error) {
 		case wire.DTDouble:
 			y, err = unique(dt, tensor.View[float64](x.Data), &idx)
 		case wire.DTInt32:
-			y, err = unique(dt, tensor.View[int32](x.Data), &idx)
+			y, err = uniqueInts(dt, tensor.View[int32](x.Data), &idx)
 		case wire.DTInt64:
-			y, err = unique(dt, tensor.View[int64](x.Data), &idx)
+			y, err = uniqueInts(dt, tensor.View[int64](x.Data), &idx)
 		}
 		if err != nil {
 			return err
