@@ -309,14 +309,18 @@ func (j *Job) run(ctx context.Context, r int, step int64, b *clicks.Batch, f *ba
 
 // train runs replica r's steps.
 func (j *Job) train(ctx context.Context, r int) error {
-	stream := j.gen.Stream(uint64(r) + 1)
-	var b clicks.Batch
+	batches := prefetch(j.gen.Stream(uint64(r)+1), j.cfg.BatchSize, j.cfg.Steps)
+	defer batches.close()
 	var f batchFeeds
 	tasks := append(j.psTasks(), task(j.plan.workers[r]))
 	for range j.cfg.Steps {
-		stream.Fill(&b, j.cfg.BatchSize)
+		b, err := batches.next(ctx)
+		if err != nil {
+			return fmt.Errorf("worker %d: %w", r, err)
+		}
 		step := j.nextStep.Add(1)
-		err := j.run(ctx, r, step, &b, &f, true)
+		err = j.run(ctx, r, step, b, &f, true)
+		batches.recycle(b)
 		var loss float64
 		if err == nil {
 			loss = float64(handlers.View[float32](f.out.Tensors[0].Data)[0])

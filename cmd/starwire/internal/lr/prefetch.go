@@ -1,0 +1,73 @@
+package lr
+
+import (
+	"context"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/clicks"
+)
+
+// A prefetcher makes a stream's batches on a goroutine of its own, one
+// step ahead of the steps that use them, as tf.data's prefetch does: the
+// next batch is drawn while this step's calls are on the wire, so that
+// drawing examples is off the step's critical path. The batches and their
+// order are those of the stream's Fill, so that a run trains on the same
+// examples with or without it.
+type prefetcher struct {
+	full chan *clicks.Batch
+	free chan *clicks.Batch
+	stop chan struct{}
+	done chan struct{}
+}
+
+// prefetchDepth is how many batches may be drawn ahead of the step.
+const prefetchDepth = 2
+
+// prefetch starts drawing n batches of size examples from stream.
+func prefetch(stream *clicks.Stream, size, n int) *prefetcher {
+	p := &prefetcher{
+		full: make(chan *clicks.Batch, prefetchDepth),
+		free: make(chan *clicks.Batch, prefetchDepth+1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	for range prefetchDepth + 1 {
+		p.free <- new(clicks.Batch)
+	}
+	go func() {
+		defer close(p.done)
+		for range n {
+			var b *clicks.Batch
+			select {
+			case b = <-p.free:
+			case <-p.stop:
+				return
+			}
+			stream.Fill(b, size)
+			select {
+			case p.full <- b:
+			case <-p.stop:
+				return
+			}
+		}
+	}()
+	return p
+}
+
+// next returns the next batch, to be handed back with recycle once the
+// step is done with it.
+func (p *prefetcher) next(ctx context.Context) (*clicks.Batch, error) {
+	select {
+	case b := <-p.full:
+		return b, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+func (p *prefetcher) recycle(b *clicks.Batch) { p.free <- b }
+
+// close stops drawing and waits for the goroutine to end.
+func (p *prefetcher) close() {
+	close(p.stop)
+	<-p.done
+}
