@@ -162,16 +162,22 @@ func (d *Driver) RunPartitions(ctx context.Context, step int64, parts ...Partiti
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	errs := make([]error, len(parts))
+	run := func(i int) {
+		if errs[i] = d.runPartition(ctx, step, &parts[i]); errs[i] != nil {
+			cancel(errs[i])
+		}
+	}
+	// The calling goroutine runs the first partition itself: one goroutine
+	// and one wake-up fewer on every step.
 	var wg sync.WaitGroup
-	for i := range parts {
+	for i := 1; i < len(parts); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = d.runPartition(ctx, step, &parts[i]); errs[i] != nil {
-				cancel(errs[i])
-			}
+			run(i)
 		}()
 	}
+	run(0)
 	wg.Wait()
 	// The first failure caused the cancellations that followed.
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -226,13 +232,14 @@ func (d *Driver) CleanupStep(ctx context.Context, step int64, tasks ...string) e
 	}
 	errs := make([]error, len(tasks))
 	var wg sync.WaitGroup
-	for i, task := range tasks {
+	for i, task := range tasks[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = cleanup(task)
+			errs[i+1] = cleanup(task)
 		}()
 	}
+	errs[0] = cleanup(tasks[0])
 	wg.Wait()
 	return errors.Join(errs...)
 }
