@@ -243,11 +243,11 @@ type asyncDone struct {
 }
 
 // execute runs the step's nodes in dataflow order. Nodes that may wait
-// (_Recv) run on goroutines of their own, everything else on the calling
-// goroutine; a node runs once all its inputs are done. The first error
-// aborts the step: its rendezvous fails every waiter, the context of
-// remote receives is cancelled, no further node starts, and execute
-// returns once the nodes running have ended.
+// (a _Recv from another task or another node) run on goroutines of their
+// own, everything else on the calling goroutine; a node runs once all its
+// inputs are done. The first error aborts the step: its rendezvous fails
+// every waiter, the context of remote receives is cancelled, no further
+// node starts, and execute returns once the nodes running have ended.
 func (s *step) execute() error {
 	g := s.g
 	pending := append([]int(nil), g.pending...)
@@ -277,7 +277,7 @@ func (s *step) execute() error {
 		if first == nil && len(ready) > 0 {
 			n := g.nodes[ready[len(ready)-1]]
 			ready = ready[:len(ready)-1]
-			if n.spec.Async {
+			if n.spec.Async && !n.inline {
 				running++
 				go func() { done <- asyncDone{n, s.run(n)} }()
 				continue

@@ -46,6 +46,10 @@ type node struct {
 
 	spec   *ops.Spec
 	kernel ops.Kernel
+	// inline runs an asynchronous op on the executing goroutine: a
+	// client-terminated _Recv, whose tensor RunGraph puts in the
+	// rendezvous before the step starts, never waits.
+	inline bool
 }
 
 // An edge is a data input: output port of node.
@@ -217,6 +221,7 @@ func (g *Graph) index(n *node) error {
 			return fmt.Errorf("second client-terminated _Recv of key %q", n.Key)
 		}
 		g.feedRecvs[n.Key] = n
+		n.inline = true
 	case n.Op == "_Send" && n.ClientTerminated:
 		if _, dup := g.fetchSends[n.Key]; dup {
 			return fmt.Errorf("second client-terminated _Send of key %q", n.Key)
