@@ -313,6 +313,8 @@ func (j *Job) train(ctx context.Context, r int) error {
 	defer batches.close()
 	var f batchFeeds
 	tasks := append(j.psTasks(), task(j.plan.workers[r]))
+	var cleanup background
+	defer cleanup.wait()
 	for range j.cfg.Steps {
 		b, err := batches.next(ctx)
 		if err != nil {
@@ -326,9 +328,13 @@ func (j *Job) train(ctx context.Context, r int) error {
 			loss = float64(handlers.View[float32](f.out.Tensors[0].Data)[0])
 		}
 		f.out.Release()
-		if cerr := j.d.CleanupStep(ctx, step, tasks...); err == nil {
+		// The step's cleanup runs while the next step does, as
+		// TensorFlow's master cleans partitions up asynchronously after
+		// each run: one at a time, its error reported by the step after.
+		if cerr := cleanup.wait(); err == nil {
 			err = cerr
 		}
+		cleanup.start(func() error { return j.d.CleanupStep(ctx, step, tasks...) })
 		if err != nil {
 			return fmt.Errorf("worker %d: %w", r, err)
 		}
@@ -337,7 +343,35 @@ func (j *Job) train(ctx context.Context, r int) error {
 		j.mu.Unlock()
 		j.steps.Add(1)
 	}
+	if err := cleanup.wait(); err != nil {
+		return fmt.Errorf("worker %d: %w", r, err)
+	}
 	return nil
+}
+
+// background runs one function at a time on a goroutine of its own.
+type background struct {
+	done chan error
+	busy bool
+}
+
+// start runs f; the previous function must have been waited for.
+func (b *background) start(f func() error) {
+	if b.done == nil {
+		b.done = make(chan error, 1)
+	}
+	b.busy = true
+	go func() { b.done <- f() }()
+}
+
+// wait returns the error of the function started last, once it has
+// ended, or nil when none runs.
+func (b *background) wait() error {
+	if !b.busy {
+		return nil
+	}
+	b.busy = false
+	return <-b.done
 }
 
 // heldOut draws the held-out set from a stream no worker trains on.
