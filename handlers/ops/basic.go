@@ -3,6 +3,8 @@ package ops
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
@@ -404,4 +406,37 @@ func rangeOf[T numeric](dt wire.DataType, in [3]*wire.Tensor) (wire.Tensor, erro
 		v[i] = start + T(i)*delta
 	}
 	return r, nil
+}
+
+// An indexBuf holds int32 indices widened to int64 for one kernel run.
+type indexBuf struct{ v []int64 }
+
+var indexBufs = sync.Pool{New: func() any { return new(indexBuf) }}
+
+// readIndices is indices for a kernel that only reads them while it runs
+// (gathers, scatters, segment sums, sparse updates): an int64 tensor's own
+// elements, or an int32 one's widened into a pooled buffer, so that the
+// step's index tensors are not copied into fresh memory every step. The
+// kernel calls release on the buffer (nil for int64) once it no longer
+// reads the indices, and never writes them.
+func readIndices(t *wire.Tensor) ([]int64, *indexBuf, error) {
+	switch t.DType {
+	case wire.DTInt64:
+		return tensor.View[int64](t.Data), nil, nil
+	case wire.DTInt32:
+		v := tensor.View[int32](t.Data)
+		b := indexBufs.Get().(*indexBuf)
+		b.v = slices.Grow(b.v[:0], len(v))[:len(v)]
+		for i, x := range v {
+			b.v[i] = int64(x)
+		}
+		return b.v, b, nil
+	}
+	return nil, nil, rpc.Errorf(wire.InvalidArgument, "indices are %v, want int32 or int64", t.DType)
+}
+
+func (b *indexBuf) release() {
+	if b != nil {
+		indexBufs.Put(b)
+	}
 }

@@ -108,10 +108,11 @@ func buildUnsortedSegmentSum(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		ids, err := indices(it)
+		ids, buf, err := readIndices(it)
 		if err != nil {
 			return err
 		}
+		defer buf.release()
 		nt, err := c.input(2)
 		if err != nil {
 			return err

@@ -85,10 +85,11 @@ func buildGatherV2(_ *Env, n *Node) (Kernel, error) {
 			return err
 		}
 		params, it, at := in[0], in[1], in[2]
-		idx, err := indices(it)
+		idx, buf, err := readIndices(it)
 		if err != nil {
 			return err
 		}
+		defer buf.release()
 		ax, err := indices(at)
 		if err != nil || len(ax) != 1 || len(at.Shape) != 0 {
 			return rpc.Errorf(wire.InvalidArgument, "axis must be an int scalar, is %v%v", at.DType, at.Shape)
@@ -175,10 +176,11 @@ func buildResourceGather(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		idx, err := indices(it)
+		idx, buf, err := readIndices(it)
 		if err != nil {
 			return err
 		}
+		defer buf.release()
 		if err := v.checkDType(dt); err != nil {
 			return err
 		}
@@ -222,10 +224,11 @@ func buildResourceScatterAdd(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		idx, err := indices(it)
+		idx, buf, err := readIndices(it)
 		if err != nil {
 			return err
 		}
+		defer buf.release()
 		u, err := c.typed(2, dt)
 		if err != nil {
 			return err
@@ -288,10 +291,11 @@ func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		idx, err := indices(it)
+		idx, buf, err := readIndices(it)
 		if err != nil || len(it.Shape) != 1 {
 			return errOr(err, "indices must be a vector, have shape %v", it.Shape)
 		}
+		defer buf.release()
 		if len(lr.Shape) != 0 {
 			return rpc.Errorf(wire.InvalidArgument, "lr must be a scalar, has shape %v", lr.Shape)
 		}
@@ -334,10 +338,16 @@ func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 }
 
 func adagradRow[T float32 | float64](v, acc, g []T, lr T, updateSlots bool) {
-	for j := range v {
-		if updateSlots {
-			acc[j] += g[j] * g[j]
+	acc, g = acc[:len(v)], g[:len(v)]
+	if !updateSlots {
+		for j := range v {
+			v[j] -= lr * g[j] / T(math.Sqrt(float64(acc[j])))
 		}
-		v[j] -= lr * g[j] / T(math.Sqrt(float64(acc[j])))
+		return
+	}
+	for j := range v {
+		a := acc[j] + g[j]*g[j]
+		acc[j] = a
+		v[j] -= lr * g[j] / T(math.Sqrt(float64(a)))
 	}
 }
