@@ -16,7 +16,7 @@ import (
 func TestLargeFrameAckedInStrides(t *testing.T) {
 	const ackEvery = 128
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	opts := afxdp.Options{Window: 1024, AckEvery: ackEvery}
+	opts := afxdp.Options{Ticket: testTicket, Window: 1024, AckEvery: ackEvery}
 	ea, eb, ca, cb := connected(t, la, lb, opts)
 	rb := newCollector(1)
 	go cb.Receive(rb)
@@ -59,7 +59,7 @@ func TestLargeFrameAckedInStrides(t *testing.T) {
 func TestBusyReactorsServeCallers(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	_, _, ca, cb := connected(t, la, lb, afxdp.Options{Busy: true})
+	_, _, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket, Busy: true})
 	go cb.Receive(echoReceiver{cb})
 	replies := newCollector(1)
 	go ca.Receive(replies)

@@ -33,7 +33,7 @@ func TestSteadyStateAllocsXSK(t *testing.T) {
 }
 
 func steadyStateAllocs(t *testing.T, la, lb link.Link) {
-	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
+	_, _, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket})
 	rb := newCollector(4)
 	go cb.Receive(rb)
 	data := pattern(8192, 4)

@@ -22,10 +22,15 @@ type rawPeer struct {
 	to  netip.AddrPort
 	pkt [protocol.HeaderLen + 256]byte
 	rx  [64]link.Datagram
+	tok map[uint64]uint64 // the tokens of the sessions it opened, by id
 }
 
+// send sends a packet; one without a token gets its session's.
 func (p *rawPeer) send(t *testing.T, h protocol.PacketHeader, data []byte) {
 	t.Helper()
+	if h.Token == 0 {
+		h.Token = p.tok[h.Session]
+	}
 	h.Length = uint16(len(data))
 	buf := p.l.TxBuffer()
 	protocol.PutHeader(buf, &h)
@@ -57,8 +62,30 @@ func (p *rawPeer) await(t *testing.T, id uint64, what string, ok func(protocol.P
 	t.Fatalf("session %d: no %s within 5s", id, what)
 }
 
-// open completes the handshake of session id.
+// open completes the handshake of session id, under testTicket.
 func (p *rawPeer) open(t *testing.T, id uint64) {
+	t.Helper()
+	h, auth := p.authOpen(id, 1472)
+	p.send(t, h, auth)
+	p.await(t, id, "answer to OPEN", func(h protocol.PacketHeader) bool { return h.Flags&protocol.FlagSize != 0 })
+	p.send(t, protocol.PacketHeader{Type: protocol.TypeAck, Session: id, Window: 64}, nil)
+}
+
+// authOpen returns an OPEN of session id under testTicket, as Dial
+// sends it, and records the session's token.
+func (p *rawPeer) authOpen(id, size uint64) (protocol.PacketHeader, []byte) {
+	r := protocol.NewKeyring(*testTicket)
+	ts := time.Now().UnixNano()
+	dialer, _ := r.Tokens(id, ts)
+	if p.tok == nil {
+		p.tok = make(map[uint64]uint64)
+	}
+	p.tok[id] = dialer
+	return protocol.PacketHeader{Type: protocol.TypeOpen, Session: id, Window: 64, Offset: size, Token: dialer}, r.SealOpen(id, size, ts)
+}
+
+// openBare is open without authentication, for endpoints that take it.
+func (p *rawPeer) openBare(t *testing.T, id uint64) {
 	t.Helper()
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeOpen, Session: id, Window: 64, Offset: 1472}, nil)
 	p.await(t, id, "answer to OPEN", func(h protocol.PacketHeader) bool { return h.Flags&protocol.FlagSize != 0 })
@@ -91,7 +118,7 @@ func head(t *testing.T, size uint64) []byte {
 // buffer.
 func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 	const mib = 1 << 20
-	opts := afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 8 * mib, DeadAfter: 300 * time.Millisecond}
+	opts := afxdp.Options{Ticket: testTicket, SessionMemory: 4 * mib, EndpointMemory: 8 * mib, DeadAfter: 300 * time.Millisecond}
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	srv := afxdp.NewEndpoint(la, opts)
 	acceptAll(t, srv)
@@ -138,8 +165,8 @@ func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 func TestFramesWaitForMemory(t *testing.T) {
 	const mib = 1 << 20
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	ea := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
-	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket, SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
 	t.Cleanup(func() { ea.Close(); eb.Close() })
 	const sessions, frames = 3, 4
 	data := pattern(3*mib, 1)
@@ -181,8 +208,8 @@ func TestFramesWaitForMemory(t *testing.T) {
 func TestBacklogReleasedOnClose(t *testing.T) {
 	live := bufpool.Live()
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	ea := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
-	eb := afxdp.NewEndpoint(lb, afxdp.Options{})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket})
 	defer ea.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -217,8 +244,8 @@ func TestBacklogReleasedOnClose(t *testing.T) {
 // an error wrapping wire.ErrTooLarge; the session carries on.
 func TestFrameTooLargeFailsItsCallOnly(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.02, Seed: 9})
-	ea := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
-	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 1 << 20})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket, SessionMemory: 1 << 20})
 	t.Cleanup(func() { ea.Close(); eb.Close() })
 	live := bufpool.Live()
 	ca, cb := session(t, ea, eb)

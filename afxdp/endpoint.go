@@ -73,6 +73,7 @@ type Endpoint struct {
 	// The session bounds, shared by a Group's endpoints, and the
 	// half-open sessions (sessions.go).
 	caps     *sessionCaps
+	keys     *keys // the tickets OPENs are taken under (auth.go)
 	half     map[protocol.Key]*halfOpen
 	halfList []*halfOpen // the same, in the order they came
 	halfNext time.Time   // when halfTimers next has work
@@ -114,9 +115,9 @@ func newEndpoint(l link.Link, opts Options, g *Group) *Endpoint {
 		}
 	}
 	if g != nil {
-		e.accepts, e.caps = g.accepts, g.caps
+		e.accepts, e.caps, e.keys = g.accepts, g.caps, g.keys
 	} else {
-		e.accepts, e.caps = make(chan *Conn, max(opts.Backlog, 0)), newSessionCaps(&opts)
+		e.accepts, e.caps, e.keys = make(chan *Conn, max(opts.Backlog, 0)), newSessionCaps(&opts), newKeys(&opts)
 	}
 	ready := make(chan struct{})
 	go e.run(ready)
@@ -143,9 +144,15 @@ type resolver interface {
 	Resolve(ctx context.Context, peer netip.AddrPort) error
 }
 
-// Dial opens a session with the endpoint at addr ("ip:port"). Without a
-// deadline in ctx it gives up after 3s.
+// Dial opens a session with the endpoint at addr ("ip:port") under
+// Options.Ticket. Without a deadline in ctx it gives up after 3s.
 func (e *Endpoint) Dial(ctx context.Context, addr string) (*Conn, error) {
+	return e.DialTicket(ctx, addr, nil)
+}
+
+// DialTicket is Dial under ticket t, which the peer issued; nil means
+// Options.Ticket.
+func (e *Endpoint) DialTicket(ctx context.Context, addr string, t *Ticket) (*Conn, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		ua, rerr := net.ResolveUDPAddr("udp4", addr)
@@ -154,11 +161,15 @@ func (e *Endpoint) Dial(ctx context.Context, addr string) (*Conn, error) {
 		}
 		ap = ua.AddrPort()
 	}
-	return e.DialAddr(ctx, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+	return e.dial(ctx, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), t)
 }
 
 // DialAddr is Dial with a parsed address.
 func (e *Endpoint) DialAddr(ctx context.Context, peer netip.AddrPort) (*Conn, error) {
+	return e.dial(ctx, peer, nil)
+}
+
+func (e *Endpoint) dial(ctx context.Context, peer netip.AddrPort, t *Ticket) (*Conn, error) {
 	if e.stopping.Load() {
 		err := ErrClosed
 		select {
@@ -179,6 +190,9 @@ func (e *Endpoint) DialAddr(ctx context.Context, peer netip.AddrPort) (*Conn, er
 		}
 	}
 	s := e.newSession(protocol.Key{Peer: peer, ID: rand.Uint64()})
+	if err := e.dialAuth(s, t); err != nil {
+		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, err)
+	}
 	s.openDone = make(chan error, 1)
 	s.p.Dial()
 	e.enqueue(s)
@@ -516,6 +530,10 @@ func (e *Endpoint) handle(d *link.Datagram) {
 	}
 	if s == nil {
 		if ho := e.half[key]; ho != nil {
+			if !ho.authentic(&h) {
+				e.ctr.badTokens.Add(1)
+				return
+			}
 			switch h.Type {
 			case protocol.TypeOpen:
 				e.answerOpen(ho) // the answer was lost
@@ -534,17 +552,15 @@ func (e *Endpoint) handle(d *link.Datagram) {
 	if s == nil {
 		switch h.Type {
 		case protocol.TypeOpen:
-			if e.group != nil {
-				if o, mine := e.group.claim(key, e); !mine && o != e {
-					o.forward(d.Data, d.From) // another reactor took it a moment ago
-					return
-				}
-			}
-			e.openHalf(key, h.Offset)
+			e.open(key, &h, data, d)
 		case protocol.TypeReset, protocol.TypeClose:
 		default:
-			e.reset(key)
+			e.reset(key, h.Token)
 		}
+		return
+	}
+	if !s.p.Authentic(&h) {
+		e.ctr.badTokens.Add(1)
 		return
 	}
 	opening := s.p.Opening()
@@ -561,13 +577,14 @@ func (e *Endpoint) handle(d *link.Datagram) {
 	}
 }
 
-// reset tells a peer that this endpoint has no session key.
-func (e *Endpoint) reset(key protocol.Key) {
+// reset tells a peer that this endpoint has no session key, echoing the
+// token of the packet it answers, which proves it saw that packet.
+func (e *Endpoint) reset(key protocol.Key, echo uint64) {
 	buf := e.link.TxBuffer()
 	if buf == nil {
 		return
 	}
-	protocol.PutHeader(buf, &protocol.PacketHeader{Type: protocol.TypeReset, Session: key.ID})
+	protocol.PutHeader(buf, &protocol.PacketHeader{Type: protocol.TypeReset, Session: key.ID, Token: echo})
 	e.queue(protocol.HeaderLen, key.Peer)
 	e.ctr.resets.Add(1)
 }

@@ -25,6 +25,7 @@ type Group struct {
 	next    atomic.Uint32
 	accepts chan *Conn
 	caps    *sessionCaps // the session bounds, shared
+	keys    *keys        // the tickets, shared
 	done    chan struct{}
 	once    sync.Once
 }
@@ -33,7 +34,7 @@ type Group struct {
 // pinned to CPU opts.CPU+i. The Group owns the links.
 func NewGroup(links []link.Link, opts Options) *Group {
 	opts = opts.withDefaults()
-	g := &Group{accepts: make(chan *Conn, max(opts.Backlog, 0)), caps: newSessionCaps(&opts), done: make(chan struct{})}
+	g := &Group{accepts: make(chan *Conn, max(opts.Backlog, 0)), caps: newSessionCaps(&opts), keys: newKeys(&opts), done: make(chan struct{})}
 	for i, l := range links {
 		o := opts
 		o.CPU = opts.CPU + i
@@ -52,6 +53,12 @@ func (g *Group) Addr() netip.AddrPort { return g.eps[0].Addr() }
 func (g *Group) Dial(ctx context.Context, addr string) (*Conn, error) {
 	i := int(g.next.Add(1)) % len(g.eps)
 	return g.eps[i].Dial(ctx, addr)
+}
+
+// DialTicket opens a session under ticket t from the next endpoint in turn.
+func (g *Group) DialTicket(ctx context.Context, addr string, t *Ticket) (*Conn, error) {
+	i := int(g.next.Add(1)) % len(g.eps)
+	return g.eps[i].DialTicket(ctx, addr, t)
 }
 
 // Accept waits for a session a peer opened with any endpoint.

@@ -73,8 +73,8 @@ func TestGroupOverQueues(t *testing.T) {
 	for _, mode := range []xdp.Mode{xdp.ModeNative, xdp.ModeGeneric} {
 		t.Run(mode.String(), func(t *testing.T) {
 			p := netns.NewForTest(t, netns.Options{Queues: 2})
-			srv, sl := openGroup(t, p.B, mode, afxdp.Options{})
-			cli, _ := openGroup(t, p.A, mode, afxdp.Options{Backlog: -1})
+			srv, sl := openGroup(t, p.B, mode, afxdp.Options{Ticket: testTicket})
+			cli, _ := openGroup(t, p.A, mode, afxdp.Options{Ticket: testTicket, Backlog: -1})
 			if len(sl) != 2 || len(srv.Endpoints()) != 2 {
 				t.Fatalf("%d links, %d endpoints, want 2", len(sl), len(srv.Endpoints()))
 			}

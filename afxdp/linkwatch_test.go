@@ -29,8 +29,8 @@ func TestXSKLinkDown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := netns.NewForTest(t, netns.Options{})
-			srv := afxdp.NewEndpoint(openXSK(t, p.B, link.XSKOptions{}), afxdp.Options{})
-			cli := afxdp.NewEndpoint(openXSK(t, p.A, link.XSKOptions{}), afxdp.Options{Backlog: -1})
+			srv := afxdp.NewEndpoint(openXSK(t, p.B, link.XSKOptions{}), afxdp.Options{Ticket: testTicket})
+			cli := afxdp.NewEndpoint(openXSK(t, p.A, link.XSKOptions{}), afxdp.Options{Ticket: testTicket, Backlog: -1})
 			t.Cleanup(func() { cli.Close(); srv.Close() })
 			go func() {
 				if c, err := srv.Accept(); err == nil {

@@ -119,7 +119,7 @@ func runHelperServer(ifname string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ep := afxdp.NewEndpoint(l, afxdp.Options{})
+	ep := afxdp.NewEndpoint(l, afxdp.Options{Ticket: testTicket})
 	fmt.Println("ready")
 	go func() {
 		for {
@@ -163,7 +163,7 @@ func TestXSKPeerKilled(t *testing.T) {
 	cmd := startHelper(t, p.B, "xsk-server", "")
 
 	const deadAfter = 500 * time.Millisecond
-	opts := afxdp.Options{DeadAfter: deadAfter, MaxRTO: 100 * time.Millisecond, Backlog: -1}
+	opts := afxdp.Options{Ticket: testTicket, DeadAfter: deadAfter, MaxRTO: 100 * time.Millisecond, Backlog: -1}
 	cli := afxdp.NewEndpoint(openXSK(t, p.A, link.XSKOptions{}), opts)
 	t.Cleanup(func() { cli.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

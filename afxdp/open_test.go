@@ -25,16 +25,16 @@ func TestOpenChoosesPath(t *testing.T) {
 		t.Cleanup(func() { o.Group.Close() })
 		return o.Group, o.Path, o.Fallback
 	}
-	srv, path, fallback := open(p.B, p.B.Link, afxdp.Options{})
+	srv, path, fallback := open(p.B, p.B.Link, afxdp.Options{Ticket: testTicket})
 	if path != afxdp.PathXDP || fallback != nil {
 		t.Fatalf("veth: path %s, fallback %v", path, fallback)
 	}
-	_, path, fallback = open(p.A, "lo", afxdp.Options{Backlog: -1})
+	_, path, fallback = open(p.A, "lo", afxdp.Options{Ticket: testTicket, Backlog: -1})
 	if path != afxdp.PathUDP || fallback == nil {
 		t.Fatalf("loopback: path %s, fallback %v", path, fallback)
 	}
 	// An AF_XDP client in A calls the AF_XDP server in B.
-	cli, path, _ := open(p.A, p.A.Link, afxdp.Options{Backlog: -1})
+	cli, path, _ := open(p.A, p.A.Link, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	if path != afxdp.PathXDP {
 		t.Fatalf("client veth: path %s", path)
 	}

@@ -118,6 +118,17 @@ type Options struct {
 	// their own (on two vCPUs shared with the callers, pinning made
 	// sequential calls several times slower: BENCHMARKS.md).
 	Pin bool
+	// Ticket, when set, is a ticket both ends hold (configured on each):
+	// the endpoint takes OPENs under it, and Dial opens sessions with it.
+	// Endpoints also take OPENs under the tickets they Issue. auth.go
+	// says how sessions are authenticated.
+	Ticket *Ticket
+	// InsecureNoAuth lets anyone who can send to the endpoint open a
+	// session: it takes OPENs without a ticket, and Dial without one
+	// sends them (their sessions carry no tokens). It is for benchmarks
+	// and tests that want the protocol bare; by default an endpoint
+	// takes only authenticated OPENs.
+	InsecureNoAuth bool
 	// CPU picks the CPU a pinned reactor runs on: an index into the
 	// process's affinity mask, modulo its size, moved off CPUs spinning
 	// reactors hold. A Group pins its endpoint i to CPU+i.

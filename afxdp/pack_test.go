@@ -24,7 +24,7 @@ func TestSmallFramesSharePackets(t *testing.T) {
 			la, lb := link.MemPair(memA, memB, link.MemOptions{})
 			// Deliveries of 1: the reactor must wait for room for a whole
 			// packet's frames, not overfill the queue or stall.
-			ea, _, ca, cb := connected(t, la, lb, afxdp.Options{BlockingReceiver: blocking, Deliveries: 1})
+			ea, _, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket, BlockingReceiver: blocking, Deliveries: 1})
 			const frames = 300
 			rb := newCollector(frames)
 			go cb.Receive(rb)
@@ -98,7 +98,7 @@ func (l *forgeLink) Receive(pkts []link.Datagram) (int, error) {
 func TestMalformedPackedPacket(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	forge := &forgeLink{Link: lb}
-	ea, eb, ca, cb := connected(t, la, forge, afxdp.Options{})
+	ea, eb, ca, cb := connected(t, la, forge, afxdp.Options{Ticket: testTicket})
 	received := make(chan error, 1)
 	go func() { received <- cb.Receive(newCollector(16)) }()
 	forge.armed.Store(true)

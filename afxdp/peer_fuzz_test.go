@@ -1,6 +1,7 @@
 package afxdp_test
 
 import (
+	"encoding/binary"
 	"sync"
 	"testing"
 	"time"
@@ -17,8 +18,10 @@ import (
 // at any number and offset, acknowledgements of anything with selective
 // and duplicate reports and echoes, probes, OPENs, CLOSEs and RESETs. The
 // endpoint must not panic, must hold no more memory than its bounds, and
-// must still serve a well-behaved session afterwards. Seeds are real
-// packets of each kind.
+// must still serve a well-behaved session afterwards. A chunk's packet
+// carries its session's token unless its selector's bit 2 is set, when
+// it keeps the input's, and the endpoint must drop it (forged OPENs are
+// the input's too). Seeds are real packets of each kind.
 func FuzzPeerPackets(f *testing.F) {
 	pkt := func(h protocol.PacketHeader, data []byte) []byte {
 		h.Length = uint16(len(data))
@@ -64,7 +67,7 @@ func FuzzPeerPackets(f *testing.F) {
 		pkt(protocol.PacketHeader{Type: protocol.TypeReset}, nil),
 	))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		opts := afxdp.Options{SessionMemory: 1 << 20, EndpointMemory: 2 << 20, DeadAfter: time.Second, Window: 64}
+		opts := afxdp.Options{Ticket: testTicket, SessionMemory: 1 << 20, EndpointMemory: 2 << 20, DeadAfter: time.Second, Window: 64}
 		la, lb := link.MemPair(memA, memB, link.MemOptions{})
 		srv := afxdp.NewEndpoint(la, opts)
 		var wg sync.WaitGroup
@@ -90,6 +93,9 @@ func FuzzPeerPackets(f *testing.F) {
 		p.open(t, 1)
 		ids := [3]uint64{1, 2, 1 << 40}
 		sent := srv.Stats().Received
+		// DATA and ACKs of session 1 without its token: dropped as such,
+		// or as malformed, or answered with RESET once it ended.
+		forged := uint64(0)
 		for len(in) >= 2 {
 			n, sel := int(in[0]), in[1]
 			in = in[2:]
@@ -100,9 +106,15 @@ func FuzzPeerPackets(f *testing.F) {
 				// Past the magic, version and session: the rest is the
 				// input's.
 				ok := make([]byte, protocol.HeaderLen)
-				protocol.PutHeader(ok, &protocol.PacketHeader{Type: protocol.TypeAck, Session: ids[sel%3]})
+				protocol.PutHeader(ok, &protocol.PacketHeader{Type: protocol.TypeAck, Session: ids[sel%3], Token: p.tok[ids[sel%3]]})
 				copy(b[:3], ok[:3])
 				copy(b[8:16], ok[8:16])
+				if sel&4 == 0 {
+					copy(b[40:48], ok[40:48])
+				} else if tok := p.tok[ids[sel%3]]; tok != 0 && binary.LittleEndian.Uint64(b[40:]) != tok &&
+					(b[3] == byte(protocol.TypeData) || b[3] == byte(protocol.TypeAck)) {
+					forged++
+				}
 			}
 			buf := lb.TxBuffer()
 			lb.Queue(copy(buf, b), memA)
@@ -121,6 +133,8 @@ func FuzzPeerPackets(f *testing.F) {
 		}
 		if st := srv.Stats(); st.Buffered > 2*uint64(opts.EndpointMemory) {
 			t.Fatalf("%d bytes held, bound %d", st.Buffered, opts.EndpointMemory)
+		} else if st.BadTokens+st.Malformed+st.Resets < forged {
+			t.Fatalf("%d packets without their session's token, %d dropped for it, %d malformed, %d reset", forged, st.BadTokens, st.Malformed, st.Resets)
 		}
 		// A well-behaved session still gets its frame taken.
 		p.open(t, 99)

@@ -80,7 +80,7 @@ func pattern(n int, seed byte) []byte {
 
 func TestMemLinkFrames(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
+	_, _, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket})
 	rb := newCollector(16)
 	go cb.Receive(rb)
 	data := pattern(100_000, 3)
@@ -121,7 +121,7 @@ func TestMemLinkImpaired(t *testing.T) {
 		size = 4 << 20
 	}
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 1})
-	ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{RTO: 2 * time.Millisecond})
+	ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket, RTO: 2 * time.Millisecond})
 	rb := newCollector(2048)
 	go cb.Receive(rb)
 
@@ -181,8 +181,8 @@ func TestMemLinkImpaired(t *testing.T) {
 
 func TestDialRefused(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	ea := afxdp.NewEndpoint(la, afxdp.Options{})
-	eb := afxdp.NewEndpoint(lb, afxdp.Options{Backlog: -1})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	defer ea.Close()
 	defer eb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -194,7 +194,7 @@ func TestDialRefused(t *testing.T) {
 
 func TestPeerGoneCompletesWithError(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	_, eb, ca, cb := connected(t, la, lb, afxdp.Options{DeadAfter: 300 * time.Millisecond})
+	_, eb, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket, DeadAfter: 300 * time.Millisecond})
 	go cb.Receive(newCollector(16))
 	// The peer vanishes without a word: its link drops everything.
 	lb.Close()
@@ -220,7 +220,7 @@ func TestPeerGoneCompletesWithError(t *testing.T) {
 
 func TestCloseEndsPeerReceive(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
+	_, _, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket})
 	errc := make(chan error, 1)
 	go func() { errc <- cb.Receive(newCollector(1)) }()
 	ca.Close()
@@ -256,7 +256,7 @@ func (f *failOnce) Flush() error {
 func TestSendErrorOnSenderFlush(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	fa := &failOnce{Link: la}
-	ea, _, ca, _ := connected(t, fa, lb, afxdp.Options{RTO: 2 * time.Second})
+	ea, _, ca, _ := connected(t, fa, lb, afxdp.Options{Ticket: testTicket, RTO: 2 * time.Second})
 	// The reactor parks, having nothing to do for an RTO.
 	parked := time.Now().Add(5 * time.Second)
 	for !ea.Parked() {
@@ -283,7 +283,7 @@ func TestSendErrorOnSenderFlush(t *testing.T) {
 // loss and reordering, and checks every tensor lands whole.
 func TestMemLinkManyTensors(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{MaxPayload: 512, Loss: 0.05, Reorder: 0.2, Seed: 7})
-	_, _, ca, cb := connected(t, la, lb, afxdp.Options{})
+	_, _, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket})
 	rb := newCollector(4)
 	go cb.Receive(rb)
 	sizes := []int{1, 0, 471, 472, 473, 3000, 5, 0, 1 << 16, 2}
@@ -321,7 +321,7 @@ func (f failReceive) Receive([]link.Datagram) (int, error) { return 0, f.err }
 func TestAcceptSaysWhyReactorStopped(t *testing.T) {
 	la, _ := link.MemPair(memA, memB, link.MemOptions{})
 	injected := errors.New("injected receive failure")
-	e := afxdp.NewEndpoint(failReceive{Link: la, err: injected}, afxdp.Options{})
+	e := afxdp.NewEndpoint(failReceive{Link: la, err: injected}, afxdp.Options{Ticket: testTicket})
 	t.Cleanup(func() { e.Close() })
 	if _, err := e.Accept(); !errors.Is(err, injected) || !errors.Is(err, afxdp.ErrClosed) {
 		t.Fatalf("Accept: %v, want ErrClosed wrapping the link's error", err)

@@ -60,7 +60,7 @@ func sendBulk(t *testing.T, ca, cb *afxdp.Conn, size int) {
 func TestLosslessLinkResendsNothing(t *testing.T) {
 	const rto = 4 * time.Millisecond
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{RTO: rto})
+	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket, RTO: rto})
 	start := time.Now()
 	sendBulk(t, ca, cb, 16<<20)
 	took := time.Since(start)
@@ -78,7 +78,7 @@ func TestLosslessLinkResendsNothing(t *testing.T) {
 // lost data packet is resent, and little else.
 func TestLossResendsWhatWasLost(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.05, Seed: 3})
-	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{})
+	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket})
 	sendBulk(t, ca, cb, 16<<20)
 	st, lost := ea.Stats(), la.Dropped.Load()
 	t.Logf("sent %d, lost %d, resent %d (probes %d, spurious %d)", st.Sent, lost, st.Resent, st.Probes, st.Spurious)
@@ -93,7 +93,7 @@ func TestLossResendsWhatWasLost(t *testing.T) {
 // reordering window set by how late they came.
 func TestReorderingResendsAlmostNothing(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Reorder: 0.25, Seed: 4})
-	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{})
+	ea, _, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket})
 	sendBulk(t, ca, cb, 16<<20)
 	st := ea.Stats()
 	t.Logf("sent %d, reordered %d, resent %d (probes %d, spurious %d)", st.Sent, la.Reordered.Load(), st.Resent, st.Probes, st.Spurious)

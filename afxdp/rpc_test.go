@@ -131,7 +131,7 @@ func checkRPC(t testing.TB, c *rpc.Client, calls, size int) {
 // checked, so a call answered twice, lost or corrupted fails the test.
 func TestRPCOverMemLink(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 7})
-	srv, cli := afxdp.NewEndpoint(lb, afxdp.Options{}), afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
+	srv, cli := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	size := 64 << 20
 	if testing.Short() {
@@ -147,7 +147,7 @@ func TestRPCOverMemLink(t *testing.T) {
 // Conn's Receive goroutine instead of the reactor.
 func TestRPCBlockingReceiver(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.02, Reorder: 0.1, Duplicate: 0.01, Seed: 5})
-	opts := afxdp.Options{BlockingReceiver: true, Deliveries: 8}
+	opts := afxdp.Options{Ticket: testTicket, BlockingReceiver: true, Deliveries: 8}
 	srv := afxdp.NewEndpoint(lb, opts)
 	opts.Backlog = -1
 	cli := afxdp.NewEndpoint(la, opts)
@@ -173,8 +173,8 @@ func TestRPCPollingModes(t *testing.T) {
 		t.Fatalf("WORKER_ENABLE_POLLING=False still polls: %+v", co)
 	}
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	srv := afxdp.NewEndpoint(lb, so)
-	cli := afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1, Spin: 100 * time.Microsecond})
+	srv := afxdp.NewEndpoint(lb, withTicket(so))
+	cli := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1, Spin: 100 * time.Microsecond})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	checkRPC(t, serveRPC(t, srv, cli), 200, 1<<20)
 }

@@ -58,7 +58,7 @@ func TestSelectiveAckResendsOnlyGaps(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			la, lb := link.MemPair(memA, memB, link.MemOptions{})
 			lossy := &dropLink{Link: lb, drops: tt.drops}
-			ea, _, ca, cb := connected(t, la, lossy, afxdp.Options{RTO: 20 * time.Millisecond})
+			ea, _, ca, cb := connected(t, la, lossy, afxdp.Options{Ticket: testTicket, RTO: 20 * time.Millisecond})
 			rb := newCollector(1)
 			go cb.Receive(rb)
 			// 300 packets; the dial's packets are not DATA.

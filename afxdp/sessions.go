@@ -1,10 +1,12 @@
 package afxdp
 
 import (
+	"errors"
 	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 )
 
@@ -70,6 +72,7 @@ func (c *sessionCaps) release(addr netip.Addr) {
 // dialer's next packet.
 type halfOpen struct {
 	key      protocol.Key
+	auth     opening   // its ticket and tokens
 	peerMax  uint64    // the dialer's datagram size, from its OPEN
 	expireAt time.Time // when it is dropped, handshake or not
 	answerAt time.Time // when the answer to OPEN goes again
@@ -77,13 +80,41 @@ type halfOpen struct {
 	gone     bool // promoted or dropped; the list forgets it at its next scan
 }
 
-// openHalf answers a peer's OPEN for a session this endpoint does not
-// have: with RESET when it accepts no sessions, not at all when a bound is
-// reached, with its datagram size otherwise.
-func (e *Endpoint) openHalf(key protocol.Key, peerMax uint64) {
-	if e.opts.Backlog < 0 || len(e.accepts) == cap(e.accepts) {
+// open takes a peer's OPEN for a session this endpoint does not have. An
+// endpoint that accepts no sessions answers RESET at once. Otherwise the
+// OPEN must be authentic (auth.go), or it is dropped before anything is
+// kept for it; then it goes to its owner in a Group, and makes a half-open
+// session.
+func (e *Endpoint) open(key protocol.Key, h *protocol.PacketHeader, data []byte, d *link.Datagram) {
+	if e.opts.Backlog < 0 {
+		e.reset(key, h.Token)
+		return
+	}
+	auth, err := e.keys.check(h, data, e.env.Now)
+	if err != nil {
+		if errors.Is(err, protocol.ErrReplayed) {
+			e.ctr.replayed.Add(1)
+		} else {
+			e.ctr.unauthentic.Add(1)
+		}
+		return
+	}
+	if e.group != nil {
+		if o, mine := e.group.claim(key, e); !mine && o != e {
+			o.forward(d.Data, d.From) // another reactor took it a moment ago
+			return
+		}
+	}
+	e.openHalf(key, h, auth)
+}
+
+// openHalf answers an authentic OPEN: with RESET when the backlog is
+// full, not at all when a bound is reached, with its datagram size
+// otherwise.
+func (e *Endpoint) openHalf(key protocol.Key, h *protocol.PacketHeader, auth opening) {
+	if len(e.accepts) == cap(e.accepts) {
 		e.forgetOwner(key)
-		e.reset(key)
+		e.reset(key, h.Token)
 		return
 	}
 	if !e.caps.admit(key.Peer.Addr()) {
@@ -91,7 +122,13 @@ func (e *Endpoint) openHalf(key protocol.Key, peerMax uint64) {
 		e.ctr.refused.Add(1)
 		return
 	}
-	ho := &halfOpen{key: key, peerMax: peerMax, expireAt: e.env.Now.Add(e.opts.HandshakeTimeout),
+	if !e.keys.take(key.ID, auth, e.env.Now) {
+		e.caps.release(key.Peer.Addr())
+		e.forgetOwner(key)
+		e.ctr.replayed.Add(1)
+		return
+	}
+	ho := &halfOpen{key: key, auth: auth, peerMax: h.Offset, expireAt: e.env.Now.Add(e.opts.HandshakeTimeout),
 		wait: max(e.opts.RTO, 10*time.Millisecond)}
 	e.half[key] = ho
 	e.halfList = append(e.halfList, ho)
@@ -104,7 +141,7 @@ func (e *Endpoint) openHalf(key protocol.Key, peerMax uint64) {
 func (e *Endpoint) answerOpen(ho *halfOpen) {
 	if buf := e.link.TxBuffer(); buf != nil {
 		protocol.PutHeader(buf, &protocol.PacketHeader{Type: protocol.TypeAck, Session: ho.key.ID, Flags: protocol.FlagSize,
-			Window: uint32(e.opts.Window), Offset: uint64(e.link.MaxPayload())})
+			Window: uint32(e.opts.Window), Offset: uint64(e.link.MaxPayload()), Token: ho.auth.listener})
 		e.queue(protocol.HeaderLen, ho.key.Peer)
 	}
 	ho.answerAt = e.env.Now.Add(ho.wait)
@@ -120,6 +157,7 @@ func (e *Endpoint) answerOpen(ho *halfOpen) {
 func (e *Endpoint) promote(ho *halfOpen) *session {
 	e.dropHalf(ho)
 	s := e.newSession(ho.key)
+	s.p.Authenticate(ho.auth.listener, ho.auth.dialer, nil)
 	s.p.Agree(ho.peerMax)
 	s.accepted = true
 	// A Group's reactors share accepts: another one may have filled it,
@@ -129,11 +167,17 @@ func (e *Endpoint) promote(ho *halfOpen) *session {
 	default:
 		e.caps.release(ho.key.Peer.Addr())
 		e.forgetOwner(ho.key)
-		e.reset(ho.key)
+		e.reset(ho.key, ho.auth.dialer)
 		return nil
 	}
 	e.register(s)
 	return s
+}
+
+// authentic reports whether h, to a half-open session, comes from its
+// dialer (as protocol.Session.Authentic).
+func (ho *halfOpen) authentic(h *protocol.PacketHeader) bool {
+	return h.Token == ho.auth.dialer || (h.Type == protocol.TypeReset && h.Token == ho.auth.listener)
 }
 
 // dropHalf forgets a half-open session; its count stays with the caller.

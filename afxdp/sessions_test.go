@@ -60,11 +60,13 @@ func acceptAll(t *testing.T, ep *afxdp.Endpoint) func() int {
 }
 
 // flooder sends protocol packets from one UDP socket, as a peer that
-// opens sessions and never uses them would.
+// opens sessions and never uses them would. It holds testTicket: it is a
+// peer allowed to open sessions, whom the bounds must stop.
 type flooder struct {
 	conn *net.UDPConn
 	to   netip.AddrPort
-	buf  [protocol.HeaderLen]byte
+	buf  [protocol.HeaderLen + protocol.OpenAuthLen]byte
+	tok  map[uint64]uint64
 }
 
 func newFlooder(t *testing.T, from string, to netip.AddrPort) *flooder {
@@ -87,10 +89,24 @@ func listenFlooder(t *testing.T, from string, to netip.AddrPort) (*flooder, erro
 	return &flooder{conn: c, to: to}, nil
 }
 
+// send sends h; an OPEN opens under testTicket, other packets carry the
+// token of their session.
 func (f *flooder) send(t *testing.T, h protocol.PacketHeader) {
 	t.Helper()
+	if f.tok == nil {
+		f.tok = make(map[uint64]uint64)
+	}
+	if h.Type == protocol.TypeOpen {
+		r := protocol.NewKeyring(*testTicket)
+		ts := time.Now().UnixNano()
+		h.Token, _ = r.Tokens(h.Session, ts)
+		f.tok[h.Session] = h.Token
+		h.Length = uint16(copy(f.buf[protocol.HeaderLen:], r.SealOpen(h.Session, h.Offset, ts)))
+	} else {
+		h.Token = f.tok[h.Session]
+	}
 	protocol.PutHeader(f.buf[:], &h)
-	if _, err := f.conn.WriteToUDPAddrPort(f.buf[:], f.to); err != nil {
+	if _, err := f.conn.WriteToUDPAddrPort(f.buf[:protocol.HeaderLen+int(h.Length)], f.to); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -117,7 +133,7 @@ func (f *flooder) open(t *testing.T, srv *afxdp.Endpoint, first uint64, n int, c
 }
 
 // floodOptions are the bounds the flood tests use.
-var floodOptions = afxdp.Options{MaxSessions: 96, MaxPeerSessions: 64,
+var floodOptions = afxdp.Options{Ticket: testTicket, MaxSessions: 96, MaxPeerSessions: 64,
 	HandshakeTimeout: 300 * time.Millisecond, IdleTimeout: 600 * time.Millisecond, Backlog: 1024}
 
 // checkFlood floods srv with 2,000 OPENs from f's socket, then with 2,000
@@ -189,7 +205,7 @@ func checkFlood(t *testing.T, srv *afxdp.Endpoint, f *flooder, cli *afxdp.Endpoi
 // TestOpenFloodUDP floods an endpoint on a kernel UDP socket on loopback.
 func TestOpenFloodUDP(t *testing.T) {
 	srv := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), floodOptions)
-	cli := afxdp.NewEndpoint(listenUDP(t, "127.0.0.3:0"), afxdp.Options{Backlog: -1})
+	cli := afxdp.NewEndpoint(listenUDP(t, "127.0.0.3:0"), afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { cli.Close() })
 	checkFlood(t, srv, newFlooder(t, "127.0.0.2:0", srv.Addr()), cli)
 }
@@ -211,7 +227,7 @@ func TestOpenFloodXSK(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cli := afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+	cli := afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { cli.Close() })
 	checkFlood(t, srv, f, cli)
 }
@@ -219,7 +235,7 @@ func TestOpenFloodXSK(t *testing.T) {
 // TestSessionBoundInTotal: OPENs from several addresses stop at
 // MaxSessions.
 func TestSessionBoundInTotal(t *testing.T) {
-	o := afxdp.Options{MaxSessions: 10, MaxPeerSessions: 8, HandshakeTimeout: time.Minute}
+	o := afxdp.Options{Ticket: testTicket, MaxSessions: 10, MaxPeerSessions: 8, HandshakeTimeout: time.Minute}
 	srv := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), o)
 	t.Cleanup(func() { srv.Close() })
 	for i := range 3 {
@@ -238,7 +254,7 @@ func TestIdlePeerCloses(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	t.Run("peer there", func(t *testing.T) {
 		la, lb := link.MemPair(memA, memB, link.MemOptions{})
-		ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{IdleTimeout: idle})
+		ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket, IdleTimeout: idle})
 		go cb.Receive(discard{})
 		select {
 		case <-ca.Done():
@@ -251,7 +267,7 @@ func TestIdlePeerCloses(t *testing.T) {
 	})
 	t.Run("peer gone", func(t *testing.T) {
 		la, lb := link.MemPair(memA, memB, link.MemOptions{})
-		ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{IdleTimeout: idle})
+		ea, eb, ca, cb := connected(t, la, lb, afxdp.Options{Ticket: testTicket, IdleTimeout: idle})
 		go cb.Receive(discard{})
 		lb.Close() // the peer vanishes without a word
 		start := time.Now()

@@ -24,11 +24,15 @@ type Stats struct {
 	Received   uint64 // datagrams received
 	Deferred   uint64 // times a session left a packet for lack of delivery room or memory, closing its window
 	Refused    uint64 // OPENs dropped by the session bounds (MaxSessions, MaxPeerSessions)
-	Expired    uint64 // sessions whose dialer never completed the handshake (HandshakeTimeout)
-	Idle       uint64 // sessions closed because their peer stopped answering (IdleTimeout)
-	Sessions   uint64 // sessions open now, dialed and accepted
-	HalfOpen   uint64 // sessions peers asked for that wait for the handshake to complete
-	Buffered   uint64 // bytes held for receivers: frames until Deliver, as announced, and packets past gaps (budget.go)
+	// Authentication (auth.go): packets dropped because they failed it.
+	Unauthentic uint64 // OPENs with no ticket the endpoint holds, or a MAC that does not check
+	Replayed    uint64 // authentic OPENs taken before, or whose clock is out of protocol.OpenSkew
+	BadTokens   uint64 // packets of a session without its token
+	Expired     uint64 // sessions whose dialer never completed the handshake (HandshakeTimeout)
+	Idle        uint64 // sessions closed because their peer stopped answering (IdleTimeout)
+	Sessions    uint64 // sessions open now, dialed and accepted
+	HalfOpen    uint64 // sessions peers asked for that wait for the handshake to complete
+	Buffered    uint64 // bytes held for receivers: frames until Deliver, as announced, and packets past gaps (budget.go)
 }
 
 // add sums x into s, field by field.
@@ -47,6 +51,9 @@ func (s *Stats) add(x Stats) {
 	s.Received += x.Received
 	s.Deferred += x.Deferred
 	s.Refused += x.Refused
+	s.Unauthentic += x.Unauthentic
+	s.Replayed += x.Replayed
+	s.BadTokens += x.BadTokens
 	s.Expired += x.Expired
 	s.Idle += x.Idle
 	s.Sessions += x.Sessions
@@ -62,6 +69,7 @@ type counters struct {
 	malformed, resets, forwarded, sendErrors atomic.Uint64
 	sent, batches, received                  atomic.Uint64
 	refused, expired, sessions, halfOpen     atomic.Uint64
+	unauthentic, replayed, badTokens         atomic.Uint64
 }
 
 func (c *counters) stats(p *protocol.Counters) Stats {
@@ -70,6 +78,7 @@ func (c *counters) stats(p *protocol.Counters) Stats {
 		Resets: c.resets.Load(), Forwarded: c.forwarded.Load(), SendErrors: c.sendErrors.Load(),
 		Sent: c.sent.Load(), Acks: p.Acks.Load(), Batches: c.batches.Load(), Received: c.received.Load(),
 		Deferred: p.Deferred.Load(), Refused: c.refused.Load(), Expired: c.expired.Load(),
+		Unauthentic: c.unauthentic.Load(), Replayed: c.replayed.Load(), BadTokens: c.badTokens.Load(),
 		Idle: p.Idle.Load(), Sessions: c.sessions.Load(), HalfOpen: c.halfOpen.Load(),
 	}
 }

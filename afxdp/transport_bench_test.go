@@ -93,7 +93,7 @@ func startBenchServer(kind, ifname string, addr netip.Addr, xo link.XSKOptions) 
 		if err != nil {
 			return nil, nil, err
 		}
-		ep = afxdp.NewEndpoint(ln, afxdp.OptionsFromEnv("ps", 0))
+		ep = afxdp.NewEndpoint(ln, withTicket(afxdp.OptionsFromEnv("ps", 0)))
 		closeEP = func() { ep.Close() }
 		if l, err = afxdprpc.Transport(ep).Listen(""); err != nil {
 			ep.Close()
@@ -143,7 +143,7 @@ func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 				b.Fatal(err)
 			}
 		}
-		ec := afxdp.NewEndpoint(lc, afxdp.OptionsFromEnv("worker", 1))
+		ec := afxdp.NewEndpoint(lc, withTicket(afxdp.OptionsFromEnv("worker", 1)))
 		b.Cleanup(func() { ec.Close() })
 		env.eps = append(env.eps, ec)
 		cliT = afxdprpc.Transport(ec)
@@ -362,7 +362,7 @@ func transportBench(b *testing.B, separate bool) {
 // rpc layer, the reactors and the scheduler cost a call on their own.
 func BenchmarkMemLinkCalls(b *testing.B) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{}), afxdp.NewEndpoint(lb, afxdp.Options{})
+	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket})
 	b.Cleanup(func() { ea.Close(); eb.Close() })
 	srv := rpc.NewServer()
 	srv.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})

@@ -24,14 +24,14 @@ func listenUDP(t testing.TB, addr string) *link.UDPLink {
 func TestRPCOverUDPNamespacesClean(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
 	ls, lc := udpPair(t, p)
-	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 }
 
 func TestRPCOverUDPLoopback(t *testing.T) {
-	srv := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{})
-	cli := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{Backlog: -1})
+	srv := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{Ticket: testTicket})
+	cli := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	checkRPC(t, serveRPC(t, srv, cli), 1000, 16<<20)
 }
@@ -47,7 +47,7 @@ func TestRPCOverUDPNamespaces(t *testing.T) {
 		}
 	}
 	ls, lc := udpPair(t, p)
-	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	size := 64 << 20
 	if testing.Short() {
@@ -80,7 +80,7 @@ func TestRPCOverUDPImpaired(t *testing.T) {
 	ls, lc := udpPair(t, p)
 	imp := Impairment{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 3}
 	is, ic := Impair(ls, imp), Impair(lc, imp)
-	srv, cli := afxdp.NewEndpoint(is, afxdp.Options{}), afxdp.NewEndpoint(ic, afxdp.Options{Backlog: -1})
+	srv, cli := afxdp.NewEndpoint(is, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(ic, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	size := 64 << 20
 	if testing.Short() {
@@ -100,8 +100,8 @@ func TestRPCOverUDPImpaired(t *testing.T) {
 func TestServerRestart(t *testing.T) {
 	ls := listenUDP(t, "127.0.0.1:0")
 	addr := ls.LocalAddr().String()
-	srv := afxdp.NewEndpoint(ls, afxdp.Options{})
-	cli := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{Backlog: -1, DeadAfter: time.Second})
+	srv := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket})
+	cli := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{Ticket: testTicket, Backlog: -1, DeadAfter: time.Second})
 	t.Cleanup(func() { cli.Close() })
 	c := serveRPC(t, srv, cli)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -111,7 +111,7 @@ func TestServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Close()
-	srv2 := afxdp.NewEndpoint(listenUDP(t, addr), afxdp.Options{})
+	srv2 := afxdp.NewEndpoint(listenUDP(t, addr), afxdp.Options{Ticket: testTicket})
 	t.Cleanup(func() { srv2.Close() })
 	s := rpc.NewServer()
 	s.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})

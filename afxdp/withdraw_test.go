@@ -60,8 +60,8 @@ func TestWithdraw(t *testing.T) {
 	const mib = 1 << 20
 	live := bufpool.Live()
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.02, Reorder: 0.05, Seed: 9})
-	ea := afxdp.NewEndpoint(la, afxdp.Options{})
-	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket, SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
 	closed := false
 	closeAll := func() {
 		if !closed {
@@ -155,8 +155,8 @@ func TestWithdrawOnClose(t *testing.T) {
 	const mib = 1 << 20
 	live := bufpool.Live()
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	ea := afxdp.NewEndpoint(la, afxdp.Options{})
-	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket, SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
 	ca, cb := session(t, ea, eb)
 	done := &callDone{done: make(chan uint64, 8)}
 	a, b, c := tensorMsg(1, pattern(3*mib, 1), done), tensorMsg(2, pattern(3*mib, 2), done), tensorMsg(3, pattern(mib, 3), done)

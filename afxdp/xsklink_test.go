@@ -47,7 +47,7 @@ func xskEndpoints(t testing.TB, p *netns.Pair, wrap func(link.Link) link.Link) (
 	if wrap != nil {
 		s, c = wrap(s), wrap(c)
 	}
-	srv, cli = afxdp.NewEndpoint(s, afxdp.Options{}), afxdp.NewEndpoint(c, afxdp.Options{Backlog: -1})
+	srv, cli = afxdp.NewEndpoint(s, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(c, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() {
 		srv.Close()
 		cli.Close()
@@ -186,7 +186,7 @@ func TestXSKWithKernelUDPPeer(t *testing.T) {
 		if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
 			t.Fatal(err)
 		}
-		srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+		srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 		t.Cleanup(func() { srv.Close(); cli.Close() })
 		checkRPC(t, serveRPC(t, srv, cli), 200, 16<<20)
 	})
@@ -199,7 +199,7 @@ func TestXSKWithKernelUDPPeer(t *testing.T) {
 			t.Fatal(err)
 		}
 		lc := openXSK(t, p.A, link.XSKOptions{Port: 7602})
-		srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+		srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 		t.Cleanup(func() { srv.Close(); cli.Close() })
 		checkRPC(t, serveRPC(t, srv, cli), 200, 16<<20)
 	})
@@ -218,7 +218,7 @@ func TestXSKWithNetemPeer(t *testing.T) {
 	if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
 		t.Fatal(err)
 	}
-	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 }
@@ -234,14 +234,14 @@ func TestXSKQueues(t *testing.T) {
 	if len(ls.Queues()) != 2 {
 		t.Fatalf("sockets on queues %v, want 2", ls.Queues())
 	}
-	srv := afxdp.NewEndpoint(ls, afxdp.Options{})
+	srv := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket})
 	t.Cleanup(func() { srv.Close() })
 	for i := range 16 {
 		var lc *link.UDPLink
 		if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
 			t.Fatal(err)
 		}
-		cli := afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+		cli := afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 		t.Cleanup(func() { cli.Close() })
 		c := serveRPC(t, srv, cli)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -271,7 +271,7 @@ func TestXSKPcap(t *testing.T) {
 	var capture bytes.Buffer
 	ls := openXSK(t, p.B, link.XSKOptions{Pcap: &capture})
 	lc := openXSK(t, p.A, link.XSKOptions{})
-	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	c := serveRPC(t, srv, cli)
 	var r rpc.Reply
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -329,7 +329,7 @@ func TestXSKSizeAgreement(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1, DeadAfter: 2 * time.Second})
+	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1, DeadAfter: 2 * time.Second})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	checkRPC(t, serveRPC(t, srv, cli), 100, 4<<20)
 	if ls.RxForeign.Load() != 0 {
@@ -344,7 +344,7 @@ func TestXSKAllow(t *testing.T) {
 	other := netip.MustParseAddr("198.18.255.254")
 	ls := openXSK(t, p.B, link.XSKOptions{Allow: []netip.Addr{other}})
 	lc := openXSK(t, p.A, link.XSKOptions{})
-	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{}), afxdp.NewEndpoint(lc, afxdp.Options{Backlog: -1})
+	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

@@ -178,7 +178,7 @@ func TestScrapeCountsCalls(t *testing.T) {
 	// the reactors retransmit.
 	a, b := netip.MustParseAddrPort("198.18.0.1:7000"), netip.MustParseAddrPort("198.18.0.2:7000")
 	la, lb := link.MemPair(a, b, link.MemOptions{Loss: 0.05, Seed: 7})
-	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{}), afxdp.NewEndpoint(lb, afxdp.Options{})
+	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{Ticket: &testTicket}), afxdp.NewEndpoint(lb, afxdp.Options{Ticket: &testTicket})
 	defer ea.Close()
 	defer eb.Close()
 	m.AddEndpoint("client", afxdp.PathUDP, ea)

@@ -58,6 +58,9 @@ var (
 		{newDesc("afxdp_acks_sent_total", "Acknowledgements sent alone, carrying no data."), func(s afxdp.Stats) uint64 { return s.Acks }},
 		{newDesc("afxdp_flushes_total", "Flushes of queued packets to the link (a sendmmsg, or AF_XDP kicks)."), func(s afxdp.Stats) uint64 { return s.Batches }},
 		{newDesc("afxdp_send_errors_total", "Link flushes that failed (their packets are resent)."), func(s afxdp.Stats) uint64 { return s.SendErrors }},
+		{newDesc("afxdp_unauthentic_opens_total", "OPENs dropped for naming no ticket the endpoint holds or carrying a MAC that does not check."), func(s afxdp.Stats) uint64 { return s.Unauthentic }},
+		{newDesc("afxdp_replayed_opens_total", "Authentic OPENs dropped as copies of one taken before or too old."), func(s afxdp.Stats) uint64 { return s.Replayed }},
+		{newDesc("afxdp_bad_tokens_total", "Packets dropped for not carrying their session's token."), func(s afxdp.Stats) uint64 { return s.BadTokens }},
 	}
 	xdpDesc = prometheus.NewDesc("starwire_xdp_packets_total",
 		"Packets the XDP steering program saw, by verdict: redirected to an AF_XDP socket, passed to the kernel, no_socket (no socket on the queue), not_allowed (dropped by the allowlist), malformed, impaired (dropped by fault injection).",

@@ -219,8 +219,8 @@ func pattern(n int, seed byte) []byte {
 
 // TestDualChoosesPathPerCall: over the packet protocol on kernel UDP.
 func TestDualChoosesPathPerCall(t *testing.T) {
-	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})
-	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1})
+	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
+	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
 	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathThreshold, Threshold: 4096}}
 	srv, addr := servePaths(t, afxdprpc.Dual(&rpc.TCP{}, srvEP, opts), "127.0.0.1:0")
 	tr := afxdprpc.Dual(&rpc.TCP{}, cliEP, opts)
@@ -238,7 +238,7 @@ func TestDualChoosesPathPerCallAFXDP(t *testing.T) {
 	open := func(e *netns.End) *afxdp.Group {
 		var g *afxdp.Group
 		if err := e.Do(func() error {
-			o, err := afxdp.Open(e.Link, port, afxdp.Options{}, link.XSKOptions{})
+			o, err := afxdp.Open(e.Link, port, afxdp.Options{Ticket: testTicket}, link.XSKOptions{})
 			if err == nil && o.Path != afxdp.PathXDP {
 				o.Group.Close()
 				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, o.Fallback)

@@ -9,7 +9,11 @@ import (
 const helloVersion = 1
 
 // hello is what a peer advertises on the first frame of its TCP connection:
-// where its packet endpoint listens and over what it runs there. It travels
+// where its packet endpoint listens and over what it runs there, and, in a
+// listener's answer, the ticket under which the dialer may open one
+// session (afxdp.Endpoint.Issue), valid while this TCP connection lasts.
+// The ticket is a secret: the hello is as confidential as the TCP
+// connection (TLS, when configured). It travels
 // as JSON in a wire.KindHello frame; it is sent once per connection, so its
 // encoding does not matter for speed, and JSON lets later versions add
 // fields that older peers ignore.
@@ -17,6 +21,7 @@ type hello struct {
 	Version int    `json:"version"`
 	Packet  string `json:"packet,omitempty"` // "ip:port" of the packet endpoint, if any
 	Path    string `json:"path,omitempty"`   // "afxdp" or "udp"
+	Ticket  string `json:"ticket,omitempty"` // afxdp.Ticket's String form, in a listener's answer
 }
 
 func (h hello) encode() []byte {

@@ -41,7 +41,7 @@ func (l *dualListener) acceptLoop(src rpc.Listener, answerHellos bool) {
 			return
 		}
 		if answerHellos {
-			c = &helloAnswerer{Conn: c, hello: l.d.local().encode()}
+			c = &helloAnswerer{Conn: c, d: l.d}
 		}
 		select {
 		case l.conns <- c:
@@ -78,14 +78,48 @@ func (l *dualListener) Close() error {
 func (l *dualListener) Addr() net.Addr { return l.tcp.Addr() }
 
 // helloAnswerer is a server-side TCP connection that answers a client's
-// hello with this end's capabilities; everything else reaches the server.
+// hello with this end's capabilities and a ticket to open a packet session
+// with, which it revokes when the connection ends; everything else reaches
+// the server.
 type helloAnswerer struct {
 	rpc.Conn
-	hello []byte
+	d *dual
+
+	mu     sync.Mutex
+	ticket uint64 // the ticket issued to the peer, 0 before its hello
+	issued string // its String form
+	ended  bool
 }
 
 func (c *helloAnswerer) Receive(r wire.Receiver) error {
-	return c.Conn.Receive(answerReader{c: c, r: r})
+	err := c.Conn.Receive(answerReader{c: c, r: r})
+	c.mu.Lock()
+	c.ended = true
+	if c.ticket != 0 {
+		c.d.ep.Revoke(c.ticket)
+	}
+	c.mu.Unlock()
+	return err
+}
+
+// answer returns the hello that answers the peer's, issuing its ticket
+// the first time; the same ticket is handed again if the peer asks twice.
+func (c *helloAnswerer) answer() []byte {
+	h := c.d.local()
+	if c.d.ep == nil {
+		return h.encode()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return h.encode()
+	}
+	if c.ticket == 0 {
+		t := c.d.ep.Issue()
+		c.ticket, c.issued = t.ID, t.String()
+	}
+	h.Ticket = c.issued
+	return h.encode()
 }
 
 // Progress implements rpc.ProgressConn.
@@ -118,5 +152,5 @@ func (a answerReader) Deliver(in *wire.Inbound) {
 		return
 	}
 	in.Release()
-	a.c.Send(&wire.Message{Header: wire.Header{Kind: wire.KindHello}, Meta: a.c.hello})
+	a.c.Send(&wire.Message{Header: wire.Header{Kind: wire.KindHello}, Meta: a.c.answer()})
 }

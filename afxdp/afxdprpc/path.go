@@ -296,7 +296,16 @@ func (c *dualConn) upgrade(h hello) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.d.opts.OpenTimeout)
 	defer cancel()
-	p, err := c.d.ep.Dial(ctx, h.Packet)
+	var t *afxdp.Ticket // none: the network's own (DualOptions.Packet)
+	if h.Ticket != "" {
+		pt, err := afxdp.ParseTicket(h.Ticket)
+		if err != nil {
+			log.Warn("starwire: calls stay on tcp: bad ticket in hello", "err", err)
+			return
+		}
+		t = &pt
+	}
+	p, err := c.d.ep.DialTicket(ctx, h.Packet, t)
 	if err != nil {
 		log.Warn("starwire: calls stay on tcp: packet path unusable", "packet", h.Packet, "err", err)
 		return

@@ -142,8 +142,8 @@ func waitPath(t *testing.T, c *rpc.Client, path string) {
 }
 
 func TestDualMovesCallsToPacketPath(t *testing.T) {
-	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})
-	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1})
+	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
+	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
 	var logs logBuffer
 	// Every call, as the policy says (auto mode sends a few over TCP to
 	// time it: see choice_test.go).
@@ -165,7 +165,7 @@ func TestDualMovesCallsToPacketPath(t *testing.T) {
 }
 
 func TestDualStaysOnTCP(t *testing.T) {
-	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1})
+	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
 	tests := []struct {
 		name   string
 		server func(t *testing.T) rpc.Transport
@@ -175,10 +175,10 @@ func TestDualStaysOnTCP(t *testing.T) {
 			return afxdprpc.Dual(&rpc.TCP{}, nil, afxdprpc.DualOptions{})
 		}, afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true}},
 		{"kernel UDP is not worth it", func(t *testing.T) rpc.Transport {
-			return afxdprpc.Dual(&rpc.TCP{}, udpEndpoint(t, "127.0.0.1:0", afxdp.Options{}), afxdprpc.DualOptions{Path: afxdp.PathUDP})
+			return afxdprpc.Dual(&rpc.TCP{}, udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket}), afxdprpc.DualOptions{Path: afxdp.PathUDP})
 		}, afxdprpc.DualOptions{Path: afxdp.PathUDP}},
 		{"packet endpoint unreachable", func(t *testing.T) rpc.Transport {
-			ep := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})
+			ep := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 			ep.Close() // advertised, but nobody answers there
 			return afxdprpc.Dual(&rpc.TCP{}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP})
 		}, afxdprpc.DualOptions{Path: afxdp.PathXDP, OpenTimeout: 200 * time.Millisecond}},
@@ -207,8 +207,8 @@ func TestDualStaysOnTCP(t *testing.T) {
 }
 
 func TestDualFallsBackToTCPWhenPacketPathFails(t *testing.T) {
-	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})
-	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1, DeadAfter: 300 * time.Millisecond})
+	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
+	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1, DeadAfter: 300 * time.Millisecond})
 	var logs logBuffer
 	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: logs.logger()}
 	addr := serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvEP, opts), "127.0.0.1:0")
@@ -244,7 +244,7 @@ func TestDualOverAFXDP(t *testing.T) {
 	open := func(e *netns.End) *afxdp.Group {
 		var g *afxdp.Group
 		if err := e.Do(func() error {
-			o, err := afxdp.Open(e.Link, port, afxdp.Options{}, link.XSKOptions{})
+			o, err := afxdp.Open(e.Link, port, afxdp.Options{Ticket: testTicket}, link.XSKOptions{})
 			if err == nil && o.Path != afxdp.PathXDP {
 				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, o.Fallback)
 			}

@@ -33,7 +33,7 @@ func listenAFXDP(spec string) (rpc.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stress spec %q: %w", spec, err)
 	}
-	o, err := afxdp.Open(ifname, uint16(port), afxdp.Options{}, link.XSKOptions{})
+	o, err := afxdp.Open(ifname, uint16(port), afxdp.Options{Ticket: testTicket}, link.XSKOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func TestStressBulkAFXDP(t *testing.T) {
 	})
 	var g *afxdp.Group
 	if err := pair.A.Do(func() error {
-		o, err := afxdp.Open(pair.A.Link, stressPort, afxdp.Options{}, link.XSKOptions{})
+		o, err := afxdp.Open(pair.A.Link, stressPort, afxdp.Options{Ticket: testTicket}, link.XSKOptions{})
 		if err == nil && o.Path != afxdp.PathXDP {
 			o.Group.Close()
 			err = fmt.Errorf("no AF_XDP on %s: %v", pair.A.Link, o.Fallback)

@@ -42,7 +42,7 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 	open := func(e *netns.End) *afxdp.Group {
 		var g *afxdp.Group
 		if err := e.Do(func() error {
-			o, err := afxdp.Open(e.Link, port, afxdp.Options{}, link.XSKOptions{})
+			o, err := afxdp.Open(e.Link, port, afxdp.Options{Ticket: testTicket}, link.XSKOptions{})
 			if err == nil && o.Path != afxdp.PathXDP {
 				o.Group.Close()
 				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, o.Fallback)

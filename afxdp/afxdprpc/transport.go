@@ -13,9 +13,15 @@ import (
 )
 
 // A Network opens and accepts afxdp sessions: an *afxdp.Endpoint (one
-// reactor) or an *afxdp.Group (a reactor per queue group).
+// reactor) or an *afxdp.Group (a reactor per queue group). Dial opens
+// sessions under the network's own ticket (afxdp.Options.Ticket),
+// DialTicket under one a peer issued; Issue and Revoke hand out tickets
+// for peers to open sessions with.
 type Network interface {
 	Dial(ctx context.Context, addr string) (*afxdp.Conn, error)
+	DialTicket(ctx context.Context, addr string, t *afxdp.Ticket) (*afxdp.Conn, error)
+	Issue() afxdp.Ticket
+	Revoke(id uint64)
 	AcceptContext(ctx context.Context) (*afxdp.Conn, error)
 	Addr() netip.AddrPort
 }

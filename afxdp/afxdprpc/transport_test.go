@@ -18,7 +18,7 @@ import (
 func TestTransport(t *testing.T) {
 	a, b := netip.MustParseAddrPort("198.18.1.1:1"), netip.MustParseAddrPort("198.18.1.2:1")
 	la, lb := link.MemPair(a, b, link.MemOptions{})
-	srvEP, cliEP := afxdp.NewEndpoint(lb, afxdp.Options{}), afxdp.NewEndpoint(la, afxdp.Options{Backlog: -1})
+	srvEP, cliEP := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	defer srvEP.Close()
 	defer cliEP.Close()
 	tr := afxdprpc.Transport(srvEP)

@@ -58,8 +58,8 @@ func TestDualWithdraw(t *testing.T) {
 	const mib = 1 << 20
 	a, b := netip.MustParseAddrPort("198.18.0.1:7000"), netip.MustParseAddrPort("198.18.0.2:7000")
 	la, lb := link.MemPair(a, b, link.MemOptions{})
-	ea := afxdp.NewEndpoint(la, afxdp.Options{})
-	eb := afxdp.NewEndpoint(lb, afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
+	ea := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket})
+	eb := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket, SessionMemory: 4 * mib, EndpointMemory: 4 * mib})
 	t.Cleanup(func() { ea.Close(); eb.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -17,14 +17,17 @@ import (
 // failing input fails the same way every time. The actions: either end
 // sends a frame; a packet in flight is delivered, dropped, duplicated or
 // swapped with another; the clock advances; an end closes, is reset by a
-// RESET, or has its receiver take the frames delivered to it (until then
+// RESET (or receives a forged one, without the session's token, which it
+// must drop), or has its receiver take the frames delivered to it (until then
 // they hold delivery room and memory, which shuts windows). After the
 // program, the network delivers everything and the clock runs until every
 // message completed. The program moves the clock less than the
 // dead-peer timeout in all, so no session may end for want of answers.
 // Checked throughout: every frame delivered is the one
 // sent next, byte for byte (so none is lost, reordered or delivered
-// twice), no packet exceeds its receiver's datagram size, every message
+// twice), no packet exceeds its receiver's datagram size, every packet
+// of the other end carries its session's token (the OPEN a MAC that
+// checks) and no forged one does, every message
 // completes once, and one that completes without error was delivered;
 // after the program, both ends alive, every message completed without
 // error, and an end that ended was closed or reset by a peer that was.
@@ -50,7 +53,7 @@ const (
 	opSwap            // dir, i, j: two packets change places
 	opAdvance         // d: the clock moves d·100µs, or to the next timer (255)
 	opClose           // side: that end closes
-	opReset           // side: that end receives a RESET
+	opReset           // side: that end receives a RESET, forged with side&2
 	opConsume         // side: that end's receiver takes its frames
 	opFlushNet        // every packet in flight arrives, in order
 	opCount
@@ -73,6 +76,7 @@ type world struct {
 	spare time.Duration
 	ends  [2]*end
 	cfg   protocol.Config
+	ring  *protocol.Keyring // the ticket A opens the session under
 }
 
 // end is one side: its Env and Session, what it sent and what it was
@@ -92,6 +96,9 @@ type end struct {
 	ended     error    // why the session ended
 	inflight  [][]byte // packets this end sent, on their way to the other
 	delivered int      // frames of the other end's delivered here
+	txTok     uint64   // the session's token for this end's packets
+	rxTok     uint64   // and for the other's
+	forging   bool     // the packet being received is forged
 }
 
 // sent is a frame one end sent and how it completed.
@@ -233,8 +240,15 @@ func runProgram(t *testing.T, prog []byte) *world {
 		e.env = protocol.NewEnv(w.cfg, e.tx, maxPay, w.now)
 		w.ends[i] = e
 	}
+	// The session opens under a ticket, as afxdp's Dial does.
+	w.ring = protocol.NewKeyring(protocol.Ticket{ID: 77, Secret: [protocol.SecretLen]byte{1, 2, 3}})
+	clock := w.now.UnixNano()
+	dialer, listener := w.ring.Tokens(sessionID, clock)
+	w.ends[0].txTok, w.ends[0].rxTok = dialer, listener
+	w.ends[1].txTok, w.ends[1].rxTok = listener, dialer
 	a := w.ends[0]
 	a.s = protocol.NewSession(a.env, protocol.Key{Peer: addrB, ID: sessionID}, a.up)
+	a.s.Authenticate(dialer, listener, w.ring.SealOpen(sessionID, uint64(a.maxPay), clock))
 	a.s.Start()
 	a.s.Dial()
 	w.step()
@@ -308,10 +322,19 @@ func (w *world) do(p *program) {
 			e.end(fmt.Errorf("session closed: %w", protocol.ErrClosed))
 		}
 	case opReset:
-		e := w.ends[p.next()%2]
+		side := p.next()
+		e := w.ends[side%2]
+		// A genuine RESET echoes the token of e's packets; a forged one
+		// has another.
+		h := protocol.PacketHeader{Type: protocol.TypeReset, Session: sessionID, Token: e.txTok}
+		if side&2 != 0 {
+			h.Token = ^e.txTok
+			e.forging = true
+		}
 		b := make([]byte, protocol.HeaderLen)
-		protocol.PutHeader(b, &protocol.PacketHeader{Type: protocol.TypeReset, Session: sessionID})
+		protocol.PutHeader(b, &h)
 		e.receive(b)
+		e.forging = false
 	case opConsume:
 		w.ends[p.next()%2].up.consume()
 	case opFlushNet:
@@ -376,9 +399,14 @@ func (e *end) receive(pkt []byte) {
 	if len(pkt) > e.maxPay {
 		e.w.t.Fatalf("%s: %v packet of %d bytes, more than the %d agreed", e.name(), h.Type, len(pkt), e.maxPay)
 	}
-	if e.s == nil && h.Type == protocol.TypeOpen {
-		// What promote does: a session sized to both ends.
+	if e.s == nil && h.Type == protocol.TypeOpen && !e.forging {
+		// What afxdp's open and promote do: the OPEN authenticated, a
+		// session sized to both ends.
+		if _, err := e.w.ring.VerifyOpen(&h, data, e.w.now); err != nil {
+			e.w.t.Fatalf("%s: A's OPEN: %v", e.name(), err)
+		}
 		e.s = protocol.NewSession(e.env, protocol.Key{Peer: addrA, ID: sessionID}, e.up)
+		e.s.Authenticate(e.txTok, e.rxTok, nil)
 		e.s.Agree(h.Offset)
 		e.s.Start()
 	}
@@ -386,11 +414,16 @@ func (e *end) receive(pkt []byte) {
 		if h.Type != protocol.TypeReset && h.Type != protocol.TypeClose && h.Type != protocol.TypeOpen {
 			b := e.tx.TxBuffer()
 			if b != nil {
-				protocol.PutHeader(b, &protocol.PacketHeader{Type: protocol.TypeReset, Session: sessionID})
+				protocol.PutHeader(b, &protocol.PacketHeader{Type: protocol.TypeReset, Session: sessionID, Token: h.Token})
 				e.tx.Queue(protocol.HeaderLen, e.peer().addr)
 			}
 		}
 		return
+	}
+	if ok := e.s.Authentic(&h); ok == e.forging {
+		e.w.t.Fatalf("%s: %v packet with token %#x (forged %v) taken as authentic: %v", e.name(), h.Type, h.Token, e.forging, ok)
+	} else if !ok {
+		return // dropped, as afxdp's endpoint does
 	}
 	e.env.Now = e.w.now
 	if h.Type != protocol.TypeOpen {

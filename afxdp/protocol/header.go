@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// The packet header every datagram of the protocol starts with, 40 bytes,
+// The packet header every datagram of the protocol starts with, 48 bytes,
 // little-endian like package wire:
 //
 //	0  magic u16 ("XS") | 2 version u8 | 3 type u8
@@ -23,6 +23,9 @@ import (
 //	   with bit 40 set, or
 //	   with FlagSize the sender's datagram size; OPEN: the sender's
 //	   datagram size)
+//	40 token u64 (every packet: the session's token for its sender's
+//	   direction, which the receiver checks, auth.go; a RESET may echo the
+//	   token of the packet it answers)
 //
 // Every packet carries an acknowledgement, so replies piggyback acks. The
 // data, Length bytes, follows the header. An ACK flagged FlagSack carries
@@ -33,11 +36,13 @@ import (
 // retransmission was not needed; one flagged FlagProbe asks for an ACK at
 // once. A DATA packet flagged FlagPacked holds several whole frames,
 // numbered from Msg on, each after its length (u16): small calls in flight
-// together share a packet, and its cost in the kernel.
+// together share a packet, and its cost in the kernel. An OPEN carries,
+// as its data, the OpenAuthLen bytes that authenticate it (auth.go), or
+// nothing when its dialer runs unauthenticated.
 const (
-	HeaderLen     = 40
+	HeaderLen     = 48
 	packetMagic   = 0x5358 // "XS" on the wire
-	packetVersion = 2
+	packetVersion = 3
 )
 
 // PacketType says what a packet does.
@@ -102,6 +107,7 @@ type PacketHeader struct {
 	Ack     uint32
 	Window  uint32
 	Offset  uint64
+	Token   uint64 // the session's token for the sender's direction
 }
 
 // PutHeader writes h into b[:HeaderLen]; b must be at least that long.
@@ -119,6 +125,7 @@ func PutHeader(b []byte, h *PacketHeader) {
 	binary.LittleEndian.PutUint32(b[24:], h.Ack)
 	binary.LittleEndian.PutUint32(b[28:], h.Window)
 	binary.LittleEndian.PutUint64(b[32:], h.Offset)
+	binary.LittleEndian.PutUint64(b[40:], h.Token)
 }
 
 // DecodeHeader decodes the header at the start of b and returns it with the
@@ -141,11 +148,14 @@ func DecodeHeader(b []byte) (PacketHeader, []byte, error) {
 	h.Ack = binary.LittleEndian.Uint32(b[24:])
 	h.Window = binary.LittleEndian.Uint32(b[28:])
 	h.Offset = binary.LittleEndian.Uint64(b[32:])
+	h.Token = binary.LittleEndian.Uint64(b[40:])
 	if h.Type == 0 || h.Type >= typeEnd || h.Flags&^flagsKnown != 0 || (h.Tx != 0 && h.Type != TypeData) {
 		return h, nil, fmt.Errorf("afxdp: %v packet with flags %#x: %w", h.Type, h.Flags, ErrBadPacket)
 	}
-	sack := h.Flags&FlagSack != 0
-	if h.Type != TypeData && (h.Flags&(FlagFirst|FlagLast) != 0 || (h.Length != 0) != sack) {
+	// Besides DATA, only a SACK's bitmap and an OPEN's authentication
+	// are data.
+	carries := h.Flags&FlagSack != 0 || (h.Type == TypeOpen && h.Length == OpenAuthLen)
+	if h.Type != TypeData && (h.Flags&(FlagFirst|FlagLast) != 0 || (h.Length != 0) != carries) {
 		return h, nil, fmt.Errorf("afxdp: %v packet with %d data bytes and flags %#x: %w", h.Type, h.Length, h.Flags, ErrBadPacket)
 	}
 	if h.Type != TypeAck && h.Flags&ackOnly != 0 {

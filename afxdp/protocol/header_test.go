@@ -2,6 +2,10 @@ package protocol_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/starwire/starwire/afxdp/protocol"
@@ -17,6 +21,8 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{"data last", protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagLast | protocol.FlagGap, Session: ^uint64(0), Seq: ^uint32(0), Offset: 1 << 40}, 1432},
 		{"ack", protocol.PacketHeader{Type: protocol.TypeAck, Session: 5, Ack: 1 << 31, Window: 64, Offset: 3}, 0},
 		{"open", protocol.PacketHeader{Type: protocol.TypeOpen, Session: 99, Window: 512, Offset: 1472}, 0},
+		{"authenticated open", protocol.PacketHeader{Type: protocol.TypeOpen, Session: 99, Window: 512, Offset: 1472, Token: 0xfeed}, protocol.OpenAuthLen},
+		{"token", protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst | protocol.FlagLast, Session: 99, Token: ^uint64(0) - 1}, 10},
 		{"open answer", protocol.PacketHeader{Type: protocol.TypeAck, Flags: protocol.FlagSize, Session: 99, Window: 512, Offset: 1750}, 0},
 		{"packed", protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst | protocol.FlagLast | protocol.FlagPacked, Session: 3, Seq: 12, Msg: 40, Ack: 2, Window: 512}, 226},
 		{"selective ack", protocol.PacketHeader{Type: protocol.TypeAck, Flags: protocol.FlagGap | protocol.FlagSack, Session: 7, Ack: 40, Window: 512, Offset: 2}, 64},
@@ -76,6 +82,8 @@ func TestHeaderRejects(t *testing.T) {
 			b[3], b[4] = byte(protocol.TypeAck), protocol.FlagSack|protocol.FlagPacked
 			return b
 		}, protocol.ErrBadPacket},
+		{"open with data not its authentication", func(b []byte) []byte { b[3], b[4] = byte(protocol.TypeOpen), 0; return b }, protocol.ErrBadPacket},
+		{"previous version", func(b []byte) []byte { b[2] = 2; return b }, protocol.ErrNotOurs},
 		{"sack on close", func(b []byte) []byte { b[3], b[4] = byte(protocol.TypeClose), protocol.FlagSack; return b }, protocol.ErrBadPacket},
 	}
 	for _, tt := range tests {
@@ -116,5 +124,33 @@ func TestHeaderAllocs(t *testing.T) {
 		protocol.DecodeHeader(b)
 	}); n != 0 {
 		t.Fatalf("%v allocations per encode and decode", n)
+	}
+}
+
+// TestHeaderSeedsAreFrames checks that FuzzDecodeHeader's seeds are packets
+// of the current format, which the decoder takes, so that the fuzzer
+// starts from real frames.
+func TestHeaderSeedsAreFrames(t *testing.T) {
+	files, err := filepath.Glob("testdata/fuzz/FuzzDecodeHeader/*")
+	if err != nil || len(files) < 10 {
+		t.Fatalf("%d seeds: %v", len(files), err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		lit, ok := strings.CutPrefix(lines[len(lines)-1], "[]byte(")
+		if !ok {
+			t.Fatalf("%s: not a []byte seed", f)
+		}
+		pkt, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if _, _, err := protocol.DecodeHeader([]byte(pkt)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }

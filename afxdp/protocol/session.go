@@ -99,6 +99,11 @@ type Session struct {
 	heardAt, probedAt time.Time
 	dataAt            time.Time // when a DATA packet last came
 
+	// Authentication (auth.go): the token this end's packets carry, the
+	// one the peer's must, and what a dialer's OPEN carries.
+	txToken, rxToken uint64
+	openAuth         []byte
+
 	ended bool
 }
 
@@ -233,6 +238,7 @@ func copyFrame(dst []byte, om *outMsg, off uint64) {
 
 // fillAck sets the acknowledgement fields every packet carries.
 func (s *Session) fillAck(h *PacketHeader) {
+	h.Token = s.txToken
 	h.Ack = s.expect
 	h.Window = uint32(s.env.cfg.Window)
 	if s.rxShut {
@@ -281,6 +287,7 @@ func (s *Session) control(t PacketType) {
 		s.env.Ctr.Acks.Add(1)
 	case TypeOpen:
 		h.Offset = uint64(s.env.maxPayload)
+		h.Length = uint16(copy(buf[HeaderLen:], s.openAuth))
 	}
 	PutHeader(buf, &h)
 	s.env.queue(HeaderLen+int(h.Length), s.key.Peer)

@@ -140,7 +140,7 @@ func TestCapacitySessionMemory(t *testing.T) {
 	a := netip.MustParseAddrPort("198.18.255.1:7000")
 	b := netip.MustParseAddrPort("198.18.255.2:7000")
 	la, lb := link.MemPair(a, b, link.MemOptions{})
-	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{}), afxdp.NewEndpoint(lb, afxdp.Options{MaxPeerSessions: 2 * capacityConns})
+	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{Ticket: &testTicket}), afxdp.NewEndpoint(lb, afxdp.Options{Ticket: &testTicket, MaxPeerSessions: 2 * capacityConns})
 	defer ea.Close()
 	defer eb.Close()
 	srv := rpc.NewServer()

@@ -32,7 +32,7 @@ func TestLinkCapture(t *testing.T) {
 	}
 	a, b := netip.MustParseAddrPort("198.18.0.1:7000"), netip.MustParseAddrPort("198.18.0.2:7000")
 	la, lb := link.MemPair(a, b, link.MemOptions{})
-	ea, eb := afxdp.NewEndpoint(file.Link(la), afxdp.Options{}), afxdp.NewEndpoint(file.Link(lb), afxdp.Options{})
+	ea, eb := afxdp.NewEndpoint(file.Link(la), afxdp.Options{Ticket: &testTicket}), afxdp.NewEndpoint(file.Link(lb), afxdp.Options{Ticket: &testTicket})
 	srv := rpc.NewServer()
 	srv.Register(mEcho, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {
 		resp.Meta = append(resp.Meta, req.Meta...)

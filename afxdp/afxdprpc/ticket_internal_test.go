@@ -1,0 +1,6 @@
+package afxdprpc
+
+import "github.com/starwire/starwire/afxdp"
+
+// testTicket, the same in every process the tests start, is the ticket the internal tests' endpoints hold.
+var testTicket = &afxdp.Ticket{ID: 0x7e57, Secret: [32]byte{'s', 't', 'a', 'r', 'w', 'i', 'r', 'e'}}
