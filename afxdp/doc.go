@@ -11,7 +11,10 @@
 //     once per loop (one sendmmsg, one AF_XDP kick). It keeps the session
 //     table: OPENs make half-open entries, bounded per peer address and in
 //     all, that become sessions only when the dialer's next packet
-//     completes the handshake (sessions.go).
+//     completes the handshake (sessions.go). It takes only OPENs
+//     authenticated under a Ticket it holds (Options.Ticket, Issue), and
+//     drops, before its session sees them, packets without their
+//     session's token (auth.go).
 //   - A Conn is one session, with the shape of rpc.Conn: Send, Receive,
 //     Withdraw, Close.
 //   - A Group runs an Endpoint per queue group of one interface

@@ -93,7 +93,7 @@ func startBenchServer(kind, ifname string, addr netip.Addr, xo link.XSKOptions) 
 		if err != nil {
 			return nil, nil, err
 		}
-		ep = afxdp.NewEndpoint(ln, withTicket(afxdp.OptionsFromEnv("ps", 0)))
+		ep = afxdp.NewEndpoint(ln, benchAuth(afxdp.OptionsFromEnv("ps", 0)))
 		closeEP = func() { ep.Close() }
 		if l, err = afxdprpc.Transport(ep).Listen(""); err != nil {
 			ep.Close()
@@ -143,7 +143,7 @@ func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 				b.Fatal(err)
 			}
 		}
-		ec := afxdp.NewEndpoint(lc, withTicket(afxdp.OptionsFromEnv("worker", 1)))
+		ec := afxdp.NewEndpoint(lc, benchAuth(afxdp.OptionsFromEnv("worker", 1)))
 		b.Cleanup(func() { ec.Close() })
 		env.eps = append(env.eps, ec)
 		cliT = afxdprpc.Transport(ec)

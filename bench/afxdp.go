@@ -57,7 +57,7 @@ func ServeXDP(iface string, port uint16) (*Targets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: serve %s on %s: %w", ProtoAFXDP, iface, err)
 	}
-	ep := afxdp.NewEndpoint(xl, afxdp.Options{})
+	ep := afxdp.NewEndpoint(xl, afxdp.Options{Ticket: PacketTicket})
 	l, err := afxdprpc.Transport(ep).Listen("")
 	if err != nil {
 		ep.Close()
@@ -78,6 +78,6 @@ func (x *xdpNet) dial(addr string) (conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: dial %s: %w", ProtoAFXDP, err)
 	}
-	ep := afxdp.NewEndpoint(xl, afxdp.Options{Backlog: -1})
+	ep := afxdp.NewEndpoint(xl, afxdp.Options{Ticket: PacketTicket, Backlog: -1})
 	return &starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Transport(ep)}), ep: ep}, nil
 }

@@ -86,7 +86,7 @@ func ServeTargets(protos []string, cores int) (*Targets, error) {
 			t.closers = append(t.closers, s)
 			t.Addrs[p] = l.Addr().String()
 		case ProtoUDP:
-			ep, err := udpEndpoint(afxdp.Options{})
+			ep, err := udpEndpoint(afxdp.Options{Ticket: PacketTicket})
 			if err != nil {
 				return fail(err)
 			}
@@ -161,7 +161,7 @@ func dial(proto, addr string) (conn, error) {
 	case ProtoTCP:
 		return &starConn{c: rpc.NewClient(addr, rpc.ClientOptions{})}, nil
 	case ProtoUDP:
-		ep, err := udpEndpoint(afxdp.Options{Backlog: -1})
+		ep, err := udpEndpoint(afxdp.Options{Ticket: PacketTicket, Backlog: -1})
 		if err != nil {
 			return nil, err
 		}

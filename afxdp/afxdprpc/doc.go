@@ -29,6 +29,17 @@
 // crossover, the smallest size now sent over TCP. PathThreshold fixes the
 // crossover, PathBypass and PathTCPOnly send everything one way.
 //
+// # Who may open the packet session
+//
+// The packet session opens under a ticket (afxdp.Ticket) the listener
+// issues for each TCP connection and hands out in its answer to the
+// client's hello, so only a peer that completed the TCP connection, and
+// its TLS handshake when the stream transport has TLS, can open it; the
+// ticket is revoked when the TCP connection ends. The hello is as secret
+// as the TCP connection: without TLS, whoever reads the connection can
+// open the session too. With DualOptions.Packet there is no hello, and the
+// sessions open under the networks' own ticket (afxdp.Options.Ticket).
+//
 // Nothing in the rule assumes which path carries bulk faster. Over veth in
 // copy mode the kernel copies every AF_XDP packet and TCP moves 64 KiB
 // segments with offloads, so TCP measures faster above some tens of

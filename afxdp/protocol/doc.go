@@ -42,12 +42,17 @@
 // without error only after the peer acknowledged all of it.
 //
 // OPEN and its answer agree the datagram size; CLOSE and RESET end a
-// session; one whose packets go unacknowledged for DeadAfter, or whose
-// peer is silent, probes answered by nothing, for IdleTimeout, ends with
+// session. An OPEN carries a MAC under a ticket the listener issued, which
+// the owner checks (and refuses replays of) before it keeps anything for
+// the session, and every packet carries its session's token for its
+// direction, which the owner checks with Session.Authentic before Handle
+// (auth.go has the scheme; the token is not a MAC of the data). A session
+// whose packets go unacknowledged for DeadAfter, or whose peer is silent,
+// probes answered by nothing, for IdleTimeout, ends with
 // ErrPeerUnreachable.
 //
-// A step of the owner: set Env.Now; Handle the packets received; Send
-// what was queued; Reopen sessions Upper.Recheck named and, when
+// A step of the owner: set Env.Now; Handle the packets received (those
+// Authentic); Send what was queued; Reopen sessions Upper.Recheck named and, when
 // Memory.Freed, RetryMemory; then Timers and Pump on every session, and
 // FlushAcks; then transmit what the Tx holds.
 package protocol

@@ -27,6 +27,7 @@ type clusterFlags struct {
 	waitTimeout time.Duration
 	tfConfig    *cluster.TFConfig // TF_CONFIG when set
 	tls         tlsFlags
+	packet      packetFlags
 	allowlist   bool
 }
 
@@ -37,6 +38,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.registryDir, "registry_dir", "", "directory where tasks started on port 0 publish their addresses")
 	fs.DurationVar(&c.waitTimeout, "cluster_wait", time.Minute, "how long to wait for every task to register in --registry_dir")
 	c.tls.register(fs)
+	c.packet.register(fs)
 	fs.BoolVar(&c.allowlist, "xdp_allowlist", true, "on AF_XDP, drop in XDP the packets to starwire's port from addresses that are not the cluster's tasks' (counted in starwire_xdp_packets_total{verdict=\"not_allowed\"}); the list follows the cluster spec, endpoint map or registry, names resolved again every "+tasks.AllowlistEvery.String())
 }
 

@@ -114,6 +114,11 @@ var manifestTemplate = template.Must(template.New("manifests").Funcs(template.Fu
 # and a Pod, named, labelled and given TF_CONFIG as Kubeflow's TFJob operator
 # does. The init container writes the endpoint map from TF_CONFIG, each
 # task's starwire address being its pod's IP at port {{.StarPort}}.
+{{- if .AFXDP}}
+# The tasks open AF_XDP sessions with each other under a ticket they all
+# hold, from a secret to create first:
+#   kubectl -n {{.Namespace}} create secret generic {{.Name}}-packet-ticket --from-literal=ticket=$(openssl rand -hex 40)
+{{- end}}
 {{- range .Tasks}}
 ---
 apiVersion: v1
@@ -163,6 +168,12 @@ spec:
   volumes:
   - name: config
     emptyDir: {}
+{{- if and $.AFXDP .Serves}}
+  - name: packet-ticket
+    secret:
+      secretName: {{$.Name}}-packet-ticket
+      defaultMode: 0400
+{{- end}}
   initContainers:
   - name: endpoint-map
     image: {{$.Image}}
@@ -183,10 +194,19 @@ spec:
       value: {{.TFConfig}}
     - name: TF_SEASTAR_ENDPOINT_MAP_PATH
       value: {{$.MapPath}}
+{{- if and $.AFXDP .Serves}}
+    - name: STARWIRE_PACKET_TICKET_FILE
+      value: /var/run/starwire/packet-ticket/ticket
+{{- end}}
     volumeMounts:
     - name: config
       mountPath: {{$.MapDir}}
       readOnly: true
+{{- if and $.AFXDP .Serves}}
+    - name: packet-ticket
+      mountPath: /var/run/starwire/packet-ticket
+      readOnly: true
+{{- end}}
 {{- if .Serves}}
     ports:
     - name: grpc

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 )
 
@@ -49,7 +50,11 @@ func (c *testCluster) start(ctx context.Context, afxdp, detached bool) error {
 		}
 		args := []string{"serve", "--report", "0"}
 		if afxdp {
-			args = append(args, "--afxdp_iface", vethnet.HostLink)
+			ticket, err := c.packetTicket()
+			if err != nil {
+				return err
+			}
+			args = append(args, "--afxdp_iface", vethnet.HostLink, "--packet_ticket_file", ticket)
 		}
 		t, err := c.startProcess(h, exe, args, "serve-"+tag+".log", detached)
 		if err != nil {
@@ -183,4 +188,17 @@ func (c *testCluster) stopTasks() error {
 	}
 	c.tasks = nil
 	return errors.Join(errs...)
+}
+
+// packetTicket returns the file holding the ticket the cluster's tasks open
+// packet sessions under, made on first use, readable by its owner only.
+func (c *testCluster) packetTicket() (string, error) {
+	path := filepath.Join(c.dir, "packet-ticket")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := os.WriteFile(path, []byte(afxdp.NewTicket().String()+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("cluster %s: packet ticket: %w", c.Name, err)
+	}
+	return path, nil
 }

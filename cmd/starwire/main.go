@@ -57,7 +57,7 @@ type command struct {
 var taskEnv = []string{
 	envvar.TFConfig, envvar.EndpointMapPath, envvar.CoreNumber, envvar.PSCoreNumber, envvar.WorkerCoreNumber,
 	envvar.PSPolling, envvar.WorkerPolling, envvar.PSDisablePin, envvar.WorkerDisablePin, envvar.AFXDPPath,
-	envvar.TLSDir, envvar.TLSCert, envvar.TLSKey, envvar.TLSCA,
+	envvar.TLSDir, envvar.TLSCert, envvar.TLSKey, envvar.TLSCA, envvar.PacketTicketFile,
 }
 
 // commandEnv lists the variables each command reads: its -h shows them

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/starwire/starwire/internal/envvar"
 	"io"
 	"math"
 	"net"
@@ -37,7 +38,24 @@ var binary = sync.OnceValues(func() (string, error) {
 })
 
 func TestMain(m *testing.M) {
+	// Every serve the tests start, in this process or another, holds the
+	// same packet ticket, as a cluster's tasks do from its secret.
+	dir, err := os.MkdirTemp("", "starwire-ticket")
+	if err != nil {
+		panic(err)
+	}
+	// Readable by all: the tests run some commands as another user, and
+	// the ticket is the tests' own.
+	ticket := filepath.Join(dir, "ticket")
+	if err := os.Chmod(dir, 0o755); err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(ticket, []byte(testTicket.String()), 0o644); err != nil {
+		panic(err)
+	}
+	os.Setenv(envvar.PacketTicketFile, ticket)
 	code := m.Run()
+	os.RemoveAll(dir)
 	if path, err := binary(); err == nil {
 		os.RemoveAll(filepath.Dir(path))
 	}

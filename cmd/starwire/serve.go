@@ -16,6 +16,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -63,6 +64,14 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err := f.tls.secure("serve", &tr); err != nil {
 		return err
 	}
+	auth, err := f.packet.auth("serve")
+	if err != nil {
+		return err
+	}
+	if (f.net == "udp" || f.iface != "") && !auth.Shared() {
+		return usagef("serve: the packet path (--transport udp, --afxdp_iface) opens sessions only under the ticket every task holds: give --packet_ticket_file (or $%s; openssl rand -hex 40 makes one), or --insecure_packet_path", envvar.PacketTicketFile)
+	}
+	f.packet.secure(&tr, auth)
 	if f.pcap.path != "" && f.net == "tcp" && f.iface == "" {
 		return usagef("serve: --pcap captures the packet path: give --transport udp or --afxdp_iface")
 	}
@@ -90,7 +99,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		return err
 	}
 	defer stop()
-	s.Metrics, s.Pcap = m, f.pcap.file
+	s.Metrics, s.Pcap, s.PacketAuth = m, f.pcap.file, auth
 	if f.registryDir != "" {
 		f.guard(s, set, need{ps: f.ps, workers: f.workers})
 	} else {

@@ -106,6 +106,11 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err := f.tls.secure("train", &tr); err != nil {
 		return err
 	}
+	auth, err := f.packet.auth("train")
+	if err != nil {
+		return err
+	}
+	f.packet.secure(&tr, auth)
 	if err := f.pcap.open("train", &tr); err != nil {
 		return err
 	}

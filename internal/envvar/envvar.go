@@ -33,6 +33,10 @@ const (
 	TLSCert = "STARWIRE_TLS_CERT"
 	TLSKey  = "STARWIRE_TLS_KEY"
 	TLSCA   = "STARWIRE_TLS_CA"
+
+	// PacketTicketFile names the file holding the ticket a task's packet
+	// endpoints take sessions under (afxdp.Ticket), as a mounted secret.
+	PacketTicketFile = "STARWIRE_PACKET_TICKET_FILE"
 )
 
 // MaxCount bounds the reactor counts. A reactor is worth having only with a
@@ -79,6 +83,8 @@ var Vars = []Var{
 		"the certificate's PEM private key", checkFile},
 	{TLSCA, "$STARWIRE_TLS_DIR/ca.crt", fileAccepts,
 		"the PEM bundle of the CAs whose certificates peers must present", checkFile},
+	{PacketTicketFile, "unset: packet sessions only within the process, unless --packet_ticket_file or --insecure_packet_path", fileAccepts,
+		"a file holding the packet ticket every task of the cluster holds (80 hex digits: openssl rand -hex 40; a mounted secret): only its holders open packet sessions with the task", checkFile},
 }
 
 // TLSDirFiles are the names of the files in a TLSDir, as a kubernetes.io/tls

@@ -28,6 +28,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/bench"
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
@@ -71,7 +72,7 @@ func listen(spec string) (rpc.Listener, error) {
 }
 
 func openXDP(ifname string, port uint16) (*afxdp.Group, error) {
-	o, err := afxdp.Open(ifname, port, afxdp.Options{}, link.XSKOptions{})
+	o, err := afxdp.Open(ifname, port, afxdp.Options{Ticket: bench.PacketTicket}, link.XSKOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,8 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 		return nil, fmt.Errorf("staleness: afxdp: %w", err)
 	}
 	go x.srv.Serve(tcp)
+	// Both ends of every link are in this process: a ticket of its own.
+	ticket := afxdp.NewTicket()
 	open := func(e vethnet.End) (*afxdp.Endpoint, error) {
 		var xl *link.XSKLink
 		if err := f.Do(e.Task, func() (err error) {
@@ -74,7 +76,7 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 		}); err != nil {
 			return nil, fmt.Errorf("staleness: afxdp on %s: %w", e.Name, err)
 		}
-		ep := afxdp.NewEndpoint(xl, afxdp.Options{})
+		ep := afxdp.NewEndpoint(xl, afxdp.Options{Ticket: &ticket})
 		x.closers = append(x.closers, ep)
 		return ep, nil
 	}

@@ -60,7 +60,7 @@ func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error
 		return nil, fmt.Errorf("%s: %w", s.Task(), err)
 	}
 	// DeepRec's *_ENABLE_POLLING and *_DISABLE_PIN_CORES tune the reactor.
-	ep := afxdp.NewEndpoint(xl, afxdp.OptionsFromEnv(s.Job, 0))
+	ep := afxdp.NewEndpoint(xl, s.PacketAuth.options(afxdp.OptionsFromEnv(s.Job, 0)))
 	l, err := afxdprpc.Transport(ep).Listen("")
 	if err != nil {
 		ep.Close()

@@ -85,6 +85,8 @@ type UDPNet struct {
 	// Pcap, when set, receives every datagram the endpoints send and
 	// receive, as Ethernet/IPv4/UDP frames.
 	Pcap *capture.File
+	// Auth says who may open sessions with the endpoints.
+	Auth PacketAuth
 }
 
 // Name implements Net.
@@ -93,7 +95,7 @@ func (UDPNet) Name() string { return "the afxdp packet protocol on kernel UDP" }
 // Listen implements Net: one endpoint serves the task and carries its
 // calls to peers.
 func (n UDPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, error) {
-	ep, err := udpEndpoint(bind, afxdp.Options{}, n.Pcap)
+	ep, err := udpEndpoint(bind, n.Auth.options(afxdp.Options{}), n.Pcap)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -112,7 +114,7 @@ func (n UDPNet) Dialer() (rpc.Transport, io.Closer, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	ep, err := udpEndpoint(net.JoinHostPort(host, "0"), afxdp.Options{Backlog: -1}, n.Pcap)
+	ep, err := udpEndpoint(net.JoinHostPort(host, "0"), n.Auth.options(afxdp.Options{Backlog: -1}), n.Pcap)
 	if err != nil {
 		return nil, nil, err
 	}

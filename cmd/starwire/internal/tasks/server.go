@@ -44,6 +44,9 @@ type Server struct {
 	Metrics *metrics.Metrics
 	// Pcap, when set before ServeAFXDP, receives the AF_XDP frames.
 	Pcap *capture.File
+	// PacketAuth, set before ServeAFXDP, says who may open sessions with
+	// its endpoint.
+	PacketAuth PacketAuth
 	// NoAllowlist, set before Start, lets the XDP program of ServeAFXDP
 	// steer packets from any source; by default only the cluster's
 	// starwire addresses get through (see AllowlistEvery).
