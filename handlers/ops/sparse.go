@@ -193,6 +193,7 @@ func buildResourceGather(_ *Env, n *Node) (Kernel, error) {
 			if r, err = tensor.New(dt, gatherShape(t.Shape, it.Shape, 0)); err != nil {
 				return err
 			}
+			touchRows(t.Data, idx, l.rowBytes)
 			for i, x := range idx {
 				v.lockRow(x)
 				copy(r.Data[i*l.rowBytes:], t.Data[int(x)*l.rowBytes:int(x+1)*l.rowBytes])
@@ -317,6 +318,8 @@ func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 				if err != nil {
 					return err
 				}
+				touchRows(vt.Data, idx, l.rowBytes)
+				touchRows(at.Data, idx, l.rowBytes)
 				for i, x := range idx {
 					lo, hi := int(x)*l.rowBytes, int(x+1)*l.rowBytes
 					gl, gh := i*l.rowBytes, (i+1)*l.rowBytes
