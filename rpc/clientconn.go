@@ -41,6 +41,9 @@ type clientConn struct {
 	swept      bool      // in idleReads; the receiving goroutine's
 
 	woken bool // a caller was answered since woke; the read side's
+	// Callers handed an answer that have not yet taken it (see unrun); a
+	// call counted here has counted set.
+	waking atomic.Int32
 }
 
 // readSide says who reads a connection.
@@ -89,6 +92,7 @@ type call struct {
 	abandoned bool // the caller gave up
 	zombie    bool // the caller is gone; the last event frees the slot
 	reads     bool // the caller took the read side to read its answer
+	counted   bool // its answer's token is counted in cc.waking
 	want      want // what the caller waits for
 	signalled bool // the token for want was sent
 	why       wire.Code
@@ -339,6 +343,10 @@ func (k *call) wait(ctx context.Context) (zombie bool, err error) {
 	cc := k.cc
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
+	if k.counted {
+		k.counted = false
+		cc.waking.Add(-1)
+	}
 	if !answered {
 		if !k.answered {
 			k.abandonLocked(ctx.Err())
@@ -468,6 +476,9 @@ func (cc *clientConn) woke() bool {
 	return w
 }
 
+// unrun implements waker.
+func (cc *clientConn) unrun() bool { return cc.waking.Load() > 0 }
+
 // Alloc implements wire.Receiver.
 func (cc *clientConn) Alloc(in *wire.Inbound) error {
 	if in.Header.Kind != wire.KindResponse || in.Header.Tensors == 0 {
@@ -516,6 +527,10 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 			if !k.abandoned {
 				k.answered, k.in = true, in
 				k.settleLocked()
+				if !lent && !k.reads && k.signalled {
+					k.counted = true
+					cc.waking.Add(1)
+				}
 				cc.mu.Unlock()
 				if !lent {
 					cc.woken = true

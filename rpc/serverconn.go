@@ -127,6 +127,10 @@ func (sc *serverConn) woke() bool {
 	return w
 }
 
+// unrun implements waker: the reader does not wait for workers, whose
+// handlers may take long.
+func (sc *serverConn) unrun() bool { return false }
+
 func (sc *serverConn) goAway() {
 	sc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindGoAway}})
 }

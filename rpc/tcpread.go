@@ -56,9 +56,14 @@ func (c *tcpConn) endBatch(yield bool) {
 	// wake another thread for them (on a VM that wake-up costs more than a
 	// small call), and lets them queue their next frames before the corked
 	// ones leave. A yield with nobody woken only wakes an idle thread to
-	// look for work.
+	// look for work. Callers that another thread took are waited for too,
+	// a bounded number of yields, so that their next requests leave in the
+	// same write instead of one or two more.
 	if yield && (c.wk == nil || c.wk.woke()) {
 		runtime.Gosched()
+		for i := 0; i < maxSettleYields && c.wk != nil && c.wk.unrun(); i++ {
+			runtime.Gosched()
+		}
 	}
 	if c.holding {
 		c.uncork()
@@ -119,7 +124,16 @@ func (c *tcpConn) readOne(r wire.Receiver, ld lender) (lent bool, err error) {
 // A waker is a Receiver that says whether the frames delivered since it was
 // last asked made other goroutines runnable (callers answered, handlers
 // handed to workers).
-type waker interface{ woke() bool }
+type waker interface {
+	woke() bool
+	// unrun reports whether goroutines it woke have not run yet.
+	unrun() bool
+}
+
+// maxSettleYields bounds the yields of a reader waiting for the goroutines
+// its batch woke to run (when another thread runs them, the reader's
+// yields come back at once).
+const maxSettleYields = 64
 
 // readFrame reads the body of the frame with header h. A frame over the
 // limits (tooLarge) is skipped and delivered bare with Err set, so only its
