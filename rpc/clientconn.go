@@ -30,15 +30,23 @@ type clientConn struct {
 	kaErr  error // why keepalive closed the connection
 
 	// The read side (see lend), for a connection that can lend it (sr).
-	sr         selfReader
-	resume     chan struct{} // hands the read side back to the receiving goroutine
-	reading    readSide
-	awaiting   int       // answers due: requests sent and not answered
-	crowded    bool      // more than one answer was due since none was
-	lastInline bool      // the last call could read its own answer
-	freedAt    time.Time // when the read side was last left to the next caller
-	goneAway   bool      // the peer said it is shutting down
-	swept      bool      // in idleReads; the receiving goroutine's
+	sr       selfReader
+	resume   chan struct{} // hands the read side back to the receiving goroutine
+	reading  readSide
+	awaiting int       // answers due: requests sent and not answered
+	crowded  bool      // more than one answer was due since none was
+	freedAt  time.Time // when the read side was last left to the next caller
+	goneAway bool      // the peer said it is shutting down
+	swept    bool      // in idleReads; the receiving goroutine's
+
+	// A caller whose context can end reads under watch (see watch): its
+	// context's Done is readDone while it holds the read side.
+	readDone    <-chan struct{}
+	watched     <-chan struct{} // the channel the watcher is to watch
+	watcher     bool            // the watcher runs
+	rewatch     chan struct{}   // tells the watcher that watched changed
+	gone        chan struct{}   // closed once the connection has failed
+	interrupted bool            // the watcher interrupted the caller's reads
 
 	woken bool // a caller was answered since woke; the read side's
 	// Callers handed an answer that have not yet taken it (see unrun); a
@@ -61,7 +69,7 @@ const (
 const idleCheck = time.Millisecond
 
 func newClientConn(c *Client, conn Conn) *clientConn {
-	cc := &clientConn{c: c, conn: conn, sem: make(chan struct{}, c.opts.MaxInflight)}
+	cc := &clientConn{c: c, conn: conn, sem: make(chan struct{}, c.opts.MaxInflight), gone: make(chan struct{})}
 	if sr, ok := conn.(selfReader); ok && sr.selfReading() {
 		cc.sr, cc.resume = sr, make(chan struct{}, 1)
 	}
@@ -92,6 +100,7 @@ type call struct {
 	abandoned bool // the caller gave up
 	zombie    bool // the caller is gone; the last event frees the slot
 	reads     bool // the caller took the read side to read its answer
+	ctxDone   <-chan struct{}
 	counted   bool // its answer's token is counted in cc.waking
 	want      want // what the caller waits for
 	signalled bool // the token for want was sent
@@ -109,9 +118,9 @@ const (
 	wantRelease             // sent && !receiving: its memory is its own again
 )
 
-// acquire takes a slot for a call about to be sent. A caller whose ctx
-// cannot end may read its own answer: when nobody reads the connection, it
-// takes the read side (k.reads).
+// acquire takes a slot for a call about to be sent. When nobody reads the
+// connection, the caller takes the read side to read its own answer
+// (k.reads); if ctx can end, under watch.
 func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 	select {
 	case cc.sem <- struct{}{}:
@@ -139,19 +148,15 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 	k.sent, k.answered, k.receiving, k.abandoned, k.zombie = false, false, false, false, false
 	k.want, k.signalled = wantAnswer, false
 	k.in, k.err, k.reply = nil, nil, nil
-	k.reads = false
+	k.reads, k.ctxDone = false, nil
 	cc.awaiting++
 	if cc.awaiting > 1 {
 		cc.crowded = true
 	}
-	if cc.sr != nil {
-		cc.lastInline = ctx.Done() == nil
-		if cc.reading == nobodyReads {
-			if cc.lastInline {
-				cc.reading, k.reads = callerReads, true
-			} else {
-				cc.resumeLocked()
-			}
+	if cc.sr != nil && cc.reading == nobodyReads {
+		cc.reading, k.reads = callerReads, true
+		if k.ctxDone = ctx.Done(); k.ctxDone != nil {
+			cc.watchLocked(k.ctxDone)
 		}
 	}
 	return k, nil
@@ -163,6 +168,7 @@ func (cc *clientConn) unsent(k *call) {
 	cc.awaiting--
 	if k.reads {
 		k.reads = false
+		cc.unwatchLocked()
 		cc.resumeLocked()
 	}
 	cc.releaseLocked(k)
@@ -182,13 +188,23 @@ func (cc *clientConn) checkIdle(k *call) error {
 		return nil
 	}
 	var err error
-	for {
+	stopped := false
+	for !stopped {
 		if err = cc.sr.check(); !errors.Is(err, errUnread) {
 			break
 		}
-		if err = cc.sr.readTurn(cc); err != nil {
+		if k.ctxDone == nil {
+			err = cc.sr.readTurn(cc)
+		} else {
+			stopped, err = cc.sr.readTurnUntil(cc)
+		}
+		if err != nil {
 			break
 		}
+	}
+	if err != nil {
+		// The check fails too once the watcher has interrupted reads.
+		stopped, err = interrupted(err)
 	}
 	if err != nil {
 		cc.sr.fail(err)
@@ -198,8 +214,11 @@ func (cc *clientConn) checkIdle(k *call) error {
 	if err == nil && cc.goneAway {
 		err = errGoneAway
 	}
-	if err != nil {
+	if err != nil || stopped {
+		// A call whose context ended goes on without the read side and
+		// finds out in wait.
 		k.reads = false
+		cc.unwatchLocked()
 		cc.resumeLocked()
 	}
 	return err
@@ -210,11 +229,18 @@ var errGoneAway = errors.New("rpc: peer is shutting down")
 
 // readOwn reads frames, delivering them, until k's answer is in, then
 // leaves the read side to the next caller, or hands it back to the
-// receiving goroutine when other answers are due.
+// receiving goroutine when other answers are due. A caller whose context
+// ends, or whose answer is longer than readTurnUntil holds, hands it back
+// before its answer is in and waits for it in wait.
 func (cc *clientConn) readOwn(k *call) {
 	var err error
-	for err == nil && !cc.answered(k) {
-		err = cc.sr.readTurn(cc)
+	stopped := false
+	for err == nil && !stopped && !cc.answered(k) {
+		if k.ctxDone == nil {
+			err = cc.sr.readTurn(cc)
+		} else {
+			stopped, err = cc.sr.readTurnUntil(cc)
+		}
 	}
 	buffered := cc.sr.leave()
 	if err != nil {
@@ -222,7 +248,8 @@ func (cc *clientConn) readOwn(k *call) {
 	}
 	cc.mu.Lock()
 	k.reads, cc.woken = false, false
-	if err == nil && !buffered && cc.awaiting == 0 && cc.err == nil {
+	cc.unwatchLocked()
+	if err == nil && !stopped && !buffered && cc.awaiting == 0 && cc.err == nil {
 		cc.reading = nobodyReads
 		cc.freedAt = time.Now()
 	} else {
@@ -457,6 +484,7 @@ func (cc *clientConn) receive() {
 	cc.c.broken(cc, err)
 	cc.mu.Lock()
 	cc.err = fmt.Errorf("connection to %s lost: %w", cc.c.addr, err)
+	close(cc.gone)
 	for _, k := range cc.calls {
 		if k.id == 0 {
 			continue
@@ -516,7 +544,7 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 		if cc.awaiting > 0 {
 			cc.awaiting--
 		}
-		if lend && cc.awaiting == 0 && !cc.crowded && cc.lastInline && cc.err == nil && cc.reading == readerReads {
+		if lend && cc.awaiting == 0 && !cc.crowded && cc.err == nil && cc.reading == readerReads {
 			cc.reading, cc.freedAt, lent = nobodyReads, time.Now(), true
 		}
 		if cc.awaiting == 0 {
@@ -559,7 +587,7 @@ func (cc *clientConn) mayLend(in *wire.Inbound) bool {
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return cc.awaiting == 1 && !cc.crowded && cc.lastInline && cc.err == nil
+	return cc.awaiting == 1 && !cc.crowded && cc.err == nil
 }
 
 // deliverLending implements lender.

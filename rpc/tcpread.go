@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -219,6 +221,17 @@ type selfReader interface {
 	// side, waiting for it as long as it takes; first it sends the
 	// answers held for a batch that has been delivered.
 	readTurn(r wire.Receiver) error
+	// readTurnUntil is readTurn for a caller whose context may end: it
+	// takes nothing of a frame from the stream until the whole frame has
+	// arrived, so that interrupt can end the wait and leave the stream at
+	// a frame boundary. It stops (without error) when interrupted, and
+	// before a frame longer than it can hold whole, which the receiving
+	// goroutine then reads.
+	readTurnUntil(r wire.Receiver) (stopped bool, err error)
+	// interrupt makes a read in progress, and every later one, return
+	// until resumeReads; it is safe for concurrent use.
+	interrupt()
+	resumeReads()
 	// leave ends a caller's turn at the read side, sending the answers held
 	// for the batch delivered, and reports whether bytes read wait to be
 	// delivered.
@@ -254,6 +267,42 @@ func (c *tcpConn) readTurn(r wire.Receiver) error {
 	_, err := c.readOne(r, nil)
 	return err
 }
+
+func (c *tcpConn) readTurnUntil(r wire.Receiver) (stopped bool, err error) {
+	c.endBatch(false)
+	hb, err := c.br.Peek(wire.HeaderSize)
+	if err != nil {
+		return interrupted(err)
+	}
+	if h, err := wire.ParseHeader(hb, c.lim); err == nil || errors.Is(err, wire.ErrTooLarge) {
+		n := wire.HeaderSize + h.BodyLen()
+		if n > uint64(c.br.Size()) {
+			return true, nil
+		}
+		if _, err := c.br.Peek(int(n)); err != nil {
+			return interrupted(err)
+		}
+	}
+	// The whole frame is buffered (or its header is bad, which fails the
+	// connection): reading it does not wait.
+	_, err = c.readOne(r, nil)
+	return false, err
+}
+
+// interrupted sorts a read's error: the deadline interrupt sets ends a
+// turn; any other error fails the connection.
+func interrupted(err error) (stopped bool, _ error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true, nil
+	}
+	return false, err
+}
+
+// aLongTimeAgo is a read deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func (c *tcpConn) interrupt()   { c.nc.SetReadDeadline(aLongTimeAgo) }
+func (c *tcpConn) resumeReads() { c.nc.SetReadDeadline(time.Time{}) }
 
 func (c *tcpConn) leave() bool {
 	c.endBatch(false)

@@ -29,15 +29,23 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "turns the contenders take, each -duration/-rounds long")
 	server := flag.String("server", "embedded", `"embedded", or the addresses echoserver printed`)
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	cancellable := flag.Bool("cancellable", false, "calls carry a context that can be cancelled (one for the whole run, as a training step's calls share one), instead of context.Background()")
 	flag.Parse()
-	err := profiled(*cpuProfile, func() error { return run(*server, cfg) })
+	err := profiled(*cpuProfile, func() error { return run(*server, cfg, *cancellable) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(server string, cfg bench.LoadConfig) error {
+func run(server string, cfg bench.LoadConfig, cancellable bool) error {
+	ctx := context.Background()
+	if cancellable {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		fmt.Println("calls carry a context that can be cancelled")
+	}
 	var addrs bench.Addrs
 	if server == "embedded" {
 		s, err := bench.StartServers(bench.Loopback)
@@ -52,7 +60,7 @@ func run(server string, cfg bench.LoadConfig) error {
 			return err
 		}
 	}
-	rs := bench.RunLoad(context.Background(), addrs, cfg)
+	rs := bench.RunLoad(ctx, addrs, cfg)
 	if err := bench.FormatTable(os.Stdout, cfg, rs); err != nil {
 		return err
 	}

@@ -1,0 +1,201 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// halfAnswerPeer serves one connection as a peer that answers the first
+// call whole, and the second in two parts, the second part only once
+// release is closed; it answers every later request whole. It reports
+// each request it reads on requests.
+func halfAnswerPeer(t *testing.T, release <-chan struct{}) (addr string, requests <-chan wire.Header) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := make(chan wire.Header, 16)
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		nc, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		go func() { // the test's end unblocks the reads below
+			<-t.Context().Done()
+			nc.Close()
+		}()
+		for n := 0; ; n++ {
+			h, meta, _, err := readRawFrame(nc)
+			if err != nil {
+				return
+			}
+			reqs <- h
+			if h.Kind != wire.KindRequest {
+				continue
+			}
+			frame := rawFrame(t, &wire.Message{Header: wire.Header{Kind: wire.KindResponse, Method: h.Method, CallID: h.CallID}, Meta: meta})
+			if n == 1 {
+				half := len(frame) / 2
+				if _, err := nc.Write(frame[:half]); err != nil {
+					return
+				}
+				select {
+				case <-release:
+				case <-t.Context().Done():
+					return
+				}
+				frame = frame[half:]
+			}
+			if _, err := nc.Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	return l.Addr().String(), reqs
+}
+
+// A caller whose context can end reads its own answer, and when its
+// context ends part way through the answer's frame it returns at once; the
+// receiving goroutine takes the read side back at the frame's boundary, so
+// the connection carries the next calls.
+func TestContextEndsOwnRead(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want wire.Code
+	}{
+		{"cancel", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, wire.Cancelled},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}, wire.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			addr, reqs := halfAnswerPeer(t, release)
+			c := NewClient(addr, ClientOptions{})
+			defer c.Close()
+			bg := context.Background()
+			if err := echoOnce(bg, c, []byte("first")); err != nil {
+				t.Fatal(err)
+			}
+			<-reqs
+			if got := readSideOf(t, c); got != nobodyReads {
+				t.Fatalf("after the first call the read side is %d, want it left to the next caller", got)
+			}
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			ended := make(chan error, 1)
+			go func() { ended <- echoOnce(ctx, c, []byte("second, answered in two parts")) }()
+			<-reqs
+			if got := readSideOf(t, c); got != callerReads {
+				t.Fatalf("while the second call waits the read side is %d, want its caller's (%d)", got, callerReads)
+			}
+			start := time.Now()
+			if tc.want == wire.Cancelled {
+				cancel()
+			} else {
+				d, _ := ctx.Deadline()
+				start = d
+			}
+			var err error
+			select {
+			case err = <-ended:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call did not return 10s after its context ended")
+			}
+			if CodeOf(err) != tc.want {
+				t.Fatalf("the call ended with %v, want %v", err, tc.want)
+			}
+			if waited := time.Since(start); waited > time.Second || waited < 0 {
+				t.Errorf("the call returned %v after its context ended", waited)
+			}
+			close(release)
+			for range 3 {
+				if err := echoOnce(bg, c, []byte("after")); err != nil {
+					t.Fatalf("call after the interrupted one: %v", err)
+				}
+			}
+			if st := c.Stats(); st.Reconnects != 0 {
+				t.Fatalf("stats = %+v, want the first connection kept", st)
+			}
+		})
+	}
+}
+
+// A caller whose context can end leaves an answer longer than what it
+// reads whole to the receiving goroutine, and still gets it.
+func TestLongAnswerUnderWatch(t *testing.T) {
+	env := newTestEnv(t)
+	bg := context.Background()
+	if err := echoOnce(bg, env.client, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	for _, n := range []int{readBufferSize - 100, readBufferSize, 4 * readBufferSize} {
+		data := make([]byte, n)
+		pattern(data, uint64(n))
+		req := Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(n)}, Data: data}}}
+		var reply Reply
+		if err := env.client.Call(ctx, mTensor, &req, &reply); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if len(reply.Tensors) != 1 || !bytes.Equal(reply.Tensors[0].Data, data) {
+			t.Fatalf("%d bytes: tensor mismatch", n)
+		}
+		reply.Release()
+		if err := echoOnce(ctx, env.client, []byte("between")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Callers with contexts of their own, one after another on a connection
+// whose read side they take in turn, some ending before their answer:
+// every live call gets its own answer.
+func TestManyContextsUnderWatch(t *testing.T) {
+	env := newTestEnv(t)
+	bg := context.Background()
+	if err := echoOnce(bg, env.client, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; i < 300 && time.Now().Before(deadline); i++ {
+		ctx, cancel := context.WithCancel(bg)
+		if i%7 == 3 {
+			cancel()
+		}
+		err := echoOnce(ctx, env.client, []byte{byte(i), byte(i >> 8)})
+		cancel()
+		switch {
+		case i%7 == 3 && CodeOf(err) != wire.Cancelled && err != nil:
+			t.Fatalf("call %d with an ended context: %v", i, err)
+		case i%7 != 3 && err != nil:
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if err := echoOnce(bg, env.client, []byte("last")); err != nil {
+		t.Fatal(err)
+	}
+	if st := env.client.Stats(); st.Reconnects != 0 {
+		t.Fatalf("stats = %+v, want the first connection kept", st)
+	}
+	var st *Status
+	if err := echoOnce(bg, env.client, nil); err != nil && errors.As(err, &st) {
+		t.Fatal(err)
+	}
+}
