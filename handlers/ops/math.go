@@ -170,6 +170,9 @@ func broadcastBinary[T numeric](op binaryKind, r []T, out []int64, a []T, as []i
 
 // binaryRun computes r[i] = a[i·da] op b[i·db], with da and db 0 or 1.
 func binaryRun[T numeric](op binaryKind, r, a []T, da int, b []T, db int) {
+	if len(r) > 0 && binaryFast(op, r, a, da, b, db) {
+		return
+	}
 	switch op {
 	case addOp:
 		for i := range r {
@@ -470,6 +473,101 @@ func buildReduce(mean bool) func(*Env, *Node) (Kernel, error) {
 // with reduced dimensions set to 1), and divides by count for a mean. It
 // walks a in runs along its last dimension: a reduced last dimension sums
 // each run into one element, a kept one adds the run to a run of r.
+// binaryFast is binaryRun for the arithmetic a step spends its time in
+// (adding, subtracting and multiplying whole runs, or a run and a scalar,
+// as a broadcast row does), in loops without index arithmetic or bounds
+// checks. It reports false for the ops it leaves to binaryRun.
+func binaryFast[T numeric](op binaryKind, r, a []T, da int, b []T, db int) bool {
+	if op != addOp && op != subOp && op != mulOp {
+		return false
+	}
+	n := len(r)
+	switch {
+	case da == 1 && db == 1:
+		a, b := a[:n], b[:n]
+		switch op {
+		case addOp:
+			for i := range r {
+				r[i] = a[i] + b[i]
+			}
+		case subOp:
+			for i := range r {
+				r[i] = a[i] - b[i]
+			}
+		case mulOp:
+			for i := range r {
+				r[i] = a[i] * b[i]
+			}
+		}
+	case da == 1 && db == 0:
+		a, y := a[:n], b[0]
+		switch op {
+		case addOp:
+			for i := range r {
+				r[i] = a[i] + y
+			}
+		case subOp:
+			for i := range r {
+				r[i] = a[i] - y
+			}
+		case mulOp:
+			for i := range r {
+				r[i] = a[i] * y
+			}
+		}
+	case da == 0 && db == 1:
+		x, b := a[0], b[:n]
+		switch op {
+		case addOp:
+			for i := range r {
+				r[i] = x + b[i]
+			}
+		case subOp:
+			for i := range r {
+				r[i] = x - b[i]
+			}
+		case mulOp:
+			for i := range r {
+				r[i] = x * b[i]
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// sumRun adds up a run of elements. A long run is summed in four
+// interleaved partial sums, added pairwise at the end, as TensorFlow's
+// vectorized reductions sum in lanes: four additions in flight instead of
+// one chain, each waiting for the last. A run shorter than sumLanes is
+// summed in order.
+func sumRun[T numeric](run []T) T {
+	if len(run) < sumLanes {
+		var sum T
+		for _, x := range run {
+			sum += x
+		}
+		return sum
+	}
+	var s0, s1, s2, s3 T
+	i := 0
+	for ; i+4 <= len(run); i += 4 {
+		q := run[i : i+4 : i+4]
+		s0 += q[0]
+		s1 += q[1]
+		s2 += q[2]
+		s3 += q[3]
+	}
+	for ; i < len(run); i++ {
+		s0 += run[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// sumLanes is the shortest run sumRun sums in partial sums.
+const sumLanes = 16
+
 func reduceSum[T numeric](r, a []T, shape, kept []int64, mean bool, count float64) {
 	if len(a) > 0 {
 		if len(shape) == 0 {
@@ -484,11 +582,7 @@ func reduceSum[T numeric](r, a []T, shape, kept []int64, mean bool, count float6
 			for o := 0; o < len(a); o += inner {
 				run := a[o : o+inner]
 				if strides[last] == 0 {
-					var sum T
-					for _, x := range run {
-						sum += x
-					}
-					r[ir] += sum
+					r[ir] += sumRun(run)
 				} else {
 					dst := r[ir : int(ir)+inner]
 					for i, x := range run {
