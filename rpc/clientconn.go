@@ -314,6 +314,16 @@ func (cc *clientConn) lookup(id uint64) *call {
 // settleLocked frees a zombie's slot, or wakes the caller, once what it
 // waits for holds.
 func (k *call) settleLocked() {
+	if k.settleDue() {
+		k.done <- struct{}{}
+	}
+}
+
+// settleDue is settleLocked without the wake-up: it reports whether the
+// caller is to be woken, which its caller does once it has unlocked cc.mu,
+// so that callers waiting for the lock do not wait for the wake-up too (it
+// may wake a thread). The token's channel has room for it.
+func (k *call) settleDue() bool {
 	switch {
 	case k.zombie:
 		if k.sent && !k.receiving {
@@ -322,8 +332,9 @@ func (k *call) settleLocked() {
 	case k.signalled:
 	case k.want == wantAnswer && k.answered, k.want == wantRelease && k.sent && !k.receiving:
 		k.signalled = true
-		k.done <- struct{}{}
+		return true
 	}
+	return false
 }
 
 // awaitLocked blocks, without cc.mu, until what the caller wants holds.
@@ -554,12 +565,15 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 			k.receiving = false
 			if !k.abandoned {
 				k.answered, k.in = true, in
-				k.settleLocked()
-				if !lent && !k.reads && k.signalled {
+				wake := k.settleDue()
+				if wake && !lent && !k.reads {
 					k.counted = true
 					cc.waking.Add(1)
 				}
 				cc.mu.Unlock()
+				if wake {
+					k.done <- struct{}{}
+				}
 				if !lent {
 					cc.woken = true
 				}
