@@ -47,6 +47,11 @@ type clientConn struct {
 	rewatch     chan struct{}   // tells the watcher that watched changed
 	gone        chan struct{}   // closed once the connection has failed
 	interrupted bool            // the watcher interrupted the caller's reads
+	// The last call's context could end, and the last answer was longer
+	// than such a caller reads (see selfReader.readTurnUntil): then the
+	// next such call is likely to hand the read side back, and the
+	// receiving goroutine keeps it.
+	lastCancellable, lastLong bool
 
 	woken bool // a caller was answered since woke; the read side's
 	// Callers handed an answer that have not yet taken it (see unrun); a
@@ -153,10 +158,16 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 	if cc.awaiting > 1 {
 		cc.crowded = true
 	}
+	done := ctx.Done()
+	cc.lastCancellable = done != nil
 	if cc.sr != nil && cc.reading == nobodyReads {
-		cc.reading, k.reads = callerReads, true
-		if k.ctxDone = ctx.Done(); k.ctxDone != nil {
-			cc.watchLocked(k.ctxDone)
+		if done != nil && cc.lastLong {
+			cc.resumeLocked()
+		} else {
+			cc.reading, k.reads, k.ctxDone = callerReads, true, done
+			if done != nil {
+				cc.watchLocked(done)
+			}
 		}
 	}
 	return k, nil
@@ -555,7 +566,8 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 		if cc.awaiting > 0 {
 			cc.awaiting--
 		}
-		if lend && cc.awaiting == 0 && !cc.crowded && cc.err == nil && cc.reading == readerReads {
+		cc.lastLong = cc.sr != nil && wire.HeaderSize+h.BodyLen() > cc.sr.wholeLimit()
+		if lend && cc.awaiting == 0 && !cc.crowded && cc.err == nil && cc.reading == readerReads && !cc.keepsLong() {
 			cc.reading, cc.freedAt, lent = nobodyReads, time.Now(), true
 		}
 		if cc.awaiting == 0 {
@@ -601,8 +613,13 @@ func (cc *clientConn) mayLend(in *wire.Inbound) bool {
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return cc.awaiting == 1 && !cc.crowded && cc.err == nil
+	long := wire.HeaderSize+in.Header.BodyLen() > cc.sr.wholeLimit()
+	return cc.awaiting == 1 && !cc.crowded && cc.err == nil && !(long && cc.lastCancellable)
 }
+
+// keepsLong reports whether the receiving goroutine keeps the read side
+// because of a long answer (see lastLong).
+func (cc *clientConn) keepsLong() bool { return cc.lastLong && cc.lastCancellable }
 
 // deliverLending implements lender.
 func (cc *clientConn) deliverLending(in *wire.Inbound) bool { return cc.deliver(in, true) }

@@ -232,6 +232,8 @@ type selfReader interface {
 	// until resumeReads; it is safe for concurrent use.
 	interrupt()
 	resumeReads()
+	// wholeLimit is the longest frame readTurnUntil reads.
+	wholeLimit() uint64
 	// leave ends a caller's turn at the read side, sending the answers held
 	// for the batch delivered, and reports whether bytes read wait to be
 	// delivered.
@@ -303,6 +305,8 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 func (c *tcpConn) interrupt()   { c.nc.SetReadDeadline(aLongTimeAgo) }
 func (c *tcpConn) resumeReads() { c.nc.SetReadDeadline(time.Time{}) }
+
+func (c *tcpConn) wholeLimit() uint64 { return uint64(c.br.Size()) }
 
 func (c *tcpConn) leave() bool {
 	c.endBatch(false)
