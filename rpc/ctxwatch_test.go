@@ -137,7 +137,8 @@ func TestContextEndsOwnRead(t *testing.T) {
 }
 
 // A caller whose context can end leaves an answer longer than what it
-// reads whole to the receiving goroutine, and still gets it.
+// reads whole to the receiving goroutine, and still gets it; the receiving
+// goroutine then keeps the read side until a short answer.
 func TestLongAnswerUnderWatch(t *testing.T) {
 	env := newTestEnv(t)
 	bg := context.Background()
@@ -158,8 +159,14 @@ func TestLongAnswerUnderWatch(t *testing.T) {
 			t.Fatalf("%d bytes: tensor mismatch", n)
 		}
 		reply.Release()
+		if got, long := readSideOf(t, env.client), n > readBufferSize; long && got != readerReads {
+			t.Fatalf("after a %d-byte answer the read side is %d, want the receiving goroutine's (%d)", n, got, readerReads)
+		}
 		if err := echoOnce(ctx, env.client, []byte("between")); err != nil {
 			t.Fatal(err)
+		}
+		if got := readSideOf(t, env.client); got != nobodyReads {
+			t.Fatalf("after a short answer the read side is %d, want it left to the next caller (%d)", got, nobodyReads)
 		}
 	}
 }
