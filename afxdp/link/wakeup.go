@@ -100,9 +100,6 @@ func (p *poller) wait(d time.Duration) error {
 		return err
 	}
 	defer p.arm(unix.EPOLL_CTL_DEL)
-	if p.check(0) {
-		return nil
-	}
 	var deadline time.Time
 	if d >= 0 {
 		deadline = time.Now().Add(d)
@@ -110,6 +107,10 @@ func (p *poller) wait(d time.Duration) error {
 	if err := p.file.SetReadDeadline(deadline); err != nil {
 		return fmt.Errorf("afxdp: poller deadline: %w", err)
 	}
+	// Read checks once before it parks, so what is ready already (a
+	// packet that came before arm) ends the wait without a second
+	// epoll_wait; a deadline already past ends it without any, and a
+	// wake-up left unconsumed ends the next wait at once.
 	err := p.raw.Read(p.ready)
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("afxdp: poll: %w", err)
