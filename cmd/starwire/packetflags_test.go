@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/starwire/starwire/internal/envvar"
+)
+
+// TestServePacketTicket: serve refuses a packet path that would take
+// sessions from anyone unless told so, and a ticket file it cannot use.
+func TestServePacketTicket(t *testing.T) {
+	t.Setenv(envvar.PacketTicketFile, "")
+	args := []string{"serve", "--job", "ps", "--cluster", "ps=127.0.0.1:1;worker=127.0.0.1:2", "--transport", "udp"}
+	code, _, errOut := runMain(t, args...)
+	if code != 2 || !strings.Contains(errOut, "--packet_ticket_file") || !strings.Contains(errOut, "--insecure_packet_path") {
+		t.Errorf("--transport udp without a ticket: exit %d: %s", code, errOut)
+	}
+	bad := filepath.Join(t.TempDir(), "ticket")
+	if err := os.WriteFile(bad, []byte("not hex\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runMain(t, append(args, "--packet_ticket_file", bad)...)
+	if code != 2 || !strings.Contains(errOut, "packet ticket "+bad) {
+		t.Errorf("a ticket file that holds no ticket: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = runMain(t, append(args, "--packet_ticket_file", bad, "--insecure_packet_path")...)
+	if code != 2 || !strings.Contains(errOut, "give one") {
+		t.Errorf("a ticket and --insecure_packet_path: exit %d: %s", code, errOut)
+	}
+}
