@@ -47,6 +47,9 @@ type clientConn struct {
 	rewatch     chan struct{}   // tells the watcher that watched changed
 	gone        chan struct{}   // closed once the connection has failed
 	interrupted bool            // the watcher interrupted the caller's reads
+	lastDone    <-chan struct{} // the last context a caller read under
+	afterStop   func() bool     // ends the reading caller's AfterFunc, if it has one
+	interruptFn func()          // cc.interruptIfEnded, made once
 	// The last call's context could end, and the last answer was longer
 	// than such a caller reads (see selfReader.readTurnUntil): then the
 	// next such call is likely to hand the read side back, and the
@@ -166,7 +169,7 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 		} else {
 			cc.reading, k.reads, k.ctxDone = callerReads, true, done
 			if done != nil {
-				cc.watchLocked(done)
+				cc.watchLocked(ctx, done)
 			}
 		}
 	}

@@ -1,19 +1,36 @@
 package rpc
 
-// A caller whose context can end may read its own answer too: a watcher
-// goroutine, one per connection and started by the first such caller,
-// waits for the reading caller's context to end and then interrupts its
-// read (see selfReader.interrupt), which readTurnUntil leaves at a frame
-// boundary. The watcher is told of a context only when it differs from the
-// last one it watched, so callers that share a context (the calls of one
-// step, say) cost no wake-up and nothing is allocated per call, where
-// context.AfterFunc would allocate on every call.
+import "context"
 
-// watchLocked has the watcher watch done, the context of the caller that
-// takes the read side.
-func (cc *clientConn) watchLocked(done <-chan struct{}) {
+// A caller whose context can end may read its own answer too: when the
+// context ends, its read is interrupted (see selfReader.interrupt), which
+// readTurnUntil leaves at a frame boundary. Who interrupts depends on how
+// the context is shared:
+//
+//   - A context that callers of the connection use again and again (the
+//     calls of a step, or of a whole job) is watched by a goroutine of the
+//     connection's, started by the first such caller and told of a context
+//     only when a caller brings it a second time in a row: such calls cost
+//     neither a wake-up nor an allocation.
+//   - A context seen for the first time (one per call, say) gets a
+//     context.AfterFunc for the call, which costs a few allocations but
+//     wakes no goroutine, where telling the watcher would wake it on
+//     every call.
+
+// watchLocked arranges for the reads of the caller that takes the read
+// side, whose context is ctx, to be interrupted once ctx ends.
+func (cc *clientConn) watchLocked(ctx context.Context, done <-chan struct{}) {
 	cc.readDone = done
-	if cc.watched == done {
+	again := cc.lastDone == done
+	cc.lastDone = done
+	switch {
+	case cc.watched == done:
+		return
+	case !again:
+		if cc.interruptFn == nil {
+			cc.interruptFn = cc.interruptIfEnded
+		}
+		cc.afterStop = context.AfterFunc(ctx, cc.interruptFn)
 		return
 	}
 	cc.watched = done
@@ -33,6 +50,10 @@ func (cc *clientConn) watchLocked(done <-chan struct{}) {
 // before anybody else reads.
 func (cc *clientConn) unwatchLocked() {
 	cc.readDone = nil
+	if cc.afterStop != nil {
+		cc.afterStop()
+		cc.afterStop = nil
+	}
 	if cc.interrupted {
 		cc.interrupted = false
 		cc.sr.resumeReads()
@@ -63,5 +84,22 @@ func (cc *clientConn) watch() {
 		case <-cc.gone:
 			return
 		}
+	}
+}
+
+// interruptIfEnded interrupts the reads of the caller holding the read
+// side if its context has ended; a context.AfterFunc calls it, possibly
+// late, once another caller reads.
+func (cc *clientConn) interruptIfEnded() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.readDone == nil || cc.interrupted {
+		return
+	}
+	select {
+	case <-cc.readDone:
+		cc.interrupted = true
+		cc.sr.interrupt()
+	default:
 	}
 }

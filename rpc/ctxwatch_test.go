@@ -11,11 +11,11 @@ import (
 	"github.com/starwire/starwire/wire"
 )
 
-// halfAnswerPeer serves one connection as a peer that answers the first
-// call whole, and the second in two parts, the second part only once
-// release is closed; it answers every later request whole. It reports
-// each request it reads on requests.
-func halfAnswerPeer(t *testing.T, release <-chan struct{}) (addr string, requests <-chan wire.Header) {
+// halfAnswerPeer serves one connection as a peer that answers the call
+// numbered split (from 0) in two parts, the second part only once release
+// is closed, and every other call whole. It reports each request it reads
+// on requests.
+func halfAnswerPeer(t *testing.T, split int, release <-chan struct{}) (addr string, requests <-chan wire.Header) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,7 +48,7 @@ func halfAnswerPeer(t *testing.T, release <-chan struct{}) (addr string, request
 				continue
 			}
 			frame := rawFrame(t, &wire.Message{Header: wire.Header{Kind: wire.KindResponse, Method: h.Method, CallID: h.CallID}, Meta: meta})
-			if n == 1 {
+			if n == split {
 				half := len(frame) / 2
 				if _, err := nc.Write(frame[:half]); err != nil {
 					return
@@ -71,21 +71,32 @@ func halfAnswerPeer(t *testing.T, release <-chan struct{}) (addr string, request
 // A caller whose context can end reads its own answer, and when its
 // context ends part way through the answer's frame it returns at once; the
 // receiving goroutine takes the read side back at the frame's boundary, so
-// the connection carries the next calls.
+// the connection carries the next calls. A context new to the connection
+// is watched by a context.AfterFunc, one that callers bring again by the
+// connection's watcher goroutine (shared).
 func TestContextEndsOwnRead(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		ctx  func() (context.Context, context.CancelFunc)
-		want wire.Code
+		name   string
+		ctx    func() (context.Context, context.CancelFunc)
+		want   wire.Code
+		shared bool
 	}{
-		{"cancel", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, wire.Cancelled},
+		{"cancel", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, wire.Cancelled, false},
 		{"deadline", func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 50*time.Millisecond)
-		}, wire.DeadlineExceeded},
+		}, wire.DeadlineExceeded, false},
+		{"shared/cancel", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, wire.Cancelled, true},
+		{"shared/deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 200*time.Millisecond)
+		}, wire.DeadlineExceeded, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})
-			addr, reqs := halfAnswerPeer(t, release)
+			split := 1
+			if tc.shared {
+				split = 3
+			}
+			addr, reqs := halfAnswerPeer(t, split, release)
 			c := NewClient(addr, ClientOptions{})
 			defer c.Close()
 			bg := context.Background()
@@ -98,6 +109,15 @@ func TestContextEndsOwnRead(t *testing.T) {
 			}
 			ctx, cancel := tc.ctx()
 			defer cancel()
+			for i := 1; i < split; i++ {
+				if err := echoOnce(ctx, c, []byte("under the shared context")); err != nil {
+					t.Fatal(err)
+				}
+				<-reqs
+			}
+			if tc.shared && !watchedBy(c, ctx) {
+				t.Fatal("a context brought twice is not the watcher's")
+			}
 			ended := make(chan error, 1)
 			go func() { ended <- echoOnce(ctx, c, []byte("second, answered in two parts")) }()
 			<-reqs
@@ -205,4 +225,14 @@ func TestManyContextsUnderWatch(t *testing.T) {
 	if err := echoOnce(bg, env.client, nil); err != nil && errors.As(err, &st) {
 		t.Fatal(err)
 	}
+}
+
+// watchedBy reports whether the connection's watcher goroutine watches ctx.
+func watchedBy(c *Client, ctx context.Context) bool {
+	c.mu.Lock()
+	cc := c.cc
+	c.mu.Unlock()
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.watcher && cc.watched == ctx.Done()
 }
