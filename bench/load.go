@@ -33,6 +33,10 @@ type LoadConfig struct {
 	// Rounds cuts Duration into turns that the contenders take one after
 	// another; 0 means 1.
 	Rounds int
+	// CallTimeout, when positive, gives each starwire and gRPC-Go call a
+	// context of its own with this timeout, as callers that bound every
+	// call do; the raw baseline has no contexts.
+	CallTimeout time.Duration
 }
 
 // DefaultLoad is a short echo run with 32 calls in flight, 3 seconds per
@@ -226,12 +230,25 @@ func newStarwireLoader(addr string, cfg LoadConfig) (loader, error) {
 		req, resp := echoPayload(cfg.Size), make([]byte, cfg.Size)
 		dst := make([]byte, cfg.Size)
 		if cfg.Mode == ModeEcho {
-			l.callers = append(l.callers, func(ctx context.Context) error { return sc.Echo(ctx, req, resp) })
+			l.callers = append(l.callers, withTimeout(cfg.CallTimeout, func(ctx context.Context) error { return sc.Echo(ctx, req, resp) }))
 		} else {
-			l.callers = append(l.callers, func(ctx context.Context) error { return sc.FetchInto(ctx, dst) })
+			l.callers = append(l.callers, withTimeout(cfg.CallTimeout, func(ctx context.Context) error { return sc.FetchInto(ctx, dst) }))
 		}
 	}
 	return l, nil
+}
+
+// withTimeout makes call under a context of its own that ends after d, if
+// d is positive.
+func withTimeout(d time.Duration, call func(context.Context) error) func(context.Context) error {
+	if d <= 0 {
+		return call
+	}
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return call(ctx)
+	}
 }
 
 func newGRPCLoader(addr string, cfg LoadConfig) (loader, error) {
@@ -243,15 +260,15 @@ func newGRPCLoader(addr string, cfg LoadConfig) (loader, error) {
 	for range cfg.Inflight {
 		req := echoPayload(cfg.Size)
 		if cfg.Mode == ModeEcho {
-			l.callers = append(l.callers, func(ctx context.Context) error {
+			l.callers = append(l.callers, withTimeout(cfg.CallTimeout, func(ctx context.Context) error {
 				_, err := c.Echo(ctx, req)
 				return err
-			})
+			}))
 		} else {
-			l.callers = append(l.callers, func(ctx context.Context) error {
+			l.callers = append(l.callers, withTimeout(cfg.CallTimeout, func(ctx context.Context) error {
 				_, err := c.Fetch(ctx, cfg.Size)
 				return err
-			})
+			}))
 		}
 	}
 	return l, nil

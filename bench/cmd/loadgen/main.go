@@ -27,6 +27,7 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measuring time per contender")
 	flag.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured calls per contender first")
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "turns the contenders take, each -duration/-rounds long")
+	flag.DurationVar(&cfg.CallTimeout, "call_timeout", 0, "give each starwire and gRPC-Go call a context of its own with this timeout (0: none)")
 	server := flag.String("server", "embedded", `"embedded", or the addresses echoserver printed`)
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	cancellable := flag.Bool("cancellable", false, "calls carry a context that can be cancelled (one for the whole run, as a training step's calls share one), instead of context.Background()")
