@@ -55,9 +55,6 @@ func (sc *serverConn) serve() {
 		sc.conn.Close()
 	})
 	err := sc.conn.Receive(sc)
-	if errors.Is(err, ErrPlaintext) {
-		sc.s.plaintextRefused(sc.peer)
-	}
 	sc.ka.stop()
 	sc.s.forget(sc)
 	sc.mu.Lock()

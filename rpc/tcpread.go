@@ -27,7 +27,7 @@ const headChunk = 1 << 20
 // until it is handed back.
 func (c *tcpConn) Receive(r wire.Receiver) error {
 	if c.tls != nil && !c.tls.ConnectionState().HandshakeComplete {
-		if err := c.serverHandshake(); err != nil {
+		if err := c.serverHandshake(r); err != nil {
 			return c.fail(err)
 		}
 	}

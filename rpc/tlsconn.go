@@ -115,12 +115,13 @@ func (c *tcpConn) startTLS(ctx context.Context, cfg *tls.Config, client bool) er
 	return nil
 }
 
-// serverHandshake completes a server connection's handshake.
-func (c *tcpConn) serverHandshake() error {
+// serverHandshake completes a server connection's handshake; r, the
+// connection's receiver, hears of a plaintext client (plaintextWatcher).
+func (c *tcpConn) serverHandshake(r wire.Receiver) error {
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
 	if err := c.tls.HandshakeContext(ctx); err != nil {
-		return fmt.Errorf("rpc: tls handshake with %v: %w", c.nc.RemoteAddr(), refusePlaintext(c.shim, err))
+		return fmt.Errorf("rpc: tls handshake with %v: %w", c.nc.RemoteAddr(), refusePlaintext(c.shim, err, r))
 	}
 	c.handshakeDone()
 	return nil

@@ -34,10 +34,13 @@ const plaintextLinger = time.Second
 // otherwise. The answer is written and the client's bytes drained within
 // plaintextLinger, so that closing does not reset the connection before
 // the client reads it.
-func refusePlaintext(s *cipherShim, err error) error {
+func refusePlaintext(s *cipherShim, err error, r wire.Receiver) error {
 	var rh tls.RecordHeaderError
 	if !errors.As(err, &rh) || binary.LittleEndian.Uint16(rh.RecordHeader[:2]) != wire.Magic {
 		return err
+	}
+	if w, ok := r.(plaintextWatcher); ok {
+		w.plaintextRefused() // before the answer, which the client may act on at once
 	}
 	nc := s.Conn.(*net.TCPConn)
 	nc.SetDeadline(time.Now().Add(plaintextLinger))
@@ -55,9 +58,13 @@ func refusePlaintext(s *cipherShim, err error) error {
 	return fmt.Errorf("%w (%v)", ErrPlaintext, nc.RemoteAddr())
 }
 
+// A plaintextWatcher is a Receiver told of a plaintext client refused.
+type plaintextWatcher interface{ plaintextRefused() }
+
 // plaintextRefused logs a plaintext client refused: the first, then at
 // powers of two, so that a misconfigured fleet logs a few lines.
-func (s *Server) plaintextRefused(peer net.Addr) {
+func (sc *serverConn) plaintextRefused() {
+	s, peer := sc.s, sc.peer
 	s.mu.Lock()
 	s.plaintext++
 	n := s.plaintext

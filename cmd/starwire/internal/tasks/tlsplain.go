@@ -46,6 +46,11 @@ func (c confirmedCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.Aut
 // within a second and a bounded number of frames.
 func (c confirmedCreds) refusePlaintext(raw net.Conn) error {
 	defer raw.Close()
+	// Counted first: the client may act on the answer before the drain ends.
+	err := fmt.Errorf("%w: a gRPC client (%v)", rpc.ErrPlaintext, raw.RemoteAddr())
+	if c.files != nil {
+		c.files.Refused(raw, err)
+	}
 	raw.SetDeadline(time.Now().Add(time.Second))
 	fr := http2.NewFramer(raw, raw)
 	fr.WriteSettings()
@@ -64,10 +69,6 @@ func (c confirmedCreds) refusePlaintext(raw net.Conn) error {
 		tc.CloseWrite()
 	}
 	io.Copy(io.Discard, io.LimitReader(raw, 1<<20))
-	err := fmt.Errorf("%w: a gRPC client (%v)", rpc.ErrPlaintext, raw.RemoteAddr())
-	if c.files != nil {
-		c.files.Refused(raw, err)
-	}
 	return err
 }
 
