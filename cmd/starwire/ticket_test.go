@@ -1,7 +1,6 @@
 package main
 
-import "github.com/starwire/starwire/afxdp"
+import "github.com/starwire/starwire/afxdp/afxdptest"
 
-// testTicket, the same in every process the tests start, is the ticket
-// both ends of the tests' packet sessions hold.
-var testTicket = afxdp.Ticket{ID: 0x7e57, Secret: [32]byte{'s', 't', 'a', 'r', 'w', 'i', 'r', 'e'}}
+// The ticket the tests' packet sessions open under.
+var testTicket = afxdptest.Ticket
