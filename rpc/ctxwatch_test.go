@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"testing"
@@ -235,4 +236,83 @@ func watchedBy(c *Client, ctx context.Context) bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	return cc.watcher && cc.watched == ctx.Done()
+}
+
+// FuzzOwnReadAnswer answers a call whose caller reads its own answer under
+// a context that can end with arbitrary bytes (their call id, when they are
+// long enough to hold one, set to the call's), then closes the connection:
+// whatever the bytes, the call returns at once, with an answer or an
+// error. (TestContextEndsOwnRead covers a peer that stops part way.)
+func FuzzOwnReadAnswer(f *testing.F) {
+	for _, m := range []*wire.Message{
+		{Header: wire.Header{Kind: wire.KindResponse, Method: mEcho.ID}, Meta: []byte("answer")},
+		{Header: wire.Header{Kind: wire.KindError, Status: wire.Internal}, Meta: []byte("failed")},
+		{Header: wire.Header{Kind: wire.KindResponse, Method: mTensor.ID},
+			Tensors: []wire.Tensor{{DType: wire.DTInt32, Shape: []int64{2}, Data: make([]byte, 8)}}},
+		{Header: wire.Header{Kind: wire.KindPing}},
+		{Header: wire.Header{Kind: wire.KindResponse, Method: mEcho.ID}, Meta: make([]byte, 70<<10)},
+	} {
+		frame, err := wire.AppendHead(nil, m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, t := range m.Tensors {
+			frame = append(frame, t.Data...)
+		}
+		f.Add(frame)
+		f.Add(frame[:len(frame)/2])
+	}
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan struct{})
+		defer func() {
+			l.Close() // ends an Accept that never got a connection
+			<-served
+		}()
+		go func() {
+			defer close(served)
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close()
+			for n := 0; ; n++ {
+				h, meta, _, err := readRawFrame(nc)
+				if err != nil {
+					return
+				}
+				if h.Kind != wire.KindRequest {
+					continue
+				}
+				out := rawFrame(t, &wire.Message{Header: wire.Header{Kind: wire.KindResponse, Method: h.Method, CallID: h.CallID}, Meta: meta})
+				if n == 1 {
+					out = append([]byte(nil), answer...)
+					if len(out) >= 24 {
+						binary.LittleEndian.PutUint64(out[16:], h.CallID)
+					}
+				}
+				if _, err := nc.Write(out); err != nil || n == 1 {
+					return
+				}
+			}
+		}()
+		c := NewClient(l.Addr().String(), ClientOptions{FailFast: true})
+		defer c.Close()
+		bg := context.Background()
+		if err := echoOnce(bg, c, []byte("first")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		var reply Reply
+		err = c.Call(ctx, mEcho, &Request{Meta: []byte("fuzzed")}, &reply)
+		reply.Release()
+		if CodeOf(err) == wire.DeadlineExceeded {
+			t.Fatalf("a call answered with %q and a closed connection waited for its deadline", answer)
+		}
+		c.Close()
+	})
 }

@@ -277,11 +277,10 @@ func (c *tcpConn) readTurnUntil(r wire.Receiver) (stopped bool, err error) {
 		return interrupted(err)
 	}
 	if h, err := wire.ParseHeader(hb, c.lim); err == nil || errors.Is(err, wire.ErrTooLarge) {
-		n := wire.HeaderSize + h.BodyLen()
-		if n > uint64(c.br.Size()) {
+		if h.BodyLen() > uint64(c.br.Size()-wire.HeaderSize) {
 			return true, nil
 		}
-		if _, err := c.br.Peek(int(n)); err != nil {
+		if _, err := c.br.Peek(wire.HeaderSize + int(h.BodyLen())); err != nil {
 			return interrupted(err)
 		}
 	}
