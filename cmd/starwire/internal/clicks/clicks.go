@@ -33,6 +33,7 @@ type Generator struct {
 	cfg  Config
 	true []float32 // the hidden weight of every hashed id
 	bias float32
+	pop  *popularity // every field's values are equally skewed
 }
 
 // New returns the generator of cfg's dataset.
@@ -47,7 +48,7 @@ func New(cfg Config) (*Generator, error) {
 	case cfg.Skew <= 1:
 		return nil, fmt.Errorf("clicks: skew %v, want > 1", cfg.Skew)
 	}
-	g := &Generator{cfg: cfg, true: make([]float32, cfg.Vocab)}
+	g := &Generator{cfg: cfg, true: make([]float32, cfg.Vocab), pop: newPopularity(cfg.Skew, cfg.Values)}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7472756557)) // "trueW"
 	for i := range g.true {
 		g.true[i] = float32(rng.NormFloat64() * cfg.Scale)
@@ -93,17 +94,13 @@ func (b *Batch) Len() int { return len(b.Labels) }
 type Stream struct {
 	g    *Generator
 	rng  *rand.Rand
-	zipf []*rand.Zipf
+	tail *rand.Zipf // the popularity table's tail, nil when it has none
 }
 
 // Stream returns stream number i of the dataset.
 func (g *Generator) Stream(i uint64) *Stream {
 	rng := rand.New(rand.NewPCG(g.cfg.Seed^0x5eed, i+1))
-	s := &Stream{g: g, rng: rng, zipf: make([]*rand.Zipf, g.cfg.Fields)}
-	for f := range s.zipf {
-		s.zipf[f] = rand.NewZipf(rng, g.cfg.Skew, 1, uint64(g.cfg.Values-1))
-	}
-	return s
+	return &Stream{g: g, rng: rng, tail: g.pop.tailZipf(rng)}
 }
 
 // Fill replaces b's contents with n fresh examples, reusing its storage.
@@ -114,7 +111,7 @@ func (s *Stream) Fill(b *Batch, n int) {
 	for i := range n {
 		ids := b.IDs[i*F : (i+1)*F]
 		for f := range ids {
-			ids[f] = s.g.Hash(f, s.zipf[f].Uint64())
+			ids[f] = s.g.Hash(f, s.g.pop.draw(s.rng, s.tail))
 		}
 		p := sigmoid(s.g.TrueLogit(ids))
 		if s.rng.Float64() < p {
