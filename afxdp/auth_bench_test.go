@@ -6,9 +6,6 @@ import (
 	"testing"
 
 	"github.com/starwire/starwire/afxdp"
-	"github.com/starwire/starwire/afxdp/afxdprpc"
-	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/rpc"
 )
 
 // benchAuth gives the transport benchmark's endpoints their
@@ -87,23 +84,6 @@ func spread(xs []float64) string {
 // shows most.
 func BenchmarkMemLinkAuth(b *testing.B) {
 	for _, m := range authModes {
-		b.Run(m.name, func(b *testing.B) {
-			la, lb := link.MemPair(memA, memB, link.MemOptions{})
-			ea, eb := afxdp.NewEndpoint(la, m.opts(afxdp.Options{})), afxdp.NewEndpoint(lb, m.opts(afxdp.Options{}))
-			b.Cleanup(func() { ea.Close(); eb.Close() })
-			srv := rpc.NewServer()
-			srv.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})
-			l, err := afxdprpc.Transport(eb).Listen("")
-			if err != nil {
-				b.Fatal(err)
-			}
-			go srv.Serve(l)
-			b.Cleanup(func() { srv.Close() })
-			c := rpc.NewClient(lb.LocalAddr().String(), rpc.ClientOptions{Transport: afxdprpc.Transport(ea)})
-			b.Cleanup(func() { c.Close() })
-			env := &benchEnv{client: c, eps: []*afxdp.Endpoint{ea, eb}}
-			b.Run("sequential", func(b *testing.B) { callsBench(b, env, 1) })
-			b.Run("inflight32", func(b *testing.B) { callsBench(b, env, 32) })
-		})
+		b.Run(m.name, func(b *testing.B) { memLinkCalls(b, m.opts(afxdp.Options{})) })
 	}
 }

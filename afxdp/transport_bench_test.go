@@ -361,8 +361,14 @@ func transportBench(b *testing.B, separate bool) {
 // in-memory link in one process: no kernel at all, so it measures what the
 // rpc layer, the reactors and the scheduler cost a call on their own.
 func BenchmarkMemLinkCalls(b *testing.B) {
+	memLinkCalls(b, afxdp.Options{Ticket: testTicket})
+}
+
+// memLinkCalls runs sequential and 32-in-flight echo calls between two
+// endpoints with opts over an in-memory link.
+func memLinkCalls(b *testing.B, opts afxdp.Options) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket})
+	ea, eb := afxdp.NewEndpoint(la, opts), afxdp.NewEndpoint(lb, opts)
 	b.Cleanup(func() { ea.Close(); eb.Close() })
 	srv := rpc.NewServer()
 	srv.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})
