@@ -31,3 +31,17 @@ func TestServePacketTicket(t *testing.T) {
 		t.Errorf("a ticket and --insecure_packet_path: exit %d: %s", code, errOut)
 	}
 }
+
+// TestTrainJoinPacketTicket: train refuses to join a cluster over the
+// packet path without the ticket its tasks hold, before dialing anything.
+func TestTrainJoinPacketTicket(t *testing.T) {
+	t.Setenv(envvar.PacketTicketFile, "")
+	emap := filepath.Join(t.TempDir(), "map")
+	if err := os.WriteFile(emap, []byte("127.0.0.1:1=127.0.0.1:3\n127.0.0.1:2=127.0.0.1:4\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runMain(t, "train", "--cluster", "ps=127.0.0.1:1;worker=127.0.0.1:2", "--endpoint_map", emap, "--transport", "udp", "--connect_timeout", "100ms")
+	if code != 2 || !strings.Contains(errOut, "--packet_ticket_file") || !strings.Contains(errOut, "--insecure_packet_path") {
+		t.Errorf("train --transport udp on a cluster, without a ticket: exit %d: %s", code, errOut)
+	}
+}

@@ -110,6 +110,11 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
+	if joining && f.transport == "udp" && !auth.Shared() {
+		// The tasks take packet sessions only under their ticket: without
+		// it every call would fail, one connect timeout at a time.
+		return usagef("train: a cluster's packet path (--transport udp) opens sessions only under the ticket its tasks hold: give --packet_ticket_file (or $%s), or --insecure_packet_path if the tasks were started with it", envvar.PacketTicketFile)
+	}
 	f.packet.secure(&tr, auth)
 	if err := f.pcap.open("train", &tr); err != nil {
 		return err
