@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
-	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -235,23 +233,7 @@ func TestDualChoosesPathPerCall(t *testing.T) {
 func TestDualChoosesPathPerCallAFXDP(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
 	const port = 7712
-	open := func(e *netns.End) *afxdp.Group {
-		var g *afxdp.Group
-		if err := e.Do(func() error {
-			o, err := afxdp.Open(e.Link, port, afxdp.Options{Ticket: testTicket}, link.XSKOptions{})
-			if err == nil && o.Path != afxdp.PathXDP {
-				o.Group.Close()
-				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, o.Fallback)
-			}
-			g = o.Group
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { g.Close() })
-		return g
-	}
-	srvG, cliG := open(p.B), open(p.A)
+	srvG, cliG := openXDPIn(t, p.B, port), openXDPIn(t, p.A, port)
 	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathThreshold, Threshold: 4096}}
 	var srv *pathServer
 	var addr string

@@ -241,22 +241,7 @@ func TestDualFallsBackToTCPWhenPacketPathFails(t *testing.T) {
 func TestDualOverAFXDP(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
 	const port = 7710
-	open := func(e *netns.End) *afxdp.Group {
-		var g *afxdp.Group
-		if err := e.Do(func() error {
-			o, err := afxdp.Open(e.Link, port, afxdp.Options{Ticket: testTicket}, link.XSKOptions{})
-			if err == nil && o.Path != afxdp.PathXDP {
-				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, o.Fallback)
-			}
-			g = o.Group
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { g.Close() })
-		return g
-	}
-	srvG, cliG := open(p.B), open(p.A)
+	srvG, cliG := openXDPIn(t, p.B, port), openXDPIn(t, p.A, port)
 	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
 	var addr string
 	if err := p.B.Do(func() error {

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
-	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
@@ -33,15 +31,11 @@ func listenAFXDP(spec string) (rpc.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stress spec %q: %w", spec, err)
 	}
-	o, err := afxdp.Open(ifname, uint16(port), afxdp.Options{Ticket: testTicket}, link.XSKOptions{})
+	g, err := openXDP(ifname, uint16(port))
 	if err != nil {
 		return nil, err
 	}
-	if o.Path != afxdp.PathXDP {
-		o.Group.Close()
-		return nil, fmt.Errorf("no AF_XDP on %s: %v", ifname, o.Fallback)
-	}
-	return afxdprpc.Transport(o.Group).Listen("")
+	return afxdprpc.Transport(g).Listen("")
 }
 
 // TestStressBulkAFXDP runs the two-way bulk load (stress.Bulk: 40 callers on
@@ -66,19 +60,7 @@ func TestStressBulkAFXDP(t *testing.T) {
 			}
 		}
 	})
-	var g *afxdp.Group
-	if err := pair.A.Do(func() error {
-		o, err := afxdp.Open(pair.A.Link, stressPort, afxdp.Options{Ticket: testTicket}, link.XSKOptions{})
-		if err == nil && o.Path != afxdp.PathXDP {
-			o.Group.Close()
-			err = fmt.Errorf("no AF_XDP on %s: %v", pair.A.Link, o.Fallback)
-		}
-		g = o.Group
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
+	g := openXDPIn(t, pair.A, stressPort)
 	c := rpc.NewClient(p.Addr, rpc.ClientOptions{Transport: afxdprpc.Transport(g)})
 	defer c.Close()
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
-	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -42,23 +41,7 @@ var sweepPolicies = []struct {
 func BenchmarkDualSizeSweep(b *testing.B) {
 	p := netns.NewForTest(b, netns.Options{})
 	const port = 7714
-	open := func(e *netns.End) *afxdp.Group {
-		var g *afxdp.Group
-		if err := e.Do(func() error {
-			o, err := afxdp.Open(e.Link, port, afxdp.Options{Ticket: testTicket}, link.XSKOptions{})
-			if err == nil && o.Path != afxdp.PathXDP {
-				o.Group.Close()
-				err = fmt.Errorf("no AF_XDP on %s: %v", e.Link, o.Fallback)
-			}
-			g = o.Group
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { g.Close() })
-		return g
-	}
-	srvG, cliG := open(p.B), open(p.A)
+	srvG, cliG := openXDPIn(b, p.B, port), openXDPIn(b, p.A, port)
 	var addr string
 	if err := p.B.Do(func() error {
 		tl, err := afxdprpc.Dual(&rpc.TCP{}, srvG, afxdprpc.DualOptions{Path: afxdp.PathXDP}).Listen(p.B.Addr.String() + ":0")
