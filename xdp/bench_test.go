@@ -25,7 +25,7 @@ func BenchmarkAllowlist(b *testing.B) {
 			bc.opts.Ports = []uint16{testPort}
 			p, err := Load(bc.opts)
 			if err != nil {
-				b.Skipf("cannot load the program: %v", err)
+				b.Fatalf("cannot load the program: %v", err)
 			}
 			defer p.Close()
 			b.SetBytes(int64(len(frame)))
