@@ -17,22 +17,34 @@ import (
 var sweepSink = rpc.NewMethod("afxdprpc.test.Sink")
 
 // sweepPolicies are the clients the sweep compares: TCP alone, AF_XDP
-// alone, and the dual connection choosing per call.
-var sweepPolicies = []struct {
+// alone, the dual connection choosing per call, and a second TCP-alone
+// client, the control: what separates two identical clients on this
+// machine is the noise any other ratio here is read against.
+var sweepPolicies = [sweepClients]struct {
 	name   string
 	policy afxdprpc.PathPolicy
 }{
 	{"tcp", afxdprpc.PathPolicy{Mode: afxdprpc.PathTCPOnly}},
 	{"afxdp", afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}},
 	{"dual", afxdprpc.PathPolicy{}},
+	{"tcp-control", afxdprpc.PathPolicy{Mode: afxdprpc.PathTCPOnly}},
 }
+
+// The clients' indexes in sweepPolicies and a round's times.
+const (
+	sweepTCP = iota
+	sweepBypass
+	sweepDual
+	sweepControl
+	sweepClients
+)
 
 // BenchmarkDualSizeSweep sends one tensor per call, sequentially, of each
 // size from 64 B to 16 MiB, between two network namespaces over one veth
-// pair (copy mode), from three clients of one dual server: TCP alone,
-// AF_XDP alone, and a dual connection in auto mode. Within a size the
-// clients take turns call by call, in every order in turn, so that the
-// load on the machine falls on the three alike. Each client's MB/s is at
+// pair (copy mode), from four clients of one dual server: TCP alone,
+// AF_XDP alone, a dual connection in auto mode, and TCP alone again as the
+// control. Within a size the clients take turns call by call, in every
+// order in turn, so that the load on the machine falls on all alike. Each client's MB/s is at
 // its median call; dual/best compares the dual connection with the faster
 // path alone round by round (see reportSweep). A fixed count of rounds
 // per size gives every size as many paired samples:
@@ -61,7 +73,9 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 	var dual *afxdprpc.DualTransport
 	for i, sp := range sweepPolicies {
 		tr := afxdprpc.Dual(&nsTCP{end: p.A}, cliG, afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: sp.policy})
-		dual = tr // the last is auto's
+		if i == sweepDual {
+			dual = tr
+		}
 		clients[i] = rpc.NewClient(addr, rpc.ClientOptions{Transport: tr})
 		b.Cleanup(func() { clients[i].Close() })
 		waitBypass(b, clients[i])
@@ -82,10 +96,10 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 			// The dual connection learns the size before it is timed, as
 			// a job's connection has long before its thousandth call.
 			for range 12 {
-				call(clients[2])
+				call(clients[sweepDual])
 			}
 			before := dual.Stats()[0]
-			rounds := make([][3]time.Duration, 0, b.N)
+			rounds := make([][sweepClients]time.Duration, 0, b.N)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -94,7 +108,7 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 				// orders run through every permutation): a call just
 				// after one over AF_XDP shares the CPUs with its
 				// reactors while they still poll.
-				var r [3]time.Duration
+				var r [sweepClients]time.Duration
 				for _, i := range sweepOrders[n%len(sweepOrders)] {
 					t0 := time.Now()
 					call(clients[i])
@@ -118,10 +132,11 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 // same round, so that a round slowed by the machine's other work slows
 // both sides of its ratio alike; dual/best-total divides their total
 // times, which counts every call, the dual's probes of the slower path
-// included.
-func reportSweep(b *testing.B, size int, rounds [][3]time.Duration) {
-	var med [3]time.Duration
-	var total [3]time.Duration
+// included. control/tcp is dual/best's measure for two identical TCP
+// clients: how far from 1 this machine moves a ratio that should be 1.
+func reportSweep(b *testing.B, size int, rounds [][sweepClients]time.Duration) {
+	var med [sweepClients]time.Duration
+	var total [sweepClients]time.Duration
 	for i := range med {
 		col := make([]time.Duration, len(rounds))
 		for n, r := range rounds {
@@ -131,16 +146,23 @@ func reportSweep(b *testing.B, size int, rounds [][3]time.Duration) {
 		med[i] = median(col)
 		b.ReportMetric(float64(size)/max(med[i].Seconds(), 1e-9)/1e6, sweepPolicies[i].name+"-MB/s")
 	}
-	best := 0 // the faster path alone, by its median call
-	if med[1] < med[0] {
-		best = 1
+	best := sweepTCP // the faster path alone, by its median call
+	if med[sweepBypass] < med[sweepTCP] {
+		best = sweepBypass
 	}
+	b.ReportMetric(pairedRatio(rounds, best, sweepDual), "dual/best")
+	b.ReportMetric(total[best].Seconds()/max(total[sweepDual].Seconds(), 1e-9), "dual/best-total")
+	b.ReportMetric(pairedRatio(rounds, sweepTCP, sweepControl), "control/tcp")
+}
+
+// pairedRatio is the median over rounds of client a's time over client
+// b's in the same round: b's speed relative to a's.
+func pairedRatio(rounds [][sweepClients]time.Duration, a, b int) float64 {
 	ratios := make([]float64, len(rounds))
 	for n, r := range rounds {
-		ratios[n] = r[best].Seconds() / max(r[2].Seconds(), 1e-9)
+		ratios[n] = r[a].Seconds() / max(r[b].Seconds(), 1e-9)
 	}
-	b.ReportMetric(median(ratios), "dual/best")
-	b.ReportMetric(total[best].Seconds()/max(total[2].Seconds(), 1e-9), "dual/best-total")
+	return median(ratios)
 }
 
 func median[T time.Duration | float64](v []T) T {
@@ -154,8 +176,31 @@ func median[T time.Duration | float64](v []T) T {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
-// sweepOrders are the orders in which the three clients take turns.
-var sweepOrders = [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
+// sweepOrders are the orders in which the clients take turns: every
+// permutation, so that each follows each of the others as often.
+var sweepOrders = permutations(sweepClients)
+
+func permutations(n int) [][sweepClients]int {
+	var out [][sweepClients]int
+	var p [sweepClients]int
+	var used [sweepClients]bool
+	var walk func(k int)
+	walk = func(k int) {
+		if k == n {
+			out = append(out, p)
+			return
+		}
+		for i := range n {
+			if !used[i] {
+				used[i], p[k] = true, i
+				walk(k + 1)
+				used[i] = false
+			}
+		}
+	}
+	walk(0)
+	return out
+}
 
 func sizeName(n int) string {
 	switch {
