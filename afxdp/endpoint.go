@@ -36,7 +36,8 @@ import (
 // destinations, takes queued messages, transmits what the windows allow,
 // acknowledges, and flushes the link in one batch. When a loop finds no
 // work it keeps polling for Options.Spin and then sleeps in the link's Wait
-// until a packet, a wake-up or the next timer.
+// until a packet, a wake-up or the next timer. Most idle polls only look
+// at the link and the flags other goroutines raise (turn.go).
 //
 // The receiver's Alloc runs under the loop lock, so that tensor bytes land
 // in place as packets arrive, and so, by default, does Deliver: a quick
@@ -311,19 +312,25 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 	// reactor parked takes it and transmits itself (see enqueue). After
 	// shutdown it is never released, so late senders just queue.
 	e.loop.Lock()
-	var idleAt time.Time
+	var (
+		idleAt time.Time
+		t      turn
+	)
 	for !e.stopping.Load() {
-		e.env.Now = time.Now()
+		t.start(e.env)
 		n, err := e.link.Receive(e.rx)
 		if err != nil {
 			e.err = fmt.Errorf("afxdp: receive on %v: %w", e.link.LocalAddr(), err)
 			break
 		}
+		if n > 0 {
+			t.clock(e.env)
+		}
 		for i := range n {
 			e.handle(&e.rx[i])
 		}
 		e.ctr.received.Add(uint64(n))
-		if n > 0 {
+		if n > 0 && !e.readyFlag.Load() {
 			// Callers woken by what this batch delivered wait in this
 			// thread's run queue: yielding runs them here now instead of
 			// waking another thread for them, which costs more than the
@@ -332,51 +339,67 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			// owes, which then need no packet (and no kick) of their own.
 			// A busy reactor yields too: never yielding, it left them
 			// waiting for the scheduler's 10ms preemption whenever every
-			// P ran a reactor.
+			// P ran a reactor. A batch whose handlers answered on this
+			// loop (inline) sends the answers first instead: the yield
+			// would hold them behind every runnable goroutine.
 			runtime.Gosched()
 		}
 		worked := n > 0
 		if e.inbox.flag.Load() {
+			t.clock(e.env)
 			e.handleInbox()
 			worked = true
 		}
 		if e.readyFlag.Load() {
+			t.clock(e.env)
 			e.takeReady()
 			worked = true
 		}
 		if e.env.Mem.Freed() {
+			t.clock(e.env)
 			e.env.RetryMemory(e.endProtocolSession)
 			worked = true
 		}
-		next, more := e.pumpAll()
-		e.env.FlushAcks()
-		if err := e.flush(); err != nil && !e.stopping.Load() {
-			if errors.Is(err, link.ErrLinkClosed) {
-				e.err = fmt.Errorf("afxdp: send on %v: %w", e.link.LocalAddr(), err)
-				break
+		if worked || t.pumps() {
+			var more bool
+			t.next, more = e.pumpAll()
+			e.env.FlushAcks()
+			if err := e.flush(); err != nil && !e.stopping.Load() {
+				if errors.Is(err, link.ErrLinkClosed) {
+					e.err = fmt.Errorf("afxdp: send on %v: %w", e.link.LocalAddr(), err)
+					break
+				}
+				// The datagrams are lost; the protocol sends them again.
+				e.ctr.sendErrors.Add(1)
 			}
-			// The datagrams are lost; the protocol sends them again.
-			e.ctr.sendErrors.Add(1)
-		}
-		if worked || more {
-			idleAt = time.Time{}
-			continue
+			if worked || more {
+				idleAt = time.Time{}
+				t.worked()
+				continue
+			}
 		}
 		now := e.env.Now
 		if idleAt.IsZero() {
 			idleAt = now
 		}
+		yield := t.idle()
 		if e.opts.Busy && !e.poll.backOff(now, idleAt) {
-			runtime.Gosched() // as above: goroutines woken by other means
+			if yield {
+				runtime.Gosched() // as above: goroutines woken by other means
+			}
 			continue
 		}
 		if (e.opts.Spin > 0 && now.Sub(idleAt) < e.opts.Spin) || now.Before(e.streamUntil) {
 			// Let the goroutines this loop woke (a Receive loop, a
 			// caller) run on this P while spinning.
-			runtime.Gosched()
+			if yield {
+				runtime.Gosched()
+			}
 			continue
 		}
-		if err := e.park(next); err != nil && !e.stopping.Load() {
+		err = e.park(t.next)
+		t.worked() // senders may have stepped the loop meanwhile
+		if err != nil && !e.stopping.Load() {
 			e.err = fmt.Errorf("afxdp: wait on %v: %w", e.link.LocalAddr(), err)
 			break
 		}

@@ -1,0 +1,57 @@
+package afxdp
+
+import (
+	"time"
+
+	"github.com/starwire/starwire/afxdp/protocol"
+)
+
+// idleFullEvery is how many idle turns of the reactor's loop make one
+// full turn. A full turn reads the clock, runs every session's timers and
+// transmit queue and then yields, as every turn once did. The turns
+// between only poll the link and the flags other goroutines raise, since
+// nothing a timer or a transmission depends on has changed, and do not
+// yield: a poll then costs a fraction of the clock read and the trip
+// through the scheduler, so the spinning reactor sees a packet sooner and
+// takes less CPU from the goroutines it yields to. A turn that receives,
+// or finds work flagged, reads the clock and runs them at once.
+const idleFullEvery = 8
+
+// turn is what the reactor's loop keeps from one turn to the next to make
+// idle turns cheap.
+type turn struct {
+	idles   int       // idle turns since the last one that worked
+	clocked bool      // this turn read the clock
+	next    time.Time // the earliest timer, as of the last pumpAll, for park
+}
+
+// start begins a turn: a full one reads the clock into env.Now.
+func (t *turn) start(env *protocol.Env) {
+	t.clocked = false
+	if t.idles%idleFullEvery == 0 {
+		t.clock(env)
+	}
+}
+
+// clock makes env.Now this turn's time, reading the clock once a turn.
+func (t *turn) clock(env *protocol.Env) {
+	if !t.clocked {
+		env.Now = time.Now()
+		t.clocked = true
+	}
+}
+
+// pumps reports whether the turn runs the timers and transmit queues:
+// one that read the clock does. Between two such turns no timer comes
+// due, as the clock stands still for them.
+func (t *turn) pumps() bool { return t.clocked }
+
+// worked records a turn that did work: the next is a full one.
+func (t *turn) worked() { t.idles = 0 }
+
+// idle records a turn that found nothing to do and reports whether it
+// yields, which the last before a full turn does.
+func (t *turn) idle() (yield bool) {
+	t.idles++
+	return t.idles%idleFullEvery == 0
+}

@@ -1,0 +1,54 @@
+package afxdp
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/afxdp/protocol"
+)
+
+// TestIdleTurnsReadTheClockAndYieldOnceAFullTurn walks the reactor's loop
+// through idle spells: the first turn after work and every idleFullEvery-th
+// idle one read the clock and pump, the turn before each of those yields,
+// and the others do neither; a turn that works reads the clock once however
+// often it asks.
+func TestIdleTurnsReadTheClockAndYieldOnceAFullTurn(t *testing.T) {
+	env := &protocol.Env{}
+	var tr turn
+	for spell := range 3 {
+		var clocked, yields []int
+		for i := range 3 * idleFullEvery {
+			env.Now = time.Time{}
+			tr.start(env)
+			if tr.pumps() != !env.Now.IsZero() {
+				t.Fatalf("spell %d, turn %d: pumps %v with the clock read: %v", spell, i, tr.pumps(), !env.Now.IsZero())
+			}
+			if tr.pumps() {
+				clocked = append(clocked, i)
+			}
+			if tr.idle() {
+				yields = append(yields, i)
+			}
+		}
+		wantClocked := []int{0, idleFullEvery, 2 * idleFullEvery}
+		wantYields := []int{idleFullEvery - 1, 2*idleFullEvery - 1, 3*idleFullEvery - 1}
+		if !slices.Equal(clocked, wantClocked) || !slices.Equal(yields, wantYields) {
+			t.Fatalf("spell %d: clock read on turns %v, yields on %v; want %v and %v", spell, clocked, yields, wantClocked, wantYields)
+		}
+		// Work in the middle of a spell: this turn reads the clock, once.
+		tr.start(env)
+		tr.idle()
+		tr.start(env)
+		if tr.pumps() {
+			t.Fatalf("spell %d: an idle turn between full ones pumps", spell)
+		}
+		tr.clock(env)
+		first := env.Now
+		tr.clock(env)
+		if env.Now != first || !tr.pumps() {
+			t.Fatalf("spell %d: a working turn read the clock twice (%v, %v) or does not pump (%v)", spell, first, env.Now, tr.pumps())
+		}
+		tr.worked()
+	}
+}
