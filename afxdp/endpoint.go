@@ -330,7 +330,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			e.handle(&e.rx[i])
 		}
 		e.ctr.received.Add(uint64(n))
-		if n > 0 && !e.readyFlag.Load() {
+		if n > 0 {
 			// Callers woken by what this batch delivered wait in this
 			// thread's run queue: yielding runs them here now instead of
 			// waking another thread for them, which costs more than the
@@ -339,9 +339,10 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			// owes, which then need no packet (and no kick) of their own.
 			// A busy reactor yields too: never yielding, it left them
 			// waiting for the scheduler's 10ms preemption whenever every
-			// P ran a reactor. A batch whose handlers answered on this
-			// loop (inline) sends the answers first instead: the yield
-			// would hold them behind every runnable goroutine.
+			// P ran a reactor. It yields even when the batch's handlers
+			// answered inline (on this loop): sending those answers
+			// before yielding made sequential calls slower whenever
+			// other processes loaded the host.
 			runtime.Gosched()
 		}
 		worked := n > 0
