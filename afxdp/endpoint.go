@@ -383,19 +383,15 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		if idleAt.IsZero() {
 			idleAt = now
 		}
-		yield := t.idle()
+		t.idle()
 		if e.opts.Busy && !e.poll.backOff(now, idleAt) {
-			if yield {
-				runtime.Gosched() // as above: goroutines woken by other means
-			}
+			runtime.Gosched() // as above: goroutines woken by other means
 			continue
 		}
 		if (e.opts.Spin > 0 && now.Sub(idleAt) < e.opts.Spin) || now.Before(e.streamUntil) {
 			// Let the goroutines this loop woke (a Receive loop, a
 			// caller) run on this P while spinning.
-			if yield {
-				runtime.Gosched()
-			}
+			runtime.Gosched()
 			continue
 		}
 		err = e.park(t.next)

@@ -7,14 +7,15 @@ import (
 )
 
 // idleFullEvery is how many idle turns of the reactor's loop make one
-// full turn. A full turn reads the clock, runs every session's timers and
-// transmit queue and then yields, as every turn once did. The turns
-// between only poll the link and the flags other goroutines raise, since
-// nothing a timer or a transmission depends on has changed, and do not
-// yield: a poll then costs a fraction of the clock read and the trip
-// through the scheduler, so the spinning reactor sees a packet sooner and
-// takes less CPU from the goroutines it yields to. A turn that receives,
-// or finds work flagged, reads the clock and runs them at once.
+// full turn. A full turn reads the clock and runs every session's timers
+// and transmit queue, as every turn once did. The turns between only poll
+// the link and the flags other goroutines raise, since nothing a timer or
+// a transmission depends on has changed, and yield: a poll then costs
+// little more than the trip through the scheduler, so the spinning
+// reactor sees a packet sooner and takes less CPU from the goroutines it
+// yields to. (Yielding less often as well made the goroutines a reactor
+// shares its P with wait behind its polls.) A turn that receives, or finds
+// work flagged, reads the clock and runs them at once.
 const idleFullEvery = 8
 
 // turn is what the reactor's loop keeps from one turn to the next to make
@@ -49,9 +50,5 @@ func (t *turn) pumps() bool { return t.clocked }
 // worked records a turn that did work: the next is a full one.
 func (t *turn) worked() { t.idles = 0 }
 
-// idle records a turn that found nothing to do and reports whether it
-// yields, which the last before a full turn does.
-func (t *turn) idle() (yield bool) {
-	t.idles++
-	return t.idles%idleFullEvery == 0
-}
+// idle records a turn that found nothing to do.
+func (t *turn) idle() { t.idles++ }
