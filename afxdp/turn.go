@@ -15,7 +15,10 @@ import (
 // reactor sees a packet sooner and takes less CPU from the goroutines it
 // yields to. (Yielding less often as well made the goroutines a reactor
 // shares its P with wait behind its polls.) A turn that receives, or finds
-// work flagged, reads the clock and runs them at once.
+// work flagged, reads the clock and runs them at once. Options.Spin is
+// judged by the clock of the last full turn, so an idle spell ends at the
+// first full turn after Spin has passed, up to idleFullEvery-1 polls (and
+// yields) later.
 const idleFullEvery = 8
 
 // turn is what the reactor's loop keeps from one turn to the next to make
