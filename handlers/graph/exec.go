@@ -29,6 +29,42 @@ type step struct {
 
 	statsMu sync.Mutex            // async nodes finish concurrently
 	stats   []*tfpb.NodeExecStats // when recording
+
+	sc *stepScratch
+}
+
+// stepScratch is the memory a step of a graph works in: every node's
+// inputs, outputs and kernel context, and the executor's bookkeeping. A
+// step's arrays are as large as its graph, and a graph runs every step of
+// a job, so they are kept from one step to the next instead of allocated
+// (and collected) each time.
+type stepScratch struct {
+	vals, ins []ops.Value
+	ctxs      []ops.Context
+	pending   []int
+	ready     []int
+	done      chan asyncDone
+}
+
+func (g *Graph) getScratch() *stepScratch {
+	if sc, ok := g.scratch.Get().(*stepScratch); ok {
+		return sc
+	}
+	return &stepScratch{
+		vals: make([]ops.Value, g.numOuts), ins: make([]ops.Value, g.numIns), ctxs: make([]ops.Context, len(g.nodes)),
+		pending: make([]int, len(g.nodes)), ready: make([]int, 0, len(g.nodes)), done: make(chan asyncDone, len(g.nodes)),
+	}
+}
+
+// putScratch keeps sc for another step once the step that used it has
+// ended: its nodes have all returned (execute waits for them) and its
+// outputs have been released, so nothing refers to sc's contents but sc.
+// They are cleared, so that a kept scratch holds no tensor or context.
+func (g *Graph) putScratch(sc *stepScratch) {
+	clear(sc.vals)
+	clear(sc.ins)
+	clear(sc.ctxs)
+	g.scratch.Put(sc)
 }
 
 // Run runs one step of g, as RunGraph asks: feeds[i] is the tensor of
@@ -43,7 +79,9 @@ func (g *Graph) Run(ctx context.Context, req *tfpb.RunGraphRequest, feeds []wire
 	}
 	feeds = ownFeeds(feeds)
 	defer tensor.ReleaseAll(feeds)
-	s := &step{g: g, id: req.GetStepId(), handle: req.GetGraphHandle(), vals: make([]ops.Value, g.numOuts), ins: make([]ops.Value, g.numIns), ctxs: make([]ops.Context, len(g.nodes))}
+	sc := g.getScratch()
+	defer g.putScratch(sc)
+	s := &step{g: g, id: req.GetStepId(), handle: req.GetGraphHandle(), vals: sc.vals, ins: sc.ins, ctxs: sc.ctxs, sc: sc}
 	var stop func()
 	s.ctx, s.cancel, stop = stepContext(ctx)
 	defer stop()
@@ -250,9 +288,10 @@ type asyncDone struct {
 // node starts, and execute returns once the nodes running have ended.
 func (s *step) execute() error {
 	g := s.g
-	pending := append([]int(nil), g.pending...)
-	ready := append(make([]int, 0, len(g.nodes)), g.roots...)
-	done := make(chan asyncDone, len(g.nodes))
+	pending := s.sc.pending
+	copy(pending, g.pending)
+	ready := append(s.sc.ready[:0], g.roots...)
+	done := s.sc.done
 	running := 0
 	var first error
 	finish := func(n *node, err error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/starwire/starwire/handlers/ops"
 	"github.com/starwire/starwire/rpc"
@@ -33,6 +34,10 @@ type Graph struct {
 	inOff, outOff   []int
 	numIns, numOuts int
 	pending         []int
+
+	// scratch keeps finished steps' arrays for the next step (see
+	// stepScratch).
+	scratch sync.Pool
 }
 
 // A node is one operation of a graph: what its kernel's builder saw and
