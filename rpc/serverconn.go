@@ -103,19 +103,27 @@ func (sc *serverConn) dispatch(in *wire.Inbound) {
 		call.finish(Errorf(wire.Unimplemented, "unknown method %#x", in.Header.Method))
 	case in.Err != nil:
 		call.finish(Errorf(errCode(in.Err), "%s: %v", m.Name, in.Err))
-	case m.opts.Inline:
+	case m.opts.Inline && !m.opts.Deferrable:
 		call.run(m, false)
 	case sc.running.Load() >= sc.maxCalls:
 		call.finish(Errorf(wire.ResourceExhausted, "%s: %d calls in progress on this connection, the server's limit", m.Name, sc.maxCalls))
+	case m.opts.Deferrable && m.chain == nil:
+		sc.track(call)
+		call.runDeferrable(m)
 	default:
-		sc.running.Add(1)
-		call.tracked = true
-		sc.mu.Lock()
-		sc.inflight[in.Header.CallID] = call
-		sc.mu.Unlock()
+		sc.track(call)
 		sc.woken = true
 		sc.s.workers.run(call, m)
 	}
+}
+
+// track counts call among the calls in progress that cancel frames reach.
+func (sc *serverConn) track(call *serverCall) {
+	sc.running.Add(1)
+	call.tracked = true
+	sc.mu.Lock()
+	sc.inflight[call.in.Header.CallID] = call
+	sc.mu.Unlock()
 }
 
 func (sc *serverConn) woke() bool {
@@ -145,9 +153,15 @@ type serverCall struct {
 	tracked   bool  // in sc.inflight
 	held      int64 // request bytes counted in sc.held
 	answering int64 // answer bytes counted in sc.answering
+
+	answerFn func(error) // answerDeferred, made once: what Response.Defer hands out
 }
 
-var serverCalls = sync.Pool{New: func() any { return new(serverCall) }}
+var serverCalls = sync.Pool{New: func() any {
+	call := new(serverCall)
+	call.resp.call = call
+	return call
+}}
 
 func getServerCall(sc *serverConn, in *wire.Inbound) *serverCall {
 	call := serverCalls.Get().(*serverCall)
@@ -181,6 +195,21 @@ func (call *serverCall) invoke(m *method, queued bool) (err error) {
 	}
 	return m.h(&call.ctx, call.in, &call.resp)
 }
+
+// runDeferrable runs a Deferrable handler on the receiving goroutine. Once
+// the handler has deferred its answer the call is answer's: it may be
+// answered and reused before the handler returns, so nothing of it is
+// touched after that.
+func (call *serverCall) runDeferrable(m *method) {
+	call.resp.deferrable = true
+	if err := call.invoke(m, false); err != ErrDeferred {
+		call.resp.deferrable = false
+		call.finish(err)
+	}
+}
+
+// answerDeferred answers a call whose handler deferred its answer.
+func (call *serverCall) answerDeferred(err error) { call.finish(err) }
 
 // finish sends the response, or err in its place.
 func (call *serverCall) finish(err error) {
@@ -240,6 +269,7 @@ func (call *serverCall) Sent(*wire.Message, error) {
 	s := sc.s
 	sc.freed(call.held, call.answering)
 	call.in, call.sc, call.msg, call.tracked = nil, nil, wire.Message{}, false
+	call.resp.deferrable = false
 	call.held, call.answering = 0, 0
 	serverCalls.Put(call)
 	if s.active.Add(-1) == 0 {
