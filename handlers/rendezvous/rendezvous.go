@@ -66,6 +66,11 @@ type slot struct {
 	full      bool
 	ready     chan struct{} // closed when the tensor arrives or the step aborts
 	err       error
+	// w is an asynchronous receiver (RecvAsync), told instead of ready;
+	// step and key locate its slot for Withdraw.
+	w    Waiter
+	step int64
+	key  string
 }
 
 var slots = sync.Pool{New: func() any { return new(slot) }}
@@ -131,10 +136,110 @@ func (r *Rendezvous) Send(step int64, key string, t wire.Tensor) error {
 	default: // a receiver is waiting; it owns s from here on
 		s.t, s.sendStart, s.full = t, time.Now().UnixMicro(), true
 		delete(st.slots, key)
+		if s.w != nil {
+			sh.mu.Unlock()
+			s.w.Received(s.t, s.sendStart, nil)
+			return nil
+		}
 		close(s.ready)
 	}
 	sh.mu.Unlock()
 	return nil
+}
+
+// TryRecv is Recv that does not wait: ok is false, and err nil, when the
+// tensor has not been sent yet.
+func (r *Rendezvous) TryRecv(step int64, key string) (t wire.Tensor, sendStart int64, ok bool, err error) {
+	sh := r.shard(step)
+	sh.mu.Lock()
+	st := sh.table(step)
+	if st.err != nil {
+		sh.mu.Unlock()
+		return wire.Tensor{}, 0, false, st.err
+	}
+	s := st.slots[key]
+	if s == nil {
+		sh.mu.Unlock()
+		return wire.Tensor{}, 0, false, nil
+	}
+	if !s.full {
+		sh.mu.Unlock()
+		return wire.Tensor{}, 0, false, rpc.Errorf(wire.AlreadyExists, "rendezvous: step %d: %q received twice", step, key)
+	}
+	delete(st.slots, key)
+	sh.mu.Unlock()
+	t, sendStart = s.t, s.sendStart
+	*s = slot{}
+	slots.Put(s)
+	return t, sendStart, true, nil
+}
+
+// A Waiter receives what RecvAsync waits for.
+type Waiter interface {
+	// Received gets the tensor, owning its Buf reference, and the time it
+	// was sent (micros since the epoch), or the error that ended the wait.
+	Received(t wire.Tensor, sendStart int64, err error)
+}
+
+// A Ticket stands for a receiver RecvAsync left waiting.
+type Ticket struct{ s *slot }
+
+// RecvAsync is Recv for a receiver that does not wait: w.Received gets
+// key's tensor in step, or the step's error, exactly once. When the tensor
+// is there, or the receive fails at once, that is before RecvAsync returns,
+// on the calling goroutine, and the ticket is nil; otherwise it is on the
+// goroutine of the Send, Abort or Cleanup that settles the wait, after the
+// rendezvous' lock is released, unless Withdraw takes the ticket back
+// first. Like Recv, it keeps a copy of key only while it waits.
+func (r *Rendezvous) RecvAsync(step int64, key string, w Waiter) *Ticket {
+	sh := r.shard(step)
+	sh.mu.Lock()
+	st := sh.table(step)
+	if st.err != nil {
+		sh.mu.Unlock()
+		w.Received(wire.Tensor{}, 0, st.err)
+		return nil
+	}
+	s := st.slots[key]
+	if s != nil && s.full {
+		delete(st.slots, key)
+		sh.mu.Unlock()
+		t, start := s.t, s.sendStart
+		*s = slot{}
+		slots.Put(s)
+		w.Received(t, start, nil)
+		return nil
+	}
+	if s != nil {
+		sh.mu.Unlock()
+		w.Received(wire.Tensor{}, 0, rpc.Errorf(wire.AlreadyExists, "rendezvous: step %d: %q received twice", step, key))
+		return nil
+	}
+	key = strings.Clone(key)
+	s = &slot{w: w, step: step, key: key}
+	st.slots[key] = s
+	sh.mu.Unlock()
+	return &Ticket{s}
+}
+
+// Withdraw takes back a waiting receiver's ticket, so that its Waiter is
+// never called, and reports whether it did: false means the Waiter has
+// been or is being called.
+func (r *Rendezvous) Withdraw(tk *Ticket) bool {
+	s := tk.s
+	sh := r.shard(s.step)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if s.full || s.err != nil {
+		return false
+	}
+	cur := sh.steps[s.step]
+	if cur == nil || cur.slots[s.key] != s {
+		return false
+	}
+	delete(cur.slots, s.key)
+	sh.forget(s.step)
+	return true
 }
 
 // Recv waits for key's tensor in step until ctx ends, and returns it with
@@ -199,8 +304,9 @@ func (r *Rendezvous) Abort(step int64, err error) {
 	if st.err == nil {
 		st.err = err
 	}
-	st.drain(st.err)
+	told := st.drain(st.err, nil)
 	sh.mu.Unlock()
+	tell(told)
 }
 
 // Open starts a new run of step: a step id cleaned up recently, which
@@ -220,16 +326,18 @@ func (r *Rendezvous) Open(step int64) {
 func (r *Rendezvous) Cleanup(step int64, err error) {
 	sh := r.shard(step)
 	sh.mu.Lock()
+	var told []*slot
 	if st := sh.steps[step]; st != nil {
 		if st.err != nil {
 			err = st.err
 		}
-		st.drain(err)
+		told = st.drain(err, nil)
 		delete(sh.steps, step)
 	}
 	sh.cleaned[sh.next] = cleanedStep{step: step, err: err, at: time.Now()}
 	sh.next = (sh.next + 1) % cleanedSteps
 	sh.mu.Unlock()
+	tell(told)
 }
 
 // CleanupAll forgets every step, failing their receivers with err.
@@ -237,17 +345,20 @@ func (r *Rendezvous) CleanupAll(err error) {
 	for i := range r.shards {
 		sh := &r.shards[i]
 		sh.mu.Lock()
+		var told []*slot
 		for step, st := range sh.steps {
-			st.drain(err)
+			told = st.drain(err, told)
 			delete(sh.steps, step)
 		}
 		sh.mu.Unlock()
+		tell(told)
 	}
 }
 
 // drain fails the waiters and releases the sent tensors; the shard's mutex
-// is held.
-func (st *stepTable) drain(err error) {
+// is held. It appends to told the asynchronous receivers, to be told (see
+// tell) once the mutex is released.
+func (st *stepTable) drain(err error, told []*slot) []*slot {
 	for key, s := range st.slots {
 		delete(st.slots, key)
 		if s.full {
@@ -257,7 +368,19 @@ func (st *stepTable) drain(err error) {
 			continue
 		}
 		s.err = err
+		if s.w != nil {
+			told = append(told, s)
+			continue
+		}
 		close(s.ready)
+	}
+	return told
+}
+
+// tell gives drained asynchronous receivers their error.
+func tell(told []*slot) {
+	for _, s := range told {
+		s.w.Received(wire.Tensor{}, 0, s.err)
 	}
 }
 
