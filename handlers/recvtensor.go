@@ -186,20 +186,46 @@ var deadShape = []int64{0}
 // the key is looked up through a string view of the metadata, and the
 // tensor's buffer reference moves to the response, which the server
 // releases once sent.
+//
+// It runs on the connection's receiving goroutine (the method is
+// Deferrable): a tensor already there is answered at once; otherwise the
+// answer is deferred to the Send that puts the tensor in the rendezvous,
+// which answers on its own goroutine, as TensorFlow's RecvLocalAsync calls
+// its done callback, instead of a goroutine waiting for it and being woken.
 func (w *Worker) handleRecvTensor(ctx context.Context, in *wire.Inbound, resp *rpc.Response) error {
 	req, err := parseRecvTensorRequest(in.Meta)
 	if err != nil {
 		return err
 	}
 	key := unsafe.String(unsafe.SliceData(req.key), len(req.key))
-	t, start, err := w.recvTensor(ctx, req.step, key)
-	if err != nil {
+	if err := w.checkKey(key); err != nil {
 		return err
 	}
+	if t, start, ok, err := w.rendezvous.TryRecv(req.step, key); ok || err != nil {
+		if err != nil {
+			return err
+		}
+		answerRecvTensor(resp, t, start)
+		return nil
+	}
+	answer, ok := resp.Defer()
+	if !ok {
+		t, start, err := w.rendezvous.Recv(ctx, req.step, key)
+		if err != nil {
+			return err
+		}
+		answerRecvTensor(resp, t, start)
+		return nil
+	}
+	deferRecvTensor(ctx, w.rendezvous, req.step, key, resp, answer)
+	return rpc.ErrDeferred
+}
+
+// answerRecvTensor puts t in resp; resp takes t's reference.
+func answerRecvTensor(resp *rpc.Response, t wire.Tensor, start int64) {
 	t = onWire(t)
 	resp.Meta = appendRecvTensorResponse(resp.Meta, &t, start)
 	resp.Tensors = append(resp.Tensors, t)
-	return nil
 }
 
 // handleFuseRecvTensor serves FuseRecvTensor: the keys are received in

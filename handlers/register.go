@@ -11,9 +11,10 @@ import (
 // Register puts every WorkerService method, through the generated
 // RegisterWorkerServiceStarwireServer, and FuseRecvTensor on srv. Methods
 // that answer at once run inline on the connection's goroutine; RunGraph,
-// RecvTensor, FuseRecvTensor, CompleteGroup and CompleteInstance, which
-// wait, and RegisterGraph and CleanupAll, which may take a while, run on
-// goroutines of their own.
+// FuseRecvTensor, CompleteGroup and CompleteInstance, which wait, and
+// RegisterGraph and CleanupAll, which may take a while, run on goroutines
+// of their own. RecvTensor runs inline too and, when its tensor has not
+// been sent yet, leaves its answer to the Send (see handleRecvTensor).
 func (w *Worker) Register(srv *rpc.Server) {
 	RegisterWorkerServiceStarwireServer(srv, starwireService{w}, handlerOptions)
 	srv.Register(MethodFuseRecvTensor, w.handleFuseRecvTensor, rpc.HandlerOptions{})
@@ -25,9 +26,12 @@ func handlerOptions(m rpc.Method) rpc.HandlerOptions {
 	// Building a graph is quick (no I/O, no waiting), but can be large;
 	// it runs off the connection's goroutine so it does not delay others.
 	// CleanupAll waits for each variable's lock, which steps may hold.
-	case MethodRegisterGraph.ID, MethodRunGraph.ID, MethodCleanupAll.ID, MethodRecvTensor.ID,
+	case MethodRegisterGraph.ID, MethodRunGraph.ID, MethodCleanupAll.ID,
 		MethodCompleteGroup.ID, MethodCompleteInstance.ID:
 		return rpc.HandlerOptions{}
+	case MethodRecvTensor.ID:
+		// It answers at once or defers its answer to the tensor's Send.
+		return rpc.HandlerOptions{Deferrable: true}
 	}
 	return rpc.HandlerOptions{Inline: true}
 }
