@@ -194,10 +194,19 @@ func buildResourceGather(_ *Env, n *Node) (Kernel, error) {
 				return err
 			}
 			touchRows(t.Data, idx, l.rowBytes)
-			for i, x := range idx {
-				v.lockRow(x)
-				copy(r.Data[i*l.rowBytes:], t.Data[int(x)*l.rowBytes:int(x+1)*l.rowBytes])
-				v.unlockRow(x)
+			o := orderByStripe(idx)
+			defer o.release()
+			for st := range rowStripes {
+				rows := o.stripe(st)
+				if len(rows) == 0 {
+					continue
+				}
+				v.rows[st].Lock()
+				for _, i := range rows {
+					x := int(idx[i])
+					copy(r.Data[int(i)*l.rowBytes:], t.Data[x*l.rowBytes:(x+1)*l.rowBytes])
+				}
+				v.rows[st].Unlock()
 			}
 			return nil
 		})
@@ -320,24 +329,37 @@ func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 				}
 				touchRows(vt.Data, idx, l.rowBytes)
 				touchRows(at.Data, idx, l.rowBytes)
-				for i, x := range idx {
-					lo, hi := int(x)*l.rowBytes, int(x+1)*l.rowBytes
-					gl, gh := i*l.rowBytes, (i+1)*l.rowBytes
-					first.lockRow(x)
-					second.lockRow(x)
+				o := orderByStripe(idx)
+				defer o.release()
+				for st := range rowStripes {
+					rows := o.stripe(st)
+					if len(rows) == 0 {
+						continue
+					}
+					first.rows[st].Lock()
+					second.rows[st].Lock()
 					switch dt {
 					case wire.DTFloat:
-						adagradRow(tensor.View[float32](vt.Data[lo:hi]), tensor.View[float32](at.Data[lo:hi]), tensor.View[float32](g.Data[gl:gh]), tensor.View[float32](lr.Data)[0], updateSlots)
+						adagradRows(tensor.View[float32](vt.Data), tensor.View[float32](at.Data), tensor.View[float32](g.Data), tensor.View[float32](lr.Data)[0], idx, rows, l.rowBytes/4, updateSlots)
 					case wire.DTDouble:
-						adagradRow(tensor.View[float64](vt.Data[lo:hi]), tensor.View[float64](at.Data[lo:hi]), tensor.View[float64](g.Data[gl:gh]), tensor.View[float64](lr.Data)[0], updateSlots)
+						adagradRows(tensor.View[float64](vt.Data), tensor.View[float64](at.Data), tensor.View[float64](g.Data), tensor.View[float64](lr.Data)[0], idx, rows, l.rowBytes/8, updateSlots)
 					}
-					second.unlockRow(x)
-					first.unlockRow(x)
+					second.rows[st].Unlock()
+					first.rows[st].Unlock()
 				}
 				return nil
 			})
 		})
 	}, nil
+}
+
+// adagradRows applies adagradRow to the rows idx[i] of v and acc, i in
+// rows, with gradient row i of g; a row is width elements.
+func adagradRows[T float32 | float64](v, acc, g []T, lr T, idx []int64, rows []int32, width int, updateSlots bool) {
+	for _, i := range rows {
+		lo, gl := int(idx[i])*width, int(i)*width
+		adagradRow(v[lo:lo+width], acc[lo:lo+width], g[gl:gl+width], lr, updateSlots)
+	}
 }
 
 func adagradRow[T float32 | float64](v, acc, g []T, lr T, updateSlots bool) {

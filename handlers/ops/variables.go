@@ -21,9 +21,10 @@ const rowStripes = 64
 //     ApplyGradientDescent) hold mu for writing.
 //   - Sparse row operations (ResourceGather, ResourceScatterAdd,
 //     ResourceSparseApplyAdagrad) hold mu for reading, then for each row r
-//     the stripe lock rows[r%rowStripes]. Updates of different rows proceed
-//     in parallel; updates of one row are serialized, so duplicate indices
-//     and concurrent steps add up exactly.
+//     the stripe lock rows[r%rowStripes], one stripe at a time (gathers and
+//     Adagrad take each stripe once for all its rows: see stripeOrder).
+//     Updates of different rows proceed in parallel; updates of one row are
+//     serialized, so duplicate indices and concurrent steps add up exactly.
 //   - Dense reads (ReadVariableOp, reading a VariableV2 ref) hold mu for
 //     reading and every stripe, in ascending order, and copy the tensor, so
 //     a step never sees a row half-updated.
