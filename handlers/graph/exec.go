@@ -318,7 +318,7 @@ func (s *step) execute() error {
 			ready = ready[:len(ready)-1]
 			if n.spec.Async && !n.inline {
 				running++
-				go func() { done <- asyncDone{n, s.run(n)} }()
+				goAsync(func() { done <- asyncDone{n, s.run(n)} })
 				continue
 			}
 			finish(n, s.run(n))
