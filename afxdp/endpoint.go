@@ -317,11 +317,14 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		t      turn
 	)
 	for !e.stopping.Load() {
-		e.env.Now = time.Now()
+		t.start(e.env)
 		n, err := e.link.Receive(e.rx)
 		if err != nil {
 			e.err = fmt.Errorf("afxdp: receive on %v: %w", e.link.LocalAddr(), err)
 			break
+		}
+		if n > 0 {
+			t.clock(e.env)
 		}
 		for i := range n {
 			e.handle(&e.rx[i])
@@ -344,14 +347,17 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		}
 		worked := n > 0
 		if e.inbox.flag.Load() {
+			t.clock(e.env)
 			e.handleInbox()
 			worked = true
 		}
 		if e.readyFlag.Load() {
+			t.clock(e.env)
 			e.takeReady()
 			worked = true
 		}
 		if e.env.Mem.Freed() {
+			t.clock(e.env)
 			e.env.RetryMemory(e.endProtocolSession)
 			worked = true
 		}

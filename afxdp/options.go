@@ -92,7 +92,9 @@ type Options struct {
 	SessionMemory, EndpointMemory int64
 	// Spin is how long the reactor keeps polling, yielding to runnable
 	// goroutines between polls, after its last work before it sleeps
-	// (adaptive polling); 0 means 20µs, negative sleeps at once. An answer
+	// (adaptive polling), judged by a clock read once in a few polls
+	// (turn.go), so that a spell whose yields run long lasts a few polls
+	// more; 0 means 20µs, negative sleeps at once. An answer
 	// or the next request usually comes within it, and is caught without
 	// a wake-up (BENCHMARKS.md, "Packet path design").
 	Spin time.Duration

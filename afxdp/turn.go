@@ -1,32 +1,54 @@
 package afxdp
 
-import "time"
+import (
+	"time"
+
+	"github.com/starwire/starwire/afxdp/protocol"
+)
 
 // idleFullEvery is how many idle turns of the reactor's loop make one
-// full turn. A full turn runs every session's timers and transmit queue,
-// as every turn once did. The turns between only read the clock, poll the
-// link and the flags other goroutines raise, and yield, since nothing a
-// timer due within them or a transmission depends on has changed: a poll
-// then costs little more than the clock and the trip through the
-// scheduler, so the spinning reactor sees a packet sooner and takes less
-// CPU from the goroutines it yields to. A turn that receives, or finds
-// work flagged, runs them at once. A timer thus fires up to
-// idleFullEvery-1 polls late. (Yielding once in idleFullEvery turns as
-// well made the goroutines a reactor shares its P with wait behind its
-// polls; reading the clock once in idleFullEvery made an idle spell
-// outlast Options.Spin by as many yields, which in a busy process last
-// long.)
+// full turn. A full turn reads the clock and runs every session's timers
+// and transmit queue, as every turn once did. The turns between only poll
+// the link and the flags other goroutines raise, since nothing a timer or
+// a transmission depends on has changed, and yield: a poll then costs
+// little more than the trip through the scheduler, so the spinning
+// reactor sees a packet sooner and takes less CPU from the goroutines it
+// yields to. (Yielding less often as well made the goroutines a reactor
+// shares its P with wait behind its polls.) A turn that receives, or finds
+// work flagged, reads the clock and runs them at once. Options.Spin is
+// judged by the clock of the last full turn, so an idle spell ends at the
+// first full turn after Spin has passed, up to idleFullEvery-1 polls (and
+// yields) later.
 const idleFullEvery = 8
 
 // turn is what the reactor's loop keeps from one turn to the next to make
 // idle turns cheap.
 type turn struct {
-	idles int       // idle turns since the last one that worked
-	next  time.Time // the earliest timer, as of the last pumpAll, for park
+	idles   int       // idle turns since the last one that worked
+	clocked bool      // this turn read the clock
+	next    time.Time // the earliest timer, as of the last pumpAll, for park
 }
 
-// pumps reports whether an idle turn runs the timers and transmit queues.
-func (t *turn) pumps() bool { return t.idles%idleFullEvery == 0 }
+// start begins a turn: a full one reads the clock into env.Now.
+func (t *turn) start(env *protocol.Env) {
+	t.clocked = false
+	if t.idles%idleFullEvery == 0 {
+		t.clock(env)
+	}
+}
+
+// clock makes env.Now this turn's time, reading the clock once a turn.
+func (t *turn) clock(env *protocol.Env) {
+	if !t.clocked {
+		env.Now = time.Now()
+		t.clocked = true
+	}
+}
+
+// pumps reports whether the turn runs the timers and transmit queues:
+// one that read the clock does. Between two such turns no timer comes
+// due, as the clock stands still for them.
+func (t *turn) pumps() bool { return t.clocked }
 
 // worked records a turn that did work: the next is a full one.
 func (t *turn) worked() { t.idles = 0 }

@@ -3,27 +3,47 @@ package afxdp
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/starwire/starwire/afxdp/protocol"
 )
 
-// TestIdleTurnsPumpOnceAFullTurn walks the reactor's loop through idle
-// spells: the first turn after work and every idleFullEvery-th idle one run
-// the timers and transmit queues, the others do not.
-func TestIdleTurnsPumpOnceAFullTurn(t *testing.T) {
+// TestIdleTurnsReadTheClockOnceAFullTurn walks the reactor's loop through
+// idle spells: the first turn after work and every idleFullEvery-th idle
+// one read the clock and pump, the others do neither; a turn that works
+// reads the clock once however often it asks.
+func TestIdleTurnsReadTheClockOnceAFullTurn(t *testing.T) {
+	env := &protocol.Env{}
 	var tr turn
 	for spell := range 3 {
-		var full []int
-		for i := range 3*idleFullEvery + spell {
+		var clocked []int
+		for i := range 3 * idleFullEvery {
+			env.Now = time.Time{}
+			tr.start(env)
+			if tr.pumps() != !env.Now.IsZero() {
+				t.Fatalf("spell %d, turn %d: pumps %v with the clock read: %v", spell, i, tr.pumps(), !env.Now.IsZero())
+			}
 			if tr.pumps() {
-				full = append(full, i)
+				clocked = append(clocked, i)
 			}
 			tr.idle()
 		}
-		want := []int{0, idleFullEvery, 2 * idleFullEvery}
-		if spell > 0 {
-			want = append(want, 3*idleFullEvery)
+		wantClocked := []int{0, idleFullEvery, 2 * idleFullEvery}
+		if !slices.Equal(clocked, wantClocked) {
+			t.Fatalf("spell %d: clock read on turns %v, want %v", spell, clocked, wantClocked)
 		}
-		if !slices.Equal(full, want) {
-			t.Fatalf("spell %d: full turns %v, want %v", spell, full, want)
+		// Work in the middle of a spell: this turn reads the clock, once.
+		tr.start(env)
+		tr.idle()
+		tr.start(env)
+		if tr.pumps() {
+			t.Fatalf("spell %d: an idle turn between full ones pumps", spell)
+		}
+		tr.clock(env)
+		first := env.Now
+		tr.clock(env)
+		if env.Now != first || !tr.pumps() {
+			t.Fatalf("spell %d: a working turn read the clock twice (%v, %v) or does not pump (%v)", spell, first, env.Now, tr.pumps())
 		}
 		tr.worked()
 	}
