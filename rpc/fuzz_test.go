@@ -19,6 +19,7 @@ func FuzzServerStream(f *testing.F) {
 		{Header: wire.Header{Kind: wire.KindCancel, CallID: 3}},
 		{Header: wire.Header{Kind: wire.KindPing, CallID: 4}},
 		{Header: wire.Header{Kind: wire.KindRequest, Method: 12345, CallID: 5}},
+		{Header: wire.Header{Kind: wire.KindRequest, Method: mDeferEcho.ID, CallID: 6}, Meta: []byte("later")},
 	} {
 		head, err := wire.AppendHead(nil, m)
 		if err != nil {
@@ -43,9 +44,11 @@ func FuzzServerStream(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var reply Reply
-		if err := env.client.Call(ctx, mEcho, &Request{Meta: []byte("alive")}, &reply); err != nil {
-			t.Fatalf("server stopped serving after %q: %v", b, err)
+		for _, m := range []Method{mEcho, mDeferEcho} {
+			if err := env.client.Call(ctx, m, &Request{Meta: []byte("alive")}, &reply); err != nil || string(reply.Meta) != "alive" {
+				t.Fatalf("server stopped serving %s after %q: %q, %v", m.Name, b, reply.Meta, err)
+			}
+			reply.Release()
 		}
-		reply.Release()
 	})
 }

@@ -20,6 +20,9 @@ var (
 	mWait   = NewMethod("WaitCancel")
 	mPanic  = NewMethod("Panic")
 	mTensor = NewMethod("Tensor")
+	// mDeferEcho echoes from a goroutine of its own, after its handler
+	// has returned.
+	mDeferEcho = NewMethod("DeferEcho")
 )
 
 type testEnv struct {
@@ -46,6 +49,15 @@ func newTestEnvOn(t testing.TB, tr *TCP, configure ...func(*Server)) *testEnv {
 		resp.Meta = append(resp.Meta, req.Meta...)
 		return nil
 	}, HandlerOptions{Inline: true})
+	env.srv.Register(mDeferEcho, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		resp.Meta = append(resp.Meta, req.Meta...)
+		answer, ok := resp.Defer()
+		if !ok {
+			return nil
+		}
+		go answer(nil)
+		return ErrDeferred
+	}, HandlerOptions{Deferrable: true})
 	env.srv.Register(mSleep, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
 		d := time.Duration(binary.LittleEndian.Uint64(req.Meta))
 		time.Sleep(d)
