@@ -318,6 +318,10 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 	)
 	for !e.stopping.Load() {
 		t.start(e.env)
+		if e.opts.Busy {
+			// A spinning reactor's back-off judges every poll's gap.
+			t.clock(e.env)
+		}
 		n, err := e.link.Receive(e.rx)
 		if err != nil {
 			e.err = fmt.Errorf("afxdp: receive on %v: %w", e.link.LocalAddr(), err)
