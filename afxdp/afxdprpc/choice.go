@@ -143,14 +143,30 @@ const (
 // the job that ran slower with a narrower margin), so only a clear win is worth it; every probeMin..probeMax calls it sends one
 // over the other path to keep that estimate fresh, probing half as often
 // each time the probe confirms the choice and twice as often when one
-// beats it.
+// beats it. A probe that confirms the choice also spaces the next so that
+// probing costs the class at most probeBudget of its time: a call over a
+// path 4× slower costs three calls' time more, so the next such probe
+// waits 300 calls. In a job whose steps wait for each call in turn, a slow
+// probe delays the whole step, which the doubling alone paid for dozens of
+// times per class before its gap grew.
 const (
 	minSamples   = 3
 	probeMin     = 16
 	probeMax     = 1024
+	probeBudget  = 0.01
 	switchMargin = 0.9
 	bypassMargin = 0.5
 )
+
+// confirmedGap is the probe gap after a probe that cost ratio times the
+// chosen path's cost confirmed the choice, from the previous gap.
+func confirmedGap(gap uint32, ratio float64) uint32 {
+	budget := 0.0
+	if ratio > 1 { // and not NaN, from a zero estimate
+		budget = min((ratio-1)/probeBudget, probeMax)
+	}
+	return uint32(min(max(float64(gap)*2, budget), probeMax))
+}
 
 // learnBelow bounds the classes that measure both paths from their first
 // calls; larger ones measure the bypass by probes only.
@@ -367,7 +383,7 @@ func (c *chooser) sample(bypass bool, k int, ns float64) {
 			// A probe that beat the choice: the next comes sooner.
 			c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
 		} else {
-			c.probeGap[k] = min(c.probeGap[k]*2, probeMax)
+			c.probeGap[k] = confirmedGap(c.probeGap[k], ns/mc)
 		}
 	}
 	margin := switchMargin

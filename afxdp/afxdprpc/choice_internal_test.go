@@ -181,3 +181,51 @@ func TestDescribeClasses(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestProbesOfASlowPathAreRare: once a probe finds the other path several
+// times slower, probing costs the class about probeBudget of its time,
+// not the doubling's first dozens of probes; a path slightly slower is
+// still probed as the doubling spaces it.
+func TestProbesOfASlowPathAreRare(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		slow      int64 // the bypass's cost a 1 MiB call, against TCP's 1,000,000 ns
+		maxProbes int
+	}{
+		// 4× slower: probes at calls 16, 316, 916, 1940 and 2964, where
+		// the doubling alone made 7 (16, 48, 112, ... 2032).
+		{"4x", 4_000_000, 5},
+		// 1.05× slower: the budget alone would allow a probe every 5
+		// calls; the doubling spaces them 16, 32, ... 1024.
+		{"1.05x", 1_050_000, 9},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newChooser(PathPolicy{})
+			var id uint64
+			probes := 0
+			meta := make([]byte, 1<<20)
+			for range 3000 {
+				id++
+				m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: meta}
+				b := c.choose(m, true)
+				cost := int64(1_000_000)
+				if b {
+					cost, probes = tt.slow, probes+1
+				}
+				c.mu.Lock()
+				c.slots[id%inflightSlots].sent -= cost
+				c.mu.Unlock()
+				c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id})
+			}
+			if probes == 0 || probes > tt.maxProbes {
+				t.Fatalf("%d probes over the bypass in 3000 calls, want 1..%d", probes, tt.maxProbes)
+			}
+			if c.bypass[classOf(1<<20)] {
+				t.Fatal("the class took the slower bypass")
+			}
+		})
+	}
+	if g := confirmedGap(16, 0/1.0); g != 32 {
+		t.Errorf("a zero ratio gives gap %d, want the doubling's 32", g)
+	}
+}
