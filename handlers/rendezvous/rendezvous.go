@@ -75,6 +75,16 @@ type slot struct {
 
 var slots = sync.Pool{New: func() any { return new(slot) }}
 
+// take returns a full slot's tensor and send time, whose Buf reference
+// passes to the caller, and recycles the slot, which nobody else holds
+// once it left its table.
+func (s *slot) take() (wire.Tensor, int64) {
+	t, start := s.t, s.sendStart
+	*s = slot{}
+	slots.Put(s)
+	return t, start
+}
+
 // New returns an empty rendezvous.
 func New() *Rendezvous {
 	r := &Rendezvous{}
@@ -168,9 +178,7 @@ func (r *Rendezvous) TryRecv(step int64, key string) (t wire.Tensor, sendStart i
 	}
 	delete(st.slots, key)
 	sh.mu.Unlock()
-	t, sendStart = s.t, s.sendStart
-	*s = slot{}
-	slots.Put(s)
+	t, sendStart = s.take()
 	return t, sendStart, true, nil
 }
 
@@ -204,9 +212,7 @@ func (r *Rendezvous) RecvAsync(step int64, key string, w Waiter) *Ticket {
 	if s != nil && s.full {
 		delete(st.slots, key)
 		sh.mu.Unlock()
-		t, start := s.t, s.sendStart
-		*s = slot{}
-		slots.Put(s)
+		t, start := s.take()
 		w.Received(t, start, nil)
 		return nil
 	}
@@ -258,9 +264,7 @@ func (r *Rendezvous) Recv(ctx context.Context, step int64, key string) (wire.Ten
 	if s != nil && s.full {
 		delete(st.slots, key)
 		sh.mu.Unlock()
-		t, start := s.t, s.sendStart
-		*s = slot{}
-		slots.Put(s)
+		t, start := s.take()
 		return t, start, nil
 	}
 	if s != nil {
