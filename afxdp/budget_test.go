@@ -23,6 +23,9 @@ type rawPeer struct {
 	pkt [protocol.HeaderLen + 256]byte
 	rx  [64]link.Datagram
 	tok map[uint64]uint64 // the tokens of the sessions it opened, by id
+	// sent counts the datagrams send sent: what the endpoint will have
+	// received once they have all arrived.
+	sent uint64
 }
 
 // send sends a packet; one without a token gets its session's.
@@ -39,6 +42,7 @@ func (p *rawPeer) send(t *testing.T, h protocol.PacketHeader, data []byte) {
 	if err := p.l.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	p.sent++
 }
 
 // await receives until a packet for session id satisfies ok.
