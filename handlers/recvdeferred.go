@@ -44,7 +44,7 @@ func deferRecvTensor(ctx context.Context, rv *rendezvous.Rendezvous, step int64,
 	ended := d.ended
 	d.mu.Unlock()
 	if ended && tk != nil {
-		d.withdraw()
+		d.withdraw(tk)
 	}
 }
 
@@ -67,16 +67,13 @@ func (d *deferredRecv) gaveUp() {
 	tk := d.ticket
 	d.mu.Unlock()
 	if tk != nil {
-		d.withdraw()
+		d.withdraw(tk)
 	}
 }
 
 // withdraw answers with the context's error unless the tensor (or the
-// step's end) won the race.
-func (d *deferredRecv) withdraw() {
-	d.mu.Lock()
-	tk := d.ticket
-	d.mu.Unlock()
+// step's end) won the race for tk.
+func (d *deferredRecv) withdraw(tk *rendezvous.Ticket) {
 	if !d.rv.Withdraw(tk) {
 		return
 	}

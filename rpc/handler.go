@@ -60,7 +60,7 @@ func (r *Response) Defer() (answer func(error), ok bool) {
 	}
 	r.deferrable = false
 	if r.call.answerFn == nil {
-		r.call.answerFn = r.call.answerDeferred
+		r.call.answerFn = r.call.finish
 	}
 	return r.call.answerFn, true
 }

@@ -154,7 +154,7 @@ type serverCall struct {
 	held      int64 // request bytes counted in sc.held
 	answering int64 // answer bytes counted in sc.answering
 
-	answerFn func(error) // answerDeferred, made once: what Response.Defer hands out
+	answerFn func(error) // call.finish, made once: what Response.Defer hands out
 }
 
 var serverCalls = sync.Pool{New: func() any {
@@ -207,9 +207,6 @@ func (call *serverCall) runDeferrable(m *method) {
 		call.finish(err)
 	}
 }
-
-// answerDeferred answers a call whose handler deferred its answer.
-func (call *serverCall) answerDeferred(err error) { call.finish(err) }
 
 // finish sends the response, or err in its place.
 func (call *serverCall) finish(err error) {
