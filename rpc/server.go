@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/starwire/starwire/internal/parked"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -61,7 +63,7 @@ type Server struct {
 	closing   bool
 	active    atomic.Int64  // calls being handled
 	drained   chan struct{} // a token when active drops to zero
-	workers   workers
+	workers   parked.Pool[job]
 }
 
 // NewServer returns a server with no methods.
@@ -72,6 +74,7 @@ func NewServer() *Server {
 		conns:     make(map[*serverConn]struct{}),
 		perHost:   make(map[string]int),
 		drained:   make(chan struct{}, 1),
+		workers:   newWorkers(),
 	}
 	s.methods.Store(&map[uint32]*method{})
 	return s
@@ -197,7 +200,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, sc := range conns {
 		sc.conn.Close()
 	}
-	s.workers.close()
+	s.workers.Close()
 	return err
 }
 

@@ -113,7 +113,7 @@ func (sc *serverConn) dispatch(in *wire.Inbound) {
 	default:
 		sc.track(call)
 		sc.woken = true
-		sc.s.workers.run(call, m)
+		sc.s.workers.Go(job{call, m})
 	}
 }
 

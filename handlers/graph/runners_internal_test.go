@@ -18,11 +18,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func idleRunners() int {
-	runners.mu.Lock()
-	defer runners.mu.Unlock()
-	return len(runners.idle)
-}
+func idleRunners() int { return runners.Parked() }
 
 // TestRunnersAreReusedAndEnd: a node after another runs on the runner the
 // first left idle, not on a new goroutine, and idle runners end.
