@@ -279,38 +279,61 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 		}
 		c.dialing = make(chan struct{})
 		c.mu.Unlock()
-		c.dial(ctx)
+		// The connection dialed is this call's even if it fails at once:
+		// looking it up again could find it gone and dial another, and a
+		// peer that closes every connection it accepts would be dialed
+		// in a loop for as long as the call lasts.
+		if cc := c.dial(ctx); cc != nil {
+			return cc, nil
+		}
 	}
 }
 
-func (c *Client) dial(ctx context.Context) {
+func (c *Client) dial(ctx context.Context) *clientConn {
 	conn, err := c.opts.Transport.Dial(ctx, c.addr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	close(c.dialing)
 	c.dialing = nil
 	if err != nil {
-		c.lastErr = err
-		c.backoff = min(max(2*c.backoff, c.opts.MinBackoff), c.opts.MaxBackoff)
-		c.retryAt = time.Now().Add(c.backoff)
-		return
+		c.failedLocked(err)
+		return nil
 	}
 	if c.closed {
 		conn.Close()
-		return
+		return nil
 	}
-	c.backoff, c.lastErr = 0, nil
+	c.lastErr = nil
 	c.redialed++
 	c.cc = newClientConn(c, conn)
 	go c.cc.receive()
+	return c.cc
 }
 
-// broken forgets cc so that the next call dials again.
+// failedLocked records a failed attempt to connect and when to try again.
+func (c *Client) failedLocked(err error) {
+	c.lastErr = err
+	c.backoff = min(max(2*c.backoff, c.opts.MinBackoff), c.opts.MaxBackoff)
+	c.retryAt = time.Now().Add(c.backoff)
+}
+
+// broken forgets cc so that the next call dials again. A connection lost
+// before its peer sent a single frame counts as a failed attempt, so the
+// next dial waits its backoff (and a FailFast call fails at once): a peer
+// that accepts and then refuses — a TLS 1.3 server that rejects the
+// client's certificate after the client's handshake is done, a server at
+// its connection limit — is not dialed again at once by every call. Only a
+// connection that carried frames resets the backoff.
 func (c *Client) broken(cc *clientConn, err error) {
 	c.mu.Lock()
 	if c.cc == cc {
 		c.cc = nil
 		c.opts.Logger.Debug("rpc: connection lost", "peer", c.opts.Name, "err", err)
+		if cc.frames.Load() == 0 {
+			c.failedLocked(err)
+		} else {
+			c.backoff = 0
+		}
 	}
 	c.mu.Unlock()
 }
