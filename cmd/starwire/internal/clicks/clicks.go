@@ -92,15 +92,18 @@ func (b *Batch) Len() int { return len(b.Labels) }
 // A Stream draws examples; streams with different indices are independent.
 // Not safe for concurrent use.
 type Stream struct {
-	g    *Generator
-	rng  *rand.Rand
-	tail *rand.Zipf // the popularity table's tail, nil when it has none
+	g      *Generator
+	rng    *rand.Rand
+	src    *rand.PCG  // rng's source
+	tail   *rand.Zipf // the popularity table's tail, nil when it has none
+	values []uint64   // an example's values, one per field
 }
 
 // Stream returns stream number i of the dataset.
 func (g *Generator) Stream(i uint64) *Stream {
-	rng := rand.New(rand.NewPCG(g.cfg.Seed^0x5eed, i+1))
-	return &Stream{g: g, rng: rng, tail: g.pop.tailZipf(rng)}
+	src := rand.NewPCG(g.cfg.Seed^0x5eed, i+1)
+	rng := rand.New(src)
+	return &Stream{g: g, rng: rng, src: src, tail: g.pop.tailZipf(rng), values: make([]uint64, g.cfg.Fields)}
 }
 
 // Fill replaces b's contents with n fresh examples, reusing its storage.
@@ -109,9 +112,11 @@ func (s *Stream) Fill(b *Batch, n int) {
 	b.IDs = grow(b.IDs, n*F)
 	b.Labels = grow(b.Labels, n)
 	for i := range n {
+		vs := s.values
+		s.g.pop.drawAll(vs, s.src, s.tail)
 		ids := b.IDs[i*F : (i+1)*F]
 		for f := range ids {
-			ids[f] = s.g.Hash(f, s.g.pop.draw(s.rng, s.tail))
+			ids[f] = s.g.Hash(f, vs[f])
 		}
 		p := sigmoid(s.g.TrueLogit(ids))
 		if s.rng.Float64() < p {

@@ -92,10 +92,7 @@ func (p *popularity) build(w []float64, total float64) {
 // the tail, which tail draws (values from len(slots)-1 on).
 func (p *popularity) draw(rng *rand.Rand, tail *rand.Zipf) uint64 {
 	x := rng.Uint64()
-	i := uint32((x >> 32) * uint64(len(p.slots)) >> 32)
-	if s := p.slots[i]; uint32(x) >= s.cut {
-		i = s.alias
-	}
+	i := p.pick(x, p.slots[p.slotOf(x)])
 	if i == p.tail {
 		return uint64(i) + tail.Uint64()
 	}
@@ -104,6 +101,61 @@ func (p *popularity) draw(rng *rand.Rand, tail *rand.Zipf) uint64 {
 
 // tailZipf returns the draw of the tail for rng, nil when there is none:
 // values head+j, j ≥ 0, with probability proportional to (1+head+j)^-skew.
+// slotOf is the slot a random number x falls in.
+func (p *popularity) slotOf(x uint64) uint32 {
+	return uint32((x >> 32) * uint64(len(p.slots)) >> 32)
+}
+
+// pick is the value x draws from its slot s: the slot's own, or its alias.
+func (p *popularity) pick(x uint64, s slot) uint32 {
+	i := p.slotOf(x)
+	if uint32(x) >= s.cut {
+		i = s.alias
+	}
+	return i
+}
+
+// maxAhead is how many values drawAll draws ahead of resolving them.
+const maxAhead = 8
+
+// drawAll fills vs with values, the same that draw called len(vs) times on
+// rng, whose source is src, would return. The table is larger than a
+// core's cache, so each draw waits for a slot from memory; drawAll draws
+// the random numbers of up to maxAhead values first and loads their slots
+// together, so that those waits overlap, then resolves the values in order.
+// A value that lands on the tail draws more random numbers from the same
+// source, so the numbers drawn ahead after it were not the next values':
+// the source is wound back to just after that value's number, and the
+// values after it are drawn ahead again.
+func (p *popularity) drawAll(vs []uint64, src *rand.PCG, tail *rand.Zipf) {
+	var xs [maxAhead]uint64
+	var ss [maxAhead]slot
+	for len(vs) > 0 {
+		k := min(len(vs), maxAhead)
+		start := *src
+		for j := range k {
+			xs[j] = src.Uint64()
+			ss[j] = p.slots[p.slotOf(xs[j])]
+		}
+		j := 0
+		for ; j < k; j++ {
+			i := p.pick(xs[j], ss[j])
+			if i != p.tail {
+				vs[j] = uint64(i)
+				continue
+			}
+			*src = start
+			for range j + 1 {
+				src.Uint64()
+			}
+			vs[j] = uint64(i) + tail.Uint64()
+			j++
+			break
+		}
+		vs = vs[j:]
+	}
+}
+
 func (p *popularity) tailZipf(rng *rand.Rand) *rand.Zipf {
 	if p.tail == uint32(len(p.slots)) {
 		return nil
