@@ -81,3 +81,46 @@ func BenchmarkDrawValue(b *testing.B) {
 		_ = sink
 	})
 }
+
+// TestDrawAllMatchesDraw checks that drawing values ahead returns the
+// values, and leaves the source where, one draw at a time would, with and
+// without a tail, however many values a call asks for.
+func TestDrawAllMatchesDraw(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		skew float64
+	}{
+		{"no tail", 1000, 1.2},
+		{"default", 100000, 1.2},
+		{"heavy tail", 1 << 20, 1.05},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPopularity(tc.skew, tc.n)
+			oneSrc, aheadSrc := rand.NewPCG(3, 4), rand.NewPCG(3, 4)
+			one, ahead := rand.New(oneSrc), rand.New(aheadSrc)
+			oneTail, aheadTail := p.tailZipf(one), p.tailZipf(ahead)
+			var vs [2*maxAhead + 3]uint64
+			tails := 0
+			for round := range 2000 {
+				k := round % len(vs)
+				p.drawAll(vs[:k], aheadSrc, aheadTail)
+				for j, got := range vs[:k] {
+					want := p.draw(one, oneTail)
+					if got != want {
+						t.Fatalf("round %d, value %d of %d: drew %d ahead, %d one at a time", round, j, k, got, want)
+					}
+					if want >= uint64(p.tail) {
+						tails++
+					}
+				}
+				if a, b := one.Uint64(), ahead.Uint64(); a != b {
+					t.Fatalf("round %d: the sources parted (%#x, %#x)", round, a, b)
+				}
+			}
+			if hasTail := p.tail != uint32(len(p.slots)); hasTail != (tails > 0) {
+				t.Errorf("%d values drawn from the tail; table has a tail: %v", tails, hasTail)
+			}
+		})
+	}
+}
