@@ -107,11 +107,19 @@ func (g *Generator) Stream(i uint64) *Stream {
 }
 
 // Fill replaces b's contents with n fresh examples, reusing its storage.
-func (s *Stream) Fill(b *Batch, n int) {
+func (s *Stream) Fill(b *Batch, n int) { s.FillPausing(b, n, n, nil) }
+
+// FillPausing is Fill calling pause after every chunk examples but the
+// last, so that a caller drawing batches in the background can let other
+// work go first at those points; the examples are Fill's.
+func (s *Stream) FillPausing(b *Batch, n, chunk int, pause func()) {
 	F := s.g.cfg.Fields
 	b.IDs = grow(b.IDs, n*F)
 	b.Labels = grow(b.Labels, n)
 	for i := range n {
+		if i > 0 && i%chunk == 0 && pause != nil {
+			pause()
+		}
 		vs := s.values
 		s.g.pop.drawAll(vs, s.src, s.tail)
 		ids := b.IDs[i*F : (i+1)*F]

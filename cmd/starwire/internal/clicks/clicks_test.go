@@ -108,3 +108,25 @@ func BenchmarkFill(b *testing.B) {
 		s.Fill(&batch, 256)
 	}
 }
+
+// TestFillPausingIsFill: pausing changes neither the examples nor the
+// stream's state after them, and pause is called between chunks only.
+func TestFillPausingIsFill(t *testing.T) {
+	g, err := New(DefaultConfig(100000, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, paused := g.Stream(2), g.Stream(2)
+	var a, b Batch
+	for _, tc := range []struct{ n, chunk, pauses int }{{256, 32, 7}, {100, 32, 3}, {64, 64, 0}, {5, 1, 4}, {10, 100, 0}} {
+		plain.Fill(&a, tc.n)
+		pauses := 0
+		paused.FillPausing(&b, tc.n, tc.chunk, func() { pauses++ })
+		if !slices.Equal(a.IDs, b.IDs) || !slices.Equal(a.Labels, b.Labels) {
+			t.Fatalf("n %d, chunk %d: the examples differ", tc.n, tc.chunk)
+		}
+		if pauses != tc.pauses {
+			t.Errorf("n %d, chunk %d: %d pauses, want %d", tc.n, tc.chunk, pauses, tc.pauses)
+		}
+	}
+}

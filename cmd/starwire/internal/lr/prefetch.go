@@ -2,6 +2,7 @@ package lr
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/clicks"
 )
@@ -12,6 +13,12 @@ import (
 // drawing examples is off the step's critical path. The batches and their
 // order are those of the stream's Fill, so that a run trains on the same
 // examples with or without it.
+//
+// Drawing a batch takes longer than most of what a step does between two
+// waits, and while it runs on a thread the goroutines woken there (the
+// step's handlers, a caller answered) wait behind it: it yields every
+// fillChunk examples, so that it takes the time the step leaves idle
+// rather than delaying the step.
 type prefetcher struct {
 	full chan *clicks.Batch
 	free chan *clicks.Batch
@@ -42,7 +49,7 @@ func prefetch(stream *clicks.Stream, size, n int) *prefetcher {
 			case <-p.stop:
 				return
 			}
-			stream.Fill(b, size)
+			stream.FillPausing(b, size, fillChunk, runtime.Gosched)
 			select {
 			case p.full <- b:
 			case <-p.stop:
@@ -71,3 +78,7 @@ func (p *prefetcher) close() {
 	close(p.stop)
 	<-p.done
 }
+
+// fillChunk is how many examples the prefetcher draws between two yields:
+// a few microseconds' work.
+const fillChunk = 32
