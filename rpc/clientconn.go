@@ -56,7 +56,9 @@ type clientConn struct {
 	// receiving goroutine keeps it.
 	lastCancellable, lastLong bool
 
-	woken bool // a caller was answered since woke; the read side's
+	// A caller was answered since woke. The read side asks, but both paths
+	// of a connection that has two may deliver (see wire.Receiver).
+	woken atomic.Bool
 	// Callers handed an answer that have not yet taken it (see unrun); a
 	// call counted here has counted set.
 	waking atomic.Int32
@@ -261,7 +263,8 @@ func (cc *clientConn) readOwn(k *call) {
 		cc.sr.fail(err)
 	}
 	cc.mu.Lock()
-	k.reads, cc.woken = false, false
+	k.reads = false
+	cc.woken.Store(false)
 	cc.unwatchLocked()
 	if err == nil && !stopped && !buffered && cc.awaiting == 0 && cc.err == nil {
 		cc.reading = nobodyReads
@@ -523,11 +526,7 @@ func (cc *clientConn) receive() {
 	cc.mu.Unlock()
 }
 
-func (cc *clientConn) woke() bool {
-	w := cc.woken
-	cc.woken = false
-	return w
-}
+func (cc *clientConn) woke() bool { return cc.woken.Load() && cc.woken.Swap(false) }
 
 // unrun implements waker.
 func (cc *clientConn) unrun() bool { return cc.waking.Load() > 0 }
@@ -590,7 +589,7 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 					k.done <- struct{}{}
 				}
 				if !lent {
-					cc.woken = true
+					cc.woken.Store(true)
 				}
 				return lent
 			}

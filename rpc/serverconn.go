@@ -31,7 +31,7 @@ type serverConn struct {
 	frames                 atomic.Uint64
 	waiting                atomic.Bool   // the reader waits for room
 	room                   chan struct{} // wakes it
-	woken                  bool          // a call went to a worker since woke; the receiving goroutine's
+	woken                  atomic.Bool   // a call went to a worker since woke; both paths of a two-path connection set it
 
 	mu       sync.Mutex
 	inflight map[uint64]*serverCall // calls on goroutines, for cancel frames
@@ -112,7 +112,7 @@ func (sc *serverConn) dispatch(in *wire.Inbound) {
 		call.runDeferrable(m)
 	default:
 		sc.track(call)
-		sc.woken = true
+		sc.woken.Store(true)
 		sc.s.workers.Go(job{call, m})
 	}
 }
@@ -126,11 +126,7 @@ func (sc *serverConn) track(call *serverCall) {
 	sc.mu.Unlock()
 }
 
-func (sc *serverConn) woke() bool {
-	w := sc.woken
-	sc.woken = false
-	return w
-}
+func (sc *serverConn) woke() bool { return sc.woken.Load() && sc.woken.Swap(false) }
 
 // unrun implements waker: the reader does not wait for workers, whose
 // handlers may take long.
