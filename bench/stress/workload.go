@@ -202,9 +202,12 @@ type caller struct {
 	req   rpc.Request
 	reply rpc.Reply
 
-	mu     sync.Mutex
-	stats  stats
-	inCall time.Time // when the call in flight started; zero between calls
+	mu    sync.Mutex
+	stats stats
+	// When the call in flight started; zero between calls and while the
+	// caller fills or checks its data, which is the harness's own work
+	// (and waits for a processor, see Run), not the code under test's.
+	inCall time.Time
 	stop   bool
 }
 
@@ -212,20 +215,26 @@ func (cl *caller) run(until time.Time) {
 	for time.Now().Before(until) {
 		cl.mu.Lock()
 		stop := cl.stop
-		cl.inCall = time.Now()
 		cl.mu.Unlock()
 		if stop {
 			return
 		}
 		rec := cl.call()
 		cl.mu.Lock()
-		cl.inCall = time.Time{}
 		cl.stats.record(&rec, cl.rng)
 		cl.mu.Unlock()
 		if cl.w.OnCall != nil {
 			cl.w.OnCall(&rec)
 		}
 	}
+}
+
+// calling records when the call in flight started, or zero once it
+// returned.
+func (cl *caller) calling(since time.Time) {
+	cl.mu.Lock()
+	cl.inCall = since
+	cl.mu.Unlock()
 }
 
 // size draws a tensor size log-uniformly from [MinSize, MaxSize].
@@ -264,6 +273,7 @@ func (cl *caller) call() Record {
 		rec.Deadline = w.ShortMin + time.Duration(cl.rng.Int64N(int64(w.ShortMax-w.ShortMin)))
 	}
 	rec.Start = time.Now()
+	cl.calling(rec.Start)
 	deadline := rec.Start.Add(rec.Deadline)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	if w.Cancel > 0 && cl.rng.Float64() < w.Cancel {
@@ -273,6 +283,7 @@ func (cl *caller) call() Record {
 	}
 	err := cl.c.Call(ctx, rec.Op.Method(), &cl.req, &cl.reply)
 	end := time.Now()
+	cl.calling(time.Time{})
 	cancel()
 	rec.Latency = end.Sub(rec.Start)
 	if end.After(deadline) {
