@@ -44,6 +44,9 @@ func listenAFXDP(spec string) (rpc.Listener, error) {
 // answered correctly or fail with DeadlineExceeded, none may return more
 // than 100ms after its deadline, and none may hang.
 func TestStressBulkAFXDP(t *testing.T) {
+	if raceOn {
+		t.Skip("stress tests run in the pass without the race detector")
+	}
 	pair := netns.NewForTest(t, netns.Options{})
 	cmd, err := stress.CommandIn(pair.B.NS, fmt.Sprintf("%s:%d", pair.B.Link, stressPort))
 	if err != nil {

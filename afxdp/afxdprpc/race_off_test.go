@@ -1,0 +1,5 @@
+//go:build !race
+
+package afxdprpc_test
+
+const raceOn = false
