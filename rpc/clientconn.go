@@ -531,9 +531,6 @@ func (cc *clientConn) woke() bool { return cc.woken.Load() && cc.woken.Swap(fals
 // unrun implements waker.
 func (cc *clientConn) unrun() bool { return cc.waking.Load() > 0 }
 
-// burstDue implements burstHinter.
-func (cc *clientConn) burstDue() bool { return cc.waking.Load() > 0 }
-
 // Alloc implements wire.Receiver.
 func (cc *clientConn) Alloc(in *wire.Inbound) error {
 	if in.Header.Kind != wire.KindResponse || in.Header.Tensors == 0 {

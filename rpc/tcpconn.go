@@ -73,9 +73,6 @@ type tcpConn struct {
 	// writes at once, which is best for latency.
 	framesOut uint64
 	framesIn  atomic.Uint64
-	// The Receiver, when it can tell whether the goroutines it woke are
-	// about to queue frames (see burstHinter); set once Receive runs.
-	hint atomic.Pointer[burstHint]
 
 	// The read side's state, held by whoever reads: the receiving
 	// goroutine, or a caller it lent the read side to.
@@ -164,7 +161,7 @@ func (c *tcpConn) Send(m *wire.Message) error {
 	switch {
 	case c.writing || c.scheduled || c.corked:
 		c.mu.Unlock()
-	case c.framesOut-c.framesIn.Load() <= 1 || c.framesIn.Load()-c.framesOut <= 1 || c.alone():
+	case c.framesOut-c.framesIn.Load() <= 1 || c.framesIn.Load()-c.framesOut <= 1:
 		c.writing = true
 		c.mu.Unlock()
 		c.writeNow()
@@ -174,23 +171,6 @@ func (c *tcpConn) Send(m *wire.Message) error {
 		c.reactor.schedule(c)
 	}
 	return nil
-}
-
-// A burstHinter is a Receiver that knows whether callers it woke with
-// their answers have yet to run, and so are about to queue frames of their
-// own. Calls in flight are a sign that frames are about to be queued only
-// while their answers wake callers: calls that take long (a training
-// step's) keep the count up with nobody about to send.
-type burstHinter interface{ burstDue() bool }
-
-type burstHint struct{ h burstHinter }
-
-// alone reports whether a frame queued now is the only one due: no caller
-// the Receiver woke is about to queue another, so the reactor, which would
-// wait for them, is only a hand-off and a yield before the write.
-func (c *tcpConn) alone() bool {
-	h := c.hint.Load()
-	return h != nil && !h.h.burstDue()
 }
 
 // Withdraw implements Withdrawer. A message still queued leaves the queue;

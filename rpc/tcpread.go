@@ -33,9 +33,6 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 	}
 	c.throttle, _ = r.(Throttle)
 	c.wk, _ = r.(waker)
-	if h, ok := r.(burstHinter); ok {
-		c.hint.Store(&burstHint{h})
-	}
 	ld, _ := r.(lender)
 	for {
 		c.endBatch(true)
