@@ -90,6 +90,7 @@ type tcpConn struct {
 	writeErr error // the last writev's error; held with the write side
 	tryFn    func(fd uintptr) bool
 	blockFn  func(fd uintptr) bool
+	drainFn  func() // c.drain, made once: go c.drain() would allocate a closure a call
 
 	// With TLS (see tlsconn.go): the writer encrypts the batch's parts
 	// into shim and writes the ciphertext; nothing is written before the
@@ -119,7 +120,7 @@ func newTCPConn(ctx context.Context, nc *net.TCPConn, t *TCP, dialed string) (*t
 	}
 	c := &tcpConn{nc: nc, raw: raw, lim: &t.Limits, stall: t.stallTimeout(), reactor: t.reactors().assign(), closed: make(chan struct{})}
 	c.written = sync.NewCond(&c.mu)
-	c.tryFn, c.blockFn, c.peekFn = c.tryWrite, c.blockingWrite, c.peek
+	c.tryFn, c.blockFn, c.peekFn, c.drainFn = c.tryWrite, c.blockingWrite, c.peek, c.drain
 	var src io.Reader = nc
 	if t.TLS != nil {
 		if err := c.startTLS(ctx, t.tlsConfig(dialed), dialed != ""); err != nil {

@@ -50,7 +50,7 @@ func (c *tcpConn) write(all bool) {
 			return
 		}
 		if c.pending() {
-			go c.drain()
+			go c.drainFn()
 			return
 		}
 		c.completeBatch(nil)
