@@ -22,15 +22,12 @@ type step struct {
 	handle string // the graph's handle, for messages
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	vals   []ops.Value   // every node's outputs, at Graph.outOff
-	ins    []ops.Value   // every node's inputs, at Graph.inOff
-	ctxs   []ops.Context // by node id
 	feeds  map[string]wire.Tensor
 
 	statsMu sync.Mutex            // async nodes finish concurrently
 	stats   []*tfpb.NodeExecStats // when recording
 
-	sc *stepScratch
+	*stepScratch
 }
 
 // stepScratch is the memory a step of a graph works in: every node's
@@ -39,11 +36,12 @@ type step struct {
 // a job, so they are kept from one step to the next instead of allocated
 // (and collected) each time.
 type stepScratch struct {
-	vals, ins []ops.Value
-	ctxs      []ops.Context
-	pending   []int
-	ready     []int
-	done      chan asyncDone
+	vals    []ops.Value   // every node's outputs, at Graph.outOff
+	ins     []ops.Value   // every node's inputs, at Graph.inOff
+	ctxs    []ops.Context // by node id
+	pending []int
+	ready   []int
+	done    chan asyncDone
 }
 
 func (g *Graph) getScratch() *stepScratch {
@@ -81,7 +79,7 @@ func (g *Graph) Run(ctx context.Context, req *tfpb.RunGraphRequest, feeds []wire
 	defer tensor.ReleaseAll(feeds)
 	sc := g.getScratch()
 	defer g.putScratch(sc)
-	s := &step{g: g, id: req.GetStepId(), handle: req.GetGraphHandle(), vals: sc.vals, ins: sc.ins, ctxs: sc.ctxs, sc: sc}
+	s := &step{g: g, id: req.GetStepId(), handle: req.GetGraphHandle(), stepScratch: sc}
 	var stop func()
 	s.ctx, s.cancel, stop = stepContext(ctx)
 	defer stop()
@@ -288,10 +286,10 @@ type asyncDone struct {
 // node starts, and execute returns once the nodes running have ended.
 func (s *step) execute() error {
 	g := s.g
-	pending := s.sc.pending
+	pending := s.pending
 	copy(pending, g.pending)
-	ready := append(s.sc.ready[:0], g.roots...)
-	done := s.sc.done
+	ready := append(s.ready[:0], g.roots...)
+	done := s.done
 	running := 0
 	var first error
 	finish := func(n *node, err error) {
