@@ -92,25 +92,23 @@ func (p *popularity) build(w []float64, total float64) {
 // the tail, which tail draws (values from len(slots)-1 on).
 func (p *popularity) draw(rng *rand.Rand, tail *rand.Zipf) uint64 {
 	x := rng.Uint64()
-	i := p.pick(x, p.slots[p.slotOf(x)])
+	i := p.slotOf(x)
+	i = p.slots[i].pick(x, i)
 	if i == p.tail {
 		return uint64(i) + tail.Uint64()
 	}
 	return uint64(i)
 }
 
-// tailZipf returns the draw of the tail for rng, nil when there is none:
-// values head+j, j ≥ 0, with probability proportional to (1+head+j)^-skew.
 // slotOf is the slot a random number x falls in.
 func (p *popularity) slotOf(x uint64) uint32 {
 	return uint32((x >> 32) * uint64(len(p.slots)) >> 32)
 }
 
-// pick is the value x draws from its slot s: the slot's own, or its alias.
-func (p *popularity) pick(x uint64, s slot) uint32 {
-	i := p.slotOf(x)
+// pick is the value x draws from s, the slot i it falls in: i, or its alias.
+func (s slot) pick(x uint64, i uint32) uint32 {
 	if uint32(x) >= s.cut {
-		i = s.alias
+		return s.alias
 	}
 	return i
 }
@@ -129,17 +127,19 @@ const maxAhead = 8
 // values after it are drawn ahead again.
 func (p *popularity) drawAll(vs []uint64, src *rand.PCG, tail *rand.Zipf) {
 	var xs [maxAhead]uint64
+	var is [maxAhead]uint32
 	var ss [maxAhead]slot
 	for len(vs) > 0 {
 		k := min(len(vs), maxAhead)
 		start := *src
 		for j := range k {
 			xs[j] = src.Uint64()
-			ss[j] = p.slots[p.slotOf(xs[j])]
+			is[j] = p.slotOf(xs[j])
+			ss[j] = p.slots[is[j]]
 		}
 		j := 0
 		for ; j < k; j++ {
-			i := p.pick(xs[j], ss[j])
+			i := ss[j].pick(xs[j], is[j])
 			if i != p.tail {
 				vs[j] = uint64(i)
 				continue
@@ -156,6 +156,8 @@ func (p *popularity) drawAll(vs []uint64, src *rand.PCG, tail *rand.Zipf) {
 	}
 }
 
+// tailZipf returns the draw of the tail for rng, nil when there is none:
+// values head+j, j ≥ 0, with probability proportional to (1+head+j)^-skew.
 func (p *popularity) tailZipf(rng *rand.Rand) *rand.Zipf {
 	if p.tail == uint32(len(p.slots)) {
 		return nil
