@@ -189,8 +189,9 @@ type Waiter interface {
 	Received(t wire.Tensor, sendStart int64, err error)
 }
 
-// A Ticket stands for a receiver RecvAsync left waiting.
-type Ticket struct{ s *slot }
+// A Ticket stands for a receiver RecvAsync left waiting: it is that
+// receiver's slot, so that leaving one allocates nothing more.
+type Ticket slot
 
 // RecvAsync is Recv for a receiver that does not wait: w.Received gets
 // key's tensor in step, or the step's error, exactly once. When the tensor
@@ -225,14 +226,14 @@ func (r *Rendezvous) RecvAsync(step int64, key string, w Waiter) *Ticket {
 	s = &slot{w: w, step: step, key: key}
 	st.slots[key] = s
 	sh.mu.Unlock()
-	return &Ticket{s}
+	return (*Ticket)(s)
 }
 
 // Withdraw takes back a waiting receiver's ticket, so that its Waiter is
 // never called, and reports whether it did: false means the Waiter has
 // been or is being called.
 func (r *Rendezvous) Withdraw(tk *Ticket) bool {
-	s := tk.s
+	s := (*slot)(tk)
 	sh := r.shard(s.step)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
