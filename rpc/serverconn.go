@@ -150,7 +150,7 @@ type serverCall struct {
 	held      int64 // request bytes counted in sc.held
 	answering int64 // answer bytes counted in sc.answering
 
-	answerFn func(error) // call.finish, made once: what Response.Defer hands out
+	answerFn func(error) // call.finish, made on first Defer (the pool's New cannot name finish: an initialization cycle)
 }
 
 var serverCalls = sync.Pool{New: func() any {
