@@ -153,25 +153,25 @@ func (e *Endpoint) answerOpen(ho *halfOpen) {
 
 // promote makes a half-open session a session, now that its dialer sent
 // its first packet after OPEN, and hands it to Accept. It returns nil when
-// the backlog filled meanwhile; the dialer is told with RESET.
+// the backlog filled meanwhile; the dialer is told with RESET. The session
+// is in the tables, and counted in Stats, before Accept can return it.
 func (e *Endpoint) promote(ho *halfOpen) *session {
 	e.dropHalf(ho)
 	s := e.newSession(ho.key)
 	s.p.Authenticate(ho.auth.listener, ho.auth.dialer, nil)
 	s.p.Agree(ho.peerMax)
 	s.accepted = true
+	e.register(s)
 	// A Group's reactors share accepts: another one may have filled it,
 	// and the reactor must not block on it.
 	select {
 	case e.accepts <- s.conn:
+		return s
 	default:
-		e.caps.release(ho.key.Peer.Addr())
-		e.forgetOwner(ho.key)
+		e.endSession(s, ErrReset)
 		e.reset(ho.key, ho.auth.dialer)
 		return nil
 	}
-	e.register(s)
-	return s
 }
 
 // authentic reports whether h, to a half-open session, comes from its
