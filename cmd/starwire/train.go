@@ -143,6 +143,9 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if r.local != nil {
 		defer r.local.Close()
 	}
+	if r.restoreProcs != nil {
+		defer r.restoreProcs()
+	}
 	if err != nil {
 		return err
 	}
@@ -211,12 +214,17 @@ type trainRun struct {
 	stdout      io.Writer
 	progressSet bool
 	metrics     *metrics.Metrics // nil without --metrics_addr
+	// restoreProcs undoes the local cluster's spare P, for a caller that
+	// goes on in this process (tests).
+	restoreProcs func()
 }
 
 // startLocal starts the in-process cluster, its endpoint map in dir.
 func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	policy, _ := afxdprpc.ParsePathPolicy(r.f.afxdpPath) // checked
+	procs, restore := addSpareProc()
+	r.restoreProcs = restore
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.net, Dir: dir, Logger: logger,
 		Metrics: r.metrics, Pcap: r.f.pcap.file, TLS: r.layout.TLS, NoAllowlist: !r.f.allowlist, AFXDPPath: policy,
@@ -231,6 +239,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 		return fmt.Errorf("train: %w", err)
 	}
 	fmt.Fprintf(r.stdout, "local cluster: %s\n", r.layout.Cluster)
+	fmt.Fprintf(r.stdout, "runtime: %s\n", procs)
 	if local.EndpointMapPath != "" {
 		fmt.Fprintf(r.stdout, "endpoint map %s: %s\n", local.EndpointMapPath, endpointPairs(r.layout.Endpoints))
 	}
