@@ -1,10 +1,15 @@
 package main
 
 import (
+	"io"
+	"net"
 	"os"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestSpareProc(t *testing.T) {
@@ -45,4 +50,85 @@ func TestSpareProc(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkRoundTripBesideKernels times a 64-byte loopback round trip
+// while as many goroutines as CPUs run op-kernel-like work (150µs runs
+// that yield between them), with GOMAXPROCS at the CPUs and at one more:
+// why the local cluster takes a spare P. Without it the round trip waits
+// for the runtime's monitor to poll the network (about every 10 ms).
+func BenchmarkRoundTripBesideKernels(b *testing.B) {
+	cpus := runtime.GOMAXPROCS(0)
+	for _, bc := range []struct {
+		name  string
+		procs int
+	}{{"procs=cpus", cpus}, {"procs=cpus+1", cpus + 1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(bc.procs))
+			client, stop := echoBesideKernels(b, cpus)
+			defer stop()
+			buf := make([]byte, 64)
+			b.SetBytes(int64(2 * len(buf)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := client.Write(buf); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(client, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// echoBesideKernels starts a loopback echo and kernels goroutines that
+// compute until stop is called.
+func echoBesideKernels(b *testing.B, kernels int) (net.Conn, func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(c, c)
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range kernels {
+		wg.Go(func() {
+			for !done.Load() {
+				spin(150 * time.Microsecond)
+				runtime.Gosched()
+			}
+		})
+	}
+	return client, func() {
+		done.Store(true)
+		wg.Wait()
+		client.Close()
+		ln.Close()
+	}
+}
+
+var spun atomic.Uint64
+
+// spin computes for about d without blocking.
+func spin(d time.Duration) {
+	x := uint64(1)
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		for range 256 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	spun.Add(x)
 }
