@@ -49,7 +49,8 @@ type Result struct {
 	Calls    int64
 	Elapsed  time.Duration
 	P50, P99 time.Duration
-	Bytes    int64 // payload bytes the answers carried
+	TurnP50  []time.Duration // p50 of each turn, in order
+	Bytes    int64           // payload bytes the answers carried
 	Err      error
 }
 
@@ -156,12 +157,19 @@ func (c *contender) round(ctx context.Context, d time.Duration) {
 	if c.r.Err != nil || c.budget.Load() <= 0 {
 		return
 	}
+	turn := NewSamples(turnSamples)
 	start := time.Now()
-	n, err := c.l.run(ctx, start.Add(d), &c.budget, c.lat)
+	n, err := c.l.run(ctx, start.Add(d), &c.budget, turn)
 	c.r.Elapsed += time.Since(start)
 	c.r.Calls += n
 	c.r.Err = err
+	c.r.TurnP50 = append(c.r.TurnP50, turn.Percentile(50))
+	c.lat.Merge(turn)
 }
+
+// turnSamples is how many latencies one turn keeps (spread over the turn
+// however long it is; see Samples).
+const turnSamples = 1 << 16
 
 func (c *contender) result(cfg LoadConfig) Result {
 	r := c.r

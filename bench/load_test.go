@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,9 @@ func TestRunLoadStopsAtDeadline(t *testing.T) {
 	for _, r := range rs {
 		if r.Err != nil || r.Calls == 0 || r.Elapsed < 100*time.Millisecond {
 			t.Errorf("%s: %d calls in %v, %v", r.Name, r.Calls, r.Elapsed, r.Err)
+		}
+		if len(r.TurnP50) != cfg.Rounds || slices.Min(r.TurnP50) <= 0 || slices.Max(r.TurnP50) < r.P50 || slices.Min(r.TurnP50) > r.P50 {
+			t.Errorf("%s: p50 %v, by turn %v: want one positive p50 a turn, around the run's", r.Name, r.P50, r.TurnP50)
 		}
 	}
 }

@@ -48,6 +48,28 @@ func FormatTable(w io.Writer, cfg LoadConfig, rs []Result) error {
 	return nil
 }
 
+// FormatTurns writes, for a run of more than one turn, the p50 of each
+// contender's turns in order, one line each starting with "turns", so that
+// a turn that the machine slowed down (on a shared VM one-in-flight calls
+// fall into a mode several times slower whenever the two processes' threads
+// land on different, idle vCPUs) shows as such instead of only moving the
+// run's p50.
+func FormatTurns(w io.Writer, rs []Result) error {
+	for _, r := range rs {
+		if r.Err != nil || len(r.TurnP50) < 2 {
+			continue
+		}
+		line := "turns p50 " + r.Name + ":"
+		for _, d := range r.TurnP50 {
+			line += " " + micros(d)
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // micros formats d in microseconds with one decimal.
 func micros(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 1, 64) + "µs"

@@ -42,6 +42,21 @@ func TestFormatTableWithoutStarwire(t *testing.T) {
 	}
 }
 
+func TestFormatTurns(t *testing.T) {
+	rs := []Result{
+		{Name: "starwire", TurnP50: []time.Duration{28_400 * time.Nanosecond, 121 * time.Microsecond}},
+		{Name: "grpc-go", TurnP50: []time.Duration{time.Millisecond}}, // one turn: nothing to compare
+		{Name: "raw-tcp", Err: errors.New("connection refused"), TurnP50: []time.Duration{1, 2}},
+	}
+	var sb strings.Builder
+	if err := FormatTurns(&sb, rs); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sb.String(), "turns p50 starwire: 28.4µs 121.0µs\n"; got != want {
+		t.Errorf("FormatTurns wrote %q, want %q", got, want)
+	}
+}
+
 func TestGroupThousands(t *testing.T) {
 	tests := []struct {
 		n    int64

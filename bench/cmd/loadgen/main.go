@@ -65,6 +65,9 @@ func run(server string, cfg bench.LoadConfig, cancellable bool) error {
 	if err := bench.FormatTable(os.Stdout, cfg, rs); err != nil {
 		return err
 	}
+	if err := bench.FormatTurns(os.Stdout, rs); err != nil {
+		return err
+	}
 	for _, r := range rs {
 		if r.Err != nil {
 			return fmt.Errorf("%s: %w", r.Name, r.Err)
