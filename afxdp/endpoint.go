@@ -86,6 +86,13 @@ type Endpoint struct {
 
 	ctr  counters
 	poll *pollClaim // what busy polling was granted (polling.go)
+
+	// Helping (help.go): the link as a pender, nil when it is not one;
+	// when the parked reactor wakes on its own (UnixNano); the earliest
+	// timer a step another reactor ran for it left (UnixNano, 0: none).
+	pend      pender
+	parkUntil atomic.Int64
+	helpDue   atomic.Int64
 }
 
 const (
@@ -119,6 +126,10 @@ func newEndpoint(l link.Link, opts Options, g *Group) *Endpoint {
 		e.accepts, e.caps, e.keys = g.accepts, g.caps, g.keys
 	} else {
 		e.accepts, e.caps, e.keys = make(chan *Conn, max(opts.Backlog, 0)), newSessionCaps(&opts), newKeys(&opts)
+	}
+	if p, ok := l.(pender); ok {
+		e.pend = p
+		addReactor(e)
 	}
 	ready := make(chan struct{})
 	go e.run(ready)
@@ -388,6 +399,11 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			idleAt = now
 		}
 		t.idle()
+		if t.pumps() && e.helpParked(now) {
+			// Another reactor's packets went out: answers may come.
+			idleAt = time.Time{}
+			continue
+		}
 		if e.opts.Busy && !e.poll.backOff(now, idleAt) {
 			runtime.Gosched() // as above: goroutines woken by other means
 			continue
@@ -398,6 +414,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			runtime.Gosched()
 			continue
 		}
+		e.wakeHelped()
 		err = e.park(t.next)
 		t.worked() // senders may have stepped the loop meanwhile
 		if err != nil && !e.stopping.Load() {
@@ -421,9 +438,17 @@ func (e *Endpoint) park(next time.Time) error {
 	e.sleeping.Store(true)
 	var err error
 	if !e.readyFlag.Load() && !e.stopping.Load() {
+		e.parkUntil.Store(e.env.Now.Add(wait).UnixNano())
+		if e.pend != nil {
+			reactors.sleeping.Add(1)
+		}
 		e.loop.Unlock()
 		err = e.link.Wait(wait)
 		e.loop.Lock()
+		if e.pend != nil {
+			reactors.sleeping.Add(-1)
+		}
+		e.helpDue.Store(0) // this loop runs the timers from now on
 	}
 	e.sleeping.Store(false)
 	return err
@@ -448,6 +473,9 @@ func (e *Endpoint) flush() error {
 // shutdown ends every session, telling peers, and refuses further work.
 func (e *Endpoint) shutdown() {
 	e.stopping.Store(true)
+	if e.pend != nil {
+		removeReactor(e)
+	}
 	defer e.poll.release()
 	err := e.err
 	if err == nil {

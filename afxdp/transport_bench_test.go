@@ -195,6 +195,7 @@ func (env *benchEnv) packets() packetCounts {
 		t.Acks += s.Acks
 		t.Batches += s.Batches
 		t.Resent += s.Resent
+		t.Helped += s.Helped
 	}
 	return t
 }
@@ -214,6 +215,7 @@ func (env *benchEnv) reportPackets(b *testing.B, before packetCounts) {
 		b.ReportMetric(sent/float64(k), "pkts/flush")
 	}
 	b.ReportMetric(float64(after.Resent-before.Resent), "resent")
+	b.ReportMetric(float64(after.Helped-before.Helped)/n, "helped/op")
 	if _, ok := env.eps[0].Link().(*link.XSKLink); ok {
 		b.ReportMetric(float64(after.xskDrops-before.xskDrops), "xsk-drops")
 	}

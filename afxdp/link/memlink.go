@@ -196,6 +196,14 @@ func (l *MemLink) Receive(pkts []Datagram) (int, error) {
 	return n, nil
 }
 
+// Pending reports whether a datagram waits in the link's inbox; safe for
+// concurrent use.
+func (l *MemLink) Pending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.inbox) > 0
+}
+
 // Wait implements Link.
 func (l *MemLink) Wait(d time.Duration) error {
 	if l.closed.Load() {

@@ -552,6 +552,18 @@ func (l *XSKLink) lookup(ip netip.Addr) ([6]byte, bool) {
 	return mac, true
 }
 
+// Pending reports whether a datagram waits on one of the link's RX rings,
+// without a system call. Another goroutine than the link's driver may call
+// it, but only while the link is open (the rings are unmapped on Close).
+func (l *XSKLink) Pending() bool {
+	for _, s := range l.socks {
+		if s.RxPending() {
+			return true
+		}
+	}
+	return false
+}
+
 // Wait implements Link.
 func (l *XSKLink) Wait(d time.Duration) error {
 	if l.closed.Load() {

@@ -460,3 +460,10 @@ func (s *Socket) Close() error {
 	}
 	return nil
 }
+
+// RxPending reports whether the kernel has put descriptors on the RX ring
+// that are not consumed yet. It reads only the ring's shared indices, so
+// any goroutine may call it while the socket is open.
+func (s *Socket) RxPending() bool {
+	return atomic.LoadUint32(s.rx.producer) != atomic.LoadUint32(s.rx.consumer)
+}
