@@ -400,8 +400,13 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		}
 		t.idle()
 		if t.pumps() && e.helpParked(now) {
-			// Another reactor's packets went out: answers may come.
+			// Another reactor's packets went out: answers may come, and
+			// are taken at once if they did; otherwise yield, as a poll
+			// does.
 			idleAt = time.Time{}
+			if e.pend == nil || !e.pend.Pending() {
+				runtime.Gosched()
+			}
 			continue
 		}
 		if e.opts.Busy && !e.poll.backOff(now, idleAt) {
