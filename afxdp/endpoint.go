@@ -89,10 +89,12 @@ type Endpoint struct {
 
 	// Helping (help.go): the link as a pender, nil when it is not one;
 	// when the parked reactor wakes on its own (UnixNano); the earliest
-	// timer a step another reactor ran for it left (UnixNano, 0: none).
+	// timer a step another reactor ran for it left (UnixNano, 0: none);
+	// whether a helper woke it since it parked.
 	pend      pender
 	parkUntil atomic.Int64
 	helpDue   atomic.Int64
+	helpWoke  atomic.Bool
 }
 
 const (
@@ -454,6 +456,7 @@ func (e *Endpoint) park(next time.Time) error {
 			reactors.sleeping.Add(-1)
 		}
 		e.helpDue.Store(0) // this loop runs the timers from now on
+		e.helpWoke.Store(false)
 	}
 	e.sleeping.Store(false)
 	return err
