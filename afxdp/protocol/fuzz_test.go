@@ -219,6 +219,18 @@ func (p *program) next() byte {
 
 func runProgram(t *testing.T, prog []byte) *world {
 	p := &program{b: prog}
+	w := newWorld(t, p)
+	for ops := 0; len(p.b) > 0 && ops < 1000; ops++ {
+		w.do(p)
+		w.step()
+	}
+	w.settle()
+	return w
+}
+
+// newWorld makes the two ends as the program's first bytes configure
+// them, and has A dial B.
+func newWorld(t *testing.T, p *program) *world {
 	windows := [...]int{4, 16, 64, 512}
 	w := &world{t: t, now: time.Unix(1_700_000_000, 0)}
 	w.start = w.now
@@ -252,11 +264,6 @@ func runProgram(t *testing.T, prog []byte) *world {
 	a.s.Start()
 	a.s.Dial()
 	w.step()
-	for ops := 0; len(p.b) > 0 && ops < 1000; ops++ {
-		w.do(p)
-		w.step()
-	}
-	w.settle()
 	return w
 }
 

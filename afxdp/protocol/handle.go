@@ -30,6 +30,12 @@ func (s *Session) Handle(h *PacketHeader, data []byte) error {
 		s.ackNow()
 	}
 	if h.Flags&FlagProbe != 0 {
+		// Also a window probe (rack.go's ask): there may be room now,
+		// as for a packet kept that comes again (onData).
+		if err := s.Reopen(); err != nil {
+			s.control(TypeReset)
+			return err
+		}
 		s.ackNow()
 	}
 	s.opening = false // any answer opens the session

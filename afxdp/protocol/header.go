@@ -77,7 +77,7 @@ const (
 	FlagSack                     // ACK: the data is a bitmap of the packets held past ack
 	FlagPacked                   // DATA: whole small frames, each after its u16 length (with First and Last)
 	FlagDsack                    // ACK: Msg is a packet number the sender received twice
-	FlagProbe                    // ACK: the receiver answers at once (keepalive)
+	FlagProbe                    // ACK: the receiver answers at once (keepalive, a shut window's probe)
 	flagsKnown = FlagFirst | FlagLast | FlagGap | FlagSize | FlagSack | FlagPacked | FlagDsack | FlagProbe
 	ackOnly    = FlagSize | FlagSack | FlagDsack | FlagProbe
 )

@@ -315,26 +315,37 @@ func (s *Session) fireTimer() {
 	case timerProbe:
 		// The last packet the peer does not hold goes again; its
 		// answer, selective, shows what else is missing.
-		for seq := s.maxSent - 1; ; seq-- {
-			if sl := s.slot(seq); !sl.held {
-				s.markLost(seq, sl)
-				break
-			}
-			if seq == s.base {
-				break
-			}
+		seq := s.maxSent - 1
+		for seq != s.base && s.slot(seq).held {
+			seq--
 		}
+		s.ask(seq)
 		r.timer, r.timerAt = timerRTO, s.env.Now.Add(max(r.rto, s.pto()))
 	case timerRTO:
 		// The oldest goes again, and RACK, with no reordering window,
 		// finds the rest lost once it is delivered: a timeout that
 		// fired because the answers were slow resends one packet.
-		s.markLost(s.base, s.slot(s.base))
+		s.ask(s.base)
 		r.afterRTO = true
 		r.rto = min(2*r.rto, s.env.cfg.MaxRTO)
 		r.timerAt = s.env.Now.Add(r.rto)
 	}
 	s.env.Ctr.Probes.Add(1)
+}
+
+// ask has a timer's packet, seq, sent again for the answer it brings,
+// unless the peer holds it: then seq is base, which the peer keeps without
+// taking it, its window shut for lack of room (window.go), and it holds
+// every packet a resend could give it. Only the ACK reopening its window
+// would then move this end, and that may be lost: an ACK flagged
+// FlagProbe asks for its state instead, and its answer says whether the
+// window reopened.
+func (s *Session) ask(seq uint32) {
+	if sl := s.slot(seq); !sl.held {
+		s.markLost(seq, sl)
+		return
+	}
+	s.probe()
 }
 
 // markLost marks packet seq for pump to resend.

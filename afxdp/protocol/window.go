@@ -6,7 +6,11 @@ package protocol
 // every packet it sends advertises a window of 0, so its peer sends nothing
 // new. The peer does not resend the packet either, since the receiver has
 // it; only its probes, backing off to MaxRTO, keep asking, in case the
-// reopening is lost. When room appears, whoever made it has the owner call
+// reopening is lost: a resend of the packet kept, or, when the peer knows
+// it kept (selectively acknowledged, having come past a gap), an ACK
+// flagged FlagProbe, since neither timer resends a packet the receiver
+// holds. Either makes the receiver look for room again and answer at once.
+// When room appears, whoever made it has the owner call
 // Reopen, which takes the kept packets and reopens the window with an ACK
 // at once. A peer that does not read is thus held back by its window, and
 // nothing beyond a window of packets is buffered for it.
