@@ -122,7 +122,7 @@ func TestWithdraw(t *testing.T) {
 	rb := newCollector(8)
 	go cb.Receive(rb)
 	for _, want := range []uint64{1, 2, 4} {
-		in := rb.next(t, 20*time.Second)
+		in := nextOrState(t, rb, 20*time.Second, ea, eb)
 		if in.Err != nil || in.Header.CallID != want || !bytes.Equal(in.Tensors[0].Data, orig[want]) {
 			t.Fatalf("frame %d (want %d): %v, or its tensor differs from what was sent", in.Header.CallID, want, in.Err)
 		}
@@ -181,6 +181,19 @@ func TestWithdrawOnClose(t *testing.T) {
 	cb.Receive(&blocker{hold: ^uint64(0)}) // releases the frame held for it
 	if n := bufpool.Live() - live; n != 0 {
 		t.Fatalf("%d pooled buffers not returned after close", n)
+	}
+}
+
+// nextOrState is c.next, which on failure reports what the sender and
+// the receiver hold.
+func nextOrState(t *testing.T, c *collector, within time.Duration, sender, receiver *afxdp.Endpoint) *wire.Inbound {
+	t.Helper()
+	select {
+	case in := <-c.frames:
+		return in
+	case <-time.After(within):
+		t.Fatalf("no frame within %v\nsender %s\nreceiver %s", within, sender.State(), receiver.State())
+		return nil
 	}
 }
 
