@@ -2,6 +2,7 @@ package afxdp_test
 
 import (
 	"bytes"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -122,7 +123,7 @@ func TestWithdraw(t *testing.T) {
 	rb := newCollector(8)
 	go cb.Receive(rb)
 	for _, want := range []uint64{1, 2, 4} {
-		in := nextOrState(t, rb, 20*time.Second, ea, eb)
+		in := nextOrState(t, rb, 20*time.Second, ca, cb, ea, eb)
 		if in.Err != nil || in.Header.CallID != want || !bytes.Equal(in.Tensors[0].Data, orig[want]) {
 			t.Fatalf("frame %d (want %d): %v, or its tensor differs from what was sent", in.Header.CallID, want, in.Err)
 		}
@@ -184,16 +185,34 @@ func TestWithdrawOnClose(t *testing.T) {
 	}
 }
 
-// nextOrState is c.next, which on failure reports what the sender and
-// the receiver hold.
-func nextOrState(t *testing.T, c *collector, within time.Duration, sender, receiver *afxdp.Endpoint) *wire.Inbound {
+// nextOrState is c.next that also fails when the session ends, at once,
+// with its error. A failure reports what the sender and the receiver held
+// an eighth of the wait in, when a frame is long overdue but the sessions
+// have not yet timed out, and at the end.
+func nextOrState(t *testing.T, c *collector, within time.Duration, ca, cb *afxdp.Conn, ea, eb *afxdp.Endpoint) *wire.Inbound {
 	t.Helper()
-	select {
-	case in := <-c.frames:
-		return in
-	case <-time.After(within):
-		t.Fatalf("no frame within %v\nsender %s\nreceiver %s", within, sender.State(), receiver.State())
-		return nil
+	state := func() string { return fmt.Sprintf("sender %s\nreceiver %s", ea.State(), eb.State()) }
+	start, early := time.Now(), "not taken"
+	look := time.NewTimer(within / 8)
+	defer look.Stop()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		var why string
+		select {
+		case in := <-c.frames:
+			return in
+		case <-look.C:
+			early = state()
+			continue
+		case <-ca.Done():
+			why = fmt.Sprintf("the sender's session ended: %v", ca.Err())
+		case <-cb.Done():
+			why = fmt.Sprintf("the receiver's session ended: %v", cb.Err())
+		case <-deadline.C:
+			why = "no frame"
+		}
+		t.Fatalf("%s after %v\nafter %v: %s\nat the end: %s", why, time.Since(start), within/8, early, state())
 	}
 }
 
