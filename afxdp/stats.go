@@ -10,8 +10,8 @@ import (
 // Buffered are levels at the time of the call; every other field only
 // grows.
 type Stats struct {
-	Resent     uint64 // packets sent again: found lost, or sent by a timer, of which
-	Probes     uint64 // sent by the tail loss probe or the retransmission timeout
+	Resent     uint64 // packets sent again: found lost, or sent by a timer
+	Probes     uint64 // times the tail loss probe or the retransmission timeout fired: each resends a packet (in Resent too) or, when the peer holds it, sends a window probe
 	Spurious   uint64 // the peer reported it already had (FlagDsack)
 	Duplicates uint64 // data packets received twice
 	Malformed  uint64 // datagrams that were not valid protocol packets
