@@ -3,6 +3,7 @@ package afxdp_test
 import (
 	"encoding/binary"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +31,11 @@ func TestSmallFramesSharePackets(t *testing.T) {
 			go cb.Receive(rb)
 			big := pattern(3*la.MaxPayload(), 4)
 			done := make(doneChan, frames)
+			// The frames are sent while the sender's reactor is busy, as
+			// a burst finds it on a loaded endpoint: sent to an idle one,
+			// each would go out at once, alone in its packet, on the
+			// sending goroutine or on another reactor that helps.
+			release := holdReactor(t, ca, cb)
 			before := ea.Stats().Sent
 			for i := range frames {
 				m := &wire.Message{
@@ -44,6 +50,7 @@ func TestSmallFramesSharePackets(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			release()
 			for i := range frames {
 				in := rb.next(t, 10*time.Second)
 				if in.Err != nil || in.Header.CallID != uint64(i+1) || binary.LittleEndian.Uint64(in.Meta) != uint64(i) {
@@ -60,12 +67,66 @@ func TestSmallFramesSharePackets(t *testing.T) {
 				}
 			}
 			// One frame a packet would be 300 packets and more; the
-			// sender may take the queue in a few batches.
+			// reactor may take the queue in a few batches.
 			if sent := ea.Stats().Sent - before; sent > frames/4 {
 				t.Fatalf("%d small frames took %d packets", frames, sent)
 			}
 		})
 	}
+}
+
+// holdReactor keeps a's reactor in the Alloc of a frame b sends it, until
+// the returned func is called. Alloc runs on the reactor under its loop
+// lock in either delivery mode, so meanwhile a's sends only queue. A first
+// frame, delivered, shows that a's receiver is in place, since a frame
+// that comes before it gets a pooled buffer without an Alloc.
+func holdReactor(t *testing.T, a, b *afxdp.Conn) (release func()) {
+	t.Helper()
+	h := &allocHolder{delivered: make(chan struct{}, 1), entered: make(chan struct{}), release: make(chan struct{})}
+	release = sync.OnceFunc(func() { close(h.release) })
+	t.Cleanup(release)
+	go a.Receive(h)
+	send := func(id uint64, reached <-chan struct{}) {
+		if err := b.Send(&wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: id}, Meta: []byte("hold")}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-reached:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("frame %d, sent to hold the reactor, not received in 10s", id)
+		}
+	}
+	send(1, h.delivered)
+	send(holdCall, h.entered)
+	return release
+}
+
+// holdCall is the frame an allocHolder holds the reactor in.
+const holdCall = 2
+
+// allocHolder is a wire.Receiver that holds the reactor in the Alloc of
+// frame holdCall until release is closed.
+type allocHolder struct {
+	delivered, entered, release chan struct{}
+}
+
+func (h *allocHolder) Alloc(in *wire.Inbound) error {
+	if in.Header.CallID == holdCall {
+		close(h.entered)
+		<-h.release
+	}
+	in.AllocPooled()
+	return nil
+}
+
+func (h *allocHolder) Deliver(in *wire.Inbound) {
+	if in.Header.CallID != holdCall {
+		select {
+		case h.delivered <- struct{}{}:
+		default:
+		}
+	}
+	in.Release()
 }
 
 // forgeLink replaces, when armed, the next DATA packet it receives with a
