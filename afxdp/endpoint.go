@@ -292,13 +292,7 @@ func (e *Endpoint) enqueue(s *session) {
 		if e.sleeping.Load() && !e.stopping.Load() {
 			e.env.Now = time.Now()
 			e.takeReady()
-			_, more = e.pumpAll()
-			e.env.FlushAcks()
-			if err := e.flush(); err != nil {
-				// As in run: the datagrams are resent; a closed link
-				// stops the reactor when it next flushes.
-				e.ctr.sendErrors.Add(1)
-			}
+			_, more = e.transmit()
 		}
 		e.loop.Unlock()
 		if !more {
@@ -306,6 +300,20 @@ func (e *Endpoint) enqueue(s *session) {
 		}
 	}
 	e.link.Wake()
+}
+
+// transmit sends what the sessions have to send and the acknowledgements
+// owed, for a step run outside the reactor's own loop (a sender's, a
+// helper's). It returns the earliest timer and whether a session had more
+// than its budget. A failed flush is counted: the datagrams are resent,
+// and a closed link stops the reactor when it next flushes.
+func (e *Endpoint) transmit() (next time.Time, more bool) {
+	next, more = e.pumpAll()
+	e.env.FlushAcks()
+	if e.flush() != nil {
+		e.ctr.sendErrors.Add(1)
+	}
+	return next, more
 }
 
 func (e *Endpoint) run(ready chan<- struct{}) {

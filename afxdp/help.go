@@ -12,7 +12,7 @@ import (
 // of goroutines, so while another reactor of the same process spins, each
 // of its yields finding itself on the run queue, the parked one's packets
 // wait until the spinner sleeps too: a request sent to a parked peer in this
-// process was answered a whole Spin (20µs) and a wake-up late, and two
+// process was answered a whole Spin and a wake-up late, and two
 // reactors that took turns parking kept each call that slow.
 //
 // So an idle reactor helps: on each full idle turn it looks at the other
@@ -113,12 +113,8 @@ func (e *Endpoint) help(now int64) bool {
 	if e.readyFlag.Load() {
 		e.takeReady()
 		var m bool
-		next, m = e.pumpAll()
+		next, m = e.transmit()
 		more = more || m
-		e.env.FlushAcks()
-		if e.flush() != nil {
-			e.ctr.sendErrors.Add(1)
-		}
 	}
 	e.ctr.helped.Add(1)
 	if !e.helpWoke.Swap(true) {
@@ -158,11 +154,7 @@ func (e *Endpoint) step() (next time.Time, more bool, err error) {
 	if e.env.Mem.Freed() {
 		e.env.RetryMemory(e.endProtocolSession)
 	}
-	next, more = e.pumpAll()
-	e.env.FlushAcks()
-	if e.flush() != nil {
-		e.ctr.sendErrors.Add(1) // the datagrams are resent
-	}
+	next, more = e.transmit()
 	return next, more, err
 }
 
