@@ -27,6 +27,11 @@ type AttackResult struct {
 	// the guard; Peak is then at least the guard.
 	Aborted bool
 	Probe   *Report // the well-behaved client's calls during the attack
+	// ServerLate is the longest a goroutine of the server woke late
+	// during the attack (see MethodLate), as Probe.SchedLate is the
+	// client's: what the machine, not the code, added to a probe call on
+	// each side.
+	ServerLate time.Duration
 }
 
 // Growth is how far the server's resident memory rose above where it was
@@ -60,6 +65,9 @@ func RunAttack(p *Proc, a Attack, window time.Duration, c *rpc.Client, probe Wor
 	}
 	hctx, hcancel := context.WithTimeout(context.Background(), heapTimeout)
 	r.HeapBefore, _, err = Heap(hctx, c)
+	if err == nil {
+		_, err = Late(hctx, c)
+	}
 	hcancel()
 	if err != nil {
 		r.Err = err
@@ -99,6 +107,9 @@ func RunAttack(p *Proc, a Attack, window time.Duration, c *rpc.Client, probe Wor
 	}
 	hctx, hcancel = context.WithTimeout(context.Background(), heapTimeout)
 	_, r.HeapPeak, err = Heap(hctx, c)
+	if err == nil {
+		r.ServerLate, err = Late(hctx, c)
+	}
 	hcancel()
 	if err != nil && r.Err == nil {
 		r.Err = err
@@ -132,7 +143,7 @@ func watch(p *Proc, limit int64, stop <-chan struct{}) int64 {
 // FormatAttacks writes one table row per attack result.
 func FormatAttacks(w io.Writer, rs ...AttackResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "attack\tconns\tRSS before\tpeak\tgrowth\tRSS after\theap growth\tprobe calls\tprobe ok\tprobe p99\tprobe max\tnote")
+	fmt.Fprintln(tw, "attack\tconns\tRSS before\tpeak\tgrowth\tRSS after\theap growth\tprobe calls\tprobe ok\tprobe p99\tprobe max\tclient late\tserver late\tnote")
 	for _, r := range rs {
 		note := ""
 		switch {
@@ -142,12 +153,13 @@ func FormatAttacks(w io.Writer, rs ...AttackResult) error {
 			note = r.Err.Error()
 		}
 		var calls, ok int64
-		var p99, mx time.Duration
+		var p99, mx, late time.Duration
 		if r.Probe != nil {
-			calls, ok, p99, mx = r.Probe.Calls, r.Probe.OK, r.Probe.P99, r.Probe.Max
+			calls, ok, p99, mx, late = r.Probe.Calls, r.Probe.OK, r.Probe.P99, r.Probe.Max, r.Probe.SchedLate
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%v\t%v\t%s\n", r.Name, r.Conns, MiB(r.Before.RSS), MiB(r.Peak),
-			MiB(r.Growth()), MiB(r.After.RSS), MiB(r.HeapGrowth()), calls, ok, p99.Round(time.Microsecond), mx.Round(time.Microsecond), note)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%v\t%v\t%v\t%v\t%s\n", r.Name, r.Conns, MiB(r.Before.RSS), MiB(r.Peak),
+			MiB(r.Growth()), MiB(r.After.RSS), MiB(r.HeapGrowth()), calls, ok, p99.Round(time.Microsecond), mx.Round(time.Microsecond),
+			late.Round(time.Microsecond), r.ServerLate.Round(time.Microsecond), note)
 	}
 	return tw.Flush()
 }

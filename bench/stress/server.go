@@ -71,6 +71,7 @@ func Register(s *rpc.Server) {
 	s.Register(MethodGen, gen, rpc.HandlerOptions{})
 	s.Register(MethodSleep, sleep, rpc.HandlerOptions{})
 	s.Register(MethodHeap, heap, rpc.HandlerOptions{Inline: true})
+	s.Register(MethodLate, late, rpc.HandlerOptions{Inline: true})
 }
 
 // echo answers with views of the request, which stays valid until the

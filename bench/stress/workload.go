@@ -128,7 +128,11 @@ func (w Workload) Run(ctx context.Context, c *rpc.Client) *Report {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	late := make(chan time.Duration, 1)
-	go func() { late <- schedLate(done, ctx.Done()) }()
+	go func() {
+		var worst time.Duration
+		schedLate(func(d time.Duration) { worst = max(worst, d) }, done, ctx.Done())
+		late <- worst
+	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -154,11 +158,11 @@ func (w Workload) Run(ctx context.Context, c *rpc.Client) *Report {
 // schedTick is the sleep whose overshoot schedLate measures.
 const schedTick = time.Millisecond
 
-// schedLate returns the longest a goroutine of this process, asleep for
-// schedTick, waited past its wake-up until done or stop closed: how late the
-// machine let any caller run, which no transport can do better than.
-func schedLate(done, stop <-chan struct{}) time.Duration {
-	var worst time.Duration
+// schedLate calls seen with how late a goroutine of this process, asleep
+// for schedTick, woke past its time, until done or stop closes (either may
+// be nil): how late the machine let any goroutine run, which no transport
+// can do better than.
+func schedLate(seen func(time.Duration), done, stop <-chan struct{}) {
 	t := time.NewTimer(schedTick)
 	defer t.Stop()
 	for {
@@ -166,11 +170,11 @@ func schedLate(done, stop <-chan struct{}) time.Duration {
 		t.Reset(schedTick)
 		select {
 		case <-done:
-			return worst
+			return
 		case <-stop:
-			return worst
+			return
 		case <-t.C:
-			worst = max(worst, time.Since(at)-schedTick)
+			seen(time.Since(at) - schedTick)
 		}
 	}
 }
