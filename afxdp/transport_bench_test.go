@@ -319,7 +319,8 @@ func tensorBench(b *testing.B, env *benchEnv) float64 {
 
 // BenchmarkTransport runs, in one command, the limits of this path (a raw
 // AF_XDP frame echo waiting in poll() and spinning, and raw one-way
-// streams) and starwire over AF_XDP, kernel UDP and TCP, then logs each
+// streams), sequential calls over an in-memory link (the software's own
+// round trip) and starwire over AF_XDP, kernel UDP and TCP, then logs each
 // target of the kernel-bypass path as a ratio of figures of this run:
 //
 //	go test ./afxdp -run '^$' -bench 'Transport$' -benchtime 2s
@@ -345,6 +346,12 @@ func transportBench(b *testing.B, separate bool) {
 		// The frames afxdp-jumbo sends: 4 KiB UMEM chunks on a 9000-byte MTU.
 		f.rawJumboBytes = benchOneWay(b, newRawEnvMTU(b, 9000), jumboFrameLen, 4096)
 	})
+	// The same sequential calls with no kernel at all: what the rpc layer,
+	// the protocol and the reactors cost a round trip on their own, which
+	// the targets row weighs against the raw echo.
+	b.Run("memlink/sequential", func(b *testing.B) {
+		f.memSeq = callsBench(b, newMemEnv(b, benchAuth(afxdp.OptionsFromEnv("worker", 1))), 1)
+	})
 	for _, kind := range []string{"afxdp", "udp", "tcp", "afxdp-jumbo"} {
 		b.Run(kind, func(b *testing.B) {
 			env := newBenchEnv(b, kind, separate)
@@ -369,6 +376,14 @@ func BenchmarkMemLinkCalls(b *testing.B) {
 // memLinkCalls runs sequential and 32-in-flight echo calls between two
 // endpoints with opts over an in-memory link.
 func memLinkCalls(b *testing.B, opts afxdp.Options) {
+	env := newMemEnv(b, opts)
+	b.Run("sequential", func(b *testing.B) { callsBench(b, env, 1) })
+	b.Run("inflight32", func(b *testing.B) { callsBench(b, env, 32) })
+}
+
+// newMemEnv is a client and an echo server on two endpoints with opts
+// over an in-memory link.
+func newMemEnv(b *testing.B, opts afxdp.Options) *benchEnv {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	ea, eb := afxdp.NewEndpoint(la, opts), afxdp.NewEndpoint(lb, opts)
 	b.Cleanup(func() { ea.Close(); eb.Close() })
@@ -382,7 +397,5 @@ func memLinkCalls(b *testing.B, opts afxdp.Options) {
 	b.Cleanup(func() { srv.Close() })
 	c := rpc.NewClient(lb.LocalAddr().String(), rpc.ClientOptions{Transport: afxdprpc.Transport(ea)})
 	b.Cleanup(func() { c.Close() })
-	env := &benchEnv{client: c, eps: []*afxdp.Endpoint{ea, eb}}
-	b.Run("sequential", func(b *testing.B) { callsBench(b, env, 1) })
-	b.Run("inflight32", func(b *testing.B) { callsBench(b, env, 32) })
+	return &benchEnv{client: c, eps: []*afxdp.Endpoint{ea, eb}}
 }
