@@ -82,7 +82,10 @@ type Endpoint struct {
 	// streamUntil is when the reactor may sleep again after a packet
 	// that left a frame partly received (Options.FrameSpin).
 	streamUntil time.Time
-	err         error // why the reactor stopped; read after done
+	err         error // why the reactor stopped; the reactor's
+	// why is err for other goroutines, set before stopping: a Dial
+	// refused while the sessions end says why too.
+	why atomic.Pointer[error]
 
 	ctr  counters
 	poll *pollClaim // what busy polling was granted (polling.go)
@@ -185,13 +188,7 @@ func (e *Endpoint) DialAddr(ctx context.Context, peer netip.AddrPort) (*Conn, er
 
 func (e *Endpoint) dial(ctx context.Context, peer netip.AddrPort, t *Ticket) (*Conn, error) {
 	if e.stopping.Load() {
-		err := ErrClosed
-		select {
-		case <-e.done:
-			err = e.stoppedErr()
-		default: // stopping: the reason is not known yet
-		}
-		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, err)
+		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, e.stoppedErr())
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -240,10 +237,11 @@ func (e *Endpoint) AcceptContext(ctx context.Context) (*Conn, error) {
 }
 
 // stoppedErr says why the reactor stopped: ErrClosed, wrapping the link's
-// error when one stopped it. Call it after done is closed.
+// error when one stopped it. The reason is known as soon as stopping is
+// set, before the sessions end.
 func (e *Endpoint) stoppedErr() error {
-	if e.err != nil {
-		return fmt.Errorf("%w: %w", ErrClosed, e.err)
+	if why := e.why.Load(); why != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, *why)
 	}
 	return ErrClosed
 }
@@ -488,6 +486,10 @@ func (e *Endpoint) flush() error {
 
 // shutdown ends every session, telling peers, and refuses further work.
 func (e *Endpoint) shutdown() {
+	if e.err != nil {
+		why := e.err
+		e.why.Store(&why)
+	}
 	e.stopping.Store(true)
 	if e.pend != nil {
 		removeReactor(e)
