@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/rpc"
 )
 
@@ -42,4 +43,8 @@ type Options struct {
 	CheckpointDir string
 	// Logger receives step failures; nil means slog.Default().
 	Logger *slog.Logger
+	// Compute bounds the op kernels that compute at once; tasks that share
+	// a process should share one (compute.Process), so that their kernels
+	// together leave a P free for the network. Nil means no bound.
+	Compute *compute.Limit
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/metrics"
@@ -227,7 +228,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	r.restoreProcs = restore
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.net, Dir: dir, Logger: logger,
-		Metrics: r.metrics, Pcap: r.f.pcap.file, TLS: r.layout.TLS, NoAllowlist: !r.f.allowlist, AFXDPPath: policy,
+		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.file, TLS: r.layout.TLS, NoAllowlist: !r.f.allowlist, AFXDPPath: policy,
 	}, r.f.afxdp)
 	if err != nil {
 		return fmt.Errorf("train: start local cluster: %w", err)
@@ -308,6 +309,9 @@ func (r *trainRun) train(ctx context.Context) error {
 	display := newProgressDisplay(stdout)
 	cfg := f.cfg
 	cfg.ProgressEvery = display.interval(cfg.ProgressEvery, r.progressSet)
+	if r.local != nil {
+		cfg.Compute = compute.Process
+	}
 	job, err := lr.New(cfg, d, stats)
 	if err != nil {
 		return usagef("train: %v", err)

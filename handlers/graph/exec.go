@@ -363,6 +363,8 @@ func (s *step) run(n *node) error {
 		for i := range c.Out {
 			c.Out[i] = ops.Value{T: wire.Tensor{DType: dt, Dead: true}, Set: true}
 		}
+	} else if n.computes {
+		err = s.compute(c, n)
 	} else {
 		err = c.Run(n.kernel)
 	}
@@ -379,4 +381,13 @@ func (s *step) run(n *node) error {
 		s.statsMu.Unlock()
 	}
 	return err
+}
+
+// compute runs n's kernel holding a token of the task's compute limit,
+// which it gives back before the step waits for anything.
+func (s *step) compute(c *ops.Context, n *node) error {
+	l := s.g.env.Compute
+	l.Acquire()
+	defer l.Release()
+	return c.Run(n.kernel)
 }

@@ -55,6 +55,9 @@ type node struct {
 	// client-terminated _Recv, whose tensor RunGraph puts in the
 	// rendezvous before the step starts, never waits.
 	inline bool
+	// computes is set when the kernel runs holding a compute token: it
+	// neither waits (Async) nor hands tensors to the network (Sends).
+	computes bool
 }
 
 // An edge is a data input: output port of node.
@@ -162,6 +165,7 @@ func build(nodes []*tfpb.NodeDef, env *ops.Env) (*Graph, error) {
 			return nil, graphError(nd, "%v", err)
 		}
 		n.kernel = k
+		n.computes = !n.spec.Async && !n.spec.Sends
 		if err := g.index(n); err != nil {
 			return nil, graphError(nd, "%v", err)
 		}

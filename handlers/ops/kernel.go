@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 
+	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
@@ -32,6 +33,11 @@ type Env struct {
 	// Host names the machine in errors that TensorFlow phrases with it
 	// ("Op type not registered 'X' in binary running on <Host>").
 	Host string
+	// Compute bounds the kernels that compute at once, across every task
+	// that shares it: the executor runs each kernel of an op neither Async
+	// nor Sends holding one of its tokens, and those alone. Nil means no
+	// bound.
+	Compute *compute.Limit
 }
 
 // A Node is what a kernel's builder sees of a graph node, and what it tells

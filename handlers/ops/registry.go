@@ -15,6 +15,10 @@ type Spec struct {
 	// Async ops may wait (for a tensor from another partition), so the
 	// executor runs them on goroutines of their own.
 	Async bool
+	// Sends marks an op whose kernel hands a tensor to whoever waits for
+	// it, a RecvTensor call among them, and may so write to the network:
+	// the executor runs it without a compute token (see Env.Compute).
+	Sends bool
 	// Build checks n's attributes and inputs against env, sets n's outputs
 	// (and, for feeds and fetches, their keys and types) and returns the
 	// kernel.

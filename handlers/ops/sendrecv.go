@@ -12,9 +12,9 @@ import (
 
 func init() {
 	defaults := map[string]*tfpb.AttrValue{"client_terminated": boolAttr(false)}
-	registerOp("_Send", &Spec{Defaults: defaults, Build: buildSend})
+	registerOp("_Send", &Spec{Defaults: defaults, Sends: true, Build: buildSend})
 	registerOp("_Recv", &Spec{Defaults: defaults, Async: true, Build: buildRecv})
-	registerOp("_HostSend", &Spec{Defaults: defaults, Build: buildSend})
+	registerOp("_HostSend", &Spec{Defaults: defaults, Sends: true, Build: buildSend})
 	registerOp("_HostRecv", &Spec{Defaults: defaults, Async: true, Build: buildRecv})
 }
 

@@ -3,6 +3,8 @@ package lr
 import (
 	"fmt"
 	"time"
+
+	"github.com/starwire/starwire/handlers/compute"
 )
 
 // Config describes a training job.
@@ -29,6 +31,10 @@ type Config struct {
 	Seed uint64
 	// ProgressEvery is the interval between progress reports.
 	ProgressEvery time.Duration
+	// Compute, when set, bounds the workers' batch drawing together with
+	// the tasks' kernels that share it (see package compute); nil means
+	// no bound.
+	Compute *compute.Limit
 }
 
 // DefaultConfig returns the job "starwire train" runs without flags.

@@ -309,7 +309,7 @@ func (j *Job) run(ctx context.Context, r int, step int64, b *clicks.Batch, f *ba
 
 // train runs replica r's steps.
 func (j *Job) train(ctx context.Context, r int) error {
-	batches := prefetch(j.gen.Stream(uint64(r)+1), j.cfg.BatchSize, j.cfg.Steps)
+	batches := prefetch(j.gen.Stream(uint64(r)+1), j.cfg.BatchSize, j.cfg.Steps, j.cfg.Compute)
 	defer batches.close()
 	var f batchFeeds
 	tasks := append(j.psTasks(), task(j.plan.workers[r]))

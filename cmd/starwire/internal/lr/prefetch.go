@@ -2,9 +2,9 @@ package lr
 
 import (
 	"context"
-	"runtime"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/clicks"
+	"github.com/starwire/starwire/handlers/compute"
 )
 
 // A prefetcher makes a stream's batches on a goroutine of its own, one
@@ -18,7 +18,8 @@ import (
 // waits, and while it runs on a thread the goroutines woken there (the
 // step's handlers, a caller answered) wait behind it: it yields every
 // fillChunk examples, so that it takes the time the step leaves idle
-// rather than delaying the step.
+// rather than delaying the step. It draws holding a token of the compute
+// limit, given back at each pause and while it waits for a free batch.
 type prefetcher struct {
 	full chan *clicks.Batch
 	free chan *clicks.Batch
@@ -29,8 +30,9 @@ type prefetcher struct {
 // prefetchDepth is how many batches may be drawn ahead of the step.
 const prefetchDepth = 2
 
-// prefetch starts drawing n batches of size examples from stream.
-func prefetch(stream *clicks.Stream, size, n int) *prefetcher {
+// prefetch starts drawing n batches of size examples from stream, bounded
+// by limit (nil: no bound).
+func prefetch(stream *clicks.Stream, size, n int, limit *compute.Limit) *prefetcher {
 	p := &prefetcher{
 		full: make(chan *clicks.Batch, prefetchDepth),
 		free: make(chan *clicks.Batch, prefetchDepth+1),
@@ -49,7 +51,9 @@ func prefetch(stream *clicks.Stream, size, n int) *prefetcher {
 			case <-p.stop:
 				return
 			}
-			stream.FillPausing(b, size, fillChunk, runtime.Gosched)
+			limit.Acquire()
+			stream.FillPausing(b, size, fillChunk, limit.Yield)
+			limit.Release()
 			select {
 			case p.full <- b:
 			case <-p.stop:

@@ -10,6 +10,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
+	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc"
@@ -36,6 +37,9 @@ type LocalOptions struct {
 	AFXDPPath afxdprpc.PathPolicy
 	// Metrics, when set, counts every task's calls and packet endpoints.
 	Metrics *metrics.Metrics
+	// Compute, when set, bounds the computing kernels of every task
+	// together (compute.Process: the tasks share this process's CPUs).
+	Compute *compute.Limit
 	// Pcap, when set, receives the frames of every task's packet path
 	// (AF_XDP links; kernel UDP when Net is a UDPNet with its Pcap set).
 	Pcap *capture.File
@@ -145,6 +149,7 @@ func (l *Local) start(opts LocalOptions) error {
 	}
 	for _, s := range l.Servers {
 		s.Metrics = opts.Metrics
+		s.Compute = opts.Compute
 		if err := s.Start(l.Layout, opts.Logger); err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -42,6 +43,9 @@ type Server struct {
 	// Metrics, when set before Start, counts the task's starwire calls and
 	// packet endpoints.
 	Metrics *metrics.Metrics
+	// Compute, when set before Start, bounds the worker's computing
+	// kernels (handlers.Options.Compute).
+	Compute *compute.Limit
 	// Pcap, when set before ServeAFXDP, receives the AF_XDP frames.
 	Pcap *capture.File
 	// PacketAuth, set before ServeAFXDP, says who may open sessions with
@@ -127,7 +131,7 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	for task, r := range s.routes {
 		peers.Route(task, r.transport, r.addr)
 	}
-	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger})
+	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger, Compute: s.Compute})
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Task(), err)
 	}
