@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/starwire/starwire/handlers/compute"
 )
 
 func TestSpareProc(t *testing.T) {
@@ -53,19 +55,28 @@ func TestSpareProc(t *testing.T) {
 }
 
 // BenchmarkRoundTripBesideKernels times a 64-byte loopback round trip
-// while as many goroutines as CPUs run op-kernel-like work (150µs runs
-// that yield between them), with GOMAXPROCS at the CPUs and at one more:
-// why the local cluster takes a spare P. Without it the round trip waits
-// for the runtime's monitor to poll the network (about every 10 ms).
+// while goroutines run op-kernel-like work (150µs runs that yield between
+// them): why the local cluster takes a spare P and bounds its computing
+// goroutines by its CPUs (package compute). Whenever as many goroutines
+// compute as there are Ps, the round trip waits for the runtime's monitor
+// to poll the network (about every 10 ms): with one kernel per CPU and no
+// spare P, and with a spare P and a kernel more, unless the kernels take
+// tokens of a compute.Limit of one per CPU.
 func BenchmarkRoundTripBesideKernels(b *testing.B) {
 	cpus := runtime.GOMAXPROCS(0)
 	for _, bc := range []struct {
-		name  string
-		procs int
-	}{{"procs=cpus", cpus}, {"procs=cpus+1", cpus + 1}} {
+		name           string
+		procs, kernels int
+		bound          *compute.Limit
+	}{
+		{"procs=cpus", cpus, cpus, nil},
+		{"procs=cpus+1", cpus + 1, cpus, nil},
+		{"procs=cpus+1/kernels=cpus+1", cpus + 1, cpus + 1, nil},
+		{"procs=cpus+1/kernels=cpus+1/bound=cpus", cpus + 1, cpus + 1, compute.New(cpus)},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(bc.procs))
-			client, stop := echoBesideKernels(b, cpus)
+			client, stop := echoBesideKernels(b, bc.kernels, bc.bound)
 			defer stop()
 			buf := make([]byte, 64)
 			b.SetBytes(int64(2 * len(buf)))
@@ -84,8 +95,9 @@ func BenchmarkRoundTripBesideKernels(b *testing.B) {
 }
 
 // echoBesideKernels starts a loopback echo and kernels goroutines that
-// compute until stop is called.
-func echoBesideKernels(b *testing.B, kernels int) (net.Conn, func()) {
+// compute, each holding a token of bound while it does, until stop is
+// called.
+func echoBesideKernels(b *testing.B, kernels int, bound *compute.Limit) (net.Conn, func()) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -106,9 +118,11 @@ func echoBesideKernels(b *testing.B, kernels int) (net.Conn, func()) {
 	var wg sync.WaitGroup
 	for range kernels {
 		wg.Go(func() {
+			bound.Acquire()
+			defer bound.Release()
 			for !done.Load() {
 				spin(150 * time.Microsecond)
-				runtime.Gosched()
+				bound.Yield()
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/ops"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
@@ -292,6 +293,8 @@ func (s *step) execute() error {
 	done := s.done
 	running := 0
 	var first error
+	tok := token{l: g.env.Compute}
+	defer tok.drop()
 	finish := func(n *node, err error) {
 		if err != nil {
 			if first == nil {
@@ -319,9 +322,15 @@ func (s *step) execute() error {
 				goAsync(func() { done <- asyncDone{n, s.run(n)} })
 				continue
 			}
+			if n.computes {
+				tok.take()
+			} else {
+				tok.drop()
+			}
 			finish(n, s.run(n))
 			continue
 		}
+		tok.drop()
 		if running == 0 {
 			break
 		}
@@ -363,8 +372,6 @@ func (s *step) run(n *node) error {
 		for i := range c.Out {
 			c.Out[i] = ops.Value{T: wire.Tensor{DType: dt, Dead: true}, Set: true}
 		}
-	} else if n.computes {
-		err = s.compute(c, n)
 	} else {
 		err = c.Run(n.kernel)
 	}
@@ -383,11 +390,26 @@ func (s *step) run(n *node) error {
 	return err
 }
 
-// compute runs n's kernel holding a token of the task's compute limit,
-// which it gives back before the step waits for anything.
-func (s *step) compute(c *ops.Context, n *node) error {
-	l := s.g.env.Compute
-	l.Acquire()
-	defer l.Release()
-	return c.Run(n.kernel)
+// A token is the executor's hold on a compute token: taken for a kernel
+// that computes and kept through the ones that follow it on the executing
+// goroutine, so that a run of kernels takes one token instead of one
+// each; given back before a kernel that may write to the network and
+// before the executor waits for an asynchronous node.
+type token struct {
+	l    *compute.Limit
+	held bool
+}
+
+func (t *token) take() {
+	if !t.held {
+		t.l.Acquire()
+		t.held = true
+	}
+}
+
+func (t *token) drop() {
+	if t.held {
+		t.l.Release()
+		t.held = false
+	}
 }
