@@ -115,7 +115,7 @@ func NewEndpoint(l link.Link, opts Options) *Endpoint {
 func newEndpoint(l link.Link, opts Options, g *Group) *Endpoint {
 	e := &Endpoint{
 		link: l, opts: opts, group: g,
-		env:      protocol.NewEnv(opts.protocol(), l, l.MaxPayload(), time.Now()),
+		env:      protocol.NewEnv(opts.protocol(), l, l.MaxPayload(), monoNow()),
 		done:     make(chan struct{}),
 		sessions: make(map[protocol.Key]*session),
 		half:     make(map[protocol.Key]*halfOpen),
@@ -288,7 +288,7 @@ func (e *Endpoint) enqueue(s *session) {
 	if e.sleeping.Load() && e.loop.TryLock() {
 		more := false
 		if e.sleeping.Load() && !e.stopping.Load() {
-			e.env.Now = time.Now()
+			e.env.Now = monoNow()
 			e.takeReady()
 			_, more = e.transmit()
 		}

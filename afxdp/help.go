@@ -139,7 +139,7 @@ func (e *Endpoint) help(now int64) bool {
 // session had more to send than its budget, and the link's error from
 // Receive, which it leaves to the reactor.
 func (e *Endpoint) step() (next time.Time, more bool, err error) {
-	e.env.Now = time.Now()
+	e.env.Now = monoNow()
 	n, err := e.link.Receive(e.rx)
 	for i := range n {
 		e.handle(&e.rx[i])

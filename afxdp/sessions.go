@@ -90,7 +90,7 @@ func (e *Endpoint) open(key protocol.Key, h *protocol.PacketHeader, data []byte,
 		e.reset(key, h.Token)
 		return
 	}
-	auth, err := e.keys.check(h, data, e.env.Now)
+	auth, err := e.keys.check(h, data, time.Now()) // the wall clock, as the dialer's
 	if err != nil {
 		if errors.Is(err, protocol.ErrReplayed) {
 			e.ctr.replayed.Add(1)
@@ -122,7 +122,7 @@ func (e *Endpoint) openHalf(key protocol.Key, h *protocol.PacketHeader, auth ope
 		e.ctr.refused.Add(1)
 		return
 	}
-	if !e.keys.take(key.ID, auth, e.env.Now) {
+	if !e.keys.take(key.ID, auth, time.Now()) {
 		e.caps.release(key.Peer.Addr())
 		e.forgetOwner(key)
 		e.ctr.replayed.Add(1)

@@ -40,7 +40,7 @@ func (t *turn) start(env *protocol.Env) {
 // clock makes env.Now this turn's time, reading the clock once a turn.
 func (t *turn) clock(env *protocol.Env) {
 	if !t.clocked {
-		env.Now = time.Now()
+		env.Now = monoNow()
 		t.clocked = true
 	}
 }
