@@ -68,6 +68,7 @@ type Endpoint struct {
 	// Owned by the loop lock's holder.
 	env      *protocol.Env // the sessions' shared state, env.Now the loop's clock
 	sessions map[protocol.Key]*session
+	last     *session // the session lookup found last, while in sessions
 	list     []*session
 	rx       []link.Datagram
 
@@ -591,7 +592,7 @@ func (e *Endpoint) handle(d *link.Datagram) {
 		return
 	}
 	key := protocol.Key{Peer: d.From, ID: h.Session}
-	s := e.sessions[key]
+	s := e.lookup(key)
 	if s == nil && e.group != nil {
 		if o := e.group.ownerOf(key); o != nil && o != e {
 			o.forward(d.Data, d.From)
@@ -659,12 +660,29 @@ func (e *Endpoint) reset(key protocol.Key, echo uint64) {
 	e.ctr.resets.Add(1)
 }
 
+// lookup returns the session of key, or nil. It keeps the one it found
+// last: a batch's packets mostly come from one session, and comparing a
+// key costs less than hashing it.
+func (e *Endpoint) lookup(key protocol.Key) *session {
+	if s := e.last; s != nil && s.key == key {
+		return s
+	}
+	s := e.sessions[key]
+	if s != nil {
+		e.last = s
+	}
+	return s
+}
+
 // endSession ends s and drops it from the tables, which are up to date,
 // and counted in Stats, before its Conn's Done is closed.
 func (e *Endpoint) endSession(s *session, err error) {
 	if e.sessions[s.key] == s {
 		delete(e.sessions, s.key)
 		e.forgetOwner(s.key)
+	}
+	if e.last == s {
+		e.last = nil
 	}
 	if s.accepted {
 		s.accepted = false

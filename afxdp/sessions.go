@@ -231,6 +231,7 @@ func (e *Endpoint) halfTimers() time.Time {
 func (e *Endpoint) register(s *session) {
 	s.registered = true
 	e.sessions[s.key] = s
+	e.last = nil // it may have held the key's session before s
 	e.list = append(e.list, s)
 	e.ctr.sessions.Store(uint64(len(e.list)))
 	s.p.Start()
