@@ -132,10 +132,16 @@ const (
 // connection, the caller takes the read side to read its own answer
 // (k.reads); if ctx can end, under watch.
 func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
+	// A free slot is taken without a two-way select, which locks both
+	// channels: most calls find one.
 	select {
 	case cc.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, Errorf(CodeOf(ctx.Err()), "waiting for a call slot: %v", ctx.Err())
+	default:
+		select {
+		case cc.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, Errorf(CodeOf(ctx.Err()), "waiting for a call slot: %v", ctx.Err())
+		}
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -268,7 +274,7 @@ func (cc *clientConn) readOwn(k *call) {
 	cc.unwatchLocked()
 	if err == nil && !stopped && !buffered && cc.awaiting == 0 && cc.err == nil {
 		cc.reading = nobodyReads
-		cc.freedAt = time.Now()
+		cc.freedAt = monoNow()
 	} else {
 		cc.resumeLocked()
 	}
@@ -570,7 +576,7 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 		}
 		cc.lastLong = cc.sr != nil && wire.HeaderSize+h.BodyLen() > cc.sr.wholeLimit()
 		if lend && cc.awaiting == 0 && !cc.crowded && cc.err == nil && cc.reading == readerReads && !cc.keepsLong() {
-			cc.reading, cc.freedAt, lent = nobodyReads, time.Now(), true
+			cc.reading, cc.freedAt, lent = nobodyReads, monoNow(), true
 		}
 		if cc.awaiting == 0 {
 			cc.crowded = false
