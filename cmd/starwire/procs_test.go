@@ -16,13 +16,16 @@ import (
 
 func TestSpareProc(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		env   string // "" leaves GOMAXPROCS unset
-		delta int
-		say   string
+		name     string
+		env      string // "" leaves GOMAXPROCS unset
+		reactors bool   // the tasks talk over AF_XDP
+		delta    int
+		say      string
 	}{
-		{name: "unset", delta: 1, say: "one spare"},
+		{name: "unset", delta: 1, say: "one spare for the tasks' network goroutines;"},
+		{name: "unset, AF_XDP", reactors: true, delta: 2, say: "one for their AF_XDP reactors"},
 		{name: "set by the user", env: "2", delta: 0, say: "as the environment sets it"},
+		{name: "set by the user, AF_XDP", env: "2", reactors: true, delta: 0, say: "as the environment sets it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old, had := os.LookupEnv("GOMAXPROCS")
@@ -40,6 +43,10 @@ func TestSpareProc(t *testing.T) {
 			}
 			before := runtime.GOMAXPROCS(0)
 			p, restore := addSpareProc()
+			if tc.reactors {
+				p.addReactorProc()
+				p.addReactorProc() // once only
+			}
 			if got := runtime.GOMAXPROCS(0); got != before+tc.delta || p.After != got || p.Before != before {
 				t.Errorf("GOMAXPROCS %d → %d, reported %d → %d; want %d → %d", before, got, p.Before, p.After, before, before+tc.delta)
 			}

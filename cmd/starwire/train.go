@@ -234,6 +234,9 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 		return fmt.Errorf("train: start local cluster: %w", err)
 	}
 	r.local, r.tr.fallback, r.layout = local, why, local.Layout
+	if why == "" {
+		procs.addReactorProc()
+	}
 	// The master side asks every task for its status over gRPC first, as
 	// TensorFlow's master does whatever the worker protocol.
 	if err := awaitCluster(ctx, r.layout, r.f.connectTimeout); err != nil {
