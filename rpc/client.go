@@ -176,7 +176,7 @@ func (c *Client) call(ctx context.Context, m Method, req *Request, resp *Reply, 
 	if err := cc.conn.Send(&k.msg); err != nil {
 		cc.unsent(k)
 		c.broken(cc, err)
-		return c.fail(m, Errorf(wire.Unavailable, "%v", err))
+		return c.fail(m, Errorf(wire.Unavailable, "%w", err))
 	}
 	if k.reads {
 		cc.readOwn(k)

@@ -147,7 +147,7 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 	defer cc.mu.Unlock()
 	if cc.err != nil {
 		<-cc.sem
-		return nil, Errorf(wire.Unavailable, "%v", cc.err)
+		return nil, Errorf(wire.Unavailable, "%w", cc.err)
 	}
 	var k *call
 	if n := len(cc.free); n > 0 {
@@ -375,7 +375,7 @@ func (k *call) Sent(_ *wire.Message, err error) {
 	cc.mu.Lock()
 	k.sent = true
 	if err != nil && !k.answered && !k.abandoned {
-		k.answered, k.err = true, Errorf(wire.Unavailable, "send: %v", err)
+		k.answered, k.err = true, Errorf(wire.Unavailable, "send: %w", err)
 	}
 	// A request withdrawn in time never gets here; one that went out
 	// whole after its caller gave up is cancelled now.
@@ -525,7 +525,7 @@ func (cc *clientConn) receive() {
 		}
 		k.receiving = false // the transport released what it was filling
 		if !k.answered && !k.abandoned {
-			k.answered, k.err = true, Errorf(wire.Unavailable, "%v", cc.err)
+			k.answered, k.err = true, Errorf(wire.Unavailable, "%w", cc.err)
 		}
 		k.settleLocked()
 	}

@@ -14,7 +14,15 @@ import (
 type Status struct {
 	Code wire.Code
 	Msg  string
+
+	// cause is the local error the status was made from (Errorf's %w),
+	// so that callers can branch on a transport's sentinel such as
+	// ErrStalled; it does not cross the wire.
+	cause error
 }
+
+// Unwrap returns the local error the status was made from, if any.
+func (s *Status) Unwrap() error { return s.cause }
 
 func (s *Status) Error() string { return s.Code.String() + ": " + s.Msg }
 
@@ -33,9 +41,11 @@ func (s *Status) Is(target error) bool {
 	return false
 }
 
-// Errorf returns a Status error with code c.
+// Errorf returns a Status error with code c. As with fmt.Errorf, a %w verb
+// makes the status wrap that error.
 func Errorf(c wire.Code, format string, args ...any) error {
-	return &Status{Code: c, Msg: fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	return &Status{Code: c, Msg: err.Error(), cause: errors.Unwrap(err)}
 }
 
 // Sentinels, one per code, for errors.Is.
