@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/starwire/starwire/afxdp/protocol"
+	"github.com/starwire/starwire/internal/monoclock"
 	"github.com/starwire/starwire/wire"
 
 	"github.com/starwire/starwire/afxdp/link"
@@ -94,7 +95,9 @@ type Endpoint struct {
 	// Helping (help.go): the link as a pender, nil when it is not one;
 	// when the parked reactor wakes on its own (UnixNano); the earliest
 	// timer a step another reactor ran for it left (UnixNano, 0: none);
-	// whether a helper woke it since it parked.
+	// whether a helper woke it since it parked. The UnixNano times come
+	// from monoclock.Now, as every reactor's clock does, so they compare
+	// even when the wall clock is stepped.
 	pend      pender
 	parkUntil atomic.Int64
 	helpDue   atomic.Int64
@@ -116,7 +119,7 @@ func NewEndpoint(l link.Link, opts Options) *Endpoint {
 func newEndpoint(l link.Link, opts Options, g *Group) *Endpoint {
 	e := &Endpoint{
 		link: l, opts: opts, group: g,
-		env:      protocol.NewEnv(opts.protocol(), l, l.MaxPayload(), monoNow()),
+		env:      protocol.NewEnv(opts.protocol(), l, l.MaxPayload(), monoclock.Now()),
 		done:     make(chan struct{}),
 		sessions: make(map[protocol.Key]*session),
 		half:     make(map[protocol.Key]*halfOpen),
@@ -289,7 +292,7 @@ func (e *Endpoint) enqueue(s *session) {
 	if e.sleeping.Load() && e.loop.TryLock() {
 		more := false
 		if e.sleeping.Load() && !e.stopping.Load() {
-			e.env.Now = monoNow()
+			e.env.Now = monoclock.Now()
 			e.takeReady()
 			_, more = e.transmit()
 		}

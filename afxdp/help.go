@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/starwire/starwire/internal/monoclock"
 )
 
 // A parked reactor sleeps in the link's Wait, which hands its descriptors
@@ -139,7 +141,7 @@ func (e *Endpoint) help(now int64) bool {
 // session had more to send than its budget, and the link's error from
 // Receive, which it leaves to the reactor.
 func (e *Endpoint) step() (next time.Time, more bool, err error) {
-	e.env.Now = monoNow()
+	e.env.Now = monoclock.Now()
 	n, err := e.link.Receive(e.rx)
 	for i := range n {
 		e.handle(&e.rx[i])

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp/protocol"
+	"github.com/starwire/starwire/internal/monoclock"
 )
 
 // idleFullEvery is how many idle turns of the reactor's loop make one
@@ -40,7 +41,7 @@ func (t *turn) start(env *protocol.Env) {
 // clock makes env.Now this turn's time, reading the clock once a turn.
 func (t *turn) clock(env *protocol.Env) {
 	if !t.clocked {
-		env.Now = monoNow()
+		env.Now = monoclock.Now()
 		t.clocked = true
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/starwire/starwire/internal/monoclock"
 )
 
 // callCtx is the context a handler runs under. It is pooled with its call,
@@ -28,22 +30,13 @@ type afterFunc struct {
 	f  func()
 }
 
-// clockBase is the instant monoNow counts from.
-var clockBase = time.Now()
-
-// monoNow is the time now from the monotonic clock alone, one clock read
-// where time.Now makes two: a server reads it for every call that carries
-// a timeout. Its wall reading is clockBase's moved on by the monotonic time
-// since, so deadlines made from it compare with time.Now's as they should.
-func monoNow() time.Time { return clockBase.Add(time.Since(clockBase)) }
-
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func (c *callCtx) reset(parent context.Context, timeout time.Duration) {
 	c.parent = parent
 	c.deadline = time.Time{}
 	if timeout > 0 {
-		c.deadline = monoNow().Add(timeout)
+		c.deadline = monoclock.Now().Add(timeout)
 	}
 	c.mu.Lock()
 	c.gen++

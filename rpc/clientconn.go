@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/starwire/starwire/internal/monoclock"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -274,7 +275,7 @@ func (cc *clientConn) readOwn(k *call) {
 	cc.unwatchLocked()
 	if err == nil && !stopped && !buffered && cc.awaiting == 0 && cc.err == nil {
 		cc.reading = nobodyReads
-		cc.freedAt = monoNow()
+		cc.freedAt = monoclock.Now()
 	} else {
 		cc.resumeLocked()
 	}
@@ -576,7 +577,7 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 		}
 		cc.lastLong = cc.sr != nil && wire.HeaderSize+h.BodyLen() > cc.sr.wholeLimit()
 		if lend && cc.awaiting == 0 && !cc.crowded && cc.err == nil && cc.reading == readerReads && !cc.keepsLong() {
-			cc.reading, cc.freedAt, lent = nobodyReads, monoNow(), true
+			cc.reading, cc.freedAt, lent = nobodyReads, monoclock.Now(), true
 		}
 		if cc.awaiting == 0 {
 			cc.crowded = false

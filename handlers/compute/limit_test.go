@@ -3,22 +3,10 @@ package compute_test
 import (
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/starwire/starwire/handlers/compute"
+	. "github.com/starwire/starwire/handlers/internal/graphtest"
 )
-
-// waitFor polls cond for at most 5s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // TestBound: with every token taken, the next Acquire waits until a
 // Release, which hands it the token.
@@ -31,7 +19,7 @@ func TestBound(t *testing.T) {
 	}
 	got := make(chan struct{})
 	go func() { l.Acquire(); close(got) }()
-	waitFor(t, "the third Acquire to wait", func() bool { return l.Waiting() == 1 })
+	WaitFor(t, "the third Acquire to wait", func() bool { return l.Waiting() == 1 })
 	select {
 	case <-got:
 		t.Fatal("a third goroutine took a token while two were held")
@@ -60,7 +48,7 @@ func TestYieldServesWaiter(t *testing.T) {
 		order <- "waiter"
 		l.Release()
 	}()
-	waitFor(t, "the waiter", func() bool { return l.Waiting() == 1 })
+	WaitFor(t, "the waiter", func() bool { return l.Waiting() == 1 })
 	l.Yield()
 	order <- "holder"
 	l.Release()
