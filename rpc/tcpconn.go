@@ -175,13 +175,16 @@ func (c *tcpConn) Send(m *wire.Message) error {
 }
 
 // Withdraw implements Withdrawer. A message still queued leaves the queue;
-// one the writer has begun is finished from a copy of what is left of it;
-// one in neither place is written and being completed.
+// one the writer has begun, or laid out in its batch, is finished from a
+// copy of what is left of it, which Withdraw makes without the
+// connection's lock (see batch.hold), so that other calls' Sends and the
+// writer never wait for it; one in neither place is written and being
+// completed.
 func (c *tcpConn) Withdraw(m *wire.Message) Withdrawal {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if i := slices.Index(c.queue, m); i >= 0 {
 		c.queue = slices.Delete(c.queue, i, i+1)
+		c.mu.Unlock()
 		return Unsent
 	}
 	for c.inSyscall {
@@ -189,11 +192,36 @@ func (c *tcpConn) Withdraw(m *wire.Message) Withdrawal {
 		c.written.Wait()
 		c.waiters--
 	}
-	if i := c.out.index(m); i >= 0 {
-		c.out.detach(i)
-		return Withdrawn
+	i := c.out.index(m)
+	if i < 0 {
+		c.mu.Unlock()
+		return Completing
 	}
-	return Completing
+	rest := c.out.hold(i)
+	c.mu.Unlock()
+	if rest.left > 0 {
+		rest.copy()
+		c.placeRest(&rest)
+	}
+	return Withdrawn
+}
+
+// placeRest puts a withdrawn message's copied rest in its batch and, when
+// the writer gave up the write side at it (park), has the reactor go on.
+func (c *tcpConn) placeRest(rest *heldRest) {
+	c.mu.Lock()
+	placed := c.out.place(rest)
+	restart := placed && !c.writing && !c.scheduled && c.err == nil && c.pending()
+	if restart {
+		c.scheduled = true
+	}
+	c.mu.Unlock()
+	if !placed {
+		rest.buf.Release()
+	}
+	if restart {
+		c.reactor.schedule(c)
+	}
 }
 
 func (c *tcpConn) cork() {

@@ -45,6 +45,12 @@ func (c *tcpConn) write(all bool) {
 		if err == nil {
 			err = c.writeErr
 		}
+		if err == errHeld {
+			if c.park() {
+				return
+			}
+			err = nil
+		}
 		if err != nil {
 			c.abortBatch(err)
 			return
@@ -55,6 +61,24 @@ func (c *tcpConn) write(all bool) {
 		}
 		c.completeBatch(nil)
 	}
+}
+
+// errHeld says that the batch's next bytes are a withdrawn message's rest
+// that its withdrawer is copying (see batch).
+var errHeld = errors.New("rpc: next bytes held for a withdrawn message's copy")
+
+// park gives up the write side while the batch is blocked on a held rest:
+// the writer, which may be the connection's reader, never waits for a
+// copy; the withdrawer has the reactor go on once the copy is in place
+// (placeRest). It reports false when that happened already.
+func (c *tcpConn) park() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.out.blocked() || (c.shim != nil && c.shim.pending() > 0) {
+		return false
+	}
+	c.writing = false
+	return true
 }
 
 // handOff gives up the write side, scheduling the reactor for the frames
@@ -86,6 +110,12 @@ func (c *tcpConn) drain() {
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("%w: nothing written for %v", ErrStalled, c.stall)
+		}
+		if err == errHeld {
+			if c.park() {
+				return
+			}
+			continue
 		}
 		if err != nil {
 			c.abortBatch(err)
@@ -187,13 +217,17 @@ func (c *tcpConn) blockingWrite(fd uintptr) bool {
 
 // writeOnce makes one writev of the batch's next parts. full is what it
 // asked to write; a write of less means the socket is full, and so does
-// unix.EAGAIN, returned unwrapped.
+// unix.EAGAIN, returned unwrapped; errHeld means that the batch is blocked.
 func (c *tcpConn) writeOnce(fd uintptr) (n, full int, err error) {
 	if c.tls != nil {
 		return c.writeTLSOnce(fd)
 	}
 	c.mu.Lock()
 	vecs := c.out.vectors()
+	if len(vecs) == 0 {
+		c.mu.Unlock()
+		return 0, 0, errHeld
+	}
 	for i := range vecs {
 		full += int(vecs[i].Len)
 	}

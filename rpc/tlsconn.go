@@ -151,14 +151,19 @@ func (c *tcpConn) kickWriter() {
 	c.writeNow()
 }
 
-// encryptSome feeds up to tlsChunk bytes of the batch's next parts to the
-// tls.Conn, which leaves their ciphertext in the shim. Withdraw waits while
+// encryptSome feeds up to tlsChunk bytes of the batch's next parts, up to
+// the first held one, to the tls.Conn, which leaves their ciphertext in the
+// shim; it returns errHeld when the batch is blocked. Withdraw waits while
 // it reads the parts, as it does for a writev.
 func (c *tcpConn) encryptSome() error {
 	c.mu.Lock()
+	if c.out.blocked() {
+		c.mu.Unlock()
+		return errHeld
+	}
 	chunk := c.tlsParts[:0]
 	size := 0
-	for i := c.out.next; i < len(c.out.parts) && size < tlsChunk; i++ {
+	for i := c.out.next; i < len(c.out.parts) && size < tlsChunk && c.out.owner[i] != ownerHeld; i++ {
 		p := c.out.parts[i]
 		if size+len(p) > tlsChunk {
 			p = p[:tlsChunk-size]
@@ -192,7 +197,10 @@ func (c *tcpConn) encryptSome() error {
 // chunk when no ciphertext waits, then writes ciphertext once.
 func (c *tcpConn) writeTLSOnce(fd uintptr) (n, full int, err error) {
 	if c.shim.pending() == 0 && c.out.pending() {
-		if err := c.encryptSome(); err != nil {
+		switch err := c.encryptSome(); {
+		case err == errHeld:
+			return 0, 0, err
+		case err != nil:
 			return 0, 1, fmt.Errorf("rpc: encrypt for %v: %w", c.nc.RemoteAddr(), err)
 		}
 	}

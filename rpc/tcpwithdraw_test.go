@@ -1,0 +1,365 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// sentSignal is a Completion that hands the error to a channel.
+type sentSignal chan error
+
+func (s sentSignal) Sent(_ *wire.Message, err error) { s <- err }
+
+// peerFrame is a frame a framePeer read, or why it stopped reading.
+type peerFrame struct {
+	h             wire.Header
+	meta, payload []byte
+	err           error
+}
+
+// framePeer accepts one connection (over TLS with cfg, when set), reads
+// nothing of it until read is closed, then reads frames until an error,
+// which it sends last.
+func framePeer(t *testing.T, cfg *tls.Config) (addr string, read chan struct{}, frames <-chan peerFrame) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read = make(chan struct{})
+	out := make(chan peerFrame, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		nc, err := l.Accept()
+		l.Close()
+		if err != nil {
+			out <- peerFrame{err: err}
+			return
+		}
+		defer nc.Close()
+		var r io.Reader = nc
+		if cfg != nil {
+			tc := tls.Server(nc, cfg)
+			tc.SetDeadline(time.Now().Add(10 * time.Second))
+			if err := tc.Handshake(); err != nil {
+				out <- peerFrame{err: err}
+				return
+			}
+			r = tc
+		}
+		<-read
+		nc.SetDeadline(time.Now().Add(20 * time.Second))
+		br := bufio.NewReader(r)
+		for {
+			h, meta, payload, err := readRawFrame(br)
+			out <- peerFrame{h, meta, payload, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+	})
+	return l.Addr().String(), read, out
+}
+
+// nextFrame returns the peer's next frame, failing the test after 20s.
+func nextFrame(t *testing.T, frames <-chan peerFrame) peerFrame {
+	t.Helper()
+	select {
+	case f := <-frames:
+		return f
+	case <-time.After(20 * time.Second):
+		t.Fatal("no frame from the peer for 20s")
+		return peerFrame{}
+	}
+}
+
+// tensorRequest is a request carrying data as one tensor; done hears of it.
+func tensorRequest(id uint64, data []byte, done chan error) *wire.Message {
+	return &wire.Message{
+		Header:  wire.Header{Kind: wire.KindRequest, CallID: id},
+		Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(len(data))}, Data: data}},
+		Done:    sentSignal(done),
+	}
+}
+
+// TestWithdrawCopiesOutsideLock: a request withdrawn while its 16 MiB frame
+// is part written is finished from a copy made without the connection's
+// lock, so that other calls queue meanwhile, and the writer, finding the
+// rest of the frame being copied, gives up the write side instead of
+// waiting (it may be the connection's reader). The peer still gets the
+// frame whole and unchanged though its caller reused its memory, then what
+// was queued during the copy; the request queued behind it never leaves.
+func TestWithdrawCopiesOutsideLock(t *testing.T) {
+	t.Run("tcp", func(t *testing.T) { testWithdrawCopiesOutsideLock(t, &TCP{StallTimeout: -1}, nil) })
+	t.Run("tls", func(t *testing.T) {
+		dir := t.TempDir()
+		ca := newTestCA(t, "cluster CA")
+		srv, err := ca.files(t, dir, "server").ServerConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cli, err := ca.files(t, dir, "client").ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		testWithdrawCopiesOutsideLock(t, &TCP{StallTimeout: -1, TLS: cli}, srv)
+	})
+}
+
+func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config) {
+	addr, read, frames := framePeer(t, peerTLS)
+	var readOnce sync.Once
+	startReading := func() { readOnce.Do(func() { close(read) }) }
+	defer startReading()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := tr.Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := conn.(*tcpConn)
+	defer c.Close()
+
+	const size = 16 << 20
+	a, b := make([]byte, size), make([]byte, size)
+	pattern(a, 1)
+	pattern(b, 2)
+	aDone, bDone, cDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	ma, mb := tensorRequest(1, a, aDone), tensorRequest(2, b, bDone)
+	mc := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 3}, Meta: []byte("queued during the copy"), Done: sentSignal(cDone)}
+	// Nothing else is in flight: Send writes at once, until the socket is
+	// full or its budget spent, and leaves the rest to a drainer.
+	if err := c.Send(ma); err != nil {
+		t.Fatal(err)
+	}
+	if _, out := c.Progress(); out == 0 {
+		t.Fatal("the first request's Send wrote nothing")
+	}
+	if err := c.Send(mb); err != nil {
+		t.Fatal(err)
+	}
+
+	var hookRan, lockFree, parked bool
+	withdrawCopyHook = func() {
+		hookRan = true
+		if !c.mu.TryLock() {
+			return
+		}
+		c.mu.Unlock()
+		lockFree = true
+		if err := c.Send(mc); err != nil {
+			t.Errorf("Send during the copy: %v", err)
+		}
+		startReading()
+		// The peer reads what was written; the writer, left with nothing
+		// but the rest being copied, gives up the write side.
+		for deadline := time.Now().Add(10 * time.Second); !parked && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			c.mu.Lock()
+			parked = !c.writing && c.out.pending()
+			c.mu.Unlock()
+		}
+	}
+	defer func() { withdrawCopyHook = nil }()
+	if got := c.Withdraw(ma); got != Withdrawn {
+		t.Fatalf("Withdraw of the part-written request = %v, want Withdrawn", got)
+	}
+	withdrawCopyHook = nil
+	clear(a) // the caller's memory is its own again
+	if got := c.Withdraw(mb); got != Unsent {
+		t.Fatalf("Withdraw of the queued request = %v, want Unsent", got)
+	}
+	clear(b)
+	switch {
+	case !hookRan:
+		t.Fatal("the withdrawn request's rest was never copied")
+	case !lockFree:
+		t.Fatal("the withdrawn request's rest was copied under the connection's lock")
+	case !parked:
+		t.Error("the writer held the write side for 10s while the rest of a frame was being copied")
+	}
+	startReading()
+	select {
+	case err := <-cDone:
+		if err != nil {
+			t.Fatalf("the request queued during the copy: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the request queued during the copy was not written in 20s")
+	}
+	f := nextFrame(t, frames)
+	want := make([]byte, size)
+	pattern(want, 1)
+	if f.err != nil || f.h.CallID != 1 || !bytes.Equal(f.payload, want) {
+		t.Fatalf("first frame: call %d, %d payload bytes, same as sent: %v, err %v; want call 1 whole and unchanged",
+			f.h.CallID, len(f.payload), bytes.Equal(f.payload, want), f.err)
+	}
+	if f = nextFrame(t, frames); f.err != nil || f.h.CallID != 3 || string(f.meta) != string(mc.Meta) {
+		t.Fatalf("second frame: call %d %q, err %v; want call 3", f.h.CallID, f.meta, f.err)
+	}
+	c.Close()
+	if f = nextFrame(t, frames); f.err == nil {
+		t.Fatalf("frame of call %d after the connection closed; the withdrawn requests must send nothing more", f.h.CallID)
+	}
+	for name, ch := range map[string]chan error{"withdrawn": aDone, "unsent": bDone} {
+		select {
+		case err := <-ch:
+			t.Errorf("the %s request was completed (%v)", name, err)
+		default:
+		}
+	}
+}
+
+// slowPeer accepts connections and reads what they send at about rate
+// bytes a second, answering nothing, until the test ends.
+func slowPeer(tb testing.TB, rate int) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				const chunk = 64 << 10
+				buf := make([]byte, chunk)
+				per := time.Second * chunk / time.Duration(rate)
+				for next := time.Now(); ; next = next.Add(per) {
+					if _, err := io.ReadFull(nc, buf); err != nil {
+						return
+					}
+					time.Sleep(time.Until(next))
+				}
+			}()
+		}
+	}()
+	tb.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, nc := range conns {
+			nc.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String()
+}
+
+// BenchmarkWithdrawOverrun: callers make 16 MiB calls with short deadlines
+// over one connection to a peer that reads slowly and never answers, so
+// that every call gives up with its request queued, part written or laid
+// out in the writer's batch. It reports how long after its deadline a call
+// returns and how long the connection's lock, which every Send takes, was
+// held at once (sampled).
+func BenchmarkWithdrawOverrun(b *testing.B) {
+	const (
+		callers  = 8
+		calls    = 3 // per caller and round
+		size     = 16 << 20
+		deadline = 30 * time.Millisecond
+	)
+	client := NewClient(slowPeer(b, 400<<20), ClientOptions{Transport: &TCP{StallTimeout: -1}, Keepalive: Keepalive{Time: -1}})
+	defer client.Close()
+	cc, err := client.conn(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	tc := cc.conn.(*tcpConn)
+	datas := make([][]byte, callers)
+	for i := range datas {
+		datas[i] = make([]byte, size)
+		pattern(datas[i], uint64(i))
+	}
+	var overruns, waits []time.Duration
+	var mu sync.Mutex
+	b.ReportAllocs()
+	b.SetBytes(callers * calls * size)
+	for b.Loop() {
+		stop := make(chan struct{})
+		probed := make(chan []time.Duration)
+		go func() {
+			var w []time.Duration
+			for {
+				select {
+				case <-stop:
+					probed <- w
+					return
+				default:
+				}
+				start := time.Now()
+				tc.mu.Lock()
+				tc.mu.Unlock()
+				w = append(w, time.Since(start))
+				time.Sleep(200 * time.Microsecond)
+			}
+		}()
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{size}, Data: datas[i]}}}
+				for range calls {
+					ctx, cancel := context.WithTimeout(context.Background(), deadline)
+					d, _ := ctx.Deadline()
+					var reply Reply
+					err := client.Call(ctx, mTensor, &req, &reply)
+					over := time.Since(d)
+					cancel()
+					if !errors.Is(err, ErrDeadlineExceeded) {
+						b.Errorf("call: %v, want deadline exceeded", err)
+						return
+					}
+					mu.Lock()
+					overruns = append(overruns, over)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		waits = append(waits, <-probed...)
+	}
+	slices.Sort(overruns)
+	slices.Sort(waits)
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	at := func(s []time.Duration, q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	if len(overruns) > 0 {
+		b.ReportMetric(ms(at(overruns, 0.5)), "overrun-p50-ms")
+		b.ReportMetric(ms(at(overruns, 0.9)), "overrun-p90-ms")
+		b.ReportMetric(ms(overruns[len(overruns)-1]), "overrun-max-ms")
+	}
+	if len(waits) > 0 {
+		b.ReportMetric(ms(at(waits, 0.99)), "lockwait-p99-ms")
+		b.ReportMetric(ms(waits[len(waits)-1]), "lockwait-max-ms")
+	}
+}
