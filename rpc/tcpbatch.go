@@ -29,10 +29,19 @@ type batch struct {
 	parts  [][]byte // left to write: parts[next:]
 	owner  []int32  // owner[i] is the index in msgs whose memory parts[i] is, or ownerNone or ownerHeld
 	next   int
+	begun  bool // parts[next] is partly written
+	spans  []span
 	gen    uint64 // counts resets: a held rest belongs to the batch of its gen
 	vecs   []unix.Iovec
 	copies []*wire.Buffer // private copies of withdrawn messages' parts
 }
+
+// A span is the parts parts[first:end] that hold all of one message's
+// frame and nothing else, laid out for a message with tensors of its own
+// (first is -1 for one copied whole into the head), so that a message none
+// of which was written leaves the batch when withdrawn, and neither is
+// copied nor reaches the peer.
+type span struct{ first, end int32 }
 
 const (
 	ownerNone int32 = -1 // the batch's own memory
@@ -47,6 +56,7 @@ type batchFailure struct {
 // build lays out b.msgs, which the batch has taken.
 func (b *batch) build() {
 	head, mark := b.head[:0], 0
+	b.spans = b.spans[:0]
 	for i, m := range b.msgs {
 		start := len(head)
 		var err error
@@ -54,7 +64,14 @@ func (b *batch) build() {
 			b.failed = append(b.failed, batchFailure{m, fmt.Errorf("rpc: encode %v frame for call %d: %w", m.Header.Kind, m.Header.CallID, err)})
 			b.msgs[i] = nil
 			head = head[:start]
+			b.spans = append(b.spans, span{-1, -1})
 			continue
+		}
+		sp := span{-1, -1}
+		if ownsParts(m) {
+			b.add(head[mark:start], ownerNone)
+			mark = start
+			sp.first = int32(len(b.parts))
 		}
 		for j := range m.Tensors {
 			data := m.Tensors[j].Data
@@ -66,11 +83,27 @@ func (b *batch) build() {
 			b.add(data, int32(i))
 			mark = len(head)
 		}
+		if sp.first >= 0 {
+			b.add(head[mark:], ownerNone)
+			mark = len(head)
+			sp.end = int32(len(b.parts))
+		}
+		b.spans = append(b.spans, sp)
 	}
 	if mark < len(head) {
 		b.add(head[mark:], ownerNone)
 	}
 	b.head = head
+}
+
+// ownsParts reports whether a tensor of m is written from its own memory.
+func ownsParts(m *wire.Message) bool {
+	for j := range m.Tensors {
+		if len(m.Tensors[j].Data) >= copyThreshold {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *batch) add(p []byte, owner int32) {
@@ -97,24 +130,23 @@ func (b *batch) blocked() bool { return b.next < len(b.parts) && b.owner[b.next]
 // them and maxWritev bytes, and none from a held part on: none at all when
 // the batch is blocked.
 func (b *batch) vectors() []unix.Iovec {
-	n := min(len(b.parts)-b.next, maxIovecs)
-	if cap(b.vecs) < n {
-		b.vecs = make([]unix.Iovec, n)
-	}
-	vecs := b.vecs[:n]
-	size := 0
-	for i := range vecs {
-		if b.owner[b.next+i] == ownerHeld {
-			return vecs[:i]
+	vecs, size := b.vecs[:0], 0
+	for k := b.next; k < len(b.parts) && len(vecs) < maxIovecs && b.owner[k] != ownerHeld; k++ {
+		p := b.parts[k]
+		if len(p) == 0 {
+			continue // a dropped message's
 		}
-		p := b.parts[b.next+i]
+		var v unix.Iovec
 		if size+len(p) >= maxWritev {
-			setIovec(&vecs[i], p[:maxWritev-size])
-			return vecs[:i+1]
+			setIovec(&v, p[:maxWritev-size])
+			vecs = append(vecs, v)
+			break
 		}
-		setIovec(&vecs[i], p)
+		setIovec(&v, p)
+		vecs = append(vecs, v)
 		size += len(p)
 	}
+	b.vecs = vecs
 	return vecs
 }
 
@@ -123,11 +155,20 @@ func (b *batch) advance(n int) {
 	for n > 0 && b.next < len(b.parts) {
 		p := b.parts[b.next]
 		if n < len(p) {
-			b.parts[b.next] = p[n:]
+			b.parts[b.next], b.begun = p[n:], true
 			return
 		}
 		n -= len(p)
-		b.parts[b.next] = nil
+		b.parts[b.next], b.begun = nil, false
+		b.next++
+	}
+	b.skipDropped()
+}
+
+// skipDropped moves next past parts a dropped message left empty. Only
+// the writer moves next: it reads pending without the lock.
+func (b *batch) skipDropped() {
+	for b.next < len(b.parts) && len(b.parts[b.next]) == 0 {
 		b.next++
 	}
 }
@@ -140,6 +181,23 @@ func (b *batch) index(m *wire.Message) int {
 		}
 	}
 	return -1
+}
+
+// unstarted reports whether none of message i was written and it can
+// leave the batch (drop).
+func (b *batch) unstarted(i int) bool {
+	sp := b.spans[i]
+	return sp.first >= 0 && (b.next < int(sp.first) || (b.next == int(sp.first) && !b.begun))
+}
+
+// drop takes message i, none of which was written, out of the batch. Its
+// parts are left empty, for the writer to skip.
+func (b *batch) drop(i int) {
+	sp := b.spans[i]
+	for k := sp.first; k < sp.end; k++ {
+		b.parts[k], b.owner[k] = nil, ownerNone
+	}
+	b.msgs[i] = nil
 }
 
 // A heldRest is what was left to write of a withdrawn message: the parts
@@ -214,7 +272,7 @@ func (b *batch) reset() {
 		c.Release()
 	}
 	clear(b.copies)
-	b.parts, b.owner, b.copies, b.next = b.parts[:0], b.owner[:0], b.copies[:0], 0
-	b.msgs, b.failed = nil, b.failed[:0]
+	b.parts, b.owner, b.copies, b.next, b.begun = b.parts[:0], b.owner[:0], b.copies[:0], 0, false
+	b.msgs, b.failed, b.spans = nil, b.failed[:0], b.spans[:0]
 	b.gen++
 }

@@ -174,12 +174,12 @@ func (c *tcpConn) Send(m *wire.Message) error {
 	return nil
 }
 
-// Withdraw implements Withdrawer. A message still queued leaves the queue;
-// one the writer has begun, or laid out in its batch, is finished from a
-// copy of what is left of it, which Withdraw makes without the
-// connection's lock (see batch.hold), so that other calls' Sends and the
-// writer never wait for it; one in neither place is written and being
-// completed.
+// Withdraw implements Withdrawer. A message still queued, or laid out in
+// the writer's batch with none of it written, leaves it; one the writer
+// has begun is finished from a copy of what is left of it, which Withdraw
+// makes without the connection's lock (see batch.hold), so that other
+// calls' Sends and the writer never wait for it; one in neither place is
+// written and being completed.
 func (c *tcpConn) Withdraw(m *wire.Message) Withdrawal {
 	c.mu.Lock()
 	if i := slices.Index(c.queue, m); i >= 0 {
@@ -196,6 +196,11 @@ func (c *tcpConn) Withdraw(m *wire.Message) Withdrawal {
 	if i < 0 {
 		c.mu.Unlock()
 		return Completing
+	}
+	if c.out.unstarted(i) {
+		c.out.drop(i)
+		c.mu.Unlock()
+		return Unsent
 	}
 	rest := c.out.hold(i)
 	c.mu.Unlock()

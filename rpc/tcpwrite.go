@@ -74,6 +74,7 @@ var errHeld = errors.New("rpc: next bytes held for a withdrawn message's copy")
 func (c *tcpConn) park() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.out.skipDropped()
 	if !c.out.blocked() || (c.shim != nil && c.shim.pending() > 0) {
 		return false
 	}
@@ -217,7 +218,8 @@ func (c *tcpConn) blockingWrite(fd uintptr) bool {
 
 // writeOnce makes one writev of the batch's next parts. full is what it
 // asked to write; a write of less means the socket is full, and so does
-// unix.EAGAIN, returned unwrapped; errHeld means that the batch is blocked.
+// unix.EAGAIN, returned unwrapped; errHeld means that the batch is blocked,
+// and nothing asked of nothing that the parts left were dropped.
 func (c *tcpConn) writeOnce(fd uintptr) (n, full int, err error) {
 	if c.tls != nil {
 		return c.writeTLSOnce(fd)
@@ -225,8 +227,13 @@ func (c *tcpConn) writeOnce(fd uintptr) (n, full int, err error) {
 	c.mu.Lock()
 	vecs := c.out.vectors()
 	if len(vecs) == 0 {
+		c.out.skipDropped()
+		blocked := c.out.blocked()
 		c.mu.Unlock()
-		return 0, 0, errHeld
+		if blocked {
+			return 0, 0, errHeld
+		}
+		return 0, 0, nil // the rest was dropped
 	}
 	for i := range vecs {
 		full += int(vecs[i].Len)

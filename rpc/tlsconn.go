@@ -157,6 +157,7 @@ func (c *tcpConn) kickWriter() {
 // it reads the parts, as it does for a writev.
 func (c *tcpConn) encryptSome() error {
 	c.mu.Lock()
+	c.out.skipDropped()
 	if c.out.blocked() {
 		c.mu.Unlock()
 		return errHeld
@@ -165,6 +166,9 @@ func (c *tcpConn) encryptSome() error {
 	size := 0
 	for i := c.out.next; i < len(c.out.parts) && size < tlsChunk && c.out.owner[i] != ownerHeld; i++ {
 		p := c.out.parts[i]
+		if len(p) == 0 {
+			continue // a dropped message's
+		}
 		if size+len(p) > tlsChunk {
 			p = p[:tlsChunk-size]
 		}
