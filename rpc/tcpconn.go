@@ -212,11 +212,12 @@ func (c *tcpConn) Withdraw(m *wire.Message) Withdrawal {
 }
 
 // placeRest puts a withdrawn message's copied rest in its batch and, when
-// the writer gave up the write side at it (park), has the reactor go on.
+// the writer gave up the write side at it (park), has the reactor go on,
+// even on a connection failed meanwhile: the writer completes its batch.
 func (c *tcpConn) placeRest(rest *heldRest) {
 	c.mu.Lock()
 	placed := c.out.place(rest)
-	restart := placed && !c.writing && !c.scheduled && c.err == nil && c.pending()
+	restart := placed && !c.writing && !c.scheduled && c.pending()
 	if restart {
 		c.scheduled = true
 	}

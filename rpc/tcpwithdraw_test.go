@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -103,27 +104,44 @@ func tensorRequest(id uint64, data []byte, done chan error) *wire.Message {
 // lock, so that other calls queue meanwhile, and the writer, finding the
 // rest of the frame being copied, gives up the write side instead of
 // waiting (it may be the connection's reader). The peer still gets the
-// frame whole and unchanged though its caller reused its memory, then what
-// was queued during the copy; the requests laid out behind it in the
-// writer's batch and queued behind that never leave.
+// frame whole and unchanged though its caller reused its memory, then the
+// small request laid out behind it and what was queued during the copy;
+// the big request laid out between them, none of which was written, and
+// the one queued behind them never leave. When the connection fails
+// during the copy, the writer's batch still completes.
 func TestWithdrawCopiesOutsideLock(t *testing.T) {
-	t.Run("tcp", func(t *testing.T) { testWithdrawCopiesOutsideLock(t, &TCP{StallTimeout: -1}, nil) })
-	t.Run("tls", func(t *testing.T) {
-		dir := t.TempDir()
-		ca := newTestCA(t, "cluster CA")
-		srv, err := ca.files(t, dir, "server").ServerConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cli, err := ca.files(t, dir, "client").ClientConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		testWithdrawCopiesOutsideLock(t, &TCP{StallTimeout: -1, TLS: cli}, srv)
-	})
+	for _, failing := range []bool{false, true} {
+		name := map[bool]string{false: "", true: "/failing"}[failing]
+		t.Run("tcp"+name, func(t *testing.T) { testWithdrawCopiesOutsideLock(t, &TCP{StallTimeout: -1}, nil, failing) })
+		t.Run("tls"+name, func(t *testing.T) {
+			dir := t.TempDir()
+			ca := newTestCA(t, "cluster CA")
+			srv, err := ca.files(t, dir, "server").ServerConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cli, err := ca.files(t, dir, "client").ClientConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			testWithdrawCopiesOutsideLock(t, &TCP{StallTimeout: -1, TLS: cli}, srv, failing)
+		})
+	}
 }
 
-func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config) {
+// waitSent waits up to 20s for a Completion's error.
+func waitSent(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s was not completed in 20s", what)
+		return nil
+	}
+}
+
+func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config, failing bool) {
 	addr, read, frames := framePeer(t, peerTLS)
 	var readOnce sync.Once
 	startReading := func() { readOnce.Do(func() { close(read) }) }
@@ -142,14 +160,19 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config) {
 	pattern(a, 1)
 	pattern(b, 2)
 	pattern(e, 4)
-	aDone, bDone, cDone, eDone := make(chan error, 1), make(chan error, 1), make(chan error, 1), make(chan error, 1)
-	ma, mb, me := tensorRequest(1, a, aDone), tensorRequest(2, b, bDone), tensorRequest(4, e, eDone)
-	mc := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 3}, Meta: []byte("queued during the copy"), Done: sentSignal(cDone)}
-	// Queued while corked, a and b make one batch, which uncork writes at
-	// once, until the socket is full or its budget spent, leaving the rest
-	// to a drainer: a is begun, b laid out and not. e waits in the queue.
+	var done [6]chan error
+	for i := range done {
+		done[i] = make(chan error, 1)
+	}
+	ma, mb, me := tensorRequest(1, a, done[1]), tensorRequest(2, b, done[2]), tensorRequest(4, e, done[4])
+	mc := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 3}, Meta: []byte("queued during the copy"), Done: sentSignal(done[3])}
+	mf := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 5}, Meta: []byte("laid out behind"), Done: sentSignal(done[5])}
+	// Queued while corked, a, b and f make one batch, which uncork writes
+	// at once, until the socket is full or its budget spent, leaving the
+	// rest to a drainer: a is begun, b and f laid out and not. e waits in
+	// the queue.
 	c.cork()
-	for _, m := range []*wire.Message{ma, mb} {
+	for _, m := range []*wire.Message{ma, mb, mf} {
 		if err := c.Send(m); err != nil {
 			t.Fatal(err)
 		}
@@ -162,10 +185,10 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config) {
 		t.Fatal(err)
 	}
 	c.mu.Lock()
-	inBatch := slices.Equal(c.out.msgs, []*wire.Message{ma, mb})
+	inBatch := slices.Equal(c.out.msgs, []*wire.Message{ma, mb, mf})
 	c.mu.Unlock()
 	if !inBatch {
-		t.Fatal("the first two requests are not the writer's batch")
+		t.Fatal("the first three requests are not the writer's batch")
 	}
 	// None of b was written: it leaves the batch, copied by nobody.
 	if got := c.Withdraw(mb); got != Unsent {
@@ -185,12 +208,15 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config) {
 			t.Errorf("Send during the copy: %v", err)
 		}
 		startReading()
-		// The peer reads what was written; the writer, left with nothing
-		// but the rest being copied, gives up the write side.
+		// The writer, left with nothing but the rest being copied, gives
+		// up the write side.
 		for deadline := time.Now().Add(10 * time.Second); !parked && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			c.mu.Lock()
 			parked = !c.writing && c.out.pending()
 			c.mu.Unlock()
+		}
+		if failing {
+			c.Close()
 		}
 	}
 	defer func() { withdrawCopyHook = nil }()
@@ -199,10 +225,12 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config) {
 	}
 	withdrawCopyHook = nil
 	clear(a) // the caller's memory is its own again
-	if got := c.Withdraw(me); got != Unsent {
-		t.Fatalf("Withdraw of the queued request = %v, want Unsent", got)
+	if !failing {
+		if got := c.Withdraw(me); got != Unsent {
+			t.Fatalf("Withdraw of the queued request = %v, want Unsent", got)
+		}
+		clear(e)
 	}
-	clear(e)
 	switch {
 	case !hookRan:
 		t.Fatal("the withdrawn request's rest was never copied")
@@ -211,14 +239,19 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config) {
 	case !parked:
 		t.Error("the writer held the write side for 10s while the rest of a frame was being copied")
 	}
-	startReading()
-	select {
-	case err := <-cDone:
-		if err != nil {
-			t.Fatalf("the request queued during the copy: %v", err)
+	if failing {
+		for _, i := range []int{5, 3, 4} {
+			if err := waitSent(t, done[i], fmt.Sprintf("request %d, behind the copy on a failed connection,", i)); err == nil {
+				t.Errorf("request %d was sent on a closed connection", i)
+			}
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the request queued during the copy was not written in 20s")
+		return
+	}
+	startReading()
+	for _, i := range []int{5, 3} {
+		if err := waitSent(t, done[i], fmt.Sprintf("request %d", i)); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
 	}
 	f := nextFrame(t, frames)
 	want := make([]byte, size)
@@ -227,17 +260,19 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config) {
 		t.Fatalf("first frame: call %d, %d payload bytes, same as sent: %v, err %v; want call 1 whole and unchanged",
 			f.h.CallID, len(f.payload), bytes.Equal(f.payload, want), f.err)
 	}
-	if f = nextFrame(t, frames); f.err != nil || f.h.CallID != 3 || string(f.meta) != string(mc.Meta) {
-		t.Fatalf("second frame: call %d %q, err %v; want call 3", f.h.CallID, f.meta, f.err)
+	for _, m := range []*wire.Message{mf, mc} {
+		if f = nextFrame(t, frames); f.err != nil || f.h.CallID != m.Header.CallID || string(f.meta) != string(m.Meta) {
+			t.Fatalf("next frame: call %d %q, err %v; want call %d", f.h.CallID, f.meta, f.err, m.Header.CallID)
+		}
 	}
 	c.Close()
 	if f = nextFrame(t, frames); f.err == nil {
 		t.Fatalf("frame of call %d after the connection closed; the withdrawn requests must send nothing more", f.h.CallID)
 	}
-	for name, ch := range map[string]chan error{"withdrawn": aDone, "unstarted": bDone, "queued": eDone} {
+	for _, i := range []int{1, 2, 4} {
 		select {
-		case err := <-ch:
-			t.Errorf("the %s request was completed (%v)", name, err)
+		case err := <-done[i]:
+			t.Errorf("withdrawn request %d was completed (%v)", i, err)
 		default:
 		}
 	}

@@ -218,8 +218,8 @@ func (c *tcpConn) blockingWrite(fd uintptr) bool {
 
 // writeOnce makes one writev of the batch's next parts. full is what it
 // asked to write; a write of less means the socket is full, and so does
-// unix.EAGAIN, returned unwrapped; errHeld means that the batch is blocked,
-// and nothing asked of nothing that the parts left were dropped.
+// unix.EAGAIN, returned unwrapped. errHeld means that the batch is
+// blocked; nothing asked and no error, that the parts left were dropped.
 func (c *tcpConn) writeOnce(fd uintptr) (n, full int, err error) {
 	if c.tls != nil {
 		return c.writeTLSOnce(fd)
