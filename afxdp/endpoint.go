@@ -79,11 +79,11 @@ type Endpoint struct {
 	keys     *keys // the tickets OPENs are taken under (auth.go)
 	half     map[protocol.Key]*halfOpen
 	halfList []*halfOpen // the same, in the order they came
-	halfNext time.Time   // when halfTimers next has work
+	halfNext int64       // when halfTimers next has work (0: never)
 
 	// streamUntil is when the reactor may sleep again after a packet
 	// that left a frame partly received (Options.FrameSpin).
-	streamUntil time.Time
+	streamUntil int64
 	err         error // why the reactor stopped; the reactor's
 	// why is err for other goroutines, set before stopping: a Dial
 	// refused while the sessions end says why too.
@@ -93,11 +93,10 @@ type Endpoint struct {
 	poll *pollClaim // what busy polling was granted (polling.go)
 
 	// Helping (help.go): the link as a pender, nil when it is not one;
-	// when the parked reactor wakes on its own (UnixNano); the earliest
-	// timer a step another reactor ran for it left (UnixNano, 0: none);
-	// whether a helper woke it since it parked. The UnixNano times come
-	// from monoclock.Now, as every reactor's clock does, so they compare
-	// even when the wall clock is stepped.
+	// when the parked reactor wakes on its own; the earliest timer a step
+	// another reactor ran for it left (0: none); whether a helper woke it
+	// since it parked. The times are readings of monoclock.Nanos, as
+	// every reactor's clock is, so they compare across endpoints.
 	pend      pender
 	parkUntil atomic.Int64
 	helpDue   atomic.Int64
@@ -119,7 +118,7 @@ func NewEndpoint(l link.Link, opts Options) *Endpoint {
 func newEndpoint(l link.Link, opts Options, g *Group) *Endpoint {
 	e := &Endpoint{
 		link: l, opts: opts, group: g,
-		env:      protocol.NewEnv(opts.protocol(), l, l.MaxPayload(), monoclock.Now()),
+		env:      protocol.NewEnv(opts.protocol(), l, l.MaxPayload(), monoclock.Nanos()),
 		done:     make(chan struct{}),
 		sessions: make(map[protocol.Key]*session),
 		half:     make(map[protocol.Key]*halfOpen),
@@ -292,7 +291,7 @@ func (e *Endpoint) enqueue(s *session) {
 	if e.sleeping.Load() && e.loop.TryLock() {
 		more := false
 		if e.sleeping.Load() && !e.stopping.Load() {
-			e.env.Now = monoclock.Now()
+			e.env.Now = monoclock.Nanos()
 			e.takeReady()
 			_, more = e.transmit()
 		}
@@ -309,7 +308,7 @@ func (e *Endpoint) enqueue(s *session) {
 // helper's). It returns the earliest timer and whether a session had more
 // than its budget. A failed flush is counted: the datagrams are resent,
 // and a closed link stops the reactor when it next flushes.
-func (e *Endpoint) transmit() (next time.Time, more bool) {
+func (e *Endpoint) transmit() (next int64, more bool) {
 	next, more = e.pumpAll()
 	e.env.FlushAcks()
 	if e.flush() != nil {
@@ -336,7 +335,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 	// shutdown it is never released, so late senders just queue.
 	e.loop.Lock()
 	var (
-		idleAt time.Time
+		idleAt int64 // when the idle spell began (0: working)
 		t      turn
 	)
 	for !e.stopping.Load() {
@@ -401,13 +400,13 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 				e.ctr.sendErrors.Add(1)
 			}
 			if worked || more {
-				idleAt = time.Time{}
+				idleAt = 0
 				t.worked()
 				continue
 			}
 		}
 		now := e.env.Now
-		if idleAt.IsZero() {
+		if idleAt == 0 {
 			idleAt = now
 		}
 		t.idle()
@@ -415,17 +414,17 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			// Another reactor's packets went out: answers may come, and
 			// are taken at once if they did; otherwise yield, as a poll
 			// does.
-			idleAt = time.Time{}
+			idleAt = 0
 			if e.pend == nil || !e.pend.Pending() {
 				runtime.Gosched()
 			}
 			continue
 		}
-		if e.opts.Busy && !e.poll.backOff(now, idleAt) {
+		if e.opts.Busy && !e.poll.backOff(monoclock.Time(now), monoclock.Time(idleAt)) {
 			runtime.Gosched() // as above: goroutines woken by other means
 			continue
 		}
-		if (e.opts.Spin > 0 && now.Sub(idleAt) < e.opts.Spin) || now.Before(e.streamUntil) {
+		if (e.opts.Spin > 0 && time.Duration(now-idleAt) < e.opts.Spin) || now < e.streamUntil {
 			// Let the goroutines this loop woke (a Receive loop, a
 			// caller) run on this P while spinning.
 			runtime.Gosched()
@@ -447,15 +446,15 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 // while the reactor was parked started retransmission timers it does not
 // know about. The loop lock is released meanwhile, so senders that find
 // the reactor sleeping transmit themselves (see enqueue).
-func (e *Endpoint) park(next time.Time) error {
+func (e *Endpoint) park(next int64) error {
 	wait := e.opts.RTO
-	if !next.IsZero() {
-		wait = min(max(next.Sub(e.env.Now), 0), wait)
+	if next != 0 {
+		wait = min(max(time.Duration(next-e.env.Now), 0), wait)
 	}
 	e.sleeping.Store(true)
 	var err error
 	if !e.readyFlag.Load() && !e.stopping.Load() {
-		e.parkUntil.Store(e.env.Now.Add(wait).UnixNano())
+		e.parkUntil.Store(e.env.Now + int64(wait))
 		if e.pend != nil {
 			reactors.sleeping.Add(1)
 		}
@@ -568,7 +567,7 @@ func (e *Endpoint) takeReady() {
 // pumpAll runs every session's timers and transmits what their windows
 // allow. It returns the earliest timer and whether a session had more to
 // send than its budget.
-func (e *Endpoint) pumpAll() (next time.Time, more bool) {
+func (e *Endpoint) pumpAll() (next int64, more bool) {
 	next = e.halfTimers()
 	for i := 0; i < len(e.list); i++ {
 		s := e.list[i]
@@ -581,9 +580,7 @@ func (e *Endpoint) pumpAll() (next time.Time, more bool) {
 		if s.p.Pump(pumpBudget) == pumpBudget {
 			more = true
 		}
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
+		next = earliest(next, t)
 	}
 	return next, more
 }
@@ -647,7 +644,7 @@ func (e *Endpoint) handle(d *link.Datagram) {
 		return
 	}
 	if h.Type == protocol.TypeData && e.opts.FrameSpin > 0 && s.p.Receiving() {
-		e.streamUntil = e.env.Now.Add(e.opts.FrameSpin)
+		e.streamUntil = e.env.Now + int64(e.opts.FrameSpin)
 	}
 }
 
@@ -709,4 +706,13 @@ func (e *Endpoint) endProtocolSession(p *protocol.Session, err error) {
 	if s := e.sessions[p.Key()]; s != nil && s.p == p {
 		e.endSession(s, err)
 	}
+}
+
+// earliest is the earlier of two times, 0 (none) counting as later than
+// any.
+func earliest(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }

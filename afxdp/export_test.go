@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/starwire/starwire/internal/monoclock"
 )
 
 // Parked reports whether e's reactor sleeps in its link's Wait with the
@@ -25,7 +27,7 @@ func (e *Endpoint) State() string {
 	go func() {
 		e.loop.Lock()
 		defer e.loop.Unlock()
-		e.env.Now = time.Now()
+		e.env.Now = monoclock.Nanos()
 		var b strings.Builder
 		fmt.Fprintf(&b, "%+v", e.Stats())
 		for _, s := range e.list {

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/starwire/starwire/internal/monoclock"
 )
@@ -70,7 +69,7 @@ func removeReactor(e *Endpoint) {
 // helpParked runs a step for each other parked reactor that has a datagram
 // waiting or a timer of a helped step due, as of now. It reports whether
 // it ran any.
-func (e *Endpoint) helpParked(now time.Time) (helped bool) {
+func (e *Endpoint) helpParked(now int64) (helped bool) {
 	if reactors.sleeping.Load() == 0 {
 		return false
 	}
@@ -79,7 +78,7 @@ func (e *Endpoint) helpParked(now time.Time) (helped bool) {
 		return false
 	}
 	for _, o := range *p {
-		if o != e && o.sleeping.Load() && o.help(now.UnixNano()) {
+		if o != e && o.sleeping.Load() && o.help(now) {
 			helped = true
 		}
 	}
@@ -87,7 +86,7 @@ func (e *Endpoint) helpParked(now time.Time) (helped bool) {
 }
 
 // help runs a step of e's loop for its parked reactor, if it has work as
-// of now (UnixNano), and reports whether it did.
+// of now (monoclock.Nanos), and reports whether it did.
 func (e *Endpoint) help(now int64) bool {
 	if !e.loop.TryLock() {
 		return false // awake, or being stepped by a sender or another helper
@@ -127,11 +126,7 @@ func (e *Endpoint) help(now int64) bool {
 		// reactor's own loop deals with it.
 		e.link.Wake()
 	}
-	if next.IsZero() {
-		e.helpDue.Store(0)
-	} else {
-		e.helpDue.Store(next.UnixNano())
-	}
+	e.helpDue.Store(next)
 	return true
 }
 
@@ -140,8 +135,8 @@ func (e *Endpoint) help(now int64) bool {
 // timers, transmits and flushes. It returns the earliest timer, whether a
 // session had more to send than its budget, and the link's error from
 // Receive, which it leaves to the reactor.
-func (e *Endpoint) step() (next time.Time, more bool, err error) {
-	e.env.Now = monoclock.Now()
+func (e *Endpoint) step() (next int64, more bool, err error) {
+	e.env.Now = monoclock.Nanos()
 	n, err := e.link.Receive(e.rx)
 	for i := range n {
 		e.handle(&e.rx[i])

@@ -72,10 +72,10 @@ func (c *sessionCaps) release(addr netip.Addr) {
 // dialer's next packet.
 type halfOpen struct {
 	key      protocol.Key
-	auth     opening   // its ticket and tokens
-	peerMax  uint64    // the dialer's datagram size, from its OPEN
-	expireAt time.Time // when it is dropped, handshake or not
-	answerAt time.Time // when the answer to OPEN goes again
+	auth     opening // its ticket and tokens
+	peerMax  uint64  // the dialer's datagram size, from its OPEN
+	expireAt int64   // when it is dropped, handshake or not (monoclock.Nanos)
+	answerAt int64   // when the answer to OPEN goes again
 	wait     time.Duration
 	gone     bool // promoted or dropped; the list forgets it at its next scan
 }
@@ -128,7 +128,7 @@ func (e *Endpoint) openHalf(key protocol.Key, h *protocol.PacketHeader, auth ope
 		e.ctr.replayed.Add(1)
 		return
 	}
-	ho := &halfOpen{key: key, auth: auth, peerMax: h.Offset, expireAt: e.env.Now.Add(e.opts.HandshakeTimeout),
+	ho := &halfOpen{key: key, auth: auth, peerMax: h.Offset, expireAt: e.env.Now + int64(e.opts.HandshakeTimeout),
 		wait: max(e.opts.RTO, 10*time.Millisecond)}
 	e.half[key] = ho
 	e.halfList = append(e.halfList, ho)
@@ -144,11 +144,9 @@ func (e *Endpoint) answerOpen(ho *halfOpen) {
 			Window: uint32(e.opts.Window), Offset: uint64(e.link.MaxPayload()), Token: ho.auth.listener})
 		e.queue(protocol.HeaderLen, ho.key.Peer)
 	}
-	ho.answerAt = e.env.Now.Add(ho.wait)
+	ho.answerAt = e.env.Now + int64(ho.wait)
 	ho.wait = min(2*ho.wait, e.opts.MaxRTO)
-	if e.halfNext.IsZero() || ho.answerAt.Before(e.halfNext) {
-		e.halfNext = ho.answerAt
-	}
+	e.halfNext = earliest(e.halfNext, ho.answerAt)
 }
 
 // promote makes a half-open session a session, now that its dialer sent
@@ -197,30 +195,26 @@ func (e *Endpoint) closeHalf(ho *halfOpen) {
 
 // halfTimers repeats the answers of half-open sessions that are due and
 // drops those past Options.HandshakeTimeout. It returns when it next has
-// work (zero for never). Between those times it costs one comparison.
-func (e *Endpoint) halfTimers() time.Time {
-	if e.halfNext.IsZero() || e.env.Now.Before(e.halfNext) {
+// work (0 for never). Between those times it costs one comparison.
+func (e *Endpoint) halfTimers() int64 {
+	if e.halfNext == 0 || e.env.Now < e.halfNext {
 		return e.halfNext
 	}
-	e.halfNext = time.Time{}
+	e.halfNext = 0
 	kept := e.halfList[:0]
 	for _, ho := range e.halfList {
 		switch {
 		case ho.gone:
 			continue
-		case !e.env.Now.Before(ho.expireAt):
+		case e.env.Now >= ho.expireAt:
 			e.closeHalf(ho)
 			e.ctr.expired.Add(1)
 			continue
-		case !e.env.Now.Before(ho.answerAt):
+		case e.env.Now >= ho.answerAt:
 			e.answerOpen(ho)
 		}
 		kept = append(kept, ho)
-		for _, t := range [...]time.Time{ho.answerAt, ho.expireAt} {
-			if e.halfNext.IsZero() || t.Before(e.halfNext) {
-				e.halfNext = t
-			}
-		}
+		e.halfNext = earliest(earliest(e.halfNext, ho.answerAt), ho.expireAt)
 	}
 	clear(e.halfList[len(kept):])
 	e.halfList = kept

@@ -1,8 +1,6 @@
 package afxdp
 
 import (
-	"time"
-
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/monoclock"
 )
@@ -25,9 +23,9 @@ const idleFullEvery = 8
 // turn is what the reactor's loop keeps from one turn to the next to make
 // idle turns cheap.
 type turn struct {
-	idles   int       // idle turns since the last one that worked
-	clocked bool      // this turn read the clock
-	next    time.Time // the earliest timer, as of the last pumpAll, for park
+	idles   int   // idle turns since the last one that worked
+	clocked bool  // this turn read the clock
+	next    int64 // the earliest timer, as of the last pumpAll, for park (monoclock.Nanos; 0: none)
 }
 
 // start begins a turn: a full one reads the clock into env.Now.
@@ -41,7 +39,7 @@ func (t *turn) start(env *protocol.Env) {
 // clock makes env.Now this turn's time, reading the clock once a turn.
 func (t *turn) clock(env *protocol.Env) {
 	if !t.clocked {
-		env.Now = monoclock.Now()
+		env.Now = monoclock.Nanos()
 		t.clocked = true
 	}
 }

@@ -121,7 +121,7 @@ func TestReplay(t *testing.T) {
 //
 //	go test ./afxdp/protocol -run '^$' -bench 'Authentic|Open' -benchmem
 func BenchmarkAuthentic(b *testing.B) {
-	env := protocol.NewEnv(protocol.Config{Window: 64}, nil, 1500, time.Now())
+	env := protocol.NewEnv(protocol.Config{Window: 64}, nil, 1500, time.Now().UnixNano())
 	s := protocol.NewSession(env, protocol.Key{ID: 5}, nil)
 	r := protocol.NewKeyring(benchTicket)
 	d, l := r.Tokens(5, 1)

@@ -68,9 +68,11 @@ type Counters struct {
 // transmit sink, receive memory and counters, and the lists of sessions
 // that owe the owner a look. It belongs to the same owner as its sessions.
 type Env struct {
-	// Now is the current time. The owner sets it before each step; the
-	// sessions read no other clock.
-	Now time.Time
+	// Now is the current time, in nanoseconds of a monotonic clock
+	// (monoclock.Nanos in afxdp), never 0. The owner sets it before each
+	// step; the sessions read no other clock. Every time a session keeps
+	// is on this scale, 0 standing for none.
+	Now int64
 	// Queued counts the packets written to the Tx since the owner last
 	// reset it.
 	Queued int
@@ -78,7 +80,7 @@ type Env struct {
 	Mem    Memory
 
 	cfg        Config
-	epoch      time.Time // origin of the sessions' send times
+	epoch      int64 // origin of the sessions' send times
 	tx         Tx
 	maxPayload int // the largest datagram the Tx carries
 	dataLen    int // frame bytes per packet, before sizes are agreed
@@ -89,8 +91,8 @@ type Env struct {
 }
 
 // NewEnv returns an Env whose sessions send through tx datagrams of at
-// most maxPayload bytes, timing from now on.
-func NewEnv(cfg Config, tx Tx, maxPayload int, now time.Time) *Env {
+// most maxPayload bytes, timing from now on (on Now's scale).
+func NewEnv(cfg Config, tx Tx, maxPayload int, now int64) *Env {
 	e := &Env{Now: now, cfg: cfg, epoch: now, tx: tx, maxPayload: maxPayload, dataLen: maxPayload - HeaderLen}
 	e.Mem.limit = cfg.EndpointMemory
 	e.ooo.e = e

@@ -249,7 +249,7 @@ func newWorld(t *testing.T, p *program) *world {
 		e.up = &recorder{e: e, room: 1 + int(p.next()%64)}
 		// Never less than a packet's frames, as afxdp.Options.Deliveries.
 		e.up.room = max(e.up.room, protocol.MaxPacked(maxPay-protocol.HeaderLen))
-		e.env = protocol.NewEnv(w.cfg, e.tx, maxPay, w.now)
+		e.env = protocol.NewEnv(w.cfg, e.tx, maxPay, w.now.UnixNano())
 		w.ends[i] = e
 	}
 	// The session opens under a ticket, as afxdp's Dial does.
@@ -432,7 +432,7 @@ func (e *end) receive(pkt []byte) {
 	} else if !ok {
 		return // dropped, as afxdp's endpoint does
 	}
-	e.env.Now = e.w.now
+	e.env.Now = e.w.now.UnixNano()
 	if h.Type != protocol.TypeOpen {
 		e.promoted = true
 	}
@@ -454,7 +454,7 @@ func (w *world) step() {
 		if !e.live() {
 			continue
 		}
-		e.env.Now = w.now
+		e.env.Now = w.now.UnixNano()
 		if e.up.recheck {
 			e.up.recheck = false
 			if err := e.s.Reopen(); err != nil {
@@ -497,14 +497,14 @@ func (w *world) nextTimer() time.Time {
 		if !e.live() {
 			continue
 		}
-		e.env.Now = w.now
+		e.env.Now = w.now.UnixNano()
 		t, err := e.s.Timers()
 		if err != nil {
 			e.end(err)
 			continue
 		}
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
+		if at := time.Unix(0, t); t != 0 && (next.IsZero() || at.Before(next)) {
+			next = at
 		}
 	}
 	return next

@@ -79,12 +79,12 @@ func (s *Session) handleData(h *PacketHeader, data []byte) error {
 	case s.inAcks:
 	case !s.ackOwed && !urgent:
 	case s.framed && inOrder && cfg.AckDelay > 0:
-		if s.ackAt.IsZero() {
-			s.ackAt = now.Add(cfg.AckDelay)
+		if s.ackAt == 0 {
+			s.ackAt = now + int64(cfg.AckDelay)
 		}
 	case !s.framed && inOrder && s.unacked < cfg.AckEvery:
-		if s.ackAt.IsZero() {
-			s.ackAt = now.Add(time.Duration(cfg.AckEvery) * ackPacketTime)
+		if s.ackAt == 0 {
+			s.ackAt = now + int64(time.Duration(cfg.AckEvery)*ackPacketTime)
 		}
 	default:
 		s.inAcks = true

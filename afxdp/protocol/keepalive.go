@@ -10,32 +10,28 @@ import (
 // at once (FlagProbe); it returns an error ending the session when the
 // peer has been silent for all of it. It returns when it next needs a
 // look.
-func (s *Session) keepalive() (time.Time, error) {
-	idle := s.env.cfg.IdleTimeout
+func (s *Session) keepalive() (int64, error) {
+	idle := int64(s.env.cfg.IdleTimeout)
 	if idle <= 0 {
-		return time.Time{}, nil
+		return 0, nil
 	}
 	now := s.env.Now
 	every := idle / 4
-	quiet := now.Sub(s.heardAt)
+	quiet := now - s.heardAt
 	if quiet < every {
-		return s.heardAt.Add(every), nil // the common case: heard lately
+		return s.heardAt + every, nil // the common case: heard lately
 	}
 	if quiet >= idle {
 		s.env.Ctr.Idle.Add(1)
 		s.control(TypeClose)
-		return time.Time{}, fmt.Errorf("afxdp: session %#x with %v: nothing heard for %v: %w",
-			s.key.ID, s.key.Peer, idle, ErrPeerUnreachable)
+		return 0, fmt.Errorf("afxdp: session %#x with %v: nothing heard for %v: %w",
+			s.key.ID, s.key.Peer, time.Duration(idle), ErrPeerUnreachable)
 	}
-	if s.probedAt.Before(s.heardAt) || now.Sub(s.probedAt) >= every {
+	if s.probedAt < s.heardAt || now-s.probedAt >= every {
 		s.probe()
 		s.probedAt = now
 	}
-	next := s.probedAt.Add(every)
-	if end := s.heardAt.Add(idle); end.Before(next) {
-		next = end
-	}
-	return next, nil
+	return min(s.probedAt+every, s.heardAt+idle), nil
 }
 
 // probe sends an ACK its peer answers at once (FlagProbe).

@@ -100,9 +100,9 @@ type rackState struct {
 	resentSeqs [resentLog]uint32 // the last packets resent, for onDsack
 	resentNext uint32
 
-	timer   int       // timerNone, timerProbe or timerRTO
-	timerAt time.Time // when timer fires
-	reoAt   time.Time // when a packet RACK is not yet sure of becomes lost
+	timer   int   // timerNone, timerProbe or timerRTO
+	timerAt int64 // when timer fires (on env.Now's scale)
+	reoAt   int64 // when a packet RACK is not yet sure of becomes lost; 0: none
 }
 
 func (r *rackState) init(o *Config) {
@@ -133,7 +133,7 @@ func (s *Session) sampleRTT(rtt time.Duration) {
 }
 
 // clock is the sessions' time base: now, since env.epoch.
-func (s *Session) clock() time.Duration { return s.env.Now.Sub(s.env.epoch) }
+func (s *Session) clock() time.Duration { return time.Duration(s.env.Now - s.env.epoch) }
 
 // delivered records that packet seq, sent and not delivered before, reached
 // the peer (RFC 8985, "Update RACK stats" and "Detect reordering"). fack is
@@ -200,7 +200,7 @@ func (s *Session) reoWnd() time.Duration {
 // it, and sets the reorder timer for those still within it.
 func (s *Session) detectLoss() {
 	r := &s.rack
-	r.reoAt = time.Time{}
+	r.reoAt = 0
 	if r.xmit == 0 || s.base == s.maxSent {
 		return
 	}
@@ -224,9 +224,7 @@ func (s *Session) detectLoss() {
 			sl.zeroAt = sl.xmitAt + r.rtt
 		}
 		if wait := sl.xmitAt + r.rtt + wnd - now; wait > 0 {
-			if at := s.env.Now.Add(wait); r.reoAt.IsZero() || at.Before(r.reoAt) {
-				r.reoAt = at
-			}
+			r.reoAt = earliest(r.reoAt, s.env.Now+int64(wait))
 			continue
 		}
 		sl.lost = true
@@ -295,20 +293,20 @@ func (s *Session) pto() time.Duration {
 func (s *Session) armProbe() {
 	r := &s.rack
 	if s.base == s.maxSent {
-		r.timer, r.timerAt = timerNone, time.Time{}
+		r.timer, r.timerAt = timerNone, 0
 		return
 	}
 	if r.timer == timerRTO {
 		return
 	}
-	r.timer, r.timerAt = timerProbe, s.env.Now.Add(s.pto())
+	r.timer, r.timerAt = timerProbe, s.env.Now+int64(s.pto())
 }
 
 // fireTimer runs the probe or the timeout when due.
 func (s *Session) fireTimer() {
 	r := &s.rack
 	if s.base == s.maxSent {
-		r.timer, r.timerAt = timerNone, time.Time{}
+		r.timer, r.timerAt = timerNone, 0
 		return
 	}
 	switch r.timer {
@@ -320,7 +318,7 @@ func (s *Session) fireTimer() {
 			seq--
 		}
 		s.ask(seq)
-		r.timer, r.timerAt = timerRTO, s.env.Now.Add(max(r.rto, s.pto()))
+		r.timer, r.timerAt = timerRTO, s.env.Now+int64(max(r.rto, s.pto()))
 	case timerRTO:
 		// The oldest goes again, and RACK, with no reordering window,
 		// finds the rest lost once it is delivered: a timeout that
@@ -328,7 +326,7 @@ func (s *Session) fireTimer() {
 		s.ask(s.base)
 		r.afterRTO = true
 		r.rto = min(2*r.rto, s.env.cfg.MaxRTO)
-		r.timerAt = s.env.Now.Add(r.rto)
+		r.timerAt = s.env.Now + int64(r.rto)
 	}
 	s.env.Ctr.Probes.Add(1)
 }

@@ -68,7 +68,7 @@ type Session struct {
 	peerWnd      uint32     // the window the peer last advertised
 	slots        []sendSlot // per window slot: packet number modulo Window
 	rack         rackState
-	lastProgress time.Time
+	lastProgress int64
 
 	// Receive side: expect is the next packet number wanted; packets past
 	// it wait in ooo.
@@ -85,19 +85,19 @@ type Session struct {
 	shut      atomic.Bool  // rxShut, for the Receive goroutine
 	inAcks    bool         // on env.acks
 	framed    bool         // a frame completed since the last acknowledgement
-	ackAt     time.Time    // when a delayed acknowledgement is due, if any
+	ackAt     int64        // when a delayed acknowledgement is due, if any
 	ooo       *reorder
 	rx        frameParser
 
 	// Dialing: OPEN is repeated until the peer answers.
 	opening  bool
-	openAt   time.Time
+	openAt   int64
 	openWait time.Duration
 
 	// Keepalive (keepalive.go): when a packet last came from the peer,
 	// and when this end last probed it.
-	heardAt, probedAt time.Time
-	dataAt            time.Time // when a DATA packet last came
+	heardAt, probedAt int64
+	dataAt            int64 // when a DATA packet last came
 
 	// Authentication (auth.go): the token this end's packets carry, the
 	// one the peer's must, and what a dialer's OPEN carries.
@@ -249,7 +249,7 @@ func (s *Session) fillAck(h *PacketHeader) {
 	}
 	s.ackOwed = false
 	s.framed = false
-	s.ackAt = time.Time{}
+	s.ackAt = 0
 	s.unacked = 0
 }
 
@@ -422,60 +422,62 @@ func (s *Session) progressed() {
 
 // Timers runs the handshake, keepalive, acknowledgement, loss detection
 // and dead-peer clocks against env.Now and returns the next time they
-// need a look (zero for none). An error ends the session: the owner calls
+// need a look (0 for none). An error ends the session: the owner calls
 // End with it.
-func (s *Session) Timers() (time.Time, error) {
+func (s *Session) Timers() (int64, error) {
 	now := s.env.Now
 	if s.opening {
-		if now.Before(s.openAt) {
+		if now < s.openAt {
 			return s.openAt, nil
 		}
 		s.control(TypeOpen)
 		s.openWait = min(2*s.openWait, s.env.cfg.MaxRTO)
-		s.openAt = now.Add(s.openWait)
+		s.openAt = now + int64(s.openWait)
 		return s.openAt, nil
 	}
 	next, err := s.keepalive()
 	if err != nil {
-		return time.Time{}, err
+		return 0, err
 	}
-	if s.rx.active && now.Sub(s.dataAt) > s.env.cfg.DeadAfter {
+	if s.rx.active && time.Duration(now-s.dataAt) > s.env.cfg.DeadAfter {
 		// A frame begun and not continued holds the memory its head
 		// announced: a peer that means to send it sends, or probes.
-		return time.Time{}, fmt.Errorf("afxdp: session %#x with %v: frame %d stalled for %v: %w",
+		return 0, fmt.Errorf("afxdp: session %#x with %v: frame %d stalled for %v: %w",
 			s.key.ID, s.key.Peer, s.rx.msg, s.env.cfg.DeadAfter, ErrPeerUnreachable)
 	}
-	if !s.ackAt.IsZero() {
-		if s.ackOwed && !now.Before(s.ackAt) {
+	if s.ackAt != 0 {
+		if s.ackOwed && now >= s.ackAt {
 			s.control(TypeAck) // nothing carried it in time
 		} else if s.ackOwed {
-			if next.IsZero() || s.ackAt.Before(next) {
-				next = s.ackAt
-			}
+			next = earliest(next, s.ackAt)
 		} else {
-			s.ackAt = time.Time{}
+			s.ackAt = 0
 		}
 	}
 	if s.base == s.maxSent {
 		return next, nil
 	}
-	if now.Sub(s.lastProgress) > s.env.cfg.DeadAfter {
-		return time.Time{}, fmt.Errorf("afxdp: session %#x with %v: no acknowledgement for %v: %w",
+	if time.Duration(now-s.lastProgress) > s.env.cfg.DeadAfter {
+		return 0, fmt.Errorf("afxdp: session %#x with %v: no acknowledgement for %v: %w",
 			s.key.ID, s.key.Peer, s.env.cfg.DeadAfter, ErrPeerUnreachable)
 	}
 	r := &s.rack
-	if !r.reoAt.IsZero() && !now.Before(r.reoAt) {
+	if r.reoAt != 0 && now >= r.reoAt {
 		s.detectLoss()
 	}
-	if r.timer != timerNone && !now.Before(r.timerAt) {
+	if r.timer != timerNone && now >= r.timerAt {
 		s.fireTimer()
 	}
-	for _, t := range [...]time.Time{r.reoAt, r.timerAt} {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
+	return earliest(earliest(next, r.reoAt), r.timerAt), nil
+}
+
+// earliest is the earlier of two times, 0 (none) counting as later than
+// any.
+func earliest(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
 	}
-	return next, nil
+	return a
 }
 
 // onData takes a DATA packet: in order, it lands in its frame; ahead of

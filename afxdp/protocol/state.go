@@ -42,9 +42,9 @@ func (s *Session) State() string {
 }
 
 // until is t from now, or "-" for none.
-func until(t, now time.Time) string {
-	if t.IsZero() {
+func until(t, now int64) string {
+	if t == 0 {
 		return "-"
 	}
-	return t.Sub(now).String()
+	return time.Duration(t - now).String()
 }

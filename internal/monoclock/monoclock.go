@@ -1,15 +1,29 @@
 // Package monoclock reads the time from the monotonic clock alone, for hot
 // paths that read it per call or per reactor turn: one clock read where
-// time.Now makes two (wall and monotonic).
+// time.Now makes two (wall and monotonic). Nanos gives the reading as an
+// integer, for code that keeps many times and compares them often: adding
+// to and comparing int64s costs less than doing so with time.Time.
 package monoclock
 
 import "time"
 
-// base is the instant Now counts from.
-var base = time.Now()
+// base is the instant Nanos counts from: a second before the package was
+// initialised, so that no reading is 0 and 0 can stand for no time.
+var base = time.Now().Add(-time.Second)
 
 // Now is the time now. Its wall reading is base's moved on by the
 // monotonic time since, so times from Now and from time.Now compare and
 // subtract as they should within the process; what is checked against
 // another host's clock should read time.Now.
 func Now() time.Time { return base.Add(time.Since(base)) }
+
+// Nanos is the monotonic time now, in nanoseconds from an origin that is
+// the same for the whole process. It is never 0 (nor negative).
+func Nanos() int64 { return int64(time.Since(base)) }
+
+// Time is the time of a reading of Nanos, as Now would have returned it.
+func Time(nanos int64) time.Time { return base.Add(time.Duration(nanos)) }
+
+// FromTime is the reading of Nanos at t, which is a time of this process
+// (from Now or time.Now). Times before the origin give readings below 1.
+func FromTime(t time.Time) int64 { return int64(t.Sub(base)) }

@@ -22,3 +22,24 @@ func TestNowFollowsTimeNow(t *testing.T) {
 		prev = now
 	}
 }
+
+// TestNanosFollowsNow: Nanos never runs backwards, is never 0, and converts
+// to and from the times Now gives.
+func TestNanosFollowsNow(t *testing.T) {
+	prev := Nanos()
+	for range 1000 {
+		before := Now()
+		n := Nanos()
+		after := Now()
+		if n <= 0 || n < prev {
+			t.Fatalf("Nanos went from %d to %d", prev, n)
+		}
+		if at := Time(n); at.Before(before) || at.After(after) {
+			t.Fatalf("Time(Nanos()) %v outside the Now readings %v and %v around it", at, before, after)
+		}
+		if back := FromTime(Time(n)); back != n {
+			t.Fatalf("FromTime(Time(%d)) = %d", n, back)
+		}
+		prev = n
+	}
+}
