@@ -38,7 +38,10 @@ func (s *Session) Handle(h *PacketHeader, data []byte) error {
 		}
 		s.ackNow()
 	}
-	s.opening = false // any answer opens the session
+	if s.opening {
+		s.opening = false // any answer opens the session
+		s.due = 0         // its clocks are others now
+	}
 	switch h.Type {
 	case TypeData:
 		return s.handleData(h, data)
@@ -81,10 +84,12 @@ func (s *Session) handleData(h *PacketHeader, data []byte) error {
 	case s.framed && inOrder && cfg.AckDelay > 0:
 		if s.ackAt == 0 {
 			s.ackAt = now + int64(cfg.AckDelay)
+			s.dueBy(s.ackAt)
 		}
 	case !s.framed && inOrder && s.unacked < cfg.AckEvery:
 		if s.ackAt == 0 {
 			s.ackAt = now + int64(time.Duration(cfg.AckEvery)*ackPacketTime)
+			s.dueBy(s.ackAt)
 		}
 	default:
 		s.inAcks = true

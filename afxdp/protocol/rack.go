@@ -225,6 +225,7 @@ func (s *Session) detectLoss() {
 		}
 		if wait := sl.xmitAt + r.rtt + wnd - now; wait > 0 {
 			r.reoAt = earliest(r.reoAt, s.env.Now+int64(wait))
+			s.dueBy(r.reoAt)
 			continue
 		}
 		sl.lost = true
@@ -300,6 +301,7 @@ func (s *Session) armProbe() {
 		return
 	}
 	r.timer, r.timerAt = timerProbe, s.env.Now+int64(s.pto())
+	s.dueBy(r.timerAt)
 }
 
 // fireTimer runs the probe or the timeout when due.

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -104,7 +105,23 @@ type Session struct {
 	txToken, rxToken uint64
 	openAuth         []byte
 
+	// due is when Timers next has something to do, or earlier: Timers
+	// sets it, and whatever starts a clock that may come due before it
+	// brings it forward (dueBy). 0: Timers looks now; never: nothing runs
+	// against the clock.
+	due int64
+
 	ended bool
+}
+
+// never is Session.due when no clock runs.
+const never = math.MaxInt64
+
+// dueBy has Timers look at the session by t at the latest.
+func (s *Session) dueBy(t int64) {
+	if t < s.due {
+		s.due = t
+	}
 }
 
 // NewSession returns a session named key in env, handing received frames
@@ -127,6 +144,7 @@ func (s *Session) Start() { s.heardAt = s.env.Now }
 // backing off, until the peer answers (Opening turns false).
 func (s *Session) Dial() {
 	s.opening = true
+	s.due = 0
 	s.openWait = max(s.env.cfg.RTO, 10*time.Millisecond)
 }
 
@@ -183,6 +201,7 @@ func (s *Session) emit(seq uint32, idx int) bool {
 	s.env.queue(HeaderLen+int(h.Length), s.key.Peer)
 	if s.maxSent == s.base {
 		s.lastProgress = s.env.Now // the clock of the dead-peer check starts now
+		s.dueBy(s.deadAt(s.lastProgress))
 	}
 	if now := s.clock(); seqLess(seq, s.maxSent) {
 		slot.sentAt = 0 // resent: its acknowledgement is no round-trip sample (Karn)
@@ -423,8 +442,39 @@ func (s *Session) progressed() {
 // Timers runs the handshake, keepalive, acknowledgement, loss detection
 // and dead-peer clocks against env.Now and returns the next time they
 // need a look (0 for none). An error ends the session: the owner calls
-// End with it.
+// End with it. Until that time comes it returns at once: the owner calls
+// it for every session on every turn that reads the clock.
 func (s *Session) Timers() (int64, error) {
+	if s.env.Now < s.due {
+		if s.due == never {
+			return 0, nil
+		}
+		return s.due, nil
+	}
+	next, err := s.timers()
+	if err != nil {
+		return 0, err
+	}
+	// The dead-peer checks need a look too, though nothing else may.
+	if s.rx.active {
+		next = earliest(next, s.deadAt(s.dataAt))
+	}
+	if s.base != s.maxSent {
+		next = earliest(next, s.deadAt(s.lastProgress))
+	}
+	s.due = next
+	if next == 0 {
+		s.due = never
+	}
+	return next, nil
+}
+
+// deadAt is when the peer is given up for, counting from since: the first
+// time more than DeadAfter after it.
+func (s *Session) deadAt(since int64) int64 { return since + int64(s.env.cfg.DeadAfter) + 1 }
+
+// timers is Timers' work, for a session whose due time has come.
+func (s *Session) timers() (int64, error) {
 	now := s.env.Now
 	if s.opening {
 		if now < s.openAt {
@@ -599,6 +649,9 @@ func (s *Session) accept(h *PacketHeader, data []byte) (bool, error) {
 		return false, fmt.Errorf("afxdp: session %#x from %v: %w", s.key.ID, s.key.Peer, err)
 	}
 	s.expect++
+	if s.rx.active {
+		s.dueBy(s.deadAt(s.dataAt)) // a frame begun: its stall check runs
+	}
 	if in != nil {
 		s.framed = true
 		s.up.Deliver(in)
