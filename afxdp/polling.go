@@ -187,6 +187,12 @@ func claimPolling(o Options) (Options, *pollClaim) {
 	return o, c
 }
 
+// Spinning reports whether e's reactor busy-polls: Options.Busy as the
+// process's CPU plan granted it (a reactor refused a CPU polls adaptively
+// instead). A spinning reactor keeps a Go processor (P) busy for good,
+// where an adaptive one parks and frees its P when idle.
+func (e *Endpoint) Spinning() bool { return e.opts.Busy }
+
 // release gives the reactor's CPU back.
 func (c *pollClaim) release() {
 	if c.cpu < 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/internal/netns"
+	"golang.org/x/sys/unix"
 )
 
 // TestPeersOverAFXDP runs a ps and a worker in two network namespaces
@@ -115,5 +116,37 @@ func TestTrainLocalAFXDP(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^  tasks' calls to each other: .*AF_XDP over veth pairs to the parameter servers \(worker:0 [1-9]\d* calls, [0-9.]+ MB; worker:1 [1-9]\d* calls`).MatchString(out) {
 		t.Errorf("summary does not report AF_XDP:\n%s", out)
+	}
+	// Reactors that poll adaptively park when idle: no P of their own.
+	if !regexp.MustCompile(`(?m)^runtime: GOMAXPROCS \d+ on \d+ CPUs \(one spare for the tasks' network goroutines;`).MatchString(out) {
+		t.Errorf("header does not give the adaptive reactors' cluster just the one spare P:\n%s", out)
+	}
+}
+
+// TestTrainLocalAFXDPPolling: with DeepRec's busy-polling knob, the
+// cluster takes a P for each reactor the CPU plan lets spin; with one CPU
+// none may spin, and it takes none.
+func TestTrainLocalAFXDPPolling(t *testing.T) {
+	netns.Require(t)
+	t.Setenv("WORKER_ENABLE_POLLING", "true")
+	t.Setenv("PS_ENABLE_POLLING", "true")
+	// The host's record of spinning reactors (a lock file per CPU) lives
+	// under TMPDIR: a private one keeps other processes' spinners, such as
+	// other packages' tests running beside this one, out of the plan.
+	t.Setenv("TMPDIR", t.TempDir())
+	code, out, errOut := runMain(t, "train", "--afxdp", "on", "--steps", "50", "--vocab", "5000", "--held_out", "1024")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	want := `one spare for the tasks' network goroutines, [1-9]\d* for their spinning AF_XDP reactors;`
+	if set.Count() < 2 {
+		want = `one spare for the tasks' network goroutines;`
+	}
+	if !regexp.MustCompile(`(?m)^runtime: GOMAXPROCS \d+ on \d+ CPUs \(` + want).MatchString(out) {
+		t.Errorf("header does not match %q on %d CPUs:\n%s", want, set.Count(), out)
 	}
 }

@@ -20,17 +20,18 @@ import (
 // (BENCHMARKS.md, "Issue 11: a spare P for the local cluster"). A task run
 // alone (starwire serve) keeps the runtime's own count.
 //
-// When the tasks talk over AF_XDP, the cluster takes one P more: the
-// reactors of its AF_XDP endpoints poll their rings and yield between
-// polls, and a goroutine that yields keeps a P busy, which then does not
-// look at the network either; with the second spare P the job ran faster
-// where --afxdp off did not (BENCHMARKS.md, "Issue 11: a compute bound
-// beside the spare P").
+// When a task's AF_XDP reactor busy-polls (*_ENABLE_POLLING=true), the
+// cluster takes one P more for each such reactor: a spinning reactor
+// never parks, so it holds a P for good, and without one more the tasks'
+// network goroutines would again wait for a kernel's run. Reactors that
+// poll adaptively (the default) park when idle and take no P of their
+// own: a P for them only doubled the context switches (BENCHMARKS.md,
+// "Issue 11: a P only for spinning reactors").
 type spareProc struct {
 	Before, After int
 	CPUs          int
-	// Reactors is set when a P was added for AF_XDP reactors.
-	Reactors bool
+	// Reactors is the number of Ps added for spinning AF_XDP reactors.
+	Reactors int
 	// Set is the GOMAXPROCS variable's value when the user set it: it is
 	// then left as it is.
 	Set string
@@ -49,15 +50,16 @@ func addSpareProc() (spareProc, func()) {
 	return p, func() { runtime.GOMAXPROCS(p.Before) }
 }
 
-// addReactorProc raises GOMAXPROCS by one more, for the AF_XDP reactors of
-// the cluster's tasks, unless the environment sets it; the undo function
-// of addSpareProc undoes both.
-func (p *spareProc) addReactorProc() {
-	if p.Set != "" || p.Reactors {
+// addReactorProcs raises GOMAXPROCS by spinning, one P for each spinning
+// AF_XDP reactor of the cluster's tasks, unless the environment sets it;
+// only the first call counts, and the undo function of addSpareProc
+// undoes both.
+func (p *spareProc) addReactorProcs(spinning int) {
+	if p.Set != "" || p.Reactors > 0 || spinning <= 0 {
 		return
 	}
-	p.Reactors = true
-	p.After++
+	p.Reactors = spinning
+	p.After += spinning
 	runtime.GOMAXPROCS(p.After)
 }
 
@@ -66,8 +68,8 @@ func (p spareProc) String() string {
 	if p.Set != "" {
 		return fmt.Sprintf("GOMAXPROCS %d, as the environment sets it", p.After)
 	}
-	if p.Reactors {
-		return fmt.Sprintf("GOMAXPROCS %d on %d CPUs (one spare for the tasks' network goroutines, one for their AF_XDP reactors; GOMAXPROCS sets it)", p.After, p.CPUs)
+	if p.Reactors > 0 {
+		return fmt.Sprintf("GOMAXPROCS %d on %d CPUs (one spare for the tasks' network goroutines, %d for their spinning AF_XDP reactors; GOMAXPROCS sets it)", p.After, p.CPUs, p.Reactors)
 	}
 	return fmt.Sprintf("GOMAXPROCS %d on %d CPUs (one spare for the tasks' network goroutines; GOMAXPROCS sets it)", p.After, p.CPUs)
 }

@@ -18,14 +18,16 @@ func TestSpareProc(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		env      string // "" leaves GOMAXPROCS unset
-		reactors bool   // the tasks talk over AF_XDP
+		spinning int    // the tasks' AF_XDP reactors that busy-poll
 		delta    int
 		say      string
 	}{
 		{name: "unset", delta: 1, say: "one spare for the tasks' network goroutines;"},
-		{name: "unset, AF_XDP", reactors: true, delta: 2, say: "one for their AF_XDP reactors"},
+		{name: "unset, AF_XDP polling adaptively", delta: 1, say: "one spare for the tasks' network goroutines;"},
+		{name: "unset, AF_XDP, one reactor spinning", spinning: 1, delta: 2, say: "1 for their spinning AF_XDP reactors"},
+		{name: "unset, AF_XDP, two reactors spinning", spinning: 2, delta: 3, say: "2 for their spinning AF_XDP reactors"},
 		{name: "set by the user", env: "2", delta: 0, say: "as the environment sets it"},
-		{name: "set by the user, AF_XDP", env: "2", reactors: true, delta: 0, say: "as the environment sets it"},
+		{name: "set by the user, AF_XDP", env: "2", spinning: 1, delta: 0, say: "as the environment sets it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old, had := os.LookupEnv("GOMAXPROCS")
@@ -43,10 +45,8 @@ func TestSpareProc(t *testing.T) {
 			}
 			before := runtime.GOMAXPROCS(0)
 			p, restore := addSpareProc()
-			if tc.reactors {
-				p.addReactorProc()
-				p.addReactorProc() // once only
-			}
+			p.addReactorProcs(tc.spinning)
+			p.addReactorProcs(tc.spinning) // the first call only counts
 			if got := runtime.GOMAXPROCS(0); got != before+tc.delta || p.After != got || p.Before != before {
 				t.Errorf("GOMAXPROCS %d → %d, reported %d → %d; want %d → %d", before, got, p.Before, p.After, before, before+tc.delta)
 			}

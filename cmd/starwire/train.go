@@ -235,7 +235,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	}
 	r.local, r.tr.fallback, r.layout = local, why, local.Layout
 	if why == "" {
-		procs.addReactorProc()
+		procs.addReactorProcs(local.SpinningReactors())
 	}
 	// The master side asks every task for its status over gRPC first, as
 	// TensorFlow's master does whatever the worker protocol.

@@ -195,6 +195,20 @@ func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server, all
 	return nil
 }
 
+// SpinningReactors counts the AF_XDP reactors of the cluster's tasks that
+// busy-poll (afxdp.Endpoint.Spinning), each of which keeps a Go P busy.
+func (l *Local) SpinningReactors() int {
+	n := 0
+	for _, s := range l.Servers {
+		for _, ep := range s.xdpEPs {
+			if sp, ok := ep.(interface{ Spinning() bool }); ok && sp.Spinning() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // PeerStats sums the calls the tasks made to each other.
 func (l *Local) PeerStats() (calls, bytes int64) {
 	for _, s := range l.Servers {
