@@ -177,10 +177,11 @@ func TestDeadlineKeptWhilePeerReadsNothing(t *testing.T) {
 	wg.Wait()
 	late := lateness.stop()
 	// A call that gives up copies what is left of its frame, if the writer
-	// has begun it, before it returns, and the calls do so one after
-	// another on the connection's lock: up to callers copies of size bytes
-	// into fresh buffers, which the same copies made here now measure (on a
-	// loaded machine under the race detector, hundreds of milliseconds).
+	// has begun it, before it returns; only one frame is begun at a time,
+	// but the copies run side by side on a machine with few CPUs: at most
+	// callers copies of size bytes into fresh buffers, which the same
+	// copies made here measure (on a loaded machine under the race
+	// detector, hundreds of milliseconds).
 	start := time.Now()
 	for i := range callers {
 		b := wire.NewBuffer(size)
