@@ -26,7 +26,20 @@ type Conn struct {
 	done       chan struct{} // closed by the reactor when the session ends
 	err        error         // why; written before done is closed
 	closed     atomic.Bool
+	// at is the reactor's clock as it hands frames on (monoclock.Nanos),
+	// for DeliveredAt; 0 where the Receiver's Deliver runs on Receive's
+	// goroutine. Written and read by whoever calls Deliver.
+	at int64
 }
+
+// DeliveredAt is the time, as monoclock.Nanos reads it, at which the
+// reactor handed on the frame the Receiver's Deliver now being called
+// on this goroutine takes: the clock of the reactor's turn, read already,
+// so that a server call's deadline needs no clock read of its own. It is
+// 0 when the reactor did not deliver it (Options.BlockingReceiver, or a
+// frame held until Receive after the session ended); it may be called
+// only from within Deliver.
+func (c *Conn) DeliveredAt() int64 { return c.at }
 
 type receiverRef struct{ r wire.Receiver }
 
@@ -80,7 +93,7 @@ func (c *Conn) Receive(r wire.Receiver) error {
 			s.ep.enqueue(s)
 		}
 		<-c.done
-		c.drainBacklog(r) // frames held for a Receive that came after the end
+		c.drainBacklog(r, 0) // frames held for a Receive that came after the end
 		return c.err
 	}
 	for {
@@ -168,7 +181,7 @@ func (c *Conn) room(n int) bool {
 func (c *Conn) deliver(in *wire.Inbound) {
 	if c.onReactor {
 		if r := c.receiver(); r != nil {
-			c.drainBacklog(r)
+			c.drainBacklog(r, c.s.ep.env.Now)
 			c.handOver(r, in)
 			return
 		}
@@ -182,8 +195,10 @@ func (c *Conn) handOver(r wire.Receiver, in *wire.Inbound) {
 	r.Deliver(in)
 }
 
-// drainBacklog delivers, on the reactor, frames held until Receive.
-func (c *Conn) drainBacklog(r wire.Receiver) {
+// drainBacklog delivers, on the reactor, frames held until Receive; at
+// is the reactor's clock (DeliveredAt), 0 off the reactor.
+func (c *Conn) drainBacklog(r wire.Receiver, at int64) {
+	c.at = at
 	for {
 		select {
 		case in := <-c.deliveries:

@@ -546,7 +546,7 @@ func (e *Endpoint) takeReady() {
 		}
 		closing := s.take()
 		if r := s.conn.receiver(); r != nil && !e.opts.BlockingReceiver {
-			s.conn.drainBacklog(r) // frames that arrived before Receive
+			s.conn.drainBacklog(r, e.env.Now) // frames that arrived before Receive
 		}
 		if err := s.p.Reopen(); err != nil {
 			s.p.Control(protocol.TypeReset)

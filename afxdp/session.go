@@ -91,7 +91,7 @@ func (s *session) end(err error) {
 		w.got <- Completing // every message was completed above
 	}
 	if r := s.conn.receiver(); r != nil && !s.ep.opts.BlockingReceiver {
-		s.conn.drainBacklog(r)
+		s.conn.drainBacklog(r, s.ep.env.Now)
 	}
 	if wasOpening {
 		s.openDone <- err

@@ -32,11 +32,16 @@ type afterFunc struct {
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (c *callCtx) reset(parent context.Context, timeout time.Duration) {
+// reset makes c the context of a call that arrived at now (monoclock.Nanos;
+// 0: unknown, read the clock) with timeout.
+func (c *callCtx) reset(parent context.Context, now int64, timeout time.Duration) {
 	c.parent = parent
 	c.deadline = time.Time{}
 	if timeout > 0 {
-		c.deadline = monoclock.Now().Add(timeout)
+		if now == 0 {
+			now = monoclock.Nanos()
+		}
+		c.deadline = monoclock.Time(now + int64(timeout))
 	}
 	c.mu.Lock()
 	c.gen++

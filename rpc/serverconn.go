@@ -16,12 +16,13 @@ import (
 
 // serverConn serves one connection: its Receive loop delivers frames here.
 type serverConn struct {
-	s    *Server
-	conn Conn
-	host string // the peer's address without its port
-	peer net.Addr
-	path string // for interceptors
-	ka   *prober
+	s     *Server
+	conn  Conn
+	clock deliveryClock // conn, when it tells the time of a delivery; nil otherwise
+	host  string        // the peer's address without its port
+	peer  net.Addr
+	path  string // for interceptors
+	ka    *prober
 
 	recvBudget, sendBudget int64
 	maxCalls               int32
@@ -43,8 +44,14 @@ func newServerConn(s *Server, c Conn) *serverConn {
 		recvBudget: s.recvBudget(), sendBudget: s.sendBudget(), maxCalls: s.maxConcurrentCalls(),
 		room: make(chan struct{}, 1),
 	}
+	sc.clock, _ = c.(deliveryClock)
 	return sc
 }
+
+// A deliveryClock is a Conn whose Receive reads the clock as it delivers
+// frames (afxdp's reactor reads it every turn): a call's deadline counts
+// from that reading, 0 when there is none, instead of one of its own.
+type deliveryClock interface{ DeliveredAt() int64 }
 
 // busy reports whether the connection has calls in progress, for keepalive.
 func (sc *serverConn) busy() bool { return sc.running.Load() > 0 || sc.answering.Load() > 0 }
@@ -164,7 +171,11 @@ func getServerCall(sc *serverConn, in *wire.Inbound) *serverCall {
 	call.sc, call.in = sc, in
 	call.held = int64(in.Header.PayloadLen)
 	sc.held.Add(call.held)
-	call.ctx.reset(sc.s.base, time.Duration(in.Header.Timeout))
+	var now int64
+	if sc.clock != nil {
+		now = sc.clock.DeliveredAt()
+	}
+	call.ctx.reset(sc.s.base, now, time.Duration(in.Header.Timeout))
 	sc.s.active.Add(1)
 	return call
 }
