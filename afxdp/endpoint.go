@@ -355,8 +355,8 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 		for i := range n {
 			e.handle(&e.rx[i])
 		}
-		e.ctr.received.Add(uint64(n))
 		if n > 0 {
+			e.ctr.received.Add(uint64(n))
 			// Callers woken by what this batch delivered wait in this
 			// thread's run queue: yielding runs them here now instead of
 			// waking another thread for them, which costs more than the

@@ -141,7 +141,9 @@ func (e *Endpoint) step() (next int64, more bool, err error) {
 	for i := range n {
 		e.handle(&e.rx[i])
 	}
-	e.ctr.received.Add(uint64(n))
+	if n > 0 {
+		e.ctr.received.Add(uint64(n))
+	}
 	if e.inbox.flag.Load() {
 		e.handleInbox()
 	}
