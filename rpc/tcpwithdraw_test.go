@@ -114,16 +114,7 @@ func TestWithdrawCopiesOutsideLock(t *testing.T) {
 		name := map[bool]string{false: "", true: "/failing"}[failing]
 		t.Run("tcp"+name, func(t *testing.T) { testWithdrawCopiesOutsideLock(t, &TCP{StallTimeout: -1}, nil, failing) })
 		t.Run("tls"+name, func(t *testing.T) {
-			dir := t.TempDir()
-			ca := newTestCA(t, "cluster CA")
-			srv, err := ca.files(t, dir, "server").ServerConfig()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cli, err := ca.files(t, dir, "client").ClientConfig()
-			if err != nil {
-				t.Fatal(err)
-			}
+			cli, srv := withdrawTLS(t)
 			testWithdrawCopiesOutsideLock(t, &TCP{StallTimeout: -1, TLS: cli}, srv, failing)
 		})
 	}
@@ -425,18 +416,26 @@ func BenchmarkWithdrawOverrun(b *testing.B) {
 func TestWithdrawnFramesArriveWhole(t *testing.T) {
 	t.Run("tcp", func(t *testing.T) { testWithdrawnFramesArriveWhole(t, &TCP{StallTimeout: -1}, nil) })
 	t.Run("tls", func(t *testing.T) {
-		dir := t.TempDir()
-		ca := newTestCA(t, "cluster CA")
-		srv, err := ca.files(t, dir, "server").ServerConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cli, err := ca.files(t, dir, "client").ClientConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
+		cli, srv := withdrawTLS(t)
 		testWithdrawnFramesArriveWhole(t, &TCP{StallTimeout: -1, TLS: cli}, srv)
 	})
+}
+
+// withdrawTLS returns the client's and the peer's TLS configurations,
+// under a CA of the test's own.
+func withdrawTLS(t *testing.T) (cli, srv *tls.Config) {
+	t.Helper()
+	dir := t.TempDir()
+	ca := newTestCA(t, "cluster CA")
+	srv, err := ca.files(t, dir, "server").ServerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err = ca.files(t, dir, "client").ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli, srv
 }
 
 func testWithdrawnFramesArriveWhole(t *testing.T, tr *TCP, peerTLS *tls.Config) {
