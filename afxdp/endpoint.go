@@ -350,7 +350,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			break
 		}
 		if n > 0 {
-			t.clock(e.env)
+			t.received(e.env)
 		}
 		for i := range n {
 			e.handle(&e.rx[i])

@@ -136,8 +136,10 @@ func (e *Endpoint) help(now int64) bool {
 // session had more to send than its budget, and the link's error from
 // Receive, which it leaves to the reactor.
 func (e *Endpoint) step() (next int64, more bool, err error) {
-	e.env.Now = monoclock.Nanos()
+	// The clock is read after the receive: what the step delivers is
+	// stamped with it (see turn.received).
 	n, err := e.link.Receive(e.rx)
+	e.env.Now = monoclock.Nanos()
 	for i := range n {
 		e.handle(&e.rx[i])
 	}

@@ -44,6 +44,16 @@ func (t *turn) clock(env *protocol.Env) {
 	}
 }
 
+// received makes env.Now the time after a receive that found datagrams,
+// even on a turn that read the clock before it: what the turn delivers is
+// stamped with env.Now (Conn.DeliveredAt, from which a server counts a
+// call's deadline), and a stamp read before the receive can predate the
+// request's send by as long as the poll waited.
+func (t *turn) received(env *protocol.Env) {
+	env.Now = monoclock.Nanos()
+	t.clocked = true
+}
+
 // pumps reports whether the turn runs the timers and transmit queues:
 // one that read the clock does. Between two such turns no timer comes
 // due, as the clock stands still for them.
