@@ -132,18 +132,24 @@ func waitSent(t *testing.T, done <-chan error, what string) error {
 	}
 }
 
-func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config, failing bool) {
-	addr, read, frames := framePeer(t, peerTLS)
-	var readOnce sync.Once
-	startReading := func() { readOnce.Do(func() { close(read) }) }
-	defer startReading()
+// dialTCPConn dials addr over tr, within 10s.
+func dialTCPConn(t *testing.T, tr *TCP, addr string) *tcpConn {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := tr.Dial(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := conn.(*tcpConn)
+	return conn.(*tcpConn)
+}
+
+func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config, failing bool) {
+	addr, read, frames := framePeer(t, peerTLS)
+	var readOnce sync.Once
+	startReading := func() { readOnce.Do(func() { close(read) }) }
+	defer startReading()
+	c := dialTCPConn(t, tr, addr)
 	defer c.Close()
 
 	const size = 16 << 20
@@ -448,13 +454,7 @@ func withdrawTLS(t *testing.T) (cli, srv *tls.Config) {
 func testWithdrawnFramesArriveWhole(t *testing.T, tr *TCP, peerTLS *tls.Config) {
 	addr, read, frames := framePeer(t, peerTLS)
 	close(read)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := tr.Dial(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := conn.(*tcpConn)
+	c := dialTCPConn(t, tr, addr)
 	defer c.Close()
 
 	// The peer checks each frame against the pattern its call id seeds.
