@@ -70,6 +70,7 @@ type DualTransport struct {
 
 	mu    sync.Mutex
 	conns map[*dualConn]struct{} // the open client connections
+	ended PathStats              // what the closed ones carried (Totals)
 }
 
 // dual is the transport's name inside the package.
@@ -91,6 +92,33 @@ func (d *dual) Stats() []PathStats {
 		out = append(out, c.Stats())
 	}
 	return out
+}
+
+// Totals returns what every client connection of the transport carried,
+// the closed ones too, summed: calls and bytes per path, with the
+// crossover and the sizes over the bypass of the connection seen last (an
+// open one if there is one).
+func (d *dual) Totals() PathStats {
+	open := d.Stats()
+	d.mu.Lock()
+	t := d.ended
+	d.mu.Unlock()
+	for _, st := range open {
+		t = addPathStats(t, st)
+	}
+	if t.Policy == "" {
+		t.Policy = d.opts.Policy.String()
+	}
+	return t
+}
+
+// addPathStats adds b's counts to a's and takes the rest from b.
+func addPathStats(a, b PathStats) PathStats {
+	b.TCPCalls += a.TCPCalls
+	b.BypassCalls += a.BypassCalls
+	b.TCPBytes += a.TCPBytes
+	b.BypassBytes += a.BypassBytes
+	return b
 }
 
 func (d *dual) local() hello {
@@ -276,10 +304,15 @@ func (c *dualConn) Close() error {
 	return c.tcp.Close()
 }
 
-// forget drops the connection from its transport's Stats.
+// forget drops the connection from its transport's Stats, keeping what it
+// carried for Totals. Only the first call of a connection's counts.
 func (c *dualConn) forget() {
+	st := c.Stats()
 	c.d.mu.Lock()
-	delete(c.d.conns, c)
+	if _, open := c.d.conns[c]; open {
+		delete(c.d.conns, c)
+		c.d.ended = addPathStats(c.d.ended, st)
+	}
 	c.d.mu.Unlock()
 }
 

@@ -264,3 +264,41 @@ func TestDualOverAFXDP(t *testing.T) {
 		t.Fatalf("%d of 100 calls reached the server over AF_XDP", n)
 	}
 }
+
+// TestDualTotalsKeepClosedConnections: Stats lists the open connections
+// only, Totals every connection the transport dialed: what a closed one
+// carried is still counted, on the path it took.
+func TestDualTotalsKeepClosedConnections(t *testing.T) {
+	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
+	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
+	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: (&logBuffer{}).logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	addr := serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvEP, opts), "127.0.0.1:0")
+	tr := afxdprpc.Dual(&rpc.TCP{}, cliEP, opts)
+	var bypass, tcp uint64
+	for round := range 2 {
+		c := rpc.NewClient(addr, rpc.ClientOptions{Transport: tr})
+		waitPath(t, c, afxdp.PathUDP)
+		for i := range 20 {
+			call(t, c, i)
+		}
+		st := tr.Stats()
+		if len(st) != 1 {
+			t.Fatalf("round %d: %d open connections in Stats, want 1", round, len(st))
+		}
+		bypass, tcp = bypass+st[0].BypassCalls, tcp+st[0].TCPCalls
+		c.Close()
+		for deadline := time.Now().Add(5 * time.Second); len(tr.Stats()) > 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: a closed connection still in Stats after 5s", round)
+			}
+		}
+	}
+	got := tr.Totals()
+	if got.BypassCalls != bypass || got.TCPCalls != tcp || bypass < 40 {
+		t.Fatalf("Totals: %d calls over the bypass, %d over TCP; the connections counted %d and %d (at least 40 over the bypass)",
+			got.BypassCalls, got.TCPCalls, bypass, tcp)
+	}
+	if got.Policy != "bypass" {
+		t.Fatalf("Totals' policy %q, want bypass", got.Policy)
+	}
+}

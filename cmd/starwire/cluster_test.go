@@ -62,7 +62,8 @@ func checkGone(t *testing.T, stateDir, name string, linksBefore []string) {
 
 // TestClusterRun trains across a ps and two workers, each in a namespace
 // of its own on a bridge, and a chief driving them from a fourth: over
-// AF_XDP, every worker's calls to the ps on AF_XDP, then over TCP; and
+// AF_XDP (each call of a worker to the ps whole over AF_XDP or TCP, as
+// the auto policy picks), then over TCP; and
 // leaves nothing behind.
 func TestClusterRun(t *testing.T) {
 	netns.Require(t)
@@ -82,7 +83,7 @@ func TestClusterRun(t *testing.T) {
 	if len(sections) != 3 || !strings.HasPrefix(sections[1], "AF_XDP") || !strings.HasPrefix(sections[2], "TCP") {
 		t.Fatalf("want an AF_XDP section, then a TCP one:\n%s", out)
 	}
-	for i, over := range []string{`AF_XDP on eth0 \(UDP port 2223\)`, `TCP`} {
+	for i, over := range []string{`AF_XDP on eth0 \(UDP port 2223\) or TCP, per call \(auto\)`, `TCP`} {
 		sec := sections[i+1]
 		initial, final := heldOutLoss(t, sec)
 		if final >= initial {
@@ -99,6 +100,16 @@ func TestClusterRun(t *testing.T) {
 			// both ways, at least one per call.
 			if calls, rx, _ := atoi(m[1]), atoi(m[2]), atoi(m[3]); rx < calls {
 				t.Errorf("worker %d: %d calls but %d packets received on its link", w, calls, rx)
+			}
+			if i > 0 {
+				continue
+			}
+			// Over AF_XDP each call took one path or the other, whole.
+			paths := regexp.MustCompile(`(?m)^  /job:worker/replica:0/task:` + strconv.Itoa(w) + ` per call \(auto\): AF_XDP (\d+) calls, [0-9.]+ MB; TCP (\d+) calls, `).FindStringSubmatch(sec)
+			if paths == nil {
+				t.Errorf("no line for worker %d's calls per path:\n%s", w, sec)
+			} else if calls, xdp, tcp := atoi(m[1]), atoi(paths[1]), atoi(paths[2]); xdp+tcp != calls {
+				t.Errorf("worker %d: %d calls, of which %d over AF_XDP and %d over TCP", w, calls, xdp, tcp)
 			}
 		}
 	}
@@ -215,7 +226,7 @@ func TestClusterUpDown(t *testing.T) {
 	}
 	if err := train.Wait(); err != nil {
 		t.Errorf("train on the cluster: %v\n%s", err, trainOut.String())
-	} else if !regexp.MustCompile(`tasks' calls to each other: AF_XDP on eth0 \(UDP port 2223\) \(.*worker:0 [1-9]`).Match(trainOut.Bytes()) {
+	} else if !regexp.MustCompile(`tasks' calls to each other: AF_XDP on eth0 \(UDP port 2223\) or TCP, per call \(auto\) \(.*worker:0 [1-9]`).Match(trainOut.Bytes()) {
 		t.Errorf("the worker's calls did not go over AF_XDP:\n%s", trainOut.String())
 	}
 	down, err := exec.Command(bin, "cluster", "down", "--name", name, "--state_dir", stateDir).CombinedOutput()

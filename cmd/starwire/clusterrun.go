@@ -112,6 +112,33 @@ type taskResult struct {
 	over           string
 	rxBytes, txB   uint64
 	rxPkts, txPkts uint64
+	// perPath sums what the task's dual connections said they carried
+	// over each path; empty without them.
+	perPath string
+}
+
+// pathLine is one of serve's lines after the stopping line: what a dual
+// connection to one peer carried over each path.
+var pathLine = regexp.MustCompile(`(?m)^  to \S+ per call \(([^)]*)\): AF_XDP (\d+) calls, ([0-9.]+) MB; TCP (\d+) calls, ([0-9.]+) MB`)
+
+// perPath sums the path lines of a task's log.
+func perPath(log string) string {
+	var policy string
+	var xdpCalls, tcpCalls int64
+	var xdpMB, tcpMB float64
+	for _, m := range pathLine.FindAllStringSubmatch(log, -1) {
+		policy = m[1]
+		n, _ := strconv.ParseInt(m[2], 10, 64)
+		mb, _ := strconv.ParseFloat(m[3], 64)
+		xdpCalls, xdpMB = xdpCalls+n, xdpMB+mb
+		n, _ = strconv.ParseInt(m[4], 10, 64)
+		mb, _ = strconv.ParseFloat(m[5], 64)
+		tcpCalls, tcpMB = tcpCalls+n, tcpMB+mb
+	}
+	if policy == "" {
+		return ""
+	}
+	return fmt.Sprintf("per call (%s): AF_XDP %d calls, %.1f MB; TCP %d calls, %.1f MB", policy, xdpCalls, xdpMB, tcpCalls, tcpMB)
 }
 
 // stoppingLine is serve's last line: its calls to its peers and their path.
@@ -157,6 +184,7 @@ func (c *testCluster) trainOver(ctx context.Context, path string, trainArgs []st
 		tr.calls, _ = strconv.ParseInt(m[1], 10, 64)
 		tr.mb, _ = strconv.ParseFloat(m[2], 64)
 		tr.over = m[3]
+		tr.perPath = perPath(string(data))
 		b, a := before[t.host.Name], after[t.host.Name]
 		tr.rxBytes, tr.txB = a.RxBytes-b.RxBytes, a.TxBytes-b.TxBytes
 		tr.rxPkts, tr.txPkts = a.RxPackets-b.RxPackets, a.TxPackets-b.TxPackets
@@ -245,6 +273,11 @@ func (r *pathResult) print(w io.Writer) {
 	for _, t := range r.tasks {
 		fmt.Fprintf(w, "  %-30s %-8s %-12s %7d %7.1f  %-32s %d/%d, %.1f/%.1f\n", t.host.task(), t.host.Name, t.host.Addr,
 			t.calls, t.mb, t.over, t.rxPkts, t.txPkts, float64(t.rxBytes)/1e6, float64(t.txB)/1e6)
+	}
+	for _, t := range r.tasks {
+		if t.perPath != "" {
+			fmt.Fprintf(w, "  %s %s\n", t.host.task(), t.perPath)
+		}
 	}
 	if r.problem != "" {
 		fmt.Fprintf(w, "  NOT AS ASKED: %s\n", r.problem)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/internal/envvar"
@@ -26,6 +27,7 @@ type serveFlags struct {
 	job                string
 	index, ps, workers int
 	host, iface, net   string
+	afxdpPath          string
 	report             time.Duration
 	stdout             io.Writer
 	metrics            metricsFlag
@@ -43,6 +45,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	fs.IntVar(&f.workers, "workers", 0, "with --registry_dir: the cluster's worker tasks")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "with --registry_dir: the address to bind and publish")
 	fs.StringVar(&f.iface, "afxdp_iface", "", "carry this task's calls to its peers over AF_XDP on this interface, whose address is the task's starwire host (every task must); --transport still carries the calls it receives from drivers")
+	fs.StringVar(&f.afxdpPath, "afxdp_path", envOr(envvar.AFXDPPath, "auto"), `with --afxdp_iface and --transport tcp, which calls to peers take AF_XDP rather than TCP: "auto" (each call over the path measured faster for its size), "bypass" (all), "tcp" (none), or a size such as 64KiB below which calls take it (default `+envvar.AFXDPPath+` or auto)`)
 	fs.StringVar(&f.net, "transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
 	fs.DurationVar(&f.report, "report", 10*time.Second, "interval between the lines saying what the task did (0: none)")
 	f.clusterFlags.register(fs)
@@ -56,6 +59,10 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if err := f.resolveTask(set); err != nil {
 		return err
+	}
+	policy, err := afxdprpc.ParsePathPolicy(f.afxdpPath)
+	if err != nil {
+		return usagef(`serve: --afxdp_path %q, want "auto", "bypass", "tcp" or a size such as 64KiB`, f.afxdpPath)
 	}
 	tr, err := chooseTransport("serve", f.net)
 	if err != nil {
@@ -99,7 +106,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		return err
 	}
 	defer stop()
-	s.Metrics, s.Pcap, s.PacketAuth = m, f.pcap.file, auth
+	s.Metrics, s.Pcap, s.PacketAuth, s.AFXDPPath = m, f.pcap.file, auth, policy
 	if f.registryDir != "" {
 		f.guard(s, set, need{ps: f.ps, workers: f.workers})
 	} else {
@@ -242,6 +249,10 @@ func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.La
 	f.reportUntilDone(ctx, s)
 	calls, bytes := s.PeerStats()
 	fmt.Fprintf(stdout, "%s stopping: %d calls to peers (%.1f MB) over %s\n", s.Task(), calls, float64(bytes)/1e6, s.PeerPath())
+	for _, st := range s.PeerPathTotals() {
+		fmt.Fprintf(stdout, "  to %s per call (%s): AF_XDP %d calls, %.1f MB; TCP %d calls, %.1f MB; sizes over AF_XDP now: %s\n",
+			st.Peer, st.Policy, st.BypassCalls, float64(st.BypassBytes)/1e6, st.TCPCalls, float64(st.TCPBytes)/1e6, st.Bypassed)
+	}
 	return nil
 }
 

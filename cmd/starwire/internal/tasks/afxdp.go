@@ -15,11 +15,14 @@ import (
 // ServeAFXDP opens an AF_XDP endpoint on interface iface at the UDP port
 // of the task's starwire address, serves the worker service on it as well,
 // and makes the task's calls to its peers (a remote _Recv's RecvTensor, the
-// bulk of the traffic) go over it. The driver's calls stay on the stream
-// transport, as control traffic. Every task of the cluster must do the
-// same, with its starwire address on its own interface. Call it before
-// Start; an error wrapping link.ErrUnavailable means this machine or
-// interface cannot, and the task keeps its stream transport.
+// bulk of the traffic) go over it: when the starwire transport is TCP,
+// each call over AF_XDP or TCP as AFXDPPath picks for its size (a dual
+// connection per peer, see peerDuals), otherwise every call over AF_XDP.
+// The driver's calls stay on the stream transport, as control traffic.
+// Every task of the cluster must do the same, with its starwire address on
+// its own interface. Call it before Start; an error wrapping
+// link.ErrUnavailable means this machine or interface cannot, and the task
+// keeps its stream transport.
 func (s *Server) ServeAFXDP(iface string) error {
 	if s.starL == nil {
 		return fmt.Errorf("%s: AF_XDP needs the starwire worker service (protocol grpc+seastar)", s.Task())
@@ -35,8 +38,14 @@ func (s *Server) ServeAFXDP(iface string) error {
 	if got := ep.Addr(); got != ap {
 		return fmt.Errorf("%s: %s has address %v, not the starwire address %v", s.Task(), iface, got.Addr(), ap.Addr())
 	}
-	s.peerTr = afxdprpc.Transport(ep)
 	s.PeerTransport = fmt.Sprintf("AF_XDP on %s (UDP port %d)", iface, ap.Port())
+	if tcp, ok := s.starTr.(*rpc.TCP); ok {
+		s.peerDuals = newPeerDuals(tcp, ep, s.AFXDPPath)
+		s.peerTr = s.peerDuals
+		s.PeerTransport += " or TCP, per call (" + s.AFXDPPath.String() + ")"
+		return nil
+	}
+	s.peerTr = afxdprpc.Transport(ep)
 	return nil
 }
 
@@ -102,4 +111,14 @@ func (s *Server) PathStats() []afxdprpc.PathStats {
 		out = append(out, d.Stats()...)
 	}
 	return out
+}
+
+// PeerPathTotals returns, for each peer a task serving AF_XDP called over
+// dual connections (ServeAFXDP), what those connections carried over each
+// path, the closed ones too; nil without them.
+func (s *Server) PeerPathTotals() []afxdprpc.PathStats {
+	if s.peerDuals == nil {
+		return nil
+	}
+	return s.peerDuals.totals()
 }

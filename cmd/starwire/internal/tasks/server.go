@@ -51,6 +51,9 @@ type Server struct {
 	// PacketAuth, set before ServeAFXDP, says who may open sessions with
 	// its endpoint.
 	PacketAuth PacketAuth
+	// AFXDPPath, set before ServeAFXDP, says which calls to peers take
+	// AF_XDP rather than TCP; the zero value measures (PathAuto).
+	AFXDPPath afxdprpc.PathPolicy
 	// NoAllowlist, set before Start, lets the XDP program of ServeAFXDP
 	// steer packets from any source; by default only the cluster's
 	// starwire addresses get through (see AllowlistEvery).
@@ -62,21 +65,24 @@ type Server struct {
 	netName string // the starwire transport's Name
 	allow   *allowlist
 
-	grpcL   net.Listener
-	starL   rpc.Listener
-	starTr  rpc.Transport  // carries the task's calls to its peers
-	starC   io.Closer      // closes what the starwire transport holds
-	xdpLs   []rpc.Listener // AF_XDP listeners (ServeAFXDP, local fabrics)
-	xdpEPs  []io.Closer
-	peerTr  rpc.Transport    // overrides starTr for peer calls
-	routes  map[string]route // overrides the layout for some peers
-	duals   []*afxdprpc.DualTransport
-	grpcSrv *grpc.Server
-	starSrv *rpc.Server
-	worker  *handlers.Worker
-	peers   *Peers
-	health  *health.Server // the state both ports' health checks report
-	onClose []func()
+	grpcL  net.Listener
+	starL  rpc.Listener
+	starTr rpc.Transport  // carries the task's calls to its peers
+	starC  io.Closer      // closes what the starwire transport holds
+	xdpLs  []rpc.Listener // AF_XDP listeners (ServeAFXDP, local fabrics)
+	xdpEPs []io.Closer
+	peerTr rpc.Transport    // overrides starTr for peer calls
+	routes map[string]route // overrides the layout for some peers
+	duals  []*afxdprpc.DualTransport
+	// peerDuals carries the calls to peers of a task serving AF_XDP over
+	// TCP too (ServeAFXDP); nil otherwise.
+	peerDuals *peerDuals
+	grpcSrv   *grpc.Server
+	starSrv   *rpc.Server
+	worker    *handlers.Worker
+	peers     *Peers
+	health    *health.Server // the state both ports' health checks report
+	onClose   []func()
 }
 
 // Listen binds task index of job: gRPC at grpcAddr and, when useStar, the
