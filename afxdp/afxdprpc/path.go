@@ -305,7 +305,8 @@ func (c *dualConn) Close() error {
 }
 
 // forget drops the connection from its transport's Stats, keeping what it
-// carried for Totals. Only the first call of a connection's counts.
+// carried for Totals; a connection is forgotten once (Receive's end and
+// Close both call it).
 func (c *dualConn) forget() {
 	st := c.Stats()
 	c.d.mu.Lock()
