@@ -23,6 +23,11 @@ type callCtx struct {
 	timer  *time.Timer
 	afters []afterFunc // functions to run when the context ends
 	nextID uint64
+	// spawned says that functions registered with AfterFunc were started
+	// on goroutines of their own. They may still be reading the context
+	// (a derived context's reads its Err and Value), so it must not be
+	// reused: see reusable.
+	spawned bool
 }
 
 type afterFunc struct {
@@ -47,7 +52,18 @@ func (c *callCtx) reset(parent context.Context, now int64, timeout time.Duration
 	c.gen++
 	c.done, c.err, c.timer = nil, nil, nil
 	c.afters = c.afters[:0]
+	c.spawned = false
 	c.mu.Unlock()
+}
+
+// reusable reports whether the context may be reset for another call: no
+// goroutine it started may still read it. A call whose handler derived a
+// context that was still waiting when the call ended is not reused; quick
+// handlers derive none, so the pool serves them as before.
+func (c *callCtx) reusable() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.spawned
 }
 
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, !c.deadline.IsZero() }
@@ -85,6 +101,7 @@ func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 	defer c.mu.Unlock()
 	c.expireLocked()
 	if c.err != nil {
+		c.spawned = true
 		go f()
 		return func() bool { return false }
 	}
@@ -148,6 +165,7 @@ func (c *callCtx) cancelLocked(err error) {
 		c.err = err
 	}
 	for i, a := range c.afters {
+		c.spawned = true
 		go a.f()
 		c.afters[i] = afterFunc{}
 	}

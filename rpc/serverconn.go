@@ -275,7 +275,9 @@ func (call *serverCall) Sent(*wire.Message, error) {
 	call.in, call.sc, call.msg, call.tracked = nil, nil, wire.Message{}, false
 	call.resp.deferrable = false
 	call.held, call.answering = 0, 0
-	serverCalls.Put(call)
+	if call.ctx.reusable() {
+		serverCalls.Put(call)
+	}
 	if s.active.Add(-1) == 0 {
 		select {
 		case s.drained <- struct{}{}:
