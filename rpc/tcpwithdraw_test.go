@@ -132,6 +132,18 @@ func waitSent(t *testing.T, done <-chan error, what string) error {
 	}
 }
 
+// eventuallyLocks tries to lock mu until it can or within goes by.
+func eventuallyLocks(mu *sync.Mutex, within time.Duration) bool {
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Microsecond) {
+		if mu.TryLock() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // dialTCPConn dials addr over tr, within 10s.
 func dialTCPConn(t *testing.T, tr *TCP, addr string) *tcpConn {
 	t.Helper()
@@ -197,7 +209,10 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config, f
 	queuedWithdrawal := Kept
 	withdrawCopyHook = func() {
 		hookRan = true
-		if !c.mu.TryLock() {
+		// The copier holding the lock would keep it for the whole copy;
+		// the reader and the writer hold it for moments, so a TryLock
+		// that fails once may only have met one of them.
+		if !eventuallyLocks(&c.mu, 2*time.Second) {
 			return
 		}
 		c.mu.Unlock()
