@@ -258,7 +258,7 @@ func TestIssueRevoke(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the session opened before the revocation stalled")
 	}
-	if n := accepted(); n != 1 {
+	if n := acceptedWithin(accepted, 1, 5*time.Second); n != 1 {
 		t.Fatalf("%d sessions accepted, want 1", n)
 	}
 }
