@@ -26,7 +26,7 @@ type callCtx struct {
 	// spawned says that functions registered with AfterFunc were started
 	// on goroutines of their own. They may still be reading the context
 	// (a derived context's reads its Err and Value), so it must not be
-	// reused: see reusable.
+	// reused: see finish.
 	spawned bool
 }
 
@@ -54,16 +54,6 @@ func (c *callCtx) reset(parent context.Context, now int64, timeout time.Duration
 	c.afters = c.afters[:0]
 	c.spawned = false
 	c.mu.Unlock()
-}
-
-// reusable reports whether the context may be reset for another call: no
-// goroutine it started may still read it. A call whose handler derived a
-// context that was still waiting when the call ended is not reused; quick
-// handlers derive none, so the pool serves them as before.
-func (c *callCtx) reusable() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return !c.spawned
 }
 
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, !c.deadline.IsZero() }
@@ -181,14 +171,19 @@ func (c *callCtx) cancelLocked(err error) {
 
 // finish ends the context when its call is over, as net/http does for a
 // request's, so that contexts derived from it end too, and stops the timer
-// before the context goes back to the pool.
-func (c *callCtx) finish() {
+// before the context goes back to the pool. It reports whether the context
+// may be reset for another call: no goroutine it started may still read
+// it. A call whose handler derived a context that was still waiting when
+// the caller cancelled or the call ended is not reused; quick handlers
+// derive none, so the pool serves them as before.
+func (c *callCtx) finish() (reusable bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.done != nil || len(c.afters) > 0 {
 		c.cancelLocked(context.Canceled)
 	}
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	c.mu.Unlock()
+	return !c.spawned
 }

@@ -266,7 +266,7 @@ func (call *serverCall) checkResponse() error {
 // Sent implements wire.Completion: the response is out, so the request and
 // the response's buffers can go.
 func (call *serverCall) Sent(*wire.Message, error) {
-	call.ctx.finish()
+	reusable := call.ctx.finish()
 	call.resp.reset()
 	call.in.Release()
 	sc := call.sc
@@ -275,7 +275,7 @@ func (call *serverCall) Sent(*wire.Message, error) {
 	call.in, call.sc, call.msg, call.tracked = nil, nil, wire.Message{}, false
 	call.resp.deferrable = false
 	call.held, call.answering = 0, 0
-	if call.ctx.reusable() {
+	if reusable {
 		serverCalls.Put(call)
 	}
 	if s.active.Add(-1) == 0 {

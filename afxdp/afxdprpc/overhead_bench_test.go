@@ -12,8 +12,6 @@ import (
 	"github.com/starwire/starwire/wire"
 )
 
-var overheadEcho = rpc.NewMethod("afxdprpc.test.OverheadEcho")
-
 // serveOverheadEcho serves an inline echo over tr on loopback and returns
 // a client of it over tr.
 func serveOverheadEcho(b *testing.B, tr rpc.Transport) *rpc.Client {
@@ -23,7 +21,7 @@ func serveOverheadEcho(b *testing.B, tr rpc.Transport) *rpc.Client {
 		b.Fatal(err)
 	}
 	s := rpc.NewServer()
-	s.Register(overheadEcho, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {
+	s.Register(echo, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {
 		resp.Meta = append(resp.Meta, req.Meta...)
 		return nil
 	}, rpc.HandlerOptions{Inline: true})
@@ -56,7 +54,7 @@ func BenchmarkDualTCPOverhead(b *testing.B) {
 			req := &rpc.Request{Meta: make([]byte, 64)}
 			call := func(c *rpc.Client) {
 				var r rpc.Reply
-				if err := c.Call(ctx, overheadEcho, req, &r); err != nil {
+				if err := c.Call(ctx, echo, req, &r); err != nil {
 					b.Fatal(err)
 				}
 				r.Release()

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/internal/envvar"
@@ -45,7 +44,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	fs.IntVar(&f.workers, "workers", 0, "with --registry_dir: the cluster's worker tasks")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "with --registry_dir: the address to bind and publish")
 	fs.StringVar(&f.iface, "afxdp_iface", "", "carry this task's calls to its peers over AF_XDP on this interface, whose address is the task's starwire host (every task must); --transport still carries the calls it receives from drivers")
-	fs.StringVar(&f.afxdpPath, "afxdp_path", envOr(envvar.AFXDPPath, "auto"), `with --afxdp_iface and --transport tcp, which calls to peers take AF_XDP rather than TCP: "auto" (each call over the path measured faster for its size), "bypass" (all), "tcp" (none), or a size such as 64KiB below which calls take it (default `+envvar.AFXDPPath+` or auto)`)
+	registerAFXDPPath(fs, &f.afxdpPath, "calls to peers (with --afxdp_iface and --transport tcp)")
 	fs.StringVar(&f.net, "transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
 	fs.DurationVar(&f.report, "report", 10*time.Second, "interval between the lines saying what the task did (0: none)")
 	f.clusterFlags.register(fs)
@@ -60,9 +59,9 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err := f.resolveTask(set); err != nil {
 		return err
 	}
-	policy, err := afxdprpc.ParsePathPolicy(f.afxdpPath)
+	policy, err := parseAFXDPPath("serve", f.afxdpPath)
 	if err != nil {
-		return usagef(`serve: --afxdp_path %q, want "auto", "bypass", "tcp" or a size such as 64KiB`, f.afxdpPath)
+		return err
 	}
 	tr, err := chooseTransport("serve", f.net)
 	if err != nil {

@@ -58,7 +58,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
 	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
-	fs.StringVar(&f.afxdpPath, "afxdp_path", envOr(envvar.AFXDPPath, "auto"), `with AF_XDP between tasks, which calls take it rather than TCP: "auto" (each call over the path measured faster for its size), "bypass" (all), "tcp" (none), or a size such as 64KiB below which calls take it (default `+envvar.AFXDPPath+` or auto)`)
+	registerAFXDPPath(fs, &f.afxdpPath, "calls between tasks joined by AF_XDP")
 	f.clusterFlags.register(fs)
 	f.metrics.register(fs)
 	f.pcap.register(fs)
@@ -180,8 +180,8 @@ func (f *trainFlags) check() error {
 	default:
 		return usagef(`train: --afxdp %q, want "auto", "on" or "off"`, f.afxdp)
 	}
-	if _, err := afxdprpc.ParsePathPolicy(f.afxdpPath); err != nil {
-		return usagef(`train: --afxdp_path %q, want "auto", "bypass", "tcp" or a size such as 64KiB`, f.afxdpPath)
+	if _, err := parseAFXDPPath("train", f.afxdpPath); err != nil {
+		return err
 	}
 	return f.checkConfig()
 }
