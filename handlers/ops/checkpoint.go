@@ -45,18 +45,6 @@ func checkpointPath(dir, prefix string) (string, error) {
 	return filepath.Join(dir, filepath.Clean("/"+prefix)) + checkpointSuffix, nil
 }
 
-// scalarString returns a string scalar's value.
-func scalarString(t *wire.Tensor) (string, error) {
-	if t.DType != wire.DTString || len(t.Shape) != 0 {
-		return "", rpc.Errorf(wire.InvalidArgument, "want a string scalar, have %v%v", t.DType, t.Shape)
-	}
-	s, err := t.Strings(nil)
-	if err != nil {
-		return "", rpc.Errorf(wire.InvalidArgument, "%v", err)
-	}
-	return string(s[0]), nil
-}
-
 // namesAndSlices returns the n elements of the string vector names;
 // slices must be empty, since partitioned variables are not supported.
 func namesAndSlices(names, slices *wire.Tensor, n int) ([][]byte, error) {
@@ -94,7 +82,7 @@ type checkpointTarget struct {
 // for n tensors in the checkpoint directory dir. Both ops check them alike,
 // so that a prefix saves and restores the same file.
 func resolveCheckpoint(dir string, ts []*wire.Tensor, n int) (checkpointTarget, error) {
-	prefix, err := scalarString(ts[0])
+	prefix, err := scalarString(ts[0], "prefix")
 	if err != nil {
 		return checkpointTarget{}, fmt.Errorf("prefix: %w", err)
 	}
