@@ -39,7 +39,8 @@ type Reader struct {
 }
 
 type shardFile struct {
-	f    *os.File
+	f    io.ReaderAt
+	c    io.Closer
 	size int64
 }
 
@@ -160,7 +161,7 @@ func (r *Reader) Close() error {
 	defer r.mu.Unlock()
 	var err error
 	for id, s := range r.shards {
-		if cerr := s.f.Close(); err == nil {
+		if cerr := s.c.Close(); err == nil {
 			err = cerr
 		}
 		delete(r.shards, id)
@@ -298,7 +299,7 @@ func (r *Reader) shard(id int32) (*shardFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	s := &shardFile{f: f, size: st.Size()}
+	s := &shardFile{f: f, c: f, size: st.Size()}
 	r.shards[id] = s
 	return s, nil
 }
