@@ -123,4 +123,3 @@ func Merge(src []string, dst string, deleteOld bool) error {
 	}
 	return nil
 }
-

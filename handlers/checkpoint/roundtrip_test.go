@@ -90,7 +90,7 @@ func TestWriterRejects(t *testing.T) {
 		name   string
 		tensor *wire.Tensor
 	}{
-		{"", ok},                                   // the header's key
+		{"", ok}, // the header's key
 		{"short", &wire.Tensor{DType: wire.DTFloat, Shape: []int64{3}, Data: make([]byte, 8)}},
 		{"resource", &wire.Tensor{DType: wire.DTResource, Shape: []int64{}, Data: []byte{1}}},
 		{"badstrings", &wire.Tensor{DType: wire.DTString, Shape: []int64{2}, Data: []byte{5, 'a'}}},
