@@ -235,7 +235,14 @@ func (r *Reader) assemble(name string, e *tfpb.BundleEntryProto, full []int64, w
 			}
 		}
 	}
-	out := newAssembly(dt, want)
+	// The parts are read before the result is allocated: its size then
+	// comes from data that exists, not from a shape an index could inflate.
+	type piece struct {
+		t      wire.Tensor
+		region box
+		src    box
+	}
+	var pieces []piece
 	covered := int64(0)
 	for i, sb := range stored {
 		region, ok := intersect(sb, want)
@@ -247,7 +254,7 @@ func (r *Reader) assemble(name string, e *tfpb.BundleEntryProto, full []int64, w
 		if err != nil {
 			return wire.Tensor{}, fmt.Errorf("checkpoint %s: tensor %q: slice %s: %w", r.prefix, name, specs[i], ErrCorrupt)
 		}
-		if wire.DataType(se.Dtype) != dt || !equalShape(shapeOf(se.Shape), sb.length) {
+		if wire.DataType(se.Dtype) != dt || !equalShape(shapeOf(se.Shape), sb.length) || len(se.Slices) != 0 {
 			return wire.Tensor{}, fmt.Errorf("checkpoint %s: tensor %q: slice %s saved as %v%v: %w",
 				r.prefix, name, specs[i], wire.DataType(se.Dtype), shapeOf(se.Shape), ErrCorrupt)
 		}
@@ -255,14 +262,18 @@ func (r *Reader) assemble(name string, e *tfpb.BundleEntryProto, full []int64, w
 		if err != nil {
 			return wire.Tensor{}, err
 		}
-		if err := out.copyFrom(part, region, sb); err != nil {
-			return wire.Tensor{}, fmt.Errorf("checkpoint %s: tensor %q: slice %s: %w", r.prefix, name, specs[i], err)
-		}
+		pieces = append(pieces, piece{part, region, sb})
 		covered += region.volume()
 	}
 	if covered != want.volume() {
 		return wire.Tensor{}, fmt.Errorf("checkpoint %s: tensor %q: saved slices cover %d of the %d elements asked for: %w",
 			r.prefix, name, covered, want.volume(), ErrMismatch)
+	}
+	out := newAssembly(dt, want)
+	for _, p := range pieces {
+		if err := out.copyFrom(p.t, p.region, p.src); err != nil {
+			return wire.Tensor{}, fmt.Errorf("checkpoint %s: tensor %q: %w", r.prefix, name, err)
+		}
 	}
 	return out.tensor(), nil
 }
