@@ -39,7 +39,8 @@ type Reader struct {
 }
 
 type shardFile struct {
-	f    *os.File
+	f    io.ReaderAt
+	c    io.Closer
 	size int64
 }
 
@@ -160,7 +161,7 @@ func (r *Reader) Close() error {
 	defer r.mu.Unlock()
 	var err error
 	for id, s := range r.shards {
-		if cerr := s.f.Close(); err == nil {
+		if cerr := s.c.Close(); err == nil {
 			err = cerr
 		}
 		delete(r.shards, id)
@@ -234,7 +235,14 @@ func (r *Reader) assemble(name string, e *tfpb.BundleEntryProto, full []int64, w
 			}
 		}
 	}
-	out := newAssembly(dt, want)
+	// The parts are read before the result is allocated: its size then
+	// comes from data that exists, not from a shape an index could inflate.
+	type piece struct {
+		t      wire.Tensor
+		region box
+		src    box
+	}
+	var pieces []piece
 	covered := int64(0)
 	for i, sb := range stored {
 		region, ok := intersect(sb, want)
@@ -246,7 +254,7 @@ func (r *Reader) assemble(name string, e *tfpb.BundleEntryProto, full []int64, w
 		if err != nil {
 			return wire.Tensor{}, fmt.Errorf("checkpoint %s: tensor %q: slice %s: %w", r.prefix, name, specs[i], ErrCorrupt)
 		}
-		if wire.DataType(se.Dtype) != dt || !equalShape(shapeOf(se.Shape), sb.length) {
+		if wire.DataType(se.Dtype) != dt || !equalShape(shapeOf(se.Shape), sb.length) || len(se.Slices) != 0 {
 			return wire.Tensor{}, fmt.Errorf("checkpoint %s: tensor %q: slice %s saved as %v%v: %w",
 				r.prefix, name, specs[i], wire.DataType(se.Dtype), shapeOf(se.Shape), ErrCorrupt)
 		}
@@ -254,14 +262,18 @@ func (r *Reader) assemble(name string, e *tfpb.BundleEntryProto, full []int64, w
 		if err != nil {
 			return wire.Tensor{}, err
 		}
-		if err := out.copyFrom(part, region, sb); err != nil {
-			return wire.Tensor{}, fmt.Errorf("checkpoint %s: tensor %q: slice %s: %w", r.prefix, name, specs[i], err)
-		}
+		pieces = append(pieces, piece{part, region, sb})
 		covered += region.volume()
 	}
 	if covered != want.volume() {
 		return wire.Tensor{}, fmt.Errorf("checkpoint %s: tensor %q: saved slices cover %d of the %d elements asked for: %w",
 			r.prefix, name, covered, want.volume(), ErrMismatch)
+	}
+	out := newAssembly(dt, want)
+	for _, p := range pieces {
+		if err := out.copyFrom(p.t, p.region, p.src); err != nil {
+			return wire.Tensor{}, fmt.Errorf("checkpoint %s: tensor %q: %w", r.prefix, name, err)
+		}
 	}
 	return out.tensor(), nil
 }
@@ -298,7 +310,7 @@ func (r *Reader) shard(id int32) (*shardFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	s := &shardFile{f: f, size: st.Size()}
+	s := &shardFile{f: f, c: f, size: st.Size()}
 	r.shards[id] = s
 	return s, nil
 }

@@ -192,7 +192,9 @@ func (w *Writer) addSlice(name string, full []int64, s Slice, t *wire.Tensor) er
 	e, ok := w.entries[name]
 	switch {
 	case !ok:
-		e = &tfpb.BundleEntryProto{Dtype: tfpb.DataType(t.DType), Shape: shapeProto(full)}
+		// TensorFlow leaves shard_id and offset out (its shard is always 0);
+		// the shard is set so that Merge finds this shard's data file.
+		e = &tfpb.BundleEntryProto{Dtype: tfpb.DataType(t.DType), Shape: shapeProto(full), ShardId: int32(w.shard)}
 	case len(e.Slices) == 0:
 		return fmt.Errorf("checkpoint %s: tensor %q saved whole, then a slice: %w", w.prefix, name, ErrMismatch)
 	case wire.DataType(e.Dtype) != t.DType || !slices.Equal(shapeOf(e.Shape), full):

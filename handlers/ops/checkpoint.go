@@ -3,12 +3,14 @@ package ops
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"slices"
 
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
 )
 
 // SaveV2, RestoreV2 and MergeV2Checkpoints read and write TensorFlow's own
@@ -19,6 +21,10 @@ import (
 func init() {
 	registerOp("SaveV2", &Spec{Build: buildSaveV2})
 	registerOp("RestoreV2", &Spec{Build: buildRestoreV2})
+	registerOp("MergeV2Checkpoints", &Spec{
+		Defaults: map[string]*tfpb.AttrValue{"delete_old_dirs": boolAttr(true), "allow_missing_files": boolAttr(false)},
+		Build:    buildMergeV2Checkpoints,
+	})
 }
 
 // checkpointError gives an error of package checkpoint TensorFlow's code
@@ -213,4 +219,71 @@ func restoreOne(r *checkpoint.Reader, target *checkpointTarget, i int, dt wire.D
 	// The reader's memory is the garbage collector's; a step's outputs are
 	// pooled and aligned for any view of them.
 	return tensor.Copy(&t), nil
+}
+
+// buildMergeV2Checkpoints builds MergeV2Checkpoints(checkpoint_prefixes,
+// destination_prefix): the shards a sharded save wrote, one per ps task,
+// joined into one checkpoint under destination_prefix, their files moved
+// or deleted. With delete_old_dirs (the default, as a Saver's graph has
+// it) the shards' directories are removed once empty, as TensorFlow
+// removes "<prefix>_temp"; with allow_missing_files a shard that is not
+// there is skipped rather than refused.
+func buildMergeV2Checkpoints(env *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(2); err != nil {
+		return nil, err
+	}
+	deleteOld, err := n.attrBool("delete_old_dirs")
+	if err != nil {
+		return nil, err
+	}
+	allowMissing, err := n.attrBool("allow_missing_files")
+	if err != nil {
+		return nil, err
+	}
+	root, err := checkpointRoot(env.CheckpointDir)
+	if err != nil {
+		return nil, err
+	}
+	return func(c *Context) error {
+		var in [2]*wire.Tensor
+		if err := c.inputs(in[:]); err != nil {
+			return err
+		}
+		p := in[0]
+		if p.DType != wire.DTString || len(p.Shape) != 1 {
+			return rpc.Errorf(wire.InvalidArgument, "checkpoint_prefixes must be a string vector, is %v%v", p.DType, p.Shape)
+		}
+		prefixes, err := p.Strings(nil)
+		if err != nil {
+			return rpc.Errorf(wire.InvalidArgument, "checkpoint_prefixes: %v", err)
+		}
+		dst, err := scalarString(in[1], "destination_prefix")
+		if err != nil {
+			return err
+		}
+		dstPath, err := resolvePrefix(root, dst)
+		if err != nil {
+			return err
+		}
+		src := make([]string, 0, len(prefixes))
+		for _, prefix := range prefixes {
+			path, err := resolvePrefix(root, string(prefix))
+			if err != nil {
+				return err
+			}
+			if allowMissing {
+				if _, err := os.Stat(checkpoint.IndexFile(path)); errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+			}
+			src = append(src, path)
+		}
+		if len(src) == 0 {
+			return rpc.Errorf(wire.NotFound, "checkpoint %s: none of the %d checkpoints to merge exists", dst, len(prefixes))
+		}
+		if err := checkpoint.Merge(src, dstPath, deleteOld); err != nil {
+			return checkpointError(dst, err)
+		}
+		return nil
+	}, nil
 }

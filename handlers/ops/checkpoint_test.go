@@ -260,3 +260,82 @@ func TestSaveRestoreSlices(t *testing.T) {
 		}
 	}
 }
+
+// mergeGraph merges the checkpoints under srcs into dst.
+func mergeGraph(srcs []string, dst string, attrs ...any) *tfpb.GraphDef {
+	return GraphDef(
+		ConstStrList("srcs", []int64{int64(len(srcs))}, srcs...),
+		ConstStr("dst", nil, dst),
+		NodeDef("merge", "MergeV2Checkpoints", In("srcs", "dst"), Attrs(attrs...)),
+	)
+}
+
+// TestMergeAndRestoreInOtherShards merges the parts two ps tasks saved of
+// a partitioned variable, as a sharded Saver does, then restores it whole
+// and as three parts for three ps tasks.
+func TestMergeAndRestoreInOtherShards(t *testing.T) {
+	dir := t.TempDir()
+	f := wire.DTFloat
+	parts := []string{"m_temp/part-00000-of-00002", filepath.Join(dir, "m_temp/part-00001-of-00002")}
+	if _, err := Run(t, envIn(t, dir), saveGraph(parts[0], []string{"emb", "step"}, []string{"6 2 0,3:-", ""},
+		ConstF32("p0", []int64{3, 2}, 0, 1, 2, 3, 4, 5), ConstI64("s", nil, 9)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(t, envIn(t, dir), saveGraph(parts[1], []string{"emb"}, []string{"6 2 3,3:-"},
+		ConstF32("p1", []int64{3, 2}, 6, 7, 8, 9, 10, 11)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(t, envIn(t, dir), mergeGraph(parts, "m"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "m_temp")); !os.IsNotExist(err) {
+		t.Errorf("the shards' directory is left after the merge: %v", err)
+	}
+	out, err := Run(t, envIn(t, dir), restoreGraph("m", []string{"emb", "step"}, []string{"", ""}, f, wire.DTInt64), nil, "restore", "restore:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Floats(&out[0]); !ApproxEqual(got, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) || !slices.Equal(out[0].Shape, []int64{6, 2}) {
+		t.Errorf("emb restored whole as %v%v", out[0].Shape, got)
+	}
+	if got := tensor.View[int64](out[1].Data); got[0] != 9 {
+		t.Errorf("step restored as %v", got)
+	}
+	for i, want := range [][]float32{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}} {
+		spec := []string{"6 2 0,2:-", "6 2 2,2:-", "6 2 4,2:0,2"}[i]
+		out, err := Run(t, envIn(t, dir), restoreGraph("m", []string{"emb"}, []string{spec}, f), nil, "restore")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Floats(&out[0]); !ApproxEqual(got, want) || !slices.Equal(out[0].Shape, []int64{2, 2}) {
+			t.Errorf("shard %d of 3 (%s) restored as %v%v, want %v", i, spec, out[0].Shape, got, want)
+		}
+	}
+
+	// A missing shard fails the merge, unless allow_missing_files.
+	if _, err := Run(t, envIn(t, dir), saveGraph("n_temp/part-00000-of-00002", []string{"a"}, []string{""}, ConstF32("a", nil, 4)), nil); err != nil {
+		t.Fatal(err)
+	}
+	nparts := []string{"n_temp/part-00000-of-00002", "n_temp/part-00001-of-00002"}
+	if _, err := Run(t, envIn(t, dir), mergeGraph(nparts, "n"), nil); rpc.CodeOf(err) != wire.NotFound {
+		t.Fatalf("merge with a shard missing: %v, want NotFound", err)
+	}
+	if _, err := Run(t, envIn(t, dir), mergeGraph(nparts, "n", "allow_missing_files", true, "delete_old_dirs", false), nil); err != nil {
+		t.Fatalf("merge with a shard missing, allow_missing_files: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "n_temp")); err != nil {
+		t.Errorf("delete_old_dirs false, yet: %v", err)
+	}
+	if _, err := Run(t, envIn(t, dir), mergeGraph(nparts, "n", "allow_missing_files", true), nil); rpc.CodeOf(err) != wire.NotFound {
+		t.Errorf("merge of none: %v, want NotFound", err)
+	}
+	for _, srcs := range [][]string{{"../x"}, {"m"}} {
+		dst := "ok"
+		if srcs[0] == "m" {
+			dst = "/elsewhere/m"
+		}
+		if _, err := Run(t, envIn(t, dir), mergeGraph(srcs, dst), nil); rpc.CodeOf(err) != wire.PermissionDenied || !strings.Contains(err.Error(), dir) {
+			t.Errorf("merge of %v into %s: %v, want PermissionDenied naming %s", srcs, dst, err, dir)
+		}
+	}
+}
