@@ -26,6 +26,13 @@ func fuzzSeeds() []*tfpb.GraphDef {
 			NodeDef("init", "AssignVariableOp", In("v", "a"), Attrs("dtype", f)),
 			call("bumped", "bump", In("v", "b", "^init"), []wire.DataType{wire.DTResource, f}, nil, nil),
 		), mulAdd(), countIDs(), bump()),
+		// Calls nested in bodies, as TensorFlow 2 writes them.
+		withLibrary(GraphDef(
+			ConstF32("x", []int64{2}, 1, 2),
+			NodeDef("v", "VarHandleOp", nil, Attrs("dtype", f, "shape", []int64{2})),
+			call("top", "outer", In("x", "v"), []wire.DataType{f, wire.DTResource}, []wire.DataType{f}, nil),
+		), nestedLibrary()...),
+		withLibrary(GraphDef(ConstF32("x", nil, 1), call("c", "f0", In("x"), []wire.DataType{f}, []wire.DataType{f}, nil)), chain(3)...),
 		GraphDef(ConstF32("x", []int64{3}, 1, 2, 3), ConstI32("p", []int64{3}, 0, 1, 0),
 			NodeDef("dp", "DynamicPartition", In("x", "p"), Attrs("T", f, "num_partitions", 2)),
 			ConstI32("i0", []int64{2}, 0, 2), ConstI32("i1", []int64{1}, 1),
