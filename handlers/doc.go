@@ -15,6 +15,9 @@
 // The Worker composes them: it owns one rendezvous and one set of
 // variables, and hands the graphs an ops.Env through which a remote _Recv
 // pulls from another task with RecvTensor, through Options.Resolver.
+// Sessions share the variables, as between-graph replicas need, except a
+// session created with isolate_session_state, whose graphs get variables
+// of their own, dropped by DeleteWorkerSession (see session.go).
 //
 // # Tensors on the wire
 //
