@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"encoding/binary"
 	"slices"
 
 	"github.com/starwire/starwire/handlers/tensor"
@@ -108,53 +109,100 @@ func selectInto(out []int64, cond *wire.Tensor, condShape []int64, t, e *wire.Te
 	if !ok {
 		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "bad result shape %v", out)
 	}
-	var tElems, eElems, rElems [][]byte
-	var r wire.Tensor
-	sz := t.DType.Size()
+	w := selectWalk{out: out, cond: cond, sc: broadcastStrides(condShape, out), st: broadcastStrides(t.Shape, out), se: broadcastStrides(e.Shape, out)}
 	if t.DType == wire.DTString {
-		var err error
-		if tElems, err = stringElems(t); err != nil {
-			return wire.Tensor{}, err
-		}
-		if eElems, err = stringElems(e); err != nil {
-			return wire.Tensor{}, err
-		}
-		rElems = make([][]byte, n)
-	} else {
-		var err error
-		if r, err = tensor.New(t.DType, out); err != nil {
-			return wire.Tensor{}, err
-		}
+		return selectStrings(&w, n, t, e)
 	}
-	sc, st, se := broadcastStrides(condShape, out), broadcastStrides(t.Shape, out), broadcastStrides(e.Shape, out)
-	idx := make([]int64, len(out))
+	r, err := tensor.New(t.DType, out)
+	if err != nil {
+		return wire.Tensor{}, err
+	}
+	sz := int64(t.DType.Size())
+	w.each(n, func(i int64, fromT bool, j int64) {
+		src := e.Data
+		if fromT {
+			src = t.Data
+		}
+		copy(r.Data[i*sz:(i+1)*sz], src[j*sz:(j+1)*sz])
+	})
+	return r, nil
+}
+
+// selectStrings is selectInto for strings, in two walks: the first sizes
+// the result, so that a broadcast to billions of elements is refused
+// before anything is allocated for them, the second encodes it.
+func selectStrings(w *selectWalk, n int64, t, e *wire.Tensor) (wire.Tensor, error) {
+	tElems, err := stringElems(t)
+	if err != nil {
+		return wire.Tensor{}, err
+	}
+	eElems, err := stringElems(e)
+	if err != nil {
+		return wire.Tensor{}, err
+	}
+	pick := func(fromT bool, j int64) []byte {
+		if fromT {
+			return tElems[j]
+		}
+		return eElems[j]
+	}
+	var size int64
+	if n > tensor.MaxBytes {
+		size = n // each element takes a byte at least
+	} else {
+		w.each(n, func(_ int64, fromT bool, j int64) {
+			l := len(pick(fromT, j))
+			size += int64(l + uvarintLen(uint64(l)))
+		})
+	}
+	if size > tensor.MaxBytes {
+		return wire.Tensor{}, rpc.Errorf(wire.ResourceExhausted, "string tensor of shape %v: over %d bytes", w.out, tensor.MaxBytes)
+	}
+	buf := wire.NewBuffer(int(size))
+	data := buf.Bytes()[:0]
+	w.each(n, func(_ int64, fromT bool, j int64) {
+		s := pick(fromT, j)
+		data = binary.AppendUvarint(data, uint64(len(s)))
+		data = append(data, s...)
+	})
+	return wire.Tensor{DType: wire.DTString, Shape: append([]int64(nil), w.out...), Data: data, Buf: buf}, nil
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
+// A selectWalk walks a Select's result in order, following each operand's
+// offset by its broadcast strides.
+type selectWalk struct {
+	out        []int64
+	cond       *wire.Tensor
+	sc, st, se []int64
+}
+
+// each calls f for each of the n elements of the result with whether it
+// comes from t and its offset in the operand it comes from.
+func (w *selectWalk) each(n int64, f func(i int64, fromT bool, j int64)) {
+	idx := make([]int64, len(w.out))
 	var ic, it, ie int64
 	for i := range n {
-		pick, from := e, ie
-		if cond.Data[ic] != 0 {
-			pick, from = t, it
-		}
-		if rElems != nil {
-			if pick == t {
-				rElems[i] = tElems[from]
-			} else {
-				rElems[i] = eElems[from]
-			}
+		if w.cond.Data[ic] != 0 {
+			f(i, true, it)
 		} else {
-			copy(r.Data[i*int64(sz):(i+1)*int64(sz)], pick.Data[from*int64(sz):(from+1)*int64(sz)])
+			f(i, false, ie)
 		}
-		for d := len(out) - 1; d >= 0; d-- {
+		for d := len(w.out) - 1; d >= 0; d-- {
 			idx[d]++
-			ic, it, ie = ic+sc[d], it+st[d], ie+se[d]
-			if idx[d] < out[d] {
+			ic, it, ie = ic+w.sc[d], it+w.st[d], ie+w.se[d]
+			if idx[d] < w.out[d] {
 				break
 			}
-			ic, it, ie = ic-sc[d]*out[d], it-st[d]*out[d], ie-se[d]*out[d]
+			ic, it, ie = ic-w.sc[d]*w.out[d], it-w.st[d]*w.out[d], ie-w.se[d]*w.out[d]
 			idx[d] = 0
 		}
 	}
-	if rElems != nil {
-		return encodeStringTensor(out, rElems)
-	}
-	return r, nil
 }

@@ -61,6 +61,11 @@ func TestSelect(t *testing.T) {
 			wire.InvalidArgument, "input 0 is int32, want bool"},
 		{"then of another dtype", []*tfpb.NodeDef{constBools("c", nil, true), ConstF32("t", nil, 1), ConstStr("e", nil, "x"), sel("SelectV2", f)},
 			wire.InvalidArgument, "input 2 is string, want float"},
+		// [2^17, 1] × [1, 2^17] strings would be 2^34 elements.
+		{"SelectV2 string broadcast too large", []*tfpb.NodeDef{constBools("c", []int64{1 << 17, 1}, true), ConstStr("t", []int64{1, 1 << 17}, "x"), ConstStr("e", nil, "y"), sel("SelectV2", str)},
+			wire.ResourceExhausted, "over 4294967296 bytes"},
+		{"SelectV2 broadcast too large", []*tfpb.NodeDef{constBools("c", []int64{1 << 17, 1}, true), ConstI64("t", []int64{1, 1 << 17}, 1), ConstI64("e", nil, 2), sel("SelectV2", i64)},
+			wire.ResourceExhausted, "over 4294967296 bytes"},
 		{"resource dtype", []*tfpb.NodeDef{constBools("c", nil, true), ConstF32("t", nil, 1), ConstF32("e", nil, 2), sel("SelectV2", wire.DTResource)},
 			wire.InvalidArgument, `attr "T" is resource`},
 	})
