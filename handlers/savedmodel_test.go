@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,88 +74,124 @@ func cutPort(in string) (string, string, bool) {
 	return in, "", false
 }
 
-// stringScalar is a string scalar to feed.
-func stringScalar(s string) wire.Tensor {
-	return wire.Tensor{DType: wire.DTString, Data: wire.AppendStrings(nil, [][]byte{[]byte(s)})}
-}
-
-// savedModelSession runs pruned steps of the SavedModel graph in one
-// session of a worker, as a TensorFlow master does with a client's
-// session.run calls.
+// savedModelSession runs steps of the SavedModel graph in one isolated
+// session of a task over gRPC, as a TensorFlow master runs a client's
+// session.run calls: the graph pruned to the step, its feeds and fetch
+// rewritten into client-terminated _Recv and _Send nodes, the tensors in
+// TensorProtos.
 type savedModelSession struct {
-	*sessionRunner
+	t      *testing.T
+	task   *testTask
 	handle string
 	def    *tfpb.GraphDef
+	step   int64
 }
 
-// step registers the graph pruned to fetch's node, runs it with feeds and
-// returns the fetched tensor.
-func (s *savedModelSession) step(fetch string, feeds map[string]wire.Tensor) wire.Tensor {
+func newSavedModelSession(t *testing.T, task *testTask, handle string, def *tfpb.GraphDef) *savedModelSession {
+	t.Helper()
+	req := &tfpb.CreateWorkerSessionRequest{SessionHandle: handle, IsolateSessionState: true}
+	if _, err := task.grpc.CreateWorkerSession(testCtx(t), req); err != nil {
+		t.Fatal(err)
+	}
+	return &savedModelSession{t: t, task: task, handle: handle, def: def}
+}
+
+// run registers the graph pruned to fetch's node, with feeds and fetch as
+// the master rewrites them, runs it and returns the fetched tensor.
+func (s *savedModelSession) run(fetch string, feeds map[string]*tfpb.TensorProto, fetchType wire.DataType) wire.Tensor {
 	s.t.Helper()
+	ctx := testCtx(s.t)
+	dev, inc := s.task.w.Device(), s.task.w.Incarnation()
 	node, _, _ := cutPort(fetch)
-	reg, err := s.w.registerGraph(&tfpb.RegisterGraphRequest{SessionHandle: s.handle, CreateWorkerSessionCalled: true, GraphDef: prune(s.def, node)})
+	g := prune(s.def, node)
+	for i, n := range g.Node {
+		if p := feeds[n.GetName()]; p != nil {
+			g.Node[i] = FeedNode(n.GetName(), n.GetName()+":0", wire.DataType(p.GetDtype()), dev)
+		}
+	}
+	g.Node = append(g.Node, FetchNode(node+"/_send", fetch, fetch, fetchType, dev, inc))
+	reg, err := s.task.grpc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{SessionHandle: s.handle, CreateWorkerSessionCalled: true, GraphDef: g})
 	if err != nil {
 		s.t.Fatalf("RegisterGraph for %s: %v", fetch, err)
 	}
-	s.sessionRunner.step++
-	req := &tfpb.RunGraphRequest{SessionHandle: s.handle, CreateWorkerSessionCalled: true, GraphHandle: reg.GetGraphHandle(), StepId: s.sessionRunner.step, RecvKey: []string{fetch}}
-	var ts []wire.Tensor
-	for name, t := range feeds {
-		req.Send = append(req.Send, &tfpb.NamedTensorProto{Name: name})
-		ts = append(ts, t)
+	s.step++
+	req := &tfpb.RunGraphRequest{SessionHandle: s.handle, CreateWorkerSessionCalled: true, GraphHandle: reg.GetGraphHandle(),
+		StepId: s.step, RecvKey: []string{FetchKey(fetch, dev, inc)}}
+	for name, p := range feeds {
+		req.Send = append(req.Send, &tfpb.NamedTensorProto{Name: FeedKey(name+":0", dev), Tensor: p})
 	}
-	_, out, err := s.w.runGraph(context.Background(), req, ts)
-	s.w.rendezvous.Cleanup(req.StepId, errStepCleaned)
+	resp, err := s.task.grpc.RunGraph(ctx, req)
 	if err != nil {
 		s.t.Fatalf("RunGraph fetching %s: %v", fetch, err)
 	}
-	s.t.Cleanup(func() { tensor.ReleaseAll(out) })
-	return out[0]
+	if _, err := s.task.grpc.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: s.step}); err != nil {
+		s.t.Fatal(err)
+	}
+	out, err := tensor.FromProto(resp.GetRecv()[0].GetTensor())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { out.Buf.Release() })
+	return out
 }
 
-func (s *savedModelSession) wantString(what string, got wire.Tensor, want string) {
-	s.t.Helper()
+// stringProto is a string scalar, as a client feeds it.
+func stringProto(v string) *tfpb.TensorProto {
+	return &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: &tfpb.TensorShapeProto{}, StringVal: [][]byte{[]byte(v)}}
+}
+
+func wantString(t *testing.T, what string, got wire.Tensor, want string) {
+	t.Helper()
 	elems, err := got.Strings(nil)
 	if err != nil || len(got.Shape) != 0 || string(elems[0]) != want {
-		s.t.Fatalf("%s = %q%v (%v), want %q", what, elems, got.Shape, err, want)
+		t.Fatalf("%s = %q%v (%v), want %q", what, elems, got.Shape, err, want)
 	}
+}
+
+// restore runs the SaverDef's restore op on prefix; its result is the
+// prefix read.
+func (s *savedModelSession) restore(prefix string) {
+	s.t.Helper()
+	wantString(s.t, "restore of "+prefix, s.run("StatefulPartitionedCall_2:0", map[string]*tfpb.TensorProto{"saver_filename": stringProto(prefix)}, wire.DTString), prefix)
+}
+
+// save runs the SaverDef's save tensor on prefix; its result is the
+// prefix written.
+func (s *savedModelSession) save(prefix string) {
+	s.t.Helper()
+	wantString(s.t, "save to "+prefix, s.run("StatefulPartitionedCall_1:0", map[string]*tfpb.TensorProto{"saver_filename": stringProto(prefix)}, wire.DTString), prefix)
 }
 
 // serve runs the serving signature on x = [1, 2, 5]: a·x + b.
 func (s *savedModelSession) serve() {
 	s.t.Helper()
-	y := s.step("StatefulPartitionedCall:0", map[string]wire.Tensor{"serving_default_x": F32([]int64{3}, 1, 2, 5)})
+	x := &tfpb.TensorProto{Dtype: tfpb.DataType_DT_FLOAT, TensorShape: tensor.ShapeToProto([]int64{3}), FloatVal: []float32{1, 2, 5}}
+	y := s.run("StatefulPartitionedCall:0", map[string]*tfpb.TensorProto{"serving_default_x": x}, wire.DTFloat)
 	if y.DType != wire.DTFloat || !slices.Equal(y.Shape, []int64{3}) || !ApproxEqual(Floats(&y), []float32{3.5, 4, 5.5}) {
 		s.t.Fatalf("y = %v%v %v, want [3.5 4 5.5]", y.DType, y.Shape, Floats(&y))
 	}
 }
 
 // TestSavedModelRestoreServeSave runs a TensorFlow 2 SavedModel's graph as
-// a TensorFlow master would on a ps task: restore TensorFlow's own
-// checkpoint of half_plus_three through the SaverDef's restore op, serve,
-// save through the SaverDef's save tensor, and check the saved bundle and
-// that it restores.
+// a TensorFlow master would on a ps task, over gRPC: restore TensorFlow's
+// own checkpoint of half_plus_three through the SaverDef's restore op,
+// serve, save through the SaverDef's save tensor, and check the saved
+// bundle and that it restores.
 func TestSavedModelRestoreServeSave(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWorker(Options{Job: "ps", Task: 0, Incarnation: 7, CheckpointDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := startTask(t, Options{Job: "ps", Task: 0, Incarnation: 7, CheckpointDir: dir})
 	tfPrefix := filepath.Join(dir, "tf", "variables")
 	copyTFCheckpoint(t, filepath.Join("checkpoint", "testdata", "tf-half-plus-three", "variables"), tfPrefix)
 	def := loadSavedModelGraph(t)
-	runner := &sessionRunner{t: t, w: w}
-	runner.create("tf2", true)
-	s := &savedModelSession{sessionRunner: runner, handle: "tf2", def: def}
 
-	// Restore: the restore op's result is the prefix it read.
-	s.wantString("restore", s.step("StatefulPartitionedCall_2:0", map[string]wire.Tensor{"saver_filename": stringScalar(tfPrefix)}), tfPrefix)
+	s := newSavedModelSession(t, task, "tf2", def)
+	s.restore(tfPrefix)
 	s.serve()
 
-	// Save: the save tensor is the prefix written, the shard merged into
-	// it and its temporary directory gone.
+	// The shard is merged into the prefix and its temporary directory
+	// removed.
 	saved := filepath.Join(dir, "export", "ckpt-1")
-	s.wantString("save", s.step("StatefulPartitionedCall_1:0", map[string]wire.Tensor{"saver_filename": stringScalar(saved)}), saved)
+	s.save(saved)
 	if _, err := os.Stat(saved + "_temp"); !os.IsNotExist(err) {
 		t.Fatalf("%s_temp after the save: %v, want it removed", saved, err)
 	}
@@ -178,19 +213,18 @@ func TestSavedModelRestoreServeSave(t *testing.T) {
 		}
 		got.Buf.Release()
 	}
-	graph, err := r.Read("_CHECKPOINTABLE_OBJECT_GRAPH")
+	objects, err := r.Read("_CHECKPOINTABLE_OBJECT_GRAPH")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer graph.Buf.Release()
-	want := def.GetNode()[slices.IndexFunc(def.GetNode(), func(n *tfpb.NodeDef) bool { return n.GetName() == "Const" })].GetAttr()["value"].GetTensor().GetStringVal()[0]
-	s.wantString("saved object graph", graph, string(want))
+	defer objects.Buf.Release()
+	constNode := def.GetNode()[slices.IndexFunc(def.GetNode(), func(n *tfpb.NodeDef) bool { return n.GetName() == "Const" })]
+	wantString(t, "saved object graph", objects, string(constNode.GetAttr()["value"].GetTensor().GetStringVal()[0]))
 
 	// The saved bundle restores, in a session of its own, to the same
 	// model.
-	runner.create("tf2-again", true)
-	again := &savedModelSession{sessionRunner: runner, handle: "tf2-again", def: def}
-	again.wantString("restore of the saved bundle", again.step("StatefulPartitionedCall_2:0", map[string]wire.Tensor{"saver_filename": stringScalar(saved)}), saved)
+	again := newSavedModelSession(t, task, "tf2-again", def)
+	again.restore(saved)
 	again.serve()
 }
 
