@@ -83,3 +83,23 @@ func TestStringOps(t *testing.T) {
 		}, wire.InvalidArgument, "input 1 is float"},
 	})
 }
+
+// TestPackStrings packs strings as a sharded Saver packs its shards' file
+// names for MergeV2Checkpoints.
+func TestPackStrings(t *testing.T) {
+	s := wire.DTString
+	runCases(t, []opCase{
+		{"scalars", []*tfpb.NodeDef{
+			ConstStr("a", nil, "m_temp/part-00000-of-00002"), ConstStrList("b", nil, "m_temp/part-00001-of-00002"),
+			NodeDef("out", "Pack", In("a", "b"), Attrs("N", 2, "T", s, "axis", 0)),
+		}, []string{"out"}, []wire.Tensor{Strs([]int64{2}, "m_temp/part-00000-of-00002", "m_temp/part-00001-of-00002")}},
+		{"vectors along axis 1", []*tfpb.NodeDef{
+			ConstStr("a", []int64{2}, "a0", "a1"), ConstStr("b", []int64{2}, "b0", "b1"), ConstStr("c", []int64{2}, "c0", "c1"),
+			NodeDef("out", "Pack", In("a", "b", "c"), Attrs("N", 3, "T", s, "axis", 1)),
+		}, []string{"out"}, []wire.Tensor{Strs([]int64{2, 3}, "a0", "b0", "c0", "a1", "b1", "c1")}},
+		{"vectors along axis 0", []*tfpb.NodeDef{
+			ConstStr("a", []int64{2}, "a0", "a1"), ConstStr("b", []int64{2}, "b0", "b1"),
+			NodeDef("out", "Pack", In("a", "b"), Attrs("N", 2, "T", s, "axis", -2)),
+		}, []string{"out"}, []wire.Tensor{Strs([]int64{2, 2}, "a0", "a1", "b0", "b1")}},
+	})
+}
