@@ -265,7 +265,8 @@ func TestShardedSaverGraph(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := runPartitions(t, tasks, saverGraphs(tasks), 1, prefix, [][]string{nil, {"save/Identity:0"}})
+	// Step 1 was the initialization's, which runLocal cleaned up.
+	out := runPartitions(t, tasks, saverGraphs(tasks), 2, prefix, [][]string{nil, {"save/Identity:0"}})
 	if got := out[1][0].GetStringVal(); len(got) != 1 || string(got[0]) != prefix {
 		t.Errorf("save/Identity = %v, want the prefix %s", out[1][0], prefix)
 	}
