@@ -12,10 +12,13 @@ import (
 
 // The ops by which TensorFlow's Saver graphs pick the temporary suffix of
 // a sharded save: where(regex_full_match(prefix, "^s3://.*"), ".part",
-// "_temp/part"), and the PlaceholderWithDefault that holds the prefix.
+// "_temp/part"), which is StaticRegexFullMatch for a pattern known when
+// the graph is built, and the PlaceholderWithDefault that holds the
+// prefix.
 
 func init() {
 	registerOp("RegexFullMatch", &Spec{Build: buildRegexFullMatch})
+	registerOp("StaticRegexFullMatch", &Spec{Build: buildStaticRegexFullMatch})
 	registerOp("Select", &Spec{Build: buildSelect})
 	registerOp("SelectV2", &Spec{Build: buildSelect})
 	registerOp("PlaceholderWithDefault", &Spec{Build: buildPlaceholderWithDefault})
@@ -30,10 +33,6 @@ func buildRegexFullMatch(_ *Env, n *Node) (Kernel, error) {
 	}
 	n.NumOutputs = 1
 	return func(c *Context) error {
-		in, err := c.typed(0, wire.DTString)
-		if err != nil {
-			return err
-		}
 		p, err := c.input(1)
 		if err != nil {
 			return err
@@ -42,27 +41,63 @@ func buildRegexFullMatch(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		re, err := regexp.Compile(`^(?:` + pattern + `)$`)
-		if err != nil {
-			return rpc.Errorf(wire.InvalidArgument, "pattern %q: %v", pattern, err)
-		}
-		elems, err := in.Strings(nil)
-		if err != nil {
-			return rpc.Errorf(wire.InvalidArgument, "input: %v", err)
-		}
-		r, err := tensor.New(wire.DTBool, in.Shape)
+		re, err := fullMatch(pattern)
 		if err != nil {
 			return err
 		}
-		for i, e := range elems {
-			r.Data[i] = 0
-			if re.Match(e) {
-				r.Data[i] = 1
-			}
-		}
-		c.setOut(0, r)
-		return nil
+		return matchAll(c, re)
 	}, nil
+}
+
+// fullMatch compiles pattern to match whole strings only.
+func fullMatch(pattern string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(`^(?:` + pattern + `)$`)
+	if err != nil {
+		return nil, rpc.Errorf(wire.InvalidArgument, "pattern %q: %v", pattern, err)
+	}
+	return re, nil
+}
+
+// matchAll sets output 0 to whether each element of input 0 matches re.
+func matchAll(c *Context, re *regexp.Regexp) error {
+	in, err := c.typed(0, wire.DTString)
+	if err != nil {
+		return err
+	}
+	elems, err := in.Strings(nil)
+	if err != nil {
+		return rpc.Errorf(wire.InvalidArgument, "input: %v", err)
+	}
+	r, err := tensor.New(wire.DTBool, in.Shape)
+	if err != nil {
+		return err
+	}
+	for i, e := range elems {
+		r.Data[i] = 0
+		if re.Match(e) {
+			r.Data[i] = 1
+		}
+	}
+	c.setOut(0, r)
+	return nil
+}
+
+// buildStaticRegexFullMatch builds StaticRegexFullMatch(input), its
+// pattern an attribute, compiled once.
+func buildStaticRegexFullMatch(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(1); err != nil {
+		return nil, err
+	}
+	pattern, err := n.attrString("pattern")
+	if err != nil {
+		return nil, err
+	}
+	re, err := fullMatch(pattern)
+	if err != nil {
+		return nil, err
+	}
+	n.NumOutputs = 1
+	return func(c *Context) error { return matchAll(c, re) }, nil
 }
 
 // buildSelect builds Select and SelectV2(condition, t, e): t's elements

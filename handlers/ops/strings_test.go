@@ -114,8 +114,7 @@ func TestSaverSuffixOps(t *testing.T) {
 			ConstStr("filename/input", nil, "model"),
 			NodeDef("filename", "PlaceholderWithDefault", In("filename/input"), Attrs("dtype", s, "shape", []int64{})),
 			ConstStrList("prefix", nil, prefix),
-			ConstStr("pattern", nil, "^s3://.*"),
-			NodeDef("is_s3", "RegexFullMatch", In("prefix", "pattern"), nil),
+			NodeDef("is_s3", "StaticRegexFullMatch", In("prefix"), Attrs("pattern", "^s3://.*")),
 			ConstStr("part", nil, ".part"), ConstStr("temp", nil, "_temp/part"),
 			NodeDef("out", op, In("is_s3", "part", "temp"), Attrs("T", s)),
 		}
@@ -127,6 +126,10 @@ func TestSaverSuffixOps(t *testing.T) {
 			ConstStr("in", []int64{3}, "ab", "abc", "xab"), ConstStr("pattern", nil, "a|ab"),
 			NodeDef("out", "RegexFullMatch", In("in", "pattern"), nil),
 		}, []string{"out"}, []wire.Tensor{Bools([]int64{3}, true, false, false)}},
+		{"StaticRegexFullMatch is whole", []*tfpb.NodeDef{
+			ConstStrList("in", []int64{2, 2}, "s3://b", "/s3://b", "s3:/", ""),
+			NodeDef("out", "StaticRegexFullMatch", In("in"), Attrs("pattern", "s3://.*")),
+		}, []string{"out"}, []wire.Tensor{Bools([]int64{2, 2}, true, false, false, false)}},
 		{"Select elementwise", []*tfpb.NodeDef{
 			NodeDef("cond", "Const", nil, Attrs("dtype", wire.DTBool, "value", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_BOOL, TensorShape: tensor.ShapeToProto([]int64{3}), BoolVal: []bool{true, false, true}})),
 			ConstF32("t", []int64{3}, 1, 2, 3), ConstF32("e", []int64{3}, -1, -2, -3),
@@ -145,6 +148,10 @@ func TestSaverSuffixOps(t *testing.T) {
 			ConstStr("in", nil, "a"), ConstStr("pattern", nil, "(a"),
 			NodeDef("out", "RegexFullMatch", In("in", "pattern"), nil),
 		}, wire.InvalidArgument, `pattern "(a"`},
+		{"bad static pattern", []*tfpb.NodeDef{
+			ConstStr("in", nil, "a"),
+			NodeDef("out", "StaticRegexFullMatch", In("in"), Attrs("pattern", "[")),
+		}, wire.InvalidArgument, `pattern "["`},
 		{"SelectV2 broadcast", []*tfpb.NodeDef{
 			NodeDef("cond", "Const", nil, Attrs("dtype", wire.DTBool, "value", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_BOOL, TensorShape: tensor.ShapeToProto([]int64{2}), BoolVal: []bool{false, true}})),
 			ConstI64("t", []int64{2, 2}, 1, 2, 3, 4), ConstI64("e", []int64{2, 2}, 5, 6, 7, 8),
