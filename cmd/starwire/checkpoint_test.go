@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/starwire/starwire/handlers/checkpoint"
+	"github.com/starwire/starwire/wire"
+)
+
+// tfCheckpoint was written by TensorFlow: a = 0.5, b = 3.0, c = 3.0.
+const tfCheckpoint = "testdata/tf-half-plus-three/variables"
+
+func runCapture(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCheckpointInspect(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		out  string
+		err  string
+	}{
+		{"list", []string{tfCheckpoint}, 0,
+			"a (DT_FLOAT) []\nb (DT_FLOAT) []\nc (DT_FLOAT) []\n\n# Total number of params: 3\n", ""},
+		{"all", []string{tfCheckpoint, "--all"}, 0,
+			"tensor_name:  a\n0.5\ntensor_name:  b\n3.0\ntensor_name:  c\n3.0\n# Total number of params: 3\n", ""},
+		{"tensor first", []string{"--tensor", "a", tfCheckpoint}, 0,
+			"tensor_name:  a\n0.5\n# Total number of params: 3\n", ""},
+		{"missing tensor", []string{tfCheckpoint, "--tensor", "zz"}, 1, "", `tensor "zz" not found`},
+		{"missing checkpoint", []string{"testdata/none"}, 1, "", "testdata/none.index"},
+		{"no prefix", nil, 2, "", "give the checkpoint's PREFIX"},
+		{"two prefixes", []string{tfCheckpoint, tfCheckpoint}, 2, "", "unexpected argument"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCapture(append([]string{"checkpoint", "inspect"}, c.args...)...)
+			if code != c.code || (c.code == 0 && out != c.out) || !strings.Contains(errs, c.err) {
+				t.Errorf("exit %d, stdout:\n%s\nstderr: %s\nwant exit %d, stdout:\n%s\nstderr with %q", code, out, errs, c.code, c.out, c.err)
+			}
+		})
+	}
+	if code, _, errs := runCapture("checkpoint", "frob"); code != 2 || !strings.Contains(errs, `unknown subcommand "frob"`) {
+		t.Errorf("checkpoint frob: exit %d, %s", code, errs)
+	}
+}
+
+// TestCheckpointInspectValues prints arrays of several types.
+func TestCheckpointInspectValues(t *testing.T) {
+	prefix := filepath.Join(t.TempDir(), "ckpt")
+	w, err := checkpoint.NewWriter(prefix, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f32 := []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0x40, 0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40, 0, 0, 0xc0, 0x3f}
+	for _, a := range []struct {
+		name string
+		t    wire.Tensor
+	}{
+		{"m", wire.Tensor{DType: wire.DTFloat, Shape: []int64{2, 3}, Data: f32}},
+		{"i", wire.Tensor{DType: wire.DTInt64, Shape: []int64{2}, Data: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 7, 0, 0, 0, 0, 0, 0, 0}}},
+		{"s", wire.Tensor{DType: wire.DTString, Shape: []int64{2}, Data: wire.AppendStrings(nil, [][]byte{[]byte("it's"), {0}})}},
+		{"b", wire.Tensor{DType: wire.DTBool, Shape: []int64{}, Data: []byte{1}}},
+	} {
+		if err := w.Add(a.name, &a.t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCapture("checkpoint", "inspect", "--all", prefix)
+	want := "tensor_name:  b\nTrue\ntensor_name:  i\n[-1 7]\ntensor_name:  m\n[[1. 2. 3.]\n [4. 5. 1.5]]\n" +
+		"tensor_name:  s\n[b'it\\'s' b'\\x00']\n# Total number of params: 11\n"
+	if code != 0 || out != want {
+		t.Errorf("exit %d (%s), stdout:\n%s\nwant:\n%s", code, errs, out, want)
+	}
+}
