@@ -135,11 +135,6 @@ func (s *savedModelSession) run(fetch string, feeds map[string]*tfpb.TensorProto
 	return out
 }
 
-// stringProto is a string scalar, as a client feeds it.
-func stringProto(v string) *tfpb.TensorProto {
-	return &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: &tfpb.TensorShapeProto{}, StringVal: [][]byte{[]byte(v)}}
-}
-
 func wantString(t *testing.T, what string, got wire.Tensor, want string) {
 	t.Helper()
 	elems, err := got.Strings(nil)
@@ -152,14 +147,14 @@ func wantString(t *testing.T, what string, got wire.Tensor, want string) {
 // prefix read.
 func (s *savedModelSession) restore(prefix string) {
 	s.t.Helper()
-	wantString(s.t, "restore of "+prefix, s.run("StatefulPartitionedCall_2:0", map[string]*tfpb.TensorProto{"saver_filename": stringProto(prefix)}, wire.DTString), prefix)
+	wantString(s.t, "restore of "+prefix, s.run("StatefulPartitionedCall_2:0", map[string]*tfpb.TensorProto{"saver_filename": stringProto(nil, prefix)}, wire.DTString), prefix)
 }
 
 // save runs the SaverDef's save tensor on prefix; its result is the
 // prefix written.
 func (s *savedModelSession) save(prefix string) {
 	s.t.Helper()
-	wantString(s.t, "save to "+prefix, s.run("StatefulPartitionedCall_1:0", map[string]*tfpb.TensorProto{"saver_filename": stringProto(prefix)}, wire.DTString), prefix)
+	wantString(s.t, "save to "+prefix, s.run("StatefulPartitionedCall_1:0", map[string]*tfpb.TensorProto{"saver_filename": stringProto(nil, prefix)}, wire.DTString), prefix)
 }
 
 // serve runs the serving signature on x = [1, 2, 5]: a·x + b.

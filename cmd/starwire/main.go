@@ -1,7 +1,8 @@
 // Command starwire runs a parameter-server cluster over starwire: a local
 // training job (train), one long-lived task of a cluster (serve), the
-// parameter-serving staleness benchmark (staleness), and a probe of a
-// task's health (health).
+// parameter-serving staleness benchmark (staleness), a probe of a task's
+// health (health), and a listing of a TensorFlow checkpoint's tensors
+// (checkpoint inspect).
 //
 // With no flags, train starts one parameter server and two workers in this
 // process over grpc+seastar and trains a sparse logistic-regression model
@@ -81,6 +82,7 @@ var commands = []command{
 	{"bench", "sweep sizes, calls in flight and reactors over gRPC and starwire's paths; write a table, JSON and charts", benchCmd},
 	{"health", "probe a task: the gRPC health service on its gRPC port, or its starwire port", healthCmd},
 	{"cluster", "up, down or run a cluster of test hosts, network namespaces on a bridge, over AF_XDP and TCP", clusterCmd},
+	{"checkpoint", "inspect a TensorFlow checkpoint (tensor_bundle V2): its tensors, shapes and values", checkpointCmd},
 }
 
 func lookupCommand(name string) (command, bool) {
@@ -121,7 +123,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := lookupCommand(args[0])
 	if !ok {
-		fmt.Fprintf(stderr, "starwire: unknown command %q (want train, serve, staleness, bench, health or cluster)\n", args[0])
+		fmt.Fprintf(stderr, "starwire: unknown command %q (want train, serve, staleness, bench, health, cluster or checkpoint)\n", args[0])
 		return 2
 	}
 	if err := envvar.Check(commandEnv[cmd.name]...); err != nil && !wantsHelp(args[1:]) {

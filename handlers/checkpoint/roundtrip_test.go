@@ -165,3 +165,39 @@ func TestFinishReplacesAtomically(t *testing.T) {
 		t.Errorf("%d files after Finish, want index and data", len(files))
 	}
 }
+
+// TestConcurrentReads: one Reader serves many goroutines (run with -race).
+func TestConcurrentReads(t *testing.T) {
+	tensors := map[string]*wire.Tensor{}
+	var names []string
+	for i := range 8 {
+		n := fmt.Sprintf("v%d", i)
+		names = append(names, n)
+		tensors[n] = randTensor(allDTypes[i], []int64{16, 4}, uint64(i))
+	}
+	prefix := tempPrefix(t, "ckpt")
+	save(t, prefix, names, tensors)
+	r := open(t, prefix)
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			var err error
+			for i := range 50 {
+				n := names[(g+i)%len(names)]
+				var got wire.Tensor
+				if got, err = r.Read(n); err == nil && len(got.Data) != len(tensors[n].Data) {
+					err = fmt.Errorf("%s: %d bytes", n, len(got.Data))
+				}
+				if err != nil {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

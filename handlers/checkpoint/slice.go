@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -213,17 +214,17 @@ func sliceFromProto(p *tfpb.TensorSliceProto) Slice {
 	return s
 }
 
-// canonical returns s with every whole dimension written as FullLength, as
-// TensorFlow's TensorSlice keeps it; a slice with no dimensions becomes
-// rank-many whole dimensions.
+// canonical returns s as TensorFlow's TensorSlice holds it: a slice with
+// no dimensions becomes rank-many whole dimensions; otherwise s is kept as
+// given, since TensorFlow keys "0,4" of a 4-long dimension apart from "-"
+// (a partitioned variable's spec spells out its unsplit dimensions).
 func (s Slice) canonical(full []int64) Slice {
+	if len(s.Start) != 0 {
+		return Slice{Start: slices.Clone(s.Start), Length: slices.Clone(s.Length)}
+	}
 	c := Slice{Start: make([]int64, len(full)), Length: make([]int64, len(full))}
-	for i, d := range full {
-		if len(s.Start) == 0 || s.Length[i] == FullLength || (s.Start[i] == 0 && s.Length[i] == d) {
-			c.Length[i] = FullLength
-			continue
-		}
-		c.Start[i], c.Length[i] = s.Start[i], s.Length[i]
+	for i := range c.Length {
+		c.Length[i] = FullLength
 	}
 	return c
 }

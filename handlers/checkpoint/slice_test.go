@@ -97,11 +97,24 @@ func TestSliceKey(t *testing.T) {
 	if got != want {
 		t.Errorf("key %x, want %x", got, want)
 	}
+	// A whole dimension spelled out stays spelled out, as in TensorFlow.
+	spelled := Slice{Start: []int64{0, 0}, Length: []int64{5, 3}}.canonical([]int64{10, 3})
+	if got := sliceKey("a", spelled); got[len(got)-2:] != "\x80\x83" {
+		t.Errorf("spelled key %x", got)
+	}
+	if p := spelled.toProto(); p.Extent[1].GetLength() != 3 || p.Extent[1].HasLength == nil {
+		t.Errorf("spelled extent %v", p.Extent[1])
+	}
 }
 
 // partition splits full's first dimension into n parts, as
-// tf.fixed_size_partitioner does (earlier parts one larger).
-func partition(full []int64, n int) []Slice {
+// tf.fixed_size_partitioner does (earlier parts one larger), the other
+// dimensions whole ("-").
+func partition(full []int64, n int) []Slice { return partitionSpelled(full, n, false) }
+
+// partitionSpelled is partition, with the unsplit dimensions spelled out
+// ("0,4") when spelled, as Python's SaveSliceInfo writes them.
+func partitionSpelled(full []int64, n int, spelled bool) []Slice {
 	var out []Slice
 	start := int64(0)
 	for i := range n {
@@ -113,6 +126,9 @@ func partition(full []int64, n int) []Slice {
 		s.Start[0], s.Length[0] = start, l
 		for d := 1; d < len(full); d++ {
 			s.Length[d] = FullLength
+			if spelled {
+				s.Length[d] = full[d]
+			}
 		}
 		out = append(out, s)
 		start += l
@@ -145,7 +161,7 @@ func TestSlicedNIntoM(t *testing.T) {
 				dir := t.TempDir()
 				final := filepath.Join(dir, "model.ckpt-7")
 				var parts []string
-				for i, s := range partition(full, n) {
+				for i, s := range partitionSpelled(full, n, n%2 == 0) {
 					prefix := filepath.Join(dir, "model.ckpt-7_temp", fmt.Sprintf("part-%05d-of-%05d", i, n))
 					w, err := NewWriter(prefix, 0, 1)
 					if err != nil {

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	endian "encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/starwire/starwire/handlers/checkpoint"
+	"github.com/starwire/starwire/wire"
+)
+
+const checkpointUsage = `usage: starwire checkpoint inspect PREFIX [--tensor NAME] [--all]
+
+  inspect  list the tensors of the TensorFlow checkpoint under PREFIX (the
+           files PREFIX.index and PREFIX.data-*) as TensorFlow's
+           inspect_checkpoint does: "name (DT_FLOAT) [10,4]" per tensor and
+           the total number of parameters; --all prints every tensor's
+           values, --tensor one tensor's
+`
+
+// checkpointCmd runs "starwire checkpoint <subcommand>".
+func checkpointCmd(_ context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		fmt.Fprint(stdout, checkpointUsage)
+		if len(args) == 0 {
+			return usagef("checkpoint: give a subcommand: inspect")
+		}
+		return nil
+	}
+	if args[0] != "inspect" {
+		return usagef("checkpoint: unknown subcommand %q (want inspect)", args[0])
+	}
+	return checkpointInspect(args[1:], stdout)
+}
+
+func checkpointInspect(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("checkpoint inspect", flag.ContinueOnError)
+	tensor := fs.String("tensor", "", "print the values of this tensor only")
+	all := fs.Bool("all", false, "print the values of every tensor")
+	fs.SetOutput(io.Discard)
+	// The prefix may come before or after the flags.
+	var prefix string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stdout, checkpointUsage)
+				fs.SetOutput(stdout)
+				fs.PrintDefaults()
+				return err
+			}
+			return usagef("checkpoint inspect: %v", err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if prefix != "" {
+			return usagef("checkpoint inspect: unexpected argument %q", fs.Arg(0))
+		}
+		prefix, args = fs.Arg(0), fs.Args()[1:]
+	}
+	if prefix == "" {
+		return usagef("checkpoint inspect: give the checkpoint's PREFIX")
+	}
+	r, err := checkpoint.Open(prefix)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	switch {
+	case *tensor != "":
+		if _, ok := r.Entry(*tensor); !ok {
+			return fmt.Errorf("tensor %q not found in checkpoint %s: %w", *tensor, prefix, checkpoint.ErrNotFound)
+		}
+		if err := printTensor(stdout, r, *tensor); err != nil {
+			return err
+		}
+	case *all:
+		for _, e := range r.Entries() {
+			if err := printTensor(stdout, r, e.Name); err != nil {
+				return err
+			}
+		}
+	default:
+		for _, e := range r.Entries() {
+			fmt.Fprintf(stdout, "%s (%s) %s\n", e.Name, tfTypeName(e.DType), tfShape(e.Shape))
+		}
+		fmt.Fprintln(stdout) // Python's print after the listing's own newline
+	}
+	fmt.Fprintf(stdout, "# Total number of params: %d\n", totalParams(r))
+	return nil
+}
+
+func printTensor(w io.Writer, r *checkpoint.Reader, name string) error {
+	fmt.Fprintf(w, "tensor_name:  %s\n", name)
+	t, err := r.Read(name)
+	if err != nil {
+		return err
+	}
+	elems, err := formatElems(t)
+	if err != nil {
+		return fmt.Errorf("tensor %q: %w", name, err)
+	}
+	fmt.Fprintln(w, layout(elems, t.Shape))
+	return nil
+}
+
+func totalParams(r *checkpoint.Reader) int64 {
+	var n int64
+	for _, e := range r.Entries() {
+		c := int64(1)
+		for _, d := range e.Shape {
+			c *= d
+		}
+		n += c
+	}
+	return n
+}
+
+// tfTypeName is TensorFlow's DataType_Name: "DT_FLOAT".
+func tfTypeName(dt wire.DataType) string { return "DT_" + strings.ToUpper(dt.String()) }
+
+// tfShape is TensorShape::DebugString: "[10,4]", "[]" for a scalar.
+func tfShape(shape []int64) string {
+	s := make([]string, len(shape))
+	for i, d := range shape {
+		s[i] = strconv.FormatInt(d, 10)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
+// formatElems formats each element as numpy prints it, roughly: floats
+// shortest, integral ones with a trailing ".", strings as b'...'.
+func formatElems(t wire.Tensor) ([]string, error) {
+	if t.DType == wire.DTString {
+		elems, err := t.Strings(nil)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, len(elems))
+		for i, e := range elems {
+			out[i] = pyBytes(e)
+		}
+		return out, nil
+	}
+	sz := t.DType.Size()
+	out := make([]string, 0, len(t.Data)/sz)
+	le := endian.LittleEndian
+	for p := 0; p+sz <= len(t.Data); p += sz {
+		b := t.Data[p : p+sz]
+		var s string
+		switch t.DType {
+		case wire.DTFloat:
+			s = pyFloat(float64(math.Float32frombits(le.Uint32(b))), 32)
+		case wire.DTDouble:
+			s = pyFloat(math.Float64frombits(le.Uint64(b)), 64)
+		case wire.DTHalf:
+			s = pyFloat(float64(halfToFloat(le.Uint16(b))), 32)
+		case wire.DTBfloat16:
+			s = pyFloat(float64(math.Float32frombits(uint32(le.Uint16(b))<<16)), 32)
+		case wire.DTComplex64:
+			s = pyComplex(float64(math.Float32frombits(le.Uint32(b))), float64(math.Float32frombits(le.Uint32(b[4:]))), 32)
+		case wire.DTComplex128:
+			s = pyComplex(math.Float64frombits(le.Uint64(b)), math.Float64frombits(le.Uint64(b[8:])), 64)
+		case wire.DTBool:
+			s = "False"
+			if b[0] != 0 {
+				s = "True"
+			}
+		case wire.DTInt8, wire.DTQint8:
+			s = strconv.Itoa(int(int8(b[0])))
+		case wire.DTUint8, wire.DTQuint8:
+			s = strconv.Itoa(int(b[0]))
+		case wire.DTInt16, wire.DTQint16:
+			s = strconv.Itoa(int(int16(le.Uint16(b))))
+		case wire.DTUint16, wire.DTQuint16:
+			s = strconv.Itoa(int(le.Uint16(b)))
+		case wire.DTInt32, wire.DTQint32:
+			s = strconv.Itoa(int(int32(le.Uint32(b))))
+		case wire.DTUint32:
+			s = strconv.FormatUint(uint64(le.Uint32(b)), 10)
+		case wire.DTInt64:
+			s = strconv.FormatInt(int64(le.Uint64(b)), 10)
+		case wire.DTUint64:
+			s = strconv.FormatUint(le.Uint64(b), 10)
+		default:
+			s = fmt.Sprintf("%x", b)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func pyFloat(v float64, bits int) string {
+	switch {
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	s := strconv.FormatFloat(v, 'g', -1, bits)
+	if !strings.ContainsAny(s, ".e") {
+		s += "."
+	}
+	return s
+}
+
+func pyComplex(re, im float64, bits int) string {
+	sign := "+"
+	if im < 0 || (im == 0 && math.Signbit(im)) {
+		sign, im = "-", -im
+	}
+	return "(" + strings.TrimSuffix(pyFloat(re, bits), ".") + sign + strings.TrimSuffix(pyFloat(im, bits), ".") + "j)"
+}
+
+func pyBytes(b []byte) string {
+	var s strings.Builder
+	s.WriteString("b'")
+	for _, c := range b {
+		switch {
+		case c == '\'' || c == '\\':
+			s.WriteByte('\\')
+			s.WriteByte(c)
+		case c == '\n':
+			s.WriteString(`\n`)
+		case c == '\t':
+			s.WriteString(`\t`)
+		case c == '\r':
+			s.WriteString(`\r`)
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&s, `\x%02x`, c)
+		default:
+			s.WriteByte(c)
+		}
+	}
+	s.WriteByte('\'')
+	return s.String()
+}
+
+// halfToFloat converts an IEEE 754 half to float32.
+func halfToFloat(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	case exp == 0:
+		v := float32(frac) / (1 << 24)
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
+}
+
+// layout nests elems in brackets by shape, as numpy prints arrays: a
+// scalar bare ("3."), a vector "[1. 2.]", rows of a matrix on their own
+// lines.
+func layout(elems []string, shape []int64) string {
+	if len(shape) == 0 {
+		if len(elems) == 1 {
+			return strings.TrimSuffix(elems[0], ".") + dotZero(elems[0])
+		}
+		return ""
+	}
+	var b strings.Builder
+	var rec func(elems []string, shape []int64, depth int)
+	rec = func(elems []string, shape []int64, depth int) {
+		b.WriteByte('[')
+		if len(shape) == 1 {
+			b.WriteString(strings.Join(elems, " "))
+		} else {
+			n := int(shape[0])
+			step := 0
+			if n > 0 {
+				step = len(elems) / n
+			}
+			for i := range n {
+				if i > 0 {
+					b.WriteString(strings.Repeat("\n", len(shape)-1))
+					b.WriteString(strings.Repeat(" ", depth+1))
+				}
+				rec(elems[i*step:(i+1)*step], shape[1:], depth+1)
+			}
+		}
+		b.WriteByte(']')
+	}
+	rec(elems, shape, 0)
+	return b.String()
+}
+
+// dotZero gives an integral float scalar its ".0", as numpy prints one
+// alone ("3.0") but in an array "3.".
+func dotZero(s string) string {
+	if strings.HasSuffix(s, ".") {
+		return ".0"
+	}
+	return ""
+}
