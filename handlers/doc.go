@@ -41,7 +41,8 @@
 // TensorProto.tensor_content (strings in string_val). tensor.FromProto also
 // reads the typed fields (float_val, int_val, int64_val, ...), repeating the
 // last value when there are fewer values than elements, as Const nodes rely
-// on.
+// on, and strings in tensor_content as TensorFlow encodes them there (all
+// lengths as varints, then the bytes), as a TensorFlow client feeds them.
 //
 // # Graphs and steps
 //

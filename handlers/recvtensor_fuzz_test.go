@@ -8,6 +8,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -49,7 +52,37 @@ func FuzzRecvTensorResponse(f *testing.F) {
 		if got.isDead != want.IsDead || got.sendStart != want.SendStartMicros {
 			t.Fatalf("parsed %+v, protobuf %v", got, want)
 		}
+		// A response over gRPC carries its tensor in the protobuf, strings
+		// in either of TensorFlow's encodings: it decodes or is refused as
+		// InvalidArgument.
+		if want.Tensor == nil || hungry(want.Tensor) {
+			return
+		}
+		tn, err := tensor.FromProto(want.Tensor)
+		if err != nil {
+			if rpc.CodeOf(err) != wire.InvalidArgument {
+				t.Fatalf("tensor refused with %v, want InvalidArgument", err)
+			}
+			return
+		}
+		defer tn.Buf.Release()
+		if err := tn.Check(); err != nil {
+			t.Fatalf("decoded tensor fails Check: %v", err)
+		}
 	})
+}
+
+// hungry reports whether p's shape is legal but holds over a million
+// elements, which a fuzzer should not make the decoder allocate.
+func hungry(p *tfpb.TensorProto) bool {
+	n := int64(1)
+	for _, d := range p.GetTensorShape().GetDim() {
+		if d.GetSize() > 1<<20 || n*max(d.GetSize(), 1) > 1<<20 {
+			return true
+		}
+		n *= max(d.GetSize(), 1)
+	}
+	return false
 }
 
 // addSeeds adds the contents of the testdata files pattern matches to f's

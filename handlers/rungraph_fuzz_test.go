@@ -36,11 +36,18 @@ func FuzzRunGraph(f *testing.F) {
 	x.Buf.Release()
 	bad := proto.CloneOf(xp)
 	bad.TensorContent = bad.TensorContent[:12]
+	// Strings as a TensorFlow client sends them, in tensor_content: a
+	// checkpoint prefix fed to a float feed, and a list whose lengths run
+	// past its bytes.
+	prefix := &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorContent: tensor.AppendStringList(nil, [][]byte{[]byte("ckpt/model")})}
+	badStrings := &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: tensor.ShapeToProto([]int64{2}), TensorContent: []byte("\x03\x09abc")}
 	for i, req := range []*tfpb.RunGraphRequest{
 		{GraphHandle: reg.GraphHandle, StepId: 1, Send: []*tfpb.NamedTensorProto{{Name: FeedKey("x:0", dev), Tensor: xp}}, RecvKey: []string{FetchKey("z:0", dev, 9)}},
 		{GraphHandle: reg.GraphHandle, StepId: 2, StoreErrorsInResponseBody: true, Send: []*tfpb.NamedTensorProto{{Name: FeedKey("x:0", dev), Tensor: bad}}, RecvKey: []string{FetchKey("z:0", dev, 9)}},
 		{GraphHandle: reg.GraphHandle, StepId: 3, StoreErrorsInResponseBody: true, Send: []*tfpb.NamedTensorProto{{Name: FeedKey("x:0", dev), Tensor: xp}}, RecvKey: []string{"z", "w:0"}},
 		{GraphHandle: "nope", StepId: 4, StoreErrorsInResponseBody: true},
+		{GraphHandle: reg.GraphHandle, StepId: 5, StoreErrorsInResponseBody: true, Send: []*tfpb.NamedTensorProto{{Name: FeedKey("x:0", dev), Tensor: prefix}}, RecvKey: []string{FetchKey("z:0", dev, 9)}},
+		{GraphHandle: reg.GraphHandle, StepId: 6, Send: []*tfpb.NamedTensorProto{{Name: FeedKey("x:0", dev), Tensor: badStrings}}, RecvKey: []string{FetchKey("z:0", dev, 9)}},
 	} {
 		b, err := proto.Marshal(req)
 		if err != nil {

@@ -23,13 +23,18 @@ func (w *Worker) createWorkerSession(req *tfpb.CreateWorkerSessionRequest) (*tfp
 		return nil, rpc.Errorf(wire.InvalidArgument, "CreateWorkerSession: empty session handle")
 	}
 	w.mu.Lock()
-	w.sessions[req.GetSessionHandle()] = struct{}{}
+	// A session created again keeps its state: a master retrying the
+	// call must not lose an isolated session's variables.
+	if w.sessions[req.GetSessionHandle()] == nil {
+		w.sessions[req.GetSessionHandle()] = w.newSession(req.GetIsolateSessionState())
+	}
 	w.mu.Unlock()
 	return &tfpb.CreateWorkerSessionResponse{}, nil
 }
 
 func (w *Worker) deleteWorkerSession(req *tfpb.DeleteWorkerSessionRequest) (*tfpb.DeleteWorkerSessionResponse, error) {
 	w.mu.Lock()
+	s := w.sessions[req.GetSessionHandle()]
 	delete(w.sessions, req.GetSessionHandle())
 	for h, g := range w.graphs {
 		if g.session == req.GetSessionHandle() {
@@ -37,6 +42,9 @@ func (w *Worker) deleteWorkerSession(req *tfpb.DeleteWorkerSessionRequest) (*tfp
 		}
 	}
 	w.mu.Unlock()
+	if s != nil {
+		s.close()
+	}
 	return &tfpb.DeleteWorkerSessionResponse{}, nil
 }
 
@@ -47,7 +55,7 @@ func (w *Worker) checkSession(handle string, called bool) error {
 		return nil
 	}
 	w.mu.Lock()
-	_, ok := w.sessions[handle]
+	ok := w.sessions[handle] != nil
 	w.mu.Unlock()
 	if !ok {
 		return rpc.Errorf(wire.Aborted, "session %q is not found on %s (the task may have restarted)", handle, w.task)
@@ -59,11 +67,26 @@ func (w *Worker) registerGraph(req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGr
 	if err := w.checkSession(req.GetSessionHandle(), req.GetCreateWorkerSessionCalled()); err != nil {
 		return nil, err
 	}
-	g, err := graph.Build(req.GetGraphDef(), w.env)
+	// A graph of a known session runs against its state; one of no
+	// session (a master that did not call CreateWorkerSession) against the
+	// worker's.
+	env := w.env
+	w.mu.Lock()
+	sess := w.sessions[req.GetSessionHandle()]
+	w.mu.Unlock()
+	if sess != nil {
+		env = sess.env
+	}
+	g, err := graph.Build(req.GetGraphDef(), env)
 	if err != nil {
 		return nil, err
 	}
 	w.mu.Lock()
+	if sess != nil && w.sessions[req.GetSessionHandle()] != sess {
+		// Deleted while the graph was built: its state is gone.
+		w.mu.Unlock()
+		return nil, rpc.Errorf(wire.Aborted, "session %q is not found on %s (deleted while RegisterGraph ran)", req.GetSessionHandle(), w.task)
+	}
 	w.nextID++
 	handle := "g" + strconv.FormatUint(w.nextID, 10)
 	w.graphs[handle] = &registered{Graph: g, session: req.GetSessionHandle()}

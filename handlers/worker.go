@@ -33,7 +33,7 @@ type Worker struct {
 	collective *collectives
 
 	mu       sync.Mutex
-	sessions map[string]struct{}
+	sessions map[string]*session
 	graphs   map[string]*registered // by handle
 	nextID   uint64
 }
@@ -89,7 +89,7 @@ func NewWorker(opts Options) (*Worker, error) {
 		vars:       ops.NewVariables(),
 		stats:      newStepStatsLog(),
 		collective: newCollectives(),
-		sessions:   make(map[string]struct{}),
+		sessions:   make(map[string]*session),
 		graphs:     make(map[string]*registered),
 	}
 	host, _ := os.Hostname()

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,7 @@ type serveFlags struct {
 	index, ps, workers int
 	host, iface, net   string
 	afxdpPath          string
+	checkpointDir      string
 	report             time.Duration
 	stdout             io.Writer
 	metrics            metricsFlag
@@ -46,6 +48,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	fs.StringVar(&f.iface, "afxdp_iface", "", "carry this task's calls to its peers over AF_XDP on this interface, whose address is the task's starwire host (every task must); --transport still carries the calls it receives from drivers")
 	registerAFXDPPath(fs, &f.afxdpPath, "calls to peers (with --afxdp_iface and --transport tcp)")
 	fs.StringVar(&f.net, "transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
+	fs.StringVar(&f.checkpointDir, "checkpoint_dir", "", "the directory the task's SaveV2, RestoreV2 and MergeV2Checkpoints read and write (created if missing); a graph's checkpoint prefixes must lie inside it, relative ones are taken under it (default: checkpoints refused)")
 	fs.DurationVar(&f.report, "report", 10*time.Second, "interval between the lines saying what the task did (0: none)")
 	f.clusterFlags.register(fs)
 	f.metrics.register(fs)
@@ -57,6 +60,9 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if err := f.resolveTask(set); err != nil {
+		return err
+	}
+	if err := f.makeCheckpointDir(); err != nil {
 		return err
 	}
 	policy, err := parseAFXDPPath("serve", f.afxdpPath)
@@ -106,6 +112,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	}
 	defer stop()
 	s.Metrics, s.Pcap, s.PacketAuth, s.AFXDPPath = m, f.pcap.file, auth, policy
+	s.CheckpointDir = f.checkpointDir
 	if f.registryDir != "" {
 		f.guard(s, set, need{ps: f.ps, workers: f.workers})
 	} else {
@@ -135,6 +142,25 @@ func (f *serveFlags) resolveTask(set map[string]bool) error {
 	case f.job == "chief" || f.job == "evaluator":
 		return usagef("serve: --job %s: serve runs ps and worker tasks; the %s is the driver, \"starwire train\"", f.job, f.job)
 	}
+	return nil
+}
+
+// makeCheckpointDir makes --checkpoint_dir absolute, so that prefixes are
+// checked against one place whatever the working directory, and creates
+// it: a save into a directory that is not there would fail only when the
+// first checkpoint is due, hours into training.
+func (f *serveFlags) makeCheckpointDir() error {
+	if f.checkpointDir == "" {
+		return nil
+	}
+	dir, err := filepath.Abs(f.checkpointDir)
+	if err != nil {
+		return usagef("serve: --checkpoint_dir %s: %v", f.checkpointDir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("serve: --checkpoint_dir: %w", err)
+	}
+	f.checkpointDir = dir
 	return nil
 }
 

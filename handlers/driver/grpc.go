@@ -172,9 +172,11 @@ func (g *GRPCCaller) RecvTensor(ctx context.Context, req *tfpb.RecvTensorRequest
 }
 
 // tensorView returns p as a tensor that points into p's tensor_content when
-// it has one (no copy), or decodes p's typed values otherwise.
+// it has one (no copy), or decodes p's typed values otherwise. Strings are
+// always decoded: TensorFlow's encoding of them in tensor_content is not
+// DTString's.
 func tensorView(p *tfpb.TensorProto) (wire.Tensor, error) {
-	if c := p.GetTensorContent(); len(c) > 0 {
+	if c := p.GetTensorContent(); len(c) > 0 && wire.DataType(p.GetDtype()) != wire.DTString {
 		shape, err := tensor.ShapeFromProto(p.GetTensorShape())
 		if err != nil {
 			return wire.Tensor{}, err

@@ -14,7 +14,8 @@
 // A partition's function library is supported by inlining (see
 // functions.go): a node calling a function of the library, by the
 // function's name or through PartitionedCall or StatefulPartitionedCall,
-// becomes the function's body bound to the call's attributes. A body that
+// becomes the function's body bound to the call's attributes; calls inside
+// bodies are inlined in turn, up to 64 deep, and recursion is refused. A body that
 // uses an op this binary lacks is refused at Build with NotFound, naming
 // the function, its node and the call. Control flow ops (While, If) are
 // not among the ops.

@@ -22,12 +22,23 @@ import (
 // also waits, by control edges, for F's control outputs and for every body
 // node nothing else consumes, so that a control dependency on C covers F's
 // side effects; every body node waits for C's control inputs.
-// Calls in bodies are inlined in turn; a function that calls itself is
-// refused.
+// Calls in bodies, by name or through PartitionedCall and
+// StatefulPartitionedCall as TensorFlow 2 writes them, are inlined in turn,
+// to any depth up to maxCallDepth; a function that calls itself, directly
+// or through others, is refused.
 
 // maxInlined bounds the nodes inlining may make, so that a library of
 // functions calling each other many times over cannot exhaust memory.
 const maxInlined = 1 << 20
+
+// maxCallDepth bounds how deeply calls may nest. A SavedModel's functions
+// nest a few levels (signature wrapper, __call__, layers); the bound keeps
+// a long chain of distinct functions, which the recursion check lets
+// through, from growing the stack and the node names without limit.
+const maxCallDepth = 64
+
+// isCallOp reports whether op calls the function its attribute f names.
+func isCallOp(op string) bool { return op == "PartitionedCall" || op == "StatefulPartitionedCall" }
 
 // A library is a partition's function library, by name.
 type library struct {
@@ -59,7 +70,7 @@ func (l *library) function(n *tfpb.NodeDef) (*tfpb.FunctionDef, map[string]*tfpb
 	if f := l.fns[n.GetOp()]; f != nil {
 		return f, n.GetAttr(), nil
 	}
-	if n.GetOp() != "PartitionedCall" && n.GetOp() != "StatefulPartitionedCall" {
+	if !isCallOp(n.GetOp()) {
 		return nil, nil, nil
 	}
 	fa := n.GetAttr()["f"].GetFunc()
@@ -95,6 +106,9 @@ func (l *library) inline(out []*tfpb.NodeDef, n *tfpb.NodeDef, stack []string) (
 	name := f.GetSignature().GetName()
 	if slices.Contains(stack, name) {
 		return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q calls function %q recursively (%s)", n.GetName(), name, strings.Join(append(stack, name), " -> "))
+	}
+	if len(stack) >= maxCallDepth {
+		return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q calls function %q nested %d calls deep, over the limit of %d (%s)", n.GetName(), name, len(stack)+1, maxCallDepth, strings.Join(append(stack, name), " -> "))
 	}
 	if l.made += len(f.GetNodeDef()) + 1; l.made > maxInlined {
 		return nil, rpc.Errorf(wire.ResourceExhausted, "RegisterGraph: inlining function %q at node %q makes over %d nodes", name, n.GetName(), maxInlined)
@@ -176,7 +190,7 @@ func (l *library) instantiate(f *tfpb.FunctionDef, callAttrs map[string]*tfpb.At
 		byName[b.GetName()] = b
 	}
 	for _, b := range f.GetNodeDef() {
-		if l.fns[b.GetOp()] == nil && ops.Lookup(b.GetOp()) == nil {
+		if l.fns[b.GetOp()] == nil && !isCallOp(b.GetOp()) && ops.Lookup(b.GetOp()) == nil {
 			return nil, rpc.Errorf(wire.NotFound, "Op type not registered '%s' in binary running on %s. Make sure the Op and Kernel are registered in the binary running in this process. (RegisterGraph: function %q, node %q, inlined at node %q)",
 				b.GetOp(), l.host, fname, b.GetName(), call.GetName())
 		}
@@ -332,6 +346,15 @@ func (l *library) resolve(ref string, byName map[string]*tfpb.NodeDef, args map[
 
 // outputPort is the port of element i of output argument out of node n.
 func (l *library) outputPort(n *tfpb.NodeDef, out string, i int, bound map[string]*tfpb.AttrValue) (int, error) {
+	if isCallOp(n.GetOp()) {
+		// A PartitionedCall's one output argument, "output", lists
+		// every result of the function: "call:output:i" is port i. Its
+		// function is looked up when the call is inlined.
+		if out != "output" {
+			return 0, fmt.Errorf("%s has no output %q", n.GetOp(), out)
+		}
+		return i, nil
+	}
 	f, attrs, err := l.function(n)
 	if err != nil {
 		return 0, err

@@ -1,114 +1,106 @@
 package ops
 
 import (
-	"bytes"
-	"encoding/binary"
-	"fmt"
-	"hash/crc32"
+	"errors"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"slices"
 
+	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
 )
+
+// SaveV2, RestoreV2 and MergeV2Checkpoints read and write TensorFlow's own
+// checkpoint format (package checkpoint), so that a checkpoint a starwire
+// ps saves is one TensorFlow restores, and the other way round. Their
+// prefixes lie in the checkpoint directory (see resolvePrefix).
 
 func init() {
 	registerOp("SaveV2", &Spec{Build: buildSaveV2})
 	registerOp("RestoreV2", &Spec{Build: buildRestoreV2})
+	registerOp("MergeV2Checkpoints", &Spec{
+		Defaults: map[string]*tfpb.AttrValue{"delete_old_dirs": boolAttr(true), "allow_missing_files": boolAttr(false)},
+		Build:    buildMergeV2Checkpoints,
+	})
 }
 
-// Checkpoint files hold named tensors:
-//
-//	magic "SWCKPT1\n" | uvarint count | count × entry | crc32c (LE) of all before
-//	entry: uvarint name length | name | uvarint dtype | uvarint rank |
-//	       rank × uvarint dim | uvarint byte length | bytes
-//
-// A save writes a temporary file, syncs it and renames it over the old one,
-// so a task that dies mid-save leaves the previous checkpoint intact.
-const (
-	checkpointMagic  = "SWCKPT1\n"
-	checkpointSuffix = ".swckpt"
-)
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// checkpointPath maps a SaveV2/RestoreV2 prefix into the checkpoint
-// directory dir; prefixes cannot climb out of it.
-func checkpointPath(dir, prefix string) (string, error) {
-	if dir == "" {
-		return "", rpc.Errorf(wire.FailedPrecondition, "the worker has no checkpoint directory")
+// checkpointError gives an error of package checkpoint TensorFlow's code
+// for it, naming the prefix as the graph gave it: NotFound for a missing
+// checkpoint or tensor, DataLoss for a corrupt one, InvalidArgument for a
+// dtype, shape or slice that does not fit.
+func checkpointError(prefix string, err error) error {
+	code := wire.Internal
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		code = wire.NotFound
+	case errors.Is(err, checkpoint.ErrCorrupt):
+		code = wire.DataLoss
+	case errors.Is(err, checkpoint.ErrMismatch):
+		code = wire.InvalidArgument
+	case errors.Is(err, fs.ErrPermission):
+		code = wire.PermissionDenied
 	}
-	if prefix == "" {
-		return "", rpc.Errorf(wire.InvalidArgument, "empty checkpoint prefix")
-	}
-	return filepath.Join(dir, filepath.Clean("/"+prefix)) + checkpointSuffix, nil
-}
-
-// scalarString returns a string scalar's value.
-func scalarString(t *wire.Tensor) (string, error) {
-	if t.DType != wire.DTString || len(t.Shape) != 0 {
-		return "", rpc.Errorf(wire.InvalidArgument, "want a string scalar, have %v%v", t.DType, t.Shape)
-	}
-	s, err := t.Strings(nil)
-	if err != nil {
-		return "", rpc.Errorf(wire.InvalidArgument, "%v", err)
-	}
-	return string(s[0]), nil
-}
-
-// namesAndSlices returns the n elements of the string vector names;
-// slices must be empty, since partitioned variables are not supported.
-func namesAndSlices(names, slices *wire.Tensor, n int) ([][]byte, error) {
-	if names.DType != wire.DTString || len(names.Shape) != 1 || names.Shape[0] != int64(n) {
-		return nil, rpc.Errorf(wire.InvalidArgument, "tensor_names must be %d strings, is %v%v", n, names.DType, names.Shape)
-	}
-	out, err := names.Strings(nil)
-	if err != nil {
-		return nil, rpc.Errorf(wire.InvalidArgument, "tensor_names: %v", err)
-	}
-	if slices.DType != wire.DTString || len(slices.Shape) != 1 || slices.Shape[0] != int64(n) {
-		return nil, rpc.Errorf(wire.InvalidArgument, "shape_and_slices must be %d strings, is %v%v", n, slices.DType, slices.Shape)
-	}
-	sl, err := slices.Strings(nil)
-	if err != nil {
-		return nil, rpc.Errorf(wire.InvalidArgument, "shape_and_slices: %v", err)
-	}
-	for i, s := range sl {
-		if len(s) != 0 {
-			return nil, rpc.Errorf(wire.Unimplemented, "slice %q of %q: partitioned variables are not supported", s, out[i])
-		}
-	}
-	return out, nil
+	return rpc.Errorf(code, "checkpoint %s: %v", prefix, err)
 }
 
 // A checkpointTarget is what SaveV2 and RestoreV2 read from their first
 // three inputs: prefix, tensor_names and shape_and_slices.
 type checkpointTarget struct {
 	prefix string   // as given, for messages
-	path   string   // the file prefix names in the checkpoint directory
+	path   string   // where prefix lies in the checkpoint directory
 	names  [][]byte // one per entry of dtypes
+	specs  [][]byte // the shape_and_slices, "" for a whole tensor
 }
 
-// resolveCheckpoint reads ts, the first three inputs of SaveV2 or RestoreV2,
-// for n tensors in the checkpoint directory dir. Both ops check them alike,
-// so that a prefix saves and restores the same file.
-func resolveCheckpoint(dir string, ts []*wire.Tensor, n int) (checkpointTarget, error) {
-	prefix, err := scalarString(ts[0])
-	if err != nil {
-		return checkpointTarget{}, fmt.Errorf("prefix: %w", err)
-	}
-	names, err := namesAndSlices(ts[1], ts[2], n)
+// resolveCheckpoint reads ts, the first three inputs of SaveV2 or
+// RestoreV2, for n tensors in the checkpoint directory root.
+func resolveCheckpoint(root string, ts []*wire.Tensor, n int) (checkpointTarget, error) {
+	prefix, err := scalarString(ts[0], "prefix")
 	if err != nil {
 		return checkpointTarget{}, err
 	}
-	path, err := checkpointPath(dir, prefix)
+	path, err := resolvePrefix(root, prefix)
 	if err != nil {
 		return checkpointTarget{}, err
 	}
-	return checkpointTarget{prefix: prefix, path: path, names: names}, nil
+	target := checkpointTarget{prefix: prefix, path: path}
+	if target.names, err = stringVector(ts[1], n, "tensor_names"); err != nil {
+		return checkpointTarget{}, err
+	}
+	if target.specs, err = stringVector(ts[2], n, "shape_and_slices"); err != nil {
+		return checkpointTarget{}, err
+	}
+	return target, nil
 }
 
+// stringVector returns the n elements of the string vector t.
+func stringVector(t *wire.Tensor, n int, what string) ([][]byte, error) {
+	if t.DType != wire.DTString || len(t.Shape) != 1 || t.Shape[0] != int64(n) {
+		return nil, rpc.Errorf(wire.InvalidArgument, "%s must be %d strings, is %v%v", what, n, t.DType, t.Shape)
+	}
+	out, err := t.Strings(nil)
+	if err != nil {
+		return nil, rpc.Errorf(wire.InvalidArgument, "%s: %v", what, err)
+	}
+	return out, nil
+}
+
+// parseSpec parses tensor name's shape_and_slices entry.
+func (c *checkpointTarget) parseSpec(i int) (full []int64, s checkpoint.Slice, err error) {
+	full, s, err = checkpoint.ParseShapeAndSlice(string(c.specs[i]))
+	if err != nil {
+		return nil, s, rpc.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q: shape_and_slices %q: %v", c.prefix, c.names[i], c.specs[i], err)
+	}
+	return full, s, nil
+}
+
+// buildSaveV2 builds SaveV2(prefix, tensor_names, shape_and_slices,
+// tensors...): one checkpoint, in one data file, under prefix. A tensor
+// with a shape_and_slices spec is that slice of a partitioned variable,
+// saved so that a restore may read any slice of the whole.
 func buildSaveV2(env *Env, n *Node) (Kernel, error) {
 	dtypes, err := n.attrTypeList("dtypes")
 	if err != nil {
@@ -117,134 +109,53 @@ func buildSaveV2(env *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(3 + len(dtypes)); err != nil {
 		return nil, err
 	}
+	root, err := checkpointRoot(env.CheckpointDir)
+	if err != nil {
+		return nil, err
+	}
 	return func(c *Context) error {
 		ts := make([]*wire.Tensor, 3+len(dtypes))
 		if err := c.inputs(ts); err != nil {
 			return err
 		}
-		target, err := resolveCheckpoint(env.CheckpointDir, ts[:3], len(dtypes))
+		target, err := resolveCheckpoint(root, ts[:3], len(dtypes))
 		if err != nil {
 			return err
 		}
-		b := []byte(checkpointMagic)
-		b = binary.AppendUvarint(b, uint64(len(target.names)))
+		w, err := checkpoint.NewWriter(target.path, 0, 1)
+		if err != nil {
+			return checkpointError(target.prefix, err)
+		}
+		defer w.Abort()
 		for i, name := range target.names {
 			t := ts[3+i]
 			if t.DType != dtypes[i] {
-				return rpc.Errorf(wire.InvalidArgument, "tensor %q is %v, dtypes says %v", name, t.DType, dtypes[i])
+				return rpc.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v, dtypes says %v", target.prefix, name, t.DType, dtypes[i])
 			}
-			b = binary.AppendUvarint(b, uint64(len(name)))
-			b = append(b, name...)
-			b = binary.AppendUvarint(b, uint64(t.DType))
-			b = binary.AppendUvarint(b, uint64(len(t.Shape)))
-			for _, d := range t.Shape {
-				b = binary.AppendUvarint(b, uint64(d))
+			full, s, err := target.parseSpec(i)
+			if err != nil {
+				return err
 			}
-			b = binary.AppendUvarint(b, uint64(len(t.Data)))
-			b = append(b, t.Data...)
+			if full == nil {
+				err = w.Add(string(name), t)
+			} else {
+				err = w.AddSlice(string(name), full, s, t)
+			}
+			if err != nil {
+				return checkpointError(target.prefix, err)
+			}
 		}
-		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-		return writeFileAtomic(target.path, b)
+		if err := w.Finish(); err != nil {
+			return checkpointError(target.prefix, err)
+		}
+		return nil
 	}, nil
 }
 
-// writeFileAtomic writes b to a temporary file beside path, syncs it and
-// renames it to path.
-func writeFileAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return rpc.Errorf(wire.Internal, "checkpoint: %v", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return rpc.Errorf(wire.Internal, "checkpoint: %v", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return rpc.Errorf(wire.Internal, "checkpoint %s: %v", path, err)
-	}
-	return nil
-}
-
-// readCheckpoint parses a checkpoint file into views of its bytes.
-func readCheckpoint(path string) (map[string]wire.Tensor, error) {
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, rpc.Errorf(wire.NotFound, "checkpoint %s does not exist", filepath.Base(path))
-	}
-	if err != nil {
-		return nil, rpc.Errorf(wire.Internal, "checkpoint: %v", err)
-	}
-	corrupt := func(what string) error {
-		return rpc.Errorf(wire.DataLoss, "checkpoint %s is corrupt: %s", filepath.Base(path), what)
-	}
-	if len(b) < len(checkpointMagic)+4 || !bytes.HasPrefix(b, []byte(checkpointMagic)) {
-		return nil, corrupt("bad magic")
-	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
-		return nil, corrupt("checksum mismatch")
-	}
-	r := body[len(checkpointMagic):]
-	next := func() (uint64, bool) {
-		v, n := binary.Uvarint(r)
-		if n <= 0 {
-			return 0, false
-		}
-		r = r[n:]
-		return v, true
-	}
-	count, ok := next()
-	if !ok || count > uint64(len(r)) {
-		return nil, corrupt("bad count")
-	}
-	out := make(map[string]wire.Tensor, count)
-	for i := uint64(0); i < count; i++ {
-		nl, ok := next()
-		if !ok || nl > uint64(len(r)) {
-			return nil, corrupt("bad name")
-		}
-		name := string(r[:nl])
-		r = r[nl:]
-		dt, ok1 := next()
-		rank, ok2 := next()
-		if !ok1 || !ok2 || rank > wire.MaxRank {
-			return nil, corrupt("bad descriptor of " + name)
-		}
-		shape := make([]int64, rank)
-		for j := range shape {
-			d, ok := next()
-			if !ok || d > 1<<40 {
-				return nil, corrupt("bad shape of " + name)
-			}
-			shape[j] = int64(d)
-		}
-		nb, ok := next()
-		if !ok || nb > uint64(len(r)) {
-			return nil, corrupt("bad length of " + name)
-		}
-		t := wire.Tensor{DType: wire.DataType(dt), Shape: shape, Data: r[:nb]}
-		if err := t.Check(); err != nil {
-			return nil, corrupt(fmt.Sprintf("%s: %v", name, err))
-		}
-		r = r[nb:]
-		out[name] = t
-	}
-	if len(r) != 0 {
-		return nil, corrupt("trailing bytes")
-	}
-	return out, nil
-}
-
+// buildRestoreV2 builds RestoreV2(prefix, tensor_names,
+// shape_and_slices): the tensors, or with a spec the slices of them, from
+// the checkpoint under prefix, whichever slices they were saved in (a
+// variable saved by N ps tasks restores into M).
 func buildRestoreV2(env *Env, n *Node) (Kernel, error) {
 	dtypes, err := n.attrTypeList("dtypes")
 	if err != nil {
@@ -253,29 +164,125 @@ func buildRestoreV2(env *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(3); err != nil {
 		return nil, err
 	}
+	root, err := checkpointRoot(env.CheckpointDir)
+	if err != nil {
+		return nil, err
+	}
 	n.NumOutputs = len(dtypes)
 	return func(c *Context) error {
 		var ts [3]*wire.Tensor
 		if err := c.inputs(ts[:]); err != nil {
 			return err
 		}
-		target, err := resolveCheckpoint(env.CheckpointDir, ts[:], len(dtypes))
+		target, err := resolveCheckpoint(root, ts[:], len(dtypes))
 		if err != nil {
 			return err
 		}
-		saved, err := readCheckpoint(target.path)
+		r, err := checkpoint.Open(target.path)
+		if err != nil {
+			return checkpointError(target.prefix, err)
+		}
+		defer r.Close()
+		for i := range target.names {
+			t, err := restoreOne(r, &target, i, dtypes[i])
+			if err != nil {
+				return err
+			}
+			c.setOut(i, t)
+		}
+		return nil
+	}, nil
+}
+
+// restoreOne reads tensor i of target from r as a tensor of dtype dt in
+// a buffer of its own.
+func restoreOne(r *checkpoint.Reader, target *checkpointTarget, i int, dt wire.DataType) (wire.Tensor, error) {
+	name := string(target.names[i])
+	e, ok := r.Entry(name)
+	if !ok {
+		return wire.Tensor{}, rpc.Errorf(wire.NotFound, "checkpoint %s: tensor %q is not in the checkpoint", target.prefix, name)
+	}
+	if e.DType != dt {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v in the checkpoint, dtypes says %v", target.prefix, name, e.DType, dt)
+	}
+	full, s, err := target.parseSpec(i)
+	if err != nil {
+		return wire.Tensor{}, err
+	}
+	if full != nil && !slices.Equal(full, e.Shape) {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v in the checkpoint, shape_and_slices %q says %v", target.prefix, name, e.Shape, target.specs[i], full)
+	}
+	t, err := r.ReadSlice(name, s)
+	if err != nil {
+		return wire.Tensor{}, checkpointError(target.prefix, err)
+	}
+	// The reader's memory is the garbage collector's; a step's outputs are
+	// pooled and aligned for any view of them.
+	return tensor.Copy(&t), nil
+}
+
+// buildMergeV2Checkpoints builds MergeV2Checkpoints(checkpoint_prefixes,
+// destination_prefix): the shards a sharded save wrote, one per ps task,
+// joined into one checkpoint under destination_prefix, their files moved
+// or deleted. With delete_old_dirs (the default, as a Saver's graph has
+// it) the shards' directories are removed once empty, as TensorFlow
+// removes "<prefix>_temp"; with allow_missing_files a shard that is not
+// there is skipped rather than refused.
+func buildMergeV2Checkpoints(env *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(2); err != nil {
+		return nil, err
+	}
+	deleteOld, err := n.attrBool("delete_old_dirs")
+	if err != nil {
+		return nil, err
+	}
+	allowMissing, err := n.attrBool("allow_missing_files")
+	if err != nil {
+		return nil, err
+	}
+	root, err := checkpointRoot(env.CheckpointDir)
+	if err != nil {
+		return nil, err
+	}
+	return func(c *Context) error {
+		var in [2]*wire.Tensor
+		if err := c.inputs(in[:]); err != nil {
+			return err
+		}
+		p := in[0]
+		if p.DType != wire.DTString || len(p.Shape) != 1 {
+			return rpc.Errorf(wire.InvalidArgument, "checkpoint_prefixes must be a string vector, is %v%v", p.DType, p.Shape)
+		}
+		prefixes, err := p.Strings(nil)
+		if err != nil {
+			return rpc.Errorf(wire.InvalidArgument, "checkpoint_prefixes: %v", err)
+		}
+		dst, err := scalarString(in[1], "destination_prefix")
 		if err != nil {
 			return err
 		}
-		for i, name := range target.names {
-			t, ok := saved[string(name)]
-			if !ok {
-				return rpc.Errorf(wire.NotFound, "tensor %q is not in checkpoint %s", name, target.prefix)
+		dstPath, err := resolvePrefix(root, dst)
+		if err != nil {
+			return err
+		}
+		src := make([]string, 0, len(prefixes))
+		for _, prefix := range prefixes {
+			path, err := resolvePrefix(root, string(prefix))
+			if err != nil {
+				return err
 			}
-			if t.DType != dtypes[i] {
-				return rpc.Errorf(wire.InvalidArgument, "tensor %q is %v in checkpoint %s, dtypes says %v", name, t.DType, target.prefix, dtypes[i])
+			if allowMissing {
+				if _, err := os.Stat(checkpoint.IndexFile(path)); errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
 			}
-			c.setOut(i, tensor.Copy(&t))
+			src = append(src, path)
+		}
+		if len(src) == 0 {
+			return rpc.Errorf(wire.NotFound, "checkpoint %s: none of the %d checkpoints to merge exists", dst, len(prefixes))
+		}
+		if err := checkpoint.Merge(src, dstPath, deleteOld); err != nil {
+			return checkpointError(dst, err)
 		}
 		return nil
 	}, nil

@@ -142,9 +142,14 @@ func buildPack(_ *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(int(num)); err != nil {
 		return nil, err
 	}
-	dt, err := n.fixedType("T")
+	dt, err := n.attrType("T")
 	if err != nil {
 		return nil, err
+	}
+	if dt != wire.DTString {
+		if dt, err = n.fixedType("T"); err != nil {
+			return nil, err
+		}
 	}
 	axisAttr, err := n.attrInt("axis")
 	if err != nil {
@@ -155,6 +160,9 @@ func buildPack(_ *Env, n *Node) (Kernel, error) {
 		parts := make([]*wire.Tensor, num)
 		if err := c.typedInputs(dt, parts); err != nil {
 			return err
+		}
+		if dt == wire.DTString {
+			return packStrings(c, parts, axisAttr)
 		}
 		in := parts[0].Shape
 		axis, err := normAxis(axisAttr, len(in)+1)

@@ -23,7 +23,8 @@
 // (slice.go); DynamicPartition, DynamicStitch, ParallelDynamicStitch
 // (partition.go); Unique, UnsortedSegmentSum (segment.go); Less,
 // LessEqual, Greater, GreaterEqual, Equal, NotEqual (compare.go); SaveV2,
-// RestoreV2 (checkpoint.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
+// RestoreV2, MergeV2Checkpoints (checkpoint.go); ShardedFilename,
+// ShardedFilespec, StringJoin (strings.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
 // Maximum, Minimum, FloorDiv, FloorMod (with broadcasting), Neg, Sigmoid,
 // SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go).
 // Arithmetic supports DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; ops that
@@ -38,7 +39,13 @@
 // across steps and graphs, and are shared by concurrent steps: dense
 // updates take a variable's lock for writing, sparse row updates take it
 // for reading plus a striped per-row lock, so updates of distinct rows run
-// in parallel and updates of one row add up exactly (see variable). SaveV2
-// and RestoreV2 write and read checkpoints under Env.CheckpointDir, so a
-// restarted parameter server resumes.
+// in parallel and updates of one row add up exactly (see variable).
+//
+// # Checkpoints
+//
+// SaveV2, RestoreV2 and MergeV2Checkpoints write and read TensorFlow's
+// checkpoint format (package checkpoint) under Env.CheckpointDir, so that
+// a restarted parameter server resumes, and TensorFlow's Saver graphs,
+// sharded or not, save and restore on it: relative prefixes lie under the
+// directory, absolute ones must lie inside it (see resolvePrefix).
 package ops

@@ -14,7 +14,9 @@ import (
 // An Env is the task-wide state kernels reach beyond their inputs: the
 // worker's rendezvous and variables, how to pull a tensor from another task,
 // and where checkpoints go. Every graph of a worker is built against the
-// same Env, which must not change afterwards.
+// same Env, except those of a session isolating its state, whose Env is a
+// copy with variables of its own; an Env must not change once graphs are
+// built against it.
 type Env struct {
 	// Task is the task's name, "/job:ps/replica:0/task:0": a _Send must
 	// send from it, and a _Recv whose sender is elsewhere pulls remotely.

@@ -1,7 +1,9 @@
 package tensor
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -153,33 +155,116 @@ func broadcastPairs[T float32 | float64](dst, src []T) error {
 	return nil
 }
 
+// stringsFromProto decodes a DT_STRING TensorProto in either of
+// TensorFlow's encodings: string_val (broadcasting the last value, as for
+// the typed fields), or tensor_content holding TensorFlow's encoded string
+// list (port::EncodeStringList: every element's length as a varint32, then
+// the elements' bytes one after another), which is what a TensorFlow
+// client's Tensor::AsProtoTensorContent sends.
 func stringsFromProto(p *tfpb.TensorProto, shape []int64, n int64) (wire.Tensor, error) {
-	vals := p.GetStringVal()
-	if len(p.GetTensorContent()) > 0 {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: strings in tensor_content are not supported; use string_val")
+	if c := p.GetTensorContent(); len(c) > 0 {
+		return decodeStringList(c, shape, n)
 	}
+	vals := p.GetStringVal()
 	if int64(len(vals)) > n {
 		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %d strings for %d elements", len(vals), n)
 	}
-	elems := make([][]byte, n)
-	for i := range elems {
-		switch {
-		case i < len(vals):
-			elems[i] = vals[i]
-		case len(vals) > 0:
-			elems[i] = vals[len(vals)-1]
+	// Size the buffer before making anything of n's size: one short
+	// string_val may claim a shape of billions of elements.
+	size := int64(0)
+	for _, v := range vals {
+		size += int64(uvarintLen(uint64(len(v))) + len(v))
+	}
+	if rest := n - int64(len(vals)); rest > 0 {
+		var last []byte
+		if len(vals) > 0 {
+			last = vals[len(vals)-1]
 		}
+		each := int64(uvarintLen(uint64(len(last))) + len(last))
+		if rest > (MaxBytes-size)/each {
+			return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %d strings of %d bytes are over %d bytes", n, len(last), MaxBytes)
+		}
+		size += rest * each
 	}
-	size := 0
-	for _, e := range elems {
-		size += len(e) + 10
+	if size > MaxBytes {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: strings of %d bytes are over %d", size, MaxBytes)
 	}
-	buf := wire.NewBuffer(size)
-	data := wire.AppendStrings(buf.Bytes()[:0], elems)
-	if len(data) > size {
-		panic("tensor: string tensor outgrew its buffer")
+	buf := wire.NewBuffer(int(size))
+	data := buf.Bytes()[:0]
+	for i := int64(0); i < n; i++ {
+		var e []byte
+		switch {
+		case i < int64(len(vals)):
+			e = vals[i]
+		case len(vals) > 0:
+			e = vals[len(vals)-1]
+		}
+		data = binary.AppendUvarint(data, uint64(len(e)))
+		data = append(data, e...)
 	}
 	return wire.Tensor{DType: wire.DTString, Shape: shape, Data: data, Buf: buf}, nil
+}
+
+// decodeStringList decodes TensorFlow's encoded string list of n elements
+// into DTString's encoding (each element preceded by its length as a
+// uvarint). As TensorFlow's DecodeStringList does, it wants exactly n
+// lengths, each a varint32, and exactly their sum of bytes after them.
+func decodeStringList(c []byte, shape []int64, n int64) (wire.Tensor, error) {
+	// Every length takes at least a byte, which bounds n before anything
+	// of n's size is made.
+	if n > int64(len(c)) {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %d strings in %d bytes of tensor_content", n, len(c))
+	}
+	lens := c
+	total := uint64(0)
+	for i := int64(0); i < n; i++ {
+		l, k := binary.Uvarint(lens)
+		if k <= 0 || k > binary.MaxVarintLen32 || l > math.MaxUint32 {
+			return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: tensor_content string length %d of %d is not a varint32", i, n)
+		}
+		total += l
+		lens = lens[k:]
+	}
+	headers := len(c) - len(lens)
+	if total != uint64(len(lens)) {
+		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: tensor_content has %d bytes of strings after %d lengths summing to %d", len(lens), n, total)
+	}
+	// The lengths are the same numbers in the same varint encoding, so
+	// DTString's encoding is as long as TensorFlow's, only interleaved.
+	buf := wire.NewBuffer(len(c))
+	data := buf.Bytes()[:0]
+	bodies := c[headers:]
+	lens = c[:headers]
+	for range n {
+		l, k := binary.Uvarint(lens)
+		lens = lens[k:]
+		data = binary.AppendUvarint(data, l)
+		data = append(data, bodies[:l]...)
+		bodies = bodies[l:]
+	}
+	return wire.Tensor{DType: wire.DTString, Shape: shape, Data: data, Buf: buf}, nil
+}
+
+// AppendStringList appends elems in TensorFlow's encoded string list, the
+// tensor_content of a DT_STRING TensorProto: every length as a varint32,
+// then the bytes.
+func AppendStringList(dst []byte, elems [][]byte) []byte {
+	for _, e := range elems {
+		dst = binary.AppendUvarint(dst, uint64(len(e)))
+	}
+	for _, e := range elems {
+		dst = append(dst, e...)
+	}
+	return dst
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
 }
 
 // ToProto encodes t as a TensorProto: POD types in tensor_content,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -39,6 +40,11 @@ func TestFromProto(t *testing.T) {
 		{"string_val", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(2), StringVal: [][]byte{[]byte("ab"), []byte("")}}, []int64{2}, []string{"ab", ""}},
 		{"string broadcast", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(3), StringVal: [][]byte{[]byte("x")}}, []int64{3}, []string{"x", "x", "x"}},
 		{"empty", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(0, 4)}, []int64{0, 4}, []float32{}},
+		{"string content", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(3), TensorContent: []byte("\x02\x00\x03abxyz")}, []int64{3}, []string{"ab", "", "xyz"}},
+		{"string content scalar", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorContent: []byte("\nckpt/model")}, nil, []string{"ckpt/model"}},
+		{"string content long element", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(2), TensorContent: AppendStringList(nil, [][]byte{[]byte(strings.Repeat("z", 300)), []byte("q")})}, []int64{2}, []string{strings.Repeat("z", 300), "q"}},
+		{"no strings", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(2)}, []int64{2}, []string{"", ""}},
+		{"empty strings", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(0)}, []int64{0}, []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,15 +108,26 @@ func roundTrip(tb testing.TB, x *wire.Tensor) wire.Tensor {
 
 func TestTensorFromProtoRejects(t *testing.T) {
 	tests := map[string]*tfpb.TensorProto{
-		"too many values":  {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(1), FloatVal: []float32{1, 2}},
-		"short content":    {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(2), TensorContent: []byte{1, 2, 3, 4}},
-		"unknown rank":     {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: &tfpb.TensorShapeProto{UnknownRank: true}},
-		"unknown dim":      {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(-1)},
-		"resource dtype":   {Dtype: tfpb.DataType_DT_RESOURCE},
-		"invalid dtype":    {Dtype: tfpb.DataType_DT_INVALID},
-		"too many strings": {Dtype: tfpb.DataType_DT_STRING, StringVal: [][]byte{{1}, {2}}},
-		"overflowing":      {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(1<<40, 1<<40)},
-		"huge":             {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(1 << 40)},
+		"too many values":               {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(1), FloatVal: []float32{1, 2}},
+		"short content":                 {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(2), TensorContent: []byte{1, 2, 3, 4}},
+		"unknown rank":                  {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: &tfpb.TensorShapeProto{UnknownRank: true}},
+		"unknown dim":                   {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(-1)},
+		"resource dtype":                {Dtype: tfpb.DataType_DT_RESOURCE},
+		"invalid dtype":                 {Dtype: tfpb.DataType_DT_INVALID},
+		"too many strings":              {Dtype: tfpb.DataType_DT_STRING, StringVal: [][]byte{{1}, {2}}},
+		"overflowing":                   {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(1<<40, 1<<40)},
+		"huge":                          {Dtype: tfpb.DataType_DT_FLOAT, TensorShape: shapeProto(1 << 40)},
+		"huge string broadcast":         {Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(1 << 40), StringVal: [][]byte{[]byte("x")}},
+		"huge empty strings":            {Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(1 << 40)},
+		"string length beyond content":  {Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(2), TensorContent: []byte("\x05\x01a")},
+		"fewer strings than elements":   {Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(3), TensorContent: []byte("\x01\x01ab")},
+		"more strings than elements":    {Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(1), TensorContent: []byte("\x01\x01ab")},
+		"bytes after the strings":       {Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(1), TensorContent: []byte("\x01abc")},
+		"string count beyond content":   {Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(1 << 40), TensorContent: []byte("\x00\x00")},
+		"string length not a varint32":  {Dtype: tfpb.DataType_DT_STRING, TensorContent: []byte("\xff\xff\xff\xff\x7f")},
+		"string length varint too long": {Dtype: tfpb.DataType_DT_STRING, TensorContent: []byte("\x80\x80\x80\x80\x80\x00")},
+		"string length truncated":       {Dtype: tfpb.DataType_DT_STRING, TensorContent: []byte("\x80")},
+		"content for no strings":        {Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(0), TensorContent: []byte("\x00")},
 	}
 	for name, p := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -147,6 +164,25 @@ func FuzzFromProto(f *testing.F) {
 		again := roundTrip(t, &tensor)
 		if string(again.Data) != string(tensor.Data) {
 			t.Fatal("round trip changed the data")
+		}
+		if tensor.DType == wire.DTString {
+			// TensorFlow's own encoding of the strings decodes to the same.
+			elems, err := tensor.Strings(nil)
+			if err != nil {
+				t.Fatalf("decoded strings: %v", err)
+			}
+			list := &tfpb.TensorProto{Dtype: p.Dtype, TensorShape: ShapeToProto(tensor.Shape), TensorContent: AppendStringList(nil, elems)}
+			if len(elems) == 0 {
+				list.TensorContent = nil
+			}
+			fromList, err := FromProto(list)
+			if err != nil {
+				t.Fatalf("TensorFlow's encoding of %d strings: %v", len(elems), err)
+			}
+			defer fromList.Buf.Release()
+			if string(fromList.Data) != string(tensor.Data) {
+				t.Fatal("TensorFlow's encoding of the strings decodes to other strings")
+			}
 		}
 	})
 }

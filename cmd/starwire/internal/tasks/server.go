@@ -46,6 +46,9 @@ type Server struct {
 	// Compute, when set before Start, bounds the worker's computing
 	// kernels (handlers.Options.Compute).
 	Compute *compute.Limit
+	// CheckpointDir, when set before Start, is where the worker's
+	// checkpoint ops read and write (handlers.Options.CheckpointDir).
+	CheckpointDir string
 	// Pcap, when set before ServeAFXDP, receives the AF_XDP frames.
 	Pcap *capture.File
 	// PacketAuth, set before ServeAFXDP, says who may open sessions with
@@ -137,7 +140,7 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	for task, r := range s.routes {
 		peers.Route(task, r.transport, r.addr)
 	}
-	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger, Compute: s.Compute})
+	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir})
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Task(), err)
 	}

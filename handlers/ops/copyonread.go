@@ -1,0 +1,20 @@
+package ops
+
+// DisableCopyOnRead turns off a resource variable's copy-on-read mode,
+// which TensorFlow 2's checkpoint save function asks before reading each
+// variable. Variables here have no such mode (a read copies under the
+// variable's locks), so it only checks that its input is a variable.
+
+func init() {
+	registerOp("DisableCopyOnRead", &Spec{Build: buildDisableCopyOnRead})
+}
+
+func buildDisableCopyOnRead(_ *Env, n *Node) (Kernel, error) {
+	if err := n.wantInputs(1); err != nil {
+		return nil, err
+	}
+	return func(c *Context) error {
+		_, err := c.resource(0)
+		return err
+	}, nil
+}
