@@ -38,8 +38,10 @@ type Options struct {
 	// Resolver reaches other tasks for remote _Recv; nil means every _Recv
 	// must be local.
 	Resolver Resolver
-	// CheckpointDir is where SaveV2 and RestoreV2 read and write; their
-	// prefixes are taken relative to it. Empty disables them.
+	// CheckpointDir is where SaveV2, RestoreV2 and MergeV2Checkpoints read
+	// and write TensorFlow checkpoints: relative prefixes are taken under
+	// it, absolute ones (as a TensorFlow master sends them) must lie inside
+	// it. Empty disables them (FailedPrecondition).
 	CheckpointDir string
 	// Logger receives step failures; nil means slog.Default().
 	Logger *slog.Logger

@@ -24,7 +24,9 @@
 // (partition.go); Unique, UnsortedSegmentSum (segment.go); Less,
 // LessEqual, Greater, GreaterEqual, Equal, NotEqual (compare.go); SaveV2,
 // RestoreV2, MergeV2Checkpoints (checkpoint.go); ShardedFilename,
-// ShardedFilespec, StringJoin (strings.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
+// ShardedFilespec, StringJoin (strings.go); RegexFullMatch,
+// StaticRegexFullMatch, Select, SelectV2, PlaceholderWithDefault
+// (select.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
 // Maximum, Minimum, FloorDiv, FloorMod (with broadcasting), Neg, Sigmoid,
 // SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go).
 // Arithmetic supports DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; ops that

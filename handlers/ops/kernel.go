@@ -29,8 +29,8 @@ type Env struct {
 	// returned tensor owns its Buf reference and its shape. Nil means
 	// every _Recv must be local.
 	RemoteRecv func(ctx context.Context, task string, step int64, key string) (wire.Tensor, error)
-	// CheckpointDir is where SaveV2 and RestoreV2 read and write; empty
-	// disables them.
+	// CheckpointDir is where SaveV2, RestoreV2 and MergeV2Checkpoints read
+	// and write (see resolvePrefix); empty disables them.
 	CheckpointDir string
 	// Host names the machine in errors that TensorFlow phrases with it
 	// ("Op type not registered 'X' in binary running on <Host>").
