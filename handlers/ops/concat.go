@@ -142,8 +142,6 @@ func buildPack(_ *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(int(num)); err != nil {
 		return nil, err
 	}
-	// Strings too: a sharded Saver packs its shards' file names into
-	// MergeV2Checkpoints' checkpoint_prefixes.
 	dt, err := n.attrType("T")
 	if err != nil {
 		return nil, err
@@ -163,6 +161,9 @@ func buildPack(_ *Env, n *Node) (Kernel, error) {
 		if err := c.typedInputs(dt, parts); err != nil {
 			return err
 		}
+		if dt == wire.DTString {
+			return packStrings(c, parts, axisAttr)
+		}
 		in := parts[0].Shape
 		axis, err := normAxis(axisAttr, len(in)+1)
 		if err != nil {
@@ -176,9 +177,6 @@ func buildPack(_ *Env, n *Node) (Kernel, error) {
 		// Each part is the output's slice at one index of the new axis:
 		// view it with a 1 there and join along it.
 		shape := append(append(append([]int64(nil), in[:axis]...), num), in[axis:]...)
-		if dt == wire.DTString {
-			return packStrings(c, parts, shape, axis)
-		}
 		r, err := tensor.New(dt, shape)
 		if err != nil {
 			return err
@@ -191,35 +189,6 @@ func buildPack(_ *Env, n *Node) (Kernel, error) {
 		c.setOut(0, r)
 		return nil
 	}, nil
-}
-
-// packStrings is Pack of string tensors of one shape into shape, the new
-// axis at axis: for each index of the dimensions before it, every part's
-// block of the dimensions after it in turn.
-func packStrings(c *Context, parts []*wire.Tensor, shape []int64, axis int) error {
-	elems := make([][][]byte, len(parts))
-	for i, p := range parts {
-		var err error
-		if elems[i], err = p.Strings(nil); err != nil {
-			return rpc.Errorf(wire.InvalidArgument, "input %d: %v", i, err)
-		}
-	}
-	inner := int64(1)
-	for _, d := range shape[axis+1:] {
-		inner *= d
-	}
-	outer := int64(1)
-	for _, d := range shape[:axis] {
-		outer *= d
-	}
-	out := make([][]byte, 0, outer*int64(len(parts))*inner)
-	for o := range outer {
-		for _, e := range elems {
-			out = append(out, e[o*inner:(o+1)*inner]...)
-		}
-	}
-	c.setOut(0, newStrings(shape, out))
-	return nil
 }
 
 // buildUnpack builds Unpack: a tensor split along axis into num tensors
@@ -235,16 +204,9 @@ func buildUnpack(_ *Env, n *Node) (Kernel, error) {
 	if num < 0 {
 		return nil, fmt.Errorf("num is %d", num)
 	}
-	// Strings too: a sharded Saver packs its shards' file names into
-	// MergeV2Checkpoints' checkpoint_prefixes.
-	dt, err := n.attrType("T")
+	dt, err := n.fixedType("T")
 	if err != nil {
 		return nil, err
-	}
-	if dt != wire.DTString {
-		if dt, err = n.fixedType("T"); err != nil {
-			return nil, err
-		}
 	}
 	axisAttr, err := n.attrInt("axis")
 	if err != nil {

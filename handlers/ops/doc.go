@@ -25,15 +25,13 @@
 // LessEqual, Greater, GreaterEqual, Equal, NotEqual (compare.go); SaveV2,
 // RestoreV2, MergeV2Checkpoints (checkpoint.go); ShardedFilename,
 // ShardedFilespec, StringJoin (strings.go); RegexFullMatch,
-// StaticRegexFullMatch (regex.go); Select, SelectV2 (select.go);
-// PlaceholderWithDefault (placeholderdefault.go); DisableCopyOnRead
-// (copyonread.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
+// StaticRegexFullMatch, Select, SelectV2, PlaceholderWithDefault
+// (select.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
 // Maximum, Minimum, FloorDiv, FloorMod (with broadcasting), Neg, Sigmoid,
 // SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go).
 // Arithmetic supports DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; ops that
 // only move elements (concatenation, slicing, partitioning, gathers) take
-// any fixed-size dtype; Pack and Select take strings too. Names lists the
-// ops at run time.
+// any fixed-size dtype. Names lists the ops at run time.
 //
 // # Ownership and concurrency
 //

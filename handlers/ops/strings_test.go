@@ -84,9 +84,9 @@ func TestStringOps(t *testing.T) {
 	})
 }
 
-// TestPackStrings packs strings as a sharded Saver packs its shards' file
+// TestPackSaverStrings packs strings as a sharded Saver packs its shards' file
 // names for MergeV2Checkpoints.
-func TestPackStrings(t *testing.T) {
+func TestPackSaverStrings(t *testing.T) {
 	s := wire.DTString
 	runCases(t, []opCase{
 		{"scalars", []*tfpb.NodeDef{
@@ -142,12 +142,6 @@ func TestSaverSuffixOps(t *testing.T) {
 			ConstI64("t", []int64{2, 2}, 1, 2, 3, 4), ConstI64("e", []int64{2, 2}, 5, 6, 7, 8),
 			NodeDef("out", "Select", In("cond", "t", "e"), Attrs("T", wire.DTInt64)),
 		}, []string{"out"}, []wire.Tensor{I64([]int64{2, 2}, 5, 6, 3, 4)}},
-		// SelectV2 broadcasts the condition along the last dimension.
-		{"SelectV2 broadcast", []*tfpb.NodeDef{
-			NodeDef("cond", "Const", nil, Attrs("dtype", wire.DTBool, "value", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_BOOL, TensorShape: tensor.ShapeToProto([]int64{2}), BoolVal: []bool{false, true}})),
-			ConstI64("t", []int64{2, 2}, 1, 2, 3, 4), ConstI64("e", []int64{2, 2}, 5, 6, 7, 8),
-			NodeDef("out", "SelectV2", In("cond", "t", "e"), Attrs("T", wire.DTInt64)),
-		}, []string{"out"}, []wire.Tensor{I64([]int64{2, 2}, 5, 2, 7, 4)}},
 	})
 	runErrCases(t, []errCase{
 		{"bad pattern", []*tfpb.NodeDef{

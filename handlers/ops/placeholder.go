@@ -1,15 +1,13 @@
 package ops
 
-// PlaceholderWithDefault holds a Saver graph's prefix: its input, unless
-// fed. A fed one never reaches a kernel: the master turns a fed tensor
-// into a _Recv of the feed.
-
 func init() {
 	registerOp("PlaceholderWithDefault", &Spec{Build: buildPlaceholderWithDefault})
 }
 
 // buildPlaceholderWithDefault builds PlaceholderWithDefault(input): its
-// input, forwarded.
+// input, unless fed. TensorFlow's Saver graphs hold the checkpoint prefix
+// in one. A fed one never reaches a kernel: the master turns a fed tensor
+// into a _Recv of the feed.
 func buildPlaceholderWithDefault(_ *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(1); err != nil {
 		return nil, err
