@@ -218,7 +218,7 @@ func decodeStringList(c []byte, shape []int64, n int64) (wire.Tensor, error) {
 	lens := c
 	total := uint64(0)
 	for i := int64(0); i < n; i++ {
-		l, k := binary.Uvarint(lens)
+		l, k := varint32(lens)
 		if k <= 0 || k > binary.MaxVarintLen32 || l > math.MaxUint32 {
 			return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: tensor_content string length %d of %d is not a varint32", i, n)
 		}
@@ -229,20 +229,35 @@ func decodeStringList(c []byte, shape []int64, n int64) (wire.Tensor, error) {
 	if total != uint64(len(lens)) {
 		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: tensor_content has %d bytes of strings after %d lengths summing to %d", len(lens), n, total)
 	}
-	// The lengths are the same numbers in the same varint encoding, so
-	// DTString's encoding is as long as TensorFlow's, only interleaved.
+	// The lengths are the same numbers in varints, so DTString's encoding
+	// is no longer than TensorFlow's, only interleaved.
 	buf := wire.NewBuffer(len(c))
 	data := buf.Bytes()[:0]
 	bodies := c[headers:]
 	lens = c[:headers]
 	for range n {
-		l, k := binary.Uvarint(lens)
+		l, k := varint32(lens)
 		lens = lens[k:]
-		data = binary.AppendUvarint(data, l)
+		// Re-encoded, not copied: a length TensorFlow's decoder accepts
+		// may be a varint longer than it needs to be, never shorter.
+		if l < 0x80 {
+			data = append(data, byte(l))
+		} else {
+			data = binary.AppendUvarint(data, l)
+		}
 		data = append(data, bodies[:l]...)
 		bodies = bodies[l:]
 	}
 	return wire.Tensor{DType: wire.DTString, Shape: shape, Data: data, Buf: buf}, nil
+}
+
+// varint32 is binary.Uvarint with the one-byte lengths of short strings
+// decoded inline.
+func varint32(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	return binary.Uvarint(b)
 }
 
 // AppendStringList appends elems in TensorFlow's encoded string list, the

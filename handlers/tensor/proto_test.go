@@ -43,6 +43,7 @@ func TestFromProto(t *testing.T) {
 		{"string content", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(3), TensorContent: []byte("\x02\x00\x03abxyz")}, []int64{3}, []string{"ab", "", "xyz"}},
 		{"string content scalar", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorContent: []byte("\nckpt/model")}, nil, []string{"ckpt/model"}},
 		{"string content long element", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(2), TensorContent: AppendStringList(nil, [][]byte{[]byte(strings.Repeat("z", 300)), []byte("q")})}, []int64{2}, []string{strings.Repeat("z", 300), "q"}},
+		{"string content overlong varint", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(2), TensorContent: []byte("\x81\x00\x80\x00a")}, []int64{2}, []string{"a", ""}},
 		{"no strings", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(2)}, []int64{2}, []string{"", ""}},
 		{"empty strings", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(0)}, []int64{0}, []string{}},
 	}
@@ -221,4 +222,32 @@ func knownDims(p *tfpb.TensorShapeProto) []int64 {
 		dims[i] = max(d.GetSize(), -1)
 	}
 	return dims
+}
+
+// BenchmarkFromProtoStrings decodes 1024 strings of 16 bytes from each of
+// TensorFlow's encodings.
+func BenchmarkFromProtoStrings(b *testing.B) {
+	elems := make([][]byte, 1024)
+	for i := range elems {
+		elems[i] = []byte(strings.Repeat(string(rune('a'+i%26)), 16))
+	}
+	for _, bc := range []struct {
+		name string
+		p    *tfpb.TensorProto
+	}{
+		{"tensor_content", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(1024), TensorContent: AppendStringList(nil, elems)}},
+		{"string_val", &tfpb.TensorProto{Dtype: tfpb.DataType_DT_STRING, TensorShape: shapeProto(1024), StringVal: elems}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(1024 * 17)
+			for b.Loop() {
+				t, err := FromProto(bc.p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				t.Buf.Release()
+			}
+		})
+	}
 }
