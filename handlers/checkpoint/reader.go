@@ -368,18 +368,18 @@ func (r *Reader) readData(what string, e *tfpb.BundleEntryProto) (wire.Tensor, e
 // length then its bytes), checking both checksums; want is the entry's
 // unmasked crc32c.
 func decodeStrings(b []byte, n int64, want uint32) ([]byte, error) {
-	lens := make([]uint64, n) // n <= len(b): checked by the caller
+	// Two passes over the lengths (check, then copy) rather than a slice
+	// of n lengths: the result is then the only allocation.
 	p := 0
 	var crc uint32
 	var fixed [8]byte
 	var total uint64
-	for i := range lens {
+	for i := range n {
 		l, k := binary.Uvarint(b[p:])
 		if k <= 0 {
 			return nil, fmt.Errorf("string %d of %d: bad length", i, n)
 		}
 		p += k
-		lens[i] = l
 		total += l
 		if total < l || total > uint64(len(b)) {
 			return nil, fmt.Errorf("string lengths exceed the %d bytes stored", len(b))
@@ -393,18 +393,20 @@ func decodeStrings(b []byte, n int64, want uint32) ([]byte, error) {
 		return nil, fmt.Errorf("length crc32c %#08x, stored %#08x", crc, got)
 	}
 	crc = table.ExtendCRC32C(crc, b[p:p+4])
-	p += 4
-	if uint64(len(b)-p) != total {
-		return nil, fmt.Errorf("%d bytes of string data, lengths say %d", len(b)-p, total)
+	data := p + 4
+	if uint64(len(b)-data) != total {
+		return nil, fmt.Errorf("%d bytes of string data, lengths say %d", len(b)-data, total)
 	}
-	if got := table.ExtendCRC32C(crc, b[p:]); got != want {
+	if got := table.ExtendCRC32C(crc, b[data:]); got != want {
 		return nil, fmt.Errorf("crc32c %#08x, index says %#08x", got, want)
 	}
 	out := make([]byte, 0, len(b)-4)
-	for _, l := range lens {
+	for q := 0; q < p; {
+		l, k := binary.Uvarint(b[q:])
+		q += k
 		out = binary.AppendUvarint(out, l)
-		out = append(out, b[p:p+int(l)]...)
-		p += int(l)
+		out = append(out, b[data:data+int(l)]...)
+		data += int(l)
 	}
 	return out, nil
 }
