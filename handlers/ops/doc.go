@@ -31,7 +31,8 @@
 // SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go).
 // Arithmetic supports DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; ops that
 // only move elements (concatenation, slicing, partitioning, gathers) take
-// any fixed-size dtype. Names lists the ops at run time.
+// any fixed-size dtype; Pack and Select take strings too. Names lists the
+// ops at run time.
 //
 // # Ownership and concurrency
 //
