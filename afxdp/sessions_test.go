@@ -11,27 +11,24 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
 
 // waitStats polls ep's counters until cond holds, failing after within.
 func waitStats(t *testing.T, ep *afxdp.Endpoint, within time.Duration, what string, cond func(afxdp.Stats) bool) afxdp.Stats {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		st := ep.Stats()
-		if cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %+v", what, within, st)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var st afxdp.Stats
+	if !testwait.Until(within, func() bool { st = ep.Stats(); return cond(st) }) {
+		t.Fatalf("%s: not within %v: %+v", what, within, st)
 	}
+	return st
 }
 
 // acceptAll serves ep as rpc.Server does: a goroutine per accepted Conn
@@ -64,10 +61,7 @@ func acceptAll(t *testing.T, ep *afxdp.Endpoint) func() int {
 // to Accept before its first packet is handled, but the goroutine that
 // accepts it may run later.
 func acceptedWithin(accepted func() int, want int, within time.Duration) int {
-	deadline := time.Now().Add(within)
-	for accepted() < want && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(within, func() bool { return accepted() >= want })
 	return accepted()
 }
 
@@ -156,6 +150,7 @@ func checkFlood(t *testing.T, srv *afxdp.Endpoint, f *flooder, cli *afxdp.Endpoi
 	o := floodOptions
 	accepted := acceptAll(t, srv)
 	base := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 
 	// Half-open: never completed, so never accepted: no goroutine.
 	f.open(t, srv, 1, 2000, false)
@@ -207,13 +202,9 @@ func checkFlood(t *testing.T, srv *afxdp.Endpoint, f *flooder, cli *afxdp.Endpoi
 	if st.Idle == 0 {
 		t.Fatalf("sessions gone without idling out: %+v", st)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > base+2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after the sessions closed, %d before the flood", runtime.NumGoroutine(), base)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	// Every session's goroutine ends with it (goleak retries for a while:
+	// they end after the counters say the sessions closed).
+	goleak.VerifyNone(t, before)
 	t.Logf("%+v", st)
 }
 
