@@ -228,9 +228,7 @@ func TestTensorRoundTrip(t *testing.T) {
 	env := newTestEnv(t)
 	for _, n := range []int{0, 4, 4 << 10, 1 << 20, 16 << 20} {
 		data := make([]byte, n)
-		for i := range data {
-			data[i] = byte(i * 31)
-		}
+		pattern(data, uint64(n))
 		req := Request{Meta: []byte("m"), Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(n)}, Data: data}}}
 		var reply Reply
 		if err := env.client.Call(context.Background(), mTensor, &req, &reply); err != nil {
