@@ -21,6 +21,12 @@ import (
 	"time"
 )
 
+// binaryDir is where binary built the command, "" until it has: TestMain
+// removes it, and must not build the command to find out where (a child
+// process running one test, or a -run without such tests, would build it
+// just to remove it).
+var binaryDir string
+
 // binary builds the command once into a temporary directory, for the tests
 // that run it as separate processes.
 var binary = sync.OnceValues(func() (string, error) {
@@ -28,6 +34,7 @@ var binary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	binaryDir = dir
 	path := filepath.Join(dir, "starwire")
 	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
 	if err != nil {
@@ -56,8 +63,8 @@ func TestMain(m *testing.M) {
 	os.Setenv(envvar.PacketTicketFile, ticket)
 	code := m.Run()
 	os.RemoveAll(dir)
-	if path, err := binary(); err == nil {
-		os.RemoveAll(filepath.Dir(path))
+	if binaryDir != "" {
+		os.RemoveAll(binaryDir)
 	}
 	os.Exit(code)
 }
