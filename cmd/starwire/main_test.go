@@ -243,7 +243,7 @@ func TestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer busy.Close()
+	t.Cleanup(func() { busy.Close() }) // after the parallel subtests
 	dead1, dead2, dead3 := freePort(t), freePort(t), freePort(t)
 	emap := filepath.Join(t.TempDir(), "endpoints")
 	if err := os.WriteFile(emap, []byte(dead1+"="+freePort(t)+"\n"+dead2+"="+freePort(t)+"\n"+dead3+"="+freePort(t)+"\n"), 0o644); err != nil {
@@ -299,6 +299,7 @@ func TestErrors(t *testing.T) {
 		{"learning rate", []string{"train", "--learning_rate", "0"}, 2, "train: --learning_rate 0, want > 0", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each runs a process of its own and waits on it
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, tc.args...)
