@@ -117,7 +117,7 @@ func TestMemLinkFrames(t *testing.T) {
 // every frame arrives once, in order, byte-exact.
 func TestMemLinkImpaired(t *testing.T) {
 	size := 64 << 20
-	if testing.Short() {
+	if testing.Short() || raceEnabled { // see raceEnabled
 		size = 4 << 20
 	}
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 1})
