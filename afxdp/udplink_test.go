@@ -127,7 +127,7 @@ func TestServerRestart(t *testing.T) {
 		if last = c.Call(ctx, methodEcho, &rpc.Request{Meta: []byte("after")}, &r); last == nil {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // paces the redials while the restarted server's session opens
 	}
 	if last != nil || string(r.Meta) != "after" {
 		t.Fatalf("after the restart: %v, %q", last, r.Meta)

@@ -97,7 +97,7 @@ func TestSweep(t *testing.T) {
 // queue, every call due is still made, and the p99 shows the queue, not
 // the 2ms service time.
 func TestOpenLoopShowsQueueing(t *testing.T) {
-	slow := func(ctx context.Context) error { time.Sleep(2 * time.Millisecond); return nil }
+	slow := func(ctx context.Context) error { time.Sleep(2 * time.Millisecond); return nil } // the service time
 	r := driveOpen(context.Background(), []caller{slow}, 200*time.Millisecond, 1000)
 	if r.calls != 200 || r.elapsed < 350*time.Millisecond {
 		t.Fatalf("%d calls in %v, want the 200 due in 200ms, taking about 400ms", r.calls, r.elapsed)
