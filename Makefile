@@ -2,18 +2,56 @@ GO      ?= go
 PKGS    ?= ./...
 # Packages cheap enough to run under the race detector on a 2-core machine.
 RACE_PKGS ?= ./wire/... ./rpc/... ./handlers/... ./internal/... ./afxdp/...
+# Test binaries of up to TEST_P packages run at once in each pass of test
+# (go test's -p, whose default is the number of CPUs): most tests wait on
+# sockets, timers and child processes more than they compute, so a 2-core
+# machine has room for more than two.
+TEST_P  ?= 3
 
-.PHONY: all build test race bench bench-smoke generate vet fmt demo soak fuzz fuzz-smoke
+# pipefail: a test pass piped through sed (which labels its lines) fails
+# when go test does.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -ec
+
+.PHONY: all build test test-plain test-race test-deploy flake race bench bench-smoke generate vet fmt demo soak fuzz fuzz-smoke
 
 all: build
 
 build:
 	$(GO) build $(PKGS)
 
+# test runs its three passes at once, each labelling its lines: every
+# package without the race detector, RACE_PKGS with it, and deploy's
+# module. go test prints a line per package as its tests end.
 test: vet
-	$(GO) test -count=1 -timeout 20m $(PKGS)
-	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
-	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+	@$(MAKE) --no-print-directory -j3 test-plain test-race test-deploy
+
+test-plain:
+	$(GO) test -count=1 -p $(TEST_P) -timeout 20m $(PKGS) 2>&1 | sed -u 's/^/plain  /'
+
+test-race:
+	$(GO) test -count=1 -race -p $(TEST_P) -timeout 20m $(RACE_PKGS) 2>&1 | sed -u 's/^/race   /'
+
+test-deploy:
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./... 2>&1 | sed -u 's/^/deploy /'
+
+# flake reruns the tests of PKGS COUNT times beside two CPU hogs (killed
+# after), which make goroutines run late as a loaded CI machine does, to
+# find tests that hold only when they run promptly. It ends with how many
+# runs each failing test failed. FLAKE_RUN narrows the tests (go test
+# -run), FLAKE_FLAGS adds flags (e.g. -race).
+COUNT       ?= 10
+FLAKE_RUN   ?= .
+FLAKE_FLAGS ?=
+flake:
+	@hogs=; trap 'kill $$hogs 2>/dev/null' EXIT; \
+	for i in 1 2; do yes >/dev/null & hogs="$$hogs $$!"; done; \
+	out=$$(mktemp); rc=0; \
+	$(GO) test -count=$(COUNT) -run '$(FLAKE_RUN)' $(FLAKE_FLAGS) -timeout 60m $(PKGS) 2>&1 | tee $$out || rc=$$?; \
+	echo "flake: $(COUNT) runs of $(PKGS) beside 2 CPU hogs; failures per test:"; \
+	fails=$$(grep -E '^ *--- FAIL' $$out | sed -E 's/^ *--- FAIL: //; s/ \(.*//' | sort | uniq -c | sort -rn || true); \
+	echo "$${fails:-  none}"; \
+	rm -f $$out; exit $$rc
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m $(PKGS)

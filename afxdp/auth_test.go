@@ -96,7 +96,7 @@ func TestSpoofedOpenDropped(t *testing.T) {
 	// DATA for the sessions the OPENs asked for: none exists.
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeAck, Session: 3, Window: 64}, nil)
 
-	st := waitStats(t, srv, 5*time.Second, "spoofed OPENs handled", func(s afxdp.Stats) bool { return s.Received >= 6 })
+	st := waitStats(t, srv, settle, "spoofed OPENs handled", func(s afxdp.Stats) bool { return s.Received >= 6 })
 	if st.Unauthentic != 5 || st.HalfOpen != 0 || st.Sessions != 0 || st.Replayed != 0 {
 		t.Fatalf("after 5 spoofed OPENs: %+v, want 5 unauthentic and no session", st)
 	}
@@ -151,7 +151,7 @@ func TestForgedTokenDropped(t *testing.T) {
 	p.send(t, forged, frame("forged"))
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeClose, Session: 7, Token: bad}, nil)
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeReset, Session: 7, Token: bad}, nil)
-	waitStats(t, srv, 5*time.Second, "forged packets dropped", func(s afxdp.Stats) bool { return s.BadTokens >= 3 })
+	waitStats(t, srv, settle, "forged packets dropped", func(s afxdp.Stats) bool { return s.BadTokens >= 3 })
 	p.send(t, data, frame("genuine"))
 	second := data
 	second.Seq, second.Msg = 1, 1
@@ -187,13 +187,13 @@ func TestReplayedOpen(t *testing.T) {
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeAck, Session: 11, Window: 64}, nil)
 	<-conns
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeClose, Session: 11}, nil)
-	waitStats(t, srv, 5*time.Second, "session closed", func(s afxdp.Stats) bool { return s.Sessions == 0 })
+	waitStats(t, srv, settle, "session closed", func(s afxdp.Stats) bool { return s.Sessions == 0 })
 
 	p.send(t, h, auth) // the same OPEN again
 	r := protocol.NewKeyring(*testTicket)
 	old := time.Now().Add(-protocol.OpenSkew - time.Second).UnixNano()
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeOpen, Session: 12, Window: 64, Offset: 1472}, r.SealOpen(12, 1472, old))
-	st := waitStats(t, srv, 5*time.Second, "replays handled", func(s afxdp.Stats) bool { return s.Replayed >= 2 })
+	st := waitStats(t, srv, settle, "replays handled", func(s afxdp.Stats) bool { return s.Replayed >= 2 })
 	if st.Replayed != 2 || st.Unauthentic != 0 || st.HalfOpen != 0 || st.Sessions != 0 {
 		t.Fatalf("after a replayed and a stale OPEN: %+v", st)
 	}

@@ -133,7 +133,7 @@ func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 		p.open(t, id)
 		p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Session: id, Window: 64}, head(t, 3*mib))
 	}
-	st := waitStats(t, srv, 5*time.Second, "frame heads taken", func(s afxdp.Stats) bool { return s.Deferred >= 4 })
+	st := waitStats(t, srv, settle, "frame heads taken", func(s afxdp.Stats) bool { return s.Deferred >= 4 })
 	if st.Buffered > uint64(opts.EndpointMemory) || st.Buffered < 6*mib {
 		t.Fatalf("%d bytes held for 6 heads of 3 MiB, endpoint bound %d", st.Buffered, opts.EndpointMemory)
 	}
@@ -147,13 +147,13 @@ func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 		p.open(t, id)
 		want := srv.Stats().Received + 1
 		p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Session: id, Window: 64}, head(t, size))
-		waitStats(t, srv, 5*time.Second, "the head received", func(s afxdp.Stats) bool { return s.Received >= want })
+		waitStats(t, srv, settle, "the head received", func(s afxdp.Stats) bool { return s.Received >= want })
 	}
 	if st2 := srv.Stats(); st2.Buffered != st.Buffered || bufpool.Live()-live > 2 {
 		t.Fatalf("heads beyond SessionMemory took memory: %d bytes held, was %d; %d pooled buffers", st2.Buffered, st.Buffered, bufpool.Live()-live)
 	}
 
-	st = waitStats(t, srv, 10*time.Second, "stalled frames dropped", func(s afxdp.Stats) bool { return s.Sessions == 0 })
+	st = waitStats(t, srv, settle, "stalled frames dropped", func(s afxdp.Stats) bool { return s.Sessions == 0 })
 	if st.Buffered != 0 {
 		t.Fatalf("%d bytes still held with no session", st.Buffered)
 	}

@@ -10,6 +10,8 @@ import (
 
 // Parked reports whether e's reactor sleeps in its link's Wait with the
 // loop lock released, so that a sender transmits on its own goroutine.
+// Its TryLock may meet a sender holding the lock for a moment, so false
+// means "not now": poll it (testwait.Eventually), never check it once.
 func (e *Endpoint) Parked() bool {
 	if !e.sleeping.Load() || !e.loop.TryLock() {
 		return false

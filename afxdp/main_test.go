@@ -18,6 +18,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -181,18 +182,15 @@ func TestXSKPeerKilled(t *testing.T) {
 	}
 	// Kill the peer once the transfer is under way: a few thousand
 	// packets of its 90 thousand sent.
-	started := time.Now().Add(5 * time.Second)
-	for cli.Stats().Sent < 4096 {
+	var ended error
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		select {
-		case err := <-done:
-			t.Fatalf("the transfer ended before the peer was killed: %v", err)
+		case ended = <-done:
+			t.Fatalf("the transfer ended before the peer was killed: %v", ended)
 		default:
 		}
-		if time.Now().After(started) {
-			t.Fatalf("the transfer did not start: %+v", cli.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return cli.Stats().Sent >= 4096
+	}, "the transfer to start: %+v", cli.Stats())
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,17 +207,11 @@ func TestXSKPeerKilled(t *testing.T) {
 	}
 	cmd.Wait()
 	// The program was attached through a bpf_link, which dies with the process.
-	for i := 0; ; i++ {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		on, err := p.B.XDPAttached()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !on {
-			break
-		}
-		if i == 100 {
-			t.Fatal("the killed process's XDP program is still attached")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return !on
+	}, "the killed process's XDP program to be detached")
 }

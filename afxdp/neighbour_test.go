@@ -9,6 +9,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/vishvananda/netlink"
 )
 
@@ -28,13 +29,8 @@ func TestResolveRacesClose(t *testing.T) {
 	}
 	// Close once a probe is out: the kernel holds an entry for nobody.
 	// (Any interleaving must pass; this one is the likeliest to race.)
-	probed := time.Now().Add(5 * time.Second)
-	for !hasNeighbour(t, p.A, nobody.Addr()) {
-		if time.Now().After(probed) {
-			t.Fatal("no neighbour entry for the address being resolved")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, func() bool { return hasNeighbour(t, p.A, nobody.Addr()) },
+		"a neighbour entry for the address being resolved")
 	start := time.Now()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)

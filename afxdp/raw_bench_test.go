@@ -480,7 +480,7 @@ func (e *rawEnv) asavieSockets(b *testing.B) (cli, srv *asavie.Socket) {
 				if s, err = asavie.NewSocket(end.Ifindex, 0, &opts); err == nil || !strings.Contains(err.Error(), "busy") {
 					break
 				}
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // paces the retries while the kernel lets go
 			}
 			return err
 		})

@@ -134,7 +134,7 @@ func TestRPCOverMemLink(t *testing.T) {
 	srv, cli := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	size := 64 << 20
-	if testing.Short() {
+	if testing.Short() || raceEnabled { // see raceEnabled
 		size = 4 << 20
 	}
 	checkRPC(t, serveRPC(t, srv, cli), 1000, size)

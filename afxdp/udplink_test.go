@@ -50,7 +50,7 @@ func TestRPCOverUDPNamespaces(t *testing.T) {
 	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	size := 64 << 20
-	if testing.Short() {
+	if testing.Short() || raceEnabled { // see raceEnabled
 		size = 4 << 20
 	}
 	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
@@ -83,7 +83,7 @@ func TestRPCOverUDPImpaired(t *testing.T) {
 	srv, cli := afxdp.NewEndpoint(is, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(ic, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	size := 64 << 20
-	if testing.Short() {
+	if testing.Short() || raceEnabled { // see raceEnabled
 		size = 4 << 20
 	}
 	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
@@ -127,7 +127,7 @@ func TestServerRestart(t *testing.T) {
 		if last = c.Call(ctx, methodEcho, &rpc.Request{Meta: []byte("after")}, &r); last == nil {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // paces the redials while the restarted server's session opens
 	}
 	if last != nil || string(r.Meta) != "after" {
 		t.Fatalf("after the restart: %v, %q", last, r.Meta)

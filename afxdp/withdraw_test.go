@@ -91,7 +91,7 @@ func TestWithdraw(t *testing.T) {
 	if got := ca.Withdraw(msgs[1]); got != afxdp.Completing {
 		t.Fatalf("withdraw of an acknowledged message: %v, want Completing", got)
 	}
-	waitStats(t, eb, 10*time.Second, "B's first packet deferred", func(s afxdp.Stats) bool { return s.Deferred > 0 })
+	waitStats(t, eb, settle, "B's first packet deferred", func(s afxdp.Stats) bool { return s.Deferred > 0 })
 	if got := timedWithdraw(t, ca, msgs[2]); got != afxdp.Withdrawn {
 		t.Fatalf("withdraw of a partly sent message: %v, want Withdrawn", got)
 	}
@@ -167,7 +167,7 @@ func TestWithdrawOnClose(t *testing.T) {
 		}
 	}
 	waitDone(t, done)
-	waitStats(t, eb, 10*time.Second, "B's first packet deferred", func(s afxdp.Stats) bool { return s.Deferred > 0 })
+	waitStats(t, eb, settle, "B's first packet deferred", func(s afxdp.Stats) bool { return s.Deferred > 0 })
 	if got := timedWithdraw(t, ca, b); got != afxdp.Withdrawn {
 		t.Fatalf("withdraw of a partly sent message: %v, want Withdrawn", got)
 	}

@@ -158,7 +158,7 @@ func TestRPCOverXSKImpaired(t *testing.T) {
 		}
 	}
 	size := 64 << 20
-	if testing.Short() {
+	if testing.Short() || raceEnabled { // see raceEnabled
 		size = 4 << 20
 	}
 	checkRPC(t, serveRPC(t, srv, cli), 1000, size)

@@ -56,8 +56,8 @@ func TestDerivedContextOutlivesCall(t *testing.T) {
 				r.Release()
 			}
 		}()
-		time.Sleep(200 * time.Microsecond)
-		cancel() // the server hears of it and cancels the handler's context
+		time.Sleep(200 * time.Microsecond) // paces the cancel to land while the call is on its way, at no fixed point
+		cancel()                           // the server hears of it and cancels the handler's context
 		// Quick calls reuse the pooled calls while the derived context's
 		// goroutine may still run.
 		for range 4 {

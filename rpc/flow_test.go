@@ -15,14 +15,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
 
 // pattern fills b with bytes derived from seed.
+//
+// It draws one block from seed, repeats it by copying, and stamps every
+// 4 KiB with its offset, so that bytes moved, repeated or
+// dropped anywhere in b still differ from the pattern: copies cost a
+// memmove, which the race detector checks by the range, where drawing
+// every word took it a second per 16 MiB.
 func pattern(b []byte, seed uint64) {
+	const block, stamp = 64 << 10, 4 << 10
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	for i := 0; i+8 <= len(b); i += 8 {
+	n := min(len(b), block) &^ 7
+	for i := 0; i < n; i += 8 {
 		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
+	}
+	for i := n; n > 0 && i < len(b); {
+		i += copy(b[i:], b[:i])
+	}
+	for off := block; off+8 <= len(b); off += stamp {
+		binary.LittleEndian.PutUint64(b[off:], uint64(off)^seed*0x9e3779b97f4a7c15)
 	}
 }
 
@@ -90,7 +105,10 @@ func TestBulkBothWaysNeverWedges(t *testing.T) {
 				n &^= 7
 				data := make([]byte, n)
 				pattern(data, seed)
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				// A wedge never ends; the deadline only bounds how long
+				// saying so takes, far past what a loaded machine under
+				// the race detector needs for a 16 MiB echo (seconds).
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				var reply Reply
 				err := env.client.Call(ctx, m, &Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(n)}, Data: data}}}, &reply)
 				cancel()
@@ -358,29 +376,27 @@ func TestPeerNotReadingAnswersIsHeldBack(t *testing.T) {
 		t.Errorf("served all %d requests of a peer that reads nothing", n)
 	}
 	nc.Close()
-	for deadline := time.Now().Add(10 * time.Second); sc.answering.Load() != 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d answer bytes still held after the peer closed", sc.answering.Load())
-		}
-	}
+	testwait.Eventually(t, 10*time.Second, func() bool { return sc.answering.Load() == 0 },
+		"the answer bytes held (%d) to be let go after the peer closed", sc.answering.Load())
 }
 
 // waitServerConn polls, for a bounded time, until srv's one connection
 // satisfies ok.
 func waitServerConn(t *testing.T, srv *Server, ok func(*serverConn) bool) *serverConn {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	var found *serverConn
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		srv.mu.Lock()
+		defer srv.mu.Unlock()
 		for sc := range srv.conns {
 			if ok(sc) {
-				srv.mu.Unlock()
-				return sc
+				found = sc
+				return true
 			}
 		}
-		srv.mu.Unlock()
-	}
-	t.Fatal("server connection never reached the expected state")
-	return nil
+		return false
+	}, "the server connection to reach the expected state")
+	return found
 }
 
 // TestConnectionFloodBounded: connections past MaxConnsPerHost are closed
@@ -444,7 +460,7 @@ func watchLateness() *latenessWatch {
 			default:
 			}
 			start := time.Now()
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the probe: how late a 1ms timer wakes is what it measures
 			worst = max(worst, time.Since(start)-time.Millisecond)
 		}
 	}()

@@ -7,11 +7,13 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -182,7 +184,7 @@ func TestReconnectAfterPeerRestart(t *testing.T) {
 		if l, err = (&TCP{}).Listen(env.addr); err == nil {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // paces retries of a bind the closed listener's port may still refuse
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -233,24 +235,48 @@ func TestFailFastUnreachable(t *testing.T) {
 
 func TestShutdownDrainsCallsInFlight(t *testing.T) {
 	env := newTestEnv(t)
+	const calls = 8
+	mHold := NewMethod("Hold")
+	entered, release := make(chan struct{}, calls), make(chan struct{})
+	var shutDown atomic.Bool
+	env.srv.Register(mHold, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		entered <- struct{}{}
+		<-release
+		if shutDown.Load() {
+			t.Error("Shutdown returned while a call was in its handler")
+		}
+		resp.Meta = append(resp.Meta, req.Meta...)
+		return nil
+	}, HandlerOptions{})
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	errs := make(chan error, calls)
+	for range calls {
+		wg.Go(func() {
 			var reply Reply
-			meta := make([]byte, 8)
-			meta[1] = 0x2d // ~11.5ms
-			meta[3] = 0x01 // + 16.7ms
-			errs <- env.client.Call(context.Background(), mSleep, &Request{Meta: meta}, &reply)
+			errs <- env.client.Call(context.Background(), mHold, &Request{Meta: []byte("held")}, &reply)
 			reply.Release()
-		}()
+		})
 	}
-	time.Sleep(5 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Every call in its handler, then Shutdown begun, then the calls let
+	// go: Shutdown must wait for them and they must be answered.
+	for i := range calls {
+		testwait.Recv(t, 10*time.Second, entered, "call %d to reach its handler", i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := env.srv.Shutdown(ctx); err != nil {
+	shut := make(chan error, 1)
+	go func() {
+		err := env.srv.Shutdown(ctx)
+		shutDown.Store(true)
+		shut <- err
+	}()
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		env.srv.mu.Lock()
+		defer env.srv.mu.Unlock()
+		return env.srv.closing
+	}, "Shutdown to begin")
+	close(release)
+	if err := testwait.Recv(t, 15*time.Second, shut, "Shutdown to return"); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

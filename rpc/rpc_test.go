@@ -30,6 +30,9 @@ type testEnv struct {
 	addr   string
 	client *Client
 	waited chan error // WaitCancel reports what ended its wait
+	// entered gets a value when a WaitCancel handler begins to wait, so
+	// that a test cancels a call its handler already holds.
+	entered chan struct{}
 }
 
 func newTestEnv(t testing.TB) *testEnv {
@@ -41,7 +44,7 @@ func newTestEnv(t testing.TB) *testEnv {
 // configure (if any) before it serves.
 func newTestEnvOn(t testing.TB, tr *TCP, configure ...func(*Server)) *testEnv {
 	t.Helper()
-	env := &testEnv{srv: NewServer(), waited: make(chan error, 16)}
+	env := &testEnv{srv: NewServer(), waited: make(chan error, 16), entered: make(chan struct{}, 16)}
 	for _, f := range configure {
 		f(env.srv)
 	}
@@ -65,6 +68,10 @@ func newTestEnvOn(t testing.TB, tr *TCP, configure ...func(*Server)) *testEnv {
 		return nil
 	}, HandlerOptions{})
 	env.srv.Register(mWait, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		select {
+		case env.entered <- struct{}{}:
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			env.waited <- ctx.Err()
@@ -174,7 +181,15 @@ func TestDeadlineReachesHandler(t *testing.T) {
 func TestCancelReachesHandler(t *testing.T) {
 	env := newTestEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(30 * time.Millisecond); cancel() }()
+	// Cancelled once the handler holds the call, so that the cancel has
+	// a handler to reach; if it never gets there the call fails below.
+	go func() {
+		defer cancel()
+		select {
+		case <-env.entered:
+		case <-time.After(10 * time.Second):
+		}
+	}()
 	var reply Reply
 	err := env.client.Call(ctx, mWait, &Request{}, &reply)
 	if !errors.Is(err, ErrCancelled) {
@@ -213,9 +228,7 @@ func TestTensorRoundTrip(t *testing.T) {
 	env := newTestEnv(t)
 	for _, n := range []int{0, 4, 4 << 10, 1 << 20, 16 << 20} {
 		data := make([]byte, n)
-		for i := range data {
-			data[i] = byte(i * 31)
-		}
+		pattern(data, uint64(n))
 		req := Request{Meta: []byte("m"), Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(n)}, Data: data}}}
 		var reply Reply
 		if err := env.client.Call(context.Background(), mTensor, &req, &reply); err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -132,15 +133,24 @@ func waitSent(t *testing.T, done <-chan error, what string) error {
 	}
 }
 
-// eventuallyLocks tries to lock mu until it can or within goes by.
-func eventuallyLocks(mu *sync.Mutex, within time.Duration) bool {
-	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Microsecond) {
-		if mu.TryLock() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
+// locksWithin reports whether mu can be locked within d: it locks mu from
+// a goroutine of its own and waits for that, so that a holder keeping mu
+// for moments (the connection's reader or writer) only delays the answer,
+// where a TryLock that met one of them would fail. A holder keeping it
+// past d (the copier, calling the hook that asks) makes it false; the
+// goroutine then takes and drops mu once the holder lets go.
+func locksWithin(mu *sync.Mutex, d time.Duration) bool {
+	locked := make(chan struct{})
+	go func() {
+		mu.Lock()
+		mu.Unlock()
+		close(locked)
+	}()
+	select {
+	case <-locked:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
@@ -209,13 +219,11 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config, f
 	queuedWithdrawal := Kept
 	withdrawCopyHook = func() {
 		hookRan = true
-		// The copier holding the lock would keep it for the whole copy;
-		// the reader and the writer hold it for moments, so a TryLock
-		// that fails once may only have met one of them.
-		if !eventuallyLocks(&c.mu, 2*time.Second) {
+		// The copier holding the lock would keep it for the whole copy,
+		// this hook included.
+		if !locksWithin(&c.mu, 10*time.Second) {
 			return
 		}
-		c.mu.Unlock()
 		lockFree = true
 		if err := c.Send(mc); err != nil {
 			t.Errorf("Send during the copy: %v", err)
@@ -223,11 +231,11 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config, f
 		startReading()
 		// The writer, left with nothing but the rest being copied, gives
 		// up the write side.
-		for deadline := time.Now().Add(10 * time.Second); !parked && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		parked = testwait.Until(10*time.Second, func() bool {
 			c.mu.Lock()
-			parked = !c.writing && c.out.pending()
-			c.mu.Unlock()
-		}
+			defer c.mu.Unlock()
+			return !c.writing && c.out.pending()
+		})
 		if failing {
 			c.Close()
 			return
@@ -329,7 +337,7 @@ func slowPeer(tb testing.TB, rate int) string {
 					if _, err := io.ReadFull(nc, buf); err != nil {
 						return
 					}
-					time.Sleep(time.Until(next))
+					time.Sleep(time.Until(next)) // paces the peer's reads to rate
 				}
 			}()
 		}
@@ -390,7 +398,7 @@ func BenchmarkWithdrawOverrun(b *testing.B) {
 				tc.mu.Lock()
 				tc.mu.Unlock()
 				w = append(w, time.Since(start))
-				time.Sleep(200 * time.Microsecond)
+				time.Sleep(200 * time.Microsecond) // paces the lock-wait samples
 			}
 		}()
 		var wg sync.WaitGroup

@@ -346,7 +346,7 @@ func testSocketPerQueue(t *testing.T, mode xdp.Mode) {
 			s.RefillFill()
 			per[q] += n
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // paces the polls of the two sockets' rings
 	}
 	t.Logf("queue 0: %d, queue 1: %d", per[0], per[1])
 	if per[0]+per[1] != flows {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/internal/tlstest"
 	"github.com/starwire/starwire/rpc"
 )
@@ -83,13 +84,8 @@ func TestHelloTicketOverTLS(t *testing.T) {
 	}
 
 	c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, revoked := srvEP.tickets(); len(revoked) == 0; _, revoked = srvEP.tickets() {
-		if time.Now().After(deadline) {
-			t.Fatal("the ticket was not revoked when its connection closed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, func() bool { _, revoked := srvEP.tickets(); return len(revoked) > 0 },
+		"the ticket to be revoked when its connection closed")
 	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := cliEP.DialTicket(ctx, srvEP.Addr().String(), &issued[0]); err == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -24,13 +25,18 @@ var echo = rpc.NewMethod("afxdprpc.test.Echo")
 
 // logBuffer collects log lines for assertions.
 type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed, and replaced, by every Write
 }
 
 func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.written != nil {
+		close(l.written)
+		l.written = nil
+	}
 	return l.b.Write(p)
 }
 
@@ -38,6 +44,32 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// waitLogged waits up to within for a line containing s, woken by each
+// write rather than polling: a line a goroutine logs after the state the
+// test saw changed may come a while later on a loaded machine.
+func (l *logBuffer) waitLogged(t *testing.T, s string, within time.Duration) {
+	t.Helper()
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		found := strings.Contains(l.b.String(), s)
+		if l.written == nil {
+			l.written = make(chan struct{})
+		}
+		written := l.written
+		l.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-written:
+		case <-timer.C:
+			t.Fatalf("%q not logged within %v:\n%s", s, within, l.String())
+		}
+	}
 }
 
 func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
@@ -131,14 +163,15 @@ func call(t *testing.T, c *rpc.Client, i int) {
 // waitPath calls until the client's calls take path, or fails.
 func waitPath(t *testing.T, c *rpc.Client, path string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for i := 0; c.Stats().Path != path; i++ {
-		if time.Now().After(deadline) {
-			t.Fatalf("path %q after 5s, want %q", c.Stats().Path, path)
+	i := 0
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		if c.Stats().Path == path {
+			return true
 		}
 		call(t, c, i)
-		time.Sleep(10 * time.Millisecond)
-	}
+		i++
+		return false
+	}, "calls to take path %q (on %q)", path, c.Stats().Path)
 }
 
 func TestDualMovesCallsToPacketPath(t *testing.T) {
@@ -190,14 +223,15 @@ func TestDualStaysOnTCP(t *testing.T) {
 			addr := serveDual(t, tt.server(t), "127.0.0.1:0")
 			c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{}, cliEP, tt.client)})
 			defer c.Close()
-			deadline := time.Now().Add(5 * time.Second)
-			for i := 0; !strings.Contains(logs.String(), "calls stay on tcp"); i++ {
-				if time.Now().After(deadline) {
-					t.Fatalf("no decision logged:\n%s", logs.String())
+			i := 0
+			testwait.Eventually(t, 10*time.Second, func() bool {
+				if strings.Contains(logs.String(), "calls stay on tcp") {
+					return true
 				}
 				call(t, c, i)
-				time.Sleep(10 * time.Millisecond)
-			}
+				i++
+				return false
+			}, "a decision logged:\n%s", &logs)
 			call(t, c, -1)
 			if p := c.Stats().Path; p != afxdprpc.PathTCP {
 				t.Fatalf("path %q, want tcp", p)
@@ -233,11 +267,7 @@ func TestDualFallsBackToTCPWhenPacketPathFails(t *testing.T) {
 	}
 	// The connection leaves the packet path before it logs why, on the
 	// goroutine that found it failed, which may not have run yet.
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "calls back on tcp"); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("fallback not logged:\n%s", logs.String())
-		}
-	}
+	logs.waitLogged(t, "calls back on tcp", 10*time.Second)
 }
 
 // Between two network namespaces over veth, both ends on AF_XDP: calls move
@@ -291,11 +321,7 @@ func TestDualTotalsKeepClosedConnections(t *testing.T) {
 		}
 		bypass, tcp = bypass+st[0].BypassCalls, tcp+st[0].TCPCalls
 		c.Close()
-		for deadline := time.Now().Add(5 * time.Second); len(tr.Stats()) > 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: a closed connection still in Stats after 5s", round)
-			}
-		}
+		testwait.Eventually(t, 10*time.Second, func() bool { return len(tr.Stats()) == 0 }, "round %d: a closed connection to leave Stats", round)
 	}
 	got := tr.Totals()
 	if got.BypassCalls != bypass || got.TCPCalls != tcp || bypass < 40 {

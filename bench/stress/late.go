@@ -57,3 +57,27 @@ func Late(ctx context.Context, c *rpc.Client) (time.Duration, error) {
 	}
 	return time.Duration(binary.LittleEndian.Uint64(r.Meta)), nil
 }
+
+// WatchLate starts measuring how late this process wakes a sleeping
+// goroutine, as MethodLate does in the server; the function it returns
+// stops the measure and returns the longest seen. A test bounding how
+// long something takes in real time adds a multiple of it, so that what
+// the machine added by running the process late is not blamed on the
+// code under test.
+func WatchLate() (stop func() time.Duration) {
+	var worst atomic.Int64
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		schedLate(func(late time.Duration) {
+			if int64(late) > worst.Load() {
+				worst.Store(int64(late))
+			}
+		}, done, nil)
+	}()
+	return sync.OnceValue(func() time.Duration {
+		close(done)
+		<-ended
+		return time.Duration(worst.Load())
+	})
+}

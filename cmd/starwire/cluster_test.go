@@ -288,7 +288,7 @@ func waitTraining(t *testing.T, stateDir, name string, cmd *exec.Cmd) []int {
 		if time.Now().After(deadline) {
 			t.Fatal("the run did not start training in 60s")
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // paces the polls of the run's process table and log
 	}
 }
 
@@ -333,7 +333,7 @@ func waitGone(t *testing.T, pid int, timeout time.Duration) {
 			t.Errorf("process %d still running after %v", pid, timeout)
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // paces the polls of a process nothing here waits on
 	}
 }
 

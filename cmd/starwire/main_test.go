@@ -21,6 +21,12 @@ import (
 	"time"
 )
 
+// binaryDir is where binary built the command, "" until it has: TestMain
+// removes it, and must not build the command to find out where (a child
+// process running one test, or a -run without such tests, would build it
+// just to remove it).
+var binaryDir string
+
 // binary builds the command once into a temporary directory, for the tests
 // that run it as separate processes.
 var binary = sync.OnceValues(func() (string, error) {
@@ -28,6 +34,7 @@ var binary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	binaryDir = dir
 	path := filepath.Join(dir, "starwire")
 	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
 	if err != nil {
@@ -56,8 +63,8 @@ func TestMain(m *testing.M) {
 	os.Setenv(envvar.PacketTicketFile, ticket)
 	code := m.Run()
 	os.RemoveAll(dir)
-	if path, err := binary(); err == nil {
-		os.RemoveAll(filepath.Dir(path))
+	if binaryDir != "" {
+		os.RemoveAll(binaryDir)
 	}
 	os.Exit(code)
 }
@@ -236,7 +243,7 @@ func TestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer busy.Close()
+	t.Cleanup(func() { busy.Close() }) // after the parallel subtests
 	dead1, dead2, dead3 := freePort(t), freePort(t), freePort(t)
 	emap := filepath.Join(t.TempDir(), "endpoints")
 	if err := os.WriteFile(emap, []byte(dead1+"="+freePort(t)+"\n"+dead2+"="+freePort(t)+"\n"+dead3+"="+freePort(t)+"\n"), 0o644); err != nil {
@@ -292,6 +299,7 @@ func TestErrors(t *testing.T) {
 		{"learning rate", []string{"train", "--learning_rate", "0"}, 2, "train: --learning_rate 0, want > 0", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each runs a process of its own and waits on it
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, tc.args...)

@@ -60,7 +60,7 @@ func TestRegistryConcurrentLaunch(t *testing.T) {
 	for job, n := range jobs {
 		for task := range n {
 			wg.Go(func() {
-				time.Sleep(time.Duration(task*7%20) * time.Millisecond)
+				time.Sleep(time.Duration(task*7%20) * time.Millisecond) // staggers the launches, as a cluster's tasks start
 				addrs := listenTask(t)
 				if addrs == nil {
 					return

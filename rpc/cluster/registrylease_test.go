@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -179,62 +180,59 @@ func TestStaleRegistrations(t *testing.T) {
 }
 
 // TestLease: the lease renews the file's time, stops when another process
-// replaces the registration, and deregisters on Close.
+// replaces the registration, and deregisters on Close. Time is the
+// subject, so it runs on synctest's clock: a renewal interval passes when
+// the test says, and synctest.Wait lets the renewing goroutine finish
+// what that interval brought before the test looks.
 func TestLease(t *testing.T) {
-	dir := t.TempDir()
-	addrs := map[string]string{AddrGRPC: "127.0.0.1:1000"}
-	l, err := RegisterLease(dir, "worker", 0, addrs, 30*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "worker.0.json")
-	past := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(path, past, past); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 30 * time.Millisecond
+		dir := t.TempDir()
+		addrs := map[string]string{AddrGRPC: "127.0.0.1:1000"}
+		l, err := RegisterLease(dir, "worker", 0, addrs, lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "worker.0.json")
+		past := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(path, past, past); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(lease / 3)
+		synctest.Wait()
 		info, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.ModTime().After(past.Add(time.Minute)) {
-			break // renewed
+		if got := info.ModTime(); !got.After(past.Add(time.Minute)) {
+			t.Fatalf("the file's time is %v one renewal interval later, set to %v before", got, past)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the lease was not renewed in 10s")
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("the registration outlived Close: %v", err)
-	}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("the registration outlived Close: %v", err)
+		}
 
-	l, err = RegisterLease(dir, "worker", 0, addrs, 30*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs := map[string]string{AddrGRPC: "127.0.0.1:2000"}
-	if err := Register(dir, "worker", 0, theirs); err != nil {
-		t.Fatal(err)
-	}
-	for l.Err() == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the lease kept renewing another's registration")
+		l, err = RegisterLease(dir, "worker", 0, addrs, lease)
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if !strings.Contains(l.Err().Error(), "replaced by another registration") {
-		t.Errorf("Err = %v", l.Err())
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	reg, err := readRegistration(path)
-	if err != nil || reg.Addrs[AddrGRPC] != theirs[AddrGRPC] {
-		t.Errorf("Close removed the replacement: %v %v", reg, err)
-	}
+		theirs := map[string]string{AddrGRPC: "127.0.0.1:2000"}
+		if err := Register(dir, "worker", 0, theirs); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(lease / 3)
+		synctest.Wait()
+		if err := l.Err(); err == nil || !strings.Contains(err.Error(), "replaced by another registration") {
+			t.Errorf("Err = %v one renewal interval after another's registration", err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		reg, err := readRegistration(path)
+		if err != nil || reg.Addrs[AddrGRPC] != theirs[AddrGRPC] {
+			t.Errorf("Close removed the replacement: %v %v", reg, err)
+		}
+	})
 }

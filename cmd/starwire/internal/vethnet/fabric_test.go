@@ -55,7 +55,7 @@ func TestBuild(t *testing.T) {
 		// The first datagrams can go while the neighbour entry resolves.
 		for range 20 {
 			cli.Write([]byte("hello"))
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // paces the resends, as a host's retries would
 			if len(got) > 0 {
 				break
 			}

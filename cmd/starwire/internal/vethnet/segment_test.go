@@ -57,7 +57,7 @@ func TestSegment(t *testing.T) {
 	// The first datagram can go while the neighbour entry resolves.
 	for range 50 {
 		cli.Write([]byte("hello"))
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // paces the resends, as a host's retries would
 		if len(got) > 0 {
 			break
 		}
