@@ -50,7 +50,7 @@ func authServer(t *testing.T, opts afxdp.Options) (*afxdp.Endpoint, *rawPeer, ch
 func (p *rawPeer) answered(t *testing.T, marker uint64) map[uint64]bool {
 	t.Helper()
 	seen := map[uint64]bool{}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(settle)
 	for time.Now().Before(deadline) {
 		n, err := p.l.Receive(p.rx[:])
 		if err != nil {
@@ -70,7 +70,7 @@ func (p *rawPeer) answered(t *testing.T, marker uint64) map[uint64]bool {
 			p.l.Wait(10 * time.Millisecond)
 		}
 	}
-	t.Fatalf("no answer to OPEN of session %d within 5s", marker)
+	t.Fatalf("no answer to OPEN of session %d within %v", marker, settle)
 	return nil
 }
 

@@ -48,7 +48,7 @@ func (p *rawPeer) send(t *testing.T, h protocol.PacketHeader, data []byte) {
 // await receives until a packet for session id satisfies ok.
 func (p *rawPeer) await(t *testing.T, id uint64, what string, ok func(protocol.PacketHeader) bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(settle)
 	for time.Now().Before(deadline) {
 		n, err := p.l.Receive(p.rx[:])
 		if err != nil {
@@ -63,7 +63,7 @@ func (p *rawPeer) await(t *testing.T, id uint64, what string, ok func(protocol.P
 			p.l.Wait(10 * time.Millisecond)
 		}
 	}
-	t.Fatalf("session %d: no %s within 5s", id, what)
+	t.Fatalf("session %d: no %s within %v", id, what, settle)
 }
 
 // open completes the handshake of session id, under testTicket.

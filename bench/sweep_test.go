@@ -102,7 +102,7 @@ func TestSweep(t *testing.T) {
 func TestOpenLoopShowsQueueing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const service = 2 * time.Millisecond
-		slow := func(ctx context.Context) error { time.Sleep(service); return nil }
+		slow := func(ctx context.Context) error { time.Sleep(service); return nil } // the service time, on synctest's clock
 		r := driveOpen(context.Background(), []caller{slow}, 200*time.Millisecond, 1000)
 		if r.calls != 200 || r.elapsed < 200*service {
 			t.Fatalf("%d calls in %v, want the 200 due in 200ms, taking %v", r.calls, r.elapsed, 200*service)

@@ -63,7 +63,7 @@ func newTestEnvOn(t testing.TB, tr *TCP, configure ...func(*Server)) *testEnv {
 	}, HandlerOptions{Deferrable: true})
 	env.srv.Register(mSleep, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
 		d := time.Duration(binary.LittleEndian.Uint64(req.Meta))
-		time.Sleep(d)
+		time.Sleep(d) // the handler's work: Sleep stands for a slow handler
 		resp.Meta = append(resp.Meta, req.Meta...)
 		return nil
 	}, HandlerOptions{})

@@ -49,7 +49,7 @@ func TestReusedAndEnd(t *testing.T) {
 			}
 			time.Sleep(idle / 2) // less than Idle between jobs: the goroutine stays
 		}
-		time.Sleep(idle)
+		time.Sleep(idle) // synctest's clock: Idle passes without a job
 		synctest.Wait()
 		if n := p.Parked(); n != 0 {
 			t.Fatalf("%d parked after Idle without a job, want 0", n)

@@ -198,7 +198,7 @@ func TestLease(t *testing.T) {
 		if err := os.Chtimes(path, past, past); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(lease / 3)
+		time.Sleep(lease / 3) // synctest's clock: one renewal interval passes
 		synctest.Wait()
 		info, err := os.Stat(path)
 		if err != nil {
@@ -222,7 +222,7 @@ func TestLease(t *testing.T) {
 		if err := Register(dir, "worker", 0, theirs); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(lease / 3)
+		time.Sleep(lease / 3) // synctest's clock: one renewal interval passes
 		synctest.Wait()
 		if err := l.Err(); err == nil || !strings.Contains(err.Error(), "replaced by another registration") {
 			t.Errorf("Err = %v one renewal interval after another's registration", err)
