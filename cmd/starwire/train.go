@@ -28,6 +28,7 @@ type trainFlags struct {
 	cfg lr.Config
 	clusterFlags
 	connectTimeout time.Duration
+	taskTimeout    time.Duration
 	cpuProfile     string
 	transport      string
 	afxdp          string
@@ -55,6 +56,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.Var((*float32Value)(&f.cfg.LearningRate), "learning_rate", "Adagrad learning rate")
 	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines (on a terminal the bar moves every 250ms unless this is given)")
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")
+	fs.DurationVar(&f.taskTimeout, "task_timeout", 5*time.Second, "a task that dies or stops answering fails the running steps within this bound (probed every third of it)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
 	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
@@ -285,6 +287,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	layout := r.layout
 	layout.Transport = dialer
+	layout.FailFast = true
 	if r.metrics != nil {
 		layout.Interceptors = append(layout.Interceptors, r.metrics.ClientInterceptor())
 	}
@@ -301,6 +304,7 @@ func (r *trainRun) train(ctx context.Context) error {
 		}
 	}
 	d := driver.New(fmt.Sprintf("train-%d-%d", os.Getpid(), time.Now().UnixNano()), callers...)
+	d.Watch(f.taskTimeout)
 	stats := func() driver.Stats {
 		s := d.Stats()
 		if r.local != nil {
