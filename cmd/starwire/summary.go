@@ -103,3 +103,30 @@ func shortTask(task string) string {
 	}
 	return fmt.Sprintf("%s:%d", job, i)
 }
+
+// peerDeltas returns after's counts less before's, task by task: what the
+// tasks' calls to their peers moved between the two. A task whose counts
+// went down restarted in between, and all of after's are counted; one
+// that did not answer before is reported as unknown.
+func peerDeltas(before, after []peerInfo) []peerInfo {
+	prev := make(map[string]peerInfo, len(before))
+	for _, b := range before {
+		prev[b.Task] = b
+	}
+	out := make([]peerInfo, len(after))
+	for i, a := range after {
+		out[i] = a
+		if a.err != nil {
+			continue
+		}
+		b, ok := prev[a.Task]
+		switch {
+		case !ok || b.err != nil:
+			out[i].err = fmt.Errorf("its counts before the run are unknown")
+		case a.PeerCalls >= b.PeerCalls && a.PeerBytes >= b.PeerBytes:
+			out[i].PeerCalls -= b.PeerCalls
+			out[i].PeerBytes -= b.PeerBytes
+		}
+	}
+	return out
+}

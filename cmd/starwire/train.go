@@ -346,12 +346,21 @@ func (r *trainRun) train(ctx context.Context) error {
 	}()
 	fmt.Fprintf(stdout, "training: %s, %s, %d steps per worker, batch %d, vocab %d, embedding_dim %d, seed %d\n",
 		plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"), f.cfg.Steps, f.cfg.BatchSize, f.cfg.Vocab, f.cfg.EmbeddingDim, f.cfg.Seed)
+	// A joined cluster's tasks count their calls since they started: what
+	// this run made is the difference.
+	var infosBefore []peerInfo
+	if r.local == nil {
+		infosBefore = r.peerInfos(ctx)
+	}
 	sum, err := job.Run(ctx, display.update)
 	display.finish()
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	infos := r.peerInfos(ctx)
+	if r.local == nil {
+		infos = peerDeltas(infosBefore, infos)
+	}
 	printSummary(stdout, sum, r.layout.Protocol, driverPath(r.layout.Protocol, r.tr), infos, r.local != nil)
 	if r.local != nil {
 		printPathStats(stdout, r.local)
