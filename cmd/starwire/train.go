@@ -29,6 +29,7 @@ type trainFlags struct {
 	clusterFlags
 	connectTimeout time.Duration
 	taskTimeout    time.Duration
+	onFailure      string
 	cpuProfile     string
 	transport      string
 	afxdp          string
@@ -57,6 +58,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines (on a terminal the bar moves every 250ms unless this is given)")
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")
 	fs.DurationVar(&f.taskTimeout, "task_timeout", 5*time.Second, "a task that dies or stops answering fails the running steps within this bound (probed every third of it)")
+	fs.StringVar(&f.onFailure, "on_failure", "recover", `what a lost task does to the run: "recover" (a lost worker loses only its steps in flight, the others take its batches; a lost ps still fails the run), or "fail" (exit at once with the error)`)
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
 	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
@@ -177,6 +179,11 @@ func (f *trainFlags) applyPreset(args []string) error {
 
 // check reports flags that cannot run, naming the flag.
 func (f *trainFlags) check() error {
+	switch f.onFailure {
+	case "recover", "fail":
+	default:
+		return usagef(`train: --on_failure %q, want "recover" or "fail"`, f.onFailure)
+	}
 	switch f.afxdp {
 	case "auto", "on", "off":
 	default:
@@ -332,6 +339,9 @@ func (r *trainRun) train(ctx context.Context) error {
 			c, b := r.local.TaskPeerStats(task)
 			return s.Add(driver.Stats{Calls: c, Bytes: b})
 		})
+	}
+	if f.onFailure == "recover" {
+		job.FailOverWorkers()
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, f.connectTimeout)
 	err = job.Setup(setupCtx)
