@@ -48,9 +48,9 @@ func (p *process) exited(t *testing.T, timeout time.Duration) (int, time.Time) {
 
 var progressRE = regexp.MustCompile(`^step [1-9]\d*/\d+ `)
 
-// TestTrainTaskKilled kills a task of a running train's cluster: with
-// --on_failure fail train exits non-zero, naming the task, within 10s of
-// the kill; with recover (the default) a lost worker loses only its
+// TestTrainTaskKilled kills (or stops) a task of a running train's
+// cluster: with --on_failure fail train exits non-zero, naming the task,
+// within 10s of the kill; with recover (the default) a lost worker loses only its
 // steps in flight and the run ends as an unbroken one does.
 func TestTrainTaskKilled(t *testing.T) {
 	train := func(dir string, steps int, extra ...string) *process {
@@ -59,14 +59,21 @@ func TestTrainTaskKilled(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		victim string
+		sig    syscall.Signal
 		task   string
-	}{{"ps:0", "/job:ps/replica:0/task:0"}, {"worker:1", "/job:worker/replica:0/task:1"}} {
-		t.Run("fail/"+tc.victim, func(t *testing.T) {
+	}{
+		{"ps:0", syscall.SIGKILL, "/job:ps/replica:0/task:0"},
+		{"worker:1", syscall.SIGKILL, "/job:worker/replica:0/task:1"},
+		// Stopped, the task keeps its connections open and answers
+		// nothing: only the probes find it.
+		{"ps:0", syscall.SIGSTOP, "/job:ps/replica:0/task:0"},
+	} {
+		t.Run("fail/"+map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSTOP: "SIGSTOP"}[tc.sig]+"/"+tc.victim, func(t *testing.T) {
 			dir, servers := startRegistryCluster(t)
-			p := train(dir, 1_000_000, "--on_failure", "fail")
+			p := train(dir, 1_000_000, "--on_failure", "fail", "--task_timeout", "2s")
 			p.waitLine(t, progressRE, 60*time.Second)
 			killed := time.Now()
-			servers[tc.victim].cmd.Process.Signal(syscall.SIGKILL)
+			servers[tc.victim].cmd.Process.Signal(tc.sig)
 			code, at := p.exited(t, 30*time.Second)
 			if code == 0 {
 				t.Fatalf("train exited 0 after %s was killed:\n%s", tc.victim, p.out.String())
