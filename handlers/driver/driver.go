@@ -180,6 +180,9 @@ func (d *Driver) watched(ctx context.Context, tasks []string, f func(context.Con
 	}
 	var te *TaskError
 	if errors.As(cause, &te) {
+		if errors.Is(err, te) {
+			return err
+		}
 		return fmt.Errorf("%w (the step failed: %v)", te, err)
 	}
 	return d.diagnose(ctx, err, tasks...)

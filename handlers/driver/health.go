@@ -76,6 +76,17 @@ func (d *Driver) Watch(timeout time.Duration) {
 
 func (d *Driver) watch(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	// Stopping cancels a probe in flight: Close need not wait out a
+	// frozen task's probe.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	t := time.NewTicker(d.health.timeout / 3)
 	defer t.Stop()
 	for {
@@ -83,7 +94,7 @@ func (d *Driver) watch(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			d.probe(context.Background(), d.order...)
+			d.probe(ctx, d.order...)
 		}
 	}
 }
@@ -106,6 +117,9 @@ func (d *Driver) probe(ctx context.Context, tasks ...string) error {
 			_, err := c.GetStatus(pctx)
 			cancel()
 			if err != nil && ctx.Err() == nil {
+				if errors.Is(pctx.Err(), context.DeadlineExceeded) {
+					err = fmt.Errorf("no answer to a status probe in %v: %w", d.health.timeout/2, err)
+				}
 				errs[i] = d.markLost(task, err)
 			}
 		}()
