@@ -382,13 +382,17 @@ func (j *Job) train(ctx context.Context, r int) error {
 		// The step's cleanup runs while the next step does, as
 		// TensorFlow's master cleans partitions up asynchronously after
 		// each run: one at a time, its error reported by the step after.
-		// A lost worker's cleanup cannot succeed and is not waited for.
+		// A lost worker's failed cleanup is not the run's failure.
 		if cerr := cleanup.wait(); err == nil && !(j.failover && j.anyLostWorker(cerr)) {
 			err = cerr
 		}
-		stepTasks := tasks
+		stepTasks, failedOver := tasks, err != nil && j.failover && j.lostWorker(err, on)
+		if failedOver {
+			// The parameter servers still hold the step's state.
+			stepTasks = j.psTasks()
+		}
 		cleanup.start(func() error { return j.d.CleanupStep(ctx, step, stepTasks...) })
-		if err != nil && j.failover && j.lostWorker(err, on) {
+		if failedOver {
 			j.lost.Add(1)
 			if on = j.liveReplica(on); on < 0 {
 				return fmt.Errorf("worker %d: no worker left: %w", r, err)
@@ -404,7 +408,7 @@ func (j *Job) train(ctx context.Context, r int) error {
 		j.mu.Unlock()
 		j.steps.Add(1)
 	}
-	if err := cleanup.wait(); err != nil {
+	if err := cleanup.wait(); err != nil && !(j.failover && j.anyLostWorker(err)) {
 		return fmt.Errorf("worker %d: %w", r, err)
 	}
 	return nil
