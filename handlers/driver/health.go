@@ -191,22 +191,6 @@ func (d *Driver) Revive(task string) {
 	}
 }
 
-// Answers probes task once, bounded by the watch's timeout (or timeout,
-// when the driver does not watch), and reports whether it answered.
-func (d *Driver) Answers(ctx context.Context, task string, timeout time.Duration) error {
-	c, err := d.Caller(task)
-	if err != nil {
-		return err
-	}
-	if d.health.timeout > 0 {
-		timeout = d.health.timeout / 2
-	}
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	_, err = c.GetStatus(pctx)
-	return err
-}
-
 // tie makes ctx's calls end when one of tasks is found lost, with that
 // task's *TaskError as the cause; stop undoes it.
 func (d *Driver) tie(ctx context.Context, tasks ...string) (context.Context, func()) {
