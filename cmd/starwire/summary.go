@@ -23,6 +23,9 @@ type peerInfo struct {
 func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, driver string, infos []peerInfo, local bool) {
 	fmt.Fprintf(w, "summary:\n")
 	fmt.Fprintf(w, "  steps %d, examples %d in %.2fs: %.0f examples/s\n", s.Steps, s.Examples, s.Elapsed.Seconds(), s.ExamplesPerSec())
+	if s.LostSteps > 0 {
+		fmt.Fprintf(w, "  steps lost with their worker: %d\n", s.LostSteps)
+	}
 	fmt.Fprintf(w, "  held-out loss: initial %.4f, final %.4f (hidden model %.4f, click rate alone %.4f)\n", s.InitialLoss, s.FinalLoss, s.BayesLoss, s.BaseRateLoss)
 	fmt.Fprintf(w, "  training loss: first tenth %.4f, last tenth %.4f\n", s.FirstTrainLoss, s.LastTrainLoss)
 	fmt.Fprintf(w, "  held-out accuracy: %.2f%%\n", 100*s.Accuracy)
@@ -102,4 +105,31 @@ func shortTask(task string) string {
 		return task
 	}
 	return fmt.Sprintf("%s:%d", job, i)
+}
+
+// peerDeltas returns after's counts less before's, task by task: what the
+// tasks' calls to their peers moved between the two. A task whose counts
+// went down restarted in between, and all of after's are counted; one
+// that did not answer before is reported as unknown.
+func peerDeltas(before, after []peerInfo) []peerInfo {
+	prev := make(map[string]peerInfo, len(before))
+	for _, b := range before {
+		prev[b.Task] = b
+	}
+	out := make([]peerInfo, len(after))
+	for i, a := range after {
+		out[i] = a
+		if a.err != nil {
+			continue
+		}
+		b, ok := prev[a.Task]
+		switch {
+		case !ok || b.err != nil:
+			out[i].err = fmt.Errorf("its counts before the run are unknown")
+		case a.PeerCalls >= b.PeerCalls && a.PeerBytes >= b.PeerBytes:
+			out[i].PeerCalls -= b.PeerCalls
+			out[i].PeerBytes -= b.PeerBytes
+		}
+	}
+	return out
 }

@@ -28,6 +28,8 @@ type trainFlags struct {
 	cfg lr.Config
 	clusterFlags
 	connectTimeout time.Duration
+	taskTimeout    time.Duration
+	onFailure      string
 	cpuProfile     string
 	transport      string
 	afxdp          string
@@ -55,6 +57,8 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.Var((*float32Value)(&f.cfg.LearningRate), "learning_rate", "Adagrad learning rate")
 	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines (on a terminal the bar moves every 250ms unless this is given)")
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")
+	fs.DurationVar(&f.taskTimeout, "task_timeout", 5*time.Second, "a task that dies or stops answering fails the running steps within this bound (probed every third of it)")
+	fs.StringVar(&f.onFailure, "on_failure", "recover", `what a lost task does to the run: "recover" (a lost worker loses only its steps in flight, the others take its batches; a lost ps still fails the run), or "fail" (exit at once with the error)`)
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
 	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
@@ -175,6 +179,11 @@ func (f *trainFlags) applyPreset(args []string) error {
 
 // check reports flags that cannot run, naming the flag.
 func (f *trainFlags) check() error {
+	switch f.onFailure {
+	case "recover", "fail":
+	default:
+		return usagef(`train: --on_failure %q, want "recover" or "fail"`, f.onFailure)
+	}
 	switch f.afxdp {
 	case "auto", "on", "off":
 	default:
@@ -285,6 +294,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	layout := r.layout
 	layout.Transport = dialer
+	layout.FailFast = true
 	if r.metrics != nil {
 		layout.Interceptors = append(layout.Interceptors, r.metrics.ClientInterceptor())
 	}
@@ -301,6 +311,7 @@ func (r *trainRun) train(ctx context.Context) error {
 		}
 	}
 	d := driver.New(fmt.Sprintf("train-%d-%d", os.Getpid(), time.Now().UnixNano()), callers...)
+	d.Watch(f.taskTimeout)
 	stats := func() driver.Stats {
 		s := d.Stats()
 		if r.local != nil {
@@ -329,6 +340,9 @@ func (r *trainRun) train(ctx context.Context) error {
 			return s.Add(driver.Stats{Calls: c, Bytes: b})
 		})
 	}
+	if f.onFailure == "recover" {
+		job.FailOverWorkers()
+	}
 	setupCtx, cancel := context.WithTimeout(ctx, f.connectTimeout)
 	err = job.Setup(setupCtx)
 	cancel()
@@ -342,12 +356,21 @@ func (r *trainRun) train(ctx context.Context) error {
 	}()
 	fmt.Fprintf(stdout, "training: %s, %s, %d steps per worker, batch %d, vocab %d, embedding_dim %d, seed %d\n",
 		plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"), f.cfg.Steps, f.cfg.BatchSize, f.cfg.Vocab, f.cfg.EmbeddingDim, f.cfg.Seed)
+	// A joined cluster's tasks count their calls since they started: what
+	// this run made is the difference.
+	var infosBefore []peerInfo
+	if r.local == nil {
+		infosBefore = r.peerInfos(ctx)
+	}
 	sum, err := job.Run(ctx, display.update)
 	display.finish()
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	infos := r.peerInfos(ctx)
+	if r.local == nil {
+		infos = peerDeltas(infosBefore, infos)
+	}
 	printSummary(stdout, sum, r.layout.Protocol, driverPath(r.layout.Protocol, r.tr), infos, r.local != nil)
 	if r.local != nil {
 		printPathStats(stdout, r.local)

@@ -25,6 +25,8 @@ type Driver struct {
 	mu     sync.Mutex
 	graphs []Graph
 	open   bool
+
+	health health
 }
 
 // New returns a driver for session over callers, one per task; it owns
@@ -156,6 +158,37 @@ type Partition struct {
 // deadline) and the first failure is returned. It does not clean up the
 // step: call CleanupStep once the step's last partitions have run.
 func (d *Driver) RunPartitions(ctx context.Context, step int64, parts ...Partition) error {
+	if d.health.timeout == 0 {
+		return d.runPartitions(ctx, step, parts...)
+	}
+	tasks := make([]string, len(parts))
+	for i := range parts {
+		tasks[i] = parts[i].Graph.Task
+	}
+	return d.watched(ctx, tasks, func(ctx context.Context) error { return d.runPartitions(ctx, step, parts...) })
+}
+
+// watched runs f with ctx tied to tasks' health: when one is found lost, or
+// when f fails and one no longer answers, the error is its *TaskError.
+func (d *Driver) watched(ctx context.Context, tasks []string, f func(context.Context) error) error {
+	tctx, stop := d.tie(ctx, tasks...)
+	err := f(tctx)
+	cause := context.Cause(tctx)
+	stop()
+	if err == nil {
+		return nil
+	}
+	var te *TaskError
+	if errors.As(cause, &te) {
+		if errors.Is(err, te) {
+			return err
+		}
+		return fmt.Errorf("%w (the step failed: %v)", te, err)
+	}
+	return d.diagnose(ctx, err, tasks...)
+}
+
+func (d *Driver) runPartitions(ctx context.Context, step int64, parts ...Partition) error {
 	if len(parts) == 1 {
 		return d.runPartition(ctx, step, &parts[0])
 	}
@@ -217,6 +250,13 @@ func (d *Driver) runPartition(ctx context.Context, step int64, p *Partition) err
 // CleanupStep tells tasks that step is over, so they drop what their
 // rendezvous still holds for it. The tasks are told concurrently.
 func (d *Driver) CleanupStep(ctx context.Context, step int64, tasks ...string) error {
+	if d.health.timeout == 0 {
+		return d.cleanupStep(ctx, step, tasks...)
+	}
+	return d.watched(ctx, tasks, func(ctx context.Context) error { return d.cleanupStep(ctx, step, tasks...) })
+}
+
+func (d *Driver) cleanupStep(ctx context.Context, step int64, tasks ...string) error {
 	cleanup := func(task string) error {
 		c, err := d.Caller(task)
 		if err == nil {
@@ -254,14 +294,19 @@ func (d *Driver) Stats() Stats {
 }
 
 // Close deregisters the driver's graphs, deletes its worker sessions and
-// closes its callers. It reports every failure, but tries every step.
+// closes its callers. It reports every failure, but tries every step; tasks
+// found lost (see Watch) are not called.
 func (d *Driver) Close(ctx context.Context) error {
+	d.stopWatch()
 	d.mu.Lock()
 	graphs, open := d.graphs, d.open
 	d.graphs, d.open = nil, false
 	d.mu.Unlock()
 	var errs []error
 	for _, g := range graphs {
+		if d.Lost(g.Task) != nil {
+			continue
+		}
 		c, err := d.Caller(g.Task)
 		if err == nil {
 			err = c.DeregisterGraph(ctx, &tfpb.DeregisterGraphRequest{SessionHandle: d.session, CreateWorkerSessionCalled: true, GraphHandle: g.Handle})
@@ -272,6 +317,9 @@ func (d *Driver) Close(ctx context.Context) error {
 	}
 	if open {
 		errs = append(errs, d.each(func(task string, c Caller) error {
+			if d.Lost(task) != nil {
+				return nil
+			}
 			if err := c.DeleteWorkerSession(ctx, &tfpb.DeleteWorkerSessionRequest{SessionHandle: d.session}); err != nil {
 				return fmt.Errorf("driver: DeleteWorkerSession on %s: %w", task, err)
 			}

@@ -2,6 +2,7 @@ package lr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -41,6 +42,9 @@ type Summary struct {
 	// BayesLoss is the hidden true model's held-out loss, the floor; and
 	// BaseRateLoss that of always predicting the click rate.
 	BayesLoss, BaseRateLoss float64
+	// LostSteps failed with a worker that was lost (see FailOverWorkers);
+	// Steps does not count them.
+	LostSteps int64
 	// Calls and Bytes count every RPC of the run (driver and task to task)
 	// and the metadata and tensor bytes they moved.
 	Calls, Bytes int64
@@ -62,12 +66,16 @@ type Job struct {
 
 	ps         [][]driver.Graph // [replica][ps]
 	worker     []driver.Graph
-	evalPS     []driver.Graph // replica 0's, without the update
-	evalWorker driver.Graph
+	evalPS     [][]driver.Graph // [replica][ps], without the update
+	evalWorker []driver.Graph
 	taskStats  func(task string) driver.Stats
+	// failover gives a lost worker's steps to the others (see
+	// FailOverWorkers).
+	failover bool
 
 	nextStep atomic.Int64
 	steps    atomic.Int64
+	lost     atomic.Int64 // steps that failed with their worker
 	mu       sync.Mutex
 	losses   []float64 // by completion order
 }
@@ -164,15 +172,22 @@ func (j *Job) Setup(ctx context.Context) error {
 		}
 		j.ps, j.worker = append(j.ps, ps), append(j.worker, w)
 	}
-	for s := range j.cfg.PS {
-		g, err := register(j.plan.ps[s], j.plan.psGraph(0, s, false))
+	// Every replica can evaluate, so that a lost worker does not stop the
+	// evaluation after training.
+	for r := range j.cfg.Workers {
+		var ps []driver.Graph
+		for s := range j.cfg.PS {
+			g, err := register(j.plan.ps[s], j.plan.psGraph(r, s, false))
+			if err != nil {
+				return err
+			}
+			ps = append(ps, g)
+		}
+		w, err := register(j.plan.workers[r], j.plan.workerGraph(r, false))
 		if err != nil {
 			return err
 		}
-		j.evalPS = append(j.evalPS, g)
-	}
-	if j.evalWorker, err = register(j.plan.workers[0], j.plan.workerGraph(0, false)); err != nil {
-		return err
+		j.evalPS, j.evalWorker = append(j.evalPS, ps), append(j.evalWorker, w)
 	}
 	step := j.nextStep.Add(1)
 	if err := j.d.RunPartitions(ctx, step, inits...); err != nil {
@@ -228,7 +243,7 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	for s, st := range j.psStats() {
 		sum.PSBytes = append(sum.PSBytes, st.Bytes-psBefore[s].Bytes)
 	}
-	sum.Steps = j.steps.Load()
+	sum.Steps, sum.LostSteps = j.steps.Load(), j.lost.Load()
 	sum.Examples = sum.Steps * int64(j.cfg.BatchSize)
 	j.mu.Lock()
 	tenth := max(len(j.losses)/10, 1)
@@ -294,7 +309,7 @@ func (j *Job) run(ctx context.Context, r int, step int64, b *clicks.Batch, f *ba
 		driver.Feed{Key: j.plan.labelsLink(r).key(), Tensor: floatTensor(b.Labels, int64(len(b.Labels)))})
 	worker, ps := j.worker[r], j.ps[r]
 	if !train {
-		worker, ps = j.evalWorker, j.evalPS
+		worker, ps = j.evalWorker[r], j.evalPS[r]
 	}
 	parts := make([]driver.Partition, 0, j.cfg.PS+1)
 	parts = append(parts, driver.Partition{
@@ -307,12 +322,48 @@ func (j *Job) run(ctx context.Context, r int, step int64, b *clicks.Batch, f *ba
 	return j.d.RunPartitions(ctx, step, parts...)
 }
 
-// train runs replica r's steps.
+// FailOverWorkers makes a lost worker lose only its steps in flight: the
+// batches of its replica go on over another worker that answers (its
+// graphs), as TensorFlow's coordinator gives a lost worker's closures to
+// the others. A lost parameter server still fails the run. Call it before
+// Run.
+func (j *Job) FailOverWorkers() { j.failover = true }
+
+// lostWorker reports whether err is the loss of worker w.
+func (j *Job) lostWorker(err error, w int) bool {
+	var te *driver.TaskError
+	return errors.As(err, &te) && te.Task == task(j.plan.workers[w])
+}
+
+// anyLostWorker reports whether err is the loss of a worker.
+func (j *Job) anyLostWorker(err error) bool {
+	for w := range j.plan.workers {
+		if j.lostWorker(err, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// liveReplica returns the first replica from r on whose worker no loss is
+// known, or -1.
+func (j *Job) liveReplica(r int) int {
+	for k := range j.cfg.Workers {
+		if w := (r + k) % j.cfg.Workers; j.d.Lost(task(j.plan.workers[w])) == nil {
+			return w
+		}
+	}
+	return -1
+}
+
+// train runs replica r's steps, over worker r's graphs unless it is lost
+// and failover is on.
 func (j *Job) train(ctx context.Context, r int) error {
 	batches := prefetch(j.gen.Stream(uint64(r)+1), j.cfg.BatchSize, j.cfg.Steps, j.cfg.Compute)
 	defer batches.close()
 	var f batchFeeds
-	tasks := append(j.psTasks(), task(j.plan.workers[r]))
+	on := r // the replica whose graphs run the steps
+	tasks := append(j.psTasks(), task(j.plan.workers[on]))
 	var cleanup background
 	defer cleanup.wait()
 	for range j.cfg.Steps {
@@ -321,7 +372,7 @@ func (j *Job) train(ctx context.Context, r int) error {
 			return fmt.Errorf("worker %d: %w", r, err)
 		}
 		step := j.nextStep.Add(1)
-		err = j.run(ctx, r, step, b, &f, true)
+		err = j.run(ctx, on, step, b, &f, true)
 		batches.recycle(b)
 		var loss float64
 		if err == nil {
@@ -331,10 +382,24 @@ func (j *Job) train(ctx context.Context, r int) error {
 		// The step's cleanup runs while the next step does, as
 		// TensorFlow's master cleans partitions up asynchronously after
 		// each run: one at a time, its error reported by the step after.
-		if cerr := cleanup.wait(); err == nil {
+		// A lost worker's failed cleanup is not the run's failure.
+		if cerr := cleanup.wait(); err == nil && !(j.failover && j.anyLostWorker(cerr)) {
 			err = cerr
 		}
-		cleanup.start(func() error { return j.d.CleanupStep(ctx, step, tasks...) })
+		stepTasks, failedOver := tasks, err != nil && j.failover && j.lostWorker(err, on)
+		if failedOver {
+			// The parameter servers still hold the step's state.
+			stepTasks = j.psTasks()
+		}
+		cleanup.start(func() error { return j.d.CleanupStep(ctx, step, stepTasks...) })
+		if failedOver {
+			j.lost.Add(1)
+			if on = j.liveReplica(on); on < 0 {
+				return fmt.Errorf("worker %d: no worker left: %w", r, err)
+			}
+			tasks = append(j.psTasks(), task(j.plan.workers[on]))
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("worker %d: %w", r, err)
 		}
@@ -343,7 +408,7 @@ func (j *Job) train(ctx context.Context, r int) error {
 		j.mu.Unlock()
 		j.steps.Add(1)
 	}
-	if err := cleanup.wait(); err != nil {
+	if err := cleanup.wait(); err != nil && !(j.failover && j.anyLostWorker(err)) {
 		return fmt.Errorf("worker %d: %w", r, err)
 	}
 	return nil
@@ -389,11 +454,12 @@ func (j *Job) evaluate(ctx context.Context, held *clicks.Batch) (loss, acc float
 	var f batchFeeds
 	var lossSum float64
 	correct := 0
-	tasks := append(j.psTasks(), task(j.plan.workers[0]))
+	r := max(j.liveReplica(0), 0)
+	tasks := append(j.psTasks(), task(j.plan.workers[r]))
 	for i := 0; i < held.Len(); i += B {
 		b := clicks.Batch{IDs: held.IDs[i*F : (i+B)*F], Labels: held.Labels[i : i+B]}
 		step := j.nextStep.Add(1)
-		err := j.run(ctx, 0, step, &b, &f, false)
+		err := j.run(ctx, r, step, &b, &f, false)
 		if err == nil {
 			lossSum += float64(handlers.View[float32](f.out.Tensors[0].Data)[0])
 			for k, p := range handlers.View[float32](f.out.Tensors[1].Data) {

@@ -23,6 +23,10 @@ type Layout struct {
 	// TLS, when set, secures gRPC and, when Transport is nil, starwire's
 	// TCP with mutual TLS 1.3. A Transport given must carry its own.
 	TLS *rpc.TLSFiles
+	// FailFast makes starwire calls to a task that cannot be reached fail
+	// at once instead of waiting for it (a driver's, which watches the
+	// tasks' health; see rpc.ClientOptions.FailFast).
+	FailFast bool
 }
 
 // Check reports a layout that cannot work: no tasks, or a task without a
@@ -98,7 +102,7 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 	}
 	var c driver.Caller
 	if r, ok := p.routes[task]; ok {
-		c = driver.NewStarCaller(task, rpc.NewClient(r.addr, rpc.ClientOptions{Name: task, Transport: r.transport, Interceptors: p.layout.Interceptors}))
+		c = driver.NewStarCaller(task, rpc.NewClient(r.addr, rpc.ClientOptions{Name: task, Transport: r.transport, Interceptors: p.layout.Interceptors, FailFast: p.layout.FailFast}))
 	} else if p.layout.Protocol.UsesStar() {
 		starAddr, err := p.layout.Endpoints.StarAddr(p.layout.Cluster, job, idx)
 		if err != nil {
@@ -108,7 +112,7 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 		if err != nil {
 			return nil, err
 		}
-		c = driver.NewStarCaller(task, rpc.NewClient(starAddr, rpc.ClientOptions{Name: task, Transport: tr, Interceptors: p.layout.Interceptors}))
+		c = driver.NewStarCaller(task, rpc.NewClient(starAddr, rpc.ClientOptions{Name: task, Transport: tr, Interceptors: p.layout.Interceptors, FailFast: p.layout.FailFast}))
 	} else {
 		opts, err := p.layout.GRPCDialOptions()
 		if err != nil {

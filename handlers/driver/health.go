@@ -1,0 +1,241 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ErrTaskLost is wrapped by the error of a step that failed because a task
+// died or stopped answering (see Watch).
+var ErrTaskLost = errors.New("task lost")
+
+// A TaskError says which task was lost and why.
+type TaskError struct {
+	Task string
+	Err  error
+}
+
+func (e *TaskError) Error() string { return fmt.Sprintf("%s lost: %v", e.Task, e.Err) }
+
+// Unwrap lets errors.Is find ErrTaskLost and the cause.
+func (e *TaskError) Unwrap() []error { return []error{ErrTaskLost, e.Err} }
+
+// health tracks which tasks answer. Each task has a context that is
+// cancelled, with a *TaskError as its cause, when the task is found lost:
+// the calls of steps that involve it are tied to it, so that a step waiting
+// on a dead or frozen task (or on a peer waiting for it) ends within the
+// probe's bound instead of never.
+type health struct {
+	timeout time.Duration // 0: not watching
+
+	mu    sync.Mutex
+	tasks map[string]*taskHealth
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+type taskHealth struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	lost   *TaskError // nil while it answers
+}
+
+func newTaskHealth() *taskHealth {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &taskHealth{ctx: ctx, cancel: cancel}
+}
+
+// Watch makes the driver probe every task (GetStatus) every timeout/3,
+// each probe bounded by timeout/2, so that a task that dies or stops
+// answering fails the steps that involve it within about timeout: a
+// connection reset fails a call at once, but a task that is stopped
+// (SIGSTOP, a frozen host) leaves its calls waiting, and a step's other
+// partitions wait for the tensors it would have sent. A step that fails
+// is also checked at once: when one of its tasks does not answer a probe,
+// the step's error is that task's *TaskError. Call it once, before the
+// steps; Close stops it.
+func (d *Driver) Watch(timeout time.Duration) {
+	if timeout <= 0 {
+		return
+	}
+	h := &d.health
+	h.mu.Lock()
+	if h.timeout != 0 {
+		h.mu.Unlock()
+		return
+	}
+	h.timeout = timeout
+	stop, done := make(chan struct{}), make(chan struct{})
+	h.stop, h.done = stop, done
+	h.mu.Unlock()
+	go d.watch(stop, done)
+}
+
+func (d *Driver) watch(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	// Stopping cancels a probe in flight: Close need not wait out a
+	// frozen task's probe.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	t := time.NewTicker(d.health.timeout / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			d.probe(ctx, d.order...)
+		}
+	}
+}
+
+// probe asks tasks for their status, each bounded by the probe timeout,
+// marks those that do not answer as lost, and returns the first of them
+// as a *TaskError (nil when all answer).
+func (d *Driver) probe(ctx context.Context, tasks ...string) error {
+	errs := make([]error, len(tasks))
+	var wg sync.WaitGroup
+	for i, task := range tasks {
+		c, ok := d.callers[task]
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, d.health.timeout/2)
+			_, err := c.GetStatus(pctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				if errors.Is(pctx.Err(), context.DeadlineExceeded) {
+					err = fmt.Errorf("no answer to a status probe in %v: %w", d.health.timeout/2, err)
+				}
+				errs[i] = d.markLost(task, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markLost records task as lost and cancels the calls of steps that
+// involve it; it returns the task's *TaskError (the first cause found).
+func (d *Driver) markLost(task string, err error) *TaskError {
+	h := &d.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	th := h.taskLocked(task)
+	if th.lost == nil {
+		th.lost = &TaskError{Task: task, Err: err}
+		th.cancel(th.lost)
+	}
+	return th.lost
+}
+
+func (h *health) taskLocked(task string) *taskHealth {
+	if h.tasks == nil {
+		h.tasks = make(map[string]*taskHealth)
+	}
+	th := h.tasks[task]
+	if th == nil {
+		th = newTaskHealth()
+		h.tasks[task] = th
+	}
+	return th
+}
+
+// taskCtx returns the context cancelled when task is found lost.
+func (d *Driver) taskCtx(task string) context.Context {
+	h := &d.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.taskLocked(task).ctx
+}
+
+// Lost returns the error of task when it was found lost and not revived
+// since, else nil.
+func (d *Driver) Lost(task string) *TaskError {
+	h := &d.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if th := h.tasks[task]; th != nil {
+		return th.lost
+	}
+	return nil
+}
+
+// Revive forgets that task was lost, once it answers again (a restarted
+// task: its sessions and graphs are new, see CreateSession and
+// RegisterGraph), so that steps may involve it again.
+func (d *Driver) Revive(task string) {
+	h := &d.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if th := h.tasks[task]; th != nil && th.lost != nil {
+		h.tasks[task] = newTaskHealth()
+	}
+}
+
+// tie makes ctx's calls end when one of tasks is found lost, with that
+// task's *TaskError as the cause; stop undoes it.
+func (d *Driver) tie(ctx context.Context, tasks ...string) (context.Context, func()) {
+	if d.health.timeout == 0 {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stops := make([]func() bool, 0, len(tasks))
+	for _, task := range tasks {
+		tctx := d.taskCtx(task)
+		stops = append(stops, context.AfterFunc(tctx, func() { cancel(context.Cause(tctx)) }))
+	}
+	return ctx, func() {
+		for _, s := range stops {
+			s()
+		}
+		cancel(nil)
+	}
+}
+
+// diagnose turns a failed step's error into the *TaskError of a task of
+// the step that no longer answers, if one does not; else err is returned.
+func (d *Driver) diagnose(ctx context.Context, err error, tasks ...string) error {
+	if err == nil || d.health.timeout == 0 || ctx.Err() != nil {
+		return err
+	}
+	var te *TaskError
+	if errors.As(err, &te) {
+		return err
+	}
+	if perr := d.probe(ctx, tasks...); perr != nil {
+		return fmt.Errorf("%w (the step failed: %v)", perr, err)
+	}
+	return err
+}
+
+// stopWatch ends the probes.
+func (d *Driver) stopWatch() {
+	h := &d.health
+	h.mu.Lock()
+	stop, done := h.stop, h.done
+	h.stop = nil
+	h.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}

@@ -1,0 +1,125 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// fakeTask is a Caller whose calls block until their context ends while
+// frozen (a stopped process), fail at once while dead (a reset
+// connection), and answer otherwise.
+type fakeTask struct {
+	name string
+
+	mu     sync.Mutex
+	frozen bool
+	dead   bool
+}
+
+func (f *fakeTask) set(frozen, dead bool) {
+	f.mu.Lock()
+	f.frozen, f.dead = frozen, dead
+	f.mu.Unlock()
+}
+
+func (f *fakeTask) wait(ctx context.Context) error {
+	f.mu.Lock()
+	frozen, dead := f.frozen, f.dead
+	f.mu.Unlock()
+	switch {
+	case dead:
+		return rpc.Errorf(wire.Unavailable, "connection reset by peer")
+	case frozen:
+		<-ctx.Done()
+		return rpc.Errorf(wire.DeadlineExceeded, "%v", ctx.Err())
+	}
+	return nil
+}
+
+func (f *fakeTask) Task() string { return f.name }
+func (f *fakeTask) GetStatus(ctx context.Context) (*tfpb.GetStatusResponse, error) {
+	return &tfpb.GetStatusResponse{}, f.wait(ctx)
+}
+func (f *fakeTask) CreateWorkerSession(context.Context, *tfpb.CreateWorkerSessionRequest) error {
+	return nil
+}
+func (f *fakeTask) DeleteWorkerSession(context.Context, *tfpb.DeleteWorkerSessionRequest) error {
+	return nil
+}
+func (f *fakeTask) RegisterGraph(context.Context, *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
+	return &tfpb.RegisterGraphResponse{GraphHandle: "g"}, nil
+}
+func (f *fakeTask) DeregisterGraph(context.Context, *tfpb.DeregisterGraphRequest) error { return nil }
+
+// RunGraph of a healthy task waits for its peer's tensors, as a
+// partition does: it ends when the step's context does.
+func (f *fakeTask) RunGraph(ctx context.Context, _ *tfpb.RunGraphRequest, _ []Feed, _ *Fetched) error {
+	if err := f.wait(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return rpc.Errorf(wire.Cancelled, "%v", ctx.Err())
+}
+func (f *fakeTask) CleanupGraph(ctx context.Context, _ *tfpb.CleanupGraphRequest) error {
+	return f.wait(ctx)
+}
+func (f *fakeTask) RecvTensor(ctx context.Context, _ *tfpb.RecvTensorRequest, _ *Fetched) error {
+	return f.wait(ctx)
+}
+func (f *fakeTask) Stats() Stats { return Stats{} }
+func (f *fakeTask) Close() error { return nil }
+
+// TestLostTaskFailsStep: a step whose task stops answering (frozen) or
+// dies fails within the watch's timeout, with the task's *TaskError,
+// where it waited for its context before; a revived task runs steps again.
+func TestLostTaskFailsStep(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		freeze bool
+	}{{"frozen", true}, {"dead", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := &fakeTask{name: "/job:ps/replica:0/task:0"}
+			wk := &fakeTask{name: "/job:worker/replica:0/task:0"}
+			d := New("s", ps, wk)
+			d.Watch(timeout)
+			defer d.Close(context.Background())
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			ps.set(tc.freeze, !tc.freeze)
+			start := time.Now()
+			err := d.RunPartitions(ctx, 1, Partition{Graph: Graph{Task: wk.name, Handle: "g"}}, Partition{Graph: Graph{Task: ps.name, Handle: "g"}})
+			took := time.Since(start)
+			var te *TaskError
+			if !errors.As(err, &te) || te.Task != ps.name || !errors.Is(err, ErrTaskLost) {
+				t.Fatalf("step error %v, want the ps's *TaskError", err)
+			}
+			// Generous for a loaded machine, far below the test's deadline.
+			if took > 4*timeout {
+				t.Errorf("the step failed after %v, want about %v", took, timeout)
+			}
+			if d.Lost(ps.name) == nil || d.Lost(wk.name) != nil {
+				t.Errorf("lost: ps %v, worker %v; want only the ps", d.Lost(ps.name), d.Lost(wk.name))
+			}
+			if err := d.CleanupStep(ctx, 1, ps.name); !errors.Is(err, ErrTaskLost) {
+				t.Errorf("cleanup on the lost task: %v, want ErrTaskLost", err)
+			}
+			// Back: the step runs (and ends when its context does).
+			ps.set(false, false)
+			d.Revive(ps.name)
+			sctx, scancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer scancel()
+			err = d.RunPartitions(sctx, 2, Partition{Graph: Graph{Task: ps.name, Handle: "g"}})
+			if errors.Is(err, ErrTaskLost) || err == nil {
+				t.Errorf("step after revival: %v, want its own context's end", err)
+			}
+		})
+	}
+}
