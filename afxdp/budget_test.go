@@ -122,7 +122,11 @@ func head(t *testing.T, size uint64) []byte {
 // buffer.
 func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 	const mib = 1 << 20
-	opts := afxdp.Options{Ticket: testTicket, SessionMemory: 4 * mib, EndpointMemory: 8 * mib, DeadAfter: 300 * time.Millisecond}
+	// DeadAfter must outlast the opening of all eight sessions, one
+	// handshake at a time: at 300 ms, a loaded machine under -race saw the
+	// first sessions end (their peer silent meanwhile) before the last
+	// heads came, and fewer than four frames waited.
+	opts := afxdp.Options{Ticket: testTicket, SessionMemory: 4 * mib, EndpointMemory: 8 * mib, DeadAfter: 3 * time.Second}
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})
 	srv := afxdp.NewEndpoint(la, opts)
 	acceptAll(t, srv)
