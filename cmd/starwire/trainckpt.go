@@ -136,7 +136,7 @@ func (s *saver) finish(ctx context.Context, stdout io.Writer) error {
 			return fmt.Errorf("train: %w", err)
 		}
 	}
-	fmt.Fprintf(stdout, "saved %s (global step %d) in %s; %d checkpoints saved this run\n",
-		filepath.Join(s.f.dir, lr.CheckpointBasename+"-"+fmt.Sprint(step)), step, s.took.Round(time.Microsecond), s.saves)
+	fmt.Fprintf(stdout, "saved %s (global step %d) in %s; %s saved this run\n",
+		lr.CheckpointPrefix(s.f.dir, step), step, s.took.Round(time.Microsecond), plural(s.saves, "checkpoint"))
 	return nil
 }

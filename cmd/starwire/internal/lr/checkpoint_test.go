@@ -20,7 +20,7 @@ import (
 
 // setupLocal starts an in-process cluster for cfg whose tasks checkpoint
 // in dir, and a job set up on it.
-func setupLocal(ctx context.Context, t *testing.T, cfg Config, dir string) *Job {
+func setupLocal(ctx context.Context, t testing.TB, cfg Config, dir string) *Job {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	local, err := tasks.StartLocal(tasks.LocalOptions{PS: cfg.PS, Workers: cfg.Workers, Protocol: cluster.ProtocolGRPCSeastar,
@@ -191,5 +191,32 @@ func TestSaveKeeps(t *testing.T) {
 	step, prefix, err := j.Restore(ctx, dir)
 	if err != nil || step != 50 || prefix != filepath.Join(dir, "model.ckpt-50") {
 		t.Errorf("restore: %s at %d, %v; want model.ckpt-50 at 50", prefix, step, err)
+	}
+}
+
+// BenchmarkSave saves the default job's model (vocab 100000, dim 8) on one
+// and two parameter servers; restore reads it back.
+func BenchmarkSave(b *testing.B) {
+	for _, ps := range []int{1, 2} {
+		b.Run("ps"+itoa(ps), func(b *testing.B) {
+			ctx := context.Background()
+			cfg := DefaultConfig()
+			cfg.PS = ps
+			dir := b.TempDir()
+			j := setupLocal(ctx, b, cfg, dir)
+			b.ReportAllocs()
+			b.SetBytes(2 * int64(cfg.Vocab) * int64(cfg.EmbeddingDim) * 4)
+			for i := range b.N {
+				if _, err := j.Save(ctx, dir, int64(i), 2); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			start := time.Now()
+			if _, _, err := j.Restore(ctx, dir); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds()), "restore-us")
+		})
 	}
 }
