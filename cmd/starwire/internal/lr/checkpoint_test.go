@@ -115,6 +115,11 @@ func TestSaveRestore(t *testing.T) {
 	wantTable := byID(t, prefix, ckptTable, cfg.Vocab, cfg.EmbeddingDim, 2)
 	wantAccum := byID(t, prefix, ckptAccum, cfg.Vocab, cfg.EmbeddingDim, 2)
 
+	other := cfg
+	other.Vocab++
+	if _, _, err := setupLocal(ctx, t, other, dir).Restore(ctx, dir); !errors.Is(err, checkpoint.ErrMismatch) {
+		t.Errorf("restore into a larger table: %v, want ErrMismatch", err)
+	}
 	for _, ps := range []int{2, 3, 1} {
 		c := cfg
 		c.PS = ps
