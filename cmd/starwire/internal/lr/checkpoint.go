@@ -137,6 +137,8 @@ func (j *Job) runOnPS(ctx context.Context, parts ...driver.Partition) error {
 	return err
 }
 
+// registerSave registers the save graphs once, the first save's: a
+// Saver's graph is built once and fed each save's prefix.
 func (j *Job) registerSave(ctx context.Context) error {
 	var save []driver.Graph
 	for s := range j.cfg.PS {
