@@ -37,6 +37,7 @@ type trainFlags struct {
 	preset         string
 	metrics        metricsFlag
 	pcap           pcapFlag
+	ckpt           checkpointFlags
 }
 
 // modelJobs are the jobs the training job runs on; a cluster's other jobs
@@ -66,6 +67,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.clusterFlags.register(fs)
 	f.metrics.register(fs)
 	f.pcap.register(fs)
+	f.ckpt.register(fs)
 }
 
 func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) {
@@ -81,6 +83,9 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if err := f.check(); err != nil {
+		return err
+	}
+	if err := f.ckpt.prepare(); err != nil {
 		return err
 	}
 	layout, joining, err := f.clusterFlags.layout(ctx, set, need{ps: f.cfg.PS, workers: f.cfg.Workers, jobs: modelJobs})
@@ -238,6 +243,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.net, Dir: dir, Logger: logger,
 		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.file, TLS: r.layout.TLS, NoAllowlist: !r.f.allowlist, AFXDPPath: policy,
+		CheckpointDir: r.f.ckpt.dir,
 	}, r.f.afxdp)
 	if err != nil {
 		return fmt.Errorf("train: start local cluster: %w", err)
@@ -354,6 +360,10 @@ func (r *trainRun) train(ctx context.Context) error {
 		defer cancel()
 		job.Close(ctx)
 	}()
+	saver, err := f.ckpt.start(ctx, job, stdout)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "training: %s, %s, %d steps per worker, batch %d, vocab %d, embedding_dim %d, seed %d\n",
 		plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"), f.cfg.Steps, f.cfg.BatchSize, f.cfg.Vocab, f.cfg.EmbeddingDim, f.cfg.Seed)
 	// A joined cluster's tasks count their calls since they started: what
@@ -366,6 +376,9 @@ func (r *trainRun) train(ctx context.Context) error {
 	display.finish()
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
+	}
+	if err := saver.finish(ctx, stdout); err != nil {
+		return err
 	}
 	infos := r.peerInfos(ctx)
 	if r.local == nil {

@@ -78,6 +78,7 @@ type Job struct {
 	lost     atomic.Int64 // steps that failed with their worker
 	mu       sync.Mutex
 	losses   []float64 // by completion order
+	ckpt     ckptState // checkpoint.go
 }
 
 // New prepares a job; stats, when not nil, returns the RPCs of the whole run
@@ -406,7 +407,9 @@ func (j *Job) train(ctx context.Context, r int) error {
 		j.mu.Lock()
 		j.losses = append(j.losses, loss)
 		j.mu.Unlock()
-		j.steps.Add(1)
+		if err := j.afterStep(ctx, j.steps.Add(1)); err != nil {
+			return fmt.Errorf("worker %d: %w", r, err)
+		}
 	}
 	if err := cleanup.wait(); err != nil && !(j.failover && j.anyLostWorker(err)) {
 		return fmt.Errorf("worker %d: %w", r, err)

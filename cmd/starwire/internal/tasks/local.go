@@ -51,6 +51,8 @@ type LocalOptions struct {
 	// from any source; by default only the task at the link's other end
 	// gets through, others are dropped in XDP and counted.
 	NoAllowlist bool
+	// CheckpointDir is every task's checkpoint directory (Server.CheckpointDir).
+	CheckpointDir string
 }
 
 // xdpPort is the UDP port of every AF_XDP endpoint of a local fabric; each
@@ -150,6 +152,7 @@ func (l *Local) start(opts LocalOptions) error {
 	for _, s := range l.Servers {
 		s.Metrics = opts.Metrics
 		s.Compute = opts.Compute
+		s.CheckpointDir = opts.CheckpointDir
 		if err := s.Start(l.Layout, opts.Logger); err != nil {
 			return err
 		}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/handlers/checkpoint"
+)
+
+// TestTrainCheckpoints trains with --checkpoint_dir on the local cluster:
+// the checkpoints hold the partitioned table, its accumulator and the
+// global step, the state keeps --keep_checkpoint_max of them, and a second
+// run resumes from the newest.
+func TestTrainCheckpoints(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	common := []string{"train", "--afxdp", "off", "--vocab", "1000", "--held_out", "256", "--batch_size", "64", "--ps", "2",
+		"--checkpoint_dir", dir, "--save_checkpoint_steps", "100", "--save_checkpoint_secs", "0", "--keep_checkpoint_max", "2"}
+	code, out, errOut := runMain(t, append(common, "--steps", "200")...)
+	if code != 0 {
+		t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "no checkpoint in "+dir) || !strings.Contains(out, "saved "+filepath.Join(dir, "model.ckpt-400")+" (global step 400)") {
+		t.Fatalf("first run did not say it started afresh and saved step 400:\n%s", out)
+	}
+	st, err := checkpoint.ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two workers save every 100 global steps of 400: at least 3, of which
+	// the newest 2 are kept.
+	if st.ModelCheckpointPath != "model.ckpt-400" || len(st.AllModelCheckpointPaths) != 2 {
+		t.Fatalf("state %+v, want model.ckpt-400 and one older", st)
+	}
+	code, inspect, errOut := runCapture("checkpoint", "inspect", filepath.Join(dir, "model.ckpt-400"))
+	want := "embedding (DT_FLOAT) [1000,8]\nembedding/Adagrad (DT_FLOAT) [1000,8]\nglobal_step (DT_INT64) []\n"
+	if code != 0 || !strings.HasPrefix(inspect, want) {
+		t.Fatalf("checkpoint inspect: exit %d\n%s\n%s\nwant\n%s", code, inspect, errOut, want)
+	}
+	code, out, errOut = runMain(t, append(common, "--steps", "10", "--ps", "3")...)
+	if code != 0 {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "restored model.ckpt-400 (global step 400)") || !strings.Contains(out, "(global step 420)") {
+		t.Fatalf("second run did not resume from step 400 to 420:\n%s", out)
+	}
+	if p, err := checkpoint.Latest(dir); err != nil || p != filepath.Join(dir, "model.ckpt-420") {
+		t.Fatalf("newest checkpoint %s, %v; want model.ckpt-420", p, err)
+	}
+}
+
+// TestCheckpointFlags refuses negative counts.
+func TestCheckpointFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--save_checkpoint_steps", "-1"}, "--save_checkpoint_steps -1, want >= 0"},
+		{[]string{"--save_checkpoint_secs", "-2"}, "--save_checkpoint_secs -2, want >= 0"},
+		{[]string{"--keep_checkpoint_max", "-3"}, "--keep_checkpoint_max -3, want >= 0"},
+	} {
+		f, err := parseTrain(t, c.args...)
+		if err == nil {
+			err = f.ckpt.prepare()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.err)
+		}
+	}
+	f, err := parseTrain(t, "--checkpoint_dir", "rel")
+	if err == nil {
+		t.Chdir(t.TempDir())
+		err = f.ckpt.prepare()
+	}
+	if err != nil || !filepath.IsAbs(f.ckpt.dir) || f.ckpt.keep != 5 {
+		t.Errorf("--checkpoint_dir rel: %+v, %v; want an absolute dir, keep 5", f.ckpt, err)
+	}
+}
+
+// TestSaverDue: a save is due once the global step has moved on by
+// --save_checkpoint_steps, or --save_checkpoint_secs have passed, and
+// never by a setting of 0.
+func TestSaverDue(t *testing.T) {
+	start := time.Unix(1000, 0)
+	for _, c := range []struct {
+		steps   int64
+		secs    int
+		step    int64
+		elapsed time.Duration
+		due     bool
+	}{
+		{100, 0, 199, time.Hour, false},
+		{100, 0, 200, 0, true},
+		{0, 60, 10000, 59 * time.Second, false},
+		{0, 60, 101, time.Minute, true},
+		{100, 60, 150, time.Minute, true},
+		{100, 60, 150, time.Second, false},
+		{0, 0, 1 << 40, 1000 * time.Hour, false},
+	} {
+		now := start.Add(c.elapsed)
+		s := &saver{f: &checkpointFlags{steps: c.steps, secs: c.secs}, lastStep: 100, lastAt: start, now: func() time.Time { return now }}
+		if got := s.due(c.step); got != c.due {
+			t.Errorf("every %d steps / %ds, last at step 100: due at step %d after %v = %v, want %v", c.steps, c.secs, c.step, c.elapsed, got, c.due)
+		}
+	}
+}
