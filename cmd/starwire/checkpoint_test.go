@@ -11,7 +11,7 @@ import (
 )
 
 // tfCheckpoint was written by TensorFlow: a = 0.5, b = 3.0, c = 3.0.
-const tfCheckpoint = "testdata/tf-half-plus-three/variables"
+const tfCheckpoint = "../../handlers/checkpoint/testdata/tf-half-plus-three/variables"
 
 func runCapture(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
