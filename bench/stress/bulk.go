@@ -39,8 +39,9 @@ const schedWakeups = 3
 // doing: a call giving up crosses a few wake-ups (its deadline's timer, the
 // hand-over of the connection's lock, the end of a write it withdraws from),
 // each of which can take as long as the longest any goroutine of the
-// process woke late (SchedLate), so schedWakeups times that is added to
-// maxOverrun, and both are named. On an idle machine SchedLate is a few
+// client's or the server's process woke late (SchedLate, ServerLate: a
+// late server drains a write the call waits out late), so schedWakeups
+// times the larger is added to maxOverrun, and both are named. On an idle machine SchedLate is a few
 // milliseconds; an overrun of seconds fails on any.
 func (r *Report) Problems(w Workload, maxOverrun time.Duration, ok ...wire.Code) []string {
 	var ps []string
@@ -53,10 +54,11 @@ func (r *Report) Problems(w Workload, maxOverrun time.Duration, ok ...wire.Code)
 	if n := r.Failed(ok...); n > 0 {
 		ps = append(ps, fmt.Sprintf("%d calls failed with unexpected codes: %s %v", n, r.CodeSummary(), r.Errors))
 	}
-	if allowed := maxOverrun + schedWakeups*r.SchedLate; r.MaxOverrun > allowed {
+	late := max(r.SchedLate, r.ServerLate)
+	if allowed := maxOverrun + schedWakeups*late; r.MaxOverrun > allowed {
 		o := r.Overran
-		ps = append(ps, fmt.Sprintf("a %v call of %d bytes returned %v after its deadline of %v, over %v (%v plus %d× the %v the machine made this process wait) (%v)",
-			o.Op, o.Size, r.MaxOverrun, o.Deadline, allowed, maxOverrun, schedWakeups, r.SchedLate, o.Err))
+		ps = append(ps, fmt.Sprintf("a %v call of %d bytes returned %v after its deadline of %v, over %v (%v plus %d× the %v the machine made the client (%v) or the server (%v) wait) (%v)",
+			o.Op, o.Size, r.MaxOverrun, o.Deadline, allowed, maxOverrun, schedWakeups, late, r.SchedLate, r.ServerLate, o.Err))
 	}
 	if r.OK < r.Calls/2 || r.OK < int64(w.Callers) {
 		ps = append(ps, fmt.Sprintf("only %d of %d calls answered", r.OK, r.Calls))

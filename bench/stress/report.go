@@ -96,6 +96,9 @@ type Report struct {
 	// woke past its time during the run: the machine's share of any
 	// overrun.
 	SchedLate time.Duration
+	// ServerLate is the same of the server's process (see MethodLate),
+	// zero where the server does not answer MethodLate.
+	ServerLate time.Duration
 }
 
 func (r *Report) add(s *stats) {
@@ -159,10 +162,10 @@ func (r *Report) CodeSummary() string {
 // unexpected errors.
 func FormatReports(w io.Writer, rs ...*Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tcalls\tok\tverified\tcorrupt\thung\tmax overrun\tsched late\tp50\tp99\tmax\tfailures")
+	fmt.Fprintln(tw, "scenario\tcalls\tok\tverified\tcorrupt\thung\tmax overrun\tsched late\tserver late\tp50\tp99\tmax\tfailures")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%s\n", r.Name, r.Calls, r.OK, MiB(r.BytesVerified),
-			r.Corrupted, r.Hung, r.MaxOverrun.Round(time.Microsecond), r.SchedLate.Round(time.Microsecond), r.P50.Round(time.Microsecond),
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%v\t%s\n", r.Name, r.Calls, r.OK, MiB(r.BytesVerified),
+			r.Corrupted, r.Hung, r.MaxOverrun.Round(time.Microsecond), r.SchedLate.Round(time.Microsecond), r.ServerLate.Round(time.Microsecond), r.P50.Round(time.Microsecond),
 			r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond), r.CodeSummary())
 	}
 	if err := tw.Flush(); err != nil {

@@ -108,6 +108,9 @@ const sampleRoom = 1 << 15
 // as hung, and their callers stop after those calls return.
 func (w Workload) Run(ctx context.Context, c *rpc.Client) *Report {
 	w.defaults()
+	// The server's lateness is measured from here (the first call starts
+	// it, or resets it); a server without MethodLate leaves it zero.
+	_, lateErr := Late(ctx, c)
 	start := time.Now()
 	callers := make([]*caller, w.Callers)
 	// Filling and checking data is the harness's own CPU work; with every
@@ -152,8 +155,17 @@ func (w Workload) Run(ctx context.Context, c *rpc.Client) *Report {
 		cl.mu.Unlock()
 	}
 	r.setLatency(lat)
+	if lateErr == nil {
+		lctx, cancel := context.WithTimeout(context.Background(), lateAsk)
+		r.ServerLate, _ = Late(lctx, c)
+		cancel()
+	}
 	return r
 }
+
+// lateAsk bounds the question for the server's lateness after a run, whose
+// own context may have ended.
+const lateAsk = 5 * time.Second
 
 // schedTick is the sleep whose overshoot schedLate measures.
 const schedTick = time.Millisecond
