@@ -140,7 +140,9 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	for task, r := range s.routes {
 		peers.Route(task, r.transport, r.addr)
 	}
-	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir})
+	s.peers = peers
+	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Cluster: s.followCluster,
+		Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir})
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Task(), err)
 	}
@@ -148,7 +150,7 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Task(), err)
 	}
-	s.worker, s.peers = w, peers
+	s.worker = w
 	s.grpcSrv = grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(1<<31-1), grpc.MaxSendMsgSize(1<<31-1))...)
 	tfpb.RegisterWorkerServiceServer(s.grpcSrv, w.GRPCService())
 	s.grpcSrv.RegisterService(&infoDesc, s)
@@ -172,6 +174,49 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 		}
 	}
 	s.setServing(true)
+	return nil
+}
+
+// followCluster points the task's peers at the addresses a master's
+// CreateWorkerSession carries, where a peer restarted elsewhere: the
+// session gives its gRPC address; under grpc+seastar the starwire one
+// is looked up in the endpoint map, read again (Reread: the registry)
+// when the map lacks it. Tasks this one does not know are ignored.
+func (s *Server) followCluster(def *tfpb.ClusterDef) error {
+	layout := s.peers.Layout()
+	var fresh *Layout
+	for _, job := range def.GetJob() {
+		for idx, grpcAddr := range job.GetTasks() {
+			task := cluster.TaskName(job.GetName(), int(idx))
+			cur, err := s.peers.Addrs(task)
+			if task == s.Task() || err != nil || cur.GRPC == grpcAddr {
+				continue
+			}
+			a := Addrs{GRPC: grpcAddr}
+			if layout.Protocol.UsesStar() {
+				star, err := layout.Endpoints.Lookup(grpcAddr)
+				if err != nil && s.Reread != nil {
+					if fresh == nil {
+						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						l, rerr := s.Reread(ctx)
+						cancel()
+						if rerr != nil {
+							return fmt.Errorf("%s moved to %s: read the cluster again: %w", task, grpcAddr, rerr)
+						}
+						fresh = &l
+					}
+					star, err = fresh.Endpoints.Lookup(grpcAddr)
+				}
+				if err != nil {
+					return fmt.Errorf("%s moved to %s: %w", task, grpcAddr, err)
+				}
+				a.Star = star
+			}
+			if _, err := s.peers.Repoint(task, a); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
