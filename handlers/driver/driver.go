@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/starwire/starwire/wire/tfpb"
@@ -21,8 +22,9 @@ type Driver struct {
 	session string
 	order   []string
 
-	cmu     sync.RWMutex // guards callers (see Replace)
+	cmu     sync.RWMutex // guards callers and retired (see Replace)
 	callers map[string]Caller
+	retired map[string]Stats // of the Callers replaced, by task
 
 	mu     sync.Mutex
 	graphs []Graph
@@ -67,8 +69,12 @@ func (d *Driver) Caller(task string) (Caller, error) {
 func (d *Driver) Replace(c Caller) error {
 	d.cmu.Lock()
 	old, ok := d.callers[c.Task()]
-	if ok {
+	if ok && old != c {
 		d.callers[c.Task()] = c
+		if d.retired == nil {
+			d.retired = make(map[string]Stats)
+		}
+		d.retired[c.Task()] = d.retired[c.Task()].Add(old.Stats())
 	}
 	d.cmu.Unlock()
 	if !ok {
@@ -316,34 +322,46 @@ func (d *Driver) cleanupStep(ctx context.Context, step int64, tasks ...string) e
 	return errors.Join(errs...)
 }
 
-// Stats returns the sum of every Caller's calls and bytes.
+// Stats returns the sum of every Caller's calls and bytes, those replaced
+// included.
 func (d *Driver) Stats() Stats {
 	var s Stats
 	for _, task := range d.order {
-		c, _ := d.Caller(task)
+		s = s.Add(d.TaskStats(task))
+	}
+	return s
+}
+
+// TaskStats returns the calls and bytes of task's Callers, those
+// replaced included.
+func (d *Driver) TaskStats(task string) Stats {
+	d.cmu.RLock()
+	defer d.cmu.RUnlock()
+	s := d.retired[task]
+	if c := d.callers[task]; c != nil {
 		s = s.Add(c.Stats())
 	}
 	return s
 }
 
 // Forget deregisters graphs, on the tasks not found lost, and forgets
-// them: a restarted task's handles are gone with it, and Close must not
-// deregister them. It reports every failure but forgets every graph.
+// them (see Drop). It reports every failure but forgets every graph.
 func (d *Driver) Forget(ctx context.Context, graphs ...Graph) error {
+	d.Drop(graphs...)
+	return d.deregister(ctx, graphs)
+}
+
+// Drop forgets graphs without deregistering them, so that Close does not
+// either: the graphs of a task that restarted are gone with it, and its
+// new graphs may have their handles.
+func (d *Driver) Drop(graphs ...Graph) {
 	drop := make(map[Graph]bool, len(graphs))
 	for _, g := range graphs {
 		drop[g] = true
 	}
 	d.mu.Lock()
-	kept := d.graphs[:0]
-	for _, g := range d.graphs {
-		if !drop[g] {
-			kept = append(kept, g)
-		}
-	}
-	d.graphs = kept
-	d.mu.Unlock()
-	return d.deregister(ctx, graphs)
+	defer d.mu.Unlock()
+	d.graphs = slices.DeleteFunc(d.graphs, func(g Graph) bool { return drop[g] })
 }
 
 // deregister deregisters graphs, skipping the tasks found lost.

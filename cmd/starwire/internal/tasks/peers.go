@@ -81,15 +81,13 @@ type Addrs struct {
 }
 
 // Repoint makes calls to task go to addrs from now on, a task that
-// restarted at other addresses: its Caller is closed and the next one
-// asked for dials addrs. It returns whether the addresses changed.
+// restarted, at other addresses or the same: its Caller is closed and
+// the next one asked for dials addrs afresh. It returns whether the
+// addresses changed.
 func (p *Peers) Repoint(task string, addrs Addrs) (bool, error) {
 	cur, err := p.Addrs(task)
 	if err != nil {
 		return false, err
-	}
-	if cur == addrs {
-		return false, nil
 	}
 	p.mu.Lock()
 	if p.moved == nil {
@@ -103,7 +101,7 @@ func (p *Peers) Repoint(task string, addrs Addrs) (bool, error) {
 	if old != nil {
 		old.Close()
 	}
-	return true, nil
+	return cur != addrs, nil
 }
 
 // Addrs returns the addresses calls to task go to: the layout's, or the

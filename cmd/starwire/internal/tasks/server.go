@@ -64,7 +64,11 @@ type Server struct {
 	// Reread, when set before Start, reads the cluster again (a registry
 	// directory, an endpoint map) for the allowlist; nil keeps the layout
 	// Start got, its names resolved again.
-	Reread  func(context.Context) (Layout, error)
+	Reread func(context.Context) (Layout, error)
+	// Lookup, when set before Start, reads one task's addresses again
+	// (its registry entry), for a peer that restarted elsewhere; nil
+	// reads the whole cluster again (Reread).
+	Lookup  func(task string) (Addrs, error)
 	netName string // the starwire transport's Name
 	allow   *allowlist
 
@@ -180,8 +184,8 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 // followCluster points the task's peers at the addresses a master's
 // CreateWorkerSession carries, where a peer restarted elsewhere: the
 // session gives its gRPC address; under grpc+seastar the starwire one
-// is looked up in the endpoint map, read again (Reread: the registry)
-// when the map lacks it. Tasks this one does not know are ignored.
+// is looked up in the endpoint map, or, when the map lacks it, in the
+// peer's registry entry (Lookup) or the cluster read again (Reread). Tasks this one does not know are ignored.
 func (s *Server) followCluster(def *tfpb.ClusterDef) error {
 	layout := s.peers.Layout()
 	var fresh *Layout
@@ -195,7 +199,13 @@ func (s *Server) followCluster(def *tfpb.ClusterDef) error {
 			a := Addrs{GRPC: grpcAddr}
 			if layout.Protocol.UsesStar() {
 				star, err := layout.Endpoints.Lookup(grpcAddr)
-				if err != nil && s.Reread != nil {
+				if err != nil && s.Lookup != nil {
+					var got Addrs
+					if got, err = s.Lookup(task); err == nil && got.GRPC != grpcAddr {
+						err = fmt.Errorf("registered at %s", got.GRPC)
+					}
+					star = got.Star
+				} else if err != nil && s.Reread != nil {
 					if fresh == nil {
 						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 						l, rerr := s.Reread(ctx)
