@@ -504,6 +504,9 @@ func (j *Job) train(ctx context.Context, r int) error {
 		if failedOver {
 			j.rec.leave()
 			j.lost.Add(1)
+			if j.rec != nil {
+				j.rec.log("%s lost: replica %d's batches go to another worker until it answers again", workerTask(on), r)
+			}
 			if on = j.liveReplica(on); on < 0 {
 				return fmt.Errorf("worker %d: no worker left: %w", r, err)
 			}
