@@ -117,6 +117,9 @@ func (r *trainRun) recover(job *lr.Job, j *rejoiner, saver **saver, stdout io.Wr
 		Timeout: f.recoveryTimeout,
 		Log: func(msg string) {
 			if w, ok := strings.CutPrefix(msg, "warning: "); ok {
+				if f.ckpt.dir == "" {
+					w += " (--checkpoint_dir keeps the model)"
+				}
 				fmt.Fprintf(os.Stderr, "starwire: train: warning: %s\n", w)
 				return
 			}

@@ -265,12 +265,12 @@ func (j *Job) rebuild(ctx context.Context) error {
 	if rec.opts.Restore != nil {
 		step, err = rec.opts.Restore(ctx)
 	} else {
-		err = ErrNoCheckpoint
+		err = fmt.Errorf("no checkpoints kept: %w", ErrNoCheckpoint)
 	}
 	switch {
 	case errors.Is(err, ErrNoCheckpoint):
 		j.SetGlobalStep(0)
-		rec.log("warning: no checkpoint to restore: every parameter server starts afresh, the model from step 0 (give --checkpoint_dir to keep it)")
+		rec.log("warning: %v: every parameter server starts afresh, and the model from step 0", err)
 	case err != nil:
 		return err
 	default:
