@@ -133,7 +133,7 @@ func TestTrainPSRestarted(t *testing.T) {
 				t.Fatalf("train exited %d after ps:0 restarted, want 0:\n%s\nstderr:\n%s", code, p.out.String(), p.stderr.String())
 			}
 			out := p.out.String()
-			m := regexp.MustCompile(`(?m)^  global steps undone by restoring a checkpoint: (\d+)$`).FindStringSubmatch(out)
+			m := regexp.MustCompile(`(?m)^  global steps undone by recovery: (\d+)$`).FindStringSubmatch(out)
 			if m == nil {
 				t.Errorf("the summary does not count the steps the restore undid:\n%s", out)
 			}

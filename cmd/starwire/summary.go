@@ -27,7 +27,7 @@ func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, driver string,
 		fmt.Fprintf(w, "  steps lost in flight with a lost task: %d\n", s.LostSteps)
 	}
 	if s.UndoneSteps > 0 {
-		fmt.Fprintf(w, "  global steps undone by restoring a checkpoint: %d\n", s.UndoneSteps)
+		fmt.Fprintf(w, "  global steps undone by recovery: %d\n", s.UndoneSteps)
 	}
 	fmt.Fprintf(w, "  held-out loss: initial %.4f, final %.4f (hidden model %.4f, click rate alone %.4f)\n", s.InitialLoss, s.FinalLoss, s.BayesLoss, s.BaseRateLoss)
 	fmt.Fprintf(w, "  training loss: first tenth %.4f, last tenth %.4f\n", s.FirstTrainLoss, s.LastTrainLoss)

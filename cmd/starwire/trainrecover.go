@@ -118,7 +118,7 @@ func (r *trainRun) recover(job *lr.Job, j *rejoiner, saver **saver, stdout io.Wr
 		Log: func(msg string) {
 			if w, ok := strings.CutPrefix(msg, "warning: "); ok {
 				if f.ckpt.dir == "" {
-					w += " (--checkpoint_dir keeps the model)"
+					w += " (give --checkpoint_dir to keep it)"
 				}
 				fmt.Fprintf(os.Stderr, "starwire: train: warning: %s\n", w)
 				return

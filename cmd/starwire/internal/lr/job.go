@@ -50,9 +50,9 @@ type Summary struct {
 	// LostSteps failed with a task that was lost (see FailOverWorkers
 	// and RecoverTasks); Steps does not count them.
 	LostSteps int64
-	// UndoneSteps are global steps a restore after a lost parameter
-	// server undid: those since the checkpoint it restored (see
-	// RecoverTasks). Steps counts them.
+	// UndoneSteps are global steps a recovery from a lost parameter
+	// server undid: those since the checkpoint it restored, or all of
+	// them without one (see RecoverTasks). Steps counts them.
 	UndoneSteps int64
 	// Calls and Bytes count every RPC of the run (driver and task to task)
 	// and the metadata and tensor bytes they moved.

@@ -265,12 +265,16 @@ func (j *Job) rebuild(ctx context.Context) error {
 	if rec.opts.Restore != nil {
 		step, err = rec.opts.Restore(ctx)
 	} else {
-		err = fmt.Errorf("no checkpoints kept: %w", ErrNoCheckpoint)
+		err = ErrNoCheckpoint
 	}
 	switch {
 	case errors.Is(err, ErrNoCheckpoint):
 		j.SetGlobalStep(0)
-		rec.log("warning: %v: every parameter server starts afresh, and the model from step 0", err)
+		why := ""
+		if rec.opts.Restore != nil {
+			why = " (" + err.Error() + ")"
+		}
+		rec.log("warning: no checkpoint to restore%s: every parameter server starts afresh, and the model from step 0", why)
 	case err != nil:
 		return err
 	default:
