@@ -120,7 +120,7 @@ func TestTrainPSRestarted(t *testing.T) {
 				_, want = heldOutLoss(t, unbroken.out.String())
 			}
 			p := c.train(t, steps, "--checkpoint_dir", filepath.Join(ckpt, "broken"),
-				"--save_checkpoint_steps", "500", "--save_checkpoint_secs", "0", "--task_timeout", "2s")
+				"--save_checkpoint_steps", "250", "--save_checkpoint_secs", "0", "--task_timeout", "2s")
 			p.waitStep(t, 1500, 60*time.Second)
 			c.kill(t, "ps:0")
 			killed := time.Now()

@@ -88,6 +88,7 @@ type Server struct {
 	starSrv   *rpc.Server
 	worker    *handlers.Worker
 	peers     *Peers
+	logger    *slog.Logger
 	health    *health.Server // the state both ports' health checks report
 	onClose   []func()
 }
@@ -144,7 +145,7 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	for task, r := range s.routes {
 		peers.Route(task, r.transport, r.addr)
 	}
-	s.peers = peers
+	s.peers, s.logger = peers, logger
 	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Cluster: s.followCluster,
 		Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir})
 	if err != nil {
@@ -185,7 +186,9 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 // CreateWorkerSession carries, where a peer restarted elsewhere: the
 // session gives its gRPC address; under grpc+seastar the starwire one
 // is looked up in the endpoint map, or, when the map lacks it, in the
-// peer's registry entry (Lookup) or the cluster read again (Reread). Tasks this one does not know are ignored.
+// peer's registry entry (Lookup) or the cluster read again (Reread).
+// Tasks this one does not know are ignored, and so, with a warning, is an
+// address without a starwire one: a master may name the tasks otherwise.
 func (s *Server) followCluster(def *tfpb.ClusterDef) error {
 	layout := s.peers.Layout()
 	var fresh *Layout
@@ -211,14 +214,16 @@ func (s *Server) followCluster(def *tfpb.ClusterDef) error {
 						l, rerr := s.Reread(ctx)
 						cancel()
 						if rerr != nil {
-							return fmt.Errorf("%s moved to %s: read the cluster again: %w", task, grpcAddr, rerr)
+							s.logger.Warn("a session names a peer elsewhere, and the cluster cannot be read again", "peer", task, "addr", grpcAddr, "err", rerr)
+							continue
 						}
 						fresh = &l
 					}
 					star, err = fresh.Endpoints.Lookup(grpcAddr)
 				}
 				if err != nil {
-					return fmt.Errorf("%s moved to %s: %w", task, grpcAddr, err)
+					s.logger.Warn("a session names a peer elsewhere, without its starwire address: calls to it stay where they went", "peer", task, "addr", grpcAddr, "err", err)
+					continue
 				}
 				a.Star = star
 			}
