@@ -99,6 +99,16 @@ func (d *Driver) watch(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
+// Probe asks tasks for their status, as the watch does (see Watch), and
+// returns the *TaskError of the first that does not answer, now marked
+// lost; nil when all answer or the driver is not watching.
+func (d *Driver) Probe(ctx context.Context, tasks ...string) error {
+	if d.health.timeout == 0 {
+		return nil
+	}
+	return d.probe(ctx, tasks...)
+}
+
 // probe asks tasks for their status, each bounded by the probe timeout,
 // marks those that do not answer as lost, and returns the first of them
 // as a *TaskError (nil when all answer).

@@ -150,18 +150,29 @@ func (j *Job) build(ctx context.Context, def *tfpb.ServerDef) error {
 				return err
 			}
 			var inc uint64
-			lost := job == "worker" && j.d.Lost(task(dev)) != nil && len(j.plan.wInc) > i
-			if lost {
-				inc = j.plan.wInc[i]
-			} else {
+			known := job == "worker" && len(j.plan.wInc) > i // a worker the job had
+			lost := known && j.d.Lost(task(dev)) != nil
+			if !lost {
 				st, err := c.GetStatus(ctx)
 				if err != nil {
-					return fmt.Errorf("driver: GetStatus of %s: %w", task(dev), err)
-				}
-				if len(st.GetDeviceAttributes()) == 0 {
+					err = fmt.Errorf("driver: GetStatus of %s: %w", task(dev), err)
+					// A worker lost since is left out; a ps is
+					// waited for (see recover).
+					if perr := j.d.Probe(ctx, task(dev)); perr != nil {
+						err = perr
+					}
+					if !known || !errors.Is(err, driver.ErrTaskLost) {
+						return err
+					}
+					lost = true
+				} else if len(st.GetDeviceAttributes()) == 0 {
 					return fmt.Errorf("%s reported no device", dev)
+				} else {
+					inc = st.GetDeviceAttributes()[0].GetIncarnation()
 				}
-				inc = st.GetDeviceAttributes()[0].GetIncarnation()
+			}
+			if lost {
+				inc = j.plan.wInc[i]
 			}
 			if job == "ps" {
 				p.ps, p.psInc = append(p.ps, dev), append(p.psInc, inc)
