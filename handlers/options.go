@@ -6,6 +6,7 @@ import (
 
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire/tfpb"
 )
 
 // A Caller makes starwire calls to one peer; *rpc.Client is one.
@@ -38,6 +39,11 @@ type Options struct {
 	// Resolver reaches other tasks for remote _Recv; nil means every _Recv
 	// must be local.
 	Resolver Resolver
+	// Cluster, when set, is given the cluster of a CreateWorkerSession
+	// that carries a ServerDef: the master's view of the tasks'
+	// addresses, newer than the task's own when a peer restarted
+	// elsewhere. Its error fails the call.
+	Cluster func(*tfpb.ClusterDef) error
 	// CheckpointDir is where SaveV2, RestoreV2 and MergeV2Checkpoints read
 	// and write TensorFlow checkpoints: relative prefixes are taken under
 	// it, absolute ones (as a TensorFlow master sends them) must lie inside

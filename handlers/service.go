@@ -22,6 +22,11 @@ func (w *Worker) createWorkerSession(req *tfpb.CreateWorkerSessionRequest) (*tfp
 	if req.GetSessionHandle() == "" {
 		return nil, rpc.Errorf(wire.InvalidArgument, "CreateWorkerSession: empty session handle")
 	}
+	if c := req.GetServerDef().GetCluster(); c != nil && w.opts.Cluster != nil {
+		if err := w.opts.Cluster(c); err != nil {
+			return nil, rpc.Errorf(wire.FailedPrecondition, "CreateWorkerSession on %s: cluster: %v", w.task, err)
+		}
+	}
 	w.mu.Lock()
 	// A session created again keeps its state: a master retrying the
 	// call must not lose an isolated session's variables.

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/starwire/starwire/handlers/graph"
@@ -171,4 +172,38 @@ func TestCreateSessionTwiceKeepsState(t *testing.T) {
 	r.assign("iso", 5)
 	r.create("iso", true)
 	r.wantValue("iso", 5)
+}
+
+// TestSessionCluster: a CreateWorkerSession carrying a ServerDef hands its
+// cluster to Options.Cluster, whose error fails the call with
+// FailedPrecondition and creates no session; one without a ServerDef
+// does not call it.
+func TestSessionCluster(t *testing.T) {
+	var got []*tfpb.ClusterDef
+	var fail error
+	w, err := NewWorker(Options{Job: "worker", Cluster: func(c *tfpb.ClusterDef) error {
+		got = append(got, c)
+		return fail
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := &tfpb.ServerDef{Cluster: &tfpb.ClusterDef{Job: []*tfpb.JobDef{{Name: "ps", Tasks: map[int32]string{0: "127.0.0.1:5"}}}}}
+	if _, err := w.createWorkerSession(&tfpb.CreateWorkerSessionRequest{SessionHandle: "a"}); err != nil || len(got) != 0 {
+		t.Fatalf("without a ServerDef: %v, %d calls of Cluster; want none", err, len(got))
+	}
+	if _, err := w.createWorkerSession(&tfpb.CreateWorkerSessionRequest{SessionHandle: "b", ServerDef: def}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].GetJob()[0].GetTasks()[0] != "127.0.0.1:5" {
+		t.Fatalf("Cluster got %v, want the ServerDef's cluster", got)
+	}
+	fail = errors.New("no such peer")
+	_, err = w.createWorkerSession(&tfpb.CreateWorkerSessionRequest{SessionHandle: "c", ServerDef: def})
+	if rpc.CodeOf(err) != wire.FailedPrecondition {
+		t.Fatalf("a failing Cluster: %v, want FailedPrecondition", err)
+	}
+	if err := w.checkSession("c", true); err == nil {
+		t.Error("a session was created although Cluster failed")
+	}
 }

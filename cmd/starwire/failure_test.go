@@ -104,7 +104,7 @@ func TestTrainTaskKilled(t *testing.T) {
 		}
 		out := p.out.String()
 		m := regexp.MustCompile(`(?m)^  steps (\d+), `).FindStringSubmatch(out)
-		lost := regexp.MustCompile(`(?m)^  steps lost with their worker: (\d+)$`).FindStringSubmatch(out)
+		lost := regexp.MustCompile(`(?m)^  steps lost in flight with a lost task: (\d+)$`).FindStringSubmatch(out)
 		if m == nil || lost == nil {
 			t.Fatalf("the summary does not say the steps done and lost (was the worker killed after training?):\n%s", out)
 		}

@@ -73,6 +73,9 @@ func (d *progressDisplay) finish() {
 // progressLine is one report as a line:
 // step 1418/4000 (35.5%)  2516 examples/s  loss 0.4930  1234 RPC/s  12.3 MB/s  1m05s left
 func progressLine(p lr.Progress) string {
+	if p.Waiting != "" {
+		return fmt.Sprintf("step %d/%d (%.1f%%)  %s", p.Steps, p.TotalSteps, percent(p), waiting(p))
+	}
 	return fmt.Sprintf("step %d/%d (%.1f%%)  %s  %s", p.Steps, p.TotalSteps, percent(p), rates(p), timeLeft(p))
 }
 
@@ -80,6 +83,9 @@ func progressLine(p lr.Progress) string {
 // [########......] 35%  1418/4000 steps  2516 examples/s  loss 0.4930 ...  1m05s left
 func progressBar(p lr.Progress, width int) string {
 	tail := fmt.Sprintf(" %3.0f%%  %d/%d steps  %s  %s", percent(p), p.Steps, p.TotalSteps, rates(p), timeLeft(p))
+	if p.Waiting != "" {
+		tail = fmt.Sprintf(" %3.0f%%  %d/%d steps  %s", percent(p), p.Steps, p.TotalSteps, waiting(p))
+	}
 	bar := width - len([]rune(tail)) - 2
 	if bar < 10 {
 		// A narrow terminal keeps the bar and drops rates from the right.
@@ -100,6 +106,12 @@ func percent(p lr.Progress) float64 {
 		return 0
 	}
 	return 100 * float64(p.Steps) / float64(p.TotalSteps)
+}
+
+// waiting says what a paused job waits for:
+// waiting for /job:ps/replica:0/task:0, 3.2 s
+func waiting(p lr.Progress) string {
+	return fmt.Sprintf("waiting for %s, %.1f s", p.Waiting, p.WaitingFor.Seconds())
 }
 
 func rates(p lr.Progress) string {

@@ -115,6 +115,13 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	s.CheckpointDir = f.checkpointDir
 	if f.registryDir != "" {
 		f.guard(s, set, need{ps: f.ps, workers: f.workers})
+		s.Lookup = func(task string) (tasks.Addrs, error) {
+			job, idx, err := cluster.ParseTaskName(task)
+			if err != nil {
+				return tasks.Addrs{}, err
+			}
+			return registeredAddrs(f.registryDir, job, idx, layout.Protocol)
+		}
 	} else {
 		f.guard(s, set, need{self: &taskRef{f.job, f.index}})
 	}

@@ -24,7 +24,10 @@ func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, driver string,
 	fmt.Fprintf(w, "summary:\n")
 	fmt.Fprintf(w, "  steps %d, examples %d in %.2fs: %.0f examples/s\n", s.Steps, s.Examples, s.Elapsed.Seconds(), s.ExamplesPerSec())
 	if s.LostSteps > 0 {
-		fmt.Fprintf(w, "  steps lost with their worker: %d\n", s.LostSteps)
+		fmt.Fprintf(w, "  steps lost in flight with a lost task: %d\n", s.LostSteps)
+	}
+	if s.UndoneSteps > 0 {
+		fmt.Fprintf(w, "  global steps undone by recovery: %d\n", s.UndoneSteps)
 	}
 	fmt.Fprintf(w, "  held-out loss: initial %.4f, final %.4f (hidden model %.4f, click rate alone %.4f)\n", s.InitialLoss, s.FinalLoss, s.BayesLoss, s.BaseRateLoss)
 	fmt.Fprintf(w, "  training loss: first tenth %.4f, last tenth %.4f\n", s.FirstTrainLoss, s.LastTrainLoss)

@@ -27,17 +27,18 @@ import (
 type trainFlags struct {
 	cfg lr.Config
 	clusterFlags
-	connectTimeout time.Duration
-	taskTimeout    time.Duration
-	onFailure      string
-	cpuProfile     string
-	transport      string
-	afxdp          string
-	afxdpPath      string
-	preset         string
-	metrics        metricsFlag
-	pcap           pcapFlag
-	ckpt           checkpointFlags
+	connectTimeout  time.Duration
+	taskTimeout     time.Duration
+	onFailure       string
+	recoveryTimeout time.Duration
+	cpuProfile      string
+	transport       string
+	afxdp           string
+	afxdpPath       string
+	preset          string
+	metrics         metricsFlag
+	pcap            pcapFlag
+	ckpt            checkpointFlags
 }
 
 // modelJobs are the jobs the training job runs on; a cluster's other jobs
@@ -59,7 +60,8 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines (on a terminal the bar moves every 250ms unless this is given)")
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")
 	fs.DurationVar(&f.taskTimeout, "task_timeout", 5*time.Second, "a task that dies or stops answering fails the running steps within this bound (probed every third of it)")
-	fs.StringVar(&f.onFailure, "on_failure", "recover", `what a lost task does to the run: "recover" (a lost worker loses only its steps in flight, the others take its batches; a lost ps still fails the run), or "fail" (exit at once with the error)`)
+	fs.StringVar(&f.onFailure, "on_failure", "recover", `what a lost task does to the run: "recover" (a lost worker loses only its steps in flight, the others take its batches until it answers again and rejoins; a lost ps pauses every worker until it answers again, at its address or the new one its --registry_dir entry gives, up to --recovery_timeout: then every ps is restored from --checkpoint_dir's newest checkpoint and the run goes on from its global step, or, without --checkpoint_dir, every ps starts afresh and the model from step 0, with a warning), or "fail" (exit at once with the error)`)
+	fs.DurationVar(&f.recoveryTimeout, "recovery_timeout", 10*time.Minute, "with --on_failure recover, how long to wait for a lost ps to answer again before failing the run")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
 	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
@@ -139,7 +141,7 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		return err
 	}
 	defer stop()
-	r := &trainRun{f: &f, layout: layout, tr: tr, stdout: stdout, progressSet: set["progress"], metrics: m}
+	r := &trainRun{f: &f, layout: layout, tr: tr, stdout: stdout, progressSet: set["progress"], set: set, metrics: m}
 	if joining {
 		err = r.join(ctx)
 	} else {
@@ -189,6 +191,9 @@ func (f *trainFlags) check() error {
 	default:
 		return usagef(`train: --on_failure %q, want "recover" or "fail"`, f.onFailure)
 	}
+	if f.recoveryTimeout <= 0 {
+		return usagef("train: --recovery_timeout %v, want > 0", f.recoveryTimeout)
+	}
 	switch f.afxdp {
 	case "auto", "on", "off":
 	default:
@@ -228,6 +233,8 @@ type trainRun struct {
 	local       *tasks.Local // the cluster started here, if any
 	stdout      io.Writer
 	progressSet bool
+	set         map[string]bool  // the flags given
+	peers       *tasks.Peers     // the driver's, once training
 	metrics     *metrics.Metrics // nil without --metrics_addr
 	// restoreProcs undoes the local cluster's spare P, for a caller that
 	// goes on in this process (tests).
@@ -306,6 +313,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	peers := tasks.NewPeers(layout)
 	defer peers.Close()
+	r.peers = peers
 	var callers []driver.Caller
 	for _, job := range modelJobs {
 		for _, i := range layout.Cluster.TaskIndices(job) {
@@ -338,16 +346,14 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	if r.local != nil {
 		job.CountTasks(func(task string) driver.Stats {
-			s := driver.Stats{}
-			if c, err := d.Caller(task); err == nil {
-				s = c.Stats()
-			}
+			s := d.TaskStats(task)
 			c, b := r.local.TaskPeerStats(task)
 			return s.Add(driver.Stats{Calls: c, Bytes: b})
 		})
 	}
+	var saver *saver
 	if f.onFailure == "recover" {
-		job.FailOverWorkers()
+		r.recover(job, &rejoiner{r: r, set: r.set, peers: peers, d: d}, &saver, stdout)
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, f.connectTimeout)
 	err = job.Setup(setupCtx)
@@ -360,7 +366,7 @@ func (r *trainRun) train(ctx context.Context) error {
 		defer cancel()
 		job.Close(ctx)
 	}()
-	saver, err := f.ckpt.start(ctx, job, stdout)
+	saver, err = f.ckpt.start(ctx, job, stdout)
 	if err != nil {
 		return err
 	}
@@ -442,6 +448,12 @@ func (r *trainRun) peerInfos(ctx context.Context) []peerInfo {
 	for _, job := range modelJobs {
 		for _, i := range r.layout.Cluster.TaskIndices(job) {
 			addr, _ := r.layout.Cluster.Lookup(job, i)
+			if r.peers != nil {
+				// A task that restarted elsewhere is asked there.
+				if a, err := r.peers.Addrs(cluster.TaskName(job, i)); err == nil {
+					addr = a.GRPC
+				}
+			}
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			info, err := tasks.QueryInfo(qctx, addr, opts...)
 			cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/starwire/starwire/wire/tfpb"
@@ -19,8 +20,11 @@ var ErrUnknownTask = errors.New("driver: unknown task")
 // several steps at once.
 type Driver struct {
 	session string
-	callers map[string]Caller
 	order   []string
+
+	cmu     sync.RWMutex // guards callers and retired (see Replace)
+	callers map[string]Caller
+	retired map[string]Stats // of the Callers replaced, by task
 
 	mu     sync.Mutex
 	graphs []Graph
@@ -48,11 +52,38 @@ func (d *Driver) Tasks() []string { return d.order }
 
 // Caller returns the Caller of task.
 func (d *Driver) Caller(task string) (Caller, error) {
+	d.cmu.RLock()
 	c, ok := d.callers[task]
+	d.cmu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w %s", ErrUnknownTask, task)
 	}
 	return c, nil
+}
+
+// Replace makes c the Caller of its task, one of the driver's, and closes
+// the Caller it replaces: the task restarted at another address, or a
+// fresh connection should not wait out the old one's backoff. Calls in
+// flight on the old Caller fail; the task's sessions and graphs are to be
+// created again (see CreateSessions).
+func (d *Driver) Replace(c Caller) error {
+	d.cmu.Lock()
+	old, ok := d.callers[c.Task()]
+	if ok && old != c {
+		d.callers[c.Task()] = c
+		if d.retired == nil {
+			d.retired = make(map[string]Stats)
+		}
+		d.retired[c.Task()] = d.retired[c.Task()].Add(old.Stats())
+	}
+	d.cmu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w %s", ErrUnknownTask, c.Task())
+	}
+	if old != c {
+		old.Close()
+	}
+	return nil
 }
 
 // each calls f on every task concurrently and returns the first error.
@@ -61,9 +92,10 @@ func (d *Driver) each(f func(task string, c Caller) error) error {
 	var wg sync.WaitGroup
 	for i, task := range d.order {
 		wg.Add(1)
+		c, _ := d.Caller(task)
 		go func() {
 			defer wg.Done()
-			errs[i] = f(task, d.callers[task])
+			errs[i] = f(task, c)
 		}()
 	}
 	wg.Wait()
@@ -88,12 +120,18 @@ func (d *Driver) Status(ctx context.Context) (map[string]*tfpb.GetStatusResponse
 	return out, err
 }
 
-// CreateSessions creates the driver's worker session on every task.
-// serverDef, when not nil, is sent to each task with its own job and index.
+// CreateSessions creates the driver's worker session on every task not
+// found lost (see Watch); a task that has its session already keeps it.
+// serverDef, when not nil, is sent to each task with its own job and
+// index: the cluster as the driver knows it, with the address of a peer
+// that restarted elsewhere.
 // Session state is not isolated: variables are shared with other sessions,
 // as between-graph replicas of TensorFlow share their parameter servers.
 func (d *Driver) CreateSessions(ctx context.Context, serverDef *tfpb.ServerDef) error {
 	err := d.each(func(task string, c Caller) error {
+		if d.Lost(task) != nil {
+			return nil
+		}
 		req := &tfpb.CreateWorkerSessionRequest{SessionHandle: d.session}
 		if serverDef != nil {
 			sd := cloneServerDef(serverDef)
@@ -284,24 +322,50 @@ func (d *Driver) cleanupStep(ctx context.Context, step int64, tasks ...string) e
 	return errors.Join(errs...)
 }
 
-// Stats returns the sum of every Caller's calls and bytes.
+// Stats returns the sum of every Caller's calls and bytes, those replaced
+// included.
 func (d *Driver) Stats() Stats {
 	var s Stats
 	for _, task := range d.order {
-		s = s.Add(d.callers[task].Stats())
+		s = s.Add(d.TaskStats(task))
 	}
 	return s
 }
 
-// Close deregisters the driver's graphs, deletes its worker sessions and
-// closes its callers. It reports every failure, but tries every step; tasks
-// found lost (see Watch) are not called.
-func (d *Driver) Close(ctx context.Context) error {
-	d.stopWatch()
+// TaskStats returns the calls and bytes of task's Callers, those
+// replaced included.
+func (d *Driver) TaskStats(task string) Stats {
+	d.cmu.RLock()
+	defer d.cmu.RUnlock()
+	s := d.retired[task]
+	if c := d.callers[task]; c != nil {
+		s = s.Add(c.Stats())
+	}
+	return s
+}
+
+// Forget deregisters graphs, on the tasks not found lost, and forgets
+// them (see Drop). It reports every failure but forgets every graph.
+func (d *Driver) Forget(ctx context.Context, graphs ...Graph) error {
+	d.Drop(graphs...)
+	return d.deregister(ctx, graphs)
+}
+
+// Drop forgets graphs without deregistering them, so that Close does not
+// either: the graphs of a task that restarted are gone with it, and its
+// new graphs may have their handles.
+func (d *Driver) Drop(graphs ...Graph) {
+	drop := make(map[Graph]bool, len(graphs))
+	for _, g := range graphs {
+		drop[g] = true
+	}
 	d.mu.Lock()
-	graphs, open := d.graphs, d.open
-	d.graphs, d.open = nil, false
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	d.graphs = slices.DeleteFunc(d.graphs, func(g Graph) bool { return drop[g] })
+}
+
+// deregister deregisters graphs, skipping the tasks found lost.
+func (d *Driver) deregister(ctx context.Context, graphs []Graph) error {
 	var errs []error
 	for _, g := range graphs {
 		if d.Lost(g.Task) != nil {
@@ -315,6 +379,22 @@ func (d *Driver) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("driver: DeregisterGraph %s on %s: %w", g.Handle, g.Task, err))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// Close deregisters the driver's graphs, deletes its worker sessions and
+// closes its callers. It reports every failure, but tries every step; tasks
+// found lost (see Watch) are not called.
+func (d *Driver) Close(ctx context.Context) error {
+	d.stopWatch()
+	d.mu.Lock()
+	graphs, open := d.graphs, d.open
+	d.graphs, d.open = nil, false
+	d.mu.Unlock()
+	var errs []error
+	if err := d.deregister(ctx, graphs); err != nil {
+		errs = append(errs, err)
+	}
 	if open {
 		errs = append(errs, d.each(func(task string, c Caller) error {
 			if d.Lost(task) != nil {
@@ -327,7 +407,8 @@ func (d *Driver) Close(ctx context.Context) error {
 		}))
 	}
 	for _, task := range d.order {
-		d.callers[task].Close()
+		c, _ := d.Caller(task)
+		c.Close()
 	}
 	return errors.Join(errs...)
 }

@@ -99,6 +99,16 @@ func (d *Driver) watch(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
+// Probe asks tasks for their status, as the watch does (see Watch), and
+// returns the *TaskError of the first that does not answer, now marked
+// lost; nil when all answer or the driver is not watching.
+func (d *Driver) Probe(ctx context.Context, tasks ...string) error {
+	if d.health.timeout == 0 {
+		return nil
+	}
+	return d.probe(ctx, tasks...)
+}
+
 // probe asks tasks for their status, each bounded by the probe timeout,
 // marks those that do not answer as lost, and returns the first of them
 // as a *TaskError (nil when all answer).
@@ -106,10 +116,13 @@ func (d *Driver) probe(ctx context.Context, tasks ...string) error {
 	errs := make([]error, len(tasks))
 	var wg sync.WaitGroup
 	for i, task := range tasks {
-		c, ok := d.callers[task]
-		if !ok {
+		c, err := d.Caller(task)
+		if err != nil {
 			continue
 		}
+		// A probe that fails after the task was revived (it started
+		// before) says nothing of the task as it is now.
+		th := d.taskHealth(task)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -120,7 +133,9 @@ func (d *Driver) probe(ctx context.Context, tasks ...string) error {
 				if errors.Is(pctx.Err(), context.DeadlineExceeded) {
 					err = fmt.Errorf("no answer to a status probe in %v: %w", d.health.timeout/2, err)
 				}
-				errs[i] = d.markLost(task, err)
+				if te := d.markLost(task, th, err); te != nil {
+					errs[i] = te
+				}
 			}
 		}()
 	}
@@ -133,13 +148,16 @@ func (d *Driver) probe(ctx context.Context, tasks ...string) error {
 	return nil
 }
 
-// markLost records task as lost and cancels the calls of steps that
-// involve it; it returns the task's *TaskError (the first cause found).
-func (d *Driver) markLost(task string, err error) *TaskError {
+// markLost records task as lost, unless it was revived since th was its
+// state, and cancels the calls of steps that involve it; it returns the
+// task's *TaskError (the first cause found), nil when it was revived.
+func (d *Driver) markLost(task string, th *taskHealth, err error) *TaskError {
 	h := &d.health
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	th := h.taskLocked(task)
+	if h.taskLocked(task) != th {
+		return nil
+	}
 	if th.lost == nil {
 		th.lost = &TaskError{Task: task, Err: err}
 		th.cancel(th.lost)
@@ -160,11 +178,14 @@ func (h *health) taskLocked(task string) *taskHealth {
 }
 
 // taskCtx returns the context cancelled when task is found lost.
-func (d *Driver) taskCtx(task string) context.Context {
+func (d *Driver) taskCtx(task string) context.Context { return d.taskHealth(task).ctx }
+
+// taskHealth returns task's current state, replaced when it is revived.
+func (d *Driver) taskHealth(task string) *taskHealth {
 	h := &d.health
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.taskLocked(task).ctx
+	return h.taskLocked(task)
 }
 
 // Lost returns the error of task when it was found lost and not revived

@@ -18,9 +18,11 @@ import (
 type fakeTask struct {
 	name string
 
-	mu     sync.Mutex
-	frozen bool
-	dead   bool
+	mu       sync.Mutex
+	frozen   bool
+	dead     bool
+	sessions int // CreateWorkerSession calls
+	closed   bool
 }
 
 func (f *fakeTask) set(frozen, dead bool) {
@@ -48,6 +50,9 @@ func (f *fakeTask) GetStatus(ctx context.Context) (*tfpb.GetStatusResponse, erro
 	return &tfpb.GetStatusResponse{}, f.wait(ctx)
 }
 func (f *fakeTask) CreateWorkerSession(context.Context, *tfpb.CreateWorkerSessionRequest) error {
+	f.mu.Lock()
+	f.sessions++
+	f.mu.Unlock()
 	return nil
 }
 func (f *fakeTask) DeleteWorkerSession(context.Context, *tfpb.DeleteWorkerSessionRequest) error {
@@ -74,7 +79,18 @@ func (f *fakeTask) RecvTensor(ctx context.Context, _ *tfpb.RecvTensorRequest, _ 
 	return f.wait(ctx)
 }
 func (f *fakeTask) Stats() Stats { return Stats{} }
-func (f *fakeTask) Close() error { return nil }
+func (f *fakeTask) Close() error {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeTask) counts() (sessions int, closed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sessions, f.closed
+}
 
 // TestLostTaskFailsStep: a step whose task stops answering (frozen) or
 // dies fails within the watch's timeout, with the task's *TaskError,
@@ -121,5 +137,69 @@ func TestLostTaskFailsStep(t *testing.T) {
 				t.Errorf("step after revival: %v, want its own context's end", err)
 			}
 		})
+	}
+}
+
+// TestRestartedTask: a task that died and came back at another address
+// gets a new Caller (the old one closed), a session again while the
+// tasks still lost are skipped, and runs steps once revived; a probe that
+// began before the revival does not mark it lost again, and its old
+// graphs are forgotten.
+func TestRestartedTask(t *testing.T) {
+	ps := &fakeTask{name: "/job:ps/replica:0/task:0"}
+	wk := &fakeTask{name: "/job:worker/replica:0/task:0"}
+	d := New("s", ps, wk)
+	d.Watch(600 * time.Millisecond)
+	defer d.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	old, err := d.RegisterGraph(ctx, ps.name, &tfpb.GraphDef{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps.set(false, true)
+	if err := d.RunPartitions(ctx, 1, Partition{Graph: old}); !errors.Is(err, ErrTaskLost) {
+		t.Fatalf("step on the dead task: %v, want ErrTaskLost", err)
+	}
+	stale := d.taskHealth(ps.name)
+	if err := d.CreateSessions(ctx, nil); err != nil {
+		t.Fatalf("sessions while the ps is lost: %v", err)
+	}
+	if n, _ := ps.counts(); n != 0 {
+		t.Errorf("the lost ps was asked for %d sessions, want none", n)
+	}
+	back := &fakeTask{name: ps.name}
+	if err := d.Replace(back); err != nil {
+		t.Fatal(err)
+	}
+	if _, closed := ps.counts(); !closed {
+		t.Error("the replaced Caller was not closed")
+	}
+	if err := d.Replace(&fakeTask{name: "/job:ps/replica:0/task:9"}); !errors.Is(err, ErrUnknownTask) {
+		t.Errorf("Replace of a task not the driver's: %v, want ErrUnknownTask", err)
+	}
+	d.Revive(ps.name)
+	if te := d.markLost(ps.name, stale, errors.New("late probe")); te != nil || d.Lost(ps.name) != nil {
+		t.Fatalf("a probe from before the revival marked the task lost: %v", d.Lost(ps.name))
+	}
+	if err := d.CreateSessions(ctx, &tfpb.ServerDef{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := back.counts(); n != 1 {
+		t.Errorf("the restarted ps got %d sessions, want 1", n)
+	}
+	if err := d.Forget(ctx, old); err != nil {
+		t.Errorf("forget: %v", err)
+	}
+	d.mu.Lock()
+	left := len(d.graphs)
+	d.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d graphs left after Forget, want 0", left)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer scancel()
+	if err := d.RunPartitions(sctx, 2, Partition{Graph: Graph{Task: ps.name, Handle: "g"}}); errors.Is(err, ErrTaskLost) || err == nil {
+		t.Errorf("step on the restarted task: %v, want its own context's end", err)
 	}
 }

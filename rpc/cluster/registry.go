@@ -435,3 +435,22 @@ func Deregister(dir, job string, task int, addrs map[string]string) error {
 	}
 	return nil
 }
+
+// Lookup reads the addresses task task of job registered in dir, as Wait
+// would take them, without waiting for the rest of the cluster: a task
+// that restarted registers new ones. A missing registration is an error
+// wrapping fs.ErrNotExist, a stale one (see Register) ErrStale.
+func Lookup(dir, job string, task int) (map[string]string, error) {
+	path := filepath.Join(dir, registryFile(job, task))
+	reg, err := readRegistration(path)
+	if err == nil && (reg.Job != job || reg.Task != task) {
+		err = fmt.Errorf("%s: holds %s", filepath.Base(path), TaskName(reg.Job, reg.Task))
+	}
+	if err == nil {
+		err = stale(path, reg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: look %s up in %s: %w", TaskName(job, task), dir, err)
+	}
+	return reg.Addrs, nil
+}

@@ -56,7 +56,8 @@ func startRegistered(t *testing.T, dir string) *exec.Cmd {
 }
 
 // TestKilledTaskIgnored: a task killed with SIGKILL leaves its file, but
-// Wait ignores it, saying why, and takes the task's next registration.
+// Wait and Lookup ignore it, saying why, and take the task's next
+// registration.
 func TestKilledTaskIgnored(t *testing.T) {
 	if thisProcess() == nil {
 		t.Skip("no /proc: processes cannot be looked up")
@@ -68,6 +69,12 @@ func TestKilledTaskIgnored(t *testing.T) {
 	defer cancel()
 	if _, err := Wait(ctx, dir, map[string]int{"ps": 1}); err != nil {
 		t.Fatalf("a live task's registration: %v", err)
+	}
+	if a, err := Lookup(dir, "ps", 0); err != nil || a[AddrGRPC] != "127.0.0.1:1234" {
+		t.Fatalf("Lookup of the live task: %v, %v", a, err)
+	}
+	if _, err := Lookup(dir, "worker", 0); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Lookup of a task never registered: %v, want ErrNotExist", err)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
@@ -81,6 +88,9 @@ func TestKilledTaskIgnored(t *testing.T) {
 	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Wait after the task was killed: %v; want ErrIncomplete naming %q", err, want)
 	}
+	if _, err := Lookup(dir, "ps", 0); !errors.Is(err, ErrStale) {
+		t.Errorf("Lookup of the killed task: %v, want ErrStale", err)
+	}
 	// Restarted, the task registers again and counts.
 	if err := Register(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:5678"}); err != nil {
 		t.Fatal(err)
@@ -91,6 +101,9 @@ func TestKilledTaskIgnored(t *testing.T) {
 	}
 	if a, _ := r.Cluster.Lookup("ps", 0); a != "127.0.0.1:5678" {
 		t.Errorf("ps 0 at %s, want the restarted task's address", a)
+	}
+	if a, err := Lookup(dir, "ps", 0); err != nil || a[AddrGRPC] != "127.0.0.1:5678" {
+		t.Errorf("Lookup of the restarted task: %v, %v; want its new address", a, err)
 	}
 }
 

@@ -65,9 +65,9 @@ type ckptState struct {
 // model was initialized: those of a restored checkpoint and this job's.
 func (j *Job) GlobalStep() int64 { return j.ckpt.base.Load() + j.steps.Load() }
 
-// SetGlobalStep sets the global step the job's steps count on from, as
-// Restore does; call it before Run.
-func (j *Job) SetGlobalStep(n int64) { j.ckpt.base.Store(n) }
+// SetGlobalStep sets the global step to n, as Restore does: the job's
+// steps from now on count on from it.
+func (j *Job) SetGlobalStep(n int64) { j.ckpt.base.Store(n - j.steps.Load()) }
 
 // AfterStep makes every worker call f after each of its training steps
 // with the global step; an error of f ends the job with it. f is called

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,10 @@ type Progress struct {
 	ExamplesPerSec, RPCsPerSec, MBPerSec float64
 	// Loss is the mean training loss of the steps in the last interval.
 	Loss float64
+	// Waiting, when not empty, is the lost task the job waits for (see
+	// RecoverTasks), and WaitingFor how long it has waited.
+	Waiting    string
+	WaitingFor time.Duration
 }
 
 // Summary is a finished job's outcome.
@@ -42,9 +47,13 @@ type Summary struct {
 	// BayesLoss is the hidden true model's held-out loss, the floor; and
 	// BaseRateLoss that of always predicting the click rate.
 	BayesLoss, BaseRateLoss float64
-	// LostSteps failed with a worker that was lost (see FailOverWorkers);
-	// Steps does not count them.
+	// LostSteps failed with a task that was lost (see FailOverWorkers
+	// and RecoverTasks); Steps does not count them.
 	LostSteps int64
+	// UndoneSteps are global steps a recovery from a lost parameter
+	// server undid: those since the checkpoint it restored, or all of
+	// them without one (see RecoverTasks). Steps counts them.
+	UndoneSteps int64
 	// Calls and Bytes count every RPC of the run (driver and task to task)
 	// and the metadata and tensor bytes they moved.
 	Calls, Bytes int64
@@ -64,6 +73,7 @@ type Job struct {
 	gen   *clicks.Generator
 	plan  plan
 
+	inits      []driver.Graph   // [ps]
 	ps         [][]driver.Graph // [replica][ps]
 	worker     []driver.Graph
 	evalPS     [][]driver.Graph // [replica][ps], without the update
@@ -72,6 +82,7 @@ type Job struct {
 	// failover gives a lost worker's steps to the others (see
 	// FailOverWorkers).
 	failover bool
+	rec      *recovery // recover.go; nil without RecoverTasks
 
 	nextStep atomic.Int64
 	steps    atomic.Int64
@@ -98,12 +109,7 @@ func New(cfg Config, d *driver.Driver, stats func() driver.Stats) (*Job, error) 
 		return nil, err
 	}
 	j := &Job{cfg: cfg, d: d, stats: stats, gen: gen}
-	j.taskStats = func(task string) driver.Stats {
-		if c, err := d.Caller(task); err == nil {
-			return c.Stats()
-		}
-		return driver.Stats{}
-	}
+	j.taskStats = d.TaskStats
 	j.nextStep.Store(int64(rand.Uint32())<<20 + 1)
 	return j, nil
 }
@@ -117,81 +123,161 @@ func (j *Job) CountTasks(f func(task string) driver.Stats) { j.taskStats = f }
 // need), creates the worker sessions, registers every partition and
 // initializes the table.
 func (j *Job) Setup(ctx context.Context) error {
-	status, err := j.d.Status(ctx)
-	if err != nil {
+	if err := j.build(ctx, nil); err != nil {
 		return err
 	}
-	inc := func(job string, i int) (string, uint64, error) {
-		dev := device(job, i)
-		st, ok := status[task(dev)]
-		if !ok || len(st.GetDeviceAttributes()) == 0 {
-			return "", 0, fmt.Errorf("%s reported no device", dev)
+	return j.initialize(ctx)
+}
+
+// build asks every task not found lost for its status, creates the
+// sessions (carrying def, when not nil) and registers every partition,
+// replacing the job's graphs, which it deregisters: after a restart the
+// incarnations, and so the rendezvous keys, are new. A lost worker's
+// replica gets no graphs (its steps go over another's). The steps must be
+// paused.
+func (j *Job) build(ctx context.Context, def *tfpb.ServerDef) error {
+	p := plan{cfg: j.cfg}
+	var live []bool
+	for _, job := range []string{"ps", "worker"} {
+		n := j.cfg.PS
+		if job == "worker" {
+			n = j.cfg.Workers
 		}
-		return dev, st.GetDeviceAttributes()[0].GetIncarnation(), nil
-	}
-	j.plan = plan{cfg: j.cfg}
-	for s := range j.cfg.PS {
-		dev, n, err := inc("ps", s)
-		if err != nil {
-			return err
-		}
-		j.plan.ps, j.plan.psInc = append(j.plan.ps, dev), append(j.plan.psInc, n)
-	}
-	for r := range j.cfg.Workers {
-		dev, n, err := inc("worker", r)
-		if err != nil {
-			return err
-		}
-		j.plan.workers, j.plan.wInc = append(j.plan.workers, dev), append(j.plan.wInc, n)
-	}
-	if err := j.d.CreateSessions(ctx, nil); err != nil {
-		return err
-	}
-	var inits []driver.Partition
-	for s := range j.cfg.PS {
-		g, err := j.d.RegisterGraph(ctx, task(j.plan.ps[s]), j.plan.initGraph(s))
-		if err != nil {
-			return err
-		}
-		inits = append(inits, driver.Partition{Graph: g})
-	}
-	register := func(dev string, def *tfpb.GraphDef) (driver.Graph, error) {
-		return j.d.RegisterGraph(ctx, task(dev), def)
-	}
-	for r := range j.cfg.Workers {
-		var ps []driver.Graph
-		for s := range j.cfg.PS {
-			g, err := register(j.plan.ps[s], j.plan.psGraph(r, s, true))
+		for i := range n {
+			dev := device(job, i)
+			c, err := j.d.Caller(task(dev))
 			if err != nil {
 				return err
 			}
-			ps = append(ps, g)
+			var inc uint64
+			known := job == "worker" && len(j.plan.wInc) > i // a worker the job had
+			lost := known && j.d.Lost(task(dev)) != nil
+			if !lost {
+				st, err := c.GetStatus(ctx)
+				if err != nil {
+					err = fmt.Errorf("driver: GetStatus of %s: %w", task(dev), err)
+					// A worker lost since is left out; a ps is
+					// waited for (see recover).
+					if perr := j.d.Probe(ctx, task(dev)); perr != nil {
+						err = perr
+					}
+					if !known || !errors.Is(err, driver.ErrTaskLost) {
+						return err
+					}
+					lost = true
+				} else if len(st.GetDeviceAttributes()) == 0 {
+					return fmt.Errorf("%s reported no device", dev)
+				} else {
+					inc = st.GetDeviceAttributes()[0].GetIncarnation()
+				}
+			}
+			if lost {
+				inc = j.plan.wInc[i]
+			}
+			if job == "ps" {
+				p.ps, p.psInc = append(p.ps, dev), append(p.psInc, inc)
+			} else {
+				p.workers, p.wInc = append(p.workers, dev), append(p.wInc, inc)
+				live = append(live, !lost)
+			}
 		}
-		w, err := register(j.plan.workers[r], j.plan.workerGraph(r, true))
+	}
+	if err := j.d.CreateSessions(ctx, def); err != nil {
+		return err
+	}
+	var graphs []driver.Graph
+	register := func(dev string, def *tfpb.GraphDef) (driver.Graph, error) {
+		g, err := j.d.RegisterGraph(ctx, task(dev), def)
+		if err == nil {
+			graphs = append(graphs, g)
+		}
+		return g, err
+	}
+	fail := func(err error) error {
+		j.d.Forget(ctx, graphs...)
+		return err
+	}
+	var inits []driver.Graph
+	for s := range j.cfg.PS {
+		g, err := register(p.ps[s], p.initGraph(s))
 		if err != nil {
-			return err
+			return fail(err)
 		}
-		j.ps, j.worker = append(j.ps, ps), append(j.worker, w)
+		inits = append(inits, g)
 	}
 	// Every replica can evaluate, so that a lost worker does not stop the
 	// evaluation after training.
-	for r := range j.cfg.Workers {
-		var ps []driver.Graph
-		for s := range j.cfg.PS {
-			g, err := register(j.plan.ps[s], j.plan.psGraph(r, s, false))
-			if err != nil {
-				return err
+	var psG, evalPS [][]driver.Graph
+	var workerG, evalWorker []driver.Graph
+	for _, train := range []bool{true, false} {
+		for r := range j.cfg.Workers {
+			var ps []driver.Graph
+			var w driver.Graph
+			if live[r] {
+				for s := range j.cfg.PS {
+					g, err := register(p.ps[s], p.psGraph(r, s, train))
+					if err != nil {
+						return fail(err)
+					}
+					ps = append(ps, g)
+				}
+				g, err := register(p.workers[r], p.workerGraph(r, train))
+				if err != nil {
+					return fail(err)
+				}
+				w = g
 			}
-			ps = append(ps, g)
+			if train {
+				psG, workerG = append(psG, ps), append(workerG, w)
+			} else {
+				evalPS, evalWorker = append(evalPS, ps), append(evalWorker, w)
+			}
 		}
-		w, err := register(j.plan.workers[r], j.plan.workerGraph(r, false))
-		if err != nil {
-			return err
+	}
+	old := slices.Clone(j.inits)
+	for _, gs := range [][][]driver.Graph{j.ps, j.evalPS} {
+		for _, g := range gs {
+			old = append(old, g...)
 		}
-		j.evalPS, j.evalWorker = append(j.evalPS, ps), append(j.evalWorker, w)
+	}
+	old = append(old, j.worker...)
+	old = append(old, j.evalWorker...)
+	j.ckpt.mu.Lock()
+	old = append(old, j.ckpt.save...)
+	old = append(old, j.ckpt.restore...)
+	if j.ckpt.save != nil {
+		old = append(old, j.ckpt.merge)
+	}
+	j.ckpt.save, j.ckpt.restore, j.ckpt.restoreFrom = nil, nil, 0
+	j.ckpt.mu.Unlock()
+	old = slices.DeleteFunc(old, func(g driver.Graph) bool { return g.Handle == "" })
+	// A restarted task's graphs are gone with it, and its new graphs may
+	// have their handles: those are dropped, not deregistered.
+	restarted := map[string]bool{}
+	for i, dev := range j.plan.ps {
+		restarted[task(dev)] = p.psInc[i] != j.plan.psInc[i]
+	}
+	for i, dev := range j.plan.workers {
+		restarted[task(dev)] = p.wInc[i] != j.plan.wInc[i]
+	}
+	gone := slices.DeleteFunc(slices.Clone(old), func(g driver.Graph) bool { return !restarted[g.Task] })
+	old = slices.DeleteFunc(old, func(g driver.Graph) bool { return restarted[g.Task] })
+	j.d.Drop(gone...)
+	j.d.Forget(ctx, old...)
+	j.plan, j.inits = p, inits
+	j.ps, j.worker, j.evalPS, j.evalWorker = psG, workerG, evalPS, evalWorker
+	return nil
+}
+
+// initialize sets every parameter server's variables to their initial
+// values.
+func (j *Job) initialize(ctx context.Context) error {
+	parts := make([]driver.Partition, len(j.inits))
+	for s, g := range j.inits {
+		parts[s] = driver.Partition{Graph: g}
 	}
 	step := j.nextStep.Add(1)
-	if err := j.d.RunPartitions(ctx, step, inits...); err != nil {
+	if err := j.d.RunPartitions(ctx, step, parts...); err != nil {
 		return fmt.Errorf("initialize the table: %w", err)
 	}
 	return j.d.CleanupStep(ctx, step, j.psTasks()...)
@@ -200,13 +286,17 @@ func (j *Job) Setup(ctx context.Context) error {
 // task returns a device's task name.
 func task(dev string) string { return dev[:len(dev)-len("/device:CPU:0")] }
 
+// psTasks returns the parameter servers' task names.
 func (j *Job) psTasks() []string {
-	t := make([]string, len(j.plan.ps))
-	for i, d := range j.plan.ps {
-		t[i] = task(d)
+	t := make([]string, j.cfg.PS)
+	for i := range t {
+		t[i] = task(device("ps", i))
 	}
 	return t
 }
+
+// workerTask returns worker w's task name.
+func workerTask(w int) string { return task(device("worker", w)) }
 
 // Run evaluates the held-out set, trains every worker for cfg.Steps steps
 // concurrently while reporting progress, and evaluates again.
@@ -223,18 +313,27 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for r := range j.cfg.Workers {
+	done := make(chan struct{})
+	if j.rec != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			j.rejoin(ctx, done)
+		}()
+	}
+	var workers sync.WaitGroup
+	for r := range j.cfg.Workers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
 			if err := j.train(ctx, r); err != nil {
 				cancel(err)
 			}
 		}()
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { workers.Wait(); close(done) }()
 	j.report(done, start, before, progress)
+	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
@@ -245,6 +344,9 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 		sum.PSBytes = append(sum.PSBytes, st.Bytes-psBefore[s].Bytes)
 	}
 	sum.Steps, sum.LostSteps = j.steps.Load(), j.lost.Load()
+	if j.rec != nil {
+		sum.UndoneSteps = j.rec.undone.Load()
+	}
 	sum.Examples = sum.Steps * int64(j.cfg.BatchSize)
 	j.mu.Lock()
 	tenth := max(len(j.losses)/10, 1)
@@ -258,9 +360,9 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 
 // psStats returns what each parameter server's calls have moved so far.
 func (j *Job) psStats() []driver.Stats {
-	out := make([]driver.Stats, len(j.plan.ps))
-	for s, dev := range j.plan.ps {
-		out[s] = j.taskStats(task(dev))
+	out := make([]driver.Stats, j.cfg.PS)
+	for s, task := range j.psTasks() {
+		out[s] = j.taskStats(task)
 	}
 	return out
 }
@@ -282,7 +384,13 @@ func (j *Job) report(done <-chan struct{}, start time.Time, before driver.Stats,
 			lastLosses = len(j.losses)
 			j.mu.Unlock()
 			if progress != nil {
+				waiting, since := j.waitingFor()
+				var waited time.Duration
+				if waiting != "" {
+					waited = now.Sub(since)
+				}
 				progress(Progress{
+					Waiting: waiting, WaitingFor: waited,
 					Elapsed: now.Sub(start), Steps: steps, Examples: steps * int64(j.cfg.BatchSize), TotalSteps: j.cfg.TotalSteps(),
 					ExamplesPerSec: float64((steps-lastSteps)*int64(j.cfg.BatchSize)) / dt,
 					RPCsPerSec:     float64(st.Calls-last.Calls) / dt,
@@ -333,12 +441,12 @@ func (j *Job) FailOverWorkers() { j.failover = true }
 // lostWorker reports whether err is the loss of worker w.
 func (j *Job) lostWorker(err error, w int) bool {
 	var te *driver.TaskError
-	return errors.As(err, &te) && te.Task == task(j.plan.workers[w])
+	return errors.As(err, &te) && te.Task == workerTask(w)
 }
 
 // anyLostWorker reports whether err is the loss of a worker.
 func (j *Job) anyLostWorker(err error) bool {
-	for w := range j.plan.workers {
+	for w := range j.cfg.Workers {
 		if j.lostWorker(err, w) {
 			return true
 		}
@@ -350,7 +458,7 @@ func (j *Job) anyLostWorker(err error) bool {
 // known, or -1.
 func (j *Job) liveReplica(r int) int {
 	for k := range j.cfg.Workers {
-		if w := (r + k) % j.cfg.Workers; j.d.Lost(task(j.plan.workers[w])) == nil {
+		if w := (r + k) % j.cfg.Workers; j.d.Lost(workerTask(w)) == nil {
 			return w
 		}
 	}
@@ -358,19 +466,29 @@ func (j *Job) liveReplica(r int) int {
 }
 
 // train runs replica r's steps, over worker r's graphs unless it is lost
-// and failover is on.
+// and failover is on. With RecoverTasks, a step that fails with a lost
+// parameter server waits for the recovery and the worker goes on.
 func (j *Job) train(ctx context.Context, r int) error {
 	batches := prefetch(j.gen.Stream(uint64(r)+1), j.cfg.BatchSize, j.cfg.Steps, j.cfg.Compute)
 	defer batches.close()
 	var f batchFeeds
 	on := r // the replica whose graphs run the steps
-	tasks := append(j.psTasks(), task(j.plan.workers[on]))
+	tasks := append(j.psTasks(), workerTask(on))
 	var cleanup background
 	defer cleanup.wait()
 	for range j.cfg.Steps {
 		b, err := batches.next(ctx)
 		if err != nil {
 			return fmt.Errorf("worker %d: %w", r, err)
+		}
+		gen, err := j.rec.enter()
+		if err != nil {
+			batches.recycle(b)
+			return fmt.Errorf("worker %d: %w", r, err)
+		}
+		if j.rec != nil && on != r && j.d.Lost(workerTask(r)) == nil {
+			// Worker r rejoined.
+			on, tasks = r, append(j.psTasks(), workerTask(r))
 		}
 		step := j.nextStep.Add(1)
 		err = j.run(ctx, on, step, b, &f, true)
@@ -383,8 +501,9 @@ func (j *Job) train(ctx context.Context, r int) error {
 		// The step's cleanup runs while the next step does, as
 		// TensorFlow's master cleans partitions up asynchronously after
 		// each run: one at a time, its error reported by the step after.
-		// A lost worker's failed cleanup is not the run's failure.
-		if cerr := cleanup.wait(); err == nil && !(j.failover && j.anyLostWorker(cerr)) {
+		// A lost task's failed cleanup is not the run's failure when the
+		// job recovers from it.
+		if cerr := cleanup.wait(); err == nil && !j.forgivable(cerr) {
 			err = cerr
 		}
 		stepTasks, failedOver := tasks, err != nil && j.failover && j.lostWorker(err, on)
@@ -394,24 +513,37 @@ func (j *Job) train(ctx context.Context, r int) error {
 		}
 		cleanup.start(func() error { return j.d.CleanupStep(ctx, step, stepTasks...) })
 		if failedOver {
+			j.rec.leave()
 			j.lost.Add(1)
+			if j.rec != nil {
+				j.rec.log("%s lost: replica %d's batches go to another worker until it answers again", workerTask(on), r)
+			}
 			if on = j.liveReplica(on); on < 0 {
 				return fmt.Errorf("worker %d: no worker left: %w", r, err)
 			}
-			tasks = append(j.psTasks(), task(j.plan.workers[on]))
+			tasks = append(j.psTasks(), workerTask(on))
+			continue
+		}
+		if err == nil {
+			j.mu.Lock()
+			j.losses = append(j.losses, loss)
+			j.mu.Unlock()
+			err = j.afterStep(ctx, j.steps.Add(1))
+		} else if j.rec != nil && j.lostPS(err) {
+			j.lost.Add(1)
+		}
+		j.rec.leave()
+		if err != nil && j.rec != nil && j.lostPS(err) {
+			if err := j.recoverFrom(ctx, gen, err); err != nil {
+				return fmt.Errorf("worker %d: %w", r, err)
+			}
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("worker %d: %w", r, err)
 		}
-		j.mu.Lock()
-		j.losses = append(j.losses, loss)
-		j.mu.Unlock()
-		if err := j.afterStep(ctx, j.steps.Add(1)); err != nil {
-			return fmt.Errorf("worker %d: %w", r, err)
-		}
 	}
-	if err := cleanup.wait(); err != nil && !(j.failover && j.anyLostWorker(err)) {
+	if err := cleanup.wait(); !j.forgivable(err) {
 		return fmt.Errorf("worker %d: %w", r, err)
 	}
 	return nil
@@ -458,7 +590,7 @@ func (j *Job) evaluate(ctx context.Context, held *clicks.Batch) (loss, acc float
 	var lossSum float64
 	correct := 0
 	r := max(j.liveReplica(0), 0)
-	tasks := append(j.psTasks(), task(j.plan.workers[r]))
+	tasks := append(j.psTasks(), workerTask(r))
 	for i := 0; i < held.Len(); i += B {
 		b := clicks.Batch{IDs: held.IDs[i*F : (i+B)*F], Labels: held.Labels[i : i+B]}
 		step := j.nextStep.Add(1)

@@ -52,6 +52,7 @@ type Peers struct {
 	mu      sync.Mutex
 	callers map[string]driver.Caller
 	routes  map[string]route
+	moved   map[string]Addrs // tasks restarted elsewhere (see Repoint)
 	closed  bool
 	star    rpc.Transport // the layout's Transport, or TCP with its TLS
 }
@@ -74,6 +75,63 @@ func (p *Peers) Route(task string, transport rpc.Transport, addr string) {
 	p.routes[task] = route{transport, addr}
 }
 
+// Addrs are a task's addresses: gRPC, and starwire's under grpc+seastar.
+type Addrs struct {
+	GRPC, Star string
+}
+
+// Repoint makes calls to task go to addrs from now on, a task that
+// restarted, at other addresses or the same: its Caller is closed and
+// the next one asked for dials addrs afresh. It returns whether the
+// addresses changed.
+func (p *Peers) Repoint(task string, addrs Addrs) (bool, error) {
+	cur, err := p.Addrs(task)
+	if err != nil {
+		return false, err
+	}
+	p.mu.Lock()
+	if p.moved == nil {
+		p.moved = make(map[string]Addrs)
+	}
+	p.moved[task] = addrs
+	delete(p.routes, task)
+	old := p.callers[task]
+	delete(p.callers, task)
+	p.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return cur != addrs, nil
+}
+
+// Addrs returns the addresses calls to task go to: the layout's, or the
+// last Repoint's.
+func (p *Peers) Addrs(task string) (Addrs, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addrsLocked(task)
+}
+
+func (p *Peers) addrsLocked(task string) (Addrs, error) {
+	if a, ok := p.moved[task]; ok {
+		return a, nil
+	}
+	job, idx, err := cluster.ParseTaskName(task)
+	if err != nil {
+		return Addrs{}, err
+	}
+	var a Addrs
+	if a.GRPC, err = p.layout.Cluster.Lookup(job, idx); err != nil {
+		return Addrs{}, err
+	}
+	if p.layout.Protocol.UsesStar() {
+		if a.Star, err = p.layout.Endpoints.StarAddr(p.layout.Cluster, job, idx); err != nil {
+			return Addrs{}, err
+		}
+	}
+	return a, nil
+}
+
 // NewPeers returns the peers of layout.
 func NewPeers(layout Layout) *Peers {
 	return &Peers{layout: layout, callers: make(map[string]driver.Caller)}
@@ -92,22 +150,15 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 	if p.closed {
 		return nil, fmt.Errorf("peers closed")
 	}
-	job, idx, err := cluster.ParseTaskName(task)
+	addrs, err := p.addrsLocked(task)
 	if err != nil {
 		return nil, err
 	}
-	grpcAddr, err := p.layout.Cluster.Lookup(job, idx)
-	if err != nil {
-		return nil, err
-	}
+	grpcAddr, starAddr := addrs.GRPC, addrs.Star
 	var c driver.Caller
 	if r, ok := p.routes[task]; ok {
 		c = driver.NewStarCaller(task, rpc.NewClient(r.addr, rpc.ClientOptions{Name: task, Transport: r.transport, Interceptors: p.layout.Interceptors, FailFast: p.layout.FailFast}))
 	} else if p.layout.Protocol.UsesStar() {
-		starAddr, err := p.layout.Endpoints.StarAddr(p.layout.Cluster, job, idx)
-		if err != nil {
-			return nil, err
-		}
 		tr, err := p.starTransport()
 		if err != nil {
 			return nil, err

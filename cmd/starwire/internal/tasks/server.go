@@ -64,7 +64,11 @@ type Server struct {
 	// Reread, when set before Start, reads the cluster again (a registry
 	// directory, an endpoint map) for the allowlist; nil keeps the layout
 	// Start got, its names resolved again.
-	Reread  func(context.Context) (Layout, error)
+	Reread func(context.Context) (Layout, error)
+	// Lookup, when set before Start, reads one task's addresses again
+	// (its registry entry), for a peer that restarted elsewhere; nil
+	// reads the whole cluster again (Reread).
+	Lookup  func(task string) (Addrs, error)
 	netName string // the starwire transport's Name
 	allow   *allowlist
 
@@ -84,6 +88,7 @@ type Server struct {
 	starSrv   *rpc.Server
 	worker    *handlers.Worker
 	peers     *Peers
+	logger    *slog.Logger
 	health    *health.Server // the state both ports' health checks report
 	onClose   []func()
 }
@@ -140,7 +145,9 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	for task, r := range s.routes {
 		peers.Route(task, r.transport, r.addr)
 	}
-	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir})
+	s.peers, s.logger = peers, logger
+	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Cluster: s.followCluster,
+		Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir})
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Task(), err)
 	}
@@ -148,7 +155,7 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Task(), err)
 	}
-	s.worker, s.peers = w, peers
+	s.worker = w
 	s.grpcSrv = grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(1<<31-1), grpc.MaxSendMsgSize(1<<31-1))...)
 	tfpb.RegisterWorkerServiceServer(s.grpcSrv, w.GRPCService())
 	s.grpcSrv.RegisterService(&infoDesc, s)
@@ -172,6 +179,59 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 		}
 	}
 	s.setServing(true)
+	return nil
+}
+
+// followCluster points the task's peers at the addresses a master's
+// CreateWorkerSession carries, where a peer restarted elsewhere: the
+// session gives its gRPC address; under grpc+seastar the starwire one
+// is looked up in the endpoint map, or, when the map lacks it, in the
+// peer's registry entry (Lookup) or the cluster read again (Reread).
+// Tasks this one does not know are ignored, and so, with a warning, is an
+// address without a starwire one: a master may name the tasks otherwise.
+func (s *Server) followCluster(def *tfpb.ClusterDef) error {
+	layout := s.peers.Layout()
+	var fresh *Layout
+	for _, job := range def.GetJob() {
+		for idx, grpcAddr := range job.GetTasks() {
+			task := cluster.TaskName(job.GetName(), int(idx))
+			cur, err := s.peers.Addrs(task)
+			if task == s.Task() || err != nil || cur.GRPC == grpcAddr {
+				continue
+			}
+			a := Addrs{GRPC: grpcAddr}
+			if layout.Protocol.UsesStar() {
+				star, err := layout.Endpoints.Lookup(grpcAddr)
+				if err != nil && s.Lookup != nil {
+					var got Addrs
+					if got, err = s.Lookup(task); err == nil && got.GRPC != grpcAddr {
+						err = fmt.Errorf("registered at %s", got.GRPC)
+					}
+					star = got.Star
+				} else if err != nil && s.Reread != nil {
+					if fresh == nil {
+						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						l, rerr := s.Reread(ctx)
+						cancel()
+						if rerr != nil {
+							s.logger.Warn("a session names a peer elsewhere, and the cluster cannot be read again", "peer", task, "addr", grpcAddr, "err", rerr)
+							continue
+						}
+						fresh = &l
+					}
+					star, err = fresh.Endpoints.Lookup(grpcAddr)
+				}
+				if err != nil {
+					s.logger.Warn("a session names a peer elsewhere, without its starwire address: calls to it stay where they went", "peer", task, "addr", grpcAddr, "err", err)
+					continue
+				}
+				a.Star = star
+			}
+			if _, err := s.peers.Repoint(task, a); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

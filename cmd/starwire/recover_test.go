@@ -1,0 +1,195 @@
+package main
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/lr"
+	"github.com/starwire/starwire/rpc/cluster"
+)
+
+// A restartCluster is a ps and two workers as serve processes that a test
+// kills and starts again with the same flags: meeting in a registry
+// directory (each task on new ports when it restarts) or at fixed
+// addresses (the same ones).
+type restartCluster struct {
+	serve map[string][]string // the flags of each task, "ps:0"
+	procs map[string]*process
+	join  []string // train's flags to join it
+}
+
+// startRestartCluster starts the cluster, its tasks' checkpoints under
+// ckpt; fixed chooses fixed addresses over a registry.
+func startRestartCluster(t *testing.T, ckpt string, fixed bool) *restartCluster {
+	t.Helper()
+	c := &restartCluster{serve: map[string][]string{}, procs: map[string]*process{}}
+	names := []string{"ps:0", "worker:0", "worker:1"}
+	common := []string{"--ps", "1", "--workers", "2", "--report", "0", "--checkpoint_dir", ckpt}
+	if fixed {
+		var grpc, emap []string
+		for range names {
+			g, err1 := cluster.FreePort("tcp", "127.0.0.1")
+			s, err2 := cluster.FreePort("tcp", "127.0.0.1")
+			if err := errors.Join(err1, err2); err != nil {
+				t.Fatal(err)
+			}
+			grpc, emap = append(grpc, g), append(emap, g+"="+s)
+		}
+		path := filepath.Join(t.TempDir(), "endpoint_map")
+		if err := os.WriteFile(path, []byte(strings.Join(emap, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		spec := "ps=" + grpc[0] + ";worker=" + grpc[1] + "," + grpc[2]
+		common = []string{"--report", "0", "--checkpoint_dir", ckpt, "--cluster", spec, "--endpoint_map", path}
+		c.join = []string{"--cluster", spec, "--endpoint_map", path}
+	} else {
+		dir := t.TempDir()
+		common = append(common, "--registry_dir", dir)
+		c.join = []string{"--registry_dir", dir}
+	}
+	for _, name := range names {
+		job, idx, _ := strings.Cut(name, ":")
+		c.serve[name] = append([]string{"serve", "--job", job, "--task", idx}, common...)
+		c.start(t, name)
+	}
+	return c
+}
+
+func (c *restartCluster) start(t *testing.T, name string) {
+	t.Helper()
+	c.procs[name] = startBinary(t, nil, c.serve[name]...)
+}
+
+// kill kills task name with SIGKILL and waits for it to end.
+func (c *restartCluster) kill(t *testing.T, name string) {
+	t.Helper()
+	c.procs[name].cmd.Process.Signal(syscall.SIGKILL)
+	c.procs[name].exited(t, 10*time.Second)
+}
+
+// train starts a train of steps per worker on the cluster.
+func (c *restartCluster) train(t *testing.T, steps int, extra ...string) *process {
+	t.Helper()
+	args := append([]string{"train", "--steps", strconv.Itoa(steps), "--vocab", "2000", "--held_out", "1024", "--seed", "5",
+		"--progress", "100ms", "--connect_timeout", "20s"}, c.join...)
+	return startBinary(t, nil, append(args, extra...)...)
+}
+
+var progressStepRE = regexp.MustCompile(`^step (\d+)/\d+ `)
+
+// waitStep waits for a progress line at step n or beyond.
+func (p *process) waitStep(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		line := p.waitLine(t, progressStepRE, time.Until(deadline))
+		if atoi(progressStepRE.FindStringSubmatch(line)[1]) >= n {
+			return
+		}
+	}
+}
+
+// TestTrainPSRestarted kills a parameter server of a running train with
+// checkpoints and starts it again once train says it waits for it, at
+// new addresses (a registry) and at the same ones: train restores every
+// ps from the newest checkpoint, goes on, exits 0, and its held-out loss
+// is within 0.01 of an unbroken run of the same steps.
+func TestTrainPSRestarted(t *testing.T) {
+	const steps = 2000
+	want := math.NaN()
+	for _, tc := range []struct {
+		name  string
+		fixed bool
+	}{{"new address", false}, {"same address", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ckpt := t.TempDir()
+			c := startRestartCluster(t, ckpt, tc.fixed)
+			if math.IsNaN(want) {
+				unbroken := c.train(t, steps, "--checkpoint_dir", filepath.Join(ckpt, "unbroken"))
+				if code, _ := unbroken.exited(t, 60*time.Second); code != 0 {
+					t.Fatalf("unbroken run: exit %d:\n%s", code, unbroken.stderr.String())
+				}
+				_, want = heldOutLoss(t, unbroken.out.String())
+			}
+			p := c.train(t, steps, "--checkpoint_dir", filepath.Join(ckpt, "broken"),
+				"--save_checkpoint_steps", "250", "--save_checkpoint_secs", "0", "--task_timeout", "2s")
+			p.waitStep(t, 1500, 60*time.Second)
+			c.kill(t, "ps:0")
+			killed := time.Now()
+			p.waitLine(t, regexp.MustCompile(`^step \d+/\d+ \(.*\)  waiting for /job:ps/replica:0/task:0, \d+\.\d s$`), 20*time.Second)
+			c.start(t, "ps:0")
+			restarted := time.Now()
+			p.waitLine(t, regexp.MustCompile(`^recovery: restored every ps from model\.ckpt-\d+ `), 30*time.Second)
+			t.Logf("kill to waiting line %v; restart to restored %v", restarted.Sub(killed), time.Since(restarted))
+			if code, _ := p.exited(t, 60*time.Second); code != 0 {
+				t.Fatalf("train exited %d after ps:0 restarted, want 0:\n%s\nstderr:\n%s", code, p.out.String(), p.stderr.String())
+			}
+			out := p.out.String()
+			m := regexp.MustCompile(`(?m)^  global steps undone by recovery: (\d+)$`).FindStringSubmatch(out)
+			if m == nil {
+				t.Errorf("the summary does not count the steps the restore undid:\n%s", out)
+			}
+			_, got := heldOutLoss(t, out)
+			t.Logf("held-out loss %.4f, unbroken %.4f; undone %v", got, want, m)
+			if math.Abs(got-want) > 0.01 {
+				t.Errorf("held-out loss %.4f, unbroken run's %.4f: want within 0.01\n%s", got, want, out)
+			}
+		})
+	}
+}
+
+// TestTrainWorkerRestarted: a worker killed and started again rejoins
+// (its sessions and graphs made again) and the run exits 0.
+func TestTrainWorkerRestarted(t *testing.T) {
+	c := startRestartCluster(t, t.TempDir(), false)
+	p := c.train(t, 3000)
+	p.waitStep(t, 1000, 60*time.Second)
+	c.kill(t, "worker:1")
+	p.waitLine(t, regexp.MustCompile(`^recovery: /job:worker/replica:0/task:1 lost: `), 30*time.Second)
+	c.start(t, "worker:1")
+	p.waitLine(t, regexp.MustCompile(`^recovery: /job:worker/replica:0/task:1 answers again: it rejoins$`), 30*time.Second)
+	if code, _ := p.exited(t, 60*time.Second); code != 0 {
+		t.Fatalf("train exited %d after worker:1 restarted, want 0:\n%s\nstderr:\n%s", code, p.out.String(), p.stderr.String())
+	}
+}
+
+// TestTrainPSNeverBack: a ps that does not come back fails the run after
+// --recovery_timeout, naming the task and the address tried.
+func TestTrainPSNeverBack(t *testing.T) {
+	c := startRestartCluster(t, t.TempDir(), true)
+	p := c.train(t, 1_000_000, "--recovery_timeout", "1s", "--task_timeout", "2s")
+	p.waitStep(t, 1, 60*time.Second)
+	addr := regexp.MustCompile(`ps=([^;]+);`).FindStringSubmatch(strings.Join(c.join, " "))[1]
+	c.kill(t, "ps:0")
+	killed := time.Now()
+	code, at := p.exited(t, 30*time.Second)
+	if code == 0 {
+		t.Fatalf("train exited 0 with ps:0 gone:\n%s", p.out.String())
+	}
+	t.Logf("kill to exit: %v", at.Sub(killed))
+	msg := p.stderr.String()
+	if !strings.Contains(msg, "/job:ps/replica:0/task:0 lost and not back after ") || !strings.Contains(msg, "(tried "+addr+")") {
+		t.Errorf("the error does not name the ps and the address tried (%s):\n%s", addr, msg)
+	}
+}
+
+// TestProgressWaiting: while the job waits for a lost task, progress
+// says so instead of a rate of 0 and a NaN loss.
+func TestProgressWaiting(t *testing.T) {
+	p := lr.Progress{Steps: 1418, TotalSteps: 4000, Loss: math.NaN(), Waiting: "/job:ps/replica:0/task:0", WaitingFor: 3240 * time.Millisecond}
+	if got, want := progressLine(p), "step 1418/4000 (35.5%)  waiting for /job:ps/replica:0/task:0, 3.2 s"; got != want {
+		t.Errorf("progress line %q, want %q", got, want)
+	}
+	bar := progressBar(p, 100)
+	if !strings.Contains(bar, "waiting for /job:ps/replica:0/task:0, 3.2 s") || strings.Contains(bar, "NaN") || len([]rune(bar)) != 100 {
+		t.Errorf("progress bar %q: want the wait, no NaN, 100 columns", bar)
+	}
+}
