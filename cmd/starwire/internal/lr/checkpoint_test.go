@@ -29,18 +29,7 @@ func setupLocal(ctx context.Context, t testing.TB, cfg Config, dir string) *Job 
 		t.Fatal(err)
 	}
 	t.Cleanup(local.Close)
-	peers := tasks.NewPeers(local.Layout)
-	t.Cleanup(peers.Close)
-	var callers []driver.Caller
-	for _, job := range []string{"ps", "worker"} {
-		for _, i := range local.Layout.Cluster.TaskIndices(job) {
-			c, err := peers.Caller(cluster.TaskName(job, i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			callers = append(callers, c)
-		}
-	}
+	_, callers := callersOf(t, local)
 	job, err := New(cfg, driver.New("test-session", callers...), nil)
 	if err != nil {
 		t.Fatal(err)

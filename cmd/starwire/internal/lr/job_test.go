@@ -23,18 +23,7 @@ func trainLocal(t *testing.T, protocol cluster.Protocol, cfg Config) *Summary {
 		t.Fatal(err)
 	}
 	t.Cleanup(local.Close)
-	peers := tasks.NewPeers(local.Layout)
-	t.Cleanup(peers.Close)
-	var callers []driver.Caller
-	for _, job := range []string{"ps", "worker"} {
-		for _, i := range local.Layout.Cluster.TaskIndices(job) {
-			c, err := peers.Caller(cluster.TaskName(job, i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			callers = append(callers, c)
-		}
-	}
+	_, callers := callersOf(t, local)
 	d := driver.New("test-session", callers...)
 	stats := func() driver.Stats {
 		c, b := local.PeerStats()
@@ -105,4 +94,23 @@ func TestShardedEmbedding(t *testing.T) {
 			t.Errorf("--ps %d: held-out loss %.4f, with one server %.4f", ps, sum.FinalLoss, one.FinalLoss)
 		}
 	}
+}
+
+// callersOf returns a caller of every task of local, ps first, and the
+// peers they call through, which the test closes.
+func callersOf(t testing.TB, local *tasks.Local) (*tasks.Peers, []driver.Caller) {
+	t.Helper()
+	peers := tasks.NewPeers(local.Layout)
+	t.Cleanup(peers.Close)
+	var callers []driver.Caller
+	for _, job := range []string{"ps", "worker"} {
+		for _, i := range local.Layout.Cluster.TaskIndices(job) {
+			c, err := peers.Caller(cluster.TaskName(job, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			callers = append(callers, c)
+		}
+	}
+	return peers, callers
 }

@@ -94,18 +94,7 @@ func TestRecoverRestartedPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { local.Close() })
-	peers := tasks.NewPeers(local.Layout)
-	t.Cleanup(peers.Close)
-	var callers []driver.Caller
-	for _, job := range []string{"ps", "worker"} {
-		for _, i := range local.Layout.Cluster.TaskIndices(job) {
-			c, err := peers.Caller(cluster.TaskName(job, i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			callers = append(callers, c)
-		}
-	}
+	peers, callers := callersOf(t, local)
 	d := driver.New("recover-test", callers...)
 	d.Watch(2 * time.Second)
 	job, err := New(cfg, d, nil)
