@@ -31,7 +31,12 @@ type Network interface {
 // Listen returns the sessions peers open with ep. The network stays the
 // caller's: closing a listener stops accepting but leaves ep and its
 // sessions running.
-func Transport(ep Network) rpc.Transport { return &transport{ep: ep, path: "afxdp"} }
+func Transport(ep Network) rpc.Transport { return TransportOver(ep, afxdp.PathXDP) }
+
+// TransportOver is Transport whose connections name path as the path
+// their calls take (rpc.PathConn): afxdp.PathUDP for a network over
+// kernel UDP, so that per-call reports say what carried the calls.
+func TransportOver(ep Network, path string) rpc.Transport { return &transport{ep: ep, path: path} }
 
 type transport struct {
 	ep   Network
