@@ -68,7 +68,7 @@ func TestPeersOverAFXDP(t *testing.T) {
 	}
 	// The driver's summary says what the tasks' calls went over, which
 	// only the tasks know.
-	if !regexp.MustCompile(`(?m)^tasks' calls to each other: .*AF_XDP on ` + p.B.Link + ` \(UDP port \d+\) or TCP, per call \(bypass\) \(.*worker:0`).MatchString(trainOut.String()) ||
+	if !regexp.MustCompile(`(?m)^tasks' calls to each other: .*AF_XDP on `+p.B.Link+` \(UDP port \d+\) or TCP, per call \(bypass\) \(.*worker:0`).MatchString(trainOut.String()) ||
 		!regexp.MustCompile(`(?m)^  tasks' calls to each other: (.*\); )?AF_XDP \([^)]*worker:0 [1-9]\d* calls`).MatchString(trainOut.String()) {
 		t.Errorf("the summary does not say the worker's calls went over AF_XDP:\n%s", trainOut.String())
 	}
