@@ -167,16 +167,20 @@ func (c *Client) call(ctx context.Context, m Method, req *Request, resp *Reply, 
 		cc.unsent(k)
 		c.broken(cc, err)
 	}
-	if info != nil {
-		info.Path = connPath(cc.conn, c.opts.Transport.Name())
-	}
 	k.msg.Header = wire.Header{Kind: wire.KindRequest, Method: m.ID, CallID: k.id, Timeout: uint64(timeout)}
 	k.msg.Meta, k.msg.Tensors = req.Meta, req.Tensors
 	k.reply = resp
-	if err := cc.conn.Send(&k.msg); err != nil {
+	path, err := cc.send(&k.msg)
+	if info != nil {
+		info.Path = path
+	}
+	if err != nil {
 		cc.unsent(k)
 		c.broken(cc, err)
 		return c.fail(m, Errorf(wire.Unavailable, "%w", err))
+	}
+	if k.reads && !cc.sr.Answers(path) {
+		cc.handBack(k)
 	}
 	if k.reads {
 		cc.readOwn(k)
@@ -219,13 +223,6 @@ type Stats struct {
 	Path       string // the path calls take now, for transports that choose one per peer
 	Connected  bool
 	Reconnects int // connections made after the first
-}
-
-// A PathConn is a Conn that can carry calls over more than one path and
-// says which one it uses now.
-type PathConn interface {
-	Conn
-	Path() string
 }
 
 // Stats returns the client's connection state.

@@ -19,6 +19,8 @@ import (
 type clientConn struct {
 	c      *Client
 	conn   Conn
+	ps     PathSender    // conn, when it chooses a path per message
+	path   string        // the path of every call otherwise
 	sem    chan struct{} // one token per slot in use
 	frames atomic.Uint64 // frames received, for keepalive
 	ka     *prober
@@ -31,7 +33,7 @@ type clientConn struct {
 	kaErr  error // why keepalive closed the connection
 
 	// The read side (see lend), for a connection that can lend it (sr).
-	sr       selfReader
+	sr       SelfReader
 	resume   chan struct{} // hands the read side back to the receiving goroutine
 	reading  readSide
 	awaiting int       // answers due: requests sent and not answered
@@ -52,7 +54,7 @@ type clientConn struct {
 	afterStop   func() bool     // ends the reading caller's AfterFunc, if it has one
 	interruptFn func()          // cc.interruptIfEnded, made once
 	// The last call's context could end, and the last answer was longer
-	// than such a caller reads (see selfReader.readTurnUntil): then the
+	// than such a caller reads (see SelfReader.readTurnUntil): then the
 	// next such call is likely to hand the read side back, and the
 	// receiving goroutine keeps it.
 	lastCancellable, lastLong bool
@@ -81,7 +83,9 @@ const idleCheck = time.Millisecond
 
 func newClientConn(c *Client, conn Conn) *clientConn {
 	cc := &clientConn{c: c, conn: conn, sem: make(chan struct{}, c.opts.MaxInflight), gone: make(chan struct{})}
-	if sr, ok := conn.(selfReader); ok && sr.selfReading() {
+	cc.ps, _ = conn.(PathSender)
+	cc.path = connPath(conn, c.opts.Transport.Name())
+	if sr, ok := conn.(SelfReader); ok && sr.SelfReading() {
 		cc.sr, cc.resume = sr, make(chan struct{}, 1)
 	}
 	cc.ka = startProber(conn, c.opts.Keepalive, &cc.frames, cc.busy, cc.keepaliveFailed)
@@ -185,6 +189,25 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 	return k, nil
 }
 
+// send sends a call's request and returns the path that carries it: the
+// one the connection chose, when it chooses per message (PathSender).
+func (cc *clientConn) send(m *wire.Message) (path string, err error) {
+	if cc.ps == nil {
+		return cc.path, cc.conn.Send(m)
+	}
+	return cc.ps.SendPath(m)
+}
+
+// handBack gives the read side k took back to the receiving goroutine: k's
+// request went over a path whose answers arrive elsewhere.
+func (cc *clientConn) handBack(k *call) {
+	cc.mu.Lock()
+	k.reads = false
+	cc.unwatchLocked()
+	cc.resumeLocked()
+	cc.mu.Unlock()
+}
+
 // unsent releases the slot of a call whose request was not sent.
 func (cc *clientConn) unsent(k *call) {
 	cc.mu.Lock()
@@ -213,13 +236,13 @@ func (cc *clientConn) checkIdle(k *call) error {
 	var err error
 	stopped := false
 	for !stopped {
-		if err = cc.sr.check(); !errors.Is(err, errUnread) {
+		if err = cc.sr.Check(); !errors.Is(err, ErrUnread) {
 			break
 		}
 		if k.ctxDone == nil {
-			err = cc.sr.readTurn(cc)
+			err = cc.sr.ReadTurn(cc)
 		} else {
-			stopped, err = cc.sr.readTurnUntil(cc)
+			stopped, err = cc.sr.ReadTurnUntil(cc)
 		}
 		if err != nil {
 			break
@@ -230,7 +253,7 @@ func (cc *clientConn) checkIdle(k *call) error {
 		stopped, err = interrupted(err)
 	}
 	if err != nil {
-		cc.sr.fail(err)
+		cc.sr.Fail(err)
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -260,14 +283,14 @@ func (cc *clientConn) readOwn(k *call) {
 	stopped := false
 	for err == nil && !stopped && !cc.answered(k) {
 		if k.ctxDone == nil {
-			err = cc.sr.readTurn(cc)
+			err = cc.sr.ReadTurn(cc)
 		} else {
-			stopped, err = cc.sr.readTurnUntil(cc)
+			stopped, err = cc.sr.ReadTurnUntil(cc)
 		}
 	}
-	buffered := cc.sr.leave()
+	buffered := cc.sr.Leave()
 	if err != nil {
-		cc.sr.fail(err)
+		cc.sr.Fail(err)
 	}
 	cc.mu.Lock()
 	k.reads = false
@@ -533,10 +556,10 @@ func (cc *clientConn) receive() {
 	cc.mu.Unlock()
 }
 
-func (cc *clientConn) woke() bool { return cc.woken.Load() && cc.woken.Swap(false) }
+func (cc *clientConn) Woke() bool { return cc.woken.Load() && cc.woken.Swap(false) }
 
-// unrun implements waker.
-func (cc *clientConn) unrun() bool { return cc.waking.Load() > 0 }
+// Unrun implements Waker.
+func (cc *clientConn) Unrun() bool { return cc.waking.Load() > 0 }
 
 // Alloc implements wire.Receiver.
 func (cc *clientConn) Alloc(in *wire.Inbound) error {
@@ -575,7 +598,7 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 		if cc.awaiting > 0 {
 			cc.awaiting--
 		}
-		cc.lastLong = cc.sr != nil && wire.HeaderSize+h.BodyLen() > cc.sr.wholeLimit()
+		cc.lastLong = cc.sr != nil && wire.HeaderSize+h.BodyLen() > cc.sr.WholeLimit()
 		if lend && cc.awaiting == 0 && !cc.crowded && cc.err == nil && cc.reading == readerReads && !cc.keepsLong() {
 			cc.reading, cc.freedAt, lent = nobodyReads, monoclock.Now(), true
 		}
@@ -615,14 +638,14 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 	return lent
 }
 
-// mayLend implements lender.
-func (cc *clientConn) mayLend(in *wire.Inbound) bool {
+// MayLend implements Lender.
+func (cc *clientConn) MayLend(in *wire.Inbound) bool {
 	if cc.sr == nil || (in.Header.Kind != wire.KindResponse && in.Header.Kind != wire.KindError) {
 		return false
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	long := wire.HeaderSize+in.Header.BodyLen() > cc.sr.wholeLimit()
+	long := wire.HeaderSize+in.Header.BodyLen() > cc.sr.WholeLimit()
 	return cc.awaiting == 1 && !cc.crowded && cc.err == nil && !(long && cc.lastCancellable)
 }
 
@@ -630,11 +653,11 @@ func (cc *clientConn) mayLend(in *wire.Inbound) bool {
 // because of a long answer (see lastLong).
 func (cc *clientConn) keepsLong() bool { return cc.lastLong && cc.lastCancellable }
 
-// deliverLending implements lender.
-func (cc *clientConn) deliverLending(in *wire.Inbound) bool { return cc.deliver(in, true) }
+// DeliverLending implements Lender.
+func (cc *clientConn) DeliverLending(in *wire.Inbound) bool { return cc.deliver(in, true) }
 
-// waitLent implements lender.
-func (cc *clientConn) waitLent(closed <-chan struct{}) error {
+// WaitLent implements Lender.
+func (cc *clientConn) WaitLent(closed <-chan struct{}) error {
 	if !cc.swept {
 		cc.swept = true
 		idleReads.add(cc)

@@ -3,7 +3,7 @@ package rpc
 import "context"
 
 // A caller whose context can end may read its own answer too: when the
-// context ends, its read is interrupted (see selfReader.interrupt), which
+// context ends, its read is interrupted (see SelfReader.interrupt), which
 // readTurnUntil leaves at a frame boundary. Who interrupts depends on how
 // the context is shared:
 //
@@ -56,7 +56,7 @@ func (cc *clientConn) unwatchLocked() {
 	}
 	if cc.interrupted {
 		cc.interrupted = false
-		cc.sr.resumeReads()
+		cc.sr.ResumeReads()
 	}
 }
 
@@ -73,7 +73,7 @@ func (cc *clientConn) watch() {
 			cc.mu.Lock()
 			if cc.readDone == done && !cc.interrupted {
 				cc.interrupted = true
-				cc.sr.interrupt()
+				cc.sr.Interrupt()
 			}
 			if cc.watched == done {
 				// An ended context is not watched again unless a
@@ -99,7 +99,7 @@ func (cc *clientConn) interruptIfEnded() {
 	select {
 	case <-cc.readDone:
 		cc.interrupted = true
-		cc.sr.interrupt()
+		cc.sr.Interrupt()
 	default:
 	}
 }

@@ -2,4 +2,12 @@
 // errors and the message-level transport interface, with the TCP transport
 // that every peer can fall back to. Cluster configuration (cluster specs,
 // TF_CONFIG, the endpoint map) is in rpc/cluster.
+//
+// The seam between the core and a transport is Transport, Listener and
+// Conn (transport.go) and wire.Receiver, plus the capabilities in
+// capabilities.go that a connection or a receiver may offer beyond them
+// (a caller reading its own answer, read-side flow control, the path each
+// call took, ...). A transport in another package, or a wrapper of a
+// connection, offers or forwards each of those by implementing the
+// exported interface, checked at compile time.
 package rpc

@@ -24,9 +24,11 @@ type ClientInfo struct {
 	Method Method
 	// Peer is the client's name for the peer (ClientOptions.Name).
 	Peer string
-	// Path is the path the call took ("tcp", "afxdp", "udp"): set by the
-	// invoker once it has a connection, so an interceptor reads it after
-	// invoke returns; empty when the call failed before.
+	// Path is the path the call took ("tcp", "afxdp", "udp"), as the
+	// transport that carried its request reports it (PathSender), else
+	// the connection's: set by the invoker as it sends the request, so an
+	// interceptor reads it after invoke returns; empty when the call
+	// failed before.
 	Path string
 }
 

@@ -18,7 +18,7 @@ import (
 type serverConn struct {
 	s     *Server
 	conn  Conn
-	clock deliveryClock // conn, when it tells the time of a delivery; nil otherwise
+	clock DeliveryClock // conn, when it tells the time of a delivery; nil otherwise
 	host  string        // the peer's address without its port
 	peer  net.Addr
 	path  string // for interceptors
@@ -44,14 +44,9 @@ func newServerConn(s *Server, c Conn) *serverConn {
 		recvBudget: s.recvBudget(), sendBudget: s.sendBudget(), maxCalls: s.maxConcurrentCalls(),
 		room: make(chan struct{}, 1),
 	}
-	sc.clock, _ = c.(deliveryClock)
+	sc.clock, _ = c.(DeliveryClock)
 	return sc
 }
-
-// A deliveryClock is a Conn whose Receive reads the clock as it delivers
-// frames (afxdp's reactor reads it every turn): a call's deadline counts
-// from that reading, 0 when there is none, instead of one of its own.
-type deliveryClock interface{ DeliveredAt() int64 }
 
 // busy reports whether the connection has calls in progress, for keepalive.
 func (sc *serverConn) busy() bool { return sc.running.Load() > 0 || sc.answering.Load() > 0 }
@@ -133,11 +128,11 @@ func (sc *serverConn) track(call *serverCall) {
 	sc.mu.Unlock()
 }
 
-func (sc *serverConn) woke() bool { return sc.woken.Load() && sc.woken.Swap(false) }
+func (sc *serverConn) Woke() bool { return sc.woken.Load() && sc.woken.Swap(false) }
 
-// unrun implements waker: the reader does not wait for workers, whose
+// Unrun implements Waker: the reader does not wait for workers, whose
 // handlers may take long.
-func (sc *serverConn) unrun() bool { return false }
+func (sc *serverConn) Unrun() bool { return false }
 
 func (sc *serverConn) goAway() {
 	sc.conn.Send(&wire.Message{Header: wire.Header{Kind: wire.KindGoAway}})

@@ -78,7 +78,7 @@ type tcpConn struct {
 	// goroutine, or a caller it lent the read side to.
 	hb        [wire.HeaderSize]byte
 	throttle  Throttle
-	wk        waker
+	wk        Waker
 	holding   bool // the reader corked the writer for the batch it delivers
 	delivered int  // frames of the current batch delivered
 	peekFn    func(fd uintptr) bool

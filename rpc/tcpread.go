@@ -23,7 +23,7 @@ const headChunk = 1 << 20
 // socket and never waits for a write: answers are handed to the writer.
 //
 // A Receiver that is a lender may take the read side from Receive as it
-// delivers the last frame of a batch (see selfReader); Receive then waits
+// delivers the last frame of a batch (see SelfReader); Receive then waits
 // until it is handed back.
 func (c *tcpConn) Receive(r wire.Receiver) error {
 	if c.tls != nil && !c.tls.ConnectionState().HandshakeComplete {
@@ -32,13 +32,13 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 		}
 	}
 	c.throttle, _ = r.(Throttle)
-	c.wk, _ = r.(waker)
-	ld, _ := r.(lender)
+	c.wk, _ = r.(Waker)
+	ld, _ := r.(Lender)
 	for {
 		c.endBatch(true)
 		lent, err := c.readOne(r, ld)
 		if err == nil && lent {
-			err = ld.waitLent(c.closed)
+			err = ld.WaitLent(c.closed)
 		}
 		if err != nil {
 			return c.fail(err)
@@ -61,9 +61,9 @@ func (c *tcpConn) endBatch(yield bool) {
 	// look for work. Callers that another thread took are waited for too,
 	// a bounded number of yields, so that their next requests leave in the
 	// same write instead of one or two more.
-	if yield && (c.wk == nil || c.wk.woke()) {
+	if yield && (c.wk == nil || c.wk.Woke()) {
 		runtime.Gosched()
-		for i := 0; i < maxSettleYields && c.wk != nil && c.wk.unrun(); i++ {
+		for i := 0; i < maxSettleYields && c.wk != nil && c.wk.Unrun(); i++ {
 			runtime.Gosched()
 		}
 	}
@@ -78,7 +78,7 @@ func (c *tcpConn) endBatch(yield bool) {
 // delivers it. Whoever holds the read side calls it. With ld, the receiving
 // goroutine's, the read side may be lent as the frame is delivered (lent):
 // readOne then touches nothing of it after the delivery.
-func (c *tcpConn) readOne(r wire.Receiver, ld lender) (lent bool, err error) {
+func (c *tcpConn) readOne(r wire.Receiver, ld Lender) (lent bool, err error) {
 	hb := c.hb[:]
 	if _, err := io.ReadFull(c.br, hb); err != nil {
 		return false, err
@@ -113,23 +113,14 @@ func (c *tcpConn) readOne(r wire.Receiver, ld lender) (lent bool, err error) {
 	}
 	c.framesIn.Add(1)
 	c.delivered++
-	if ld != nil && c.br.Buffered() == 0 && ld.mayLend(in) {
+	if ld != nil && c.br.Buffered() == 0 && ld.MayLend(in) {
 		// The batch ends with this frame, and the read side may go with
 		// it: what the batch holds leaves first.
 		c.endBatch(false)
-		return ld.deliverLending(in), nil
+		return ld.DeliverLending(in), nil
 	}
 	r.Deliver(in)
 	return false, nil
-}
-
-// A waker is a Receiver that says whether the frames delivered since it was
-// last asked made other goroutines runnable (callers answered, handlers
-// handed to workers).
-type waker interface {
-	woke() bool
-	// unrun reports whether goroutines it woke have not run yet.
-	unrun() bool
 }
 
 // maxSettleYields bounds the yields of a reader waiting for the goroutines
@@ -209,68 +200,23 @@ func (c *tcpConn) readPayload(in *wire.Inbound, r wire.Receiver) error {
 	return nil
 }
 
-// A selfReader is a Conn whose read side its Receiver may lend to a caller
-// between two batches (see lender): a caller waiting for the only answer
-// due reads that answer itself, as a plain socket's user would, instead of
-// being woken by the receiving goroutine, a hand-off that makes the
-// scheduler wake a second thread on every call.
-type selfReader interface {
-	// selfReading reports whether the read side may be lent at all.
-	selfReading() bool
-	// readTurn reads and delivers one frame for a caller holding the read
-	// side, waiting for it as long as it takes; first it sends the
-	// answers held for a batch that has been delivered.
-	readTurn(r wire.Receiver) error
-	// readTurnUntil is readTurn for a caller whose context may end: it
-	// takes nothing of a frame from the stream until the whole frame has
-	// arrived, so that interrupt can end the wait and leave the stream at
-	// a frame boundary. It stops (without error) when interrupted, and
-	// before a frame longer than it can hold whole, which the receiving
-	// goroutine then reads.
-	readTurnUntil(r wire.Receiver) (stopped bool, err error)
-	// interrupt makes a read in progress, and every later one, return
-	// until resumeReads; it is safe for concurrent use.
-	interrupt()
-	resumeReads()
-	// wholeLimit is the longest frame readTurnUntil reads.
-	wholeLimit() uint64
-	// leave ends a caller's turn at the read side, sending the answers held
-	// for the batch delivered, and reports whether bytes read wait to be
-	// delivered.
-	leave() (buffered bool)
-	// check reports, without waiting, whether the connection may carry a
-	// new call read by its caller: errUnread when bytes arrived that nobody
-	// read, the error when the peer has closed it or it failed.
-	check() error
-	fail(err error) error
-}
+// SelfReading implements SelfReader: a TLS connection's reads decrypt
+// records that may hold parts of several frames, so it is never lent.
+func (c *tcpConn) SelfReading() bool { return c.tls == nil }
 
-// A lender is a Receiver that may lend the read side of its connection to
-// the callers waiting for answers.
-type lender interface {
-	// mayLend reports whether delivering in, the last frame read, may
-	// leave no answer due, so that the read side could go with it.
-	mayLend(in *wire.Inbound) bool
-	// deliverLending delivers in and reports whether it lent the read
-	// side, which it does before it wakes anyone.
-	deliverLending(in *wire.Inbound) (lent bool)
-	// waitLent returns once the read side is handed back, or with an
-	// error once closed is closed.
-	waitLent(closed <-chan struct{}) error
-}
+// Answers implements SelfReader: every answer arrives on the one stream.
+func (c *tcpConn) Answers(string) bool { return true }
 
-// errUnread is check's answer when bytes wait that nobody read.
-var errUnread = errors.New("rpc: unread bytes on the connection")
+// Fail implements SelfReader.
+func (c *tcpConn) Fail(err error) error { return c.fail(err) }
 
-func (c *tcpConn) selfReading() bool { return c.tls == nil }
-
-func (c *tcpConn) readTurn(r wire.Receiver) error {
+func (c *tcpConn) ReadTurn(r wire.Receiver) error {
 	c.endBatch(false)
 	_, err := c.readOne(r, nil)
 	return err
 }
 
-func (c *tcpConn) readTurnUntil(r wire.Receiver) (stopped bool, err error) {
+func (c *tcpConn) ReadTurnUntil(r wire.Receiver) (stopped bool, err error) {
 	c.endBatch(false)
 	hb, err := c.br.Peek(wire.HeaderSize)
 	if err != nil {
@@ -302,19 +248,19 @@ func interrupted(err error) (stopped bool, _ error) {
 // aLongTimeAgo is a read deadline that has passed.
 var aLongTimeAgo = time.Unix(1, 0)
 
-func (c *tcpConn) interrupt()   { c.nc.SetReadDeadline(aLongTimeAgo) }
-func (c *tcpConn) resumeReads() { c.nc.SetReadDeadline(time.Time{}) }
+func (c *tcpConn) Interrupt()   { c.nc.SetReadDeadline(aLongTimeAgo) }
+func (c *tcpConn) ResumeReads() { c.nc.SetReadDeadline(time.Time{}) }
 
-func (c *tcpConn) wholeLimit() uint64 { return uint64(c.br.Size()) }
+func (c *tcpConn) WholeLimit() uint64 { return uint64(c.br.Size()) }
 
-func (c *tcpConn) leave() bool {
+func (c *tcpConn) Leave() bool {
 	c.endBatch(false)
 	return c.br.Buffered() > 0
 }
 
-func (c *tcpConn) check() error {
+func (c *tcpConn) Check() error {
 	if c.br.Buffered() > 0 {
-		return errUnread
+		return ErrUnread
 	}
 	c.peeked, c.peekErr = 0, nil
 	if err := c.raw.Read(c.peekFn); err != nil {
@@ -328,7 +274,7 @@ func (c *tcpConn) check() error {
 	case c.peeked == 0:
 		return io.EOF
 	}
-	return errUnread
+	return ErrUnread
 }
 
 // peek looks, without waiting, whether a byte or the end of the stream

@@ -116,7 +116,7 @@ func (c *tcpConn) startTLS(ctx context.Context, cfg *tls.Config, client bool) er
 }
 
 // serverHandshake completes a server connection's handshake; r, the
-// connection's receiver, hears of a plaintext client (plaintextWatcher).
+// connection's receiver, hears of a plaintext client (PlaintextWatcher).
 func (c *tcpConn) serverHandshake(r wire.Receiver) error {
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()

@@ -39,8 +39,8 @@ func refusePlaintext(s *cipherShim, err error, r wire.Receiver) error {
 	if !errors.As(err, &rh) || binary.LittleEndian.Uint16(rh.RecordHeader[:2]) != wire.Magic {
 		return err
 	}
-	if w, ok := r.(plaintextWatcher); ok {
-		w.plaintextRefused() // before the answer, which the client may act on at once
+	if w, ok := r.(PlaintextWatcher); ok {
+		w.PlaintextRefused() // before the answer, which the client may act on at once
 	}
 	nc := s.Conn.(*net.TCPConn)
 	nc.SetDeadline(time.Now().Add(plaintextLinger))
@@ -58,12 +58,9 @@ func refusePlaintext(s *cipherShim, err error, r wire.Receiver) error {
 	return fmt.Errorf("%w (%v)", ErrPlaintext, nc.RemoteAddr())
 }
 
-// A plaintextWatcher is a Receiver told of a plaintext client refused.
-type plaintextWatcher interface{ plaintextRefused() }
-
-// plaintextRefused logs a plaintext client refused: the first, then at
+// PlaintextRefused implements PlaintextWatcher: it logs a plaintext client refused: the first, then at
 // powers of two, so that a misconfigured fleet logs a few lines.
-func (sc *serverConn) plaintextRefused() {
+func (sc *serverConn) PlaintextRefused() {
 	s, peer := sc.s, sc.peer
 	s.mu.Lock()
 	s.plaintext++

@@ -80,7 +80,10 @@ func (l *dualListener) Addr() net.Addr { return l.tcp.Addr() }
 // helloAnswerer is a server-side TCP connection that answers a client's
 // hello with this end's capabilities and a ticket to open a packet session
 // with, which it revokes when the connection ends; everything else reaches
-// the server.
+// the server. It forwards rpc.ProgressConn and names its path
+// (rpc.PathConn); it offers no rpc.SelfReader or rpc.Withdrawer, which the
+// core asks of client connections only, and no rpc.DeliveryClock, which a
+// TCP connection does not have.
 type helloAnswerer struct {
 	rpc.Conn
 	d *dual
@@ -92,7 +95,7 @@ type helloAnswerer struct {
 }
 
 func (c *helloAnswerer) Receive(r wire.Receiver) error {
-	err := c.Conn.Receive(answerReader{c: c, r: r})
+	err := c.Conn.Receive(newAnswerReader(c, r))
 	c.mu.Lock()
 	c.ended = true
 	if c.ticket != 0 {
@@ -125,28 +128,69 @@ func (c *helloAnswerer) answer() []byte {
 // Progress implements rpc.ProgressConn.
 func (c *helloAnswerer) Progress() (in, out uint64) { return progress(c.Conn) }
 
+// Path implements rpc.PathConn: the server's calls on it came over TCP.
+func (c *helloAnswerer) Path() string { return PathTCP }
+
+// answerReader passes a server's TCP frames through to its receiver,
+// except the hello, which it answers. It forwards the receiver's
+// rpc.Throttle (read-side flow control), rpc.Waker and
+// rpc.PlaintextWatcher, so that the TCP reader treats the server as it
+// does on a plain connection; not rpc.Lender, which a server's receiver
+// does not offer.
 type answerReader struct {
-	c *helloAnswerer
-	r wire.Receiver
+	c  *helloAnswerer
+	r  wire.Receiver
+	t  rpc.Throttle
+	wk rpc.Waker
+	pw rpc.PlaintextWatcher
 }
 
-func (a answerReader) Alloc(in *wire.Inbound) error { return a.r.Alloc(in) }
+func newAnswerReader(c *helloAnswerer, r wire.Receiver) *answerReader {
+	a := &answerReader{c: c, r: r}
+	a.t, _ = r.(rpc.Throttle)
+	a.wk, _ = r.(rpc.Waker)
+	a.pw, _ = r.(rpc.PlaintextWatcher)
+	return a
+}
+
+// What the server's TCP half forwards of rpc's capabilities.
+var (
+	_ rpc.ProgressConn = (*helloAnswerer)(nil)
+	_ rpc.PathConn     = (*helloAnswerer)(nil)
+
+	_ rpc.Throttle         = (*answerReader)(nil)
+	_ rpc.Waker            = (*answerReader)(nil)
+	_ rpc.PlaintextWatcher = (*answerReader)(nil)
+)
+
+func (a *answerReader) Alloc(in *wire.Inbound) error { return a.r.Alloc(in) }
 
 // Room implements rpc.Throttle for a server that throttles.
-func (a answerReader) Room(payload uint64) bool {
-	t, ok := a.r.(rpc.Throttle)
-	return !ok || t.Room(payload)
-}
+func (a *answerReader) Room(payload uint64) bool { return a.t == nil || a.t.Room(payload) }
 
 // WaitRoom implements rpc.Throttle.
-func (a answerReader) WaitRoom(payload uint64, closed <-chan struct{}) error {
-	if t, ok := a.r.(rpc.Throttle); ok {
-		return t.WaitRoom(payload, closed)
+func (a *answerReader) WaitRoom(payload uint64, closed <-chan struct{}) error {
+	if a.t != nil {
+		return a.t.WaitRoom(payload, closed)
 	}
 	return nil
 }
 
-func (a answerReader) Deliver(in *wire.Inbound) {
+// Woke implements rpc.Waker; without the receiver's word, the reader
+// yields as it would to a receiver that is no Waker.
+func (a *answerReader) Woke() bool { return a.wk == nil || a.wk.Woke() }
+
+// Unrun implements rpc.Waker.
+func (a *answerReader) Unrun() bool { return a.wk != nil && a.wk.Unrun() }
+
+// PlaintextRefused implements rpc.PlaintextWatcher.
+func (a *answerReader) PlaintextRefused() {
+	if a.pw != nil {
+		a.pw.PlaintextRefused()
+	}
+}
+
+func (a *answerReader) Deliver(in *wire.Inbound) {
 	if in.Header.Kind != wire.KindHello {
 		a.r.Deliver(in)
 		return

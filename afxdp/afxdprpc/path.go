@@ -129,6 +129,15 @@ func (d *dual) local() hello {
 	return h
 }
 
+// bypassPath names the packet path in per-call reports: DualOptions.Path,
+// or "afxdp" (the packet protocol) when that is not set.
+func (d *dual) bypassPath() string {
+	if d.opts.Path == "" {
+		return afxdp.PathXDP
+	}
+	return d.opts.Path
+}
+
 // usable reports whether calls to a peer advertising h may leave TCP.
 func (d *dual) usable(h hello) bool {
 	if d.ep == nil || h.Packet == "" {
@@ -146,6 +155,7 @@ func (d *dual) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
 		return nil, err
 	}
 	c := &dualConn{d: d, tcp: tc, peer: addr, ch: newChooser(d.opts.Policy)}
+	c.sr, _ = tc.(rpc.SelfReader)
 	if d.opts.Packet == "" {
 		if err := tc.Send(&wire.Message{Header: wire.Header{Kind: wire.KindHello}, Meta: d.local().encode()}); err != nil {
 			tc.Close()
@@ -166,7 +176,7 @@ func (d *dual) Listen(addr string) (rpc.Listener, error) {
 	l := &dualListener{d: d, tcp: tl, conns: make(chan rpc.Conn), errs: make(chan error, 2), quit: make(chan struct{})}
 	go l.acceptLoop(tl, true)
 	if d.ep != nil {
-		pl, err := Transport(d.ep).Listen("")
+		pl, err := (&transport{ep: d.ep, path: d.bypassPath()}).Listen("")
 		if err != nil {
 			tl.Close()
 			return nil, err
@@ -179,11 +189,21 @@ func (d *dual) Listen(addr string) (rpc.Listener, error) {
 
 // dualConn is a client connection that starts on TCP and may move its
 // calls to a packet session.
+//
+// Its TCP half is the stream transport's connection as it is: the read
+// side is lent to callers (rpc.SelfReader) for the calls that go over TCP,
+// and the receiver's Lender and Waker reach the TCP reader through
+// helloReader, so a call that stays on TCP costs what it costs on a plain
+// connection. It offers no rpc.DeliveryClock: the core reads that on
+// server connections only, and the dual listener hands the server the
+// packet sessions themselves.
 type dualConn struct {
 	d    *dual
 	tcp  rpc.Conn
+	sr   rpc.SelfReader // tcp, when it lends its read side
 	peer string
 	r    wire.Receiver
+	hr   *helloReader // what the TCP half delivers to
 	pkt  atomic.Pointer[afxdp.Conn]
 	ch   *chooser
 
@@ -213,22 +233,29 @@ func (c *dualConn) Stats() PathStats {
 	return st
 }
 
-// Send sends a request over the path the chooser picks for it, whole; a
-// cancel follows its request's path, so that the peer that has the call
-// hears of it; other frames take the packet path while it is open.
+// Send implements rpc.Conn with SendPath.
 func (c *dualConn) Send(m *wire.Message) error {
+	_, err := c.SendPath(m)
+	return err
+}
+
+// SendPath implements rpc.PathSender. It sends a request over the path
+// the chooser picks for it, whole, and counts it there; a cancel follows
+// its request's path, so that the peer that has the call hears of it;
+// other frames take the packet path while it is open.
+func (c *dualConn) SendPath(m *wire.Message) (path string, err error) {
 	p := c.pkt.Load()
 	switch m.Header.Kind {
 	case wire.KindRequest:
 		if c.ch != nil && !c.ch.choose(m, p != nil) {
-			return c.tcp.Send(m)
+			return PathTCP, c.tcp.Send(m)
 		}
 	case wire.KindCancel:
 		if c.ch == nil {
 			break
 		}
 		if bypass, known := c.ch.pathOf(m.Header.CallID); known && !bypass {
-			return c.tcp.Send(m)
+			return PathTCP, c.tcp.Send(m)
 		} else if !known && p != nil {
 			// Its request's path is forgotten: tell both. A peer that
 			// does not have the call ignores the cancel.
@@ -240,11 +267,11 @@ func (c *dualConn) Send(m *wire.Message) error {
 	if p != nil {
 		err := p.Send(m)
 		if err == nil {
-			return nil
+			return c.d.bypassPath(), nil
 		}
 		c.leavePacket(p, err)
 	}
-	return c.tcp.Send(m)
+	return PathTCP, c.tcp.Send(m)
 }
 
 // Withdraw implements rpc.Withdrawer on whichever path holds m. Each path
@@ -271,6 +298,46 @@ func (c *dualConn) Withdraw(m *wire.Message) rpc.Withdrawal {
 // client counts the frames of both paths itself.
 func (c *dualConn) Progress() (in, out uint64) { return progress(c.tcp) }
 
+// SelfReading implements rpc.SelfReader: the TCP half's read side is lent
+// when the stream transport lends it.
+func (c *dualConn) SelfReading() bool { return c.sr != nil && c.sr.SelfReading() }
+
+// Answers implements rpc.SelfReader: only the answers to requests sent
+// over TCP arrive on the read side lent.
+func (c *dualConn) Answers(path string) bool { return path == PathTCP }
+
+// ReadTurn implements rpc.SelfReader. The frame goes through helloReader,
+// as the receiving goroutine's would, so the hello and the chooser's
+// timing see it; r is the receiver Receive was given.
+func (c *dualConn) ReadTurn(r wire.Receiver) error { return c.sr.ReadTurn(c.hr) }
+
+// ReadTurnUntil implements rpc.SelfReader as ReadTurn does.
+func (c *dualConn) ReadTurnUntil(r wire.Receiver) (stopped bool, err error) {
+	return c.sr.ReadTurnUntil(c.hr)
+}
+
+// Interrupt, ResumeReads, WholeLimit, Leave, Check and Fail implement
+// rpc.SelfReader with the TCP half's.
+func (c *dualConn) Interrupt()           { c.sr.Interrupt() }
+func (c *dualConn) ResumeReads()         { c.sr.ResumeReads() }
+func (c *dualConn) WholeLimit() uint64   { return c.sr.WholeLimit() }
+func (c *dualConn) Leave() bool          { return c.sr.Leave() }
+func (c *dualConn) Check() error         { return c.sr.Check() }
+func (c *dualConn) Fail(err error) error { return c.sr.Fail(err) }
+
+// What the dual connection forwards of rpc's capabilities (see the type's
+// doc for what it does not).
+var (
+	_ rpc.PathSender   = (*dualConn)(nil)
+	_ rpc.PathConn     = (*dualConn)(nil)
+	_ rpc.SelfReader   = (*dualConn)(nil)
+	_ rpc.Withdrawer   = (*dualConn)(nil)
+	_ rpc.ProgressConn = (*dualConn)(nil)
+
+	_ rpc.Lender = (*helloReader)(nil)
+	_ rpc.Waker  = (*helloReader)(nil)
+)
+
 func progress(c rpc.Conn) (in, out uint64) {
 	if pc, ok := c.(rpc.ProgressConn); ok {
 		return pc.Progress()
@@ -283,10 +350,11 @@ func progress(c rpc.Conn) (in, out uint64) {
 // one goroutine; frames of the two paths may be delivered concurrently.
 func (c *dualConn) Receive(r wire.Receiver) error {
 	c.r = r
+	c.hr = newHelloReader(c, r)
 	if c.d.opts.Packet != "" {
 		go c.upgrade(hello{Version: helloVersion, Packet: c.d.opts.Packet, Path: c.d.opts.Path})
 	}
-	err := c.tcp.Receive(helloReader{c: c, r: r})
+	err := c.tcp.Receive(c.hr)
 	c.closed.Store(true)
 	if p := c.pkt.Swap(nil); p != nil {
 		p.Close()
@@ -376,16 +444,53 @@ func (c *dualConn) leavePacket(p *afxdp.Conn, err error) {
 	}
 }
 
-// helloReader passes frames through to the client's receiver, except the
-// peer's hello, which starts the path choice.
+// helloReader passes the TCP half's frames through to the client's
+// receiver, except the peer's hello, which starts the path choice; the
+// chooser sees each answer first. It forwards the receiver's rpc.Lender
+// and rpc.Waker, so that the TCP reader lends and yields as it does for a
+// plain connection; not rpc.Throttle, which a client's receiver does not
+// offer.
 type helloReader struct {
-	c *dualConn
-	r wire.Receiver
+	c  *dualConn
+	r  wire.Receiver
+	ld rpc.Lender // r, when it lends the read side
+	wk rpc.Waker  // r, when it says whom it woke
 }
 
-func (h helloReader) Alloc(in *wire.Inbound) error { return h.r.Alloc(in) }
+func newHelloReader(c *dualConn, r wire.Receiver) *helloReader {
+	h := &helloReader{c: c, r: r}
+	h.ld, _ = r.(rpc.Lender)
+	h.wk, _ = r.(rpc.Waker)
+	return h
+}
 
-func (h helloReader) Deliver(in *wire.Inbound) {
+func (h *helloReader) Alloc(in *wire.Inbound) error { return h.r.Alloc(in) }
+
+// MayLend implements rpc.Lender; a receiver that does not lend never may.
+func (h *helloReader) MayLend(in *wire.Inbound) bool {
+	return h.ld != nil && in.Header.Kind != wire.KindHello && h.ld.MayLend(in)
+}
+
+// DeliverLending implements rpc.Lender; MayLend said yes, so in is no
+// hello.
+func (h *helloReader) DeliverLending(in *wire.Inbound) bool {
+	if h.c.ch != nil {
+		h.c.ch.answered(&in.Header)
+	}
+	return h.ld.DeliverLending(in)
+}
+
+// WaitLent implements rpc.Lender.
+func (h *helloReader) WaitLent(closed <-chan struct{}) error { return h.ld.WaitLent(closed) }
+
+// Woke implements rpc.Waker; without the receiver's word, the reader
+// yields as it would to a receiver that is no Waker.
+func (h *helloReader) Woke() bool { return h.wk == nil || h.wk.Woke() }
+
+// Unrun implements rpc.Waker.
+func (h *helloReader) Unrun() bool { return h.wk != nil && h.wk.Unrun() }
+
+func (h *helloReader) Deliver(in *wire.Inbound) {
 	if in.Header.Kind != wire.KindHello {
 		if h.c.ch != nil {
 			h.c.ch.answered(&in.Header)
@@ -405,7 +510,8 @@ func (h helloReader) Deliver(in *wire.Inbound) {
 }
 
 // answerTimer passes the packet path's frames through to the client's
-// receiver, showing the chooser each answer first.
+// receiver, showing the chooser each answer first. It forwards none of
+// rpc's receiver capabilities: a packet session asks for none.
 type answerTimer struct {
 	c *dualConn
 	r wire.Receiver

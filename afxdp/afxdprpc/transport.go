@@ -31,9 +31,17 @@ type Network interface {
 // Listen returns the sessions peers open with ep. The network stays the
 // caller's: closing a listener stops accepting but leaves ep and its
 // sessions running.
-func Transport(ep Network) rpc.Transport { return &transport{ep: ep} }
+func Transport(ep Network) rpc.Transport { return TransportOver(ep, afxdp.PathXDP) }
 
-type transport struct{ ep Network }
+// TransportOver is Transport whose connections name path as the path
+// their calls take (rpc.PathConn): afxdp.PathUDP for a network over
+// kernel UDP, so that per-call reports say what carried the calls.
+func TransportOver(ep Network, path string) rpc.Transport { return &transport{ep: ep, path: path} }
+
+type transport struct {
+	ep   Network
+	path string // what its connections say they carry calls over
+}
 
 func (t *transport) Name() string { return "afxdp" }
 
@@ -42,14 +50,28 @@ func (t *transport) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return packetConn{c}, nil
+	return &packetConn{c, t.path}, nil
 }
 
 // packetConn is a session as an rpc.Conn, which rpc's client can ask to
-// take a request back (rpc.Withdrawer).
-type packetConn struct{ *afxdp.Conn }
+// take a request back (rpc.Withdrawer) and rpc's server to read the clock
+// of a delivery (rpc.DeliveryClock); it names its path (rpc.PathConn). It
+// offers no rpc.SelfReader: the session's reactor delivers every frame.
+type packetConn struct {
+	*afxdp.Conn
+	path string
+}
 
-func (c packetConn) Withdraw(m *wire.Message) rpc.Withdrawal { return withdrawal(c.Conn.Withdraw(m)) }
+var (
+	_ rpc.Withdrawer    = (*packetConn)(nil)
+	_ rpc.DeliveryClock = (*packetConn)(nil)
+	_ rpc.PathConn      = (*packetConn)(nil)
+)
+
+// Path implements rpc.PathConn.
+func (c *packetConn) Path() string { return c.path }
+
+func (c *packetConn) Withdraw(m *wire.Message) rpc.Withdrawal { return withdrawal(c.Conn.Withdraw(m)) }
 
 // withdrawal translates the session's answer into rpc's.
 func withdrawal(w afxdp.Withdrawal) rpc.Withdrawal {
@@ -70,11 +92,12 @@ func (t *transport) Listen(addr string) (rpc.Listener, error) {
 		return nil, fmt.Errorf("afxdprpc: listen %s: the endpoint is bound to %v", addr, t.ep.Addr())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &listener{ep: t.ep, ctx: ctx, cancel: cancel}, nil
+	return &listener{ep: t.ep, path: t.path, ctx: ctx, cancel: cancel}, nil
 }
 
 type listener struct {
 	ep     Network
+	path   string
 	ctx    context.Context
 	cancel context.CancelFunc
 }
@@ -87,7 +110,7 @@ func (l *listener) Accept() (rpc.Conn, error) {
 		}
 		return nil, err
 	}
-	return packetConn{c}, nil
+	return &packetConn{c, l.path}, nil
 }
 
 func (l *listener) Close() error {

@@ -85,7 +85,7 @@ func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error
 // transport is TCP, each call goes whole over the link's AF_XDP session or
 // over TCP to peer's starwire address, whichever policy picks for its size
 // (a dual connection, afxdprpc.Dual); otherwise over AF_XDP alone.
-func (s *Server) fabricRoute(peer *Server, ep *afxdp.Endpoint, far netip.Addr, policy afxdprpc.PathPolicy) {
+func (s *Server) fabricRoute(peer *Server, ep *afxdp.Endpoint, far netip.Addr, policy afxdprpc.PathPolicy) (dual bool) {
 	if s.routes == nil {
 		s.routes = make(map[string]route)
 	}
@@ -94,9 +94,10 @@ func (s *Server) fabricRoute(peer *Server, ep *afxdp.Endpoint, far netip.Addr, p
 	if tcp, ok := s.starTr.(*rpc.TCP); ok && peer.StarAddr != "" {
 		d := afxdprpc.Dual(tcp, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Packet: packet, Policy: policy, Logger: quietLogger})
 		s.duals = append(s.duals, d)
-		r = route{d, peer.StarAddr}
+		r, dual = route{d, peer.StarAddr}, true
 	}
 	s.routes[peer.Task()] = r
+	return dual
 }
 
 // quietLogger keeps a dual connection's choice of path out of the output

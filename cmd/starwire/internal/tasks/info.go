@@ -24,6 +24,9 @@ type Info struct {
 	PeerPath string
 	// PeerCalls and PeerBytes count the task's calls to its peers.
 	PeerCalls, PeerBytes int64
+	// PeerPaths count its starwire calls to its peers by the path each
+	// took, as the transport that carried it reported (rpc.ClientInfo.Path).
+	PeerPaths []PathCount
 }
 
 const (
@@ -80,15 +83,24 @@ var infoDesc = grpc.ServiceDesc{
 // Info returns what the task says about itself.
 func (s *Server) Info() Info {
 	calls, bytes := s.PeerStats()
-	return Info{Task: s.Task(), PeerPath: s.PeerPath(), PeerCalls: calls, PeerBytes: bytes}
+	return Info{Task: s.Task(), PeerPath: s.PeerPath(), PeerCalls: calls, PeerBytes: bytes, PeerPaths: s.paths.counts()}
 }
 
 func (i Info) toStruct() *structpb.Struct {
+	paths := make([]*structpb.Value, len(i.PeerPaths))
+	for k, p := range i.PeerPaths {
+		paths[k] = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+			"path":  structpb.NewStringValue(p.Path),
+			"calls": structpb.NewNumberValue(float64(p.Calls)),
+			"bytes": structpb.NewNumberValue(float64(p.Bytes)),
+		}})
+	}
 	return &structpb.Struct{Fields: map[string]*structpb.Value{
 		"task":       structpb.NewStringValue(i.Task),
 		"peer_path":  structpb.NewStringValue(i.PeerPath),
 		"peer_calls": structpb.NewNumberValue(float64(i.PeerCalls)),
 		"peer_bytes": structpb.NewNumberValue(float64(i.PeerBytes)),
+		"peer_paths": structpb.NewListValue(&structpb.ListValue{Values: paths}),
 	}}
 }
 
@@ -105,10 +117,16 @@ func QueryInfo(ctx context.Context, addr string, opts ...grpc.DialOption) (Info,
 		return Info{}, fmt.Errorf("task info from %s: %w", addr, err)
 	}
 	f := out.GetFields()
+	var paths []PathCount
+	for _, v := range f["peer_paths"].GetListValue().GetValues() {
+		p := v.GetStructValue().GetFields()
+		paths = append(paths, PathCount{Path: p["path"].GetStringValue(), Calls: int64(p["calls"].GetNumberValue()), Bytes: int64(p["bytes"].GetNumberValue())})
+	}
 	return Info{
 		Task:      f["task"].GetStringValue(),
 		PeerPath:  f["peer_path"].GetStringValue(),
 		PeerCalls: int64(f["peer_calls"].GetNumberValue()),
 		PeerBytes: int64(f["peer_bytes"].GetNumberValue()),
+		PeerPaths: paths,
 	}, nil
 }

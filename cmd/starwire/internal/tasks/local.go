@@ -187,15 +187,22 @@ func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server, all
 				return fmt.Errorf("xdp allowlist of the link of %s and %s: %w", link.PS.Task, link.Worker.Task, err)
 			}
 		}
-		wrk.fabricRoute(srv, ep, link.PS.Addr, l.pathPolicy)
-		wrk.PeerTransport = "AF_XDP over veth pairs to the parameter servers"
+		wrk.PeerTransport = l.fabricPath(wrk.fabricRoute(srv, ep, link.PS.Addr, l.pathPolicy)) + " over veth pairs to the parameter servers"
 		// A server pulls from a worker too: the ids of its shard and their
 		// gradients, in a sharded embedding lookup.
-		srv.fabricRoute(wrk, psEP, link.Worker.Addr, l.pathPolicy)
-		srv.PeerTransport = "AF_XDP over veth pairs to the workers"
+		srv.PeerTransport = l.fabricPath(srv.fabricRoute(wrk, psEP, link.Worker.Addr, l.pathPolicy)) + " over veth pairs to the workers"
 	}
 	l.PeerTransport = fmt.Sprintf("AF_XDP over %d veth pairs, one per worker and server, each task in its own network namespace", len(f.Links))
 	return nil
+}
+
+// fabricPath says what may carry a task's calls over its fabric links: AF_XDP,
+// or with dual connections AF_XDP or TCP as the path policy chooses per call.
+func (l *Local) fabricPath(dual bool) string {
+	if dual {
+		return "AF_XDP or TCP, per call (" + l.pathPolicy.String() + "),"
+	}
+	return "AF_XDP"
 }
 
 // SpinningReactors counts the AF_XDP reactors of the cluster's tasks that

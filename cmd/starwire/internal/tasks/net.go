@@ -99,7 +99,7 @@ func (n UDPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, err
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tr := afxdprpc.Transport(ep)
+	tr := afxdprpc.TransportOver(ep, afxdp.PathUDP)
 	l, err := tr.Listen("")
 	if err != nil {
 		ep.Close()
@@ -118,7 +118,7 @@ func (n UDPNet) Dialer() (rpc.Transport, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return afxdprpc.Transport(ep), ep, nil
+	return afxdprpc.TransportOver(ep, afxdp.PathUDP), ep, nil
 }
 
 func udpEndpoint(bind string, opts afxdp.Options, pcap *capture.File) (*afxdp.Endpoint, error) {

@@ -71,6 +71,7 @@ type Server struct {
 	Lookup  func(task string) (Addrs, error)
 	netName string // the starwire transport's Name
 	allow   *allowlist
+	paths   pathCounter // the task's starwire calls to its peers, per path
 
 	grpcL  net.Listener
 	starL  rpc.Listener
@@ -141,6 +142,7 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	if s.Metrics != nil {
 		s.export(&layout)
 	}
+	layout.Interceptors = append(layout.Interceptors[:len(layout.Interceptors):len(layout.Interceptors)], s.paths.interceptor)
 	peers := NewPeers(layout)
 	for task, r := range s.routes {
 		peers.Route(task, r.transport, r.addr)
