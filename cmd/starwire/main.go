@@ -79,7 +79,7 @@ var commands = []command{
 	{"train", "train a sparse logistic-regression model on a local or existing cluster", trainCmd},
 	{"serve", "run one task (--job, --task) of a cluster as a long-lived server", serveCmd},
 	{"staleness", "measure parameter staleness over starwire and gRPC", stalenessCmd},
-	{"bench", "sweep sizes, calls in flight and reactors over gRPC and starwire's paths; write a table, JSON and charts", benchCmd},
+	{"bench", "sweep sizes, calls in flight and reactors over gRPC and starwire's paths; write a table and JSON", benchCmd},
 	{"health", "probe a task: the gRPC health service on its gRPC port, or its starwire port", healthCmd},
 	{"cluster", "up, down or run a cluster of test hosts, network namespaces on a bridge, over AF_XDP and TCP", clusterCmd},
 	{"checkpoint", "inspect a TensorFlow checkpoint (tensor_bundle V2): its tensors, shapes and values", checkpointCmd},
