@@ -6,8 +6,8 @@ import (
 
 	"github.com/starwire/starwire/handlers/graph"
 	"github.com/starwire/starwire/handlers/rendezvous"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -20,7 +20,7 @@ func (w *Worker) getStatus() *tfpb.GetStatusResponse {
 
 func (w *Worker) createWorkerSession(req *tfpb.CreateWorkerSessionRequest) (*tfpb.CreateWorkerSessionResponse, error) {
 	if req.GetSessionHandle() == "" {
-		return nil, rpc.Errorf(wire.InvalidArgument, "CreateWorkerSession: empty session handle")
+		return nil, status.Errorf(wire.InvalidArgument, "CreateWorkerSession: empty session handle")
 	}
 	w.mu.Lock()
 	// A session created again keeps its state: a master retrying the
@@ -58,7 +58,7 @@ func (w *Worker) checkSession(handle string, called bool) error {
 	ok := w.sessions[handle] != nil
 	w.mu.Unlock()
 	if !ok {
-		return rpc.Errorf(wire.Aborted, "session %q is not found on %s (the task may have restarted)", handle, w.task)
+		return status.Errorf(wire.Aborted, "session %q is not found on %s (the task may have restarted)", handle, w.task)
 	}
 	return nil
 }
@@ -85,7 +85,7 @@ func (w *Worker) registerGraph(req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGr
 	if sess != nil && w.sessions[req.GetSessionHandle()] != sess {
 		// Deleted while the graph was built: its state is gone.
 		w.mu.Unlock()
-		return nil, rpc.Errorf(wire.Aborted, "session %q is not found on %s (deleted while RegisterGraph ran)", req.GetSessionHandle(), w.task)
+		return nil, status.Errorf(wire.Aborted, "session %q is not found on %s (deleted while RegisterGraph ran)", req.GetSessionHandle(), w.task)
 	}
 	w.nextID++
 	handle := "g" + strconv.FormatUint(w.nextID, 10)
@@ -100,7 +100,7 @@ func (w *Worker) deregisterGraph(req *tfpb.DeregisterGraphRequest) (*tfpb.Deregi
 	delete(w.graphs, req.GetGraphHandle())
 	w.mu.Unlock()
 	if !ok {
-		return nil, rpc.Errorf(wire.InvalidArgument, "DeregisterGraph: graph handle %q is not registered", req.GetGraphHandle())
+		return nil, status.Errorf(wire.InvalidArgument, "DeregisterGraph: graph handle %q is not registered", req.GetGraphHandle())
 	}
 	return &tfpb.DeregisterGraphResponse{}, nil
 }
@@ -110,7 +110,7 @@ func (w *Worker) lookupGraph(handle string) (*registered, error) {
 	g := w.graphs[handle]
 	w.mu.Unlock()
 	if g == nil {
-		return nil, rpc.Errorf(wire.Aborted, "RunGraph: graph handle %q is not registered on %s", handle, w.task)
+		return nil, status.Errorf(wire.Aborted, "RunGraph: graph handle %q is not registered on %s", handle, w.task)
 	}
 	return g, nil
 }
@@ -122,7 +122,7 @@ func (w *Worker) cleanupGraph(req *tfpb.CleanupGraphRequest) *tfpb.CleanupGraphR
 
 func (w *Worker) cleanupAll(req *tfpb.CleanupAllRequest) *tfpb.CleanupAllResponse {
 	w.vars.Cleanup(req.GetContainer())
-	w.rendezvous.CleanupAll(rpc.Errorf(wire.Aborted, "CleanupAll"))
+	w.rendezvous.CleanupAll(status.Errorf(wire.Aborted, "CleanupAll"))
 	return &tfpb.CleanupAllResponse{}
 }
 
@@ -149,17 +149,17 @@ func (w *Worker) checkKey(key string) error {
 	}
 	p, err := rendezvous.ParseKey(key)
 	if err != nil {
-		return rpc.Errorf(wire.InvalidArgument, "RecvTensor: %v", err)
+		return status.Errorf(wire.InvalidArgument, "RecvTensor: %v", err)
 	}
 	if p.Src != w.device {
-		return rpc.Errorf(wire.InvalidArgument, "RecvTensor: key %q is not sent from %s", key, dev)
+		return status.Errorf(wire.InvalidArgument, "RecvTensor: key %q is not sent from %s", key, dev)
 	}
 	return w.checkIncarnation(key, p.SrcIncarnation)
 }
 
 func (w *Worker) checkIncarnation(key string, inc uint64) error {
 	if inc != w.opts.Incarnation {
-		return rpc.Errorf(wire.Aborted, "RecvTensor: key %q expects incarnation %016x of %s, which is %016x (the task restarted)", key, inc, w.attrs.Name, w.opts.Incarnation)
+		return status.Errorf(wire.Aborted, "RecvTensor: key %q expects incarnation %016x of %s, which is %016x (the task restarted)", key, inc, w.attrs.Name, w.opts.Incarnation)
 	}
 	return nil
 }
