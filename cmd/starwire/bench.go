@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/bench"
-	"github.com/starwire/starwire/internal/envvar"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // benchFlags are the flags of "starwire bench".
@@ -71,7 +71,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			cmd := exec.Command(exe, args...)
 			cmd.Env = os.Environ()
 			if req.Cores > 0 {
-				cmd.Env = append(cmd.Env, envvar.CoreNumber+"="+strconv.Itoa(req.Cores))
+				cmd.Env = append(cmd.Env, cluster.EnvCoreNumber+"="+strconv.Itoa(req.Cores))
 			}
 			return cmd
 		})
@@ -183,9 +183,9 @@ func (f *benchFlags) report(ms []bench.Measurement, args []string, stdout io.Wri
 // benchServe is the server process of a sweep: it serves protos, says
 // where, and stops when its standard input closes.
 func benchServe(protos []string, xdpIface string, xdpPort int, stdout io.Writer) error {
-	cores := 0
-	if v := os.Getenv(envvar.CoreNumber); v != "" {
-		cores, _ = strconv.Atoi(v) // checked by envvar.Check before the command ran
+	cores := 0 // the servers' default
+	if r := cluster.SharedReactors(); r.Var != "" {
+		cores = r.N
 	}
 	var t *bench.Targets
 	var err error
