@@ -257,7 +257,7 @@ func (c *dualConn) Send(m *wire.Message) error {
 // may be there, so it is Kept.
 func (c *dualConn) Withdraw(m *wire.Message) rpc.Withdrawal {
 	if p := c.opened.Load(); p != nil {
-		if got := withdrawal(p.Withdraw(m)); got != rpc.Completing {
+		if got := p.Withdraw(m); got != rpc.Completing {
 			return got
 		}
 	}

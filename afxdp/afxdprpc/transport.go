@@ -9,7 +9,6 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/rpc"
-	"github.com/starwire/starwire/wire"
 )
 
 // A Network opens and accepts afxdp sessions: an *afxdp.Endpoint (one
@@ -46,22 +45,11 @@ func (t *transport) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
 }
 
 // packetConn is a session as an rpc.Conn, which rpc's client can ask to
-// take a request back (rpc.Withdrawer).
+// take a request back: afxdp.Conn.Withdraw answers with wire.Withdrawal,
+// rpc.Withdrawer's type.
 type packetConn struct{ *afxdp.Conn }
 
-func (c packetConn) Withdraw(m *wire.Message) rpc.Withdrawal { return withdrawal(c.Conn.Withdraw(m)) }
-
-// withdrawal translates the session's answer into rpc's.
-func withdrawal(w afxdp.Withdrawal) rpc.Withdrawal {
-	switch w {
-	case afxdp.Unsent:
-		return rpc.Unsent
-	case afxdp.Withdrawn:
-		return rpc.Withdrawn
-	default:
-		return rpc.Completing
-	}
-}
+var _ rpc.Withdrawer = packetConn{}
 
 // Listen accepts the endpoint's sessions. addr must be empty or the
 // endpoint's own address, since the endpoint is already bound.
