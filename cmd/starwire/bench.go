@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/bench"
+	"github.com/starwire/starwire/internal/units"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -219,8 +220,8 @@ func splitList(s string) []string {
 func intList(flagName, s string, lo, hi int) ([]int, error) {
 	var out []int
 	for _, f := range splitList(s) {
-		n, err := strconv.Atoi(f)
-		if err != nil || n < lo || n > hi {
+		n, err := units.ParseCount(f, lo, hi)
+		if err != nil {
 			return nil, usagef("bench: --%s %q, want whole numbers from %d to %d", flagName, f, lo, hi)
 		}
 		out = append(out, n)

@@ -92,8 +92,8 @@ var EnvVars = []EnvVar{
 		"a file holding the packet ticket every task of the cluster holds (80 hex digits: openssl rand -hex 40; a mounted secret): only its holders open packet sessions with the task", checkFile},
 }
 
-// TLSDirFiles are the names of the files in a STARWIRE_TLS_DIR, as a kubernetes.io/tls
-// secret (with cert-manager's ca.crt) holds them.
+// TLSDirFiles are the names of the files in a STARWIRE_TLS_DIR, as a
+// kubernetes.io/tls secret (with cert-manager's ca.crt) holds them.
 var TLSDirFiles = [3]string{"tls.crt", "tls.key", "ca.crt"}
 
 const (
@@ -113,8 +113,8 @@ func LookupEnvVar(name string) (EnvVar, bool) {
 	return EnvVar{}, false
 }
 
-// CheckEnv reports the first of the named variables that is set to a value it
-// does not accept, in one line that names it, its value and what it
+// CheckEnv reports the first of the named variables that is set to a value
+// it does not accept, in one line that names it, its value and what it
 // accepts: SEASTAR_CORE_NUMBER="abc": want a whole number from 1 to 1024.
 // Unset or empty variables are fine; unknown names are ignored.
 func CheckEnv(names ...string) error {
