@@ -72,11 +72,12 @@ bench:
 
 # bench-smoke runs every benchmark once, and a tiny sweep of "starwire bench"
 # (every workload and protocol, client and servers in separate processes) whose
-# table, JSON and charts land in BENCH_OUT.
+# table and JSON land in BENCH_OUT, then bench/cmd/charts draws its charts there.
 BENCH_OUT ?= $(or $(TMPDIR),/tmp)/starwire-bench-smoke
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem -timeout 20m $(PKGS)
 	$(GO) run ./cmd/starwire bench --smoke --out $(BENCH_OUT)
+	$(GO) run ./bench/cmd/charts -formats png,svg $(BENCH_OUT)/results.json
 
 # fuzz runs every fuzz target (func FuzzX in a _test.go file) for FUZZTIME
 # each; FUZZ=regexp narrows them. A failure leaves its input in the package's

@@ -9,7 +9,6 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/xdp"
@@ -17,20 +16,18 @@ import (
 
 func TestReactors(t *testing.T) {
 	tests := []struct {
-		env    string
-		queues int
-		want   int
+		want, queues int
+		reactors     int
 	}{
-		{"", 4, 1},
-		{"2", 4, 2},
-		{"8", 2, 2},
-		{"0", 4, 1},
-		{"x", 4, 1},
+		{0, 4, 1},
+		{2, 4, 2},
+		{8, 2, 2},
+		{1, 0, 1},
+		{-1, 4, 1},
 	}
 	for _, tt := range tests {
-		t.Setenv(envvar.CoreNumber, tt.env)
-		if got := afxdp.Reactors(tt.queues); got != tt.want {
-			t.Errorf("SEASTAR_CORE_NUMBER=%q, %d queues: %d reactors, want %d", tt.env, tt.queues, got, tt.want)
+		if got := afxdp.Reactors(tt.want, tt.queues); got != tt.reactors {
+			t.Errorf("Reactors(%d, %d queues) = %d, want %d", tt.want, tt.queues, got, tt.reactors)
 		}
 	}
 }

@@ -25,15 +25,16 @@ type Opened struct {
 }
 
 // Open starts the packet transport on ifname's IPv4 address and port, in the
-// calling thread's network namespace: a Group with Reactors(queues)
-// reactors over AF_XDP when Available says it can be used, otherwise one
-// endpoint over a kernel UDP socket, and why in Opened.Fallback. Peers of
-// either path interoperate: both speak UDP on the same port.
+// calling thread's network namespace: a Group with
+// Reactors(opts.Reactors, queues) reactors over AF_XDP when Available says
+// it can be used, otherwise one endpoint over a kernel UDP socket, and why
+// in Opened.Fallback. Peers of either path interoperate: both speak UDP on
+// the same port.
 func Open(ifname string, port uint16, opts Options, xo link.XSKOptions) (Opened, error) {
 	xo.Port = port
 	queues, fallback := link.AvailableQueues(ifname)
 	if fallback == nil {
-		links, err := link.OpenXSKLinks(ifname, xo, Reactors(max(queues, 1)))
+		links, err := link.OpenXSKLinks(ifname, xo, Reactors(opts.Reactors, queues))
 		if err == nil {
 			ls := make([]link.Link, len(links))
 			for i, l := range links {

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp/protocol"
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -135,6 +134,10 @@ type Options struct {
 	// process's affinity mask, modulo its size, moved off CPUs spinning
 	// reactors hold. A Group pins its endpoint i to CPU+i.
 	CPU int
+	// Reactors is how many reactors Open runs over AF_XDP on an interface,
+	// never more than its queues (a reactor owns whole queues); 0 means
+	// one. SEASTAR_CORE_NUMBER sets it (rpc/cluster's PacketReactors).
+	Reactors int
 }
 
 func (o Options) withDefaults() Options {
@@ -204,41 +207,31 @@ func (o *Options) protocol() protocol.Config {
 	}
 }
 
-const defaultReactorsPerLink = 1
-
-// OptionsFromEnv returns the defaults adjusted for a task of job ("ps" or
-// anything else for a worker) and reactor index, from the environment
-// variables TensorFlow and DeepRec users know (internal/envvar names them):
-// *_ENABLE_POLLING "true"
-// polls without sleeping (Busy), "false" never polls (the reactor sleeps
-// as soon as it has no work, leaving the cores to computation), and unset
-// keeps adaptive polling (Spin); the reactor is pinned to CPU index
-// (modulo the CPUs) when *_DISABLE_PIN_CORES is "false".
-func OptionsFromEnv(job string, index int) Options {
-	poll, pin := envvar.WorkerPolling, envvar.WorkerDisablePin
-	if job == "ps" {
-		poll, pin = envvar.PSPolling, envvar.PSDisablePin
-	}
+// TaskOptions returns the defaults adjusted for reactor index of a task,
+// as TensorFlow's and DeepRec's *_ENABLE_POLLING and *_DISABLE_PIN_CORES
+// variables adjust them (rpc/cluster reads them: PacketPolling,
+// PinPacketReactors): with pollSet, busy polls without sleeping (Busy)
+// and !busy never polls (the reactor sleeps as soon as it has no work,
+// leaving the cores to computation); without it the reactor keeps
+// adaptive polling (Spin). pin pins the reactor to CPU index (modulo the
+// CPUs).
+func TaskOptions(busy, pollSet, pin bool, index int) Options {
 	var o Options
-	if busy, set := envvar.BoolSet(poll); set {
+	if pollSet {
 		o.Busy = busy
 		if !busy {
 			o.Spin, o.FrameSpin = -1, -1
 		}
 	}
-	if !envvar.Bool(pin, true) {
+	if pin {
 		o.Pin, o.CPU = true, index
 	}
 	return o
 }
 
-// Reactors returns how many reactors to run for a device with queues
-// queues: SEASTAR_CORE_NUMBER when set (at least 1), never more than
-// queues, since a reactor owns whole queues.
-func Reactors(queues int) int {
-	n := defaultReactorsPerLink
-	if v, ok := envvar.PositiveInt(envvar.CoreNumber); ok {
-		n = v
-	}
-	return max(1, min(n, queues))
+// Reactors returns how many reactors Open runs for a device with queues
+// queues when asked for want (Options.Reactors): at least 1, never more
+// than queues, since a reactor owns whole queues.
+func Reactors(want, queues int) int {
+	return max(1, min(want, queues))
 }

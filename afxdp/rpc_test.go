@@ -12,8 +12,8 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -155,21 +155,28 @@ func TestRPCBlockingReceiver(t *testing.T) {
 	checkRPC(t, serveRPC(t, srv, cli), 500, 8<<20)
 }
 
+// envOptions are the options of reactor index of a task of job, as the
+// environment (rpc/cluster) asks, as the command makes them.
+func envOptions(job string, index int) afxdp.Options {
+	busy, set := cluster.PacketPolling(job)
+	return afxdp.TaskOptions(busy, set, cluster.PinPacketReactors(job), index)
+}
+
 // TestRPCPollingModes runs calls with a busy-polling, pinned server reactor
 // and a client reactor that spins before sleeping, as the *_ENABLE_POLLING
 // and *_DISABLE_PIN_CORES variables ask.
 func TestRPCPollingModes(t *testing.T) {
-	t.Setenv(envvar.PSPolling, "true")
-	t.Setenv(envvar.PSDisablePin, "false")
-	so := afxdp.OptionsFromEnv("ps", 0)
+	t.Setenv(cluster.EnvPSPolling, "true")
+	t.Setenv(cluster.EnvPSDisablePin, "false")
+	so := envOptions("ps", 0)
 	if !so.Busy || !so.Pin || so.CPU != 0 {
 		t.Fatalf("options from the environment: %+v", so)
 	}
-	if co := afxdp.OptionsFromEnv("worker", 1); co.Busy || co.Pin || co.Spin != 0 {
+	if co := envOptions("worker", 1); co.Busy || co.Pin || co.Spin != 0 {
 		t.Fatalf("worker options follow the ps variables: %+v", co)
 	}
-	t.Setenv(envvar.WorkerPolling, "False")
-	if co := afxdp.OptionsFromEnv("worker", 1); co.Busy || co.Spin >= 0 || co.FrameSpin >= 0 {
+	t.Setenv(cluster.EnvWorkerPolling, "False")
+	if co := envOptions("worker", 1); co.Busy || co.Spin >= 0 || co.FrameSpin >= 0 {
 		t.Fatalf("WORKER_ENABLE_POLLING=False still polls: %+v", co)
 	}
 	la, lb := link.MemPair(memA, memB, link.MemOptions{})

@@ -88,7 +88,7 @@ func (s *session) end(err error) {
 		m.Complete(err)
 	}
 	for _, w := range ws {
-		w.got <- Completing // every message was completed above
+		w.got <- wire.Completing // every message was completed above
 	}
 	if r := s.conn.receiver(); r != nil && !s.ep.opts.BlockingReceiver {
 		s.conn.drainBacklog(r, s.ep.env.Now)

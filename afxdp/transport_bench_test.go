@@ -93,7 +93,7 @@ func startBenchServer(kind, ifname string, addr netip.Addr, xo link.XSKOptions) 
 		if err != nil {
 			return nil, nil, err
 		}
-		ep = afxdp.NewEndpoint(ln, benchAuth(afxdp.OptionsFromEnv("ps", 0)))
+		ep = afxdp.NewEndpoint(ln, benchAuth(envOptions("ps", 0)))
 		closeEP = func() { ep.Close() }
 		if l, err = afxdprpc.Transport(ep).Listen(""); err != nil {
 			ep.Close()
@@ -143,7 +143,7 @@ func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 				b.Fatal(err)
 			}
 		}
-		ec := afxdp.NewEndpoint(lc, benchAuth(afxdp.OptionsFromEnv("worker", 1)))
+		ec := afxdp.NewEndpoint(lc, benchAuth(envOptions("worker", 1)))
 		b.Cleanup(func() { ec.Close() })
 		env.eps = append(env.eps, ec)
 		cliT = afxdprpc.Transport(ec)
@@ -350,7 +350,7 @@ func transportBench(b *testing.B, separate bool) {
 	// the protocol and the reactors cost a round trip on their own, which
 	// the targets row weighs against the raw echo.
 	b.Run("memlink/sequential", func(b *testing.B) {
-		f.memSeq = callsBench(b, newMemEnv(b, benchAuth(afxdp.OptionsFromEnv("worker", 1))), 1)
+		f.memSeq = callsBench(b, newMemEnv(b, benchAuth(envOptions("worker", 1))), 1)
 	})
 	for _, kind := range []string{"afxdp", "udp", "tcp", "afxdp-jumbo"} {
 		b.Run(kind, func(b *testing.B) {

@@ -1,10 +1,6 @@
 package afxdp_test
 
-import (
-	"testing"
-
-	"github.com/starwire/starwire/afxdp"
-)
+import "testing"
 
 // transportFigures are the headline figures of one transportBench run:
 // each sub-benchmark's last run (the largest b.N) sets its own.
@@ -44,7 +40,7 @@ func (f *transportFigures) report(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	x, u := f.kind("afxdp"), f.kind("udp")
 	base, mode := f.rawHybrid, "spinning 20µs, then poll() (as the reactors wait)"
-	switch o := afxdp.OptionsFromEnv("worker", 1); {
+	switch o := envOptions("worker", 1); {
 	case o.Busy:
 		base, mode = f.rawSpin, "spinning (as busy reactors wait)"
 	case o.Spin < 0:

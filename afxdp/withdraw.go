@@ -3,25 +3,13 @@ package afxdp
 import (
 	"slices"
 
-	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/wire"
-)
-
-// A Withdrawal says what became of a message Conn.Withdraw was asked for
-// (protocol.Withdrawal).
-type Withdrawal = protocol.Withdrawal
-
-// The answers of Conn.Withdraw.
-const (
-	Completing = protocol.Completing
-	Withdrawn  = protocol.Withdrawn
-	Unsent     = protocol.Unsent
 )
 
 // withdrawal is a Withdraw call waiting for the reactor's answer.
 type withdrawal struct {
 	m   *wire.Message
-	got chan Withdrawal
+	got chan wire.Withdrawal
 }
 
 // Withdraw takes m, sent on c, back, so that its caller may reuse or free
@@ -38,20 +26,20 @@ type withdrawal struct {
 // memory. The copy is released when its last packet is acknowledged or the
 // session ends. A message none of whose packets left is taken out of the
 // stream and the ones behind it renumbered.
-func (c *Conn) Withdraw(m *wire.Message) Withdrawal {
+func (c *Conn) Withdraw(m *wire.Message) wire.Withdrawal {
 	s := c.s
 	s.mu.Lock()
 	if i := slices.Index(s.inq, m); i >= 0 {
 		s.inq = slices.Delete(s.inq, i, i+1)
 		s.mu.Unlock()
-		return Unsent
+		return wire.Unsent
 	}
 	if s.dead != nil {
 		// end completed every message it held.
 		s.mu.Unlock()
-		return Completing
+		return wire.Completing
 	}
-	w := &withdrawal{m: m, got: make(chan Withdrawal, 1)}
+	w := &withdrawal{m: m, got: make(chan wire.Withdrawal, 1)}
 	s.withdraws = append(s.withdraws, w)
 	wasQueued := s.queued
 	s.queued = true
@@ -70,7 +58,7 @@ func (c *Conn) Withdraw(m *wire.Message) Withdrawal {
 		case got := <-w.got:
 			return got
 		default:
-			return Completing
+			return wire.Completing
 		}
 	}
 }

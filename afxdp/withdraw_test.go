@@ -88,14 +88,14 @@ func TestWithdraw(t *testing.T) {
 	if id := waitDone(t, done); id != 1 {
 		t.Fatalf("message %d completed first, want 1", id)
 	}
-	if got := ca.Withdraw(msgs[1]); got != afxdp.Completing {
+	if got := ca.Withdraw(msgs[1]); got != wire.Completing {
 		t.Fatalf("withdraw of an acknowledged message: %v, want Completing", got)
 	}
 	waitStats(t, eb, settle, "B's first packet deferred", func(s afxdp.Stats) bool { return s.Deferred > 0 })
-	if got := timedWithdraw(t, ca, msgs[2]); got != afxdp.Withdrawn {
+	if got := timedWithdraw(t, ca, msgs[2]); got != wire.Withdrawn {
 		t.Fatalf("withdraw of a partly sent message: %v, want Withdrawn", got)
 	}
-	if got := timedWithdraw(t, ca, msgs[3]); got != afxdp.Unsent {
+	if got := timedWithdraw(t, ca, msgs[3]); got != wire.Unsent {
 		t.Fatalf("withdraw of a message behind a shut window: %v, want Unsent", got)
 	}
 	for _, id := range []uint64{2, 3} {
@@ -115,7 +115,7 @@ func TestWithdraw(t *testing.T) {
 	if err := ca.Send(msgs[5]); err != nil {
 		t.Fatal(err)
 	}
-	if got := timedWithdraw(t, ca, msgs[5]); got != afxdp.Unsent {
+	if got := timedWithdraw(t, ca, msgs[5]); got != wire.Unsent {
 		t.Fatalf("withdraw of a queued message: %v, want Unsent", got)
 	}
 	close(blk.release)
@@ -168,14 +168,14 @@ func TestWithdrawOnClose(t *testing.T) {
 	}
 	waitDone(t, done)
 	waitStats(t, eb, settle, "B's first packet deferred", func(s afxdp.Stats) bool { return s.Deferred > 0 })
-	if got := timedWithdraw(t, ca, b); got != afxdp.Withdrawn {
+	if got := timedWithdraw(t, ca, b); got != wire.Withdrawn {
 		t.Fatalf("withdraw of a partly sent message: %v, want Withdrawn", got)
 	}
 	ea.Close()
 	if id := waitDone(t, done); id != 3 || done.errs.Load() != 1 {
 		t.Fatalf("message %d completed (%d errors), want 3 with the session's error", id, done.errs.Load())
 	}
-	if got := ca.Withdraw(c); got != afxdp.Completing {
+	if got := ca.Withdraw(c); got != wire.Completing {
 		t.Fatalf("withdraw after the session ended: %v, want Completing", got)
 	}
 	eb.Close()
@@ -218,7 +218,7 @@ func nextOrState(t *testing.T, c *collector, within time.Duration, ca, cb *afxdp
 
 // timedWithdraw withdraws m and fails the test if the answer took more
 // than a second: it is meant to come within milliseconds.
-func timedWithdraw(t *testing.T, c *afxdp.Conn, m *wire.Message) afxdp.Withdrawal {
+func timedWithdraw(t *testing.T, c *afxdp.Conn, m *wire.Message) wire.Withdrawal {
 	t.Helper()
 	start := time.Now()
 	got := c.Withdraw(m)

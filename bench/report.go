@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"text/tabwriter"
+
+	"github.com/starwire/starwire/internal/units"
 )
 
 // A Report is a sweep's results with what a reader needs to reproduce them.
@@ -83,32 +86,14 @@ func (m Measurement) key() Point {
 }
 
 // FormatSize writes n bytes as 64B, 4KiB, 16MiB.
-func FormatSize(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + "MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + "KiB"
-	}
-	return strconv.Itoa(n) + "B"
-}
+func FormatSize(n int) string { return units.FormatSize(int64(n)) }
 
-// ParseSize reads what FormatSize writes (and plain byte counts).
+// ParseSize reads a size in internal/units' grammar, which reads what
+// FormatSize writes.
 func ParseSize(s string) (int, error) {
-	mult := 1
-	num := s
-	for _, u := range []struct {
-		suffix string
-		mult   int
-	}{{"MiB", 1 << 20}, {"KiB", 1 << 10}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
-		if len(s) > len(u.suffix) && s[len(s)-len(u.suffix):] == u.suffix {
-			num, mult = s[:len(s)-len(u.suffix)], u.mult
-			break
-		}
-	}
-	n, err := strconv.Atoi(num)
-	if err != nil || n < 0 {
+	n, err := units.ParseSize(s)
+	if err != nil || n > math.MaxInt {
 		return 0, fmt.Errorf("bench: size %q, want bytes such as 64, 4KiB or 16MiB", s)
 	}
-	return n * mult, nil
+	return int(n), nil
 }

@@ -10,6 +10,7 @@ import (
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -52,7 +53,7 @@ func TestOpErrorAbortsOtherPartition(t *testing.T) {
 	var reply rpc.Reply
 	defer reply.Release()
 	_, wkErr := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: 42}, nil, &reply)
-	if !errors.Is(wkErr, rpc.ErrInvalidArgument) || !strings.Contains(wkErr.Error(), `node "bad_gather"`) {
+	if !errors.Is(wkErr, status.ErrInvalidArgument) || !strings.Contains(wkErr.Error(), `node "bad_gather"`) {
 		t.Fatalf("worker: %v", wkErr)
 	}
 	select {
@@ -99,7 +100,7 @@ func TestCleanupGraphStopsWaitingStep(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if !errors.Is(err, rpc.ErrAborted) {
+		if !errors.Is(err, status.ErrAborted) {
 			t.Fatalf("RunGraph after CleanupGraph: %v", err)
 		}
 	case <-time.After(5 * time.Second):

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/starwire/starwire/handlers/rendezvous"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -52,7 +52,7 @@ func (w *Worker) completeGroup(ctx context.Context, req *tfpb.CompleteGroupReque
 	c := w.collective
 	dev := req.GetDeviceAttributes()
 	if req.GetGroupSize() <= 0 || dev.GetName() == "" {
-		return nil, rpc.Errorf(wire.InvalidArgument, "CompleteGroup: group %d: size %d, device %q", req.GetGroupKey(), req.GetGroupSize(), dev.GetName())
+		return nil, status.Errorf(wire.InvalidArgument, "CompleteGroup: group %d: size %d, device %q", req.GetGroupKey(), req.GetGroupSize(), dev.GetName())
 	}
 	c.mu.Lock()
 	g := c.groups[req.GetGroupKey()]
@@ -62,12 +62,12 @@ func (w *Worker) completeGroup(ctx context.Context, req *tfpb.CompleteGroupReque
 	}
 	if g.size != req.GetGroupSize() || g.deviceType != req.GetDeviceType() {
 		c.mu.Unlock()
-		return nil, rpc.Errorf(wire.InvalidArgument, "CompleteGroup: group %d is %d×%s, request says %d×%s", req.GetGroupKey(), g.size, g.deviceType, req.GetGroupSize(), req.GetDeviceType())
+		return nil, status.Errorf(wire.InvalidArgument, "CompleteGroup: group %d is %d×%s, request says %d×%s", req.GetGroupKey(), g.size, g.deviceType, req.GetGroupSize(), req.GetDeviceType())
 	}
 	if _, ok := g.members[dev.GetName()]; !ok {
 		if int32(len(g.members)) == g.size {
 			c.mu.Unlock()
-			return nil, rpc.Errorf(wire.Internal, "CompleteGroup: group %d is full without %s", req.GetGroupKey(), dev.GetName())
+			return nil, status.Errorf(wire.Internal, "CompleteGroup: group %d is full without %s", req.GetGroupKey(), dev.GetName())
 		}
 		g.members[dev.GetName()] = dev
 		if int32(len(g.members)) == g.size {
@@ -78,7 +78,7 @@ func (w *Worker) completeGroup(ctx context.Context, req *tfpb.CompleteGroupReque
 	select {
 	case <-g.done:
 	case <-ctx.Done():
-		return nil, rpc.Errorf(rpc.CodeOf(ctx.Err()), "CompleteGroup: group %d waiting for members: %v", req.GetGroupKey(), ctx.Err())
+		return nil, status.Errorf(status.CodeOf(ctx.Err()), "CompleteGroup: group %d waiting for members: %v", req.GetGroupKey(), ctx.Err())
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -107,11 +107,11 @@ func (w *Worker) completeInstance(ctx context.Context, req *tfpb.CompleteInstanc
 	g := c.groups[req.GetGroupKey()]
 	if g == nil || int32(len(g.members)) != g.size {
 		c.mu.Unlock()
-		return nil, rpc.Errorf(wire.FailedPrecondition, "CompleteInstance: group %d is not complete", req.GetGroupKey())
+		return nil, status.Errorf(wire.FailedPrecondition, "CompleteInstance: group %d is not complete", req.GetGroupKey())
 	}
 	if _, ok := g.members[req.GetDevice()]; !ok {
 		c.mu.Unlock()
-		return nil, rpc.Errorf(wire.InvalidArgument, "CompleteInstance: %q is not in group %d", req.GetDevice(), req.GetGroupKey())
+		return nil, status.Errorf(wire.InvalidArgument, "CompleteInstance: %q is not in group %d", req.GetDevice(), req.GetGroupKey())
 	}
 	key := [2]int32{req.GetGroupKey(), req.GetInstanceKey()}
 	in := c.instances[key]
@@ -132,7 +132,7 @@ func (w *Worker) completeInstance(ctx context.Context, req *tfpb.CompleteInstanc
 	select {
 	case <-in.done:
 	case <-ctx.Done():
-		return nil, rpc.Errorf(rpc.CodeOf(ctx.Err()), "CompleteInstance: instance %d waiting for members: %v", req.GetInstanceKey(), ctx.Err())
+		return nil, status.Errorf(status.CodeOf(ctx.Err()), "CompleteInstance: instance %d waiting for members: %v", req.GetInstanceKey(), ctx.Err())
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -167,7 +167,7 @@ func (w *Worker) getStepSequence(req *tfpb.GetStepSequenceRequest) *tfpb.GetStep
 // recvBuf is not implemented: no collective op runs here, so there is no
 // buffer to send (see the package doc).
 func (w *Worker) recvBuf(req *tfpb.RecvBufRequest) (*tfpb.RecvBufResponse, error) {
-	return nil, rpc.Errorf(wire.Unimplemented, "RecvBuf: collective buffer transfers are not supported: no collective op runs on this worker (key %q)", req.GetBufRendezvousKey())
+	return nil, status.Errorf(wire.Unimplemented, "RecvBuf: collective buffer transfers are not supported: no collective op runs on this worker (key %q)", req.GetBufRendezvousKey())
 }
 
 // markRecvFinished acknowledges a finished RecvTensor. The worker keeps no

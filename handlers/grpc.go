@@ -6,11 +6,11 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -32,16 +32,16 @@ func grpcError(err error) error {
 	if err == nil {
 		return nil
 	}
-	return status.Error(codes.Code(rpc.CodeOf(err)), statusMessage(err))
+	return grpcstatus.Error(codes.Code(status.CodeOf(err)), statusMessage(err))
 }
 
 // statusMessage is err's message without its code's name, which travels
-// apart as the code: the context wrapping an rpc.Status, then the status's
+// apart as the code: the context wrapping a status.Status, then the status's
 // message, as TensorFlow's messages read and as the starwire server sends
 // them.
 func statusMessage(err error) string {
 	msg := err.Error()
-	var st *rpc.Status
+	var st *status.Status
 	if errors.As(err, &st) {
 		msg = strings.Replace(msg, st.Error(), st.Msg, 1)
 	}
@@ -100,7 +100,7 @@ func fetchesToProto(resp *tfpb.RunGraphResponse, fetches []wire.Tensor) error {
 	for i := range fetches {
 		p, err := tensor.ToProto(&fetches[i])
 		if err != nil {
-			return rpc.Errorf(wire.Internal, "RunGraph: recv %q: %v", resp.Recv[i].GetName(), err)
+			return status.Errorf(wire.Internal, "RunGraph: recv %q: %v", resp.Recv[i].GetName(), err)
 		}
 		resp.Recv[i].Tensor = p
 	}
@@ -123,7 +123,7 @@ func (g *grpcService) RecvTensor(ctx context.Context, req *tfpb.RecvTensorReques
 	defer t.Buf.Release()
 	p, err := tensor.ToProto(&t)
 	if err != nil {
-		return nil, grpcError(rpc.Errorf(wire.Internal, "RecvTensor: %v", err))
+		return nil, grpcError(status.Errorf(wire.Internal, "RecvTensor: %v", err))
 	}
 	return &tfpb.RecvTensorResponse{Tensor: p, IsDead: t.Dead, SendStartMicros: start}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // A pull is the state of one RecvTensor call made by a worker: the request
@@ -32,7 +33,7 @@ var pulls = sync.Pool{New: func() any {
 // when it has exactly their length, else in a pooled, aligned buffer.
 func (p *pull) alloc(in *wire.Inbound) error {
 	if len(in.Tensors) != 1 {
-		return rpc.Errorf(wire.DataLoss, "RecvTensor: %d tensors in the response", len(in.Tensors))
+		return status.Errorf(wire.DataLoss, "RecvTensor: %d tensors in the response", len(in.Tensors))
 	}
 	if t := &in.Tensors[0]; p.into != nil && t.ByteLen() == len(p.into) {
 		t.Data = p.into
@@ -120,7 +121,7 @@ func (c *WorkerClient) RecvTensorInto(ctx context.Context, step int64, key strin
 func (w *Worker) remoteRecv(ctx context.Context, task string, step int64, key string) (wire.Tensor, error) {
 	caller, err := w.opts.Resolver(task)
 	if err != nil {
-		return wire.Tensor{}, rpc.Errorf(wire.Unavailable, "resolve %s: %v", task, err)
+		return wire.Tensor{}, status.Errorf(wire.Unavailable, "resolve %s: %v", task, err)
 	}
 	var t wire.Tensor
 	if _, err := recvTensorInto(ctx, caller, step, key, &t); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // A deferredRecv is a RecvTensor call whose tensor has not been sent yet:
@@ -78,5 +79,5 @@ func (d *deferredRecv) withdraw(tk *rendezvous.Ticket) {
 		return
 	}
 	err := d.ctx.Err()
-	d.answer(rpc.Errorf(rpc.CodeOf(err), "rendezvous: step %d: waiting for %q: %v", d.step, d.key, err))
+	d.answer(status.Errorf(status.CodeOf(err), "rendezvous: step %d: waiting for %q: %v", d.step, d.key, err))
 }

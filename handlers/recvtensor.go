@@ -8,6 +8,7 @@ import (
 
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // RecvTensorRequest and RecvTensorResponse field numbers, for the
@@ -40,32 +41,32 @@ func parseRecvTensorRequest(b []byte) (recvTensorRequest, error) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return r, rpc.Errorf(wire.InvalidArgument, "decode RecvTensorRequest: %v", protowire.ParseError(n))
+			return r, status.Errorf(wire.InvalidArgument, "decode RecvTensorRequest: %v", protowire.ParseError(n))
 		}
 		b = b[n:]
 		switch {
 		case num == fieldRecvStepID && typ == protowire.VarintType:
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return r, rpc.Errorf(wire.InvalidArgument, "decode RecvTensorRequest step_id: %v", protowire.ParseError(n))
+				return r, status.Errorf(wire.InvalidArgument, "decode RecvTensorRequest step_id: %v", protowire.ParseError(n))
 			}
 			r.step, b = int64(v), b[n:]
 		case num == fieldRecvRequestID && typ == protowire.VarintType:
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return r, rpc.Errorf(wire.InvalidArgument, "decode RecvTensorRequest request_id: %v", protowire.ParseError(n))
+				return r, status.Errorf(wire.InvalidArgument, "decode RecvTensorRequest request_id: %v", protowire.ParseError(n))
 			}
 			r.requestID, b = int64(v), b[n:]
 		case num == fieldRecvKey && typ == protowire.BytesType:
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return r, rpc.Errorf(wire.InvalidArgument, "decode RecvTensorRequest rendezvous_key: %v", protowire.ParseError(n))
+				return r, status.Errorf(wire.InvalidArgument, "decode RecvTensorRequest rendezvous_key: %v", protowire.ParseError(n))
 			}
 			r.key, b = v, b[n:]
 		default:
 			n := protowire.ConsumeFieldValue(num, typ, b)
 			if n < 0 {
-				return r, rpc.Errorf(wire.InvalidArgument, "decode RecvTensorRequest field %d: %v", num, protowire.ParseError(n))
+				return r, status.Errorf(wire.InvalidArgument, "decode RecvTensorRequest field %d: %v", num, protowire.ParseError(n))
 			}
 			b = b[n:]
 		}
@@ -87,13 +88,13 @@ func parseRecvTensorResponse(b []byte) (recvTensorResponse, error) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return r, rpc.Errorf(wire.DataLoss, "decode RecvTensorResponse: %v", protowire.ParseError(n))
+			return r, status.Errorf(wire.DataLoss, "decode RecvTensorResponse: %v", protowire.ParseError(n))
 		}
 		b = b[n:]
 		if (num == fieldRespIsDead || num == fieldRespSendStart) && typ == protowire.VarintType {
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return r, rpc.Errorf(wire.DataLoss, "decode RecvTensorResponse field %d: %v", num, protowire.ParseError(n))
+				return r, status.Errorf(wire.DataLoss, "decode RecvTensorResponse field %d: %v", num, protowire.ParseError(n))
 			}
 			if num == fieldRespIsDead {
 				r.isDead = v != 0
@@ -105,7 +106,7 @@ func parseRecvTensorResponse(b []byte) (recvTensorResponse, error) {
 		}
 		n = protowire.ConsumeFieldValue(num, typ, b)
 		if n < 0 {
-			return r, rpc.Errorf(wire.DataLoss, "decode RecvTensorResponse field %d: %v", num, protowire.ParseError(n))
+			return r, status.Errorf(wire.DataLoss, "decode RecvTensorResponse field %d: %v", num, protowire.ParseError(n))
 		}
 		b = b[n:]
 	}
@@ -236,18 +237,18 @@ func (w *Worker) handleFuseRecvTensor(ctx context.Context, in *wire.Inbound, res
 	for i := 0; len(b) > 0; i++ {
 		m, n := protowire.ConsumeBytes(b)
 		if n < 0 {
-			return rpc.Errorf(wire.InvalidArgument, "FuseRecvTensor: request %d: %v", i, protowire.ParseError(n))
+			return status.Errorf(wire.InvalidArgument, "FuseRecvTensor: request %d: %v", i, protowire.ParseError(n))
 		}
 		b = b[n:]
 		req, err := parseRecvTensorRequest(m)
 		if err != nil {
-			return rpc.Errorf(wire.InvalidArgument, "FuseRecvTensor: request %d: %v", i, err)
+			return status.Errorf(wire.InvalidArgument, "FuseRecvTensor: request %d: %v", i, err)
 		}
 		// A view of the metadata: Recv copies the key if it has to wait.
 		key := unsafe.String(unsafe.SliceData(req.key), len(req.key))
 		t, start, err := w.recvTensor(ctx, req.step, key)
 		if err != nil {
-			return rpc.Errorf(rpc.CodeOf(err), "FuseRecvTensor: key %d: %v", i, err)
+			return status.Errorf(status.CodeOf(err), "FuseRecvTensor: key %d: %v", i, err)
 		}
 		t = onWire(t)
 		resp.Tensors = append(resp.Tensors, t)

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -60,7 +60,7 @@ func FuzzRecvTensorResponse(f *testing.F) {
 		}
 		tn, err := tensor.FromProto(want.Tensor)
 		if err != nil {
-			if rpc.CodeOf(err) != wire.InvalidArgument {
+			if status.CodeOf(err) != wire.InvalidArgument {
 				t.Fatalf("tensor refused with %v, want InvalidArgument", err)
 			}
 			return

@@ -14,6 +14,7 @@ import (
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -102,9 +103,9 @@ func TestRecvTensorChecksKey(t *testing.T) {
 		code      error
 		msg       string
 	}{
-		{"old incarnation", rendezvous.CreateKey(task.w.Device(), 0x1233, dst, "t", rendezvous.FrameIter{}), rpc.ErrAborted, "the task restarted"},
-		{"other device", rendezvous.CreateKey("/job:ps/replica:0/task:1/device:CPU:0", 0x1234, dst, "t", rendezvous.FrameIter{}), rpc.ErrInvalidArgument, "is not sent from"},
-		{"malformed", "not;a;key", rpc.ErrInvalidArgument, "malformed key"},
+		{"old incarnation", rendezvous.CreateKey(task.w.Device(), 0x1233, dst, "t", rendezvous.FrameIter{}), status.ErrAborted, "the task restarted"},
+		{"other device", rendezvous.CreateKey("/job:ps/replica:0/task:1/device:CPU:0", 0x1234, dst, "t", rendezvous.FrameIter{}), status.ErrInvalidArgument, "is not sent from"},
+		{"malformed", "not;a;key", status.ErrInvalidArgument, "malformed key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +114,7 @@ func TestRecvTensorChecksKey(t *testing.T) {
 				t.Fatalf("err = %v, want %v containing %q", err, tt.code, tt.msg)
 			}
 			_, err = task.grpc.RecvTensor(ctx, &tfpb.RecvTensorRequest{StepId: 1, RendezvousKey: tt.key})
-			if grpcCode(err) != rpc.CodeOf(tt.code) {
+			if grpcCode(err) != status.CodeOf(tt.code) {
 				t.Fatalf("over gRPC: %v", err)
 			}
 		})
@@ -156,7 +157,7 @@ func TestFuseRecvTensor(t *testing.T) {
 	// A key that never comes fails the call at its deadline.
 	short, cancel := context.WithTimeout(ctx, 50e6)
 	defer cancel()
-	if _, err := task.wc.FuseRecvTensor(short, 4, keys[:1], &reply); !errors.Is(err, rpc.ErrDeadlineExceeded) {
+	if _, err := task.wc.FuseRecvTensor(short, 4, keys[:1], &reply); !errors.Is(err, status.ErrDeadlineExceeded) {
 		t.Fatalf("fuse of a consumed key: %v", err)
 	}
 	task.wc.CleanupGraph(ctx, 4)
@@ -285,7 +286,7 @@ func TestRecvTensorIntoWithoutAlloc(t *testing.T) {
 	}
 
 	c = &replyOnly{meta: []byte{0xff}, t: view}
-	if _, err := recvTensorInto(ctx, c, 1, "k", &dst); !errors.Is(err, rpc.ErrDataLoss) {
+	if _, err := recvTensorInto(ctx, c, 1, "k", &dst); !errors.Is(err, status.ErrDataLoss) {
 		t.Fatalf("undecodable response: %v", err)
 	}
 }

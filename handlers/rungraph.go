@@ -9,6 +9,7 @@ import (
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -37,7 +38,7 @@ func runGraphFailed(req *tfpb.RunGraphRequest, err error) (*tfpb.RunGraphRespons
 		return nil, err
 	}
 	// proto3 strings must be UTF-8, or the response would not encode.
-	return &tfpb.RunGraphResponse{StatusCode: tfpb.Code(rpc.CodeOf(err)), StatusErrorMessage: strings.ToValidUTF8(statusMessage(err), "\uFFFD")}, nil
+	return &tfpb.RunGraphResponse{StatusCode: tfpb.Code(status.CodeOf(err)), StatusErrorMessage: strings.ToValidUTF8(statusMessage(err), "\uFFFD")}, nil
 }
 
 func (w *Worker) runGraphErr(ctx context.Context, req *tfpb.RunGraphRequest, feeds []wire.Tensor) (*tfpb.RunGraphResponse, []wire.Tensor, error) {
@@ -45,7 +46,7 @@ func (w *Worker) runGraphErr(ctx context.Context, req *tfpb.RunGraphRequest, fee
 		return nil, nil, err
 	}
 	if req.GetIsPartial() {
-		return nil, nil, rpc.Errorf(wire.Unimplemented, "RunGraph: partial runs are not supported")
+		return nil, nil, status.Errorf(wire.Unimplemented, "RunGraph: partial runs are not supported")
 	}
 	g, err := w.lookupGraph(req.GetGraphHandle())
 	if err != nil {
@@ -80,7 +81,7 @@ func decodeSends(req *tfpb.RunGraphRequest) ([]wire.Tensor, error) {
 		t, err := tensor.FromProto(s.GetTensor())
 		if err != nil {
 			tensor.ReleaseAll(feeds[:i])
-			return nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: send %q: %v", s.GetName(), err)
+			return nil, status.Errorf(wire.InvalidArgument, "RunGraph: send %q: %v", s.GetName(), err)
 		}
 		feeds[i] = t
 	}
@@ -92,7 +93,7 @@ func decodeSends(req *tfpb.RunGraphRequest) ([]wire.Tensor, error) {
 func (w *Worker) handleRunGraph(ctx context.Context, in *wire.Inbound, resp *rpc.Response) error {
 	req := new(tfpb.RunGraphRequest)
 	if err := proto.Unmarshal(in.Meta, req); err != nil {
-		return rpc.Errorf(wire.InvalidArgument, "RunGraph: decode request: %v", err)
+		return status.Errorf(wire.InvalidArgument, "RunGraph: decode request: %v", err)
 	}
 	feeds := in.Tensors
 	var out *tfpb.RunGraphResponse
@@ -117,7 +118,7 @@ func (w *Worker) handleRunGraph(ctx context.Context, in *wire.Inbound, resp *rpc
 	meta, merr := proto.MarshalOptions{}.MarshalAppend(resp.Meta, out)
 	if merr != nil {
 		tensor.ReleaseAll(fetches)
-		out, err = runGraphFailed(req, rpc.Errorf(wire.Internal, "RunGraph: encode response: %v", merr))
+		out, err = runGraphFailed(req, status.Errorf(wire.Internal, "RunGraph: encode response: %v", merr))
 		if err != nil {
 			return err
 		}

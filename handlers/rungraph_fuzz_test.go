@@ -11,6 +11,7 @@ import (
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -68,7 +69,7 @@ func FuzzRunGraph(f *testing.F) {
 		if decodes && req.GetStoreErrorsInResponseBody() && err != nil {
 			t.Fatalf("starwire: store_errors_in_response_body, yet the call failed: %v", err)
 		}
-		if !decodes && rpc.CodeOf(err) != wire.InvalidArgument {
+		if !decodes && status.CodeOf(err) != wire.InvalidArgument {
 			t.Fatalf("starwire: undecodable request answered %v", err)
 		}
 		if decodes {

@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/status"
+	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -89,7 +89,7 @@ func TestFetchEncodingError(t *testing.T) {
 	// Shape [4] of floats with 8 bytes: inconsistent.
 	bad := []wire.Tensor{{DType: wire.DTFloat, Shape: []int64{4}, Data: make([]byte, 8)}}
 	err := fetchesToProto(resp, bad)
-	if rpc.CodeOf(err) != wire.Internal || !strings.Contains(err.Error(), `recv "z:0"`) {
+	if status.CodeOf(err) != wire.Internal || !strings.Contains(err.Error(), `recv "z:0"`) {
 		t.Fatalf("err = %v", err)
 	}
 	body, err2 := runGraphFailed(&tfpb.RunGraphRequest{StoreErrorsInResponseBody: true}, err)
@@ -100,7 +100,7 @@ func TestFetchEncodingError(t *testing.T) {
 		t.Fatalf("without the flag: %v", err2)
 	}
 	// A message that is not UTF-8 still encodes.
-	body, _ = runGraphFailed(&tfpb.RunGraphRequest{StoreErrorsInResponseBody: true}, rpc.Errorf(wire.InvalidArgument, "bad \xff name"))
+	body, _ = runGraphFailed(&tfpb.RunGraphRequest{StoreErrorsInResponseBody: true}, status.Errorf(wire.InvalidArgument, "bad \xff name"))
 	if _, err := proto.Marshal(body); err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +116,8 @@ func TestUnknownOpOverBothTransports(t *testing.T) {
 	for _, tr := range transports(task) {
 		t.Run(tr.name, func(t *testing.T) {
 			err := tr.call(ctx, MethodRegisterGraph, req, new(tfpb.RegisterGraphResponse))
-			msg := status.Convert(err).Message()
-			if st := (*rpc.Status)(nil); errors.As(err, &st) {
+			msg := grpcstatus.Convert(err).Message()
+			if st := (*status.Status)(nil); errors.As(err, &st) {
 				msg = st.Msg
 			}
 			if tr.code(err) != wire.NotFound || !strings.HasPrefix(msg, "Op type not registered 'QueueDequeueV2' in binary running on ") {

@@ -9,6 +9,7 @@ import (
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -81,7 +82,7 @@ func TestRunGraphFeedsOverStarwire(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := run(int64(10+i), tt.sends, tt.fetch)
-			if !errors.Is(err, rpc.ErrInvalidArgument) || !strings.Contains(err.Error(), tt.msg) {
+			if !errors.Is(err, status.ErrInvalidArgument) || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("err = %v, want InvalidArgument containing %q", err, tt.msg)
 			}
 		})

@@ -6,8 +6,8 @@ import (
 
 	"github.com/starwire/starwire/handlers/graph"
 	"github.com/starwire/starwire/handlers/rendezvous"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -20,11 +20,11 @@ func (w *Worker) getStatus() *tfpb.GetStatusResponse {
 
 func (w *Worker) createWorkerSession(req *tfpb.CreateWorkerSessionRequest) (*tfpb.CreateWorkerSessionResponse, error) {
 	if req.GetSessionHandle() == "" {
-		return nil, rpc.Errorf(wire.InvalidArgument, "CreateWorkerSession: empty session handle")
+		return nil, status.Errorf(wire.InvalidArgument, "CreateWorkerSession: empty session handle")
 	}
 	if c := req.GetServerDef().GetCluster(); c != nil && w.opts.Cluster != nil {
 		if err := w.opts.Cluster(c); err != nil {
-			return nil, rpc.Errorf(wire.FailedPrecondition, "CreateWorkerSession on %s: cluster: %v", w.task, err)
+			return nil, status.Errorf(wire.FailedPrecondition, "CreateWorkerSession on %s: cluster: %v", w.task, err)
 		}
 	}
 	w.mu.Lock()
@@ -63,7 +63,7 @@ func (w *Worker) checkSession(handle string, called bool) error {
 	ok := w.sessions[handle] != nil
 	w.mu.Unlock()
 	if !ok {
-		return rpc.Errorf(wire.Aborted, "session %q is not found on %s (the task may have restarted)", handle, w.task)
+		return status.Errorf(wire.Aborted, "session %q is not found on %s (the task may have restarted)", handle, w.task)
 	}
 	return nil
 }
@@ -90,7 +90,7 @@ func (w *Worker) registerGraph(req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGr
 	if sess != nil && w.sessions[req.GetSessionHandle()] != sess {
 		// Deleted while the graph was built: its state is gone.
 		w.mu.Unlock()
-		return nil, rpc.Errorf(wire.Aborted, "session %q is not found on %s (deleted while RegisterGraph ran)", req.GetSessionHandle(), w.task)
+		return nil, status.Errorf(wire.Aborted, "session %q is not found on %s (deleted while RegisterGraph ran)", req.GetSessionHandle(), w.task)
 	}
 	w.nextID++
 	handle := "g" + strconv.FormatUint(w.nextID, 10)
@@ -105,7 +105,7 @@ func (w *Worker) deregisterGraph(req *tfpb.DeregisterGraphRequest) (*tfpb.Deregi
 	delete(w.graphs, req.GetGraphHandle())
 	w.mu.Unlock()
 	if !ok {
-		return nil, rpc.Errorf(wire.InvalidArgument, "DeregisterGraph: graph handle %q is not registered", req.GetGraphHandle())
+		return nil, status.Errorf(wire.InvalidArgument, "DeregisterGraph: graph handle %q is not registered", req.GetGraphHandle())
 	}
 	return &tfpb.DeregisterGraphResponse{}, nil
 }
@@ -115,7 +115,7 @@ func (w *Worker) lookupGraph(handle string) (*registered, error) {
 	g := w.graphs[handle]
 	w.mu.Unlock()
 	if g == nil {
-		return nil, rpc.Errorf(wire.Aborted, "RunGraph: graph handle %q is not registered on %s", handle, w.task)
+		return nil, status.Errorf(wire.Aborted, "RunGraph: graph handle %q is not registered on %s", handle, w.task)
 	}
 	return g, nil
 }
@@ -127,7 +127,7 @@ func (w *Worker) cleanupGraph(req *tfpb.CleanupGraphRequest) *tfpb.CleanupGraphR
 
 func (w *Worker) cleanupAll(req *tfpb.CleanupAllRequest) *tfpb.CleanupAllResponse {
 	w.vars.Cleanup(req.GetContainer())
-	w.rendezvous.CleanupAll(rpc.Errorf(wire.Aborted, "CleanupAll"))
+	w.rendezvous.CleanupAll(status.Errorf(wire.Aborted, "CleanupAll"))
 	return &tfpb.CleanupAllResponse{}
 }
 
@@ -154,17 +154,17 @@ func (w *Worker) checkKey(key string) error {
 	}
 	p, err := rendezvous.ParseKey(key)
 	if err != nil {
-		return rpc.Errorf(wire.InvalidArgument, "RecvTensor: %v", err)
+		return status.Errorf(wire.InvalidArgument, "RecvTensor: %v", err)
 	}
 	if p.Src != w.device {
-		return rpc.Errorf(wire.InvalidArgument, "RecvTensor: key %q is not sent from %s", key, dev)
+		return status.Errorf(wire.InvalidArgument, "RecvTensor: key %q is not sent from %s", key, dev)
 	}
 	return w.checkIncarnation(key, p.SrcIncarnation)
 }
 
 func (w *Worker) checkIncarnation(key string, inc uint64) error {
 	if inc != w.opts.Incarnation {
-		return rpc.Errorf(wire.Aborted, "RecvTensor: key %q expects incarnation %016x of %s, which is %016x (the task restarted)", key, inc, w.attrs.Name, w.opts.Incarnation)
+		return status.Errorf(wire.Aborted, "RecvTensor: key %q expects incarnation %016x of %s, which is %016x (the task restarted)", key, inc, w.attrs.Name, w.opts.Incarnation)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -27,7 +28,7 @@ type transport struct {
 
 func transports(task *testTask) []transport {
 	return []transport{
-		{"starwire", task.client.CallProto, rpc.CodeOf},
+		{"starwire", task.client.CallProto, status.CodeOf},
 		{"grpc", func(ctx context.Context, m rpc.Method, req, resp proto.Message) error {
 			return task.grpcConn().Invoke(ctx, "/tensorflow.WorkerService/"+m.Name, req, resp)
 		}, grpcCode},
@@ -229,7 +230,7 @@ func TestMalformedRequests(t *testing.T) {
 	defer reply.Release()
 	for _, m := range []rpc.Method{MethodRecvTensor, MethodFuseRecvTensor, MethodRunGraph, MethodRegisterGraph, MethodGetStatus} {
 		err := task.client.Call(ctx, m, &rpc.Request{Meta: []byte{0xff, 0xff, 0xff}}, &reply)
-		if !errors.Is(err, rpc.ErrInvalidArgument) {
+		if !errors.Is(err, status.ErrInvalidArgument) {
 			t.Errorf("%s with a garbage request: %v", m.Name, err)
 		}
 		reply.Release()

@@ -7,8 +7,8 @@ import (
 
 	"github.com/starwire/starwire/handlers/graph"
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -110,7 +110,7 @@ func TestIsolatedSessions(t *testing.T) {
 	r.wantValue("iso2", 2)
 	// Sessions without isolation share the worker's, which the isolated
 	// sessions' writes did not reach, and which reach no isolated one.
-	if _, err := r.read("shared1"); rpc.CodeOf(err) != wire.FailedPrecondition {
+	if _, err := r.read("shared1"); status.CodeOf(err) != wire.FailedPrecondition {
 		t.Fatalf("v in shared1 before any shared assignment: err = %v, want FailedPrecondition (uninitialized)", err)
 	}
 	r.assign("shared1", 3)
@@ -131,7 +131,7 @@ func TestIsolatedSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.delete("iso1")
-	if _, err := r.runHandle("iso1", reg.GetGraphHandle(), "read"); rpc.CodeOf(err) != wire.Aborted {
+	if _, err := r.runHandle("iso1", reg.GetGraphHandle(), "read"); status.CodeOf(err) != wire.Aborted {
 		t.Fatalf("RunGraph in a deleted session: err = %v, want Aborted", err)
 	}
 	g, err := graph.Build(readGraph(), iso1.env)
@@ -140,13 +140,13 @@ func TestIsolatedSessions(t *testing.T) {
 	}
 	_, _, err = g.Run(context.Background(), &tfpb.RunGraphRequest{StepId: 1000, RecvKey: []string{"read"}}, nil, false)
 	r.w.rendezvous.Cleanup(1000, errStepCleaned)
-	if rpc.CodeOf(err) != wire.FailedPrecondition {
+	if status.CodeOf(err) != wire.FailedPrecondition {
 		t.Fatalf("v of the deleted session: err = %v, want FailedPrecondition: its variables were kept", err)
 	}
 	// A session created again under the handle starts empty; the others
 	// are untouched.
 	r.create("iso1", true)
-	if _, err := r.read("iso1"); rpc.CodeOf(err) != wire.FailedPrecondition {
+	if _, err := r.read("iso1"); status.CodeOf(err) != wire.FailedPrecondition {
 		t.Fatalf("v in a new session iso1: err = %v, want FailedPrecondition", err)
 	}
 	r.wantValue("iso2", 2)
@@ -158,7 +158,7 @@ func TestIsolatedSessions(t *testing.T) {
 	r.delete("shared1")
 	r.wantValue("shared2", 3)
 	r.w.cleanupAll(&tfpb.CleanupAllRequest{})
-	if _, err := r.read("shared2"); rpc.CodeOf(err) != wire.FailedPrecondition {
+	if _, err := r.read("shared2"); status.CodeOf(err) != wire.FailedPrecondition {
 		t.Fatalf("v in shared2 after CleanupAll: err = %v, want FailedPrecondition", err)
 	}
 	r.wantValue("iso2", 2)
@@ -200,7 +200,7 @@ func TestSessionCluster(t *testing.T) {
 	}
 	fail = errors.New("no such peer")
 	_, err = w.createWorkerSession(&tfpb.CreateWorkerSessionRequest{SessionHandle: "c", ServerDef: def})
-	if rpc.CodeOf(err) != wire.FailedPrecondition {
+	if status.CodeOf(err) != wire.FailedPrecondition {
 		t.Fatalf("a failing Cluster: %v, want FailedPrecondition", err)
 	}
 	if err := w.checkSession("c", true); err == nil {

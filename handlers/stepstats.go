@@ -4,8 +4,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -85,7 +85,7 @@ func (w *Worker) logging(req *tfpb.LoggingRequest) *tfpb.LoggingResponse {
 func (w *Worker) tracing(req *tfpb.TracingRequest) (*tfpb.TracingResponse, error) {
 	d := req.GetOptions().GetDuration()
 	if d <= 0 || d > 24*3600 {
-		return nil, rpc.Errorf(wire.InvalidArgument, "Tracing: duration %gs is not in (0, 86400]", d)
+		return nil, status.Errorf(wire.InvalidArgument, "Tracing: duration %gs is not in (0, 86400]", d)
 	}
 	w.stats.mu.Lock()
 	w.stats.traceUntil = time.Now().Add(time.Duration(d * float64(time.Second)))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // Label values of the part label: what of a frame the bytes were.
@@ -190,12 +191,12 @@ func add(c prometheus.Counter, n int) {
 	}
 }
 
-// codeOf is rpc.CodeOf without its allocation for a nil error.
+// codeOf is status.CodeOf without its allocation for a nil error.
 func codeOf(err error) wire.Code {
 	if err == nil {
 		return wire.OK
 	}
-	return rpc.CodeOf(err)
+	return status.CodeOf(err)
 }
 
 // tensorBytes sums the tensors' bytes.

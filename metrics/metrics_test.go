@@ -19,6 +19,7 @@ import (
 	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/xdp"
 )
 
@@ -46,7 +47,7 @@ func serve(t *testing.T, m *Metrics, tr rpc.Transport, l rpc.Listener, dial rpc.
 		return nil
 	}, rpc.HandlerOptions{})
 	srv.Register(mFail, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {
-		return rpc.Errorf(wire.NotFound, "no such thing")
+		return status.Errorf(wire.NotFound, "no such thing")
 	}, rpc.HandlerOptions{Inline: true})
 	go srv.Serve(l)
 	c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: dial, Interceptors: []rpc.ClientInterceptor{m.ClientInterceptor()}})
@@ -73,7 +74,7 @@ func traffic(t *testing.T, c *rpc.Client, n int) {
 		}
 		reply.Release()
 	}
-	if err := c.Call(ctx, mFail, &rpc.Request{}, &reply); rpc.CodeOf(err) != wire.NotFound {
+	if err := c.Call(ctx, mFail, &rpc.Request{}, &reply); status.CodeOf(err) != wire.NotFound {
 		t.Fatalf("Fail: %v", err)
 	}
 }

@@ -38,21 +38,16 @@ type Withdrawer interface {
 	Withdraw(m *wire.Message) Withdrawal
 }
 
-// A Withdrawal says what became of a message a Withdrawer was asked for.
-type Withdrawal uint8
+// A Withdrawal says what became of a message a Withdrawer was asked for:
+// wire.Withdrawal, the one type every transport answers with.
+type Withdrawal = wire.Withdrawal
 
+// The answers of Withdraw (wire's).
 const (
-	// Kept: the transport still reads m's memory until it calls m.Done.
-	Kept Withdrawal = iota
-	// Completing: the transport is done with m's memory and calls m.Done,
-	// or already has.
-	Completing
-	// Withdrawn: m was taken back part way; the transport finishes the
-	// frame from a copy of its own and will not call m.Done.
-	Withdrawn
-	// Unsent: m was taken back before any of it reached the peer; m.Done
-	// will not be called.
-	Unsent
+	Kept       = wire.Kept
+	Completing = wire.Completing
+	Withdrawn  = wire.Withdrawn
+	Unsent     = wire.Unsent
 )
 
 // A ProgressConn counts the bytes it has received and written, so that

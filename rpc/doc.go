@@ -1,7 +1,8 @@
-// Package rpc is starwire's RPC core: client, server, method table, status
-// errors and the message-level transport interface, with the TCP transport
-// that every peer can fall back to. Cluster configuration (cluster specs,
-// TF_CONFIG, the endpoint map) is in rpc/cluster.
+// Package rpc is starwire's RPC core: client, server, method table and the
+// message-level transport interface, with the TCP transport that every peer
+// can fall back to. Status errors are package wire/status's (rpc.Status and
+// friends are the same names); cluster configuration (cluster specs,
+// TF_CONFIG, the endpoint map, the environment) is in rpc/cluster.
 //
 // The seam between the core and a transport is Transport, Listener and
 // Conn (transport.go) and wire.Receiver, plus the capabilities in

@@ -1,91 +1,46 @@
 package rpc
 
 import (
-	"context"
 	"errors"
-	"fmt"
 
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
-// A Status is a failed call's outcome: a TensorFlow status code and a
-// message. Errors returned by Client calls wrap one; test them with
-// errors.As(err, &st) or errors.Is(err, rpc.ErrUnavailable) and friends.
-type Status struct {
-	Code wire.Code
-	Msg  string
+// Status errors live in package wire/status, which handlers import without
+// importing rpc. These names are the same types and values, for rpc's own
+// code and for generated stubs and programs that already spell them rpc.X.
 
-	// cause is the local error the status was made from (Errorf's %w),
-	// so that callers can branch on a transport's sentinel such as
-	// ErrStalled; it does not cross the wire.
-	cause error
-}
+// A Status is a failed call's outcome (status.Status).
+type Status = status.Status
 
-// Unwrap returns the local error the status was made from, if any.
-func (s *Status) Unwrap() error { return s.cause }
-
-func (s *Status) Error() string { return s.Code.String() + ": " + s.Msg }
-
-// Is reports whether target is the sentinel for s's code, or the context
-// error the code stands for.
-func (s *Status) Is(target error) bool {
-	if t, ok := target.(*Status); ok {
-		return t.Msg == "" && t.Code == s.Code
-	}
-	switch target {
-	case context.DeadlineExceeded:
-		return s.Code == wire.DeadlineExceeded
-	case context.Canceled:
-		return s.Code == wire.Cancelled
-	}
-	return false
-}
-
-// Errorf returns a Status error with code c. As with fmt.Errorf, a %w verb
-// makes the status wrap that error.
+// Errorf returns a Status error with code c (status.Errorf).
 func Errorf(c wire.Code, format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	return &Status{Code: c, Msg: err.Error(), cause: errors.Unwrap(err)}
+	return status.Errorf(c, format, args...)
 }
 
-// Sentinels, one per code, for errors.Is.
+// CodeOf returns the status code carried by err (status.CodeOf).
+func CodeOf(err error) wire.Code { return status.CodeOf(err) }
+
+// Sentinels, one per code, for errors.Is: status's own values.
 var (
-	ErrCancelled          = &Status{Code: wire.Cancelled}
-	ErrUnknown            = &Status{Code: wire.Unknown}
-	ErrInvalidArgument    = &Status{Code: wire.InvalidArgument}
-	ErrDeadlineExceeded   = &Status{Code: wire.DeadlineExceeded}
-	ErrNotFound           = &Status{Code: wire.NotFound}
-	ErrAlreadyExists      = &Status{Code: wire.AlreadyExists}
-	ErrPermissionDenied   = &Status{Code: wire.PermissionDenied}
-	ErrResourceExhausted  = &Status{Code: wire.ResourceExhausted}
-	ErrFailedPrecondition = &Status{Code: wire.FailedPrecondition}
-	ErrAborted            = &Status{Code: wire.Aborted}
-	ErrOutOfRange         = &Status{Code: wire.OutOfRange}
-	ErrUnimplemented      = &Status{Code: wire.Unimplemented}
-	ErrInternal           = &Status{Code: wire.Internal}
-	ErrUnavailable        = &Status{Code: wire.Unavailable}
-	ErrDataLoss           = &Status{Code: wire.DataLoss}
-	ErrUnauthenticated    = &Status{Code: wire.Unauthenticated}
+	ErrCancelled          = status.ErrCancelled
+	ErrUnknown            = status.ErrUnknown
+	ErrInvalidArgument    = status.ErrInvalidArgument
+	ErrDeadlineExceeded   = status.ErrDeadlineExceeded
+	ErrNotFound           = status.ErrNotFound
+	ErrAlreadyExists      = status.ErrAlreadyExists
+	ErrPermissionDenied   = status.ErrPermissionDenied
+	ErrResourceExhausted  = status.ErrResourceExhausted
+	ErrFailedPrecondition = status.ErrFailedPrecondition
+	ErrAborted            = status.ErrAborted
+	ErrOutOfRange         = status.ErrOutOfRange
+	ErrUnimplemented      = status.ErrUnimplemented
+	ErrInternal           = status.ErrInternal
+	ErrUnavailable        = status.ErrUnavailable
+	ErrDataLoss           = status.ErrDataLoss
+	ErrUnauthenticated    = status.ErrUnauthenticated
 )
-
-// CodeOf returns the status code carried by err: OK for nil, the Status's
-// code when err wraps one, the matching code for context errors, Unknown
-// otherwise.
-func CodeOf(err error) wire.Code {
-	if err == nil {
-		return wire.OK // before st is declared: errors.As makes it escape
-	}
-	var st *Status
-	switch {
-	case errors.As(err, &st):
-		return st.Code
-	case errors.Is(err, context.DeadlineExceeded):
-		return wire.DeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		return wire.Cancelled
-	}
-	return wire.Unknown
-}
 
 // callError wraps st with the operation, as "rpc: call GetStatus to ps:0: ...".
 type callError struct {

@@ -3,14 +3,12 @@ package afxdprpc
 import (
 	"fmt"
 	"math/bits"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/starwire/starwire/internal/envvar"
+	"github.com/starwire/starwire/internal/units"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -41,7 +39,7 @@ const (
 
 // ParsePathPolicy reads a policy as users write it: "auto", "bypass"
 // (always), "tcp" (never), or a size ("64KiB", "1MiB", "65536") below
-// which calls take the bypass.
+// which calls take the bypass, in internal/units' grammar of sizes.
 func ParsePathPolicy(s string) (PathPolicy, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "auto":
@@ -51,33 +49,11 @@ func ParsePathPolicy(s string) (PathPolicy, error) {
 	case "tcp", "never":
 		return PathPolicy{Mode: PathTCPOnly}, nil
 	}
-	n, err := parseSize(s)
+	n, err := units.ParseSize(s)
 	if err != nil || n <= 0 {
 		return PathPolicy{}, fmt.Errorf("afxdprpc: path policy %q: want auto, bypass, tcp or a size such as 64KiB", s)
 	}
 	return PathPolicy{Mode: PathThreshold, Threshold: n}, nil
-}
-
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	if n > (1<<62)/mult {
-		return 0, fmt.Errorf("size too large")
-	}
-	return n * mult, nil
 }
 
 func (p PathPolicy) String() string {
@@ -92,15 +68,7 @@ func (p PathPolicy) String() string {
 	return "auto"
 }
 
-func formatSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + "MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + "KiB"
-	}
-	return strconv.FormatInt(n, 10) + "B"
-}
+func formatSize(n int64) string { return units.FormatSize(n) }
 
 // Size classes: class 0 holds calls of at most 64 bytes, class c > 0 those
 // of (2^(c+5), 2^(c+6)] bytes, and the last everything from 8 MiB on.
@@ -490,10 +458,4 @@ func describeClasses(on [numClasses]bool) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// PathPolicyFromEnv reads STARWIRE_AFXDP_PATH (internal/envvar); unset
-// means PathAuto.
-func PathPolicyFromEnv() (PathPolicy, error) {
-	return ParsePathPolicy(os.Getenv(envvar.AFXDPPath))
 }

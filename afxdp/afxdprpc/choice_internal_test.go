@@ -3,7 +3,7 @@ package afxdprpc
 import (
 	"testing"
 
-	"github.com/starwire/starwire/internal/envvar"
+	"github.com/starwire/starwire/rpc/cluster"
 
 	"github.com/starwire/starwire/wire"
 )
@@ -144,13 +144,17 @@ func TestChooserPolicies(t *testing.T) {
 }
 
 // TestPathPolicyEnvCheck: the command's check of STARWIRE_AFXDP_PATH
-// accepts exactly what PathPolicyFromEnv reads.
+// (rpc/cluster) accepts exactly what ParsePathPolicy reads.
 func TestPathPolicyEnvCheck(t *testing.T) {
-	for _, v := range []string{"auto", "AUTO", "bypass", "tcp", "never", "64KiB", "1MiB", "4096", "0", "-1", "fast", "4 KiB", "1.5MiB"} {
-		t.Setenv(envvar.AFXDPPath, v)
-		_, err := PathPolicyFromEnv()
-		if accepted := envvar.Check(envvar.AFXDPPath) == nil; accepted != (err == nil) {
-			t.Errorf("%s=%q: Check accepts %v, PathPolicyFromEnv: %v", envvar.AFXDPPath, v, accepted, err)
+	v, ok := cluster.LookupEnvVar(cluster.EnvAFXDPPath)
+	if !ok {
+		t.Fatalf("%s not described", cluster.EnvAFXDPPath)
+	}
+	for _, s := range []string{"auto", "AUTO", "bypass", "tcp", "never", "64KiB", "1MiB", "4096", "0", "-1", "fast",
+		"4 KiB", "1.5MiB", "2G", "8589934592GiB", "99999999999GiB"} {
+		_, err := ParsePathPolicy(s)
+		if accepted := v.Check(s) == nil; accepted != (err == nil) {
+			t.Errorf("%s=%q: the check accepts %v, ParsePathPolicy: %v", cluster.EnvAFXDPPath, s, accepted, err)
 		}
 	}
 }

@@ -284,7 +284,7 @@ func (c *dualConn) SendPath(m *wire.Message) (path string, err error) {
 // may be there, so it is Kept.
 func (c *dualConn) Withdraw(m *wire.Message) rpc.Withdrawal {
 	if p := c.opened.Load(); p != nil {
-		if got := withdrawal(p.Withdraw(m)); got != rpc.Completing {
+		if got := p.Withdraw(m); got != rpc.Completing {
 			return got
 		}
 	}

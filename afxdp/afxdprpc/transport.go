@@ -9,7 +9,6 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/rpc"
-	"github.com/starwire/starwire/wire"
 )
 
 // A Network opens and accepts afxdp sessions: an *afxdp.Endpoint (one
@@ -54,8 +53,9 @@ func (t *transport) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
 }
 
 // packetConn is a session as an rpc.Conn, which rpc's client can ask to
-// take a request back (rpc.Withdrawer) and rpc's server to read the clock
-// of a delivery (rpc.DeliveryClock); it names its path (rpc.PathConn). It
+// take a request back (rpc.Withdrawer: afxdp.Conn.Withdraw answers with
+// wire.Withdrawal, rpc's type) and rpc's server to read the clock of a
+// delivery (rpc.DeliveryClock); it names its path (rpc.PathConn). It
 // offers no rpc.SelfReader: the session's reactor delivers every frame.
 type packetConn struct {
 	*afxdp.Conn
@@ -70,20 +70,6 @@ var (
 
 // Path implements rpc.PathConn.
 func (c *packetConn) Path() string { return c.path }
-
-func (c *packetConn) Withdraw(m *wire.Message) rpc.Withdrawal { return withdrawal(c.Conn.Withdraw(m)) }
-
-// withdrawal translates the session's answer into rpc's.
-func withdrawal(w afxdp.Withdrawal) rpc.Withdrawal {
-	switch w {
-	case afxdp.Unsent:
-		return rpc.Unsent
-	case afxdp.Withdrawn:
-		return rpc.Withdrawn
-	default:
-		return rpc.Completing
-	}
-}
 
 // Listen accepts the endpoint's sessions. addr must be empty or the
 // endpoint's own address, since the endpoint is already bound.

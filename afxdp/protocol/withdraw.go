@@ -5,22 +5,6 @@ import (
 	"github.com/starwire/starwire/wire"
 )
 
-// A Withdrawal says what became of a message Withdraw was asked for. The
-// values are those of rpc.Withdrawal, which package afxdprpc maps them to.
-type Withdrawal uint8
-
-const (
-	// Completing: the session is done with the message's memory and calls
-	// its Done, or already has.
-	Completing Withdrawal = iota + 1
-	// Withdrawn: part of the message had left; the session finishes it
-	// from a copy of its own and will not call its Done.
-	Withdrawn
-	// Unsent: no packet of the message had left; it is gone from the
-	// stream and its Done will not be called.
-	Unsent
-)
-
 // Withdraw takes m, handed to Send, back from the packet stream, so that
 // its caller may reuse or free its memory at once: the stream is reliable
 // and ordered, so a message some of whose packets may have left is
@@ -29,12 +13,12 @@ const (
 // memory; released when its last packet is acknowledged or the session
 // ends); one none of whose packets left is taken out of the stream and the
 // ones behind it renumbered.
-func (s *Session) Withdraw(m *wire.Message) Withdrawal {
+func (s *Session) Withdraw(m *wire.Message) wire.Withdrawal {
 	return s.withdraw(m)
 }
 
 // withdraw takes m back from the packet stream.
-func (s *Session) withdraw(m *wire.Message) Withdrawal {
+func (s *Session) withdraw(m *wire.Message) wire.Withdrawal {
 	for j := 0; j < s.out.len(); j++ {
 		om := s.out.at(j)
 		if om.m != m {
@@ -42,12 +26,12 @@ func (s *Session) withdraw(m *wire.Message) Withdrawal {
 		}
 		if !seqLess(om.first, s.maxSent) {
 			s.unnumber(j)
-			return Unsent
+			return wire.Unsent
 		}
 		s.keepCopy(om)
-		return Withdrawn
+		return wire.Withdrawn
 	}
-	return Completing
+	return wire.Completing
 }
 
 // unnumber takes the message at out index j, none of whose packets has

@@ -14,24 +14,26 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/bench"
-	"github.com/starwire/starwire/internal/envvar"
+	"github.com/starwire/starwire/internal/units"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // benchFlags are the flags of "starwire bench".
 type benchFlags struct {
-	protocols, workloads, sizes, concurrency, cores, loop, out, formats string
-	rate                                                                float64
-	duration, warmup                                                    time.Duration
-	inProcess, smoke, serve                                             bool
-	xdpIface, replot                                                    string
-	xdpPort                                                             int
+	protocols, workloads, sizes, concurrency, cores, loop, out string
+	rate                                                       float64
+	duration, warmup                                           time.Duration
+	inProcess, smoke, serve                                    bool
+	xdpIface                                                   string
+	xdpPort                                                    int
 }
 
-// benchCmd runs a sweep and writes its table, JSON and charts.
+// benchCmd runs a sweep and writes its table and JSON; bench/cmd/charts
+// draws the charts, so that this binary links no plotting library.
 func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&f.protocols, "protocols", strings.Join(bench.Protocols, ","), "protocols to compare (one line each in the charts)")
+	fs.StringVar(&f.protocols, "protocols", strings.Join(bench.Protocols, ","), "protocols to compare")
 	fs.StringVar(&f.workloads, "workloads", "echo,recvtensor,fuse,psmix", `workloads: "echo" (small RPC), "recvtensor" (a tensor answers), "fuse" (8 tensors answer one call), "psmix" (a parameter-server step: control call, two pulls, one push)`)
 	fs.StringVar(&f.sizes, "sizes", "", "sizes to sweep, such as 64,4KiB,16MiB (default: per workload, echo 64B–64KiB, recvtensor 4KiB–64MiB)")
 	fs.StringVar(&f.concurrency, "concurrency", "1,16,64,256", "calls in flight to sweep")
@@ -41,11 +43,9 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&f.duration, "duration", 2*time.Second, "measuring time per point")
 	fs.DurationVar(&f.warmup, "warmup", 200*time.Millisecond, "unmeasured calls before each point")
 	fs.BoolVar(&f.inProcess, "inprocess", false, "run the servers in this process (flatters the figures: the layout users deploy is separate processes)")
-	fs.StringVar(&f.out, "out", "bench-results", "directory for results.json and the charts")
-	fs.StringVar(&f.formats, "charts", "png", `chart formats: "png", "svg", both ("png,svg"), or "none"`)
+	fs.StringVar(&f.out, "out", "bench-results", "directory for results.json")
 	fs.BoolVar(&f.smoke, "smoke", false, "a tiny sweep that checks every path works (CI), not a measurement")
 	fs.BoolVar(&f.serve, "serve", false, "serve --protocols for a sweep in another process until standard input closes (what bench starts)")
-	fs.StringVar(&f.replot, "replot", "", "measure nothing: draw the charts of this results.json into --out")
 	fs.StringVar(&f.xdpIface, "afxdp_iface", "", "with --serve: serve starwire over AF_XDP on this interface instead")
 	fs.IntVar(&f.xdpPort, "afxdp_port", 7800, "with --afxdp_iface: the UDP port")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -54,9 +54,6 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	protos := splitList(f.protocols)
 	if f.serve {
 		return benchServe(protos, f.xdpIface, f.xdpPort, stdout)
-	}
-	if f.replot != "" {
-		return f.replotCharts(stdout)
 	}
 	cfg, err := f.config(protos)
 	if err != nil {
@@ -75,7 +72,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			cmd := exec.Command(exe, args...)
 			cmd.Env = os.Environ()
 			if req.Cores > 0 {
-				cmd.Env = append(cmd.Env, envvar.CoreNumber+"="+strconv.Itoa(req.Cores))
+				cmd.Env = append(cmd.Env, cluster.EnvCoreNumber+"="+strconv.Itoa(req.Cores))
 			}
 			return cmd
 		})
@@ -141,7 +138,7 @@ func (f *benchFlags) config(protos []string) (bench.SweepConfig, error) {
 	return cfg, nil
 }
 
-// report prints the table and writes the JSON and charts.
+// report prints the table and writes the JSON.
 func (f *benchFlags) report(ms []bench.Measurement, args []string, stdout io.Writer) error {
 	host, _ := os.Hostname()
 	layout := "separate processes"
@@ -175,13 +172,7 @@ func (f *benchFlags) report(ms []bench.Measurement, args []string, stdout io.Wri
 		return fmt.Errorf("bench: write %s: %w", jsonPath, werr)
 	}
 	fmt.Fprintf(stdout, "results: %s\n", jsonPath)
-	if f.formats != "none" {
-		paths, err := r.WriteCharts(f.out, splitList(f.formats)...)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "charts: %d files in %s\n", len(paths), f.out)
-	}
+	fmt.Fprintf(stdout, "charts: go run ./bench/cmd/charts %s\n", jsonPath)
 	for _, m := range ms {
 		if m.Err != "" && !strings.Contains(m.Err, bench.ErrUnavailable.Error()) {
 			return fmt.Errorf("bench: %s %s %s: %s", m.Protocol, m.Workload, bench.FormatSize(m.Size), m.Err)
@@ -190,34 +181,12 @@ func (f *benchFlags) report(ms []bench.Measurement, args []string, stdout io.Wri
 	return nil
 }
 
-// replotCharts draws the charts of a results file again.
-func (f *benchFlags) replotCharts(stdout io.Writer) error {
-	rf, err := os.Open(f.replot)
-	if err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	defer rf.Close()
-	r, err := bench.ReadReport(rf)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	paths, err := r.WriteCharts(f.out, splitList(f.formats)...)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "charts: %d files in %s, from %s (%s)\n", len(paths), f.out, f.replot, r.Date)
-	return nil
-}
-
 // benchServe is the server process of a sweep: it serves protos, says
 // where, and stops when its standard input closes.
 func benchServe(protos []string, xdpIface string, xdpPort int, stdout io.Writer) error {
-	cores := 0
-	if v := os.Getenv(envvar.CoreNumber); v != "" {
-		cores, _ = strconv.Atoi(v) // checked by envvar.Check before the command ran
+	cores := 0 // the servers' default
+	if r := cluster.SharedReactors(); r.Var != "" {
+		cores = r.N
 	}
 	var t *bench.Targets
 	var err error
@@ -251,8 +220,8 @@ func splitList(s string) []string {
 func intList(flagName, s string, lo, hi int) ([]int, error) {
 	var out []int
 	for _, f := range splitList(s) {
-		n, err := strconv.Atoi(f)
-		if err != nil || n < lo || n > hi {
+		n, err := units.ParseCount(f, lo, hi)
+		if err != nil {
 			return nil, usagef("bench: --%s %q, want whole numbers from %d to %d", flagName, f, lo, hi)
 		}
 		out = append(out, n)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -34,7 +33,7 @@ type clusterFlags struct {
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.protocol, "protocol", string(cluster.ProtocolGRPCSeastar), `"grpc+seastar" (worker service over starwire) or "grpc"; default TF_CONFIG's rpc_layer when set`)
 	fs.Var(&c.cluster, "cluster", "cluster spec, ps=host:port,...;worker=host:port,... (default TF_CONFIG's cluster)")
-	fs.StringVar(&c.endpointMap, "endpoint_map", "", "endpoint map file for grpc+seastar (default $"+envvar.EndpointMapPath+" or ./"+cluster.DefaultEndpointMapFile+")")
+	fs.StringVar(&c.endpointMap, "endpoint_map", "", "endpoint map file for grpc+seastar (default $"+cluster.EnvEndpointMapPath+" or ./"+cluster.DefaultEndpointMapFile+")")
 	fs.StringVar(&c.registryDir, "registry_dir", "", "directory where tasks started on port 0 publish their addresses")
 	fs.DurationVar(&c.waitTimeout, "cluster_wait", time.Minute, "how long to wait for every task to register in --registry_dir")
 	c.tls.register(fs)

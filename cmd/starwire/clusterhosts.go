@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -217,11 +216,11 @@ func (c *testCluster) env(h clusterHost) ([]string, error) {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k != envvar.TFConfig && k != envvar.EndpointMapPath {
+		if k != cluster.EnvTFConfig && k != cluster.EnvEndpointMapPath {
 			env = append(env, kv)
 		}
 	}
-	return append(env, envvar.TFConfig+"="+tf), nil
+	return append(env, cluster.EnvTFConfig+"="+tf), nil
 }
 
 // host returns the host named name.

@@ -34,7 +34,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/starwire/starwire/internal/envvar"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // A usageError is a mistake on the command line or in the environment
@@ -56,9 +57,9 @@ type command struct {
 
 // taskEnv is what a command that runs tasks reads.
 var taskEnv = []string{
-	envvar.TFConfig, envvar.EndpointMapPath, envvar.CoreNumber, envvar.PSCoreNumber, envvar.WorkerCoreNumber,
-	envvar.PSPolling, envvar.WorkerPolling, envvar.PSDisablePin, envvar.WorkerDisablePin, envvar.AFXDPPath,
-	envvar.TLSDir, envvar.TLSCert, envvar.TLSKey, envvar.TLSCA, envvar.PacketTicketFile,
+	cluster.EnvTFConfig, cluster.EnvEndpointMapPath, cluster.EnvCoreNumber, cluster.EnvPSCoreNumber, cluster.EnvWorkerCoreNumber,
+	cluster.EnvPSPolling, cluster.EnvWorkerPolling, cluster.EnvPSDisablePin, cluster.EnvWorkerDisablePin, cluster.EnvAFXDPPath,
+	cluster.EnvTLSDir, cluster.EnvTLSCert, cluster.EnvTLSKey, cluster.EnvTLSCA, cluster.EnvPacketTicketFile,
 }
 
 // commandEnv lists the variables each command reads: its -h shows them
@@ -66,20 +67,20 @@ var taskEnv = []string{
 var commandEnv = map[string][]string{
 	"train":     taskEnv,
 	"serve":     taskEnv,
-	"staleness": {envvar.CoreNumber, envvar.AFXDPPath},
-	"bench":     {envvar.CoreNumber},
-	"health":    {envvar.TLSDir, envvar.TLSCert, envvar.TLSKey, envvar.TLSCA},
+	"staleness": {cluster.EnvCoreNumber, cluster.EnvAFXDPPath},
+	"bench":     {cluster.EnvCoreNumber},
+	"health":    {cluster.EnvTLSDir, cluster.EnvTLSCert, cluster.EnvTLSKey, cluster.EnvTLSCA},
 	// cluster passes the knobs to its tasks, and gives them TF_CONFIG and
 	// the map itself.
-	"cluster": {envvar.CoreNumber, envvar.PSCoreNumber, envvar.WorkerCoreNumber,
-		envvar.PSPolling, envvar.WorkerPolling, envvar.PSDisablePin, envvar.WorkerDisablePin},
+	"cluster": {cluster.EnvCoreNumber, cluster.EnvPSCoreNumber, cluster.EnvWorkerCoreNumber,
+		cluster.EnvPSPolling, cluster.EnvWorkerPolling, cluster.EnvPSDisablePin, cluster.EnvWorkerDisablePin},
 }
 
 var commands = []command{
 	{"train", "train a sparse logistic-regression model on a local or existing cluster", trainCmd},
 	{"serve", "run one task (--job, --task) of a cluster as a long-lived server", serveCmd},
 	{"staleness", "measure parameter staleness over starwire and gRPC", stalenessCmd},
-	{"bench", "sweep sizes, calls in flight and reactors over gRPC and starwire's paths; write a table, JSON and charts", benchCmd},
+	{"bench", "sweep sizes, calls in flight and reactors over gRPC and starwire's paths; write a table and JSON", benchCmd},
 	{"health", "probe a task: the gRPC health service on its gRPC port, or its starwire port", healthCmd},
 	{"cluster", "up, down or run a cluster of test hosts, network namespaces on a bridge, over AF_XDP and TCP", clusterCmd},
 	{"checkpoint", "inspect a TensorFlow checkpoint (tensor_bundle V2): its tensors, shapes and values", checkpointCmd},
@@ -126,10 +127,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "starwire: unknown command %q (want train, serve, staleness, bench, health, cluster or checkpoint)\n", args[0])
 		return 2
 	}
-	if err := envvar.Check(commandEnv[cmd.name]...); err != nil && !wantsHelp(args[1:]) {
+	if err := cluster.CheckEnv(commandEnv[cmd.name]...); err != nil && !wantsHelp(args[1:]) {
 		fmt.Fprintf(stderr, "starwire: %s: %v\n", cmd.name, err)
 		return 2
 	}
+	// rpc reads no variable: the shared TCP reactors get
+	// SEASTAR_CORE_NUMBER's count from here.
+	rpc.SetSharedReactors(cluster.CoreNumber())
 	ctx, stop := stopOnSignals(context.Background())
 	defer stop.release()
 	out := &stdoutWriter{w: stdout, closed: func() { stop.cancel(errStdoutClosed) }}
@@ -207,7 +211,7 @@ func printEnv(w io.Writer, names []string) {
 	}
 	fmt.Fprintf(w, "\nenvironment:\n")
 	for _, name := range names {
-		v, ok := envvar.Lookup(name)
+		v, ok := cluster.LookupEnvVar(name)
 		if !ok {
 			continue
 		}

@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/starwire/starwire/internal/envvar"
+	"github.com/starwire/starwire/rpc/cluster"
 	"io"
 	"math"
 	"net"
@@ -60,7 +60,7 @@ func TestMain(m *testing.M) {
 	if err := os.WriteFile(ticket, []byte(testTicket.String()), 0o644); err != nil {
 		panic(err)
 	}
-	os.Setenv(envvar.PacketTicketFile, ticket)
+	os.Setenv(cluster.EnvPacketTicketFile, ticket)
 	code := m.Run()
 	os.RemoveAll(dir)
 	if binaryDir != "" {

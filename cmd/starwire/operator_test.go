@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/internal/envvar"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // runBinary runs the built command with extra environment variables and
@@ -129,7 +129,7 @@ func TestHelpListsEnvironment(t *testing.T) {
 			t.Errorf("%s -h has no environment section:\n%s", cmd, out)
 		}
 		for _, name := range names {
-			v, _ := envvar.Lookup(name)
+			v, _ := cluster.LookupEnvVar(name)
 			if !strings.Contains(out, "  "+name+"\n") || !strings.Contains(out, v.Accepts+" (default "+v.Default+")") {
 				t.Errorf("%s -h does not describe %s:\n%s", cmd, name, out)
 			}
@@ -137,7 +137,7 @@ func TestHelpListsEnvironment(t *testing.T) {
 	}
 	for _, cmd := range []string{"train", "serve"} {
 		_, out, _ := runMain(t, cmd, "-h")
-		for _, name := range []string{envvar.CoreNumber, envvar.PSPolling, envvar.WorkerDisablePin, envvar.PSCoreNumber, envvar.TFConfig} {
+		for _, name := range []string{cluster.EnvCoreNumber, cluster.EnvPSPolling, cluster.EnvWorkerDisablePin, cluster.EnvPSCoreNumber, cluster.EnvTFConfig} {
 			if !strings.Contains(out, name) {
 				t.Errorf("%s -h does not list %s", cmd, name)
 			}
@@ -152,8 +152,8 @@ func TestHelpListsEnvironment(t *testing.T) {
 	}
 	// A bad variable does not stand between a user and the help that
 	// says what it accepts.
-	t.Setenv(envvar.CoreNumber, "abc")
-	if code, out, _ := runMain(t, "train", "-h"); code != 0 || !strings.Contains(out, envvar.CoreNumber) {
+	t.Setenv(cluster.EnvCoreNumber, "abc")
+	if code, out, _ := runMain(t, "train", "-h"); code != 0 || !strings.Contains(out, cluster.EnvCoreNumber) {
 		t.Errorf("train -h with a bad SEASTAR_CORE_NUMBER: exit %d", code)
 	}
 }
@@ -325,7 +325,7 @@ func TestREADMEConfiguration(t *testing.T) {
 	if end := strings.Index(section[3:], "\n## "); end >= 0 {
 		section = section[:end+3]
 	}
-	for _, v := range envvar.Vars {
+	for _, v := range cluster.EnvVars {
 		row := "| `" + v.Name + "` | " + v.Default + " | " + v.Accepts + " | "
 		if !strings.Contains(section, row) {
 			t.Errorf("the Configuration table has no row starting %q", row)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
-	"github.com/starwire/starwire/internal/envvar"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // packetFlags say who may open sessions on a command's packet paths
@@ -22,13 +22,13 @@ type packetFlags struct {
 }
 
 func (p *packetFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.file, "packet_ticket_file", "", "file holding the packet ticket every task of the cluster holds (80 hex digits: openssl rand -hex 40; a mounted secret): only its holders open packet sessions with this process (default $"+envvar.PacketTicketFile+")")
+	fs.StringVar(&p.file, "packet_ticket_file", "", "file holding the packet ticket every task of the cluster holds (80 hex digits: openssl rand -hex 40; a mounted secret): only its holders open packet sessions with this process (default $"+cluster.EnvPacketTicketFile+")")
 	fs.BoolVar(&p.insecure, "insecure_packet_path", false, "let anyone who can send to the packet port open sessions, without a ticket")
 }
 
 // auth returns the authentication the flags and variable ask for.
 func (p *packetFlags) auth(cmd string) (tasks.PacketAuth, error) {
-	path := cmp.Or(p.file, os.Getenv(envvar.PacketTicketFile))
+	path := cmp.Or(p.file, cluster.PacketTicketFile())
 	if path == "" {
 		return tasks.PacketAuth{Insecure: p.insecure}, nil
 	}

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/starwire/starwire/internal/envvar"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // TestServePacketTicket: serve refuses a packet path that would take
 // sessions from anyone unless told so, and a ticket file it cannot use.
 func TestServePacketTicket(t *testing.T) {
-	t.Setenv(envvar.PacketTicketFile, "")
+	t.Setenv(cluster.EnvPacketTicketFile, "")
 	args := []string{"serve", "--job", "ps", "--cluster", "ps=127.0.0.1:1;worker=127.0.0.1:2", "--transport", "udp"}
 	code, _, errOut := runMain(t, args...)
 	if code != 2 || !strings.Contains(errOut, "--packet_ticket_file") || !strings.Contains(errOut, "--insecure_packet_path") {
@@ -35,7 +35,7 @@ func TestServePacketTicket(t *testing.T) {
 // TestTrainJoinPacketTicket: train refuses to join a cluster over the
 // packet path without the ticket its tasks hold, before dialing anything.
 func TestTrainJoinPacketTicket(t *testing.T) {
-	t.Setenv(envvar.PacketTicketFile, "")
+	t.Setenv(cluster.EnvPacketTicketFile, "")
 	emap := filepath.Join(t.TempDir(), "map")
 	if err := os.WriteFile(emap, []byte("127.0.0.1:1=127.0.0.1:3\n127.0.0.1:2=127.0.0.1:4\n"), 0o600); err != nil {
 		t.Fatal(err)

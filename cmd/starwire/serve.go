@@ -17,7 +17,6 @@ import (
 
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -81,7 +80,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		return err
 	}
 	if (f.net == "udp" || f.iface != "") && !auth.Shared() {
-		return usagef("serve: the packet path (--transport udp, --afxdp_iface) opens sessions only under the ticket every task holds: give --packet_ticket_file (or $%s; openssl rand -hex 40 makes one), or --insecure_packet_path", envvar.PacketTicketFile)
+		return usagef("serve: the packet path (--transport udp, --afxdp_iface) opens sessions only under the ticket every task holds: give --packet_ticket_file (or $%s; openssl rand -hex 40 makes one), or --insecure_packet_path", cluster.EnvPacketTicketFile)
 	}
 	f.packet.secure(&tr, auth)
 	if f.pcap.path != "" && f.net == "tcp" && f.iface == "" {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/internal/tlstest"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // TestTrainOverMutualTLS trains on a local cluster whose gRPC and starwire
@@ -29,7 +29,7 @@ func TestTrainOverMutualTLS(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.args == nil {
-				t.Setenv(envvar.TLSDir, dir)
+				t.Setenv(cluster.EnvTLSDir, dir)
 			}
 			args := append([]string{"train", "--steps", "60", "--vocab", "5000", "--held_out", "1024"}, tc.args...)
 			code, out, errOut := runMain(t, args...)
@@ -60,9 +60,9 @@ func TestTLSFlagErrors(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "rpc: tls files") {
 		t.Errorf("a key that is no key: exit %d: %s", code, errOut)
 	}
-	t.Setenv(envvar.TLSCA, filepath.Join(dir, "missing.crt"))
+	t.Setenv(cluster.EnvTLSCA, filepath.Join(dir, "missing.crt"))
 	code, _, errOut = runMain(t, "health", "--addr", "127.0.0.1:1")
-	if code != 2 || !strings.Contains(errOut, envvar.TLSCA+"=") {
+	if code != 2 || !strings.Contains(errOut, cluster.EnvTLSCA+"=") {
 		t.Errorf("a CA bundle that is not there: exit %d: %s", code, errOut)
 	}
 }
@@ -75,7 +75,7 @@ func TestServeOverMutualTLS(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "secret")
 	tlstest.NewCA(t, "cluster CA").Dir(t, secret)
 	reg := t.TempDir()
-	env := []string{envvar.TLSDir + "=" + secret}
+	env := []string{cluster.EnvTLSDir + "=" + secret}
 	var servers []*process
 	for _, job := range []string{"ps", "worker"} {
 		servers = append(servers, startBinary(t, env, "serve", "--job", job, "--task", "0", "--ps", "1", "--workers", "1",

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // tlsFlags turn on mutual TLS for a command's TCP paths (gRPC and
@@ -26,10 +26,10 @@ type tlsFlags struct {
 }
 
 func (t *tlsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.dir, "tls_dir", "", "mutual TLS 1.3 on gRPC and starwire's TCP with this directory's tls.crt, tls.key and ca.crt, as a kubernetes.io/tls secret is mounted (default $"+envvar.TLSDir+"; off when no file is named)")
-	fs.StringVar(&t.cert, "tls_cert", "", "this process's PEM certificate, valid for the name or IP peers dial it by (default $"+envvar.TLSCert+", else --tls_dir's tls.crt)")
-	fs.StringVar(&t.key, "tls_key", "", "the certificate's PEM key (default $"+envvar.TLSKey+", else --tls_dir's tls.key)")
-	fs.StringVar(&t.ca, "tls_ca", "", "PEM bundle of the CAs peers' certificates must be signed by (default $"+envvar.TLSCA+", else --tls_dir's ca.crt)")
+	fs.StringVar(&t.dir, "tls_dir", "", "mutual TLS 1.3 on gRPC and starwire's TCP with this directory's tls.crt, tls.key and ca.crt, as a kubernetes.io/tls secret is mounted (default $"+cluster.EnvTLSDir+"; off when no file is named)")
+	fs.StringVar(&t.cert, "tls_cert", "", "this process's PEM certificate, valid for the name or IP peers dial it by (default $"+cluster.EnvTLSCert+", else --tls_dir's tls.crt)")
+	fs.StringVar(&t.key, "tls_key", "", "the certificate's PEM key (default $"+cluster.EnvTLSKey+", else --tls_dir's tls.key)")
+	fs.StringVar(&t.ca, "tls_ca", "", "PEM bundle of the CAs peers' certificates must be signed by (default $"+cluster.EnvTLSCA+", else --tls_dir's ca.crt)")
 }
 
 // get returns the TLS files the flags and variables name, nil when none
@@ -45,14 +45,15 @@ func (t *tlsFlags) get() (*rpc.TLSFiles, error) {
 }
 
 func (t *tlsFlags) load() (*rpc.TLSFiles, error) {
-	dir := cmp.Or(t.dir, os.Getenv(envvar.TLSDir))
-	paths := [3]string{cmp.Or(t.cert, os.Getenv(envvar.TLSCert)), cmp.Or(t.key, os.Getenv(envvar.TLSKey)), cmp.Or(t.ca, os.Getenv(envvar.TLSCA))}
+	envDir, envFiles := cluster.TLSFiles()
+	dir := cmp.Or(t.dir, envDir)
+	paths := [3]string{cmp.Or(t.cert, envFiles[0]), cmp.Or(t.key, envFiles[1]), cmp.Or(t.ca, envFiles[2])}
 	named := dir != ""
 	for i, p := range paths {
 		if p != "" {
 			named = true
 		} else if dir != "" {
-			paths[i] = filepath.Join(dir, envvar.TLSDirFiles[i])
+			paths[i] = filepath.Join(dir, cluster.TLSDirFiles[i])
 		}
 	}
 	if !named {

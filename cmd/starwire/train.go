@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
@@ -18,7 +17,6 @@ import (
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -125,7 +123,7 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if joining && f.transport == "udp" && !auth.Shared() {
 		// The tasks take packet sessions only under their ticket: without
 		// it every call would fail, one connect timeout at a time.
-		return usagef("train: a cluster's packet path (--transport udp) opens sessions only under the ticket its tasks hold: give --packet_ticket_file (or $%s), or --insecure_packet_path if the tasks were started with it", envvar.PacketTicketFile)
+		return usagef("train: a cluster's packet path (--transport udp) opens sessions only under the ticket its tasks hold: give --packet_ticket_file (or $%s), or --insecure_packet_path if the tasks were started with it", cluster.EnvPacketTicketFile)
 	}
 	f.packet.secure(&tr, auth)
 	if err := f.pcap.open("train", &tr); err != nil {
@@ -203,14 +201,6 @@ func (f *trainFlags) check() error {
 		return err
 	}
 	return f.checkConfig()
-}
-
-// envOr returns the variable's value, or def when it is unset or empty.
-func envOr(name, def string) string {
-	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
-		return v
-	}
-	return def
 }
 
 func (f *trainFlags) checkConfig() error {

@@ -16,6 +16,7 @@ import (
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -135,13 +136,13 @@ func TestTwoPartitionStep(t *testing.T) {
 			defer cancel()
 			tc := newTestCluster(t, protocol)
 			d := tc.driver(t)
-			status, err := d.Status(ctx)
+			statuses, err := d.Status(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			psInc := status[psTask].GetDeviceAttributes()[0].GetIncarnation()
+			psInc := statuses[psTask].GetDeviceAttributes()[0].GetIncarnation()
 			if psInc == 0 {
-				t.Fatalf("GetStatus of the ps gave no incarnation: %v", status[psTask])
+				t.Fatalf("GetStatus of the ps gave no incarnation: %v", statuses[psTask])
 			}
 			if err := d.CreateSessions(ctx, nil); err != nil {
 				t.Fatal(err)
@@ -219,11 +220,11 @@ func TestStepFailureCancelsPeers(t *testing.T) {
 			defer cancel()
 			tc := newTestCluster(t, protocol)
 			d := tc.driver(t)
-			status, err := d.Status(ctx)
+			statuses, err := d.Status(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			psInc := status[psTask].GetDeviceAttributes()[0].GetIncarnation()
+			psInc := statuses[psTask].GetDeviceAttributes()[0].GetIncarnation()
 			if err := d.CreateSessions(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -241,8 +242,8 @@ func TestStepFailureCancelsPeers(t *testing.T) {
 			if err == nil {
 				t.Fatal("a step with an unknown graph succeeded")
 			}
-			if !errors.Is(err, rpc.ErrNotFound) && !errors.Is(err, rpc.ErrInvalidArgument) && !errors.Is(err, rpc.ErrAborted) {
-				t.Logf("error (code %v): %v", rpc.CodeOf(err), err)
+			if !errors.Is(err, status.ErrNotFound) && !errors.Is(err, status.ErrInvalidArgument) && !errors.Is(err, status.ErrAborted) {
+				t.Logf("error (code %v): %v", status.CodeOf(err), err)
 			}
 			if time.Since(start) > 5*time.Second {
 				t.Errorf("the failed step took %v: its peer partition was not cancelled", time.Since(start))

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -37,10 +37,10 @@ func (f *fakeTask) wait(ctx context.Context) error {
 	f.mu.Unlock()
 	switch {
 	case dead:
-		return rpc.Errorf(wire.Unavailable, "connection reset by peer")
+		return status.Errorf(wire.Unavailable, "connection reset by peer")
 	case frozen:
 		<-ctx.Done()
-		return rpc.Errorf(wire.DeadlineExceeded, "%v", ctx.Err())
+		return status.Errorf(wire.DeadlineExceeded, "%v", ctx.Err())
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func (f *fakeTask) RunGraph(ctx context.Context, _ *tfpb.RunGraphRequest, _ []Fe
 		return err
 	}
 	<-ctx.Done()
-	return rpc.Errorf(wire.Cancelled, "%v", ctx.Err())
+	return status.Errorf(wire.Cancelled, "%v", ctx.Err())
 }
 func (f *fakeTask) CleanupGraph(ctx context.Context, _ *tfpb.CleanupGraphRequest) error {
 	return f.wait(ctx)

@@ -11,6 +11,7 @@ import (
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -50,7 +51,7 @@ func (g *GRPCCaller) Call(ctx context.Context, m rpc.Method, req *rpc.Request, r
 	case handlers.MethodRecvTensor.ID:
 		var r tfpb.RecvTensorRequest
 		if err := proto.Unmarshal(req.Meta, &r); err != nil {
-			return rpc.Errorf(wire.InvalidArgument, "RecvTensor over grpc: decode request: %v", err)
+			return status.Errorf(wire.InvalidArgument, "RecvTensor over grpc: decode request: %v", err)
 		}
 		meta, t, err := g.recvOne(ctx, &r, nil)
 		if err != nil {
@@ -61,7 +62,7 @@ func (g *GRPCCaller) Call(ctx context.Context, m rpc.Method, req *rpc.Request, r
 	case handlers.MethodFuseRecvTensor.ID:
 		return g.fuseRecv(ctx, req.Meta, resp)
 	}
-	return rpc.Errorf(wire.Unimplemented, "%s is not carried over grpc between workers", m.Name)
+	return status.Errorf(wire.Unimplemented, "%s is not carried over grpc between workers", m.Name)
 }
 
 // recvOne makes one gRPC RecvTensor and splits the answer into metadata
@@ -96,12 +97,12 @@ func (g *GRPCCaller) fuseRecv(ctx context.Context, meta []byte, resp *rpc.Reply)
 	for b := meta; len(b) > 0; {
 		m, n := protowire.ConsumeBytes(b)
 		if n < 0 {
-			return rpc.Errorf(wire.InvalidArgument, "FuseRecvTensor over grpc: decode request %d: %v", len(reqs), protowire.ParseError(n))
+			return status.Errorf(wire.InvalidArgument, "FuseRecvTensor over grpc: decode request %d: %v", len(reqs), protowire.ParseError(n))
 		}
 		b = b[n:]
 		r := new(tfpb.RecvTensorRequest)
 		if err := proto.Unmarshal(m, r); err != nil {
-			return rpc.Errorf(wire.InvalidArgument, "FuseRecvTensor over grpc: decode request %d: %v", len(reqs), err)
+			return status.Errorf(wire.InvalidArgument, "FuseRecvTensor over grpc: decode request %d: %v", len(reqs), err)
 		}
 		reqs = append(reqs, r)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -153,7 +154,7 @@ func (s *StarCaller) RecvTensor(ctx context.Context, req *tfpb.RecvTensorRequest
 // (store_errors_in_response_body), if any.
 func statusInBody(resp *tfpb.RunGraphResponse) error {
 	if c := resp.GetStatusCode(); c != 0 {
-		return rpc.Errorf(wire.Code(c), "%s", resp.GetStatusErrorMessage())
+		return status.Errorf(wire.Code(c), "%s", resp.GetStatusErrorMessage())
 	}
 	return nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/ops"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -74,7 +74,7 @@ func (g *Graph) putScratch(sc *stepScratch) {
 // cleans the step up.
 func (g *Graph) Run(ctx context.Context, req *tfpb.RunGraphRequest, feeds []wire.Tensor, record bool) ([]wire.Tensor, []*tfpb.NodeExecStats, error) {
 	if len(feeds) != len(req.GetSend()) {
-		return nil, nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: %d tensors for %d sends", len(feeds), len(req.GetSend()))
+		return nil, nil, status.Errorf(wire.InvalidArgument, "RunGraph: %d tensors for %d sends", len(feeds), len(req.GetSend()))
 	}
 	feeds = ownFeeds(feeds)
 	defer tensor.ReleaseAll(feeds)
@@ -151,19 +151,19 @@ func (s *step) checkFeeds(req *tfpb.RunGraphRequest, feeds []wire.Tensor) ([]str
 		if n != nil {
 			keys[i] = name
 		} else if n = s.g.namedFeeds[strings.TrimSuffix(name, ":0")]; n == nil {
-			return nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: send %q feeds no client-terminated _Recv, Placeholder or _Arg of graph %s", name, s.handle)
+			return nil, status.Errorf(wire.InvalidArgument, "RunGraph: send %q feeds no client-terminated _Recv, Placeholder or _Arg of graph %s", name, s.handle)
 		}
 		if err := t.Check(); err != nil {
-			return nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: send %q: %v", name, err)
+			return nil, status.Errorf(wire.InvalidArgument, "RunGraph: send %q: %v", name, err)
 		}
 		if t.DType != n.FeedType {
-			return nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: send %q is %v, node %q takes %v", name, t.DType, n.Name, n.FeedType)
+			return nil, status.Errorf(wire.InvalidArgument, "RunGraph: send %q is %v, node %q takes %v", name, t.DType, n.Name, n.FeedType)
 		}
 		if !shapeFits(t.Shape, n.FeedShape) {
-			return nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: send %q has shape %v, node %q takes %v", name, t.Shape, n.Name, n.FeedShape)
+			return nil, status.Errorf(wire.InvalidArgument, "RunGraph: send %q has shape %v, node %q takes %v", name, t.Shape, n.Name, n.FeedShape)
 		}
 		if !tensor.Aligned(t) {
-			return nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: send %q: data not aligned for %v", name, t.DType)
+			return nil, status.Errorf(wire.InvalidArgument, "RunGraph: send %q: data not aligned for %v", name, t.DType)
 		}
 		if keys[i] == "" {
 			if s.feeds == nil {
@@ -178,7 +178,7 @@ func (s *step) checkFeeds(req *tfpb.RunGraphRequest, feeds []wire.Tensor) ([]str
 			fed = fed || k == key
 		}
 		if !fed {
-			return nil, rpc.Errorf(wire.InvalidArgument, "RunGraph: client-terminated _Recv %q (key %q) is not fed", n.Name, key)
+			return nil, status.Errorf(wire.InvalidArgument, "RunGraph: client-terminated _Recv %q (key %q) is not fed", n.Name, key)
 		}
 	}
 	return keys, nil
@@ -210,10 +210,10 @@ func (s *step) checkFetches(keys []string) error {
 		}
 		n, port, ok := s.g.output(k)
 		if !ok {
-			return rpc.Errorf(wire.InvalidArgument, "RunGraph: recv_key %q is no client-terminated _Send nor node output of graph %s", k, s.handle)
+			return status.Errorf(wire.InvalidArgument, "RunGraph: recv_key %q is no client-terminated _Send nor node output of graph %s", k, s.handle)
 		}
 		if port >= n.NumOutputs && !(n.Op == "_Retval" && port == 0) {
-			return rpc.Errorf(wire.InvalidArgument, "RunGraph: recv_key %q: %s has %d outputs", k, n.Op, n.NumOutputs)
+			return status.Errorf(wire.InvalidArgument, "RunGraph: recv_key %q: %s has %d outputs", k, n.Op, n.NumOutputs)
 		}
 	}
 	return nil
@@ -252,9 +252,9 @@ func (s *step) fetch(k string) (wire.Tensor, error) {
 	v := &s.outputs(n)[port]
 	switch {
 	case v.IsResource():
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "RunGraph: fetch %q is a resource handle", k)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "RunGraph: fetch %q is a resource handle", k)
 	case !v.Set:
-		return wire.Tensor{}, rpc.Errorf(wire.Internal, "RunGraph: fetch %q was not computed", k)
+		return wire.Tensor{}, status.Errorf(wire.Internal, "RunGraph: fetch %q was not computed", k)
 	}
 	return v.Read()
 }
@@ -299,8 +299,8 @@ func (s *step) execute() error {
 		if err != nil {
 			if first == nil {
 				first = fmt.Errorf("node %q (%s): %w", n.Name, n.Op, err)
-				if rpc.CodeOf(err) == wire.Unknown {
-					first = rpc.Errorf(wire.Internal, "%v", first)
+				if status.CodeOf(err) == wire.Unknown {
+					first = status.Errorf(wire.Internal, "%v", first)
 				}
 				s.cancel(first)
 				s.g.env.Rendezvous.Abort(s.id, first)

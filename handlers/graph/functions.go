@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/starwire/starwire/handlers/ops"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -54,10 +54,10 @@ func newLibrary(lib *tfpb.FunctionDefLibrary, host string) (*library, error) {
 	for _, f := range lib.GetFunction() {
 		name := f.GetSignature().GetName()
 		if name == "" {
-			return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: a function of the library has no name")
+			return nil, status.Errorf(wire.InvalidArgument, "RegisterGraph: a function of the library has no name")
 		}
 		if _, dup := l.fns[name]; dup {
-			return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: function %q is defined twice", name)
+			return nil, status.Errorf(wire.InvalidArgument, "RegisterGraph: function %q is defined twice", name)
 		}
 		l.fns[name] = f
 	}
@@ -79,7 +79,7 @@ func (l *library) function(n *tfpb.NodeDef) (*tfpb.FunctionDef, map[string]*tfpb
 	}
 	f := l.fns[fa.GetName()]
 	if f == nil {
-		return nil, nil, rpc.Errorf(wire.NotFound, "RegisterGraph: node %q (%s) calls function %q, which the library does not define", n.GetName(), n.GetOp(), fa.GetName())
+		return nil, nil, status.Errorf(wire.NotFound, "RegisterGraph: node %q (%s) calls function %q, which the library does not define", n.GetName(), n.GetOp(), fa.GetName())
 	}
 	return f, fa.GetAttr(), nil
 }
@@ -105,13 +105,13 @@ func (l *library) inline(out []*tfpb.NodeDef, n *tfpb.NodeDef, stack []string) (
 	}
 	name := f.GetSignature().GetName()
 	if slices.Contains(stack, name) {
-		return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q calls function %q recursively (%s)", n.GetName(), name, strings.Join(append(stack, name), " -> "))
+		return nil, status.Errorf(wire.InvalidArgument, "RegisterGraph: node %q calls function %q recursively (%s)", n.GetName(), name, strings.Join(append(stack, name), " -> "))
 	}
 	if len(stack) >= maxCallDepth {
-		return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q calls function %q nested %d calls deep, over the limit of %d (%s)", n.GetName(), name, len(stack)+1, maxCallDepth, strings.Join(append(stack, name), " -> "))
+		return nil, status.Errorf(wire.InvalidArgument, "RegisterGraph: node %q calls function %q nested %d calls deep, over the limit of %d (%s)", n.GetName(), name, len(stack)+1, maxCallDepth, strings.Join(append(stack, name), " -> "))
 	}
 	if l.made += len(f.GetNodeDef()) + 1; l.made > maxInlined {
-		return nil, rpc.Errorf(wire.ResourceExhausted, "RegisterGraph: inlining function %q at node %q makes over %d nodes", name, n.GetName(), maxInlined)
+		return nil, status.Errorf(wire.ResourceExhausted, "RegisterGraph: inlining function %q at node %q makes over %d nodes", name, n.GetName(), maxInlined)
 	}
 	in, err := l.instantiate(f, attrs, n)
 	if err != nil {
@@ -135,7 +135,7 @@ type instance struct {
 
 // bodyError is the error of body node b of function f inlined at call.
 func bodyError(call *tfpb.NodeDef, f *tfpb.FunctionDef, b *tfpb.NodeDef, format string, args ...any) error {
-	return rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s): function %q, node %q (%s): %s",
+	return status.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s): function %q, node %q (%s): %s",
 		call.GetName(), call.GetOp(), f.GetSignature().GetName(), b.GetName(), b.GetOp(), fmt.Sprintf(format, args...))
 }
 
@@ -144,7 +144,7 @@ func (l *library) instantiate(f *tfpb.FunctionDef, callAttrs map[string]*tfpb.At
 	sig := f.GetSignature()
 	fname := sig.GetName()
 	callErr := func(format string, args ...any) error {
-		return rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s) calling function %q: %s", call.GetName(), call.GetOp(), fname, fmt.Sprintf(format, args...))
+		return status.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s) calling function %q: %s", call.GetName(), call.GetOp(), fname, fmt.Sprintf(format, args...))
 	}
 	bound := make(map[string]*tfpb.AttrValue)
 	for _, a := range sig.GetAttr() {
@@ -191,7 +191,7 @@ func (l *library) instantiate(f *tfpb.FunctionDef, callAttrs map[string]*tfpb.At
 	}
 	for _, b := range f.GetNodeDef() {
 		if l.fns[b.GetOp()] == nil && !isCallOp(b.GetOp()) && ops.Lookup(b.GetOp()) == nil {
-			return nil, rpc.Errorf(wire.NotFound, "Op type not registered '%s' in binary running on %s. Make sure the Op and Kernel are registered in the binary running in this process. (RegisterGraph: function %q, node %q, inlined at node %q)",
+			return nil, status.Errorf(wire.NotFound, "Op type not registered '%s' in binary running on %s. Make sure the Op and Kernel are registered in the binary running in this process. (RegisterGraph: function %q, node %q, inlined at node %q)",
 				b.GetOp(), l.host, fname, b.GetName(), call.GetName())
 		}
 	}
@@ -385,7 +385,7 @@ func (l *library) outputPort(n *tfpb.NodeDef, out string, i int, bound map[strin
 	}
 	spec := ops.Lookup(n.GetOp())
 	if spec == nil {
-		return 0, rpc.Errorf(wire.NotFound, "Op type not registered '%s'", n.GetOp())
+		return 0, status.Errorf(wire.NotFound, "Op type not registered '%s'", n.GetOp())
 	}
 	if spec.Outputs == nil {
 		return i, nil

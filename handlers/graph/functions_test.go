@@ -7,8 +7,8 @@ import (
 	"github.com/starwire/starwire/handlers/graph"
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -153,8 +153,8 @@ func TestFunctionCallsRejected(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := graph.Build(tt.g, NewEnv(t))
-			if rpc.CodeOf(err) != tt.code {
-				t.Fatalf("err = %v (code %v), want %v", err, rpc.CodeOf(err), tt.code)
+			if status.CodeOf(err) != tt.code {
+				t.Fatalf("err = %v (code %v), want %v", err, status.CodeOf(err), tt.code)
 			}
 			for _, m := range tt.msg {
 				if !strings.Contains(err.Error(), m) {

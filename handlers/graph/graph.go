@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/starwire/starwire/handlers/ops"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -65,13 +65,13 @@ type edge struct{ node, port int }
 
 // graphError is the error of RegisterGraph for node n.
 func graphError(n *tfpb.NodeDef, format string, args ...any) error {
-	return rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s): %s", n.GetName(), n.GetOp(), fmt.Sprintf(format, args...))
+	return status.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s): %s", n.GetName(), n.GetOp(), fmt.Sprintf(format, args...))
 }
 
 // notRegistered is TensorFlow's answer to a node whose op this binary does
 // not have: NotFound, in the words masters and users look for.
 func notRegistered(n *tfpb.NodeDef, env *ops.Env) error {
-	return rpc.Errorf(wire.NotFound, "Op type not registered '%s' in binary running on %s. Make sure the Op and Kernel are registered in the binary running in this process. (RegisterGraph: node %q)", n.GetOp(), hostOf(env), n.GetName())
+	return status.Errorf(wire.NotFound, "Op type not registered '%s' in binary running on %s. Make sure the Op and Kernel are registered in the binary running in this process. (RegisterGraph: node %q)", n.GetOp(), hostOf(env), n.GetName())
 }
 
 func hostOf(env *ops.Env) string {
@@ -88,7 +88,7 @@ func hostOf(env *ops.Env) string {
 // InvalidArgument otherwise.
 func Build(def *tfpb.GraphDef, env *ops.Env) (*Graph, error) {
 	if def == nil || len(def.GetNode()) == 0 {
-		return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: empty graph")
+		return nil, status.Errorf(wire.InvalidArgument, "RegisterGraph: empty graph")
 	}
 	nodes := def.GetNode()
 	var lib *library
@@ -111,13 +111,13 @@ func Build(def *tfpb.GraphDef, env *ops.Env) (*Graph, error) {
 // annotate adds to an error naming an inlined node the function it came
 // from.
 func (l *library) annotate(err error) error {
-	var st *rpc.Status
+	var st *status.Status
 	if !errors.As(err, &st) {
 		return err
 	}
 	for name, origin := range l.origin {
 		if strings.Contains(st.Msg, strconv.Quote(name)) {
-			return rpc.Errorf(st.Code, "%s (in %s)", st.Msg, origin)
+			return status.Errorf(st.Code, "%s (in %s)", st.Msg, origin)
 		}
 	}
 	return err
@@ -134,7 +134,7 @@ func build(nodes []*tfpb.NodeDef, env *ops.Env) (*Graph, error) {
 	}
 	for i, nd := range nodes {
 		if nd.GetName() == "" {
-			return nil, rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %d has no name", i)
+			return nil, status.Errorf(wire.InvalidArgument, "RegisterGraph: node %d has no name", i)
 		}
 		if _, dup := g.byName[nd.GetName()]; dup {
 			return nil, graphError(nd, "duplicate node name")
@@ -265,7 +265,7 @@ func (g *Graph) checkAcyclic() error {
 	}
 	for id, p := range pending {
 		if p > 0 {
-			return rpc.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s) is on a cycle or waits for one", g.nodes[id].Name, g.nodes[id].Op)
+			return status.Errorf(wire.InvalidArgument, "RegisterGraph: node %q (%s) is on a cycle or waits for one", g.nodes[id].Name, g.nodes[id].Op)
 		}
 	}
 	return nil

@@ -8,8 +8,8 @@ import (
 	"github.com/starwire/starwire/handlers/graph"
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -42,7 +42,7 @@ func TestRegisterGraphRejects(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.msg)
 			}
-			if !errors.Is(err, rpc.ErrInvalidArgument) {
+			if !errors.Is(err, status.ErrInvalidArgument) {
 				t.Fatalf("err = %v, want InvalidArgument", err)
 			}
 		})
@@ -56,7 +56,7 @@ func TestUnknownOpIsNotFound(t *testing.T) {
 	env.Host = "ps0.example"
 	_, err := graph.Build(GraphDef(ConstF32("a", nil, 1), NodeDef("conv", "Conv2D", In("a"), nil)), env)
 	want := `Op type not registered 'Conv2D' in binary running on ps0.example.`
-	var st *rpc.Status
+	var st *status.Status
 	if !errors.As(err, &st) || st.Code != wire.NotFound || !strings.HasPrefix(st.Msg, want) || !strings.Contains(st.Msg, `node "conv"`) {
 		t.Fatalf("err = %v, want NotFound starting %q and naming the node", err, want)
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/starwire/starwire/handlers/graph"
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -123,8 +123,8 @@ func TestNestedCallDepth(t *testing.T) {
 		t.Fatalf("c = %v, want 42", got)
 	}
 	_, err = graph.Build(graphOf(65), NewEnv(t))
-	if rpc.CodeOf(err) != wire.InvalidArgument || !strings.Contains(err.Error(), `calls function "f64" nested 65 calls deep, over the limit of 64`) {
-		t.Fatalf("65 nested calls: err = %v (code %v), want InvalidArgument naming the limit", err, rpc.CodeOf(err))
+	if status.CodeOf(err) != wire.InvalidArgument || !strings.Contains(err.Error(), `calls function "f64" nested 65 calls deep, over the limit of 64`) {
+		t.Fatalf("65 nested calls: err = %v (code %v), want InvalidArgument naming the limit", err, status.CodeOf(err))
 	}
 }
 
@@ -155,8 +155,8 @@ func TestNestedCallsRejected(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := graph.Build(tt.g, NewEnv(t))
-			if rpc.CodeOf(err) != tt.code || !strings.Contains(err.Error(), tt.msg) {
-				t.Fatalf("err = %v (code %v), want %v containing %q", err, rpc.CodeOf(err), tt.code, tt.msg)
+			if status.CodeOf(err) != tt.code || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("err = %v (code %v), want %v containing %q", err, status.CodeOf(err), tt.code, tt.msg)
 			}
 		})
 	}

@@ -3,7 +3,7 @@ package graph
 import (
 	"context"
 
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // stepContext returns the context a step runs under: it has the call's
@@ -32,7 +32,7 @@ func stepContext(ctx context.Context) (sctx context.Context, cancel context.Canc
 	unwatch := context.AfterFunc(ctx, func() {
 		// It may run after stop when the call ended as stop was called;
 		// the step is over then and cancelling it changes nothing.
-		cancel(rpc.Errorf(rpc.CodeOf(ctx.Err()), "call ended: %v", ctx.Err()))
+		cancel(status.Errorf(status.CodeOf(ctx.Err()), "call ended: %v", ctx.Err()))
 	})
 	return sctx, cancel, func() {
 		unwatch()

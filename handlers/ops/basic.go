@@ -7,8 +7,8 @@ import (
 	"sync"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -80,7 +80,7 @@ func buildNamedFeed(typeAttrName string) func(*Env, *Node) (Kernel, error) {
 		return func(c *Context) error {
 			t, ok := c.Feeds[n.Name]
 			if !ok {
-				return rpc.Errorf(wire.InvalidArgument, "%s %q was not fed", n.Op, n.Name)
+				return status.Errorf(wire.InvalidArgument, "%s %q was not fed", n.Op, n.Name)
 			}
 			c.forward(0, &t)
 			return nil
@@ -169,7 +169,7 @@ func buildReshape(_ *Env, n *Node) (Kernel, error) {
 		t, st := in[0], in[1]
 		dims, err := indices(st)
 		if err != nil || len(st.Shape) > 1 {
-			return rpc.Errorf(wire.InvalidArgument, "shape must be a vector of int32 or int64, is %v%v", st.DType, st.Shape)
+			return status.Errorf(wire.InvalidArgument, "shape must be a vector of int32 or int64, is %v%v", st.DType, st.Shape)
 		}
 		total, _ := t.NumElements()
 		shape, err := inferShape(dims, total)
@@ -193,20 +193,20 @@ func inferShape(dims []int64, total int64) ([]int64, error) {
 		case d == -1 && unknown < 0:
 			unknown = i
 		case d < 0:
-			return nil, rpc.Errorf(wire.InvalidArgument, "reshape to %v: bad dimension %d", dims, d)
+			return nil, status.Errorf(wire.InvalidArgument, "reshape to %v: bad dimension %d", dims, d)
 		default:
 			known *= d
 		}
 	}
 	if unknown >= 0 {
 		if known == 0 || total%known != 0 {
-			return nil, rpc.Errorf(wire.InvalidArgument, "reshape %d elements to %v", total, dims)
+			return nil, status.Errorf(wire.InvalidArgument, "reshape %d elements to %v", total, dims)
 		}
 		shape[unknown] = total / known
 		known = total
 	}
 	if known != total {
-		return nil, rpc.Errorf(wire.InvalidArgument, "reshape %d elements to %v", total, dims)
+		return nil, status.Errorf(wire.InvalidArgument, "reshape %d elements to %v", total, dims)
 	}
 	return shape, nil
 }
@@ -247,14 +247,14 @@ func buildFill(_ *Env, n *Node) (Kernel, error) {
 		dt, v := in[0], in[1]
 		dims, err := indices(dt)
 		if err != nil || len(dt.Shape) != 1 {
-			return rpc.Errorf(wire.InvalidArgument, "dims must be an int vector, is %v%v", dt.DType, dt.Shape)
+			return status.Errorf(wire.InvalidArgument, "dims must be an int vector, is %v%v", dt.DType, dt.Shape)
 		}
 		if len(v.Shape) != 0 {
-			return rpc.Errorf(wire.InvalidArgument, "value must be a scalar, has shape %v", v.Shape)
+			return status.Errorf(wire.InvalidArgument, "value must be a scalar, has shape %v", v.Shape)
 		}
 		for _, d := range dims {
 			if d < 0 {
-				return rpc.Errorf(wire.InvalidArgument, "negative dimension in %v", dims)
+				return status.Errorf(wire.InvalidArgument, "negative dimension in %v", dims)
 			}
 		}
 		r, err := tensor.New(v.DType, dims)
@@ -283,7 +283,7 @@ func indices(t *wire.Tensor) ([]int64, error) {
 		}
 		return out, nil
 	}
-	return nil, rpc.Errorf(wire.InvalidArgument, "indices are %v, want int32 or int64", t.DType)
+	return nil, status.Errorf(wire.InvalidArgument, "indices are %v, want int32 or int64", t.DType)
 }
 
 // setIndex stores v as element i of an int32 or int64 tensor.
@@ -338,7 +338,7 @@ func buildSize(_ *Env, n *Node) (Kernel, error) {
 		}
 		size, _ := t.NumElements()
 		if out == wire.DTInt32 && size > math.MaxInt32 {
-			return rpc.Errorf(wire.InvalidArgument, "size %d does not fit int32", size)
+			return status.Errorf(wire.InvalidArgument, "size %d does not fit int32", size)
 		}
 		r, _ := tensor.New(out, nil)
 		setIndex(&r, 0, size)
@@ -365,7 +365,7 @@ func buildRange(_ *Env, n *Node) (Kernel, error) {
 		}
 		for i, name := range []string{"start", "limit", "delta"} {
 			if len(in[i].Shape) != 0 {
-				return rpc.Errorf(wire.InvalidArgument, "%s must be a scalar, has shape %v", name, in[i].Shape)
+				return status.Errorf(wire.InvalidArgument, "%s must be a scalar, has shape %v", name, in[i].Shape)
 			}
 		}
 		var r wire.Tensor
@@ -391,9 +391,9 @@ func rangeOf[T numeric](dt wire.DataType, in [3]*wire.Tensor) (wire.Tensor, erro
 	start, limit, delta := tensor.View[T](in[0].Data)[0], tensor.View[T](in[1].Data)[0], tensor.View[T](in[2].Data)[0]
 	switch {
 	case delta == 0:
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "delta must not be 0")
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "delta must not be 0")
 	case delta > 0 && start > limit, delta < 0 && start < limit:
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "start %v and limit %v are the wrong way round for delta %v", start, limit, delta)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "start %v and limit %v are the wrong way round for delta %v", start, limit, delta)
 	}
 	span := math.Abs(float64(limit) - float64(start))
 	n := int64(math.Ceil(span / math.Abs(float64(delta))))
@@ -432,7 +432,7 @@ func readIndices(t *wire.Tensor) ([]int64, *indexBuf, error) {
 		}
 		return b.v, b, nil
 	}
-	return nil, nil, rpc.Errorf(wire.InvalidArgument, "indices are %v, want int32 or int64", t.DType)
+	return nil, nil, status.Errorf(wire.InvalidArgument, "indices are %v, want int32 or int64", t.DType)
 }
 
 func (b *indexBuf) release() {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -43,7 +43,7 @@ func checkpointError(prefix string, err error) error {
 	case errors.Is(err, fs.ErrPermission):
 		code = wire.PermissionDenied
 	}
-	return rpc.Errorf(code, "checkpoint %s: %v", prefix, err)
+	return status.Errorf(code, "checkpoint %s: %v", prefix, err)
 }
 
 // A checkpointTarget is what SaveV2 and RestoreV2 read from their first
@@ -79,11 +79,11 @@ func resolveCheckpoint(root string, ts []*wire.Tensor, n int) (checkpointTarget,
 // stringVector returns the n elements of the string vector t.
 func stringVector(t *wire.Tensor, n int, what string) ([][]byte, error) {
 	if t.DType != wire.DTString || len(t.Shape) != 1 || t.Shape[0] != int64(n) {
-		return nil, rpc.Errorf(wire.InvalidArgument, "%s must be %d strings, is %v%v", what, n, t.DType, t.Shape)
+		return nil, status.Errorf(wire.InvalidArgument, "%s must be %d strings, is %v%v", what, n, t.DType, t.Shape)
 	}
 	out, err := t.Strings(nil)
 	if err != nil {
-		return nil, rpc.Errorf(wire.InvalidArgument, "%s: %v", what, err)
+		return nil, status.Errorf(wire.InvalidArgument, "%s: %v", what, err)
 	}
 	return out, nil
 }
@@ -92,7 +92,7 @@ func stringVector(t *wire.Tensor, n int, what string) ([][]byte, error) {
 func (c *checkpointTarget) parseSpec(i int) (full []int64, s checkpoint.Slice, err error) {
 	full, s, err = checkpoint.ParseShapeAndSlice(string(c.specs[i]))
 	if err != nil {
-		return nil, s, rpc.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q: shape_and_slices %q: %v", c.prefix, c.names[i], c.specs[i], err)
+		return nil, s, status.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q: shape_and_slices %q: %v", c.prefix, c.names[i], c.specs[i], err)
 	}
 	return full, s, nil
 }
@@ -130,7 +130,7 @@ func buildSaveV2(env *Env, n *Node) (Kernel, error) {
 		for i, name := range target.names {
 			t := ts[3+i]
 			if t.DType != dtypes[i] {
-				return rpc.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v, dtypes says %v", target.prefix, name, t.DType, dtypes[i])
+				return status.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v, dtypes says %v", target.prefix, name, t.DType, dtypes[i])
 			}
 			full, s, err := target.parseSpec(i)
 			if err != nil {
@@ -200,17 +200,17 @@ func restoreOne(r *checkpoint.Reader, target *checkpointTarget, i int, dt wire.D
 	name := string(target.names[i])
 	e, ok := r.Entry(name)
 	if !ok {
-		return wire.Tensor{}, rpc.Errorf(wire.NotFound, "checkpoint %s: tensor %q is not in the checkpoint", target.prefix, name)
+		return wire.Tensor{}, status.Errorf(wire.NotFound, "checkpoint %s: tensor %q is not in the checkpoint", target.prefix, name)
 	}
 	if e.DType != dt {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v in the checkpoint, dtypes says %v", target.prefix, name, e.DType, dt)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v in the checkpoint, dtypes says %v", target.prefix, name, e.DType, dt)
 	}
 	full, s, err := target.parseSpec(i)
 	if err != nil {
 		return wire.Tensor{}, err
 	}
 	if full != nil && !slices.Equal(full, e.Shape) {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v in the checkpoint, shape_and_slices %q says %v", target.prefix, name, e.Shape, target.specs[i], full)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v in the checkpoint, shape_and_slices %q says %v", target.prefix, name, e.Shape, target.specs[i], full)
 	}
 	t, err := r.ReadSlice(name, s)
 	if err != nil {
@@ -251,11 +251,11 @@ func buildMergeV2Checkpoints(env *Env, n *Node) (Kernel, error) {
 		}
 		p := in[0]
 		if p.DType != wire.DTString || len(p.Shape) != 1 {
-			return rpc.Errorf(wire.InvalidArgument, "checkpoint_prefixes must be a string vector, is %v%v", p.DType, p.Shape)
+			return status.Errorf(wire.InvalidArgument, "checkpoint_prefixes must be a string vector, is %v%v", p.DType, p.Shape)
 		}
 		prefixes, err := p.Strings(nil)
 		if err != nil {
-			return rpc.Errorf(wire.InvalidArgument, "checkpoint_prefixes: %v", err)
+			return status.Errorf(wire.InvalidArgument, "checkpoint_prefixes: %v", err)
 		}
 		dst, err := scalarString(in[1], "destination_prefix")
 		if err != nil {
@@ -279,7 +279,7 @@ func buildMergeV2Checkpoints(env *Env, n *Node) (Kernel, error) {
 			src = append(src, path)
 		}
 		if len(src) == 0 {
-			return rpc.Errorf(wire.NotFound, "checkpoint %s: none of the %d checkpoints to merge exists", dst, len(prefixes))
+			return status.Errorf(wire.NotFound, "checkpoint %s: none of the %d checkpoints to merge exists", dst, len(prefixes))
 		}
 		if err := checkpoint.Merge(src, dstPath, deleteOld); err != nil {
 			return checkpointError(dst, err)

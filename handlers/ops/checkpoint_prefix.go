@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // checkpointRoot returns the absolute form of the checkpoint directory
@@ -19,7 +19,7 @@ func checkpointRoot(dir string) (string, error) {
 	}
 	root, err := filepath.Abs(dir)
 	if err != nil {
-		return "", rpc.Errorf(wire.Internal, "checkpoint directory %s: %v", dir, err)
+		return "", status.Errorf(wire.Internal, "checkpoint directory %s: %v", dir, err)
 	}
 	return root, nil
 }
@@ -38,13 +38,13 @@ func checkpointRoot(dir string) (string, error) {
 // itself is no prefix: its files would land beside it.
 func resolvePrefix(root, prefix string) (string, error) {
 	if root == "" {
-		return "", rpc.Errorf(wire.FailedPrecondition, "checkpoint %s: the task has no checkpoint directory; start it with --checkpoint_dir", prefix)
+		return "", status.Errorf(wire.FailedPrecondition, "checkpoint %s: the task has no checkpoint directory; start it with --checkpoint_dir", prefix)
 	}
 	if prefix == "" {
-		return "", rpc.Errorf(wire.InvalidArgument, "empty checkpoint prefix")
+		return "", status.Errorf(wire.InvalidArgument, "empty checkpoint prefix")
 	}
 	if strings.IndexByte(prefix, 0) >= 0 {
-		return "", rpc.Errorf(wire.InvalidArgument, "checkpoint prefix %q holds a NUL byte", prefix)
+		return "", status.Errorf(wire.InvalidArgument, "checkpoint prefix %q holds a NUL byte", prefix)
 	}
 	path := filepath.Clean(prefix)
 	if !filepath.IsAbs(path) {
@@ -52,7 +52,7 @@ func resolvePrefix(root, prefix string) (string, error) {
 	}
 	rel, err := filepath.Rel(root, path)
 	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(os.PathSeparator)) {
-		return "", rpc.Errorf(wire.PermissionDenied, "checkpoint prefix %s lies outside the checkpoint directory %s", prefix, root)
+		return "", status.Errorf(wire.PermissionDenied, "checkpoint prefix %s lies outside the checkpoint directory %s", prefix, root)
 	}
 	return path, nil
 }

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 func TestResolvePrefix(t *testing.T) {
@@ -41,14 +41,14 @@ func TestResolvePrefix(t *testing.T) {
 		switch {
 		case tc.code == wire.OK && (err != nil || got != tc.want):
 			t.Errorf("resolvePrefix(%q) = %q, %v; want %q", tc.prefix, got, err, tc.want)
-		case tc.code != wire.OK && rpc.CodeOf(err) != tc.code:
+		case tc.code != wire.OK && status.CodeOf(err) != tc.code:
 			t.Errorf("resolvePrefix(%q) = %q, %v; want %v", tc.prefix, got, err, tc.code)
 		case tc.code == wire.PermissionDenied && !strings.Contains(err.Error(), "/ckpt"):
 			t.Errorf("resolvePrefix(%q): %v does not name the directory", tc.prefix, err)
 		}
 	}
 	_, err := resolvePrefix("", "model")
-	if rpc.CodeOf(err) != wire.FailedPrecondition || !strings.Contains(err.Error(), "--checkpoint_dir") {
+	if status.CodeOf(err) != wire.FailedPrecondition || !strings.Contains(err.Error(), "--checkpoint_dir") {
 		t.Errorf("without a directory: %v, want FailedPrecondition naming --checkpoint_dir", err)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/ops"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -215,8 +215,8 @@ func TestCheckpointErrors(t *testing.T) {
 			}
 			_, err := Run(t, tc.env, tc.g, nil)
 			t.Log(err)
-			if rpc.CodeOf(err) != tc.code {
-				t.Fatalf("err = %v (%v), want %v", err, rpc.CodeOf(err), tc.code)
+			if status.CodeOf(err) != tc.code {
+				t.Fatalf("err = %v (%v), want %v", err, status.CodeOf(err), tc.code)
 			}
 			for _, m := range tc.msg {
 				if !strings.Contains(err.Error(), m) {
@@ -244,7 +244,7 @@ func TestSaveRestoreSlices(t *testing.T) {
 	}
 	for i, prefix := range []string{"m_temp/part-00000-of-00002", "m_temp/part-00001-of-00002"} {
 		g := restoreGraph(prefix, []string{"emb"}, []string{"6 2 0,6:-"}, f)
-		if _, err := Run(t, envIn(t, dir), g, nil, "restore"); rpc.CodeOf(err) != wire.InvalidArgument {
+		if _, err := Run(t, envIn(t, dir), g, nil, "restore"); status.CodeOf(err) != wire.InvalidArgument {
 			t.Errorf("shard %d alone restores the whole: %v, want InvalidArgument (not covered)", i, err)
 		}
 	}
@@ -317,7 +317,7 @@ func TestMergeAndRestoreInOtherShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	nparts := []string{"n_temp/part-00000-of-00002", "n_temp/part-00001-of-00002"}
-	if _, err := Run(t, envIn(t, dir), mergeGraph(nparts, "n"), nil); rpc.CodeOf(err) != wire.NotFound {
+	if _, err := Run(t, envIn(t, dir), mergeGraph(nparts, "n"), nil); status.CodeOf(err) != wire.NotFound {
 		t.Fatalf("merge with a shard missing: %v, want NotFound", err)
 	}
 	if _, err := Run(t, envIn(t, dir), mergeGraph(nparts, "n", "allow_missing_files", true, "delete_old_dirs", false), nil); err != nil {
@@ -326,7 +326,7 @@ func TestMergeAndRestoreInOtherShards(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "n_temp")); err != nil {
 		t.Errorf("delete_old_dirs false, yet: %v", err)
 	}
-	if _, err := Run(t, envIn(t, dir), mergeGraph(nparts, "n", "allow_missing_files", true), nil); rpc.CodeOf(err) != wire.NotFound {
+	if _, err := Run(t, envIn(t, dir), mergeGraph(nparts, "n", "allow_missing_files", true), nil); status.CodeOf(err) != wire.NotFound {
 		t.Errorf("merge of none: %v, want NotFound", err)
 	}
 	for _, srcs := range [][]string{{"../x"}, {"m"}} {
@@ -334,7 +334,7 @@ func TestMergeAndRestoreInOtherShards(t *testing.T) {
 		if srcs[0] == "m" {
 			dst = "/elsewhere/m"
 		}
-		if _, err := Run(t, envIn(t, dir), mergeGraph(srcs, dst), nil); rpc.CodeOf(err) != wire.PermissionDenied || !strings.Contains(err.Error(), dir) {
+		if _, err := Run(t, envIn(t, dir), mergeGraph(srcs, dst), nil); status.CodeOf(err) != wire.PermissionDenied || !strings.Contains(err.Error(), dir) {
 			t.Errorf("merge of %v into %s: %v, want PermissionDenied naming %s", srcs, dst, err, dir)
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -34,7 +34,7 @@ func (n *Node) fixedType(name string) (wire.DataType, error) {
 // normAxis maps axis in [-rank, rank) to [0, rank).
 func normAxis(axis int64, rank int) (int, error) {
 	if axis < -int64(rank) || axis >= int64(rank) {
-		return 0, rpc.Errorf(wire.InvalidArgument, "axis %d is out of range for rank %d", axis, rank)
+		return 0, status.Errorf(wire.InvalidArgument, "axis %d is out of range for rank %d", axis, rank)
 	}
 	if axis < 0 {
 		axis += int64(rank)
@@ -102,7 +102,7 @@ func buildConcat(_ *Env, n *Node) (Kernel, error) {
 		}
 		rank := len(parts[0].Shape)
 		if rank == 0 {
-			return rpc.Errorf(wire.InvalidArgument, "cannot concatenate scalars (use Pack)")
+			return status.Errorf(wire.InvalidArgument, "cannot concatenate scalars (use Pack)")
 		}
 		axis, err := normAxis(ax[0], rank)
 		if err != nil {
@@ -111,11 +111,11 @@ func buildConcat(_ *Env, n *Node) (Kernel, error) {
 		shape := append([]int64(nil), parts[0].Shape...)
 		for i, p := range parts[1:] {
 			if len(p.Shape) != rank {
-				return rpc.Errorf(wire.InvalidArgument, "input %d has rank %d, input 0 has rank %d", i+1, len(p.Shape), rank)
+				return status.Errorf(wire.InvalidArgument, "input %d has rank %d, input 0 has rank %d", i+1, len(p.Shape), rank)
 			}
 			for d := range rank {
 				if d != axis && p.Shape[d] != shape[d] {
-					return rpc.Errorf(wire.InvalidArgument, "input %d has shape %v, input 0 has %v: they differ outside axis %d", i+1, p.Shape, parts[0].Shape, axis)
+					return status.Errorf(wire.InvalidArgument, "input %d has shape %v, input 0 has %v: they differ outside axis %d", i+1, p.Shape, parts[0].Shape, axis)
 				}
 			}
 			shape[axis] += p.Shape[axis]
@@ -171,7 +171,7 @@ func buildPack(_ *Env, n *Node) (Kernel, error) {
 		}
 		for i, p := range parts[1:] {
 			if !sameShape(p.Shape, in) {
-				return rpc.Errorf(wire.InvalidArgument, "input %d has shape %v, input 0 has %v", i+1, p.Shape, in)
+				return status.Errorf(wire.InvalidArgument, "input %d has shape %v, input 0 has %v", i+1, p.Shape, in)
 			}
 		}
 		// Each part is the output's slice at one index of the new axis:
@@ -223,7 +223,7 @@ func buildUnpack(_ *Env, n *Node) (Kernel, error) {
 			return err
 		}
 		if t.Shape[axis] != num {
-			return rpc.Errorf(wire.InvalidArgument, "input has %d along axis %d, num is %d", t.Shape[axis], axis, num)
+			return status.Errorf(wire.InvalidArgument, "input has %d along axis %d, num is %d", t.Shape[axis], axis, num)
 		}
 		shape := append(append([]int64(nil), t.Shape[:axis]...), t.Shape[axis+1:]...)
 		outer, inner := blocks(t, axis)

@@ -6,8 +6,8 @@ import (
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -129,7 +129,7 @@ func (c *Context) input(i int) (*wire.Tensor, error) {
 		return &c.temp[len(c.temp)-1], nil
 	}
 	if in.v != nil {
-		return nil, rpc.Errorf(wire.InvalidArgument, "input %d is a resource handle, not a tensor", i)
+		return nil, status.Errorf(wire.InvalidArgument, "input %d is a resource handle, not a tensor", i)
 	}
 	return &in.T, nil
 }
@@ -141,7 +141,7 @@ func (c *Context) typed(i int, want wire.DataType) (*wire.Tensor, error) {
 		return nil, err
 	}
 	if t.DType != want {
-		return nil, rpc.Errorf(wire.InvalidArgument, "input %d is %v, want %v", i, t.DType, want)
+		return nil, status.Errorf(wire.InvalidArgument, "input %d is %v, want %v", i, t.DType, want)
 	}
 	return t, nil
 }
@@ -174,7 +174,7 @@ func (c *Context) typedInputs(want wire.DataType, ts []*wire.Tensor) error {
 // resource returns the variable input i refers to.
 func (c *Context) resource(i int) (*variable, error) {
 	if c.In[i].v == nil {
-		return nil, rpc.Errorf(wire.InvalidArgument, "input %d is %v, not a variable", i, c.In[i].T.DType)
+		return nil, status.Errorf(wire.InvalidArgument, "input %d is %v, not a variable", i, c.In[i].T.DType)
 	}
 	return c.In[i].v, nil
 }

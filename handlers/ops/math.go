@@ -4,8 +4,8 @@ import (
 	"math"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -66,7 +66,7 @@ func buildBinary(op binaryKind) func(*Env, *Node) (Kernel, error) {
 				return err
 			}
 			if (op == floorDivOp || op == floorModOp) && hasIntZero(b) {
-				return rpc.Errorf(wire.InvalidArgument, "integer division by zero")
+				return status.Errorf(wire.InvalidArgument, "integer division by zero")
 			}
 			r, err := tensor.New(dt, out)
 			if err != nil {
@@ -107,7 +107,7 @@ func broadcastShape(a, b []int64) ([]int64, error) {
 		case da == 1:
 			out[i] = db
 		default:
-			return nil, rpc.Errorf(wire.InvalidArgument, "incompatible shapes %v and %v", a, b)
+			return nil, status.Errorf(wire.InvalidArgument, "incompatible shapes %v and %v", a, b)
 		}
 	}
 	return out, nil
@@ -276,7 +276,7 @@ func elementwise(op binaryKind, r, a, b *wire.Tensor) error {
 	case wire.DTInt64:
 		binaryRun(op, tensor.View[int64](r.Data), tensor.View[int64](a.Data), 1, tensor.View[int64](b.Data), 1)
 	default:
-		return rpc.Errorf(wire.InvalidArgument, "arithmetic on %v", r.DType)
+		return status.Errorf(wire.InvalidArgument, "arithmetic on %v", r.DType)
 	}
 	return nil
 }
@@ -380,7 +380,7 @@ func buildSigmoidGrad(_ *Env, n *Node) (Kernel, error) {
 		}
 		y, dy := in[0], in[1]
 		if !sameShape(y.Shape, dy.Shape) {
-			return rpc.Errorf(wire.InvalidArgument, "y%v and dy%v differ in shape", y.Shape, dy.Shape)
+			return status.Errorf(wire.InvalidArgument, "y%v and dy%v differ in shape", y.Shape, dy.Shape)
 		}
 		r, err := tensor.New(dt, y.Shape)
 		if err != nil {
@@ -418,7 +418,7 @@ func buildReduce(mean bool) func(*Env, *Node) (Kernel, error) {
 			}
 			axes, err := indices(at)
 			if err != nil || len(at.Shape) > 1 {
-				return rpc.Errorf(wire.InvalidArgument, "reduction indices must be an int scalar or vector, are %v%v", at.DType, at.Shape)
+				return status.Errorf(wire.InvalidArgument, "reduction indices must be an int scalar or vector, are %v%v", at.DType, at.Shape)
 			}
 			reduced := make([]bool, len(a.Shape))
 			for _, ax := range axes {
@@ -426,7 +426,7 @@ func buildReduce(mean bool) func(*Env, *Node) (Kernel, error) {
 					ax += int64(len(a.Shape))
 				}
 				if ax < 0 || ax >= int64(len(a.Shape)) {
-					return rpc.Errorf(wire.InvalidArgument, "reduction axis %d out of range for rank %d", ax, len(a.Shape))
+					return status.Errorf(wire.InvalidArgument, "reduction axis %d out of range for rank %d", ax, len(a.Shape))
 				}
 				reduced[ax] = true
 			}
@@ -629,7 +629,7 @@ func buildMatMul(_ *Env, n *Node) (Kernel, error) {
 		}
 		a, b := in[0], in[1]
 		if len(a.Shape) != 2 || len(b.Shape) != 2 {
-			return rpc.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v: both must be matrices", a.Shape, b.Shape)
+			return status.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v: both must be matrices", a.Shape, b.Shape)
 		}
 		m, k := a.Shape[0], a.Shape[1]
 		if ta {
@@ -640,7 +640,7 @@ func buildMatMul(_ *Env, n *Node) (Kernel, error) {
 			k2, nn = nn, k2
 		}
 		if k != k2 {
-			return rpc.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v (transpose %v, %v): inner dimensions %d and %d differ", a.Shape, b.Shape, ta, tb, k, k2)
+			return status.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v (transpose %v, %v): inner dimensions %d and %d differ", a.Shape, b.Shape, ta, tb, k, k2)
 		}
 		r, err := tensor.New(dt, []int64{m, nn})
 		if err != nil {

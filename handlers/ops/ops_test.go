@@ -7,8 +7,8 @@ import (
 
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -126,8 +126,8 @@ func TestOpErrorsAtRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Run(t, NewEnv(t), GraphDef(tt.nodes...), nil, "out")
-			if err == nil || !strings.Contains(err.Error(), tt.msg) || rpc.CodeOf(err) != tt.code {
-				t.Fatalf("err = %v (code %v), want %v containing %q", err, rpc.CodeOf(err), tt.code, tt.msg)
+			if err == nil || !strings.Contains(err.Error(), tt.msg) || status.CodeOf(err) != tt.code {
+				t.Fatalf("err = %v (code %v), want %v containing %q", err, status.CodeOf(err), tt.code, tt.msg)
 			}
 			if !strings.Contains(err.Error(), `node "out"`) && tt.name != "placeholder not fed" {
 				t.Fatalf("error %q does not name the node", err)

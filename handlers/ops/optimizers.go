@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -153,10 +153,10 @@ func (c *Context) applyInputs(u *update, dt wire.DataType, ref, sparse bool) (*a
 	for i := range u.vars {
 		v := c.In[i].v
 		if v == nil || c.In[i].isRef != ref {
-			return nil, rpc.Errorf(wire.InvalidArgument, "input %d is not a %s", i, kind)
+			return nil, status.Errorf(wire.InvalidArgument, "input %d is not a %s", i, kind)
 		}
 		if slices.Contains(in.vars, v) {
-			return nil, rpc.Errorf(wire.InvalidArgument, "input %d is variable %s again", i, v.name)
+			return nil, status.Errorf(wire.InvalidArgument, "input %d is variable %s again", i, v.name)
 		}
 		if err := v.checkDType(dt); err != nil {
 			return nil, err
@@ -172,7 +172,7 @@ func (c *Context) applyInputs(u *update, dt wire.DataType, ref, sparse bool) (*a
 			return err
 		}
 		if len(t.Shape) != 0 {
-			return rpc.Errorf(wire.InvalidArgument, "%s (input %d) must be a scalar, has shape %v", name, next, t.Shape)
+			return status.Errorf(wire.InvalidArgument, "%s (input %d) must be a scalar, has shape %v", name, next, t.Shape)
 		}
 		in.scalars = append(in.scalars, scalarFloat(t))
 		next++
@@ -229,11 +229,11 @@ func checkSlots(u *update, in *applyInputs, want []int64) error {
 	vt := &in.vars[0].t
 	for _, s := range in.vars[1:] {
 		if !sameShape(s.t.Shape, vt.Shape) {
-			return rpc.Errorf(wire.InvalidArgument, "%s slot %s has shape %v, var %s has %v", u.name, s.name, s.t.Shape, in.vars[0].name, vt.Shape)
+			return status.Errorf(wire.InvalidArgument, "%s slot %s has shape %v, var %s has %v", u.name, s.name, s.t.Shape, in.vars[0].name, vt.Shape)
 		}
 	}
 	if !sameShape(in.grad.Shape, want) {
-		return rpc.Errorf(wire.InvalidArgument, "grad has shape %v, want %v", in.grad.Shape, want)
+		return status.Errorf(wire.InvalidArgument, "grad has shape %v, want %v", in.grad.Shape, want)
 	}
 	return nil
 }
@@ -272,7 +272,7 @@ func sparseApply(u *update, dt wire.DataType, in *applyInputs, nesterov bool) er
 	}
 	vt := &in.vars[0].t
 	if len(vt.Shape) == 0 {
-		return rpc.Errorf(wire.InvalidArgument, "row access to scalar variable %s", in.vars[0].name)
+		return status.Errorf(wire.InvalidArgument, "row access to scalar variable %s", in.vars[0].name)
 	}
 	if err := checkSlots(u, in, gatherShape(vt.Shape, in.idxT.Shape, 0)); err != nil {
 		return err

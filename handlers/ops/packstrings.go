@@ -1,8 +1,8 @@
 package ops
 
 import (
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // packStrings is Pack of string tensors, which TensorFlow 2's checkpoint
@@ -18,7 +18,7 @@ func packStrings(c *Context, parts []*wire.Tensor, axisAttr int64) error {
 	elems := make([][][]byte, len(parts))
 	for i, p := range parts {
 		if !sameShape(p.Shape, in) {
-			return rpc.Errorf(wire.InvalidArgument, "input %d has shape %v, input 0 has %v", i, p.Shape, in)
+			return status.Errorf(wire.InvalidArgument, "input %d has shape %v, input 0 has %v", i, p.Shape, in)
 		}
 		if elems[i], err = stringElems(p); err != nil {
 			return err

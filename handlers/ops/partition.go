@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // Sharded lookups: DynamicPartition splits rows among partitions (the ids
@@ -23,7 +23,7 @@ func init() {
 // bytes of the row each index of idx addresses.
 func prefixRows(data *wire.Tensor, idxShape []int64, what string) (int, error) {
 	if len(idxShape) > len(data.Shape) || !sameShape(data.Shape[:len(idxShape)], idxShape) {
-		return 0, rpc.Errorf(wire.InvalidArgument, "%s shape %v is not a prefix of data shape %v", what, idxShape, data.Shape)
+		return 0, status.Errorf(wire.InvalidArgument, "%s shape %v is not a prefix of data shape %v", what, idxShape, data.Shape)
 	}
 	row := data.DType.Size()
 	for _, d := range data.Shape[len(idxShape):] {
@@ -67,7 +67,7 @@ func buildDynamicPartition(_ *Env, n *Node) (Kernel, error) {
 		counts := make([]int64, num)
 		for i, p := range parts {
 			if p < 0 || int64(p) >= num {
-				return rpc.Errorf(wire.InvalidArgument, "partitions[%d] = %d is not in [0, %d)", i, p, num)
+				return status.Errorf(wire.InvalidArgument, "partitions[%d] = %d is not in [0, %d)", i, p, num)
 			}
 			counts[p]++
 		}
@@ -127,14 +127,14 @@ func buildDynamicStitch(_ *Env, n *Node) (Kernel, error) {
 		rows := int64(0)
 		for m := range N {
 			if len(data[m].Shape) < len(idx[m].Shape) || !sameShape(data[m].Shape[len(idx[m].Shape):], rowShape) {
-				return rpc.Errorf(wire.InvalidArgument, "data[%d] has shape %v for indices of shape %v; rows of shape %v expected", m, data[m].Shape, idx[m].Shape, rowShape)
+				return status.Errorf(wire.InvalidArgument, "data[%d] has shape %v for indices of shape %v; rows of shape %v expected", m, data[m].Shape, idx[m].Shape, rowShape)
 			}
 			if _, err := prefixRows(data[m], idx[m].Shape, fmt.Sprintf("indices[%d]", m)); err != nil {
 				return err
 			}
 			for i, x := range tensor.View[int32](idx[m].Data) {
 				if x < 0 {
-					return rpc.Errorf(wire.InvalidArgument, "indices[%d][%d] = %d is negative", m, i, x)
+					return status.Errorf(wire.InvalidArgument, "indices[%d][%d] = %d is negative", m, i, x)
 				}
 				rows = max(rows, int64(x)+1)
 			}

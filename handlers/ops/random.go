@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -73,7 +73,7 @@ func buildRandom(d distribution) func(*Env, *Node) (Kernel, error) {
 			}
 			for _, x := range dims {
 				if x < 0 {
-					return rpc.Errorf(wire.InvalidArgument, "negative dimension in shape %v", dims)
+					return status.Errorf(wire.InvalidArgument, "negative dimension in shape %v", dims)
 				}
 			}
 			r, err := tensor.New(dt, dims)

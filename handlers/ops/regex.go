@@ -5,8 +5,8 @@ import (
 	"regexp"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // StaticRegexFullMatch and RegexFullMatch: whether each string of a tensor
@@ -58,7 +58,7 @@ func buildRegexFullMatch(_ *Env, n *Node) (Kernel, error) {
 			return err
 		}
 		if len(in[1].Shape) != 0 {
-			return rpc.Errorf(wire.InvalidArgument, "pattern must be a scalar, has shape %v", in[1].Shape)
+			return status.Errorf(wire.InvalidArgument, "pattern must be a scalar, has shape %v", in[1].Shape)
 		}
 		p, err := stringElems(in[1])
 		if err != nil {
@@ -66,7 +66,7 @@ func buildRegexFullMatch(_ *Env, n *Node) (Kernel, error) {
 		}
 		re, err := compileFull(string(p[0]))
 		if err != nil {
-			return rpc.Errorf(wire.InvalidArgument, "invalid pattern %q: %v", p[0], err)
+			return status.Errorf(wire.InvalidArgument, "invalid pattern %q: %v", p[0], err)
 		}
 		return fullMatch(c, re, in[0])
 	}, nil

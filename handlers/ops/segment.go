@@ -2,8 +2,8 @@ package ops
 
 import (
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -37,7 +37,7 @@ func buildUnique(_ *Env, n *Node) (Kernel, error) {
 			return err
 		}
 		if len(x.Shape) != 1 {
-			return rpc.Errorf(wire.InvalidArgument, "x must be a vector, has shape %v", x.Shape)
+			return status.Errorf(wire.InvalidArgument, "x must be a vector, has shape %v", x.Shape)
 		}
 		idx, err := tensor.New(out, x.Shape)
 		if err != nil {
@@ -127,7 +127,7 @@ func buildUnsortedSegmentSum(_ *Env, n *Node) (Kernel, error) {
 		}
 		for i, s := range ids {
 			if s >= ns[0] {
-				return rpc.Errorf(wire.InvalidArgument, "segment_ids[%d] = %d is not below num_segments %d", i, s, ns[0])
+				return status.Errorf(wire.InvalidArgument, "segment_ids[%d] = %d is not below num_segments %d", i, s, ns[0])
 			}
 		}
 		r, err := tensor.New(dt, append([]int64{ns[0]}, data.Shape[len(it.Shape):]...))

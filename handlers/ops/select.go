@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // Select and SelectV2 pick each element of their result from t where the
@@ -33,7 +33,7 @@ func buildSelect(v2 bool) func(*Env, *Node) (Kernel, error) {
 			return nil, err
 		}
 		if dt != wire.DTString && dt.Size() == 0 {
-			return nil, rpc.Errorf(wire.InvalidArgument, "attr \"T\" is %v: Select takes tensors of fixed-size types or strings", dt)
+			return nil, status.Errorf(wire.InvalidArgument, "attr \"T\" is %v: Select takes tensors of fixed-size types or strings", dt)
 		}
 		n.NumOutputs = 1
 		return func(c *Context) error {
@@ -69,16 +69,16 @@ func selectShapes(v2 bool, cond, t, e []int64) ([]int64, []int64, error) {
 	if v2 {
 		te, err := broadcastShape(t, e)
 		if err != nil {
-			return nil, nil, rpc.Errorf(wire.InvalidArgument, "then and else: incompatible shapes %v and %v", t, e)
+			return nil, nil, status.Errorf(wire.InvalidArgument, "then and else: incompatible shapes %v and %v", t, e)
 		}
 		out, err := broadcastShape(cond, te)
 		if err != nil {
-			return nil, nil, rpc.Errorf(wire.InvalidArgument, "condition: incompatible shapes %v and %v", cond, te)
+			return nil, nil, status.Errorf(wire.InvalidArgument, "condition: incompatible shapes %v and %v", cond, te)
 		}
 		return cond, out, nil
 	}
 	if !slices.Equal(t, e) {
-		return nil, nil, rpc.Errorf(wire.InvalidArgument, "'then' and 'else' must have the same shape, have %v and %v", t, e)
+		return nil, nil, status.Errorf(wire.InvalidArgument, "'then' and 'else' must have the same shape, have %v and %v", t, e)
 	}
 	switch {
 	case len(cond) == 0, slices.Equal(cond, t):
@@ -92,7 +92,7 @@ func selectShapes(v2 bool, cond, t, e []int64) ([]int64, []int64, error) {
 		rows[0] = cond[0]
 		return rows, t, nil
 	}
-	return nil, nil, rpc.Errorf(wire.InvalidArgument, "condition of shape %v: want a scalar, a vector of %d (then's first dimension) or shape %v", cond, firstDim(t), t)
+	return nil, nil, status.Errorf(wire.InvalidArgument, "condition of shape %v: want a scalar, a vector of %d (then's first dimension) or shape %v", cond, firstDim(t), t)
 }
 
 func firstDim(shape []int64) int64 {
@@ -107,7 +107,7 @@ func firstDim(shape []int64) int64 {
 func selectInto(out []int64, cond *wire.Tensor, condShape []int64, t, e *wire.Tensor) (wire.Tensor, error) {
 	n, ok := tensor.NumElements(out)
 	if !ok {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "bad result shape %v", out)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "bad result shape %v", out)
 	}
 	w := selectWalk{out: out, cond: cond, sc: broadcastStrides(condShape, out), st: broadcastStrides(t.Shape, out), se: broadcastStrides(e.Shape, out)}
 	if t.DType == wire.DTString {
@@ -156,7 +156,7 @@ func selectStrings(w *selectWalk, n int64, t, e *wire.Tensor) (wire.Tensor, erro
 		})
 	}
 	if size > tensor.MaxBytes {
-		return wire.Tensor{}, rpc.Errorf(wire.ResourceExhausted, "string tensor of shape %v: over %d bytes", w.out, tensor.MaxBytes)
+		return wire.Tensor{}, status.Errorf(wire.ResourceExhausted, "string tensor of shape %v: over %d bytes", w.out, tensor.MaxBytes)
 	}
 	buf := wire.NewBuffer(int(size))
 	data := buf.Bytes()[:0]

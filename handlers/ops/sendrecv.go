@@ -5,8 +5,8 @@ import (
 
 	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -116,7 +116,7 @@ func buildRecv(env *Env, n *Node) (Kernel, error) {
 		}
 		if t.DType != dt && !t.Dead {
 			t.Buf.Release()
-			return rpc.Errorf(wire.InvalidArgument, "received %v, tensor_type is %v", t.DType, dt)
+			return status.Errorf(wire.InvalidArgument, "received %v, tensor_type is %v", t.DType, dt)
 		}
 		c.setOut(0, t)
 		return nil

@@ -2,8 +2,8 @@ package ops
 
 import (
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -88,7 +88,7 @@ func buildSlice(_ *Env, n *Node) (Kernel, error) {
 				size[d] = dim - begin[d]
 			}
 			if begin[d] < 0 || size[d] < 0 || begin[d]+size[d] > dim {
-				return rpc.Errorf(wire.InvalidArgument, "slice of begin %v and size %v is outside shape %v in dimension %d", begin, size, t.Shape, d)
+				return status.Errorf(wire.InvalidArgument, "slice of begin %v and size %v is outside shape %v in dimension %d", begin, size, t.Shape, d)
 			}
 		}
 		r, err := tensor.New(dt, size)
@@ -143,7 +143,7 @@ func (s *stridedSpec) resolve(shape []int64) (box, []int64, error) {
 		n++
 	}
 	if ellipsis&(ellipsis-1) != 0 {
-		return box{}, nil, rpc.Errorf(wire.InvalidArgument, "more than one ellipsis in the mask %#b", s.ellipsis)
+		return box{}, nil, status.Errorf(wire.InvalidArgument, "more than one ellipsis in the mask %#b", s.ellipsis)
 	}
 	rank := len(shape)
 	b := box{begin: make([]int64, rank), stride: make([]int64, rank), size: make([]int64, rank)}
@@ -171,7 +171,7 @@ func (s *stridedSpec) resolve(shape []int64) (box, []int64, error) {
 			gather = append(gather, newAxisDim)
 		default:
 			if full >= rank {
-				return box{}, nil, rpc.Errorf(wire.InvalidArgument, "slice index %d is beyond the input's rank %d", i, rank)
+				return box{}, nil, status.Errorf(wire.InvalidArgument, "slice index %d is beyond the input's rank %d", i, rank)
 			}
 			if err := s.dense(&b, full, i, shape[full]); err != nil {
 				return box{}, nil, err
@@ -203,7 +203,7 @@ func (s *stridedSpec) dense(b *box, d, i int, dim int64) error {
 	bit := int64(1) << i
 	stride := s.strides[i]
 	if stride == 0 {
-		return rpc.Errorf(wire.InvalidArgument, "strides[%d] is 0", i)
+		return status.Errorf(wire.InvalidArgument, "strides[%d] is 0", i)
 	}
 	b.stride[d] = stride
 	if s.shrink&bit != 0 {
@@ -212,10 +212,10 @@ func (s *stridedSpec) dense(b *box, d, i int, dim int64) error {
 			x += dim
 		}
 		if x < 0 || x >= dim {
-			return rpc.Errorf(wire.InvalidArgument, "slice index %d of dimension %d is out of bounds for size %d", s.begin[i], d, dim)
+			return status.Errorf(wire.InvalidArgument, "slice index %d of dimension %d is out of bounds for size %d", s.begin[i], d, dim)
 		}
 		if stride < 0 {
-			return rpc.Errorf(wire.InvalidArgument, "only stride 1 is allowed on an indexed dimension, strides[%d] is %d", i, stride)
+			return status.Errorf(wire.InvalidArgument, "only stride 1 is allowed on an indexed dimension, strides[%d] is %d", i, stride)
 		}
 		b.begin[d], b.size[d] = x, 1
 		return nil
@@ -285,7 +285,7 @@ func buildStridedSlice(_ *Env, n *Node) (Kernel, error) {
 			return err
 		}
 		if len(s.begin) > 32 {
-			return rpc.Errorf(wire.InvalidArgument, "%d slice indices, at most 32", len(s.begin))
+			return status.Errorf(wire.InvalidArgument, "%d slice indices, at most 32", len(s.begin))
 		}
 		b, shape, err := s.resolve(t.Shape)
 		if err != nil {

@@ -4,8 +4,8 @@ import (
 	"math"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -37,7 +37,7 @@ func layoutAt(t *wire.Tensor, axis int) rowLayout {
 func checkIndices(idx []int64, n int) error {
 	for i, x := range idx {
 		if x < 0 || x >= int64(n) {
-			return rpc.Errorf(wire.InvalidArgument, "indices[%d] = %d is not in [0, %d)", i, x, n)
+			return status.Errorf(wire.InvalidArgument, "indices[%d] = %d is not in [0, %d)", i, x, n)
 		}
 	}
 	return nil
@@ -49,7 +49,7 @@ func checkIndices(idx []int64, n int) error {
 // returns t's row layout.
 func scatterRows(what string, u, t *wire.Tensor, idxShape, idx []int64) (rowLayout, error) {
 	if want := gatherShape(t.Shape, idxShape, 0); !sameShape(u.Shape, want) {
-		return rowLayout{}, rpc.Errorf(wire.InvalidArgument, "%s of shape %v for indices %v into %v, want %v", what, u.Shape, idxShape, t.Shape, want)
+		return rowLayout{}, status.Errorf(wire.InvalidArgument, "%s of shape %v for indices %v into %v, want %v", what, u.Shape, idxShape, t.Shape, want)
 	}
 	l := layoutAt(t, 0)
 	return l, checkIndices(idx, l.rows)
@@ -92,14 +92,14 @@ func buildGatherV2(_ *Env, n *Node) (Kernel, error) {
 		defer buf.release()
 		ax, err := indices(at)
 		if err != nil || len(ax) != 1 || len(at.Shape) != 0 {
-			return rpc.Errorf(wire.InvalidArgument, "axis must be an int scalar, is %v%v", at.DType, at.Shape)
+			return status.Errorf(wire.InvalidArgument, "axis must be an int scalar, is %v%v", at.DType, at.Shape)
 		}
 		axis := ax[0]
 		if axis < 0 {
 			axis += int64(len(params.Shape))
 		}
 		if axis < 0 || axis >= int64(len(params.Shape)) || params.DType.Size() == 0 {
-			return rpc.Errorf(wire.InvalidArgument, "gather axis %d from %v%v", ax[0], params.DType, params.Shape)
+			return status.Errorf(wire.InvalidArgument, "gather axis %d from %v%v", ax[0], params.DType, params.Shape)
 		}
 		l := layoutAt(params, int(axis))
 		if err := checkIndices(idx, l.rows); err != nil {
@@ -135,7 +135,7 @@ func errOr(err error, format string, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return rpc.Errorf(wire.InvalidArgument, format, args...)
+	return status.Errorf(wire.InvalidArgument, format, args...)
 }
 
 // lockRow and unlockRow take row r's stripe; mu must be held.
@@ -151,7 +151,7 @@ func (v *variable) sparse(f func(t *wire.Tensor) error) error {
 		return errUninitialized(v)
 	}
 	if len(v.t.Shape) == 0 {
-		return rpc.Errorf(wire.InvalidArgument, "row access to scalar variable %s", v.name)
+		return status.Errorf(wire.InvalidArgument, "row access to scalar variable %s", v.name)
 	}
 	return f(&v.t)
 }
@@ -307,10 +307,10 @@ func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 		}
 		defer buf.release()
 		if len(lr.Shape) != 0 {
-			return rpc.Errorf(wire.InvalidArgument, "lr must be a scalar, has shape %v", lr.Shape)
+			return status.Errorf(wire.InvalidArgument, "lr must be a scalar, has shape %v", lr.Shape)
 		}
 		if v == acc {
-			return rpc.Errorf(wire.InvalidArgument, "var and accum are both %s", v.name)
+			return status.Errorf(wire.InvalidArgument, "var and accum are both %s", v.name)
 		}
 		// Locks in id order: see variable.
 		first, second := v, acc
@@ -321,7 +321,7 @@ func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 			return second.sparse(func(*wire.Tensor) error {
 				vt, at := &v.t, &acc.t
 				if vt.DType != dt || at.DType != dt || !sameShape(vt.Shape, at.Shape) {
-					return rpc.Errorf(wire.InvalidArgument, "var %v%v and accum %v%v must match, of %v", vt.DType, vt.Shape, at.DType, at.Shape, dt)
+					return status.Errorf(wire.InvalidArgument, "var %v%v and accum %v%v must match, of %v", vt.DType, vt.Shape, at.DType, at.Shape, dt)
 				}
 				l, err := scatterRows("grad", g, vt, it.Shape, idx)
 				if err != nil {

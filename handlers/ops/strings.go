@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -39,11 +39,11 @@ func legacyScalar(t *wire.Tensor) bool {
 // scalarString returns the value of a string scalar (or vector of one).
 func scalarString(t *wire.Tensor, what string) (string, error) {
 	if t.DType != wire.DTString || !legacyScalar(t) {
-		return "", rpc.Errorf(wire.InvalidArgument, "%s must be a string scalar, is %v%v", what, t.DType, t.Shape)
+		return "", status.Errorf(wire.InvalidArgument, "%s must be a string scalar, is %v%v", what, t.DType, t.Shape)
 	}
 	s, err := t.Strings(nil)
 	if err != nil {
-		return "", rpc.Errorf(wire.InvalidArgument, "%s: %v", what, err)
+		return "", status.Errorf(wire.InvalidArgument, "%s: %v", what, err)
 	}
 	return string(s[0]), nil
 }
@@ -51,7 +51,7 @@ func scalarString(t *wire.Tensor, what string) (string, error) {
 // scalarInt32 returns the value of an int32 scalar (or vector of one).
 func scalarInt32(t *wire.Tensor, what string) (int32, error) {
 	if t.DType != wire.DTInt32 || !legacyScalar(t) {
-		return 0, rpc.Errorf(wire.InvalidArgument, "%s must be an int32 scalar, is %v%v", what, t.DType, t.Shape)
+		return 0, status.Errorf(wire.InvalidArgument, "%s must be an int32 scalar, is %v%v", what, t.DType, t.Shape)
 	}
 	v, _ := indices(t)
 	return int32(v[0]), nil
@@ -136,7 +136,7 @@ func buildStringJoin(_ *Env, n *Node) (Kernel, error) {
 				return err
 			}
 			if elems[i], err = t.Strings(nil); err != nil {
-				return rpc.Errorf(wire.InvalidArgument, "input %d: %v", i, err)
+				return status.Errorf(wire.InvalidArgument, "input %d: %v", i, err)
 			}
 			if len(t.Shape) == 0 {
 				continue
@@ -144,7 +144,7 @@ func buildStringJoin(_ *Env, n *Node) (Kernel, error) {
 			if shaped < 0 {
 				shaped, shape = i, t.Shape
 			} else if !slices.Equal(shape, t.Shape) {
-				return rpc.Errorf(wire.InvalidArgument, "input %d has shape %v, input %d %v: inputs must have one shape or be scalars", shaped, shape, i, t.Shape)
+				return status.Errorf(wire.InvalidArgument, "input %d has shape %v, input %d %v: inputs must have one shape or be scalars", shaped, shape, i, t.Shape)
 			}
 		}
 		count := 1

@@ -2,8 +2,8 @@ package ops
 
 import (
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // encodeStringTensor returns a DTString tensor of shape holding elems, in a
@@ -15,7 +15,7 @@ func encodeStringTensor(shape []int64, elems [][]byte) (wire.Tensor, error) {
 		size += len(e) + 10 // a uvarint length takes at most 10 bytes
 	}
 	if size > tensor.MaxBytes {
-		return wire.Tensor{}, rpc.Errorf(wire.ResourceExhausted, "string tensor of shape %v: over %d bytes", shape, tensor.MaxBytes)
+		return wire.Tensor{}, status.Errorf(wire.ResourceExhausted, "string tensor of shape %v: over %d bytes", shape, tensor.MaxBytes)
 	}
 	buf := wire.NewBuffer(size)
 	data := wire.AppendStrings(buf.Bytes()[:0], elems)
@@ -26,7 +26,7 @@ func encodeStringTensor(shape []int64, elems [][]byte) (wire.Tensor, error) {
 func stringElems(t *wire.Tensor) ([][]byte, error) {
 	elems, err := t.Strings(nil)
 	if err != nil {
-		return nil, rpc.Errorf(wire.InvalidArgument, "%v", err)
+		return nil, status.Errorf(wire.InvalidArgument, "%v", err)
 	}
 	return elems, nil
 }

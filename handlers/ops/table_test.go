@@ -7,8 +7,8 @@ import (
 
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -81,8 +81,8 @@ func runErrCases(t *testing.T, cases []errCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(t, NewEnv(t), GraphDef(tc.nodes...), nil) // every node runs
-			if err == nil || rpc.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
-				t.Fatalf("err = %v (code %v), want %v containing %q", err, rpc.CodeOf(err), tc.code, tc.msg)
+			if err == nil || status.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v (code %v), want %v containing %q", err, status.CodeOf(err), tc.code, tc.msg)
 			}
 			if !strings.Contains(err.Error(), `node "out"`) {
 				t.Fatalf("error %q does not name the node", err)

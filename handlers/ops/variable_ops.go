@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -120,7 +120,7 @@ func buildAssign(_ *Env, n *Node) (Kernel, error) {
 	n.NumOutputs = 1
 	return func(c *Context) error {
 		if !c.In[0].isRef {
-			return rpc.Errorf(wire.InvalidArgument, "input 0 is not a variable ref")
+			return status.Errorf(wire.InvalidArgument, "input 0 is not a variable ref")
 		}
 		t, err := c.input(1)
 		if err != nil {
@@ -170,7 +170,7 @@ func buildAssignUpdate(op binaryKind) func(*Env, *Node) (Kernel, error) {
 			}
 			return v.update(func(t *wire.Tensor) error {
 				if d.DType != t.DType || !sameShape(d.Shape, t.Shape) {
-					return rpc.Errorf(wire.InvalidArgument, "update %v%v of variable %s of %v%v", d.DType, d.Shape, v.name, t.DType, t.Shape)
+					return status.Errorf(wire.InvalidArgument, "update %v%v of variable %s of %v%v", d.DType, d.Shape, v.name, t.DType, t.Shape)
 				}
 				return elementwise(op, t, t, d)
 			})
@@ -190,7 +190,7 @@ func buildApplyGradientDescent(ref bool) func(*Env, *Node) (Kernel, error) {
 		}
 		return func(c *Context) error {
 			if c.In[0].v == nil || c.In[0].isRef != ref {
-				return rpc.Errorf(wire.InvalidArgument, "input 0 is not a variable %s", map[bool]string{true: "ref", false: "handle"}[ref])
+				return status.Errorf(wire.InvalidArgument, "input 0 is not a variable %s", map[bool]string{true: "ref", false: "handle"}[ref])
 			}
 			v := c.In[0].v
 			alpha, err := c.input(1)
@@ -202,11 +202,11 @@ func buildApplyGradientDescent(ref bool) func(*Env, *Node) (Kernel, error) {
 				return err
 			}
 			if len(alpha.Shape) != 0 || alpha.DType != v.dtype {
-				return rpc.Errorf(wire.InvalidArgument, "alpha must be a %v scalar, is %v%v", v.dtype, alpha.DType, alpha.Shape)
+				return status.Errorf(wire.InvalidArgument, "alpha must be a %v scalar, is %v%v", v.dtype, alpha.DType, alpha.Shape)
 			}
 			err = v.update(func(t *wire.Tensor) error {
 				if delta.DType != t.DType || !sameShape(delta.Shape, t.Shape) {
-					return rpc.Errorf(wire.InvalidArgument, "delta %v%v for variable %s of %v%v", delta.DType, delta.Shape, v.name, t.DType, t.Shape)
+					return status.Errorf(wire.InvalidArgument, "delta %v%v for variable %s of %v%v", delta.DType, delta.Shape, v.name, t.DType, t.Shape)
 				}
 				switch t.DType {
 				case wire.DTFloat:
@@ -245,7 +245,7 @@ func buildRefUpdate(op binaryKind) func(*Env, *Node) (Kernel, error) {
 		n.NumOutputs = 1
 		return func(c *Context) error {
 			if !c.In[0].isRef {
-				return rpc.Errorf(wire.InvalidArgument, "input 0 is not a variable ref")
+				return status.Errorf(wire.InvalidArgument, "input 0 is not a variable ref")
 			}
 			v := c.In[0].v
 			d, err := c.input(1)
@@ -254,7 +254,7 @@ func buildRefUpdate(op binaryKind) func(*Env, *Node) (Kernel, error) {
 			}
 			err = v.update(func(t *wire.Tensor) error {
 				if d.DType != t.DType || !sameShape(d.Shape, t.Shape) {
-					return rpc.Errorf(wire.InvalidArgument, "update %v%v of variable %s of %v%v", d.DType, d.Shape, v.name, t.DType, t.Shape)
+					return status.Errorf(wire.InvalidArgument, "update %v%v of variable %s of %v%v", d.DType, d.Shape, v.name, t.DType, t.Shape)
 				}
 				return elementwise(op, t, t, d)
 			})
@@ -284,7 +284,7 @@ func buildIsInitialized(ref bool) func(*Env, *Node) (Kernel, error) {
 		return func(c *Context) error {
 			in := c.In[0]
 			if in.v == nil || in.isRef != ref {
-				return rpc.Errorf(wire.InvalidArgument, "input 0 is not a %s", map[bool]string{true: "variable ref", false: "resource handle"}[ref])
+				return status.Errorf(wire.InvalidArgument, "input 0 is not a %s", map[bool]string{true: "variable ref", false: "resource handle"}[ref])
 			}
 			in.v.mu.RLock()
 			init := in.v.init

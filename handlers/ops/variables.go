@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // rowStripes is the number of row locks per variable.
@@ -71,7 +71,7 @@ func (vs *Variables) lookup(container, name string, dtype wire.DataType) (*varia
 		return v, nil
 	}
 	if dtype != wire.DTInvalid && v.dtype != dtype {
-		return nil, rpc.Errorf(wire.InvalidArgument, "variable %s holds %v, not %v", v.name, v.dtype, dtype)
+		return nil, status.Errorf(wire.InvalidArgument, "variable %s holds %v, not %v", v.name, v.dtype, dtype)
 	}
 	return v, nil
 }
@@ -105,13 +105,13 @@ func (vs *Variables) Cleanup(containers []string) {
 // variable was created with.
 func (v *variable) checkDType(dt wire.DataType) error {
 	if v.dtype != dt {
-		return rpc.Errorf(wire.InvalidArgument, "variable %s holds %v, dtype is %v", v.name, v.dtype, dt)
+		return status.Errorf(wire.InvalidArgument, "variable %s holds %v, dtype is %v", v.name, v.dtype, dt)
 	}
 	return nil
 }
 
 func errUninitialized(v *variable) error {
-	return rpc.Errorf(wire.FailedPrecondition, "attempting to use uninitialized value %s", v.name)
+	return status.Errorf(wire.FailedPrecondition, "attempting to use uninitialized value %s", v.name)
 }
 
 // read returns a copy of the variable's value, owned by the caller.
@@ -135,12 +135,12 @@ func (v *variable) read() (wire.Tensor, error) {
 // initialized variable keeps its shape.
 func (v *variable) assign(t *wire.Tensor, validateShape bool) error {
 	if t.DType != v.dtype {
-		return rpc.Errorf(wire.InvalidArgument, "assign %v to variable %s of %v", t.DType, v.name, v.dtype)
+		return status.Errorf(wire.InvalidArgument, "assign %v to variable %s of %v", t.DType, v.name, v.dtype)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.init && validateShape && !sameShape(v.t.Shape, t.Shape) {
-		return rpc.Errorf(wire.InvalidArgument, "assign shape %v to variable %s of shape %v", t.Shape, v.name, v.t.Shape)
+		return status.Errorf(wire.InvalidArgument, "assign shape %v to variable %s of shape %v", t.Shape, v.name, v.t.Shape)
 	}
 	if v.init && len(v.t.Data) == len(t.Data) && t.DType != wire.DTString {
 		copy(v.t.Data, t.Data)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/rendezvous"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // waiter records what a RecvAsync receiver was told.
@@ -67,7 +67,7 @@ func TestRendezvousRecvAsync(t *testing.T) {
 	// A second receiver of a key is refused at once.
 	var twice waiter
 	r.RecvAsync(1, "twice", &waiter{})
-	if tk := r.RecvAsync(1, "twice", &twice); tk != nil || twice.n != 1 || rpc.CodeOf(twice.err) != wire.AlreadyExists {
+	if tk := r.RecvAsync(1, "twice", &twice); tk != nil || twice.n != 1 || status.CodeOf(twice.err) != wire.AlreadyExists {
 		t.Fatalf("second RecvAsync of a key: ticket %v, told %d times, %v", tk, twice.n, twice.err)
 	}
 	r.Cleanup(1, errCleaned)
@@ -102,7 +102,7 @@ func TestRendezvousRecvAsyncEnds(t *testing.T) {
 	var aborted, cleaned waiter
 	r.RecvAsync(3, "k", &aborted)
 	tk = r.RecvAsync(4, "k", &cleaned)
-	stepErr := rpc.Errorf(wire.Cancelled, "step failed")
+	stepErr := status.Errorf(wire.Cancelled, "step failed")
 	r.Abort(3, stepErr)
 	r.Cleanup(4, errCleaned)
 	if aborted.n != 1 || !errors.Is(aborted.err, stepErr) || cleaned.n != 1 || !errors.Is(cleaned.err, errCleaned) {

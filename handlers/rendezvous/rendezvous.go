@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // A Rendezvous pairs each step's sent tensors with their receivers by
@@ -142,7 +142,7 @@ func (r *Rendezvous) Send(step int64, key string, t wire.Tensor) error {
 	case s.full:
 		sh.mu.Unlock()
 		t.Buf.Release()
-		return rpc.Errorf(wire.AlreadyExists, "rendezvous: step %d: %q sent twice", step, key)
+		return status.Errorf(wire.AlreadyExists, "rendezvous: step %d: %q sent twice", step, key)
 	default: // a receiver is waiting; it owns s from here on
 		s.t, s.sendStart, s.full = t, time.Now().UnixMicro(), true
 		delete(st.slots, key)
@@ -174,7 +174,7 @@ func (r *Rendezvous) TryRecv(step int64, key string) (t wire.Tensor, sendStart i
 	}
 	if !s.full {
 		sh.mu.Unlock()
-		return wire.Tensor{}, 0, false, rpc.Errorf(wire.AlreadyExists, "rendezvous: step %d: %q received twice", step, key)
+		return wire.Tensor{}, 0, false, status.Errorf(wire.AlreadyExists, "rendezvous: step %d: %q received twice", step, key)
 	}
 	delete(st.slots, key)
 	sh.mu.Unlock()
@@ -219,7 +219,7 @@ func (r *Rendezvous) RecvAsync(step int64, key string, w Waiter) *Ticket {
 	}
 	if s != nil {
 		sh.mu.Unlock()
-		w.Received(wire.Tensor{}, 0, rpc.Errorf(wire.AlreadyExists, "rendezvous: step %d: %q received twice", step, key))
+		w.Received(wire.Tensor{}, 0, status.Errorf(wire.AlreadyExists, "rendezvous: step %d: %q received twice", step, key))
 		return nil
 	}
 	key = strings.Clone(key)
@@ -270,7 +270,7 @@ func (r *Rendezvous) Recv(ctx context.Context, step int64, key string) (wire.Ten
 	}
 	if s != nil {
 		sh.mu.Unlock()
-		return wire.Tensor{}, 0, rpc.Errorf(wire.AlreadyExists, "rendezvous: step %d: %q received twice", step, key)
+		return wire.Tensor{}, 0, status.Errorf(wire.AlreadyExists, "rendezvous: step %d: %q received twice", step, key)
 	}
 	// Waiting slots are not pooled: a late Send or abort may still touch one.
 	// The key is copied, since callers may pass a view of a request frame.
@@ -292,7 +292,7 @@ func (r *Rendezvous) Recv(ctx context.Context, step int64, key string) (wire.Ten
 			sh.forget(step)
 		}
 		sh.mu.Unlock()
-		return wire.Tensor{}, 0, rpc.Errorf(rpc.CodeOf(ctx.Err()), "rendezvous: step %d: waiting for %q: %v", step, key, ctx.Err())
+		return wire.Tensor{}, 0, status.Errorf(status.CodeOf(ctx.Err()), "rendezvous: step %d: waiting for %q: %v", step, key, ctx.Err())
 	}
 	if s.err != nil {
 		return wire.Tensor{}, 0, s.err

@@ -9,12 +9,12 @@ import (
 	"github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/internal/bufpool"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // errCleaned is what the tests clean steps up with.
-var errCleaned = rpc.Errorf(wire.Aborted, "step cleaned up")
+var errCleaned = status.Errorf(wire.Aborted, "step cleaned up")
 
 func TestRendezvousSendThenRecv(t *testing.T) {
 	r := rendezvous.New()
@@ -32,7 +32,7 @@ func TestRendezvousSendThenRecv(t *testing.T) {
 	r.Send(2, "k", y)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, _, err := r.Recv(ctx, 1, "k"); !errors.Is(err, rpc.ErrDeadlineExceeded) {
+	if _, _, err := r.Recv(ctx, 1, "k"); !errors.Is(err, status.ErrDeadlineExceeded) {
 		t.Fatalf("Recv of a key sent in another step: %v", err)
 	}
 	r.Cleanup(1, errCleaned)
@@ -70,7 +70,7 @@ func TestRendezvousDuplicates(t *testing.T) {
 	r := rendezvous.New()
 	defer r.Cleanup(1, errCleaned)
 	r.Send(1, "k", graphtest.F32([]int64{1}, 1))
-	if err := r.Send(1, "k", graphtest.F32([]int64{1}, 2)); !errors.Is(err, rpc.ErrAlreadyExists) {
+	if err := r.Send(1, "k", graphtest.F32([]int64{1}, 2)); !errors.Is(err, status.ErrAlreadyExists) {
 		t.Fatalf("second Send: %v", err)
 	}
 }
@@ -79,7 +79,7 @@ func TestRendezvousDeadline(t *testing.T) {
 	r := rendezvous.New()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	if _, _, err := r.Recv(ctx, 1, "k"); !errors.Is(err, rpc.ErrDeadlineExceeded) {
+	if _, _, err := r.Recv(ctx, 1, "k"); !errors.Is(err, status.ErrDeadlineExceeded) {
 		t.Fatalf("Recv past its deadline: %v", err)
 	}
 	// The timed-out receiver leaves nothing behind.
@@ -90,7 +90,7 @@ func TestRendezvousDeadline(t *testing.T) {
 
 func TestRendezvousAbortFailsWaiters(t *testing.T) {
 	r := rendezvous.New()
-	stepErr := rpc.Errorf(wire.Internal, "node \"x\" failed")
+	stepErr := status.Errorf(wire.Internal, "node \"x\" failed")
 	errs := make(chan error, 3)
 	for _, k := range []string{"a", "b", "c"} {
 		go func() {
@@ -141,16 +141,16 @@ func TestRendezvousCleanupFreesEverything(t *testing.T) {
 	r.Cleanup(3, errCleaned)
 	select {
 	case err := <-waiter:
-		if !errors.Is(err, rpc.ErrAborted) {
+		if !errors.Is(err, status.ErrAborted) {
 			t.Fatalf("waiter after cleanup: %v", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("waiter not failed by Cleanup")
 	}
-	if err := r.Send(3, "late", graphtest.F32([]int64{4})); !errors.Is(err, rpc.ErrAborted) {
+	if err := r.Send(3, "late", graphtest.F32([]int64{4})); !errors.Is(err, status.ErrAborted) {
 		t.Fatalf("late Send: %v", err)
 	}
-	if _, _, err := r.Recv(context.Background(), 3, "late"); !errors.Is(err, rpc.ErrAborted) {
+	if _, _, err := r.Recv(context.Background(), 3, "late"); !errors.Is(err, status.ErrAborted) {
 		t.Fatalf("late Recv: %v", err)
 	}
 	if steps, keys := r.Len(); steps != 0 || keys != 0 {

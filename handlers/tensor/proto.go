@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -39,26 +39,26 @@ func ShapeToProto(shape []int64) *tfpb.TensorShapeProto {
 // is set, else from the typed repeated field of p's dtype (float_val,
 // int_val, int64_val, string_val, ...). As in TensorFlow, fewer typed values
 // than elements repeat the last value (a Const of shape [1000] may hold one
-// float_val), and none at all means zeros. Errors wrap rpc.ErrInvalidArgument.
+// float_val), and none at all means zeros. Errors wrap status.ErrInvalidArgument.
 func FromProto(p *tfpb.TensorProto) (wire.Tensor, error) {
 	dt := wire.DataType(p.GetDtype())
 	shape, err := ShapeFromProto(p.GetTensorShape())
 	if err != nil {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %v", err)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: %v", err)
 	}
 	n, ok := NumElements(shape)
 	if !ok {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: shape %v has no element count", shape)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: shape %v has no element count", shape)
 	}
 	if dt == wire.DTString {
 		return stringsFromProto(p, shape, n)
 	}
 	size := dt.Size()
 	if size == 0 {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: dtype %v cannot be held", dt)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: dtype %v cannot be held", dt)
 	}
 	if n > MaxBytes/int64(size) {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %v%v is over %d bytes", dt, shape, MaxBytes)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: %v%v is over %d bytes", dt, shape, MaxBytes)
 	}
 	nbytes := n * int64(size)
 	buf := wire.NewBuffer(int(nbytes))
@@ -66,7 +66,7 @@ func FromProto(p *tfpb.TensorProto) (wire.Tensor, error) {
 	if c := p.GetTensorContent(); len(c) > 0 || n == 0 {
 		if int64(len(c)) != nbytes {
 			buf.Release()
-			return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %v%v needs %d bytes of content, has %d", dt, shape, nbytes, len(c))
+			return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: %v%v needs %d bytes of content, has %d", dt, shape, nbytes, len(c))
 		}
 		copy(t.Data, c)
 		return t, nil
@@ -116,12 +116,12 @@ func fillTyped(t *wire.Tensor, p *tfpb.TensorProto) error {
 	case wire.DTComplex128:
 		return broadcastPairs(View[float64](t.Data), p.GetDcomplexVal())
 	}
-	return rpc.Errorf(wire.InvalidArgument, "tensor: no typed values for dtype %v", t.DType)
+	return status.Errorf(wire.InvalidArgument, "tensor: no typed values for dtype %v", t.DType)
 }
 
 func broadcast[S, D any](dst []D, src []S, conv func(S) D) error {
 	if len(src) > len(dst) {
-		return rpc.Errorf(wire.InvalidArgument, "tensor: %d values for %d elements", len(src), len(dst))
+		return status.Errorf(wire.InvalidArgument, "tensor: %d values for %d elements", len(src), len(dst))
 	}
 	var zero D
 	for i := range dst {
@@ -140,7 +140,7 @@ func broadcast[S, D any](dst []D, src []S, conv func(S) D) error {
 // broadcastPairs is broadcast for complex values stored as (real, imag).
 func broadcastPairs[T float32 | float64](dst, src []T) error {
 	if len(src)%2 != 0 || len(src) > len(dst) {
-		return rpc.Errorf(wire.InvalidArgument, "tensor: %d complex parts for %d", len(src), len(dst))
+		return status.Errorf(wire.InvalidArgument, "tensor: %d complex parts for %d", len(src), len(dst))
 	}
 	for i := 0; i < len(dst); i += 2 {
 		switch {
@@ -167,7 +167,7 @@ func stringsFromProto(p *tfpb.TensorProto, shape []int64, n int64) (wire.Tensor,
 	}
 	vals := p.GetStringVal()
 	if int64(len(vals)) > n {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %d strings for %d elements", len(vals), n)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: %d strings for %d elements", len(vals), n)
 	}
 	// Size the buffer before making anything of n's size: one short
 	// string_val may claim a shape of billions of elements.
@@ -182,12 +182,12 @@ func stringsFromProto(p *tfpb.TensorProto, shape []int64, n int64) (wire.Tensor,
 		}
 		each := int64(uvarintLen(uint64(len(last))) + len(last))
 		if rest > (MaxBytes-size)/each {
-			return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %d strings of %d bytes are over %d bytes", n, len(last), MaxBytes)
+			return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: %d strings of %d bytes are over %d bytes", n, len(last), MaxBytes)
 		}
 		size += rest * each
 	}
 	if size > MaxBytes {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: strings of %d bytes are over %d", size, MaxBytes)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: strings of %d bytes are over %d", size, MaxBytes)
 	}
 	buf := wire.NewBuffer(int(size))
 	data := buf.Bytes()[:0]
@@ -213,21 +213,21 @@ func decodeStringList(c []byte, shape []int64, n int64) (wire.Tensor, error) {
 	// Every length takes at least a byte, which bounds n before anything
 	// of n's size is made.
 	if n > int64(len(c)) {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: %d strings in %d bytes of tensor_content", n, len(c))
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: %d strings in %d bytes of tensor_content", n, len(c))
 	}
 	lens := c
 	total := uint64(0)
 	for i := int64(0); i < n; i++ {
 		l, k := varint32(lens)
 		if k <= 0 || k > binary.MaxVarintLen32 || l > math.MaxUint32 {
-			return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: tensor_content string length %d of %d is not a varint32", i, n)
+			return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: tensor_content string length %d of %d is not a varint32", i, n)
 		}
 		total += l
 		lens = lens[k:]
 	}
 	headers := len(c) - len(lens)
 	if total != uint64(len(lens)) {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "tensor: tensor_content has %d bytes of strings after %d lengths summing to %d", len(lens), n, total)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "tensor: tensor_content has %d bytes of strings after %d lengths summing to %d", len(lens), n, total)
 	}
 	// The lengths are the same numbers in varints, so DTString's encoding
 	// is no longer than TensorFlow's, only interleaved.
@@ -290,12 +290,12 @@ func ToProto(t *wire.Tensor) (*tfpb.TensorProto, error) {
 		return p, nil
 	}
 	if err := t.Check(); err != nil {
-		return nil, rpc.Errorf(wire.InvalidArgument, "tensor: %v", err)
+		return nil, status.Errorf(wire.InvalidArgument, "tensor: %v", err)
 	}
 	if t.DType == wire.DTString {
 		elems, err := t.Strings(nil)
 		if err != nil {
-			return nil, rpc.Errorf(wire.InvalidArgument, "tensor: %v", err)
+			return nil, status.Errorf(wire.InvalidArgument, "tensor: %v", err)
 		}
 		p.StringVal = make([][]byte, len(elems))
 		for i, e := range elems {

@@ -11,8 +11,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -133,7 +133,7 @@ func TestTensorFromProtoRejects(t *testing.T) {
 	for name, p := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, err := FromProto(p)
-			if !errors.Is(err, rpc.ErrInvalidArgument) {
+			if !errors.Is(err, status.ErrInvalidArgument) {
 				got.Buf.Release()
 				t.Fatalf("TensorFromProto = %v%v, %v; want InvalidArgument", got.DType, got.Shape, err)
 			}

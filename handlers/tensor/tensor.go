@@ -4,8 +4,8 @@ import (
 	"errors"
 	"unsafe"
 
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 )
 
 // MaxBytes bounds the tensors a worker creates, so that a hostile or
@@ -20,10 +20,10 @@ var errBadTensor = errors.New("bad tensor")
 func New(dt wire.DataType, shape []int64) (wire.Tensor, error) {
 	n, ok := NumElements(shape)
 	if !ok || dt.Size() == 0 {
-		return wire.Tensor{}, rpc.Errorf(wire.InvalidArgument, "new %v tensor of shape %v: %v", dt, shape, errBadTensor)
+		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "new %v tensor of shape %v: %v", dt, shape, errBadTensor)
 	}
 	if n > MaxBytes/int64(dt.Size()) {
-		return wire.Tensor{}, rpc.Errorf(wire.ResourceExhausted, "new %v tensor of shape %v: over %d bytes", dt, shape, MaxBytes)
+		return wire.Tensor{}, status.Errorf(wire.ResourceExhausted, "new %v tensor of shape %v: over %d bytes", dt, shape, MaxBytes)
 	}
 	buf := wire.NewBuffer(int(n) * dt.Size())
 	return wire.Tensor{DType: dt, Shape: append([]int64(nil), shape...), Data: buf.Bytes(), Buf: buf}, nil

@@ -9,8 +9,6 @@ import (
 	"iter"
 	"os"
 	"strings"
-
-	"github.com/starwire/starwire/internal/envvar"
 )
 
 // DefaultEndpointMapFile is the endpoint map read from the working directory
@@ -82,10 +80,10 @@ func NewEndpointMap(name string) EndpointMap { return EndpointMap{name: name} }
 // or .endpoint_map in the working directory when the variable is unset. A
 // missing file is an error wrapping fs.ErrNotExist.
 func LoadEndpointMap() (EndpointMap, error) {
-	path := os.Getenv(envvar.EndpointMapPath)
-	from := "$" + envvar.EndpointMapPath
+	path := getenv(EnvEndpointMapPath)
+	from := "$" + EnvEndpointMapPath
 	if path == "" {
-		path, from = DefaultEndpointMapFile, "the working directory (or set $"+envvar.EndpointMapPath+")"
+		path, from = DefaultEndpointMapFile, "the working directory (or set $"+EnvEndpointMapPath+")"
 	}
 	m, err := ReadEndpointMap(path)
 	if errors.Is(err, fs.ErrNotExist) {

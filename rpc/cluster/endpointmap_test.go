@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/starwire/starwire/internal/envvar"
 )
 
 func TestParseEndpointMapFiles(t *testing.T) {
@@ -202,7 +200,7 @@ func writeFile(t *testing.T, path, text string) {
 func TestLoadEndpointMapFromEnv(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cluster.endpoints")
 	writeFile(t, path, "h:1=h:2\n")
-	t.Setenv(envvar.EndpointMapPath, path)
+	t.Setenv(EnvEndpointMapPath, path)
 	t.Chdir(t.TempDir()) // a .endpoint_map here must not be read
 	writeFile(t, DefaultEndpointMapFile, "h:1=h:3\n")
 	m, err := LoadEndpointMap()
@@ -213,15 +211,15 @@ func TestLoadEndpointMapFromEnv(t *testing.T) {
 		t.Errorf("Lookup = %q, %v from %s; want h:2 from %s", s, err, m.Name(), path)
 	}
 
-	t.Setenv(envvar.EndpointMapPath, filepath.Join(t.TempDir(), "absent"))
+	t.Setenv(EnvEndpointMapPath, filepath.Join(t.TempDir(), "absent"))
 	_, err = LoadEndpointMap()
-	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "$"+envvar.EndpointMapPath) {
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "$"+EnvEndpointMapPath) {
 		t.Errorf("missing file named by the variable: %v", err)
 	}
 }
 
 func TestLoadEndpointMapFromWorkingDirectory(t *testing.T) {
-	t.Setenv(envvar.EndpointMapPath, "")
+	t.Setenv(EnvEndpointMapPath, "")
 	t.Chdir(t.TempDir())
 	_, err := LoadEndpointMap()
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "working directory") {

@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc"
 )
 
@@ -23,14 +21,34 @@ type ReactorCount struct {
 
 // CoreNumber returns the number of reactors of a process's shared TCP
 // transport: SEASTAR_CORE_NUMBER when it is a whole number in
-// 1..envvar.MaxCount, rpc.DefaultReactors otherwise.
+// 1..MaxReactors, rpc.DefaultReactors otherwise. A command hands it to
+// rpc.SetSharedReactors.
 func CoreNumber() int { return coreNumber().N }
 
+// coreNumber is the one reading of SEASTAR_CORE_NUMBER; every count
+// derived from it (CoreNumber, SharedReactors, Reactors, PacketReactors)
+// comes from here.
 func coreNumber() ReactorCount {
-	if n, ok := envvar.Count(envvar.CoreNumber); ok {
-		return ReactorCount{N: n, Var: envvar.CoreNumber, Value: strings.TrimSpace(os.Getenv(envvar.CoreNumber))}
+	return roleCount(EnvCoreNumber, ReactorCount{N: rpc.DefaultReactors})
+}
+
+// roleCount is the count variable name sets, or def when it is unset or
+// not a count.
+func roleCount(name string, def ReactorCount) ReactorCount {
+	if n, ok := envCount(name); ok {
+		return ReactorCount{N: n, Var: name, Value: strings.TrimSpace(getenv(name))}
 	}
-	return ReactorCount{N: rpc.DefaultReactors}
+	return def
+}
+
+// PacketReactors returns how many AF_XDP reactors a process runs per
+// interface, for afxdp.Options.Reactors: SEASTAR_CORE_NUMBER when set,
+// else 0, afxdp's default of one.
+func PacketReactors() int {
+	if r := coreNumber(); r.Var != "" {
+		return r.N
+	}
+	return 0
 }
 
 // Reactors returns the reactor count of a task of job ("ps", or any other
@@ -40,14 +58,11 @@ func coreNumber() ReactorCount {
 // and, as DeepRec does, never more than conns when conns > 0 (a reactor
 // without a connection only costs wake-ups).
 func Reactors(job string, conns int) ReactorCount {
-	r := coreNumber()
-	name := envvar.WorkerCoreNumber
+	name := EnvWorkerCoreNumber
 	if job == "ps" {
-		name = envvar.PSCoreNumber
+		name = EnvPSCoreNumber
 	}
-	if n, ok := envvar.Count(name); ok {
-		r = ReactorCount{N: n, Var: name, Value: strings.TrimSpace(os.Getenv(name))}
-	}
+	r := roleCount(name, coreNumber())
 	if conns > 0 && r.N > conns {
 		r.N, r.CappedAt = conns, conns
 	}

@@ -3,7 +3,6 @@ package cluster
 import (
 	"testing"
 
-	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc"
 )
 
@@ -24,9 +23,9 @@ func TestRoleCoreNumber(t *testing.T) {
 		{"100000", "", "", "worker", 0, rpc.DefaultReactors},
 	}
 	for _, tt := range tests {
-		t.Setenv(envvar.CoreNumber, tt.core)
-		t.Setenv(envvar.PSCoreNumber, tt.ps)
-		t.Setenv(envvar.WorkerCoreNumber, tt.worker)
+		t.Setenv(EnvCoreNumber, tt.core)
+		t.Setenv(EnvPSCoreNumber, tt.ps)
+		t.Setenv(EnvWorkerCoreNumber, tt.worker)
 		if got := RoleCoreNumber(tt.job, tt.peers); got != tt.want {
 			t.Errorf("core=%q ps=%q worker=%q: RoleCoreNumber(%s, %d) = %d, want %d",
 				tt.core, tt.ps, tt.worker, tt.job, tt.peers, got, tt.want)
@@ -38,16 +37,16 @@ func TestRoleCoreNumber(t *testing.T) {
 // a variable asked for more reactors than connections, warns in one line
 // with the value used.
 func TestReactorsSaysWhy(t *testing.T) {
-	t.Setenv(envvar.CoreNumber, "")
-	t.Setenv(envvar.PSCoreNumber, "")
-	t.Setenv(envvar.WorkerCoreNumber, "")
+	t.Setenv(EnvCoreNumber, "")
+	t.Setenv(EnvPSCoreNumber, "")
+	t.Setenv(EnvWorkerCoreNumber, "")
 	if r := Reactors("ps", 0); r.String() != "4 (default)" || r.Warning() != "" {
 		t.Errorf("unset: %q, warning %q", r, r.Warning())
 	}
 	if r := Reactors("ps", 2); r.String() != "2 (default, capped at 2 connections)" || r.Warning() != "" {
 		t.Errorf("default over 2 connections: %q, warning %q", r, r.Warning())
 	}
-	t.Setenv(envvar.PSCoreNumber, "16")
+	t.Setenv(EnvPSCoreNumber, "16")
 	r := Reactors("ps", 3)
 	if r.String() != "3 (NETWORK_PS_CORE_NUMBER=16, capped at 3 connections)" {
 		t.Errorf("capped: %q", r)
@@ -55,7 +54,7 @@ func TestReactorsSaysWhy(t *testing.T) {
 	if want := "NETWORK_PS_CORE_NUMBER=16 is more than the task's 3 connections; using 3 reactors"; r.Warning() != want {
 		t.Errorf("warning %q, want %q", r.Warning(), want)
 	}
-	t.Setenv(envvar.CoreNumber, "2")
+	t.Setenv(EnvCoreNumber, "2")
 	if r := Reactors("worker", 8); r.String() != "2 (SEASTAR_CORE_NUMBER=2)" || r.Warning() != "" {
 		t.Errorf("worker: %q, warning %q", r, r.Warning())
 	}

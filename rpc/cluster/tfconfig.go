@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
-
-	"github.com/starwire/starwire/internal/envvar"
 )
 
 // A TFConfig is the TF_CONFIG environment variable that TensorFlow's
@@ -48,7 +45,7 @@ const (
 // LoadTFConfig parses the TF_CONFIG environment variable. Unset or blank,
 // it returns ok=false and no error: the process was not launched with one.
 func LoadTFConfig() (cfg TFConfig, ok bool, err error) {
-	v := os.Getenv(envvar.TFConfig)
+	v := getenv(EnvTFConfig)
 	if strings.TrimSpace(v) == "" {
 		return TFConfig{}, false, nil
 	}
@@ -77,9 +74,9 @@ func ParseTFConfig(data []byte) (TFConfig, error) {
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
-			return TFConfig{}, fmt.Errorf("cluster: %s: invalid JSON at byte %d: %w", envvar.TFConfig, se.Offset, err)
+			return TFConfig{}, fmt.Errorf("cluster: %s: invalid JSON at byte %d: %w", EnvTFConfig, se.Offset, err)
 		}
-		return TFConfig{}, fmt.Errorf("cluster: %s: %w", envvar.TFConfig, jsonTypeError(err, tfConfigShape))
+		return TFConfig{}, fmt.Errorf("cluster: %s: %w", EnvTFConfig, jsonTypeError(err, tfConfigShape))
 	}
 	cfg := TFConfig{Environment: raw.Environment}
 	if raw.Cluster != nil {
@@ -88,7 +85,7 @@ func ParseTFConfig(data []byte) (TFConfig, error) {
 	if raw.RPCLayer != "" {
 		p, err := parseProtocol(raw.RPCLayer)
 		if err != nil {
-			return TFConfig{}, fmt.Errorf("cluster: %s: rpc_layer: %w", envvar.TFConfig, err)
+			return TFConfig{}, fmt.Errorf("cluster: %s: rpc_layer: %w", EnvTFConfig, err)
 		}
 		cfg.RPCLayer = p
 	}
@@ -96,12 +93,12 @@ func ParseTFConfig(data []byte) (TFConfig, error) {
 		cfg.TaskType = strings.TrimSpace(raw.Task.Type)
 		idx, err := parseTaskIndex(raw.Task.Index)
 		if err != nil {
-			return TFConfig{}, fmt.Errorf("cluster: %s: task: %w", envvar.TFConfig, err)
+			return TFConfig{}, fmt.Errorf("cluster: %s: task: %w", EnvTFConfig, err)
 		}
 		cfg.TaskIndex = idx
 	}
 	if err := cfg.check(); err != nil {
-		return TFConfig{}, fmt.Errorf("cluster: %s: %w", envvar.TFConfig, err)
+		return TFConfig{}, fmt.Errorf("cluster: %s: %w", EnvTFConfig, err)
 	}
 	return cfg, nil
 }

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/starwire/starwire/internal/envvar"
 )
 
 func readTestdata(t testing.TB, name string) []byte {
@@ -138,20 +136,20 @@ func TestParseTFConfigDefaults(t *testing.T) {
 }
 
 func TestLoadTFConfig(t *testing.T) {
-	t.Setenv(envvar.TFConfig, "")
+	t.Setenv(EnvTFConfig, "")
 	if _, ok, err := LoadTFConfig(); ok || err != nil {
 		t.Errorf("blank: ok %v, err %v", ok, err)
 	}
-	os.Unsetenv(envvar.TFConfig) // t.Setenv restores it after the test
+	os.Unsetenv(EnvTFConfig) // t.Setenv restores it after the test
 	if _, ok, err := LoadTFConfig(); ok || err != nil {
 		t.Errorf("unset: ok %v, err %v", ok, err)
 	}
-	t.Setenv(envvar.TFConfig, string(readTestdata(t, "worker.json")))
+	t.Setenv(EnvTFConfig, string(readTestdata(t, "worker.json")))
 	c, ok, err := LoadTFConfig()
 	if !ok || err != nil || c.TaskName() != "/job:worker/replica:0/task:1" {
 		t.Errorf("set: %+v, ok %v, err %v", c, ok, err)
 	}
-	t.Setenv(envvar.TFConfig, `{"cluster":`)
+	t.Setenv(EnvTFConfig, `{"cluster":`)
 	if _, ok, err := LoadTFConfig(); ok || err == nil {
 		t.Errorf("malformed: ok %v, err %v", ok, err)
 	}

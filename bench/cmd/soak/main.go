@@ -32,6 +32,7 @@ import (
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -39,6 +40,7 @@ import (
 const afxdpPort = 7730
 
 func main() {
+	rpc.SetSharedReactors(cluster.CoreNumber()) // SEASTAR_CORE_NUMBER sizes the TCP reactors, children's too
 	stress.Child{Listen: listen}.Main()
 	duration := flag.Duration("duration", 10*time.Minute, "how long to run")
 	segment := flag.Duration("segment", time.Minute, "length of one segment (one transport, at most one fault)")

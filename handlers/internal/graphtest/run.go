@@ -7,8 +7,8 @@ import (
 	"github.com/starwire/starwire/handlers/graph"
 	"github.com/starwire/starwire/handlers/ops"
 	"github.com/starwire/starwire/handlers/rendezvous"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -26,7 +26,7 @@ func NewEnv(t testing.TB) *ops.Env {
 }
 
 // errCleaned is what Run cleans its steps up with.
-var errCleaned = rpc.Errorf(wire.Aborted, "step cleaned up")
+var errCleaned = status.Errorf(wire.Aborted, "step cleaned up")
 
 // Run builds g against env and runs it once, as step 1, with named feeds
 // (which it releases), and returns the fetched outputs, released when the

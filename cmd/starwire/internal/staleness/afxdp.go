@@ -12,6 +12,7 @@ import (
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // xdpPort is the UDP port of every AF_XDP endpoint; each is on its own
@@ -50,7 +51,7 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("staleness: afxdp: %w", err)
 	}
-	policy, err := afxdprpc.PathPolicyFromEnv()
+	policy, err := afxdprpc.ParsePathPolicy(cluster.AFXDPPath())
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("staleness: %w", err)

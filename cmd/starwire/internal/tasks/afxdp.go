@@ -10,6 +10,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // ServeAFXDP opens an AF_XDP endpoint on interface iface at the UDP port
@@ -69,7 +70,8 @@ func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error
 		return nil, fmt.Errorf("%s: %w", s.Task(), err)
 	}
 	// DeepRec's *_ENABLE_POLLING and *_DISABLE_PIN_CORES tune the reactor.
-	ep := afxdp.NewEndpoint(xl, s.PacketAuth.options(afxdp.OptionsFromEnv(s.Job, 0)))
+	busy, pollSet := cluster.PacketPolling(s.Job)
+	ep := afxdp.NewEndpoint(xl, s.PacketAuth.options(afxdp.TaskOptions(busy, pollSet, cluster.PinPacketReactors(s.Job), 0)))
 	l, err := afxdprpc.Transport(ep).Listen("")
 	if err != nil {
 		ep.Close()

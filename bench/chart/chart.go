@@ -1,4 +1,9 @@
-package bench
+// Package chart draws the charts of a bench.Report: throughput and
+// p50/p99 latency against size and against calls in flight, one line per
+// protocol, as PNG or SVG files. It lives apart from package bench so that
+// the starwire binary, which runs sweeps, links no plotting library;
+// bench/cmd/charts draws a results.json written by "starwire bench".
+package chart
 
 import (
 	"fmt"
@@ -12,40 +17,42 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/starwire/starwire/bench"
 )
 
 // protoColors give each protocol one colour in every chart.
 var protoColors = map[string]color.Color{
-	ProtoGRPC:  color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	ProtoTCP:   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	ProtoUDP:   color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	ProtoAFXDP: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	bench.ProtoGRPC:  color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	bench.ProtoTCP:   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	bench.ProtoUDP:   color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	bench.ProtoAFXDP: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 }
 
 // throughput is the figure a workload's throughput chart plots: MB/s for
 // tensor transfers, calls/s otherwise.
-func throughput(w Workload) (label string, get func(Measurement) float64) {
-	if w == WorkRecvTensor || w == WorkFuse {
-		return "MB/s", func(m Measurement) float64 { return m.MBPerSec }
+func throughput(w bench.Workload) (label string, get func(bench.Measurement) float64) {
+	if w == bench.WorkRecvTensor || w == bench.WorkFuse {
+		return "MB/s", func(m bench.Measurement) float64 { return m.MBPerSec }
 	}
-	if w == WorkPSMix {
-		return "steps/s", func(m Measurement) float64 { return m.CallsPerSec }
+	if w == bench.WorkPSMix {
+		return "steps/s", func(m bench.Measurement) float64 { return m.CallsPerSec }
 	}
-	return "calls/s", func(m Measurement) float64 { return m.CallsPerSec }
+	return "calls/s", func(m bench.Measurement) float64 { return m.CallsPerSec }
 }
 
-// WriteCharts draws, for each workload (and server core count), the
+// Write draws, from r, for each workload (and server core count), the
 // throughput and the p50/p99 latencies against size (at one concurrency)
 // and against concurrency (at one size), one line per protocol, as files
 // in dir with each of exts ("png", "svg"). It returns the files' paths.
-func (r *Report) WriteCharts(dir string, exts ...string) ([]string, error) {
+func Write(r *bench.Report, dir string, exts ...string) ([]string, error) {
 	var paths []string
 	type group struct {
-		w     Workload
+		w     bench.Workload
 		cores int
 	}
 	var groups []group
-	byGroup := map[group][]Measurement{}
+	byGroup := map[group][]bench.Measurement{}
 	for _, m := range r.Measurements {
 		if m.Err != "" {
 			continue
@@ -62,12 +69,12 @@ func (r *Report) WriteCharts(dir string, exts ...string) ([]string, error) {
 		if g.cores > 0 {
 			name += "-cores" + strconv.Itoa(g.cores)
 		}
-		sizes, concs := distinct(ms, func(m Measurement) int { return m.Size }), distinct(ms, func(m Measurement) int { return m.Concurrency })
+		sizes, concs := distinct(ms, func(m bench.Measurement) int { return m.Size }), distinct(ms, func(m bench.Measurement) int { return m.Concurrency })
 		if len(sizes) > 1 {
 			conc := pick(concs, 32)
-			at := filter(ms, func(m Measurement) bool { return m.Concurrency == conc })
+			at := filter(ms, func(m bench.Measurement) bool { return m.Concurrency == conc })
 			sub := fmt.Sprintf("%s, %d in flight", g.w, conc)
-			ps, err := r.chartPair(dir, name+"-by-size", sub, sizeLabel, at, func(m Measurement) float64 { return float64(m.Size) }, g.w, exts)
+			ps, err := chartPair(dir, name+"-by-size", sub, sizeLabel, at, func(m bench.Measurement) float64 { return float64(m.Size) }, g.w, exts)
 			if err != nil {
 				return paths, err
 			}
@@ -75,9 +82,9 @@ func (r *Report) WriteCharts(dir string, exts ...string) ([]string, error) {
 		}
 		if len(concs) > 1 {
 			size := sizes[0]
-			at := filter(ms, func(m Measurement) bool { return m.Size == size })
-			sub := fmt.Sprintf("%s, %s", g.w, FormatSize(size))
-			ps, err := r.chartPair(dir, name+"-by-concurrency", sub, "calls in flight", at, func(m Measurement) float64 { return float64(m.Concurrency) }, g.w, exts)
+			at := filter(ms, func(m bench.Measurement) bool { return m.Size == size })
+			sub := fmt.Sprintf("%s, %s", g.w, bench.FormatSize(size))
+			ps, err := chartPair(dir, name+"-by-concurrency", sub, "calls in flight", at, func(m bench.Measurement) float64 { return float64(m.Concurrency) }, g.w, exts)
 			if err != nil {
 				return paths, err
 			}
@@ -88,7 +95,7 @@ func (r *Report) WriteCharts(dir string, exts ...string) ([]string, error) {
 }
 
 // chartPair draws the throughput and the latency chart of ms against x.
-func (r *Report) chartPair(dir, name, subtitle, xlabel string, ms []Measurement, x func(Measurement) float64, w Workload, exts []string) ([]string, error) {
+func chartPair(dir, name, subtitle, xlabel string, ms []bench.Measurement, x func(bench.Measurement) float64, w bench.Workload, exts []string) ([]string, error) {
 	tlabel, tget := throughput(w)
 	tp := newChart(subtitle+": throughput", xlabel, tlabel)
 	lp := newChart(subtitle+": latency (solid p50, dashed p99)", xlabel, "µs")
@@ -100,21 +107,21 @@ func (r *Report) chartPair(dir, name, subtitle, xlabel string, ms []Measurement,
 	}
 	label := func(v float64) string { return strconv.Itoa(int(v)) }
 	if xlabel == sizeLabel {
-		label = func(v float64) string { return FormatSize(int(v)) }
+		label = func(v float64) string { return bench.FormatSize(int(v)) }
 	}
 	tp.X.Tick.Marker, lp.X.Tick.Marker = valueTicks{xs, label}, valueTicks{xs, label}
 	lp.Y.Scale = plot.LogScale{}
 	lp.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	for _, proto := range protocolsOf(ms) {
-		pts := filter(ms, func(m Measurement) bool { return m.Protocol == proto })
-		slices.SortFunc(pts, func(a, b Measurement) int { return int(x(a) - x(b)) })
+		pts := filter(ms, func(m bench.Measurement) bool { return m.Protocol == proto })
+		slices.SortFunc(pts, func(a, b bench.Measurement) int { return int(x(a) - x(b)) })
 		if err := addLine(tp, proto, pts, x, tget, false, true); err != nil {
 			return nil, err
 		}
-		if err := addLine(lp, proto, pts, x, func(m Measurement) float64 { return m.P50 }, false, true); err != nil {
+		if err := addLine(lp, proto, pts, x, func(m bench.Measurement) float64 { return m.P50 }, false, true); err != nil {
 			return nil, err
 		}
-		if err := addLine(lp, proto, pts, x, func(m Measurement) float64 { return m.P99 }, true, false); err != nil {
+		if err := addLine(lp, proto, pts, x, func(m bench.Measurement) float64 { return m.P99 }, true, false); err != nil {
 			return nil, err
 		}
 	}
@@ -133,7 +140,7 @@ func (r *Report) chartPair(dir, name, subtitle, xlabel string, ms []Measurement,
 		}{{tp, name + "-throughput." + ext}, {lp, name + "-latency." + ext}} {
 			path := filepath.Join(dir, c.file)
 			if err := c.p.Save(16*vg.Centimeter, 10*vg.Centimeter, path); err != nil {
-				return paths, fmt.Errorf("bench: chart %s: %w", path, err)
+				return paths, fmt.Errorf("chart %s: %w", path, err)
 			}
 			paths = append(paths, path)
 		}
@@ -173,7 +180,7 @@ func newChart(title, xlabel, ylabel string) *plot.Plot {
 
 // addLine adds one of proto's lines; legend says whether it gets a legend
 // entry.
-func addLine(p *plot.Plot, proto string, ms []Measurement, x, y func(Measurement) float64, dashed, legend bool) error {
+func addLine(p *plot.Plot, proto string, ms []bench.Measurement, x, y func(bench.Measurement) float64, dashed, legend bool) error {
 	var xys plotter.XYs
 	for _, m := range ms {
 		if v := y(m); v > 0 && !math.IsInf(v, 0) {
@@ -205,7 +212,7 @@ func addLine(p *plot.Plot, proto string, ms []Measurement, x, y func(Measurement
 	return nil
 }
 
-func distinct(ms []Measurement, f func(Measurement) int) []int {
+func distinct(ms []bench.Measurement, f func(bench.Measurement) int) []int {
 	var out []int
 	for _, m := range ms {
 		if v := f(m); !slices.Contains(out, v) {
@@ -227,8 +234,8 @@ func pick(vs []int, want int) int {
 	return best
 }
 
-func filter(ms []Measurement, keep func(Measurement) bool) []Measurement {
-	var out []Measurement
+func filter(ms []bench.Measurement, keep func(bench.Measurement) bool) []bench.Measurement {
+	var out []bench.Measurement
 	for _, m := range ms {
 		if keep(m) {
 			out = append(out, m)
@@ -237,10 +244,10 @@ func filter(ms []Measurement, keep func(Measurement) bool) []Measurement {
 	return out
 }
 
-// protocolsOf lists the protocols of ms in Protocols' order.
-func protocolsOf(ms []Measurement) []string {
+// protocolsOf lists the protocols of ms in bench.Protocols' order.
+func protocolsOf(ms []bench.Measurement) []string {
 	var out []string
-	for _, p := range Protocols {
+	for _, p := range bench.Protocols {
 		for _, m := range ms {
 			if m.Protocol == p {
 				out = append(out, p)
