@@ -295,8 +295,10 @@ func TestErrors(t *testing.T) {
 		{"transport with command", []string{"train", "--transport", "quic"}, 2, `train: --transport "quic", want "tcp" or "udp"`, nil},
 		{"serve transport", []string{"serve", "--job", "ps", "--transport", "quic", "--cluster", deadCluster}, 2, `serve: --transport "quic"`, nil},
 		{"data size in MB", []string{"staleness", "--data_size", "-1"}, 2, "staleness: --data_size -1 MB, want > 0", nil},
-		{"vocab per ps", []string{"train", "--vocab", "0"}, 2, "train: --vocab 0, want at least 1, an id for each parameter server", nil},
+		{"vocab per ps", []string{"train", "--vocab", "0"}, 2, "train: --vocab 0, want at least 8: no fewer ids than an example's fields (8), the parameter servers (1) or two", nil},
+		{"vocab of one id", []string{"train", "--vocab", "1"}, 2, "train: --vocab 1, want at least 8", nil},
 		{"learning rate", []string{"train", "--learning_rate", "0"}, 2, "train: --learning_rate 0, want > 0", nil},
+		{"registry never filled", []string{"train", "--registry_dir", os.TempDir() + "/starwire-no-such-registry", "--cluster_wait", "100ms"}, 1, "starwire: train: cluster: wait for cluster in ", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each runs a process of its own and waits on it

@@ -362,11 +362,15 @@ func orEmpty(prefix, s string) string {
 	return prefix + s
 }
 
-// prefixUsage puts the command's name before a usage error's message.
+// prefixUsage puts the command's name before an error's message, keeping
+// a usage error one. It returns nil for nil.
 func prefixUsage(cmd string, err error) error {
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return usagef("%s: %s", cmd, ue.msg)
 	}
-	return err
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
 }

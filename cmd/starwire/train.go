@@ -55,7 +55,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.Vocab, "vocab", f.cfg.Vocab, "hashed feature ids (embedding rows)")
 	fs.Uint64Var(&f.cfg.Seed, "seed", f.cfg.Seed, "seed of the synthetic data and hidden model")
 	fs.IntVar(&f.cfg.HeldOut, "held_out", f.cfg.HeldOut, "held-out examples evaluated before and after training")
-	fs.Var((*float32Value)(&f.cfg.LearningRate), "learning_rate", "Adagrad learning rate")
+	fs.Var((*float32Value)(&f.cfg.LearningRate), "learning_rate", "Adagrad learning rate, a positive `float`")
 	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines (on a terminal the bar moves every 250ms unless this is given)")
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")
 	fs.DurationVar(&f.taskTimeout, "task_timeout", 5*time.Second, "a task that dies or stops answering fails the running steps within this bound (probed every third of it)")
@@ -353,7 +353,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	err = job.Setup(setupCtx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("train: set up: %w", err)
+		return fmt.Errorf("train: set up: %w%s", err, r.joinHint(err))
 	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
