@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/internal/envvar"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -241,7 +241,7 @@ func (f *serveFlags) joinCluster(ctx context.Context, set map[string]bool, tr tr
 // what it does every --report, and returns when ctx ends.
 func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.Layout) error {
 	stdout := f.stdout
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := logline.New(os.Stderr, "starwire: serve: ")
 	var fallback string
 	switch {
 	case !layout.Protocol.UsesStar():

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/compute"
@@ -236,7 +236,7 @@ type trainRun struct {
 
 // startLocal starts the in-process cluster, its endpoint map in dir.
 func (r *trainRun) startLocal(ctx context.Context, dir string) error {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := logline.New(os.Stderr, "starwire: train: ")
 	policy, _ := afxdprpc.ParsePathPolicy(r.f.afxdpPath) // checked
 	procs, restore := addSpareProc()
 	r.restoreProcs = restore
