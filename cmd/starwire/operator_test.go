@@ -144,7 +144,7 @@ func TestHelpListsEnvironment(t *testing.T) {
 		}
 	}
 	_, out, _ := runMain(t, "train", "-h")
-	if !strings.Contains(out, "Adagrad learning rate (default 0.2)") {
+	if !strings.Contains(out, "Adagrad learning rate, a positive float (default 0.2)") {
 		t.Errorf("train -h shows the learning rate's default as a float64 of a float32:\n%s", out)
 	}
 	if !strings.Contains(out, "the driver's calls stay on --transport") {
