@@ -130,6 +130,11 @@ func Compare(results []*Result) string {
 		if r.Config.mode() == ModePush {
 			what, mine, theirs = "deliveries", &r.Push, &base.Push
 		}
+		if theirs.Count() == 0 {
+			parts = append(parts, fmt.Sprintf("%s %s than grpc (%.2f vs %.2f versions behind), grpc completed no %s",
+				r.Protocol, ratio(r.MeanStaleness, base.MeanStaleness, "less stale", "more stale"), r.MeanStaleness, base.MeanStaleness, what))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s %s than grpc (%.2f vs %.2f versions behind), %s %s (median %s vs %s ms)",
 			r.Protocol, ratio(r.MeanStaleness, base.MeanStaleness, "less stale", "more stale"), r.MeanStaleness, base.MeanStaleness,
 			what, ratio(ms(mine.Quantile(0.5)), ms(theirs.Quantile(0.5)), "faster", "slower"),
