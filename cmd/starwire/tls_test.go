@@ -119,5 +119,11 @@ func TestServeOverMutualTLS(t *testing.T) {
 		if code := s.stop(t, syscall.SIGTERM); code != 0 {
 			t.Errorf("serve exited %d on SIGTERM:\n%s", code, s.stderr.String())
 		}
+		// The plaintext clients were refused, and the task logged it in
+		// the command's one format, not slog's key=value records.
+		errs := s.stderr.String()
+		if !strings.Contains(errs, "warning: rpc: tls: client refused peer=") || strings.Contains(errs, "level=") || strings.Contains(errs, "time=") {
+			t.Errorf("serve's log of the refusals is not one plain line each:\n%s", errs)
+		}
 	}
 }
