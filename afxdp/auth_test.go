@@ -3,6 +3,7 @@ package afxdp_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -266,3 +267,21 @@ func TestIssueRevoke(t *testing.T) {
 type doneFunc func(error)
 
 func (f doneFunc) Sent(_ *wire.Message, err error) { f(err) }
+
+// TestDialWrongTicketSaysSo dials under a shared ticket the listener does
+// not hold: the OPEN is dropped unanswered, and the dial's error names the
+// ticket as the likely cause.
+func TestDialWrongTicketSaysSo(t *testing.T) {
+	la, lb := link.MemPair(memA, memB, link.MemOptions{})
+	other := afxdp.NewTicket()
+	srv := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket})
+	cli := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: &other, Backlog: -1})
+	defer srv.Close()
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := cli.Dial(ctx, memA.String())
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "packet ticket") {
+		t.Fatalf("dial under a ticket the peer does not hold: %v, want a deadline naming the packet ticket", err)
+	}
+}

@@ -218,11 +218,22 @@ func (e *Endpoint) dial(ctx context.Context, peer netip.AddrPort, t *Ticket) (*C
 		return s.conn, nil
 	case <-ctx.Done():
 		s.conn.Close()
+		if t == nil && e.opts.Ticket != nil {
+			// An endpoint drops an OPEN under a ticket it does not hold
+			// without a word (an answer would help whoever guesses), so
+			// only the dialer can point at the likely cause.
+			return nil, fmt.Errorf("afxdp: dial %v: %w: %s", peer, ctx.Err(), noAnswerUnderTicket)
+		}
 		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, ctx.Err())
 	case <-e.done:
 		return nil, fmt.Errorf("afxdp: dial %v: %w", peer, e.stoppedErr())
 	}
 }
+
+// noAnswerUnderTicket ends the error of a dial under Options.Ticket that
+// got no answer.
+const noAnswerUnderTicket = "no answer to the session's OPEN: a likely cause is a packet ticket the peer does not hold " +
+	"(every task needs the same --packet_ticket_file or $STARWIRE_PACKET_TICKET_FILE); else the peer is down or unreachable"
 
 // Accept waits for a session a peer dialed.
 func (e *Endpoint) Accept() (*Conn, error) { return e.AcceptContext(context.Background()) }

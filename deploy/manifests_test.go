@@ -24,6 +24,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary the tests built (39 MB a run otherwise).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // starwire builds the command from the repository as the Dockerfile does,
 // statically (CGO_ENABLED=0), and returns its path.
 func starwire(t *testing.T) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/wire"
 )
 
 // clusterFlags say which cluster a command joins and how: a cluster spec
@@ -32,7 +34,7 @@ type clusterFlags struct {
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.protocol, "protocol", string(cluster.ProtocolGRPCSeastar), `"grpc+seastar" (worker service over starwire) or "grpc"; default TF_CONFIG's rpc_layer when set`)
-	fs.Var(&c.cluster, "cluster", "cluster spec, ps=host:port,...;worker=host:port,... (default TF_CONFIG's cluster)")
+	fs.Var(&c.cluster, "cluster", "the cluster `spec`, ps=host:port,...;worker=host:port,... (default TF_CONFIG's cluster)")
 	fs.StringVar(&c.endpointMap, "endpoint_map", "", "endpoint map file for grpc+seastar (default $"+cluster.EnvEndpointMapPath+" or ./"+cluster.DefaultEndpointMapFile+")")
 	fs.StringVar(&c.registryDir, "registry_dir", "", "directory where tasks started on port 0 publish their addresses")
 	fs.DurationVar(&c.waitTimeout, "cluster_wait", time.Minute, "how long to wait for every task to register in --registry_dir")
@@ -188,6 +190,9 @@ func awaitCluster(ctx context.Context, l tasks.Layout, timeout time.Duration) er
 		if len(pending) == 0 {
 			return nil
 		}
+		if err := refusedBy(pending, last); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			var parts []string
@@ -198,6 +203,23 @@ func awaitCluster(ctx context.Context, l tasks.Layout, timeout time.Duration) er
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// refusedBy returns an error naming the tasks that refused this client
+// (unauthenticated: TLS it lacks or a certificate they do not take), which
+// waiting longer cannot change; nil when none did.
+func refusedBy(pending map[string]string, last map[string]error) error {
+	var parts []string
+	for task, addr := range pending {
+		if rpc.CodeOf(last[task]) == wire.Unauthenticated {
+			parts = append(parts, fmt.Sprintf("%s at %s (%v)", task, addr, shortErr(last[task])))
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	sort.Strings(parts)
+	return fmt.Errorf("cluster refused this client: %s", strings.Join(parts, "; "))
 }
 
 // shortErr keeps the innermost cause of a long wrapped error.

@@ -294,7 +294,21 @@ func removeCluster(stateDir, name string) ([]string, error) {
 			errs = append(errs, err)
 		}
 	}
+	removeEmptyStateDir(stateDir)
 	return removed, errors.Join(errs...)
+}
+
+// removeEmptyStateDir removes the default state directory (and root's
+// /run/starwire) once no cluster is left in it, so that nothing stays
+// behind after the last cluster is removed or a first one failed to
+// build. A directory given with --state_dir is the user's, and stays.
+func removeEmptyStateDir(stateDir string) {
+	if stateDir != defaultStateDir {
+		return
+	}
+	if os.Remove(stateDir) == nil && filepath.Base(filepath.Dir(stateDir)) == "starwire" {
+		os.Remove(filepath.Dir(stateDir)) // fails, as it should, while not empty
+	}
 }
 
 // stopGrace is how long a task has to stop after SIGTERM before SIGKILL.

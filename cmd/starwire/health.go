@@ -48,7 +48,7 @@ func healthCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		resp, err = checkGRPC(ctx, *addr, layout, req)
 	}
 	if err != nil {
-		return fmt.Errorf("health: %s: %w", *addr, err)
+		return fmt.Errorf("health: %s: %w%s", *addr, err, otherPortHint(*addr, *star, layout, *timeout))
 	}
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		return fmt.Errorf("health: %s: %v", *addr, resp.GetStatus())
@@ -82,4 +82,24 @@ func checkStar(ctx context.Context, addr string, l tasks.Layout, req *healthpb.H
 		return nil, err
 	}
 	return resp, nil
+}
+
+// otherPortHint asks the task at addr over the other of its two protocols
+// and, when it answers there, says which flag probes it: the gRPC and
+// starwire ports are easy to mix up, and a probe in the wrong protocol
+// gets no answer it can tell apart from a task that is not there.
+func otherPortHint(addr string, star bool, l tasks.Layout, timeout time.Duration) string {
+	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, time.Second))
+	defer cancel()
+	req := &healthpb.HealthCheckRequest{}
+	if star {
+		if _, err := checkGRPC(ctx, addr, l, req); err == nil {
+			return "; " + addr + " answers as a task's gRPC port: probe it without --starwire"
+		}
+		return ""
+	}
+	if _, err := checkStar(ctx, addr, l, req); err == nil {
+		return "; " + addr + " answers as a task's starwire port: probe it with --starwire"
+	}
+	return ""
 }

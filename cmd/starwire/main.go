@@ -31,9 +31,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -106,6 +108,8 @@ func usage() string {
 }
 
 func main() {
+	// Libraries log to slog's default logger: in the command's one format.
+	slog.SetDefault(logline.NewLevel(os.Stderr, "starwire: ", slog.LevelInfo))
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

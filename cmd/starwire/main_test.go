@@ -213,13 +213,43 @@ func TestStalenessRuns(t *testing.T) {
 		t.Errorf("no line explains the columns:\n%s", out)
 	}
 	for _, p := range []string{"starwire", "grpc"} {
-		re := regexp.MustCompile(`(?m)^` + p + ` +[0-9]+\.[0-9]{2} +[0-9]+ +[0-9]+ +([0-9]+\.[0-9]{2}|-)/`)
+		re := regexp.MustCompile(`(?m)^pull +` + p + ` +2 +[0-9]+\.[0-9]{2} +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +([0-9]+\.[0-9]{2}|-)/`)
 		if m := re.FindStringSubmatch(out); m == nil {
 			t.Errorf("no row for %s:\n%s", p, out)
 		}
 	}
 	if !regexp.MustCompile(`(?m)^comparison: starwire [0-9.]+× (less|more) stale than grpc|^comparison: starwire even`).MatchString(out) {
 		t.Errorf("no comparison line:\n%s", out)
+	}
+}
+
+// TestStalenessModes runs both modes over starwire and the filesystem
+// baseline for two worker counts, writing the table, JSON and chart: a
+// row per mode, protocol and count (the filesystem pulls only), and a
+// line setting push against pull.
+func TestStalenessModes(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, errOut := runMain(t, "staleness", "--duration", "200ms", "--data_size", "0.25", "--mode", "pull,push",
+		"--protocol", "starwire,filesystem", "--workers", "1,2", "--push_frequency", "0.02", "--pull_frequency", "0.02",
+		"--step_frequency", "0.002", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, row := range []string{"pull starwire +1 ", "pull starwire +2 ", "push starwire +1 ", "push starwire +2 ", "pull filesystem +1 ", "pull filesystem +2 "} {
+		if !regexp.MustCompile(`(?m)^` + row + ` *[0-9]+\.[0-9]{2} `).MatchString(stdout) {
+			t.Errorf("no row %q:\n%s", row, stdout)
+		}
+	}
+	if strings.Contains(stdout, "push filesystem") {
+		t.Errorf("a push row for the filesystem:\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "push against pull, staleness in versions behind: starwire 1 workers: p50 ") {
+		t.Errorf("no line sets push against pull:\n%s", stdout)
+	}
+	for _, f := range []string{"staleness.txt", "staleness.json", "staleness.svg"} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("--out wrote no %s: %v", f, err)
+		}
 	}
 }
 
@@ -295,8 +325,10 @@ func TestErrors(t *testing.T) {
 		{"transport with command", []string{"train", "--transport", "quic"}, 2, `train: --transport "quic", want "tcp" or "udp"`, nil},
 		{"serve transport", []string{"serve", "--job", "ps", "--transport", "quic", "--cluster", deadCluster}, 2, `serve: --transport "quic"`, nil},
 		{"data size in MB", []string{"staleness", "--data_size", "-1"}, 2, "staleness: --data_size -1 MB, want > 0", nil},
-		{"vocab per ps", []string{"train", "--vocab", "0"}, 2, "train: --vocab 0, want at least 1, an id for each parameter server", nil},
+		{"vocab per ps", []string{"train", "--vocab", "0"}, 2, "train: --vocab 0, want at least 8: no fewer ids than an example's fields (8), the parameter servers (1) or two", nil},
+		{"vocab of one id", []string{"train", "--vocab", "1"}, 2, "train: --vocab 1, want at least 8", nil},
 		{"learning rate", []string{"train", "--learning_rate", "0"}, 2, "train: --learning_rate 0, want > 0", nil},
+		{"registry never filled", []string{"train", "--registry_dir", os.TempDir() + "/starwire-no-such-registry", "--cluster_wait", "100ms"}, 1, "starwire: train: cluster: wait for cluster in ", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each runs a process of its own and waits on it

@@ -144,7 +144,7 @@ func TestHelpListsEnvironment(t *testing.T) {
 		}
 	}
 	_, out, _ := runMain(t, "train", "-h")
-	if !strings.Contains(out, "Adagrad learning rate (default 0.2)") {
+	if !strings.Contains(out, "Adagrad learning rate, a positive float (default 0.2)") {
 		t.Errorf("train -h shows the learning rate's default as a float64 of a float32:\n%s", out)
 	}
 	if !strings.Contains(out, "the driver's calls stay on --transport") {
@@ -365,6 +365,14 @@ func TestHealthProbe(t *testing.T) {
 	}
 	if code, _, errOut := runBinary(t, nil, "health", "--addr", grpc1, "--service", "no.such.Service"); code != 1 || !strings.Contains(errOut, "NotFound") {
 		t.Errorf("unknown service: exit %d, stderr %q", code, errOut)
+	}
+	// Each port probed in the other's protocol: the error says which flag
+	// probes it.
+	if code, _, errOut := runBinary(t, nil, "health", "--addr", star1); code != 1 || !strings.Contains(errOut, "probe it with --starwire") {
+		t.Errorf("health at the starwire port: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := runBinary(t, nil, "health", "--starwire", "--addr", grpc1); code != 1 || !strings.Contains(errOut, "probe it without --starwire") {
+		t.Errorf("health --starwire at the gRPC port: exit %d, stderr %q", code, errOut)
 	}
 	p.stop(t, syscall.SIGTERM)
 	for _, args := range [][]string{{"health", "--addr", grpc1}, {"health", "--starwire", "--addr", star1}} {

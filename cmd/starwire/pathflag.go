@@ -10,7 +10,7 @@ import (
 // registerAFXDPPath registers --afxdp_path: which of the calls that calls
 // names take AF_XDP rather than TCP.
 func registerAFXDPPath(fs *flag.FlagSet, p *string, calls string) {
-	fs.StringVar(p, "afxdp_path", cluster.AFXDPPath(), `which `+calls+` take AF_XDP rather than TCP: "auto" (each call over the path measured faster for its size), "bypass" (all), "tcp" (none), or a size such as 64KiB below which calls take it (default `+cluster.EnvAFXDPPath+` or auto)`)
+	fs.StringVar(p, "afxdp_path", cluster.AFXDPPath(), `which `+calls+` take AF_XDP rather than TCP: "auto" (each call over the path measured faster for its size), "bypass" (all), "tcp" (none), or a size such as 64KiB below which calls take it; $`+cluster.EnvAFXDPPath+` sets the default`)
 }
 
 // parseAFXDPPath parses --afxdp_path for command cmd.

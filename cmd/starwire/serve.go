@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -247,7 +247,7 @@ func (f *serveFlags) joinCluster(ctx context.Context, set map[string]bool, tr tr
 // what it does every --report, and returns when ctx ends.
 func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.Layout) error {
 	stdout := f.stdout
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := logline.New(os.Stderr, "starwire: serve: ")
 	var fallback string
 	switch {
 	case !layout.Protocol.UsesStar():
@@ -368,11 +368,15 @@ func orEmpty(prefix, s string) string {
 	return prefix + s
 }
 
-// prefixUsage puts the command's name before a usage error's message.
+// prefixUsage puts the command's name before an error's message, keeping
+// a usage error one. It returns nil for nil.
 func prefixUsage(cmd string, err error) error {
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return usagef("%s: %s", cmd, ue.msg)
 	}
-	return err
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
 }

@@ -102,7 +102,13 @@ func TestServeOverMutualTLS(t *testing.T) {
 			t.Errorf("health %v in plaintext was answered", args)
 		}
 	}
-	code, out, errOut := runBinary(t, env, "train", "--registry_dir", reg, "--ps", "1", "--workers", "1", "--steps", "50", "--vocab", "5000", "--held_out", "1024", "--connect_timeout", "20s")
+	// Without the certificates, train fails at the tasks' first answer
+	// with their reason, rather than after --connect_timeout.
+	code, out, errOut := runBinary(t, nil, "train", "--registry_dir", reg, "--ps", "1", "--workers", "1", "--steps", "50", "--connect_timeout", "10m")
+	if code != 1 || !strings.Contains(errOut, "cluster refused this client") || !strings.Contains(errOut, "requires mutual TLS") {
+		t.Errorf("train without TLS against a TLS cluster: exit %d: %s", code, errOut)
+	}
+	code, out, errOut = runBinary(t, env, "train", "--registry_dir", reg, "--ps", "1", "--workers", "1", "--steps", "50", "--vocab", "5000", "--held_out", "1024", "--connect_timeout", "20s")
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s\n%s", code, errOut, out)
 	}
@@ -112,6 +118,12 @@ func TestServeOverMutualTLS(t *testing.T) {
 	for _, s := range servers {
 		if code := s.stop(t, syscall.SIGTERM); code != 0 {
 			t.Errorf("serve exited %d on SIGTERM:\n%s", code, s.stderr.String())
+		}
+		// The plaintext clients were refused, and the task logged it in
+		// the command's one format, not slog's key=value records.
+		errs := s.stderr.String()
+		if !strings.Contains(errs, "warning: rpc: tls: client refused peer=") || strings.Contains(errs, "level=") || strings.Contains(errs, "time=") {
+			t.Errorf("serve's log of the refusals is not one plain line each:\n%s", errs)
 		}
 	}
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"cmp"
 	"flag"
-	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -65,7 +65,7 @@ func (t *tlsFlags) load() (*rpc.TLSFiles, error) {
 		}
 	}
 	f := &rpc.TLSFiles{CertFile: paths[0], KeyFile: paths[1], CAFile: paths[2],
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		Logger: logline.New(os.Stderr, "starwire: ")}
 	if _, err := f.Config(); err != nil {
 		return nil, usagef("%v", err)
 	}

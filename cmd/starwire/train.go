@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/compute"
@@ -54,7 +54,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.Vocab, "vocab", f.cfg.Vocab, "hashed feature ids (embedding rows)")
 	fs.Uint64Var(&f.cfg.Seed, "seed", f.cfg.Seed, "seed of the synthetic data and hidden model")
 	fs.IntVar(&f.cfg.HeldOut, "held_out", f.cfg.HeldOut, "held-out examples evaluated before and after training")
-	fs.Var((*float32Value)(&f.cfg.LearningRate), "learning_rate", "Adagrad learning rate")
+	fs.Var((*float32Value)(&f.cfg.LearningRate), "learning_rate", "Adagrad learning rate, a positive `float`")
 	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines (on a terminal the bar moves every 250ms unless this is given)")
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")
 	fs.DurationVar(&f.taskTimeout, "task_timeout", 5*time.Second, "a task that dies or stops answering fails the running steps within this bound (probed every third of it)")
@@ -233,7 +233,7 @@ type trainRun struct {
 
 // startLocal starts the in-process cluster, its endpoint map in dir.
 func (r *trainRun) startLocal(ctx context.Context, dir string) error {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := logline.New(os.Stderr, "starwire: train: ")
 	policy, _ := afxdprpc.ParsePathPolicy(r.f.afxdpPath) // checked
 	procs, restore := addSpareProc()
 	r.restoreProcs = restore
@@ -349,7 +349,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	err = job.Setup(setupCtx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("train: set up: %w", err)
+		return fmt.Errorf("train: set up: %w%s", err, r.joinHint(err))
 	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

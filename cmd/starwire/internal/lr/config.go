@@ -73,8 +73,8 @@ func (c Config) Validate() error {
 		return bad("batch_size", c.BatchSize, "1..65536")
 	case c.EmbeddingDim <= 0 || c.EmbeddingDim > 1024:
 		return bad("embedding_dim", c.EmbeddingDim, "1..1024")
-	case c.Vocab < c.PS:
-		return bad("vocab", c.Vocab, fmt.Sprintf("at least %d, an id for each parameter server", c.PS))
+	case c.Vocab < max(c.PS, c.Fields, 2):
+		return bad("vocab", c.Vocab, fmt.Sprintf("at least %d: no fewer ids than an example's fields (%d), the parameter servers (%d) or two", max(c.PS, c.Fields, 2), c.Fields, c.PS))
 	case int64(c.Vocab)*int64(c.EmbeddingDim) > 1<<28:
 		return bad("vocab", c.Vocab, fmt.Sprintf("at most %d with embedding_dim %d (a table of at most 1 GiB)", (1<<28)/c.EmbeddingDim, c.EmbeddingDim))
 	case c.Fields <= 0:

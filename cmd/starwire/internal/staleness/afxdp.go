@@ -3,13 +3,13 @@ package staleness
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"net/netip"
 	"os"
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -112,4 +112,4 @@ func (x *xdpFabric) close() {
 
 // quietLogger keeps the dual connections' choice of path out of the
 // report; failures still show.
-var quietLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+var quietLogger = logline.New(os.Stderr, "starwire: staleness: ")

@@ -16,6 +16,22 @@ const (
 	ProtocolAFXDP = "afxdp"
 	// ProtocolGRPC is gRPC over TCP on loopback.
 	ProtocolGRPC = "grpc"
+	// ProtocolFilesystem is the benchmark's own baseline: the trainer
+	// writes each version to a file in a directory (replacing the newest
+	// by a rename), workers read the newest from it. Pull mode only.
+	ProtocolFilesystem = "filesystem"
+)
+
+// Modes: how a version reaches the workers.
+const (
+	// ModePull: the trainer pushes each version to the parameter server,
+	// and every worker pulls the newest every PullEvery.
+	ModePull = "pull"
+	// ModePush: workers do not poll. Each holds one standing call to the
+	// trainer, which answers every waiting worker with each version as it
+	// makes it, from the version's one buffer (over starwire, no copy per
+	// worker: each answer's tensor is that memory).
+	ModePush = "push"
 )
 
 // ErrConfig is wrapped by every configuration error.
@@ -23,6 +39,11 @@ var ErrConfig = errors.New("staleness: bad configuration")
 
 // Config describes one benchmark run.
 type Config struct {
+	// Mode is ModePull (the default when empty) or ModePush.
+	Mode string
+	// Dir is where ProtocolFilesystem writes its versions ("" means a new
+	// directory under os.TempDir(), removed after the run).
+	Dir string
 	// DataSize is the parameter blob's size in bytes.
 	DataSize int
 	// PushEvery is the trainer's interval between versions.
@@ -50,6 +71,14 @@ func DefaultConfig() Config {
 	}
 }
 
+// mode returns c.Mode, ModePull when empty.
+func (c Config) mode() string {
+	if c.Mode == "" {
+		return ModePull
+	}
+	return c.Mode
+}
+
 // Validate reports the first setting that cannot run.
 func (c Config) Validate() error {
 	switch {
@@ -67,6 +96,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %d workers, want > 0", ErrConfig, c.Workers)
 	case c.Duration <= 0:
 		return fmt.Errorf("%w: duration %v, want > 0", ErrConfig, c.Duration)
+	case c.Mode != "" && c.Mode != ModePull && c.Mode != ModePush:
+		return fmt.Errorf("%w: mode %q, want %q or %q", ErrConfig, c.Mode, ModePull, ModePush)
 	}
 	return nil
 }

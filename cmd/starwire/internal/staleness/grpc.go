@@ -7,7 +7,9 @@ import (
 	"net"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // The gRPC side uses a raw codec rather than protobuf: a message is the
@@ -66,6 +68,7 @@ const (
 	grpcService = "starwire.staleness.ParameterServer"
 	grpcPush    = "/" + grpcService + "/Push"
 	grpcPull    = "/" + grpcService + "/Pull"
+	grpcWait    = "/" + grpcService + "/Wait"
 )
 
 type grpcServer interface{ store() *store }
@@ -92,6 +95,19 @@ var grpcDesc = grpc.ServiceDesc{
 				return nil, err
 			}
 			v, data, _ := srv.(grpcServer).store().get(m.version)
+			return &message{version: v, data: data}, nil
+		}},
+		{MethodName: "Wait", Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			var m message
+			if err := dec(&m); err != nil {
+				return nil, err
+			}
+			// gRPC marshals every answer into a buffer of its own: a copy
+			// of the blob per worker.
+			v, data, _, ok := srv.(grpcServer).store().await(ctx, m.version)
+			if !ok {
+				return nil, status.Error(codes.Canceled, "wait: the run ended")
+			}
 			return &message{version: v, data: data}, nil
 		}},
 	},
@@ -130,8 +146,16 @@ func (g *grpcConn) push(ctx context.Context, version uint64, blob []byte) error 
 }
 
 func (g *grpcConn) pull(ctx context.Context, have uint64, dst []byte) (uint64, bool, error) {
+	return g.get(ctx, grpcPull, have, dst)
+}
+
+func (g *grpcConn) wait(ctx context.Context, have uint64, dst []byte) (uint64, bool, error) {
+	return g.get(ctx, grpcWait, have, dst)
+}
+
+func (g *grpcConn) get(ctx context.Context, method string, have uint64, dst []byte) (uint64, bool, error) {
 	resp := message{dst: dst}
-	if err := g.cc.Invoke(ctx, grpcPull, &message{version: have}, &resp, g.opts...); err != nil {
+	if err := g.cc.Invoke(ctx, method, &message{version: have}, &resp, g.opts...); err != nil {
 		return 0, false, err
 	}
 	if resp.data != nil && len(resp.data) != len(dst) {

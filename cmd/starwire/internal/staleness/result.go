@@ -26,12 +26,22 @@ type Result struct {
 	Samples       int
 	MeanStaleness float64
 	MaxStaleness  uint64
+	// Stale counts the samples by versions behind (the last bucket: that
+	// many or more).
+	Stale [maxLag + 1]int
 	// Corrupted counts pulled blobs whose stamp did not match their version.
 	Corrupted int
 }
 
 func (r *Result) addWorker(s *workerStats) {
-	r.Pull.merge(&s.pull)
+	if r.Config.Mode == ModePush {
+		r.Push.merge(&s.pull) // each version's delivery to this worker
+	} else {
+		r.Pull.merge(&s.pull)
+	}
+	for i, n := range s.stale {
+		r.Stale[i] += n
+	}
 	r.EmptyPulls += s.empty
 	total := r.MeanStaleness*float64(r.Samples) + float64(s.staleSum)
 	r.Samples += s.samples
@@ -40,6 +50,34 @@ func (r *Result) addWorker(s *workerStats) {
 	}
 	r.MaxStaleness = max(r.MaxStaleness, s.staleMax)
 	r.Corrupted += s.corrupted
+}
+
+// StaleQuantile returns the q-quantile (0..1) of the staleness samples,
+// in versions behind; 0 without samples.
+func (r *Result) StaleQuantile(q float64) int {
+	total := 0
+	for _, n := range r.Stale {
+		total += n
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := max(int(math.Ceil(q*float64(total))), 1)
+	seen := 0
+	for lag, n := range r.Stale {
+		if seen += n; seen >= rank {
+			return lag
+		}
+	}
+	return maxLag
+}
+
+// MBps is the blob megabytes moved per second of the run.
+func (r *Result) MBps() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.MovedBytes()) / 1e6 / r.Elapsed.Seconds()
 }
 
 // MovedBytes is the blob bytes pushed and pulled.
@@ -51,20 +89,21 @@ func (r *Result) MovedBytes() int64 {
 // mean, then their names. Every Result's String is one row under them.
 func Columns(cfg Config) []string {
 	return []string{
-		fmt.Sprintf("columns: staleness = versions a worker's copy is behind the trainer's newest, sampled every %v; "+
-			"push, pull = milliseconds to move one %.1f MB version, at %s (- where too few timings: p99 needs 100, run longer with --duration); "+
-			"empty = pulls that found nothing newer; lower is better in every column but versions and MB moved",
+		fmt.Sprintf("columns: staleness = versions a worker's copy is behind the trainer's newest, sampled every %v (mean, p50, p99, max); "+
+			"push = milliseconds to move one %.1f MB version (pull mode: trainer to parameter server; push mode: trainer to a worker's memory, each delivery), "+
+			"pull = the same for a worker's pull that moved one, at %s (- where too few timings: p99 needs 100, run longer with --duration); "+
+			"empty = pulls that found nothing newer; MB/s = versions moved per second; lower is better in every column but versions and MB/s",
 			cfg.StepEvery, float64(cfg.DataSize)/(1<<20), percentileNames()),
-		fmt.Sprintf("%-8s %9s %5s %8s   %-26s   %-26s %8s %6s %9s",
-			"protocol", "staleness", "max", "samples", "push ms "+percentileNames(), "pull ms "+percentileNames(), "versions", "empty", "MB moved"),
+		fmt.Sprintf("%-4s %-10s %7s %6s %4s %4s %5s %8s   %-26s   %-26s %8s %6s %8s",
+			"mode", "protocol", "workers", "stale", "p50", "p99", "max", "samples", "push ms "+percentileNames(), "pull ms "+percentileNames(), "versions", "empty", "MB/s"),
 	}
 }
 
 // String is the Result's row under Columns.
 func (r *Result) String() string {
-	return fmt.Sprintf("%-8s %9.2f %5d %8d   %-26s   %-26s %8d %6d %9.1f",
-		r.Protocol, r.MeanStaleness, r.MaxStaleness, r.Samples, r.Push.percentiles(), r.Pull.percentiles(),
-		r.Versions, r.EmptyPulls, float64(r.MovedBytes())/1e6)
+	return fmt.Sprintf("%-4s %-10s %7d %6.2f %4d %4d %5d %8d   %-26s   %-26s %8d %6d %8.1f",
+		r.Config.mode(), r.Protocol, r.Config.Workers, r.MeanStaleness, r.StaleQuantile(0.5), r.StaleQuantile(0.99), r.MaxStaleness, r.Samples,
+		r.Push.percentiles(), r.Pull.percentiles(), r.Versions, r.EmptyPulls, r.MBps())
 }
 
 // Compare is the closing line: how each starwire protocol in results did
@@ -85,10 +124,21 @@ func Compare(results []*Result) string {
 		if r == base {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s than grpc (%.2f vs %.2f versions behind), pulls %s (median %s vs %s ms)",
+		// A pull moves a version in pull mode, a delivery (timed as push)
+		// in push mode.
+		what, mine, theirs := "pulls", &r.Pull, &base.Pull
+		if r.Config.mode() == ModePush {
+			what, mine, theirs = "deliveries", &r.Push, &base.Push
+		}
+		if theirs.Count() == 0 {
+			parts = append(parts, fmt.Sprintf("%s %s than grpc (%.2f vs %.2f versions behind), grpc completed no %s",
+				r.Protocol, ratio(r.MeanStaleness, base.MeanStaleness, "less stale", "more stale"), r.MeanStaleness, base.MeanStaleness, what))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s than grpc (%.2f vs %.2f versions behind), %s %s (median %s vs %s ms)",
 			r.Protocol, ratio(r.MeanStaleness, base.MeanStaleness, "less stale", "more stale"), r.MeanStaleness, base.MeanStaleness,
-			ratio(ms(r.Pull.Quantile(0.5)), ms(base.Pull.Quantile(0.5)), "faster", "slower"),
-			formatMS(r.Pull.Quantile(0.5)), formatMS(base.Pull.Quantile(0.5))))
+			what, ratio(ms(mine.Quantile(0.5)), ms(theirs.Quantile(0.5)), "faster", "slower"),
+			formatMS(mine.Quantile(0.5)), formatMS(theirs.Quantile(0.5))))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -200,4 +250,33 @@ func (t *timings) percentiles() string {
 		}
 	}
 	return strings.Join(out, "/")
+}
+
+// CompareModes is the closing line of a run of both modes: for each
+// protocol and worker count run both ways, the staleness p50 and mean of
+// push against pull. It is "" without such a pair.
+func CompareModes(results []*Result) string {
+	type key struct {
+		protocol string
+		workers  int
+	}
+	pull := map[key]*Result{}
+	for _, r := range results {
+		if r.Config.mode() == ModePull {
+			pull[key{r.Protocol, r.Config.Workers}] = r
+		}
+	}
+	var parts []string
+	for _, r := range results {
+		p, ok := pull[key{r.Protocol, r.Config.Workers}]
+		if r.Config.mode() != ModePush || !ok {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %d workers: p50 %d vs %d, mean %.2f vs %.2f",
+			r.Protocol, r.Config.Workers, r.StaleQuantile(0.5), p.StaleQuantile(0.5), r.MeanStaleness, p.MeanStaleness))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "push against pull, staleness in versions behind: " + strings.Join(parts, "; ")
 }

@@ -2,7 +2,11 @@ package staleness
 
 import (
 	"context"
+	"encoding/json"
+	"encoding/xml"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -143,8 +147,9 @@ func TestColumnsAndRows(t *testing.T) {
 		Versions: 10, EmptyPulls: 3}
 	r.Push.merge(timingsOf(10, 12, 11))
 	r.Pull.merge(timingsOf(4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5))
+	r.Stale[0], r.Stale[1], r.Stale[2] = 300, 98, 2
 	row := r.String()
-	for _, want := range []string{"starwire", "0.50", "11.00/-/-", "5.00/6.00/-"} {
+	for _, want := range []string{"pull starwire", "0.50", "11.00/-/-", "5.00/6.00/-"} {
 		if !strings.Contains(row, want) {
 			t.Errorf("row %q lacks %q", row, want)
 		}
@@ -152,6 +157,9 @@ func TestColumnsAndRows(t *testing.T) {
 	// Every row lines up under the column names.
 	if i, j := strings.Index(cols[1], "versions"), strings.Index(row, " 10 "); j+3 != i+len("versions") {
 		t.Errorf("versions column at %d, value ending at %d:\n%s\n%s", i+len("versions"), j+3, cols[1], row)
+	}
+	if p50, p99 := r.StaleQuantile(0.5), r.StaleQuantile(0.99); p50 != 0 || p99 != 1 {
+		t.Errorf("staleness p50 %d, p99 %d of 300×0, 98×1, 2×2; want 0 and 1", p50, p99)
 	}
 }
 
@@ -172,5 +180,100 @@ func TestCompare(t *testing.T) {
 	slow.Pull.merge(timingsOf(24, 24))
 	if got := Compare([]*Result{slow, grpc}); !strings.Contains(got, "afxdp 2.0× more stale than grpc") || !strings.Contains(got, "pulls 2.0× slower") {
 		t.Errorf("a loser: %q", got)
+	}
+}
+
+// TestRunPushMode runs push mode over starwire and gRPC: workers poll
+// nothing, yet every version reaches them intact, each delivery timed.
+func TestRunPushMode(t *testing.T) {
+	cfg := Config{
+		Mode:      ModePush,
+		DataSize:  64 << 10,
+		PushEvery: 20 * time.Millisecond,
+		PullEvery: time.Hour, // never: push mode does not pull
+		StepEvery: 2 * time.Millisecond,
+		Workers:   3,
+		Duration:  400 * time.Millisecond,
+	}
+	for _, proto := range []string{ProtocolStarwire, ProtocolGRPC} {
+		t.Run(proto, func(t *testing.T) {
+			res, err := Run(context.Background(), proto, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(res)
+			if res.Versions < 2 || res.Push.Count() < 2 {
+				t.Errorf("%d versions made, %d delivered; want at least 2 of each", res.Versions, res.Push.Count())
+			}
+			if res.Pull.Count() != 0 || res.EmptyPulls != 0 {
+				t.Errorf("%d pulls, %d empty ones in push mode", res.Pull.Count(), res.EmptyPulls)
+			}
+			if res.Corrupted != 0 {
+				t.Errorf("%d delivered blobs carried the wrong version", res.Corrupted)
+			}
+		})
+	}
+}
+
+// TestRunFilesystem runs the filesystem baseline in a directory of the
+// test's, and refuses it in push mode.
+func TestRunFilesystem(t *testing.T) {
+	cfg := Config{
+		DataSize:  64 << 10,
+		PushEvery: 20 * time.Millisecond,
+		PullEvery: 20 * time.Millisecond,
+		StepEvery: 2 * time.Millisecond,
+		Workers:   2,
+		Duration:  300 * time.Millisecond,
+		Dir:       t.TempDir(),
+	}
+	res, err := Run(context.Background(), ProtocolFilesystem, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Versions < 2 || res.Pull.Count() < 1 || res.Corrupted != 0 {
+		t.Errorf("%d versions, %d pulls, %d corrupted", res.Versions, res.Pull.Count(), res.Corrupted)
+	}
+	cfg.Mode = ModePush
+	if _, err := Run(context.Background(), ProtocolFilesystem, cfg); !errors.Is(err, ErrConfig) {
+		t.Errorf("filesystem in push mode: %v, want ErrConfig", err)
+	}
+}
+
+// TestWriteOut writes a run's table, JSON and chart: the JSON reads back,
+// and the chart is an SVG with a line per mode and protocol.
+func TestWriteOut(t *testing.T) {
+	var results []*Result
+	for _, mode := range []string{ModePull, ModePush} {
+		for _, n := range []int{4, 16} {
+			c := DefaultConfig()
+			c.Mode, c.Workers = mode, n
+			r := &Result{Protocol: ProtocolStarwire, Config: c, MeanStaleness: float64(n) / 10, Elapsed: time.Second}
+			r.Stale[1] = 10
+			results = append(results, r)
+		}
+	}
+	dir := t.TempDir()
+	paths, err := WriteOut(dir, []string{"a table"}, results)
+	if err != nil || len(paths) != 3 {
+		t.Fatalf("WriteOut: %v %v", paths, err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "staleness.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []Row
+	if err := json.Unmarshal(data, &rows); err != nil || len(rows) != 4 || rows[3].Mode != ModePush || rows[3].Workers != 16 || rows[3].StaleP50 != 1 {
+		t.Errorf("JSON read back: %+v, %v", rows, err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "staleness.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(svg, new(struct{})); err != nil {
+		t.Errorf("the chart is not XML: %v", err)
+	}
+	if n := strings.Count(string(svg), "<polyline"); n != 2 {
+		t.Errorf("%d lines in the chart, want 2 (pull and push starwire)", n)
 	}
 }

@@ -16,6 +16,9 @@ import (
 var (
 	mPush = rpc.NewMethod("staleness.Push")
 	mPull = rpc.NewMethod("staleness.Pull")
+	// mWait is Pull answered only once a version newer than the worker's
+	// is there: push mode's standing call.
+	mWait = rpc.NewMethod("staleness.Wait")
 )
 
 // newStarServer returns a server of st's Push and Pull methods.
@@ -44,6 +47,20 @@ func newStarServer(st *store) *rpc.Server {
 		}
 		return nil
 	}, rpc.HandlerOptions{Inline: true})
+	srv.Register(mWait, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {
+		if len(req.Meta) != 8 {
+			return rpc.Errorf(wire.InvalidArgument, "wait: %d metadata bytes, want 8", len(req.Meta))
+		}
+		v, data, buf, ok := st.await(ctx, binary.LittleEndian.Uint64(req.Meta))
+		if !ok {
+			return rpc.Errorf(wire.Cancelled, "wait: the run ended")
+		}
+		resp.Meta = binary.LittleEndian.AppendUint64(resp.Meta, v)
+		// Every waiting worker's answer is the same memory: one reference
+		// each, no copy.
+		resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTUint8, Shape: []int64{int64(len(data))}, Data: data, Buf: buf})
+		return nil
+	}, rpc.HandlerOptions{})
 	return srv
 }
 
@@ -83,6 +100,15 @@ func (s *starwireConn) push(ctx context.Context, version uint64, blob []byte) er
 
 // pull lands a newer blob straight in dst, which must be the blob's size.
 func (s *starwireConn) pull(ctx context.Context, have uint64, dst []byte) (uint64, bool, error) {
+	return s.get(ctx, mPull, have, dst)
+}
+
+// wait is pull answered once a version newer than have is there.
+func (s *starwireConn) wait(ctx context.Context, have uint64, dst []byte) (uint64, bool, error) {
+	return s.get(ctx, mWait, have, dst)
+}
+
+func (s *starwireConn) get(ctx context.Context, m rpc.Method, have uint64, dst []byte) (uint64, bool, error) {
 	binary.LittleEndian.PutUint64(s.meta[:], have)
 	s.reply.Alloc = func(in *wire.Inbound) error {
 		if len(in.Tensors) > 1 || (len(in.Tensors) == 1 && in.Tensors[0].ByteLen() != len(dst)) {
@@ -93,7 +119,7 @@ func (s *starwireConn) pull(ctx context.Context, have uint64, dst []byte) (uint6
 		}
 		return nil
 	}
-	err := s.c.Call(ctx, mPull, &rpc.Request{Meta: s.meta[:]}, &s.reply)
+	err := s.c.Call(ctx, m, &rpc.Request{Meta: s.meta[:]}, &s.reply)
 	defer s.reply.Release()
 	if err != nil {
 		return 0, false, err

@@ -2,13 +2,13 @@ package tasks
 
 import (
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"os"
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -104,7 +104,7 @@ func (s *Server) fabricRoute(peer *Server, ep *afxdp.Endpoint, far netip.Addr, p
 
 // quietLogger keeps a dual connection's choice of path out of the output
 // while it works; failures still show.
-var quietLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+var quietLogger = logline.New(os.Stderr, "starwire: ")
 
 // PathStats returns, for each of the task's dual connections to its peers,
 // the calls and bytes each path carried and the current crossover.

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestTrainTCPAgainstUDPCluster trains over TCP against tasks serving
+// starwire over UDP: the error says so, and which flag fixes it.
+func TestTrainTCPAgainstUDPCluster(t *testing.T) {
+	reg := t.TempDir()
+	var servers []*process
+	for _, job := range []string{"ps", "worker"} {
+		p := startBinary(t, nil, "serve", "--job", job, "--task", "0", "--ps", "1", "--workers", "1",
+			"--registry_dir", reg, "--transport", "udp", "--report", "0")
+		defer p.stop(t, syscall.SIGTERM)
+		servers = append(servers, p)
+	}
+	for _, p := range servers {
+		p.waitLine(t, regexp.MustCompile(`serving: `), 30*time.Second)
+	}
+	code, _, errOut := runBinary(t, nil, "train", "--registry_dir", reg, "--ps", "1", "--workers", "1", "--steps", "10", "--connect_timeout", "20s")
+	if code != 1 || !strings.Contains(errOut, "needs train --transport udp") {
+		t.Errorf("train over TCP against a UDP cluster: exit %d: %s", code, errOut)
+	}
+}
+
+// TestHelpOneDefault: no flag of a command's help shows two defaults, or
+// its value's type as the bare word "value".
+func TestHelpOneDefault(t *testing.T) {
+	for _, cmd := range []string{"train", "serve", "staleness", "bench", "health"} {
+		code, out, errOut := runMain(t, cmd, "-h")
+		if code != 0 {
+			t.Fatalf("%s -h: exit %d: %s", cmd, code, errOut)
+		}
+		lines := strings.Split(out, "\n")
+		for i, l := range lines {
+			if strings.Count(l, "(default") > 1 {
+				t.Errorf("%s -h: two defaults: %s", cmd, l)
+			}
+			if strings.HasSuffix(l, " value") && strings.HasPrefix(strings.TrimSpace(l), "-") {
+				t.Errorf("%s -h: a flag of type \"value\": %s %s", cmd, l, strings.TrimSpace(lines[min(i+1, len(lines)-1)]))
+			}
+		}
+	}
+}
