@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	// Every test stops what it started: endpoints, their reactors and
 	// Receive loops, rpc clients and servers, helper processes. The rpc
 	// package's shared TCP write reactors live as long as the process.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/starwire/starwire/rpc.(*reactor).run"))
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/starwire/starwire/rpc/tcp.(*reactor).run"))
 }
 
 // runBenchServer serves the benchmark's methods until its parent is done.

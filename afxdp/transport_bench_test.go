@@ -14,6 +14,7 @@ import (
 	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -43,12 +44,12 @@ func (env *benchEnv) cpu() cpuclock.Times {
 // nsTCP dials from inside a namespace, so the TCP client reaches the
 // server's address on the veth.
 type nsTCP struct {
-	rpc.TCP
+	tcp.Transport
 	end *netns.End
 }
 
 func (t *nsTCP) Dial(ctx context.Context, addr string) (c rpc.Conn, err error) {
-	err = t.end.Do(func() error { c, err = t.TCP.Dial(ctx, addr); return err })
+	err = t.end.Do(func() error { c, err = t.Transport.Dial(ctx, addr); return err })
 	return c, err
 }
 
@@ -79,7 +80,7 @@ func startBenchServer(kind, ifname string, addr netip.Addr, xo link.XSKOptions) 
 	closeEP := func() {}
 	switch kind {
 	case "tcp":
-		if l, err = (&rpc.TCP{}).Listen(netip.AddrPortFrom(addr, benchPort).String()); err != nil {
+		if l, err = (&tcp.Transport{}).Listen(netip.AddrPortFrom(addr, benchPort).String()); err != nil {
 			return nil, nil, err
 		}
 	default:

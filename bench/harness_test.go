@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // figure is what one sub-benchmark measured, kept for the ratio report.
@@ -100,7 +101,7 @@ func runCalls(b *testing.B, inflight, warm int, newCall func() func() error) fig
 	runtime.ReadMemStats(&before)
 	io0 := readIOCounts()
 	cpu0, cpuOK := cpuTime()
-	w0, fr0 := rpc.TCPWriteStats()
+	w0, fr0 := tcp.WriteStats()
 	b.ReportAllocs()
 	b.ResetTimer()
 	if inflight == 1 {
@@ -119,7 +120,7 @@ func runCalls(b *testing.B, inflight, warm int, newCall func() func() error) fig
 	b.StopTimer()
 	cpu1, cpuOK1 := cpuTime()
 	io1 := readIOCounts()
-	w1, fr1 := rpc.TCPWriteStats()
+	w1, fr1 := tcp.WriteStats()
 	runtime.ReadMemStats(&after)
 	reportSyscalls(b, io0, io1)
 	if w1 > w0 {
@@ -321,7 +322,7 @@ func startLoopback(b *testing.B) *Servers {
 
 // newRPCClient returns a client of addr closed when b ends.
 func newRPCClient(b *testing.B, addr string) *rpc.Client {
-	c := rpc.NewClient(addr, rpc.ClientOptions{})
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: &tcp.Transport{}})
 	b.Cleanup(func() { c.Close() })
 	return c
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // Load modes: what each call does.
@@ -234,7 +235,7 @@ func callLoop(ctx context.Context, call func(context.Context) error, deadline ti
 }
 
 func newStarwireLoader(addr string, cfg LoadConfig) (loader, error) {
-	c := rpc.NewClient(addr, rpc.ClientOptions{})
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: &tcp.Transport{}})
 	l := &callerLoader{closer: func() { c.Close() }}
 	for range cfg.Inflight {
 		sc := NewStarwireClient(c)

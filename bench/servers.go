@@ -6,7 +6,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // Addrs are the addresses of the three contenders' servers. An empty
@@ -65,7 +65,7 @@ type Servers struct {
 // are chosen by the kernel; Addrs holds the real ones). Close stops them.
 func StartServers(listen Addrs) (*Servers, error) {
 	s := &Servers{Starwire: NewStarwireServer(), GRPC: NewGRPCServer(), Raw: NewRawServer()}
-	tl, err := (&rpc.TCP{}).Listen(listen.Starwire)
+	tl, err := (&tcp.Transport{}).Listen(listen.Starwire)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("bench: start starwire: %w", err)

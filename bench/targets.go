@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -71,9 +72,9 @@ func ServeTargets(protos []string, cores int) (*Targets, error) {
 			t.closers = append(t.closers, s)
 			t.Addrs[p] = l.Addr().String()
 		case ProtoTCP:
-			tr := &rpc.TCP{}
+			tr := &tcp.Transport{}
 			if cores > 0 {
-				rs := rpc.NewReactors(cores)
+				rs := tcp.NewReactors(cores)
 				tr.Reactors = rs
 				t.closers = append(t.closers, closeFunc(func() error { rs.Stop(); return nil }))
 			}
@@ -159,7 +160,7 @@ func dial(proto, addr string) (conn, error) {
 		}
 		return grpcConn{c}, nil
 	case ProtoTCP:
-		return &starConn{c: rpc.NewClient(addr, rpc.ClientOptions{})}, nil
+		return &starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: &tcp.Transport{}})}, nil
 	case ProtoUDP:
 		ep, err := udpEndpoint(afxdp.Options{Ticket: PacketTicket, Backlog: -1})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -23,13 +24,13 @@ func Example() {
 	}
 	srv := rpc.NewServer()
 	w.Register(srv)
-	l, err := (&rpc.TCP{}).Listen("127.0.0.1:0")
+	l, err := (&tcp.Transport{}).Listen("127.0.0.1:0")
 	if err != nil {
 		panic(err)
 	}
 	go srv.Serve(l)
 	defer srv.Close()
-	client := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{})
+	client := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: &tcp.Transport{}})
 	defer client.Close()
 	wc := handlers.NewWorkerClient(client)
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -38,14 +39,14 @@ func startTask(t testing.TB, opts Options) *testTask {
 	}
 	srv := rpc.NewServer()
 	w.Register(srv)
-	tr := &rpc.TCP{}
+	tr := &tcp.Transport{}
 	l, err := tr.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	client := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Name: w.Task()})
+	client := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: &tcp.Transport{}, Name: w.Task()})
 	t.Cleanup(func() { client.Close() })
 
 	gl, err := net.Listen("tcp", "127.0.0.1:0")

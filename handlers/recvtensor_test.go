@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -177,13 +178,13 @@ func TestRecvTensorPullAllocs(t *testing.T) {
 	task := startTask(t, Options{Job: "ps", Incarnation: 0xabc})
 	srv := rpc.NewServer()
 	srv.Register(MethodRecvTensor, task.w.handleRecvTensor, rpc.HandlerOptions{Inline: true})
-	l, err := (&rpc.TCP{}).Listen("127.0.0.1:0")
+	l, err := (&tcp.Transport{}).Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	inline := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{})
+	inline := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: &tcp.Transport{}})
 	t.Cleanup(func() { inline.Close() })
 
 	key := rendezvous.CreateKey(task.w.Device(), task.w.Incarnation(), "/job:worker/replica:0/task:0/device:CPU:0", "emb/read:0", rendezvous.FrameIter{})

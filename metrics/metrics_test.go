@@ -18,6 +18,7 @@ import (
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/xdp"
@@ -167,13 +168,13 @@ func seriesOf(f *dto.MetricFamily) string {
 // as Prometheus parses them, count exactly the traffic made.
 func TestScrapeCountsCalls(t *testing.T) {
 	m := New()
-	tcp := &rpc.TCP{}
-	l, err := tcp.Listen("127.0.0.1:0")
+	tr := &tcp.Transport{}
+	l, err := tr.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 20
-	traffic(t, serve(t, m, tcp, l, tcp), n)
+	traffic(t, serve(t, m, tr, l, tr), n)
 
 	// The packet path over an in-memory link that loses packets, so that
 	// the reactors retransmit.
@@ -256,12 +257,12 @@ func TestMeteredCallAllocatesNothing(t *testing.T) {
 		t.Skip("allocation counts are asserted in the run without -race")
 	}
 	m := New()
-	tcp := &rpc.TCP{}
-	l, err := tcp.Listen("127.0.0.1:0")
+	tr := &tcp.Transport{}
+	l, err := tr.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := serve(t, m, tcp, l, tcp)
+	c := serve(t, m, tr, l, tr)
 	req := rpc.Request{Meta: make([]byte, 64)}
 	var reply rpc.Reply
 	call := func() {
@@ -296,14 +297,14 @@ func BenchmarkInterceptorCost(b *testing.B) {
 				resp.Meta = append(resp.Meta, req.Meta...)
 				return nil
 			}, rpc.HandlerOptions{Inline: true})
-			tcp := &rpc.TCP{}
-			l, err := tcp.Listen("127.0.0.1:0")
+			tr := &tcp.Transport{}
+			l, err := tr.Listen("127.0.0.1:0")
 			if err != nil {
 				b.Fatal(err)
 			}
 			go srv.Serve(l)
 			defer srv.Close()
-			c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: tcp, Interceptors: cics})
+			c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: tr, Interceptors: cics})
 			defer c.Close()
 			b.ReportAllocs()
 			b.SetBytes(128)

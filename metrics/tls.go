@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// A TLSRefusals counts the clients a TLS server refused: *rpc.TLSFiles.
+// A TLSRefusals counts the clients a TLS server refused: *tcp.TLSFiles.
 type TLSRefusals interface {
 	Refusals() uint64
 }

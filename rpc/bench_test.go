@@ -19,7 +19,7 @@ func BenchmarkEcho(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(2 * 64)
 			cpu0 := cpuclock.Self()
-			w0, f0 := TCPWriteStats()
+			w0, f0 := StreamWriteStats()
 			var wg sync.WaitGroup
 			per := b.N / inflight
 			b.ResetTimer()
@@ -45,7 +45,7 @@ func BenchmarkEcho(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 			b.ReportMetric(float64(cpuclock.Self().Sub(cpu0).Total())/float64(b.N), "cpu-ns/op")
-			w1, f1 := TCPWriteStats()
+			w1, f1 := StreamWriteStats()
 			b.ReportMetric(float64(f1-f0)/float64(max(w1-w0, 1)), "frames/write")
 		})
 	}

@@ -36,13 +36,13 @@ func TestDerivedContextOutlivesCall(t *testing.T) {
 			return nil
 		}
 	}, HandlerOptions{})
-	l, err := (&TCP{}).Listen("127.0.0.1:0")
+	l, err := tcpTransport().Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(l)
 	defer srv.Close()
-	c := NewClient(l.Addr().String(), ClientOptions{})
+	c := NewClient(l.Addr().String(), ClientOptions{Transport: tcpTransport()})
 	defer c.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for i := 0; i < 200 && time.Now().Before(deadline); i++ {

@@ -98,6 +98,9 @@ type SelfReader interface {
 	// Check reports, without waiting, whether the connection may carry a
 	// new call read by its caller: ErrUnread when bytes arrived that
 	// nobody read, the error when the peer has closed it or it failed.
+	// After Interrupt, Check and ReadTurn may fail with an error wrapping
+	// os.ErrDeadlineExceeded, which the core reads as the turn's end, not
+	// the connection's.
 	Check() error
 	// Fail fails the connection with err, as its receiving goroutine
 	// would, and returns the error it now reports.
@@ -173,12 +176,9 @@ type PlaintextWatcher interface {
 	PlaintextRefused()
 }
 
-// The core's own connection types offer what they can.
+// The core's own receivers offer what they can (rpc/tcp asserts what its
+// connection offers).
 var (
-	_ Withdrawer   = (*tcpConn)(nil)
-	_ ProgressConn = (*tcpConn)(nil)
-	_ SelfReader   = (*tcpConn)(nil)
-
 	_ Lender           = (*clientConn)(nil)
 	_ Waker            = (*clientConn)(nil)
 	_ Throttle         = (*serverConn)(nil)

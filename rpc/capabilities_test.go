@@ -13,12 +13,12 @@ import (
 // and forward the TCP connection's self-read on purpose: the shape of a
 // wrapper outside this package, written against the exported seam.
 type twoNames struct {
-	TCP
+	Transport
 	conns []*namingConn // dialed, one at a time
 }
 
 func (t *twoNames) Dial(ctx context.Context, addr string) (Conn, error) {
-	c, err := t.TCP.Dial(ctx, addr)
+	c, err := t.Transport.Dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -87,14 +87,14 @@ func TestClientInfoPathIsTheCallsPath(t *testing.T) {
 		resp.Meta = append(resp.Meta, req.Meta...)
 		return nil
 	}, HandlerOptions{Inline: true})
-	l, err := (&TCP{}).Listen("127.0.0.1:0")
+	l, err := tcpTransport().Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(l)
 	var mu sync.Mutex
 	seen := map[string]int{}
-	tr := &twoNames{}
+	tr := &twoNames{Transport: tcpTransport()}
 	c := NewClient(l.Addr().String(), ClientOptions{Transport: tr, Interceptors: []ClientInterceptor{
 		func(ctx context.Context, info *ClientInfo, req *Request, reply *Reply, invoke Invoker) error {
 			err := invoke(ctx, info, req, reply)

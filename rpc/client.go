@@ -10,9 +10,12 @@ import (
 	"github.com/starwire/starwire/wire"
 )
 
-// ClientOptions configure a Client. The zero value is usable.
+// ClientOptions configure a Client. Every field but Transport may be left
+// zero.
 type ClientOptions struct {
-	// Transport dials the peer; nil means TCP with shared reactors.
+	// Transport dials the peer. It must be set: rpc links no transport of
+	// its own, so that the core never imports one (&tcp.Transport{} from
+	// package rpc/tcp is the one every peer can fall back to).
 	Transport Transport
 	// Name is the peer's name in errors (a task name such as
 	// "/job:ps/replica:0/task:0"); empty means the address.
@@ -56,10 +59,12 @@ type Client struct {
 }
 
 // NewClient returns a client for the peer at addr. It dials lazily, on the
-// first call.
+// first call. It panics when opts.Transport is nil: a client without a
+// transport is a programming error, better found where it is made than at
+// its first call.
 func NewClient(addr string, opts ClientOptions) *Client {
 	if opts.Transport == nil {
-		opts.Transport = &TCP{}
+		panic("rpc: NewClient(" + addr + "): ClientOptions.Transport is nil (rpc has no default transport; use &tcp.Transport{} from package rpc/tcp)")
 	}
 	if opts.Name == "" {
 		opts.Name = addr

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -668,4 +669,15 @@ func (cc *clientConn) WaitLent(closed <-chan struct{}) error {
 	case <-closed:
 		return ErrClosed
 	}
+}
+
+// interrupted sorts the error of a turn at the read side: the deadline
+// SelfReader.Interrupt sets ends the turn (os.ErrDeadlineExceeded, the
+// error a Go socket read past its deadline returns); any other error fails
+// the connection.
+func interrupted(err error) (stopped bool, _ error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true, nil
+	}
+	return false, err
 }

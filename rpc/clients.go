@@ -5,8 +5,9 @@ import "sync"
 // Clients caches one Client per peer address, so that every caller in a
 // process shares one connection to each peer. Safe for concurrent use.
 type Clients struct {
-	// Options configure every client made; Name is set per address when
-	// Names has an entry for it.
+	// Options configure every client made (Options.Transport must be
+	// set, as for NewClient); Name is set per address when Names has an
+	// entry for it.
 	Options ClientOptions
 	// Names maps addresses to the task names used in errors.
 	Names map[string]string

@@ -8,7 +8,7 @@ import (
 
 func TestClientsShareOneConnectionPerPeer(t *testing.T) {
 	env := newTestEnv(t)
-	cs := &Clients{Names: map[string]string{env.addr: "/job:ps/replica:0/task:0"}}
+	cs := &Clients{Options: ClientOptions{Transport: tcpTransport()}, Names: map[string]string{env.addr: "/job:ps/replica:0/task:0"}}
 	defer cs.Close()
 	a, b := cs.Get(env.addr), cs.Get(env.addr)
 	if a != b {

@@ -98,7 +98,7 @@ func TestContextEndsOwnRead(t *testing.T) {
 				split = 3
 			}
 			addr, reqs := halfAnswerPeer(t, split, release)
-			c := NewClient(addr, ClientOptions{})
+			c := NewClient(addr, ClientOptions{Transport: tcpTransport()})
 			defer c.Close()
 			bg := context.Background()
 			if err := echoOnce(bg, c, []byte("first")); err != nil {
@@ -168,7 +168,10 @@ func TestLongAnswerUnderWatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
 	defer cancel()
-	for _, n := range []int{readBufferSize - 100, readBufferSize, 4 * readBufferSize} {
+	// The longest answer a caller reads whole is what the connection's
+	// read buffer holds.
+	whole := int(wholeLimitOf(t, env.client))
+	for _, n := range []int{whole - 100, whole, 4 * whole} {
 		data := make([]byte, n)
 		pattern(data, uint64(n))
 		req := Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(n)}, Data: data}}}
@@ -180,7 +183,7 @@ func TestLongAnswerUnderWatch(t *testing.T) {
 			t.Fatalf("%d bytes: tensor mismatch", n)
 		}
 		reply.Release()
-		if got, long := readSideOf(t, env.client), n > readBufferSize; long && got != readerReads {
+		if got, long := readSideOf(t, env.client), n > whole; long && got != readerReads {
 			t.Fatalf("after a %d-byte answer the read side is %d, want the receiving goroutine's (%d)", n, got, readerReads)
 		}
 		if err := echoOnce(ctx, env.client, []byte("between")); err != nil {
@@ -299,7 +302,7 @@ func FuzzOwnReadAnswer(f *testing.F) {
 				}
 			}
 		}()
-		c := NewClient(l.Addr().String(), ClientOptions{FailFast: true})
+		c := NewClient(l.Addr().String(), ClientOptions{Transport: tcpTransport(), FailFast: true})
 		defer c.Close()
 		bg := context.Background()
 		if err := echoOnce(bg, c, []byte("first")); err != nil {

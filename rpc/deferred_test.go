@@ -58,7 +58,7 @@ func newDeferEnv(t *testing.T, sics ...ServerInterceptor) *deferEnv {
 		resp.Meta = append(resp.Meta, req.Meta...)
 		return nil
 	}, HandlerOptions{Inline: true})
-	tr := &TCP{}
+	tr := tcpTransport()
 	l, err := tr.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestDeferRefusedElsewhere(t *testing.T) {
 			return nil
 		}, opts)
 	}
-	tr := &TCP{}
+	tr := tcpTransport()
 	l, err := tr.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

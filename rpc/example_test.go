@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -15,14 +16,14 @@ func Example() {
 		resp.Meta = append(resp.Meta, req.Meta...) // a copy: req goes back to its pool
 		return nil
 	}, rpc.HandlerOptions{Inline: true})
-	l, err := (&rpc.TCP{}).Listen("127.0.0.1:0")
+	l, err := (&tcp.Transport{}).Listen("127.0.0.1:0")
 	if err != nil {
 		panic(err)
 	}
 	go srv.Serve(l)
 	defer srv.Close()
 
-	client := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{})
+	client := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: &tcp.Transport{}})
 	defer client.Close()
 	var reply rpc.Reply
 	if err := client.Call(context.Background(), echo, &rpc.Request{Meta: []byte("hello")}, &reply); err != nil {

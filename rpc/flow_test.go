@@ -161,7 +161,7 @@ func TestDeadlineKeptWhilePeerReadsNothing(t *testing.T) {
 	// from the first write, while the test made the other requests) had
 	// failed the connection and cut the frame short: nothing here is
 	// about that timeout.
-	client := NewClient(addr, ClientOptions{Transport: &TCP{StallTimeout: -1}, Keepalive: Keepalive{Time: -1}})
+	client := NewClient(addr, ClientOptions{Transport: NewStream(StreamOptions{StallTimeout: -1}), Keepalive: Keepalive{Time: -1}})
 	defer client.Close()
 	const callers, size = 4, 16 << 20
 	const timeout = 300 * time.Millisecond
@@ -250,7 +250,7 @@ func TestKeepaliveFailsSilentPeer(t *testing.T) {
 		io.Copy(io.Discard, nc)
 	}()
 	ka := Keepalive{Time: 50 * time.Millisecond, Timeout: 100 * time.Millisecond}
-	client := NewClient(addr, ClientOptions{Keepalive: ka})
+	client := NewClient(addr, ClientOptions{Transport: tcpTransport(), Keepalive: ka})
 	defer client.Close()
 	start := time.Now()
 	var reply Reply
@@ -273,7 +273,7 @@ func TestOversizedFrameFailsOnlyItsCall(t *testing.T) {
 		resp.Meta = append(resp.Meta, req.Meta...)
 		return nil
 	}, HandlerOptions{Inline: true})
-	tr := &TCP{Limits: wire.Limits{MaxMeta: 1 << 10, MaxTensors: 4, MaxPayload: 1 << 20}}
+	tr := NewStream(StreamOptions{Limits: wire.Limits{MaxMeta: 1 << 10, MaxTensors: 4, MaxPayload: 1 << 20}})
 	l, err := tr.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +305,7 @@ func TestOversizedFrameFailsOnlyItsCall(t *testing.T) {
 // TestConcurrentCallsLimited: calls past MaxConcurrentCalls on a
 // connection fail at once with ResourceExhausted.
 func TestConcurrentCallsLimited(t *testing.T) {
-	env := newTestEnvOn(t, &TCP{}, func(s *Server) { s.MaxConcurrentCalls = 2 })
+	env := newTestEnvOn(t, tcpTransport(), func(s *Server) { s.MaxConcurrentCalls = 2 })
 	block := NewMethod("Block")
 	release := make(chan struct{})
 	started := make(chan struct{}, 2)
@@ -352,7 +352,7 @@ func TestPeerNotReadingAnswersIsHeldBack(t *testing.T) {
 		resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTUint8, Shape: []int64{answer}, Data: shared})
 		return nil
 	}, HandlerOptions{Inline: true})
-	l, err := (&TCP{}).Listen("127.0.0.1:0")
+	l, err := tcpTransport().Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +402,7 @@ func waitServerConn(t *testing.T, srv *Server, ok func(*serverConn) bool) *serve
 // TestConnectionFloodBounded: connections past MaxConnsPerHost are closed
 // as they arrive; those within keep being served.
 func TestConnectionFloodBounded(t *testing.T) {
-	env := newTestEnvOn(t, &TCP{}, func(s *Server) { s.MaxConnsPerHost = 8 })
+	env := newTestEnvOn(t, tcpTransport(), func(s *Server) { s.MaxConnsPerHost = 8 })
 	var reply Reply
 	if err := env.client.Call(context.Background(), mEcho, &Request{Meta: []byte("first")}, &reply); err != nil {
 		t.Fatal(err)

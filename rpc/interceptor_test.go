@@ -25,7 +25,7 @@ func interceptedEnv(t testing.TB, sics []ServerInterceptor, cics []ClientInterce
 		resp.Meta = append(resp.Meta, req.Meta...)
 		return nil
 	}, HandlerOptions{})
-	tr := &TCP{}
+	tr := tcpTransport()
 	l, err := tr.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

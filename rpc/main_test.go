@@ -12,6 +12,6 @@ import (
 // and do not count.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/starwire/starwire/rpc.(*reactor).run"),
+		goleak.IgnoreAnyFunction("github.com/starwire/starwire/rpc/tcp.(*reactor).run"),
 	)
 }

@@ -27,6 +27,19 @@ func readSideOf(t *testing.T, c *Client) readSide {
 	return cc.reading
 }
 
+// wholeLimitOf is the longest answer a caller of c reads whole from its
+// connection's read side.
+func wholeLimitOf(t *testing.T, c *Client) uint64 {
+	t.Helper()
+	c.mu.Lock()
+	cc := c.cc
+	c.mu.Unlock()
+	if cc == nil || cc.sr == nil {
+		t.Fatal("client has no connection that lends its read side")
+	}
+	return cc.sr.WholeLimit()
+}
+
 func echoOnce(ctx context.Context, c *Client, payload []byte) error {
 	var reply Reply
 	defer reply.Release()
@@ -138,7 +151,7 @@ func TestIdleConnectionClosedByPeerRedials(t *testing.T) {
 	var l Listener
 	var err error
 	for range 50 {
-		if l, err = (&TCP{}).Listen(env.addr); err == nil {
+		if l, err = tcpTransport().Listen(env.addr); err == nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond) // paces retries of a bind the closed listener's port may still refuse

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,37 +11,6 @@ import (
 
 	"github.com/starwire/starwire/wire"
 )
-
-// A refused TLS 1.3 client learns of its refusal only after its own
-// handshake is done, when the connection it has dialed already fails: the
-// call reports the refusal, and neither it nor the next call dials again
-// before the backoff has passed.
-func TestRefusedClientDialsOnce(t *testing.T) {
-	dir := t.TempDir()
-	ca, other := newTestCA(t, "cluster CA"), newTestCA(t, "another CA")
-	for round := range 8 {
-		sf := ca.files(t, dir, "server")
-		addr := tlsServer(t, sf)
-		cfg, err := other.files(t, dir, "rogue", ca).ClientConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := NewClient(addr, ClientOptions{Transport: &TCP{TLS: cfg}, FailFast: true, MinBackoff: time.Minute})
-		for i := range 2 {
-			var reply Reply
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := c.Call(ctx, mEcho, &Request{Meta: []byte("x")}, &reply)
-			cancel()
-			if CodeOf(err) != wire.Unavailable || !strings.Contains(err.Error(), "tls") {
-				t.Fatalf("round %d, call %d: err = %v, want Unavailable with the TLS refusal", round, i, err)
-			}
-		}
-		if n, st := sf.Refusals(), c.Stats(); n != 1 || st.Reconnects != 0 {
-			t.Fatalf("round %d: the server refused %d connections, the client reconnected %d times; want 1 and 0", round, n, st.Reconnects)
-		}
-		c.Close()
-	}
-}
 
 // A peer that closes every connection at once is dialed at the backoff's
 // pace, however many callers keep calling it.

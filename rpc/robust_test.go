@@ -127,7 +127,7 @@ func TestServerVanishingMidResponse(t *testing.T) {
 		nc.Write(frame[:100])
 		nc.Close()
 	}()
-	c := NewClient(l.Addr().String(), ClientOptions{FailFast: true})
+	c := NewClient(l.Addr().String(), ClientOptions{Transport: tcpTransport(), FailFast: true})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -181,7 +181,7 @@ func TestReconnectAfterPeerRestart(t *testing.T) {
 	var l Listener
 	var err error
 	for range 50 {
-		if l, err = (&TCP{}).Listen(env.addr); err == nil {
+		if l, err = tcpTransport().Listen(env.addr); err == nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond) // paces retries of a bind the closed listener's port may still refuse
@@ -215,7 +215,7 @@ func TestFailFastUnreachable(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	c := NewClient(addr, ClientOptions{FailFast: true})
+	c := NewClient(addr, ClientOptions{Transport: tcpTransport(), FailFast: true})
 	defer c.Close()
 	start := time.Now()
 	var reply Reply
@@ -224,7 +224,7 @@ func TestFailFastUnreachable(t *testing.T) {
 		t.Fatalf("err = %v after %v", err, time.Since(start))
 	}
 	// Without FailFast the call waits for the peer until its deadline.
-	c2 := NewClient(addr, ClientOptions{})
+	c2 := NewClient(addr, ClientOptions{Transport: tcpTransport()})
 	defer c2.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()

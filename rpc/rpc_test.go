@@ -37,12 +37,12 @@ type testEnv struct {
 
 func newTestEnv(t testing.TB) *testEnv {
 	t.Helper()
-	return newTestEnvOn(t, &TCP{})
+	return newTestEnvOn(t, tcpTransport())
 }
 
 // newTestEnvOn is newTestEnv over tr, with the server's fields set by
 // configure (if any) before it serves.
-func newTestEnvOn(t testing.TB, tr *TCP, configure ...func(*Server)) *testEnv {
+func newTestEnvOn(t testing.TB, tr Transport, configure ...func(*Server)) *testEnv {
 	t.Helper()
 	env := &testEnv{srv: NewServer(), waited: make(chan error, 16), entered: make(chan struct{}, 16)}
 	for _, f := range configure {
@@ -258,41 +258,4 @@ func TestErrorMessageNamesCallAndPeer(t *testing.T) {
 	if want := "rpc: call RecvTensor to ps:0: unimplemented"; err == nil || !bytes.HasPrefix([]byte(err.Error()), []byte(want)) {
 		t.Fatalf("err = %v, want prefix %q", err, want)
 	}
-}
-
-// Connections outlive a stopped reactor group: with calls in flight their
-// callers write for themselves.
-func TestStoppedReactorsStillWrite(t *testing.T) {
-	rs := NewReactors(1)
-	tr := &TCP{Reactors: rs}
-	srv := NewServer()
-	srv.Register(mEcho, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
-		resp.Meta = append(resp.Meta, req.Meta...)
-		return nil
-	}, HandlerOptions{Inline: true})
-	l, err := tr.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(l)
-	defer srv.Close()
-	c := NewClient(l.Addr().String(), ClientOptions{Transport: tr})
-	defer c.Close()
-	rs.Stop()
-	var wg sync.WaitGroup
-	for i := range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			var reply Reply
-			if err := c.Call(ctx, mEcho, &Request{Meta: []byte{byte(i)}}, &reply); err != nil {
-				t.Error(err)
-				return
-			}
-			reply.Release()
-		}()
-	}
-	wg.Wait()
 }

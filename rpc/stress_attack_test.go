@@ -9,6 +9,7 @@ import (
 
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -70,7 +71,7 @@ func TestStressAttacks(t *testing.T) {
 				env = append(env, fmt.Sprintf("%s=%d", maxCallsEnv, a.maxCalls))
 			}
 			p := startStressServer(t, env...)
-			c := rpc.NewClient(p.Addr, rpc.ClientOptions{})
+			c := rpc.NewClient(p.Addr, rpc.ClientOptions{Transport: &tcp.Transport{}})
 			defer c.Close()
 			warm := probeWorkload()
 			warm.Duration = 200 * time.Millisecond

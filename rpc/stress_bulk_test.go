@@ -8,6 +8,7 @@ import (
 
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -21,7 +22,7 @@ const maxOverrun = 100 * time.Millisecond
 // deadline, and none may hang.
 func TestStressBulkTCP(t *testing.T) {
 	p := startStressServer(t)
-	c := rpc.NewClient(p.Addr, rpc.ClientOptions{})
+	c := rpc.NewClient(p.Addr, rpc.ClientOptions{Transport: &tcp.Transport{}})
 	defer c.Close()
 	w := stress.Bulk("tcp bulk 40×4–16MiB", 20*time.Second)
 	r := runBounded(t, p, c, w)

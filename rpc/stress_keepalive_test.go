@@ -10,6 +10,7 @@ import (
 
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -30,7 +31,7 @@ import (
 func TestStressKeepaliveStoppedPeer(t *testing.T) {
 	p := startStressServer(t)
 	ka := rpc.Keepalive{Time: 200 * time.Millisecond, Timeout: 500 * time.Millisecond}
-	c := rpc.NewClient(p.Addr, rpc.ClientOptions{Keepalive: ka})
+	c := rpc.NewClient(p.Addr, rpc.ClientOptions{Transport: &tcp.Transport{}, Keepalive: ka})
 	defer c.Close()
 	request := func(op stress.Op, size int) *rpc.Request {
 		req := &rpc.Request{Meta: stress.Args{Seed: 1, N: uint64(10 * time.Second)}.Append(nil)}

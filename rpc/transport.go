@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"net"
 
 	"github.com/starwire/starwire/wire"
@@ -45,3 +46,8 @@ type Conn interface {
 	LocalAddr() net.Addr
 	RemoteAddr() net.Addr
 }
+
+// ErrClosed is wrapped by the errors of a connection that has been closed or
+// has failed: what Send returns then, and what its pending sends complete
+// with. The core treats it as the peer being unavailable.
+var ErrClosed = errors.New("rpc: connection closed")

@@ -11,6 +11,7 @@ import (
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/internal/tlstest"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // issuing is a Network that records the tickets it issues and revokes.
@@ -50,14 +51,14 @@ func (n *issuing) tickets() ([]afxdp.Ticket, []uint64) {
 func TestHelloTicketOverTLS(t *testing.T) {
 	ca := tlstest.NewCA(t, "hello-ca")
 	files := ca.Dir(t, t.TempDir())
-	cfg, err := (&rpc.TLSFiles{CertFile: files.Cert, KeyFile: files.Key, CAFile: files.CA}).Config()
+	cfg, err := (&tcp.TLSFiles{CertFile: files.Cert, KeyFile: files.Key, CAFile: files.CA}).Config()
 	if err != nil {
 		t.Fatal(err)
 	}
 	srvEP := &issuing{Endpoint: udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})}
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1})
 	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
-	addr := serveDual(t, afxdprpc.Dual(&rpc.TCP{TLS: cfg}, srvEP, opts), "127.0.0.1:0")
+	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{TLS: cfg}, srvEP, opts), "127.0.0.1:0")
 
 	// Without the hello's ticket, the packet endpoint opens nothing.
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -66,7 +67,7 @@ func TestHelloTicketOverTLS(t *testing.T) {
 		t.Fatal("a session opened under a ticket the server never issued")
 	}
 
-	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{TLS: cfg}, cliEP, opts)})
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{TLS: cfg}, cliEP, opts)})
 	waitPath(t, c, afxdp.PathUDP)
 	before := packetFrames.packet.Load()
 	for i := range 20 {

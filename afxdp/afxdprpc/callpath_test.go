@@ -9,6 +9,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -48,7 +49,7 @@ func TestInterceptorsSeeEachCallsPath(t *testing.T) {
 	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true}
 
 	var client, server pathCounts
-	tl, err := afxdprpc.Dual(&rpc.TCP{}, srvEP, opts).Listen("127.0.0.1:0")
+	tl, err := afxdprpc.Dual(&tcp.Transport{}, srvEP, opts).Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestInterceptorsSeeEachCallsPath(t *testing.T) {
 	go s.Serve(tl)
 	t.Cleanup(func() { s.Close() })
 
-	tr := afxdprpc.Dual(&rpc.TCP{}, cliEP, opts)
+	tr := afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)
 	c := rpc.NewClient(tl.Addr().String(), rpc.ClientOptions{Transport: tr, Interceptors: []rpc.ClientInterceptor{
 		func(ctx context.Context, info *rpc.ClientInfo, req *rpc.Request, reply *rpc.Reply, invoke rpc.Invoker) error {
 			err := invoke(ctx, info, req, reply)

@@ -14,6 +14,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -220,8 +221,8 @@ func TestDualChoosesPathPerCall(t *testing.T) {
 	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
 	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathThreshold, Threshold: 4096}}
-	srv, addr := servePaths(t, afxdprpc.Dual(&rpc.TCP{}, srvEP, opts), "127.0.0.1:0")
-	tr := afxdprpc.Dual(&rpc.TCP{}, cliEP, opts)
+	srv, addr := servePaths(t, afxdprpc.Dual(&tcp.Transport{}, srvEP, opts), "127.0.0.1:0")
+	tr := afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)
 	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: tr})
 	defer c.Close()
 	waitPath(t, c, afxdp.PathUDP)
@@ -238,7 +239,7 @@ func TestDualChoosesPathPerCallAFXDP(t *testing.T) {
 	var srv *pathServer
 	var addr string
 	if err := p.B.Do(func() error {
-		srv, addr = servePaths(t, afxdprpc.Dual(&rpc.TCP{}, srvG, opts), p.B.Addr.String()+":0")
+		srv, addr = servePaths(t, afxdprpc.Dual(&tcp.Transport{}, srvG, opts), p.B.Addr.String()+":0")
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -252,11 +253,11 @@ func TestDualChoosesPathPerCallAFXDP(t *testing.T) {
 
 // nsTCP dials from inside a namespace.
 type nsTCP struct {
-	rpc.TCP
+	tcp.Transport
 	end *netns.End
 }
 
 func (n *nsTCP) Dial(ctx context.Context, addr string) (c rpc.Conn, err error) {
-	err = n.end.Do(func() error { c, err = n.TCP.Dial(ctx, addr); return err })
+	err = n.end.Do(func() error { c, err = n.Transport.Dial(ctx, addr); return err })
 	return c, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -43,8 +44,8 @@ func serveOverheadEcho(b *testing.B, tr rpc.Transport) *rpc.Client {
 func BenchmarkDualTCPOverhead(b *testing.B) {
 	for _, ctxKind := range []string{"background", "cancellable"} {
 		b.Run(ctxKind, func(b *testing.B) {
-			plain := serveOverheadEcho(b, &rpc.TCP{})
-			dual := serveOverheadEcho(b, afxdprpc.Dual(&rpc.TCP{}, nil, afxdprpc.DualOptions{Logger: slog.New(slog.DiscardHandler)}))
+			plain := serveOverheadEcho(b, &tcp.Transport{})
+			dual := serveOverheadEcho(b, afxdprpc.Dual(&tcp.Transport{}, nil, afxdprpc.DualOptions{Logger: slog.New(slog.DiscardHandler)}))
 			ctx := context.Background()
 			if ctxKind == "cancellable" {
 				var cancel context.CancelFunc

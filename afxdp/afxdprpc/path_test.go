@@ -18,6 +18,7 @@ import (
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -181,8 +182,8 @@ func TestDualMovesCallsToPacketPath(t *testing.T) {
 	// Every call, as the policy says (auto mode sends a few over TCP to
 	// time it: see choice_test.go).
 	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: logs.logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
-	addr := serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvEP, opts), "127.0.0.1:0")
-	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{}, cliEP, opts)})
+	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvEP, opts), "127.0.0.1:0")
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)})
 	defer c.Close()
 	waitPath(t, c, afxdp.PathUDP)
 	before := packetFrames.packet.Load()
@@ -205,15 +206,15 @@ func TestDualStaysOnTCP(t *testing.T) {
 		client afxdprpc.DualOptions
 	}{
 		{"server without packet endpoint", func(t *testing.T) rpc.Transport {
-			return afxdprpc.Dual(&rpc.TCP{}, nil, afxdprpc.DualOptions{})
+			return afxdprpc.Dual(&tcp.Transport{}, nil, afxdprpc.DualOptions{})
 		}, afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true}},
 		{"kernel UDP is not worth it", func(t *testing.T) rpc.Transport {
-			return afxdprpc.Dual(&rpc.TCP{}, udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket}), afxdprpc.DualOptions{Path: afxdp.PathUDP})
+			return afxdprpc.Dual(&tcp.Transport{}, udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket}), afxdprpc.DualOptions{Path: afxdp.PathUDP})
 		}, afxdprpc.DualOptions{Path: afxdp.PathUDP}},
 		{"packet endpoint unreachable", func(t *testing.T) rpc.Transport {
 			ep := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 			ep.Close() // advertised, but nobody answers there
-			return afxdprpc.Dual(&rpc.TCP{}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP})
+			return afxdprpc.Dual(&tcp.Transport{}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP})
 		}, afxdprpc.DualOptions{Path: afxdp.PathXDP, OpenTimeout: 200 * time.Millisecond}},
 	}
 	for _, tt := range tests {
@@ -221,7 +222,7 @@ func TestDualStaysOnTCP(t *testing.T) {
 			var logs logBuffer
 			tt.client.Logger = logs.logger()
 			addr := serveDual(t, tt.server(t), "127.0.0.1:0")
-			c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{}, cliEP, tt.client)})
+			c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{}, cliEP, tt.client)})
 			defer c.Close()
 			i := 0
 			testwait.Eventually(t, 10*time.Second, func() bool {
@@ -245,8 +246,8 @@ func TestDualFallsBackToTCPWhenPacketPathFails(t *testing.T) {
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1, DeadAfter: 300 * time.Millisecond})
 	var logs logBuffer
 	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: logs.logger()}
-	addr := serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvEP, opts), "127.0.0.1:0")
-	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{}, cliEP, opts)})
+	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvEP, opts), "127.0.0.1:0")
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)})
 	defer c.Close()
 	waitPath(t, c, afxdp.PathUDP)
 	srvEP.Close()
@@ -279,12 +280,12 @@ func TestDualOverAFXDP(t *testing.T) {
 	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
 	var addr string
 	if err := p.B.Do(func() error {
-		addr = serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvG, opts), p.B.Addr.String()+":0")
+		addr = serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvG, opts), p.B.Addr.String()+":0")
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&rpc.TCP{}, cliG, opts)})
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{}, cliG, opts)})
 	defer c.Close()
 	// The TCP connection is dialled inside A's namespace.
 	if err := p.A.Do(func() error { waitPath(t, c, afxdp.PathXDP); return nil }); err != nil {
@@ -306,8 +307,8 @@ func TestDualTotalsKeepClosedConnections(t *testing.T) {
 	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
 	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: (&logBuffer{}).logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
-	addr := serveDual(t, afxdprpc.Dual(&rpc.TCP{}, srvEP, opts), "127.0.0.1:0")
-	tr := afxdprpc.Dual(&rpc.TCP{}, cliEP, opts)
+	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvEP, opts), "127.0.0.1:0")
+	tr := afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)
 	var bypass, tcp uint64
 	for round := range 2 {
 		c := rpc.NewClient(addr, rpc.ClientOptions{Transport: tr})

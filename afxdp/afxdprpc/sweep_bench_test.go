@@ -11,6 +11,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -56,7 +57,7 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 	srvG, cliG := openXDPIn(b, p.B, port), openXDPIn(b, p.A, port)
 	var addr string
 	if err := p.B.Do(func() error {
-		tl, err := afxdprpc.Dual(&rpc.TCP{}, srvG, afxdprpc.DualOptions{Path: afxdp.PathXDP}).Listen(p.B.Addr.String() + ":0")
+		tl, err := afxdprpc.Dual(&tcp.Transport{}, srvG, afxdprpc.DualOptions{Path: afxdp.PathXDP}).Listen(p.B.Addr.String() + ":0")
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // ChildEnv names the variable that makes a program calling Child.Main a
@@ -46,7 +47,7 @@ func (c Child) Main() {
 func (c Child) serve(spec string) int {
 	listen := c.Listen
 	if listen == nil {
-		listen = (&rpc.TCP{}).Listen
+		listen = (&tcp.Transport{}).Listen
 	}
 	l, err := listen(spec)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -84,13 +85,13 @@ func TestReadMem(t *testing.T) {
 // answered and verified, and cancelled calls are counted as such.
 func TestWorkloadVerifiesEveryOp(t *testing.T) {
 	s := NewServer()
-	l, err := (&rpc.TCP{}).Listen("127.0.0.1:0")
+	l, err := (&tcp.Transport{}).Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go s.Serve(l)
 	defer s.Close()
-	c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{})
+	c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: &tcp.Transport{}})
 	defer c.Close()
 	var seen [numOps]atomic.Int64
 	w := Workload{Name: "all ops", Callers: 4, MinSize: 1, MaxSize: 256 << 10,
@@ -137,7 +138,7 @@ func TestChildProcess(t *testing.T) {
 	if err := ResetHWM(p.Pid()); err != nil {
 		t.Fatal(err)
 	}
-	c := rpc.NewClient(p.Addr, rpc.ClientOptions{})
+	c := rpc.NewClient(p.Addr, rpc.ClientOptions{Transport: &tcp.Transport{}})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -36,8 +36,8 @@ import (
 	"strings"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/logline"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // A usageError is a mistake on the command line or in the environment
@@ -137,7 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// rpc reads no variable: the shared TCP reactors get
 	// SEASTAR_CORE_NUMBER's count from here.
-	rpc.SetSharedReactors(cluster.CoreNumber())
+	tcp.SetSharedReactors(cluster.CoreNumber())
 	ctx, stop := stopOnSignals(context.Background())
 	defer stop.release()
 	out := &stdoutWriter{w: stdout, closed: func() { stop.cancel(errStdoutClosed) }}

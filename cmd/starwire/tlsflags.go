@@ -8,8 +8,8 @@ import (
 
 	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // tlsFlags turn on mutual TLS for a command's TCP paths (gRPC and
@@ -20,7 +20,7 @@ import (
 type tlsFlags struct {
 	dir, cert, key, ca string
 
-	files *rpc.TLSFiles // made by get
+	files *tcp.TLSFiles // made by get
 	err   error
 	done  bool
 }
@@ -35,7 +35,7 @@ func (t *tlsFlags) register(fs *flag.FlagSet) {
 // get returns the TLS files the flags and variables name, nil when none
 // are (plaintext). Every file must be named and readable; the files are
 // read here, so that a bad one stops the command before it serves.
-func (t *tlsFlags) get() (*rpc.TLSFiles, error) {
+func (t *tlsFlags) get() (*tcp.TLSFiles, error) {
 	if t.done {
 		return t.files, t.err
 	}
@@ -44,7 +44,7 @@ func (t *tlsFlags) get() (*rpc.TLSFiles, error) {
 	return t.files, t.err
 }
 
-func (t *tlsFlags) load() (*rpc.TLSFiles, error) {
+func (t *tlsFlags) load() (*tcp.TLSFiles, error) {
 	envDir, envFiles := cluster.TLSFiles()
 	dir := cmp.Or(t.dir, envDir)
 	paths := [3]string{cmp.Or(t.cert, envFiles[0]), cmp.Or(t.key, envFiles[1]), cmp.Or(t.ca, envFiles[2])}
@@ -64,7 +64,7 @@ func (t *tlsFlags) load() (*rpc.TLSFiles, error) {
 			return nil, usagef("mutual TLS needs a certificate, its key and a CA bundle: give %s (or --tls_dir)", what)
 		}
 	}
-	f := &rpc.TLSFiles{CertFile: paths[0], KeyFile: paths[1], CAFile: paths[2],
+	f := &tcp.TLSFiles{CertFile: paths[0], KeyFile: paths[1], CAFile: paths[2],
 		Logger: logline.New(os.Stderr, "starwire: ")}
 	if _, err := f.Config(); err != nil {
 		return nil, usagef("%v", err)
@@ -78,9 +78,9 @@ func (t *tlsFlags) secure(cmd string, c *transportChoice) error {
 	if err != nil || f == nil {
 		return prefixUsage(cmd, err)
 	}
-	if tcp, ok := c.net.(tasks.TCPNet); ok {
-		tcp.TLS = f
-		c.net = tcp
+	if tn, ok := c.net.(tasks.TCPNet); ok {
+		tn.TLS = f
+		c.net = tn
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/starwire/starwire/examples/greeter/greeterpb"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 func main() {
@@ -23,7 +24,7 @@ func main() {
 func run(out io.Writer) error {
 	srv := rpc.NewServer()
 	greeterpb.RegisterGreeterStarwireServer(srv, greeter{}, nil)
-	l, err := (&rpc.TCP{}).Listen("127.0.0.1:0")
+	l, err := (&tcp.Transport{}).Listen("127.0.0.1:0")
 	if err != nil {
 		return err
 	}
@@ -35,7 +36,7 @@ func run(out io.Writer) error {
 		fmt.Fprintf(out, "call %s over %s: %v\n", info.Method, info.Path, rpc.CodeOf(err))
 		return err
 	}
-	c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Interceptors: []rpc.ClientInterceptor{logCalls}})
+	c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: &tcp.Transport{}, Interceptors: []rpc.ClientInterceptor{logCalls}})
 	defer c.Close()
 	resp, err := greeterpb.NewGreeterStarwireClient(c).SayHello(context.Background(), &greeterpb.HelloRequest{Name: "starwire"})
 	if err != nil {

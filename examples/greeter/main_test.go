@@ -9,6 +9,7 @@ import (
 
 	"github.com/starwire/starwire/examples/greeter/greeterpb"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -29,13 +30,13 @@ func TestRun(t *testing.T) {
 func TestScale(t *testing.T) {
 	srv := rpc.NewServer()
 	greeterpb.RegisterGreeterStarwireServer(srv, greeter{}, nil)
-	l, err := (&rpc.TCP{}).Listen("127.0.0.1:0")
+	l, err := (&tcp.Transport{}).Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(l)
 	defer srv.Close()
-	c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{})
+	c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: &tcp.Transport{}})
 	defer c.Close()
 	client := greeterpb.NewGreeterStarwireClient(c)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -51,7 +52,7 @@ func newTestCluster(t testing.TB, protocol string) *testCluster {
 		}
 		srv := rpc.NewServer()
 		w.Register(srv)
-		l, err := (&rpc.TCP{}).Listen("127.0.0.1:0")
+		l, err := (&tcp.Transport{}).Listen("127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +87,7 @@ func (tc *testCluster) caller(t testing.TB, task string) Caller {
 		}
 		return c
 	}
-	return NewStarCaller(task, rpc.NewClient(tc.star[task], rpc.ClientOptions{Name: task}))
+	return NewStarCaller(task, rpc.NewClient(tc.star[task], rpc.ClientOptions{Transport: &tcp.Transport{}, Name: task}))
 }
 
 func (tc *testCluster) resolve(task string) (handlers.Caller, error) {
@@ -106,7 +107,7 @@ func (tc *testCluster) resolve(task string) (handlers.Caller, error) {
 		}
 		c = gc
 	} else {
-		c = NewStarCaller(task, rpc.NewClient(tc.star[task], rpc.ClientOptions{Name: task}))
+		c = NewStarCaller(task, rpc.NewClient(tc.star[task], rpc.ClientOptions{Transport: &tcp.Transport{}, Name: task}))
 	}
 	tc.peers[task] = c
 	return c.(handlers.Caller), nil

@@ -10,5 +10,5 @@ import (
 // step's receiver, a stepContext watcher, a server's connection) outlives
 // them. rpc's shared reactors live as long as the process, by design.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/starwire/starwire/rpc.(*reactor).run"))
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/starwire/starwire/rpc/tcp.(*reactor).run"))
 }

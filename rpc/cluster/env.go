@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // A ReactorCount is how many reactors a TCP transport runs and where the
 // number came from, for the line a process prints as it starts.
 type ReactorCount struct {
 	N int
-	// Var names the variable that set it, "" for rpc.DefaultReactors, and
+	// Var names the variable that set it, "" for tcp.DefaultReactors, and
 	// Value is the variable's value.
 	Var, Value string
 	// CappedAt is the connection count N was lowered to, 0 when the
@@ -21,15 +21,15 @@ type ReactorCount struct {
 
 // CoreNumber returns the number of reactors of a process's shared TCP
 // transport: SEASTAR_CORE_NUMBER when it is a whole number in
-// 1..MaxReactors, rpc.DefaultReactors otherwise. A command hands it to
-// rpc.SetSharedReactors.
+// 1..MaxReactors, tcp.DefaultReactors otherwise. A command hands it to
+// tcp.SetSharedReactors.
 func CoreNumber() int { return coreNumber().N }
 
 // coreNumber is the one reading of SEASTAR_CORE_NUMBER; every count
 // derived from it (CoreNumber, SharedReactors, Reactors, PacketReactors)
 // comes from here.
 func coreNumber() ReactorCount {
-	return roleCount(EnvCoreNumber, ReactorCount{N: rpc.DefaultReactors})
+	return roleCount(EnvCoreNumber, ReactorCount{N: tcp.DefaultReactors})
 }
 
 // roleCount is the count variable name sets, or def when it is unset or
@@ -95,5 +95,5 @@ func (r ReactorCount) Warning() string {
 }
 
 // SharedReactors is the reactor count of a process's shared TCP transport
-// (rpc.TCP without Reactors of its own), and where it came from.
+// (tcp.Transport without Reactors of its own), and where it came from.
 func SharedReactors() ReactorCount { return coreNumber() }

@@ -3,7 +3,7 @@ package cluster
 import (
 	"testing"
 
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 func TestRoleCoreNumber(t *testing.T) {
@@ -12,15 +12,15 @@ func TestRoleCoreNumber(t *testing.T) {
 		job              string
 		peers, want      int
 	}{
-		{"", "", "", "worker", 0, rpc.DefaultReactors},
+		{"", "", "", "worker", 0, tcp.DefaultReactors},
 		{"2", "", "", "worker", 0, 2},
 		{"2", "8", "", "ps", 0, 8},
 		{"2", "8", "", "worker", 0, 2},
 		{"", "8", "3", "worker", 0, 3},
 		{"", "8", "3", "chief", 0, 3}, // a chief is a worker, as in DeepRec
 		{"", "8", "", "ps", 5, 5},     // capped by the peers
-		{"junk", "", "-1", "worker", 0, rpc.DefaultReactors},
-		{"100000", "", "", "worker", 0, rpc.DefaultReactors},
+		{"junk", "", "-1", "worker", 0, tcp.DefaultReactors},
+		{"100000", "", "", "worker", 0, tcp.DefaultReactors},
 	}
 	for _, tt := range tests {
 		t.Setenv(EnvCoreNumber, tt.core)

@@ -23,7 +23,7 @@ type Status struct {
 
 	// cause is the local error the status was made from (Errorf's %w),
 	// so that callers can branch on a transport's sentinel such as
-	// rpc.ErrStalled; it does not cross the wire.
+	// tcp.ErrStalled; it does not cross the wire.
 	cause error
 }
 

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/bench"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 func main() {
@@ -31,7 +31,7 @@ func main() {
 	watchStdin := flag.Bool("stdin", false, "exit when standard input reaches end of file")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole life of the process to this file")
 	flag.Parse()
-	rpc.SetSharedReactors(cluster.CoreNumber()) // SEASTAR_CORE_NUMBER sizes the TCP reactors
+	tcp.SetSharedReactors(cluster.CoreNumber()) // SEASTAR_CORE_NUMBER sizes the TCP reactors
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {

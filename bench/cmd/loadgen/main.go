@@ -16,8 +16,8 @@ import (
 	"runtime/pprof"
 
 	"github.com/starwire/starwire/bench"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 func main() {
@@ -34,7 +34,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	cancellable := flag.Bool("cancellable", false, "calls carry a context that can be cancelled (one for the whole run, as a training step's calls share one), instead of context.Background()")
 	flag.Parse()
-	rpc.SetSharedReactors(cluster.CoreNumber()) // SEASTAR_CORE_NUMBER sizes the TCP reactors
+	tcp.SetSharedReactors(cluster.CoreNumber()) // SEASTAR_CORE_NUMBER sizes the TCP reactors
 	err := profiled(*cpuProfile, func() error { return run(*server, cfg, *cancellable) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)

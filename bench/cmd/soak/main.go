@@ -33,6 +33,7 @@ import (
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -40,7 +41,7 @@ import (
 const afxdpPort = 7730
 
 func main() {
-	rpc.SetSharedReactors(cluster.CoreNumber()) // SEASTAR_CORE_NUMBER sizes the TCP reactors, children's too
+	tcp.SetSharedReactors(cluster.CoreNumber()) // SEASTAR_CORE_NUMBER sizes the TCP reactors, children's too
 	stress.Child{Listen: listen}.Main()
 	duration := flag.Duration("duration", 10*time.Minute, "how long to run")
 	segment := flag.Duration("segment", time.Minute, "length of one segment (one transport, at most one fault)")
@@ -57,7 +58,7 @@ func listen(spec string) (rpc.Listener, error) {
 	kind, rest, _ := strings.Cut(spec, ":")
 	switch kind {
 	case "tcp":
-		return (&rpc.TCP{}).Listen(rest)
+		return (&tcp.Transport{}).Listen(rest)
 	case "afxdp":
 		link, p, _ := strings.Cut(rest, ":")
 		port, err := strconv.ParseUint(p, 10, 16)
@@ -179,9 +180,9 @@ func setUp(useXDP string) (ts []*target, cleanup func(), err error) {
 			undo[i]()
 		}
 	}
-	tcp := &target{name: "tcp"}
+	tt := &target{name: "tcp", opts: rpc.ClientOptions{Transport: &tcp.Transport{}}}
 	addr := "127.0.0.1:0"
-	tcp.cmd = func() (*stress.Proc, error) {
+	tt.cmd = func() (*stress.Proc, error) {
 		cmd, err := stress.Command("tcp:" + addr)
 		if err != nil {
 			return nil, err
@@ -192,12 +193,12 @@ func setUp(useXDP string) (ts []*target, cleanup func(), err error) {
 		}
 		return p, err
 	}
-	if tcp.proc, err = tcp.cmd(); err != nil {
+	if tt.proc, err = tt.cmd(); err != nil {
 		return nil, cleanup, err
 	}
-	tcp.client = rpc.NewClient(addr, tcp.opts)
-	undo = append(undo, func() { tcp.client.Close(); tcp.proc.Close() })
-	ts = append(ts, tcp)
+	tt.client = rpc.NewClient(addr, tt.opts)
+	undo = append(undo, func() { tt.client.Close(); tt.proc.Close() })
+	ts = append(ts, tt)
 	if useXDP == "off" {
 		return ts, cleanup, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // xdpPort is the UDP port of every AF_XDP endpoint; each is on its own
@@ -62,11 +63,11 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 			x.close()
 		}
 	}()
-	tcp, err := (&rpc.TCP{}).Listen("127.0.0.1:0")
+	tl, err := (&tcp.Transport{}).Listen("127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("staleness: afxdp: %w", err)
 	}
-	go x.srv.Serve(tcp)
+	go x.srv.Serve(tl)
 	// Both ends of every link are in this process: a ticket of its own.
 	ticket := afxdp.NewTicket()
 	open := func(e vethnet.End) (*afxdp.Endpoint, error) {
@@ -95,9 +96,9 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 		if err != nil {
 			return nil, err
 		}
-		dual := afxdprpc.Dual(&rpc.TCP{}, cep, afxdprpc.DualOptions{Path: afxdp.PathXDP,
+		dual := afxdprpc.Dual(&tcp.Transport{}, cep, afxdprpc.DualOptions{Path: afxdp.PathXDP,
 			Packet: netip.AddrPortFrom(l.PS.Addr, xdpPort).String(), Policy: policy, Logger: quietLogger})
-		x.peers = append(x.peers, xdpPeer{dual, tcp.Addr().String()})
+		x.peers = append(x.peers, xdpPeer{dual, tl.Addr().String()})
 	}
 	return x, nil
 }

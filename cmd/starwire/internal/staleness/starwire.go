@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -67,7 +68,7 @@ func newStarServer(st *store) *rpc.Server {
 // startStarwire serves st over starwire on a free loopback port.
 func startStarwire(st *store) (addr string, stop func(), err error) {
 	srv := newStarServer(st)
-	tr := &rpc.TCP{}
+	tr := &tcp.Transport{}
 	l, err := tr.Listen("127.0.0.1:0")
 	if err != nil {
 		return "", nil, fmt.Errorf("staleness: starwire server: %w", err)
@@ -86,6 +87,9 @@ type starwireConn struct {
 
 // dialStarwire returns a connection to addr over tr (nil means TCP).
 func dialStarwire(addr string, tr rpc.Transport) *starwireConn {
+	if tr == nil {
+		tr = &tcp.Transport{}
+	}
 	return &starwireConn{c: rpc.NewClient(addr, rpc.ClientOptions{Name: "parameter server", Transport: tr})}
 }
 

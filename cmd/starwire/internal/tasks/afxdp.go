@@ -9,8 +9,8 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/logline"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // ServeAFXDP opens an AF_XDP endpoint on interface iface at the UDP port
@@ -40,8 +40,8 @@ func (s *Server) ServeAFXDP(iface string) error {
 		return fmt.Errorf("%s: %s has address %v, not the starwire address %v", s.Task(), iface, got.Addr(), ap.Addr())
 	}
 	s.PeerTransport = fmt.Sprintf("AF_XDP on %s (UDP port %d)", iface, ap.Port())
-	if tcp, ok := s.starTr.(*rpc.TCP); ok {
-		s.peerDuals = newPeerDuals(tcp, ep, s.AFXDPPath)
+	if tt, ok := s.starTr.(*tcp.Transport); ok {
+		s.peerDuals = newPeerDuals(tt, ep, s.AFXDPPath)
 		s.peerTr = s.peerDuals
 		s.PeerTransport += " or TCP, per call (" + s.AFXDPPath.String() + ")"
 		return nil
@@ -93,8 +93,8 @@ func (s *Server) fabricRoute(peer *Server, ep *afxdp.Endpoint, far netip.Addr, p
 	}
 	packet := netip.AddrPortFrom(far, xdpPort).String()
 	r := route{afxdprpc.Transport(ep), packet}
-	if tcp, ok := s.starTr.(*rpc.TCP); ok && peer.StarAddr != "" {
-		d := afxdprpc.Dual(tcp, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Packet: packet, Policy: policy, Logger: quietLogger})
+	if tt, ok := s.starTr.(*tcp.Transport); ok && peer.StarAddr != "" {
+		d := afxdprpc.Dual(tt, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Packet: packet, Policy: policy, Logger: quietLogger})
 		s.duals = append(s.duals, d)
 		r, dual = route{d, peer.StarAddr}, true
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // TestProbes: a task answers the standard gRPC health service and server
@@ -36,7 +37,7 @@ func TestProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	star := rpc.NewClient(s.StarAddr, rpc.ClientOptions{Name: s.Task()})
+	star := rpc.NewClient(s.StarAddr, rpc.ClientOptions{Transport: &tcp.Transport{}, Name: s.Task()})
 	defer star.Close()
 	hc := healthpb.NewHealthClient(cc)
 	check := func(service string) (grpcStatus, starStatus healthpb.HealthCheckResponse_ServingStatus) {

@@ -13,8 +13,8 @@ import (
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/metrics"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // LocalOptions describe an in-process cluster.
@@ -46,7 +46,7 @@ type LocalOptions struct {
 	// TLS, when set, secures every task's gRPC and, when Net is TCP, its
 	// starwire transport with mutual TLS; the certificate must be valid
 	// for 127.0.0.1.
-	TLS *rpc.TLSFiles
+	TLS *tcp.TLSFiles
 	// NoAllowlist lets each AF_XDP endpoint of the fabric steer packets
 	// from any source; by default only the task at the link's other end
 	// gets through, others are dropped in XDP and counted.
@@ -87,11 +87,11 @@ func StartLocal(opts LocalOptions) (*Local, error) {
 func (l *Local) start(opts LocalOptions) error {
 	protocol := opts.Protocol
 	n := opts.Net
-	if tcp, ok := n.(TCPNet); ok || n == nil {
+	if tn, ok := n.(TCPNet); ok || n == nil {
 		// Each task is reached by every other and by the driver.
-		tcp.Conns = opts.PS + opts.Workers
-		tcp.TLS = opts.TLS
-		n = tcp
+		tn.Conns = opts.PS + opts.Workers
+		tn.TLS = opts.TLS
+		n = tn
 	}
 	jobs := map[string][]string{}
 	em := cluster.NewEndpointMap(filepath.Join(opts.Dir, cluster.DefaultEndpointMapFile))

@@ -11,6 +11,7 @@ import (
 	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // A Net makes the starwire transport of one process: a task's, which both
@@ -37,7 +38,7 @@ type TCPNet struct {
 	Conns int
 	// TLS, when set, secures every connection, served or dialed, with
 	// mutual TLS 1.3.
-	TLS *rpc.TLSFiles
+	TLS *tcp.TLSFiles
 }
 
 // Name implements Net.
@@ -49,8 +50,8 @@ func (n TCPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, err
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rs := rpc.NewReactors(cluster.RoleCoreNumber(n.Job, n.Conns))
-	tr := &rpc.TCP{Reactors: rs, TLS: cfg}
+	rs := tcp.NewReactors(cluster.RoleCoreNumber(n.Job, n.Conns))
+	tr := &tcp.Transport{Reactors: rs, TLS: cfg}
 	l, err := tr.Listen(bind)
 	if err != nil {
 		rs.Stop()
@@ -60,7 +61,7 @@ func (n TCPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, err
 }
 
 // reactorsCloser stops a task's reactors when the task closes.
-type reactorsCloser struct{ rs *rpc.Reactors }
+type reactorsCloser struct{ rs *tcp.Reactors }
 
 func (c reactorsCloser) Close() error {
 	c.rs.Stop()
@@ -73,7 +74,7 @@ func (n TCPNet) Dialer() (rpc.Transport, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &rpc.TCP{TLS: cfg}, nil, nil
+	return &tcp.Transport{TLS: cfg}, nil, nil
 }
 
 // UDPNet carries starwire with afxdp's reliable packet protocol over kernel

@@ -10,6 +10,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // peerDuals is the transport a task serving AF_XDP (ServeAFXDP) calls its
@@ -21,7 +22,7 @@ import (
 // in copy mode, tensors of some kilobytes and more) stay on TCP, where
 // AF_XDP alone carried them all.
 type peerDuals struct {
-	tcp    *rpc.TCP
+	tcp    *tcp.Transport
 	ep     *afxdp.Endpoint
 	policy afxdprpc.PathPolicy
 
@@ -29,8 +30,8 @@ type peerDuals struct {
 	duals map[string]*afxdprpc.DualTransport // by the peer's address
 }
 
-func newPeerDuals(tcp *rpc.TCP, ep *afxdp.Endpoint, policy afxdprpc.PathPolicy) *peerDuals {
-	return &peerDuals{tcp: tcp, ep: ep, policy: policy, duals: make(map[string]*afxdprpc.DualTransport)}
+func newPeerDuals(tr *tcp.Transport, ep *afxdp.Endpoint, policy afxdprpc.PathPolicy) *peerDuals {
+	return &peerDuals{tcp: tr, ep: ep, policy: policy, duals: make(map[string]*afxdprpc.DualTransport)}
 }
 
 // errDialOnly says that peerDuals serves nothing: the task serves on its

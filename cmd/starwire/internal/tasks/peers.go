@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"crypto/tls"
 	"fmt"
 	"sync"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // Layout is what every process of a cluster agrees on: the protocol, the
@@ -22,7 +24,7 @@ type Layout struct {
 	Interceptors []rpc.ClientInterceptor
 	// TLS, when set, secures gRPC and, when Transport is nil, starwire's
 	// TCP with mutual TLS 1.3. A Transport given must carry its own.
-	TLS *rpc.TLSFiles
+	TLS *tcp.TLSFiles
 	// FailFast makes starwire calls to a task that cannot be reached fail
 	// at once instead of waiting for it (a driver's, which watches the
 	// tasks' health; see rpc.ClientOptions.FailFast).
@@ -182,17 +184,21 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 // starTransport returns what carries starwire calls to the layout's
 // addresses. Called with p.mu held.
 func (p *Peers) starTransport() (rpc.Transport, error) {
-	if p.star != nil || p.layout.Transport != nil || p.layout.TLS == nil {
-		if p.star == nil {
-			p.star = p.layout.Transport
-		}
+	if p.star != nil {
 		return p.star, nil
 	}
-	cfg, err := tlsConfig(p.layout.TLS)
-	if err != nil {
-		return nil, err
+	if p.layout.Transport != nil {
+		p.star = p.layout.Transport
+		return p.star, nil
 	}
-	p.star = &rpc.TCP{TLS: cfg}
+	var cfg *tls.Config
+	if p.layout.TLS != nil {
+		var err error
+		if cfg, err = tlsConfig(p.layout.TLS); err != nil {
+			return nil, err
+		}
+	}
+	p.star = &tcp.Transport{TLS: cfg}
 	return p.star, nil
 }
 

@@ -10,12 +10,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // tlsConfig returns the one config of both ends of a process's TCP paths,
 // nil when f is nil (plaintext).
-func tlsConfig(f *rpc.TLSFiles) (*tls.Config, error) {
+func tlsConfig(f *tcp.TLSFiles) (*tls.Config, error) {
 	if f == nil {
 		return nil, nil
 	}
@@ -29,7 +29,7 @@ func tlsConfig(f *rpc.TLSFiles) (*tls.Config, error) {
 // grpcCreds returns gRPC's credentials for f, which serve and dial alike;
 // gRPC adds the ALPN protocol "h2" it needs, to the configs
 // GetConfigForClient returns too.
-func grpcCreds(f *rpc.TLSFiles) (credentials.TransportCredentials, error) {
+func grpcCreds(f *tcp.TLSFiles) (credentials.TransportCredentials, error) {
 	cfg, err := tlsConfig(f)
 	if cfg == nil {
 		return nil, err
@@ -48,7 +48,7 @@ func grpcCreds(f *rpc.TLSFiles) (credentials.TransportCredentials, error) {
 // whose debug data says that TLS is required (see serverHandshake).
 type confirmedCreds struct {
 	credentials.TransportCredentials
-	files *rpc.TLSFiles
+	files *tcp.TLSFiles
 }
 
 func (c confirmedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
@@ -99,7 +99,7 @@ func (l *Layout) GRPCDialOptions() ([]grpc.DialOption, error) {
 }
 
 // grpcServerOptions returns the options of a task's gRPC server for f.
-func grpcServerOptions(f *rpc.TLSFiles) ([]grpc.ServerOption, error) {
+func grpcServerOptions(f *tcp.TLSFiles) ([]grpc.ServerOption, error) {
 	creds, err := grpcCreds(f)
 	if creds == nil {
 		return nil, err

@@ -20,11 +20,12 @@ import (
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
-func tlsFiles(f tlstest.Files) *rpc.TLSFiles {
-	return &rpc.TLSFiles{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
+func tlsFiles(f tlstest.Files) *tcp.TLSFiles {
+	return &tcp.TLSFiles{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
 }
 
 // TestMutualTLSRefuses starts a cluster with mutual TLS and checks that its
@@ -75,13 +76,13 @@ func TestMutualTLSRefuses(t *testing.T) {
 	}
 	for _, bad := range []struct {
 		name string
-		cfg  func() (*rpc.TCP, grpc.DialOption)
+		cfg  func() (*tcp.Transport, grpc.DialOption)
 	}{
-		{"a certificate of another CA", func() (*rpc.TCP, grpc.DialOption) {
-			return &rpc.TCP{TLS: rogueCfg}, grpc.WithTransportCredentials(confirmedCreds{credentials.NewTLS(rogueCfg), nil})
+		{"a certificate of another CA", func() (*tcp.Transport, grpc.DialOption) {
+			return &tcp.Transport{TLS: rogueCfg}, grpc.WithTransportCredentials(confirmedCreds{credentials.NewTLS(rogueCfg), nil})
 		}},
-		{"no certificate", func() (*rpc.TCP, grpc.DialOption) {
-			return &rpc.TCP{TLS: noCert}, grpc.WithTransportCredentials(confirmedCreds{credentials.NewTLS(noCert), nil})
+		{"no certificate", func() (*tcp.Transport, grpc.DialOption) {
+			return &tcp.Transport{TLS: noCert}, grpc.WithTransportCredentials(confirmedCreds{credentials.NewTLS(noCert), nil})
 		}},
 	} {
 		tr, creds := bad.cfg()
@@ -119,7 +120,7 @@ func TestMutualTLSRefuses(t *testing.T) {
 	// A plaintext client gets nothing from either port, and an error that
 	// says the task requires TLS.
 	before := files.Refusals()
-	plain := rpc.NewClient(s.StarAddr, rpc.ClientOptions{FailFast: true})
+	plain := rpc.NewClient(s.StarAddr, rpc.ClientOptions{Transport: &tcp.Transport{}, FailFast: true})
 	defer plain.Close()
 	err = plain.CallProto(ctx, handlers.MethodGetStatus, &tfpb.GetStatusRequest{}, new(tfpb.GetStatusResponse))
 	if !errors.Is(err, rpc.ErrUnauthenticated) || !strings.Contains(err.Error(), rpc.PlaintextRefusal) {

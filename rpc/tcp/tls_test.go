@@ -1,4 +1,4 @@
-package rpc
+package tcp
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/internal/tlstest"
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -43,17 +44,17 @@ func tlsServer(t *testing.T, sf *TLSFiles) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := newTestEnvOn(t, &TCP{TLS: cfg})
+	env := newTestEnvOn(t, &Transport{TLS: cfg})
 	return env.addr
 }
 
-func tlsClient(t *testing.T, addr string, cf *TLSFiles) *Client {
+func tlsClient(t *testing.T, addr string, cf *TLSFiles) *rpc.Client {
 	t.Helper()
 	cfg, err := cf.ClientConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewClient(addr, ClientOptions{Transport: &TCP{TLS: cfg}, FailFast: true})
+	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: &Transport{TLS: cfg}, FailFast: true})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -75,9 +76,9 @@ func TestMutualTLS(t *testing.T) {
 				n := (1 << 20) * (1 + (c+i)%6)
 				data := make([]byte, n)
 				pattern(data, uint64(c*16+i))
-				var reply Reply
+				var reply rpc.Reply
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				err := good.Call(ctx, mTensor, &Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(n)}, Data: data}}}, &reply)
+				err := good.Call(ctx, mTensor, &rpc.Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(n)}, Data: data}}}, &reply)
 				cancel()
 				if err != nil {
 					t.Error(err)
@@ -92,12 +93,12 @@ func TestMutualTLS(t *testing.T) {
 	}
 	wg.Wait()
 
-	refused := func(name string, c *Client) {
+	refused := func(name string, c *rpc.Client) {
 		t.Helper()
-		var reply Reply
+		var reply rpc.Reply
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		err := c.Call(ctx, mEcho, &Request{Meta: []byte("x")}, &reply)
+		err := c.Call(ctx, mEcho, &rpc.Request{Meta: []byte("x")}, &reply)
 		if err == nil || !strings.Contains(err.Error(), "tls") {
 			t.Errorf("%s: err = %v, want a TLS refusal", name, err)
 		}
@@ -108,15 +109,15 @@ func TestMutualTLS(t *testing.T) {
 	// server of its own, whose count and log are that client's alone.
 	for _, rc := range []struct {
 		name, why string
-		client    func(addr string) *Client
+		client    func(addr string) *rpc.Client
 	}{
-		{"rogue", "client certificate: x509: certificate signed by unknown authority", func(addr string) *Client {
+		{"rogue", "client certificate: x509: certificate signed by unknown authority", func(addr string) *rpc.Client {
 			return tlsClient(t, addr, other.files(t, dir, "rogue", ca))
 		}},
-		{"nocert", "client presented no certificate", func(addr string) *Client {
+		{"nocert", "client presented no certificate", func(addr string) *rpc.Client {
 			noCert, _ := ca.files(t, dir, "nocert").ClientConfig()
 			noCert.GetClientCertificate = nil
-			c := NewClient(addr, ClientOptions{Transport: &TCP{TLS: noCert}, FailFast: true})
+			c := rpc.NewClient(addr, rpc.ClientOptions{Transport: &Transport{TLS: noCert}, FailFast: true})
 			t.Cleanup(func() { c.Close() })
 			return c
 		}},
@@ -150,8 +151,8 @@ func TestTLSFilesReloaded(t *testing.T) {
 	addr := tlsServer(t, sf)
 	sf.r.every = 0
 	newClient := tlsClient(t, addr, ca2.files(t, dir, "new", ca1))
-	var reply Reply
-	if err := newClient.Call(context.Background(), mEcho, &Request{Meta: []byte("x")}, &reply); err == nil {
+	var reply rpc.Reply
+	if err := newClient.Call(context.Background(), mEcho, &rpc.Request{Meta: []byte("x")}, &reply); err == nil {
 		t.Fatal("a certificate of a CA the server does not trust yet was accepted")
 	}
 	bundle := append(append([]byte{}, ca1.PEM...), ca2.PEM...)
@@ -160,7 +161,7 @@ func TestTLSFilesReloaded(t *testing.T) {
 	}
 	os.Chtimes(sf.CAFile, time.Now().Add(time.Minute), time.Now().Add(time.Minute))
 	again := tlsClient(t, addr, ca2.files(t, dir, "new2", ca1))
-	if err := again.Call(context.Background(), mEcho, &Request{Meta: []byte("x")}, &reply); err != nil {
+	if err := again.Call(context.Background(), mEcho, &rpc.Request{Meta: []byte("x")}, &reply); err != nil {
 		t.Fatalf("after the bundle was rotated: %v", err)
 	}
 	reply.Release()
@@ -175,12 +176,12 @@ func TestTLSConfigBothEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &TCP{TLS: cfg}
+	tr := &Transport{TLS: cfg}
 	env := newTestEnvOn(t, tr)
-	c := NewClient(env.addr, ClientOptions{Transport: tr, FailFast: true})
+	c := rpc.NewClient(env.addr, rpc.ClientOptions{Transport: tr, FailFast: true})
 	defer c.Close()
-	var reply Reply
-	if err := c.Call(context.Background(), mEcho, &Request{Meta: []byte("x")}, &reply); err != nil {
+	var reply rpc.Reply
+	if err := c.Call(context.Background(), mEcho, &rpc.Request{Meta: []byte("x")}, &reply); err != nil {
 		t.Fatal(err)
 	}
 	reply.Release()
@@ -223,24 +224,24 @@ func TestPlaintextClientRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log syncBuffer
-	env := newTestEnvOn(t, &TCP{TLS: cfg}, func(s *Server) { s.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	env := newTestEnvOn(t, &Transport{TLS: cfg}, func(s *rpc.Server) { s.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
 	good := tlsClient(t, env.addr, ca.files(t, dir, "worker"))
 
 	for _, size := range []int{1, 4 << 20} {
-		plain := NewClient(env.addr, ClientOptions{FailFast: true})
+		plain := rpc.NewClient(env.addr, rpc.ClientOptions{Transport: &Transport{}, FailFast: true})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		var reply Reply
-		err := plain.Call(ctx, mEcho, &Request{Meta: make([]byte, size)}, &reply)
+		var reply rpc.Reply
+		err := plain.Call(ctx, mEcho, &rpc.Request{Meta: make([]byte, size)}, &reply)
 		cancel()
 		plain.Close()
-		if !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), PlaintextRefusal) {
-			t.Errorf("plaintext client, %d-byte request: err = %v, want Unauthenticated: %q", size, err, PlaintextRefusal)
+		if !errors.Is(err, rpc.ErrUnauthenticated) || !strings.Contains(err.Error(), rpc.PlaintextRefusal) {
+			t.Errorf("plaintext client, %d-byte request: err = %v, want Unauthenticated: %q", size, err, rpc.PlaintextRefusal)
 		}
 	}
-	var reply Reply
+	var reply rpc.Reply
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := good.Call(ctx, mEcho, &Request{Meta: []byte("x")}, &reply); err != nil {
+	if err := good.Call(ctx, mEcho, &rpc.Request{Meta: []byte("x")}, &reply); err != nil {
 		t.Errorf("a TLS client after the plaintext ones: %v", err)
 	}
 	reply.Release()
@@ -248,5 +249,36 @@ func TestPlaintextClientRefused(t *testing.T) {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("server log lacks %q:\n%s", want, log.String())
 		}
+	}
+}
+
+// A refused TLS 1.3 client learns of its refusal only after its own
+// handshake is done, when the connection it has dialed already fails: the
+// call reports the refusal, and neither it nor the next call dials again
+// before the backoff has passed.
+func TestRefusedClientDialsOnce(t *testing.T) {
+	dir := t.TempDir()
+	ca, other := newTestCA(t, "cluster CA"), newTestCA(t, "another CA")
+	for round := range 8 {
+		sf := ca.files(t, dir, "server")
+		addr := tlsServer(t, sf)
+		cfg, err := other.files(t, dir, "rogue", ca).ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := rpc.NewClient(addr, rpc.ClientOptions{Transport: &Transport{TLS: cfg}, FailFast: true, MinBackoff: time.Minute})
+		for i := range 2 {
+			var reply rpc.Reply
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := c.Call(ctx, mEcho, &rpc.Request{Meta: []byte("x")}, &reply)
+			cancel()
+			if rpc.CodeOf(err) != wire.Unavailable || !strings.Contains(err.Error(), "tls") {
+				t.Fatalf("round %d, call %d: err = %v, want Unavailable with the TLS refusal", round, i, err)
+			}
+		}
+		if n, st := sf.Refusals(), c.Stats(); n != 1 || st.Reconnects != 0 {
+			t.Fatalf("round %d: the server refused %d connections, the client reconnected %d times; want 1 and 0", round, n, st.Reconnects)
+		}
+		c.Close()
 	}
 }

@@ -1,4 +1,4 @@
-package rpc
+package tcp
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 )
 
 // flush is the reactor's entry point.
-func (c *tcpConn) flush() {
+func (c *conn) flush() {
 	c.mu.Lock()
 	c.scheduled = false
 	if c.writing {
@@ -25,14 +25,14 @@ func (c *tcpConn) flush() {
 // writeNow writes one batch for a caller or the reader, which have their
 // own work to go back to: what other callers queue meanwhile is left to the
 // reactor.
-func (c *tcpConn) writeNow() { c.write(false) }
+func (c *conn) writeNow() { c.write(false) }
 
 // write writes queued frames without waiting for the socket, and at most
 // tryBudget bytes of a batch. Its caller holds the write side; write gives
 // it up when done, or hands it to a drainer goroutine when the socket is
 // full or the batch is long, or, unless all, to the reactor when more
 // frames are queued after the first batch.
-func (c *tcpConn) write(all bool) {
+func (c *conn) write(all bool) {
 	for first := true; ; first = false {
 		if !first && !all {
 			c.handOff()
@@ -71,7 +71,7 @@ var errHeld = errors.New("rpc: next bytes held for a withdrawn message's copy")
 // the writer, which may be the connection's reader, never waits for a
 // copy; the withdrawer has the reactor go on once the copy is in place
 // (placeRest). It reports false when that happened already.
-func (c *tcpConn) park() bool {
+func (c *conn) park() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.out.skipDropped()
@@ -84,7 +84,7 @@ func (c *tcpConn) park() bool {
 
 // handOff gives up the write side, scheduling the reactor for the frames
 // queued meanwhile.
-func (c *tcpConn) handOff() {
+func (c *conn) handOff() {
 	c.mu.Lock()
 	c.writing = false
 	if len(c.queue) == 0 || c.corked || c.err != nil || c.scheduled {
@@ -99,7 +99,7 @@ func (c *tcpConn) handOff() {
 // drain holds the write side while the socket is full: it waits for room,
 // writes, and goes on with the queue until it is empty. It fails the
 // connection when the peer reads nothing for the stall timeout.
-func (c *tcpConn) drain() {
+func (c *conn) drain() {
 	defer c.nc.SetWriteDeadline(time.Time{})
 	for {
 		if c.stall > 0 {
@@ -135,7 +135,7 @@ func (c *tcpConn) drain() {
 // takeBatch lays out the queued frames as the batch to write, unless one is
 // still being written. It gives up the write side and returns false when
 // there is nothing to write, the answers are corked or the connection failed.
-func (c *tcpConn) takeBatch() bool {
+func (c *conn) takeBatch() bool {
 	c.mu.Lock()
 	if c.pending() {
 		c.mu.Unlock()
@@ -177,7 +177,7 @@ const tryBudget = 1 << 20
 
 // tryWrite writes the batch until it is done, the socket is full or
 // tryBudget bytes are out. As a RawConn.Write function it never waits.
-func (c *tcpConn) tryWrite(fd uintptr) bool {
+func (c *conn) tryWrite(fd uintptr) bool {
 	c.writeErr = nil
 	for sent := 0; c.pending() && sent < tryBudget; {
 		n, full, err := c.writeOnce(fd)
@@ -196,7 +196,7 @@ func (c *tcpConn) tryWrite(fd uintptr) bool {
 // blockingWrite is tryWrite for the drainer: on a full socket it asks to
 // wait for room, unless it has written something since it was called, so
 // that every wait starts a new stall timeout.
-func (c *tcpConn) blockingWrite(fd uintptr) bool {
+func (c *conn) blockingWrite(fd uintptr) bool {
 	wrote := false
 	c.writeErr = nil
 	for c.pending() {
@@ -220,7 +220,7 @@ func (c *tcpConn) blockingWrite(fd uintptr) bool {
 // asked to write; a write of less means the socket is full, and so does
 // unix.EAGAIN, returned unwrapped. errHeld means that the batch is
 // blocked; nothing asked and no error, that the parts left were dropped.
-func (c *tcpConn) writeOnce(fd uintptr) (n, full int, err error) {
+func (c *conn) writeOnce(fd uintptr) (n, full int, err error) {
 	if c.tls != nil {
 		return c.writeTLSOnce(fd)
 	}
@@ -257,7 +257,7 @@ func (c *tcpConn) writeOnce(fd uintptr) (n, full int, err error) {
 
 // abortBatch completes the batch with err and fails the connection, whose
 // stream now holds part of a frame.
-func (c *tcpConn) abortBatch(err error) {
+func (c *conn) abortBatch(err error) {
 	c.completeBatch(err)
 	c.fail(err)
 	c.mu.Lock()
@@ -265,7 +265,7 @@ func (c *tcpConn) abortBatch(err error) {
 	c.mu.Unlock()
 }
 
-func (c *tcpConn) completeBatch(err error) {
+func (c *conn) completeBatch(err error) {
 	c.mu.Lock()
 	msgs := c.out.msgs
 	c.out.reset()

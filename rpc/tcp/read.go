@@ -1,4 +1,4 @@
-package rpc
+package tcp
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -23,17 +24,17 @@ const headChunk = 1 << 20
 // socket and never waits for a write: answers are handed to the writer.
 //
 // A Receiver that is a lender may take the read side from Receive as it
-// delivers the last frame of a batch (see SelfReader); Receive then waits
+// delivers the last frame of a batch (see rpc.SelfReader); Receive then waits
 // until it is handed back.
-func (c *tcpConn) Receive(r wire.Receiver) error {
+func (c *conn) Receive(r wire.Receiver) error {
 	if c.tls != nil && !c.tls.ConnectionState().HandshakeComplete {
 		if err := c.serverHandshake(r); err != nil {
 			return c.fail(err)
 		}
 	}
-	c.throttle, _ = r.(Throttle)
-	c.wk, _ = r.(Waker)
-	ld, _ := r.(Lender)
+	c.throttle, _ = r.(rpc.Throttle)
+	c.wk, _ = r.(rpc.Waker)
+	ld, _ := r.(rpc.Lender)
 	for {
 		c.endBatch(true)
 		lent, err := c.readOne(r, ld)
@@ -49,7 +50,7 @@ func (c *tcpConn) Receive(r wire.Receiver) error {
 // endBatch sends the answers held for a batch once its frames are all
 // delivered. With yield, the reader first lets the goroutines the batch woke
 // run.
-func (c *tcpConn) endBatch(yield bool) {
+func (c *conn) endBatch(yield bool) {
 	if c.delivered == 0 || c.br.Buffered() > 0 {
 		return
 	}
@@ -78,7 +79,7 @@ func (c *tcpConn) endBatch(yield bool) {
 // delivers it. Whoever holds the read side calls it. With ld, the receiving
 // goroutine's, the read side may be lent as the frame is delivered (lent):
 // readOne then touches nothing of it after the delivery.
-func (c *tcpConn) readOne(r wire.Receiver, ld Lender) (lent bool, err error) {
+func (c *conn) readOne(r wire.Receiver, ld rpc.Lender) (lent bool, err error) {
 	hb := c.hb[:]
 	if _, err := io.ReadFull(c.br, hb); err != nil {
 		return false, err
@@ -131,7 +132,7 @@ const maxSettleYields = 64
 // readFrame reads the body of the frame with header h. A frame over the
 // limits (tooLarge) is skipped and delivered bare with Err set, so only its
 // call fails.
-func (c *tcpConn) readFrame(h *wire.Header, tooLarge error, r wire.Receiver) (*wire.Inbound, error) {
+func (c *conn) readFrame(h *wire.Header, tooLarge error, r wire.Receiver) (*wire.Inbound, error) {
 	in := wire.NewInbound()
 	if tooLarge != nil {
 		if _, err := io.CopyN(io.Discard, c.br, int64(h.BodyLen())); err != nil {
@@ -157,7 +158,7 @@ func (c *tcpConn) readFrame(h *wire.Header, tooLarge error, r wire.Receiver) (*w
 // readHead reads the frame's metadata and descriptors. Up to headChunk
 // bytes land in place; a longer head is read into room that doubles as it
 // fills, then copied.
-func (c *tcpConn) readHead(in *wire.Inbound, h *wire.Header) error {
+func (c *conn) readHead(in *wire.Inbound, h *wire.Header) error {
 	n := int(h.MetaLen) + int(h.DescLen)
 	if n <= headChunk {
 		_, err := io.ReadFull(c.br, in.Begin(h))
@@ -185,7 +186,7 @@ func (c *tcpConn) readHead(in *wire.Inbound, h *wire.Header) error {
 // readPayload lands the tensor bytes where r's Alloc says. A frame whose
 // descriptors or destinations are bad is still read to its end, so the
 // stream stays in step, and delivered with in.Err set.
-func (c *tcpConn) readPayload(in *wire.Inbound, r wire.Receiver) error {
+func (c *conn) readPayload(in *wire.Inbound, r wire.Receiver) error {
 	if in.Prepare(r) != nil {
 		if _, err := io.CopyN(io.Discard, c.br, int64(in.Header.PayloadLen)); err != nil {
 			return fmt.Errorf("rpc: skip payload of call %d: %w", in.Header.CallID, err)
@@ -200,23 +201,23 @@ func (c *tcpConn) readPayload(in *wire.Inbound, r wire.Receiver) error {
 	return nil
 }
 
-// SelfReading implements SelfReader: a TLS connection's reads decrypt
+// SelfReading implements rpc.SelfReader: a TLS connection's reads decrypt
 // records that may hold parts of several frames, so it is never lent.
-func (c *tcpConn) SelfReading() bool { return c.tls == nil }
+func (c *conn) SelfReading() bool { return c.tls == nil }
 
-// Answers implements SelfReader: every answer arrives on the one stream.
-func (c *tcpConn) Answers(string) bool { return true }
+// Answers implements rpc.SelfReader: every answer arrives on the one stream.
+func (c *conn) Answers(string) bool { return true }
 
-// Fail implements SelfReader.
-func (c *tcpConn) Fail(err error) error { return c.fail(err) }
+// Fail implements rpc.SelfReader.
+func (c *conn) Fail(err error) error { return c.fail(err) }
 
-func (c *tcpConn) ReadTurn(r wire.Receiver) error {
+func (c *conn) ReadTurn(r wire.Receiver) error {
 	c.endBatch(false)
 	_, err := c.readOne(r, nil)
 	return err
 }
 
-func (c *tcpConn) ReadTurnUntil(r wire.Receiver) (stopped bool, err error) {
+func (c *conn) ReadTurnUntil(r wire.Receiver) (stopped bool, err error) {
 	c.endBatch(false)
 	hb, err := c.br.Peek(wire.HeaderSize)
 	if err != nil {
@@ -248,19 +249,19 @@ func interrupted(err error) (stopped bool, _ error) {
 // aLongTimeAgo is a read deadline that has passed.
 var aLongTimeAgo = time.Unix(1, 0)
 
-func (c *tcpConn) Interrupt()   { c.nc.SetReadDeadline(aLongTimeAgo) }
-func (c *tcpConn) ResumeReads() { c.nc.SetReadDeadline(time.Time{}) }
+func (c *conn) Interrupt()   { c.nc.SetReadDeadline(aLongTimeAgo) }
+func (c *conn) ResumeReads() { c.nc.SetReadDeadline(time.Time{}) }
 
-func (c *tcpConn) WholeLimit() uint64 { return uint64(c.br.Size()) }
+func (c *conn) WholeLimit() uint64 { return uint64(c.br.Size()) }
 
-func (c *tcpConn) Leave() bool {
+func (c *conn) Leave() bool {
 	c.endBatch(false)
 	return c.br.Buffered() > 0
 }
 
-func (c *tcpConn) Check() error {
+func (c *conn) Check() error {
 	if c.br.Buffered() > 0 {
-		return ErrUnread
+		return rpc.ErrUnread
 	}
 	c.peeked, c.peekErr = 0, nil
 	if err := c.raw.Read(c.peekFn); err != nil {
@@ -274,12 +275,12 @@ func (c *tcpConn) Check() error {
 	case c.peeked == 0:
 		return io.EOF
 	}
-	return ErrUnread
+	return rpc.ErrUnread
 }
 
 // peek looks, without waiting, whether a byte or the end of the stream
 // waits in the socket; as a RawConn.Read function it never waits.
-func (c *tcpConn) peek(fd uintptr) bool {
+func (c *conn) peek(fd uintptr) bool {
 	for {
 		n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
 			unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)

@@ -1,4 +1,4 @@
-package rpc
+package tcp
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // The writer that holds the connection's write side owns a batch. The
 // connection's mutex guards msgs, parts, owner and gen as well, because
 // Withdraw takes a message's parts back between two writes (never during
-// one: see tcpConn.inSyscall).
+// one: see conn.inSyscall).
 //
 // A withdrawn message's rest is copied by its withdrawer without the lock
 // (hold, then place): meanwhile its parts are held, and the writer writes

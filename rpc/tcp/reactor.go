@@ -1,4 +1,4 @@
-package rpc
+package tcp
 
 import (
 	"runtime"
@@ -20,7 +20,7 @@ const DefaultReactors = 4
 // per system call.
 //
 // A reactor never waits on a socket: it writes what the socket takes and
-// hands a full one to that connection's drainer goroutine (see tcpConn), so
+// hands a full one to that connection's drainer goroutine (see conn), so
 // one peer that stops reading cannot hold up the others of its group.
 type Reactors struct {
 	rs   []*reactor
@@ -54,6 +54,26 @@ func (g *Reactors) assign() *reactor {
 	return g.rs[int(g.next.Add(1)-1)%len(g.rs)]
 }
 
+// sharedSize is the size SetSharedReactors asked for, 0 for
+// DefaultReactors.
+var sharedSize atomic.Int32
+
+// SetSharedReactors sets the size of the shared reactor group, which
+// transports without Reactors of their own (a Transport with no Reactors) run
+// on, to n when n > 0, DefaultReactors otherwise. It takes effect only
+// before the group's first use, so a command calls it as it starts, with
+// SEASTAR_CORE_NUMBER's count as rpc/cluster reads it (cluster.CoreNumber).
+// Neither rpc nor this package reads the environment.
+func SetSharedReactors(n int) { sharedSize.Store(int32(max(n, 0))) }
+
+// coreNumber is the size of the shared reactor group.
+func coreNumber() int {
+	if n := sharedSize.Load(); n > 0 {
+		return int(n)
+	}
+	return DefaultReactors
+}
+
 var (
 	sharedOnce sync.Once
 	shared     *Reactors
@@ -70,13 +90,13 @@ type reactor struct {
 	stopped atomic.Bool
 
 	mu    sync.Mutex
-	ready []*tcpConn
-	spare []*tcpConn
+	ready []*conn
+	spare []*conn
 	wake  chan struct{}
 	quit  chan struct{}
 }
 
-func (r *reactor) schedule(c *tcpConn) {
+func (r *reactor) schedule(c *conn) {
 	if r.stopped.Load() {
 		c.flush()
 		return

@@ -1,4 +1,4 @@
-package rpc
+package tcp
 
 import (
 	"bufio"
@@ -11,10 +11,12 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/starwire/starwire/internal/testwait"
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -113,10 +115,10 @@ func tensorRequest(id uint64, data []byte, done chan error) *wire.Message {
 func TestWithdrawCopiesOutsideLock(t *testing.T) {
 	for _, failing := range []bool{false, true} {
 		name := map[bool]string{false: "", true: "/failing"}[failing]
-		t.Run("tcp"+name, func(t *testing.T) { testWithdrawCopiesOutsideLock(t, &TCP{StallTimeout: -1}, nil, failing) })
+		t.Run("tcp"+name, func(t *testing.T) { testWithdrawCopiesOutsideLock(t, &Transport{StallTimeout: -1}, nil, failing) })
 		t.Run("tls"+name, func(t *testing.T) {
 			cli, srv := withdrawTLS(t)
-			testWithdrawCopiesOutsideLock(t, &TCP{StallTimeout: -1, TLS: cli}, srv, failing)
+			testWithdrawCopiesOutsideLock(t, &Transport{StallTimeout: -1, TLS: cli}, srv, failing)
 		})
 	}
 }
@@ -155,18 +157,18 @@ func locksWithin(mu *sync.Mutex, d time.Duration) bool {
 }
 
 // dialTCPConn dials addr over tr, within 10s.
-func dialTCPConn(t *testing.T, tr *TCP, addr string) *tcpConn {
+func dialTCPConn(t *testing.T, tr *Transport, addr string) *conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := tr.Dial(ctx, addr)
+	c, err := tr.Dial(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return conn.(*tcpConn)
+	return c.(*conn)
 }
 
-func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config, failing bool) {
+func testWithdrawCopiesOutsideLock(t *testing.T, tr *Transport, peerTLS *tls.Config, failing bool) {
 	addr, read, frames := framePeer(t, peerTLS)
 	var readOnce sync.Once
 	startReading := func() { readOnce.Do(func() { close(read) }) }
@@ -210,13 +212,13 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config, f
 		t.Fatal("the first three requests are not the writer's batch")
 	}
 	// None of b was written: it leaves the batch, copied by nobody.
-	if got := c.Withdraw(mb); got != Unsent {
-		t.Fatalf("Withdraw of the request laid out but not begun = %v, want Unsent", got)
+	if got := c.Withdraw(mb); got != rpc.Unsent {
+		t.Fatalf("Withdraw of the request laid out but not begun = %v, want rpc.Unsent", got)
 	}
 	clear(b)
 
 	var hookRan, lockFree, parked bool
-	queuedWithdrawal := Kept
+	queuedWithdrawal := rpc.Kept
 	withdrawCopyHook = func() {
 		hookRan = true
 		// The copier holding the lock would keep it for the whole copy,
@@ -248,8 +250,8 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config, f
 		}
 	}
 	defer func() { withdrawCopyHook = nil }()
-	if got := c.Withdraw(ma); got != Withdrawn {
-		t.Fatalf("Withdraw of the part-written request = %v, want Withdrawn", got)
+	if got := c.Withdraw(ma); got != rpc.Withdrawn {
+		t.Fatalf("Withdraw of the part-written request = %v, want rpc.Withdrawn", got)
 	}
 	withdrawCopyHook = nil
 	clear(a) // the caller's memory is its own again
@@ -260,8 +262,8 @@ func testWithdrawCopiesOutsideLock(t *testing.T, tr *TCP, peerTLS *tls.Config, f
 		t.Fatal("the withdrawn request's rest was copied under the connection's lock")
 	case !parked:
 		t.Fatal("the writer held the write side for 10s while the rest of a frame was being copied")
-	case !failing && queuedWithdrawal != Unsent:
-		t.Fatalf("Withdraw of the queued request during the copy = %v, want Unsent", queuedWithdrawal)
+	case !failing && queuedWithdrawal != rpc.Unsent:
+		t.Fatalf("Withdraw of the queued request during the copy = %v, want rpc.Unsent", queuedWithdrawal)
 	}
 	if !failing {
 		clear(e)
@@ -367,13 +369,18 @@ func BenchmarkWithdrawOverrun(b *testing.B) {
 		size     = 16 << 20
 		deadline = 30 * time.Millisecond
 	)
-	client := NewClient(slowPeer(b, 400<<20), ClientOptions{Transport: &TCP{StallTimeout: -1}, Keepalive: Keepalive{Time: -1}})
+	tr := &dialed{Transport: Transport{StallTimeout: -1}}
+	client := rpc.NewClient(slowPeer(b, 400<<20), rpc.ClientOptions{Transport: tr, Keepalive: rpc.Keepalive{Time: -1}})
 	defer client.Close()
-	cc, err := client.conn(context.Background())
-	if err != nil {
-		b.Fatal(err)
+	// A first call, which the peer never answers, dials the connection.
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	var first rpc.Reply
+	client.Call(ctx, mEcho, &rpc.Request{}, &first)
+	cancel()
+	tc := tr.last.Load()
+	if tc == nil {
+		b.Fatal("the client dialed no connection")
 	}
-	tc := cc.conn.(*tcpConn)
 	datas := make([][]byte, callers)
 	for i := range datas {
 		datas[i] = make([]byte, size)
@@ -406,15 +413,15 @@ func BenchmarkWithdrawOverrun(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				req := Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{size}, Data: datas[i]}}}
+				req := rpc.Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{size}, Data: datas[i]}}}
 				for range calls {
 					ctx, cancel := context.WithTimeout(context.Background(), deadline)
 					d, _ := ctx.Deadline()
-					var reply Reply
+					var reply rpc.Reply
 					err := client.Call(ctx, mTensor, &req, &reply)
 					over := time.Since(d)
 					cancel()
-					if !errors.Is(err, ErrDeadlineExceeded) {
+					if !errors.Is(err, rpc.ErrDeadlineExceeded) {
 						b.Errorf("call: %v, want deadline exceeded", err)
 						return
 					}
@@ -443,6 +450,21 @@ func BenchmarkWithdrawOverrun(b *testing.B) {
 	}
 }
 
+// dialed is a Transport that keeps the last connection it dialed, for a
+// test that watches the connection under a client.
+type dialed struct {
+	Transport
+	last atomic.Pointer[conn]
+}
+
+func (t *dialed) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
+	c, err := t.Transport.Dial(ctx, addr)
+	if err == nil {
+		t.last.Store(c.(*conn))
+	}
+	return c, err
+}
+
 // TestWithdrawnFramesArriveWhole: callers send requests of 1 KiB to 8 MiB
 // with deadlines of a few milliseconds over one connection to a peer that
 // reads slowly, withdraw them when the deadline passes and scribble over
@@ -450,10 +472,10 @@ func BenchmarkWithdrawOverrun(b *testing.B) {
 // caller made it; every request completed or withdrawn part way, and none
 // withdrawn unsent.
 func TestWithdrawnFramesArriveWhole(t *testing.T) {
-	t.Run("tcp", func(t *testing.T) { testWithdrawnFramesArriveWhole(t, &TCP{StallTimeout: -1}, nil) })
+	t.Run("tcp", func(t *testing.T) { testWithdrawnFramesArriveWhole(t, &Transport{StallTimeout: -1}, nil) })
 	t.Run("tls", func(t *testing.T) {
 		cli, srv := withdrawTLS(t)
-		testWithdrawnFramesArriveWhole(t, &TCP{StallTimeout: -1, TLS: cli}, srv)
+		testWithdrawnFramesArriveWhole(t, &Transport{StallTimeout: -1, TLS: cli}, srv)
 	})
 }
 
@@ -474,7 +496,7 @@ func withdrawTLS(t *testing.T) (cli, srv *tls.Config) {
 	return cli, srv
 }
 
-func testWithdrawnFramesArriveWhole(t *testing.T, tr *TCP, peerTLS *tls.Config) {
+func testWithdrawnFramesArriveWhole(t *testing.T, tr *Transport, peerTLS *tls.Config) {
 	addr, read, frames := framePeer(t, peerTLS)
 	close(read)
 	c := dialTCPConn(t, tr, addr)
@@ -505,7 +527,7 @@ func testWithdrawnFramesArriveWhole(t *testing.T, tr *TCP, peerTLS *tls.Config) 
 	const callers = 6
 	stop := time.Now().Add(time.Second)
 	var mu sync.Mutex
-	outcome := map[uint64]Withdrawal{} // Kept: completed
+	outcome := map[uint64]rpc.Withdrawal{} // Kept: completed
 	var wg sync.WaitGroup
 	for g := range callers {
 		wg.Add(1)
@@ -524,7 +546,7 @@ func testWithdrawnFramesArriveWhole(t *testing.T, tr *TCP, peerTLS *tls.Config) 
 					return
 				}
 				timer := time.NewTimer(time.Duration(1+id%5) * time.Millisecond)
-				var w Withdrawal
+				var w rpc.Withdrawal
 				select {
 				case err := <-done:
 					if err != nil {
@@ -532,12 +554,12 @@ func testWithdrawnFramesArriveWhole(t *testing.T, tr *TCP, peerTLS *tls.Config) 
 						return
 					}
 				case <-timer.C:
-					if w = c.Withdraw(m); w == Completing {
+					if w = c.Withdraw(m); w == rpc.Completing {
 						if err := <-done; err != nil {
 							t.Errorf("call %d: %v", id, err)
 							return
 						}
-						w = Kept
+						w = rpc.Kept
 					}
 				}
 				timer.Stop()
@@ -568,15 +590,15 @@ func testWithdrawnFramesArriveWhole(t *testing.T, tr *TCP, peerTLS *tls.Config) 
 	case <-time.After(20 * time.Second):
 		t.Fatal("the peer did not finish reading in 20s")
 	}
-	count := map[Withdrawal]int{}
+	count := map[rpc.Withdrawal]int{}
 	for id, w := range outcome {
 		count[w]++
-		if arrived := seen[id]; arrived != (w != Unsent) {
+		if arrived := seen[id]; arrived != (w != rpc.Unsent) {
 			t.Errorf("call %d (withdrawal %v): arrived %v", id, w, arrived)
 		}
 	}
-	t.Logf("%d calls: %d completed, %d withdrawn part way, %d withdrawn unsent; %d frames read", len(outcome), count[Kept], count[Withdrawn], count[Unsent], len(seen))
-	if count[Withdrawn] == 0 || count[Unsent] == 0 {
+	t.Logf("%d calls: %d completed, %d withdrawn part way, %d withdrawn unsent; %d frames read", len(outcome), count[rpc.Kept], count[rpc.Withdrawn], count[rpc.Unsent], len(seen))
+	if count[rpc.Withdrawn] == 0 || count[rpc.Unsent] == 0 {
 		t.Logf("no call withdrawn part way or unsent: the test did not exercise what it is about")
 	}
 }

@@ -1,4 +1,4 @@
-package rpc
+package tcp
 
 import (
 	"context"
@@ -26,7 +26,7 @@ const handshakeTimeout = 10 * time.Second
 // A cipherShim sits under a tls.Conn: reads go to the socket, but writes,
 // once the handshake is done, are kept as ciphertext for the connection's
 // writer, which puts them on the socket without ever blocking (see
-// tcpConn). The tls.Conn thus only ever encrypts; it never waits on the
+// conn). The tls.Conn thus only ever encrypts; it never waits on the
 // peer while holding a caller's memory.
 type cipherShim struct {
 	net.Conn // the TCP socket
@@ -101,7 +101,7 @@ func (s *cipherShim) writeTo(fd uintptr) (n, full int, err error) {
 // startTLS wraps c's socket in TLS and runs the handshake: at once on the
 // client side, bounded by ctx; on the server side, in Receive, so that
 // accepting never waits on a peer.
-func (c *tcpConn) startTLS(ctx context.Context, cfg *tls.Config, client bool) error {
+func (c *conn) startTLS(ctx context.Context, cfg *tls.Config, client bool) error {
 	c.shim = &cipherShim{Conn: c.nc, stray: c.kickWriter}
 	if client {
 		c.tls = tls.Client(c.shim, cfg)
@@ -116,8 +116,8 @@ func (c *tcpConn) startTLS(ctx context.Context, cfg *tls.Config, client bool) er
 }
 
 // serverHandshake completes a server connection's handshake; r, the
-// connection's receiver, hears of a plaintext client (PlaintextWatcher).
-func (c *tcpConn) serverHandshake(r wire.Receiver) error {
+// connection's receiver, hears of a plaintext client (rpc.PlaintextWatcher).
+func (c *conn) serverHandshake(r wire.Receiver) error {
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
 	if err := c.tls.HandshakeContext(ctx); err != nil {
@@ -129,7 +129,7 @@ func (c *tcpConn) serverHandshake(r wire.Receiver) error {
 
 // handshakeDone switches the shim to keeping writes and lets the writer
 // write what was queued meanwhile.
-func (c *tcpConn) handshakeDone() {
+func (c *conn) handshakeDone() {
 	c.shim.mu.Lock()
 	c.shim.buffered = true
 	c.shim.mu.Unlock()
@@ -140,7 +140,7 @@ func (c *tcpConn) handshakeDone() {
 }
 
 // kickWriter takes the write side if nobody holds it and writes.
-func (c *tcpConn) kickWriter() {
+func (c *conn) kickWriter() {
 	c.mu.Lock()
 	if c.writing || c.scheduled {
 		c.mu.Unlock()
@@ -155,7 +155,7 @@ func (c *tcpConn) kickWriter() {
 // the first held one, to the tls.Conn, which leaves their ciphertext in the
 // shim; it returns errHeld when the batch is blocked. Withdraw waits while
 // it reads the parts, as it does for a writev.
-func (c *tcpConn) encryptSome() error {
+func (c *conn) encryptSome() error {
 	c.mu.Lock()
 	c.out.skipDropped()
 	if c.out.blocked() {
@@ -199,7 +199,7 @@ func (c *tcpConn) encryptSome() error {
 
 // writeTLSOnce is writeOnce for a TLS connection: it encrypts the next
 // chunk when no ciphertext waits, then writes ciphertext once.
-func (c *tcpConn) writeTLSOnce(fd uintptr) (n, full int, err error) {
+func (c *conn) writeTLSOnce(fd uintptr) (n, full int, err error) {
 	if c.shim.pending() == 0 && c.out.pending() {
 		switch err := c.encryptSome(); {
 		case err == errHeld:

@@ -1,10 +1,11 @@
-package rpc
+package tcp
 
 import (
 	"context"
 	"sync"
 	"testing"
 
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -24,13 +25,13 @@ func BenchmarkTLS(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, sec := range []string{"plain", "tls"} {
-		env := func(b *testing.B) (*testEnv, *Client) {
+		env := func(b *testing.B) (*testEnv, *rpc.Client) {
 			if sec == "plain" {
 				e := newTestEnv(b)
 				return e, e.client
 			}
-			e := newTestEnvOn(b, &TCP{TLS: scfg})
-			c := NewClient(e.addr, ClientOptions{Transport: &TCP{TLS: ccfg}})
+			e := newTestEnvOn(b, &Transport{TLS: scfg})
+			c := rpc.NewClient(e.addr, rpc.ClientOptions{Transport: &Transport{TLS: ccfg}})
 			b.Cleanup(func() { c.Close() })
 			return e, c
 		}
@@ -41,10 +42,10 @@ func BenchmarkTLS(b *testing.B) {
 		}{{"seq64", 1, 64}, {"inflight32x64", 32, 64}, {"16MiB", 1, 16 << 20}} {
 			b.Run(sec+"/"+w.name, func(b *testing.B) {
 				_, c := env(b)
-				m, req := mEcho, Request{Meta: make([]byte, w.size)}
+				m, req := mEcho, rpc.Request{Meta: make([]byte, w.size)}
 				if w.size > 64 {
 					m = mTensor
-					req = Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(w.size)}, Data: make([]byte, w.size)}}}
+					req = rpc.Request{Tensors: []wire.Tensor{{DType: wire.DTUint8, Shape: []int64{int64(w.size)}, Data: make([]byte, w.size)}}}
 				}
 				b.ReportAllocs()
 				b.SetBytes(int64(2 * w.size))
@@ -59,7 +60,7 @@ func BenchmarkTLS(b *testing.B) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						var reply Reply
+						var reply rpc.Reply
 						for range n {
 							if err := c.Call(context.Background(), m, &req, &reply); err != nil {
 								b.Error(err)

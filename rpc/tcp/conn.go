@@ -1,4 +1,4 @@
-package rpc
+package tcp
 
 import (
 	"bufio"
@@ -14,16 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
 
-// ErrClosed is returned by Send on a connection that has been closed or has
-// failed.
-var ErrClosed = errors.New("rpc: connection closed")
-
 // ErrStalled is why a connection fails when its peer reads nothing of what
 // is written to it for the transport's StallTimeout.
-var ErrStalled = errors.New("rpc: peer stopped reading")
+var ErrStalled = errors.New("tcp: peer stopped reading")
 
 const (
 	readBufferSize = 64 << 10
@@ -32,7 +29,7 @@ const (
 	copyThreshold = 8 << 10
 )
 
-// tcpConn frames messages over a TCP connection.
+// conn frames messages over a TCP connection.
 //
 // Writing: Send queues the message and never waits for the socket. One
 // party at a time holds the write side (writing): the caller itself when the
@@ -46,7 +43,7 @@ const (
 // While Receive is delivering the frames that one read returned (corked),
 // queued answers wait, so that quick handlers' answers leave in one write
 // when the batch is done.
-type tcpConn struct {
+type conn struct {
 	nc      *net.TCPConn
 	raw     syscall.RawConn
 	br      *bufio.Reader
@@ -77,8 +74,8 @@ type tcpConn struct {
 	// The read side's state, held by whoever reads: the receiving
 	// goroutine, or a caller it lent the read side to.
 	hb        [wire.HeaderSize]byte
-	throttle  Throttle
-	wk        Waker
+	throttle  rpc.Throttle
+	wk        rpc.Waker
 	holding   bool // the reader corked the writer for the batch it delivers
 	delivered int  // frames of the current batch delivered
 	peekFn    func(fd uintptr) bool
@@ -104,21 +101,21 @@ type tcpConn struct {
 // Process-wide write counters: frames per write is how well batching works.
 var tcpWrites, tcpFramesOut atomic.Uint64
 
-// TCPWriteStats returns how many writes the TCP transport has made and how
+// WriteStats returns how many writes the TCP transport has made and how
 // many frames they carried, since the process started.
-func TCPWriteStats() (writes, frames uint64) { return tcpWrites.Load(), tcpFramesOut.Load() }
+func WriteStats() (writes, frames uint64) { return tcpWrites.Load(), tcpFramesOut.Load() }
 
-// newTCPConn sets up nc, a connection the client dialed to address dialed
+// newConn sets up nc, a connection the client dialed to address dialed
 // or, with dialed empty, one a server accepted. With t.TLS, a client's
 // handshake runs here, bounded by ctx, and a server's in Receive.
-func newTCPConn(ctx context.Context, nc *net.TCPConn, t *TCP, dialed string) (*tcpConn, error) {
+func newConn(ctx context.Context, nc *net.TCPConn, t *Transport, dialed string) (*conn, error) {
 	nc.SetNoDelay(true)
 	raw, err := nc.SyscallConn()
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("rpc: tcp connection to %v: %w", nc.RemoteAddr(), err)
 	}
-	c := &tcpConn{nc: nc, raw: raw, lim: &t.Limits, stall: t.stallTimeout(), reactor: t.reactors().assign(), closed: make(chan struct{})}
+	c := &conn{nc: nc, raw: raw, lim: &t.Limits, stall: t.stallTimeout(), reactor: t.reactors().assign(), closed: make(chan struct{})}
 	c.written = sync.NewCond(&c.mu)
 	c.tryFn, c.blockFn, c.peekFn, c.drainFn = c.tryWrite, c.blockingWrite, c.peek, c.drain
 	var src io.Reader = nc
@@ -134,17 +131,17 @@ func newTCPConn(ctx context.Context, nc *net.TCPConn, t *TCP, dialed string) (*t
 }
 
 // pending reports whether the holder of the write side has bytes to write.
-func (c *tcpConn) pending() bool {
+func (c *conn) pending() bool {
 	return c.out.pending() || (c.shim != nil && c.shim.pending() > 0)
 }
 
-func (c *tcpConn) LocalAddr() net.Addr  { return c.nc.LocalAddr() }
-func (c *tcpConn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+func (c *conn) LocalAddr() net.Addr  { return c.nc.LocalAddr() }
+func (c *conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 
 // Progress implements ProgressConn.
-func (c *tcpConn) Progress() (in, out uint64) { return c.bytesIn.Load(), c.bytesOut.Load() }
+func (c *conn) Progress() (in, out uint64) { return c.bytesIn.Load(), c.bytesOut.Load() }
 
-func (c *tcpConn) Send(m *wire.Message) error {
+func (c *conn) Send(m *wire.Message) error {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -180,12 +177,12 @@ func (c *tcpConn) Send(m *wire.Message) error {
 // makes without the connection's lock (see batch.hold), so that other
 // calls' Sends and the writer never wait for it; one in neither place is
 // written and being completed.
-func (c *tcpConn) Withdraw(m *wire.Message) Withdrawal {
+func (c *conn) Withdraw(m *wire.Message) rpc.Withdrawal {
 	c.mu.Lock()
 	if i := slices.Index(c.queue, m); i >= 0 {
 		c.queue = slices.Delete(c.queue, i, i+1)
 		c.mu.Unlock()
-		return Unsent
+		return rpc.Unsent
 	}
 	for c.inSyscall {
 		c.waiters++
@@ -195,12 +192,12 @@ func (c *tcpConn) Withdraw(m *wire.Message) Withdrawal {
 	i := c.out.index(m)
 	if i < 0 {
 		c.mu.Unlock()
-		return Completing
+		return rpc.Completing
 	}
 	if c.out.unstarted(i) {
 		c.out.drop(i)
 		c.mu.Unlock()
-		return Unsent
+		return rpc.Unsent
 	}
 	rest := c.out.hold(i)
 	c.mu.Unlock()
@@ -208,13 +205,13 @@ func (c *tcpConn) Withdraw(m *wire.Message) Withdrawal {
 		rest.copy()
 		c.placeRest(&rest)
 	}
-	return Withdrawn
+	return rpc.Withdrawn
 }
 
 // placeRest puts a withdrawn message's copied rest in its batch and, when
 // the writer gave up the write side at it (park), has the reactor go on,
 // even on a connection failed meanwhile: the writer completes its batch.
-func (c *tcpConn) placeRest(rest *heldRest) {
+func (c *conn) placeRest(rest *heldRest) {
 	c.mu.Lock()
 	placed := c.out.place(rest)
 	restart := placed && !c.writing && !c.scheduled && c.pending()
@@ -230,7 +227,7 @@ func (c *tcpConn) placeRest(rest *heldRest) {
 	}
 }
 
-func (c *tcpConn) cork() {
+func (c *conn) cork() {
 	c.mu.Lock()
 	c.corked = true
 	c.mu.Unlock()
@@ -238,7 +235,7 @@ func (c *tcpConn) cork() {
 
 // uncork writes what was queued while corked, from the receiving goroutine,
 // without waiting for the socket.
-func (c *tcpConn) uncork() {
+func (c *conn) uncork() {
 	c.mu.Lock()
 	c.corked = false
 	if c.writing || c.scheduled || len(c.queue) == 0 {
@@ -252,10 +249,10 @@ func (c *tcpConn) uncork() {
 
 // fail records the first error, closes the socket and completes everything
 // still queued with the error.
-func (c *tcpConn) fail(err error) error {
+func (c *conn) fail(err error) error {
 	c.mu.Lock()
 	if c.err == nil {
-		c.err = fmt.Errorf("%w: %w", ErrClosed, err)
+		c.err = fmt.Errorf("%w: %w", rpc.ErrClosed, err)
 		close(c.closed)
 	}
 	err = c.err
@@ -271,7 +268,7 @@ func (c *tcpConn) fail(err error) error {
 	return err
 }
 
-func (c *tcpConn) Close() error {
+func (c *conn) Close() error {
 	c.fail(io.EOF)
 	return nil
 }

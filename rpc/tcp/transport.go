@@ -1,4 +1,4 @@
-package rpc
+package tcp
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -14,10 +15,11 @@ import (
 // read anything of what is queued for it before failing.
 const DefaultStallTimeout = 20 * time.Second
 
-// TCP is the stream transport every peer can fall back to. Frames leave in
-// vectored writes that batch many frames and point at tensors' own memory;
-// they are read into buffers the receiver chooses.
-type TCP struct {
+// Transport is the stream transport every peer can fall back to, an
+// rpc.Transport. Frames leave in vectored writes that batch many frames and
+// point at tensors' own memory; they are read into buffers the receiver
+// chooses. The zero value is usable.
+type Transport struct {
 	// Limits bound what the receive side accepts; zero means wire.DefaultLimits.
 	Limits wire.Limits
 	// Reactors flush connections' queued frames; nil means a group of
@@ -34,29 +36,29 @@ type TCP struct {
 	TLS *tls.Config
 }
 
-// Name implements Transport.
-func (t *TCP) Name() string { return "tcp" }
+// Name implements rpc.Transport.
+func (t *Transport) Name() string { return "tcp" }
 
-// Dial implements Transport.
-func (t *TCP) Dial(ctx context.Context, addr string) (Conn, error) {
+// Dial implements rpc.Transport.
+func (t *Transport) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("rpc: dial tcp %s: %w", addr, err)
+		return nil, fmt.Errorf("tcp: dial %s: %w", addr, err)
 	}
-	return newTCPConn(ctx, nc.(*net.TCPConn), t, addr)
+	return newConn(ctx, nc.(*net.TCPConn), t, addr)
 }
 
-// Listen implements Transport.
-func (t *TCP) Listen(addr string) (Listener, error) {
+// Listen implements rpc.Transport.
+func (t *Transport) Listen(addr string) (rpc.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("rpc: listen tcp %s: %w", addr, err)
+		return nil, fmt.Errorf("tcp: listen %s: %w", addr, err)
 	}
-	return &tcpListener{l: l.(*net.TCPListener), t: t}, nil
+	return &listener{l: l.(*net.TCPListener), t: t}, nil
 }
 
-func (t *TCP) reactors() *Reactors {
+func (t *Transport) reactors() *Reactors {
 	if t.Reactors == nil {
 		return sharedReactors()
 	}
@@ -66,7 +68,7 @@ func (t *TCP) reactors() *Reactors {
 // tlsConfig is t.TLS for one connection: TLS 1.3 only, and for a client
 // the name of the host it dialed (dialed, as host:port) unless the config
 // names one.
-func (t *TCP) tlsConfig(dialed string) *tls.Config {
+func (t *Transport) tlsConfig(dialed string) *tls.Config {
 	cfg := t.TLS.Clone()
 	cfg.MinVersion = tls.VersionTLS13
 	if dialed != "" && cfg.ServerName == "" {
@@ -77,7 +79,7 @@ func (t *TCP) tlsConfig(dialed string) *tls.Config {
 	return cfg
 }
 
-func (t *TCP) stallTimeout() time.Duration {
+func (t *Transport) stallTimeout() time.Duration {
 	switch {
 	case t.StallTimeout == 0:
 		return DefaultStallTimeout
@@ -87,23 +89,23 @@ func (t *TCP) stallTimeout() time.Duration {
 	return t.StallTimeout
 }
 
-type tcpListener struct {
+type listener struct {
 	l *net.TCPListener
-	t *TCP
+	t *Transport
 }
 
-func (l *tcpListener) Accept() (Conn, error) {
+func (l *listener) Accept() (rpc.Conn, error) {
 	for {
 		nc, err := l.l.AcceptTCP()
 		if err != nil {
 			return nil, err
 		}
 		// A connection that cannot be set up is the peer's loss alone.
-		if c, err := newTCPConn(context.Background(), nc, l.t, ""); err == nil {
+		if c, err := newConn(context.Background(), nc, l.t, ""); err == nil {
 			return c, nil
 		}
 	}
 }
 
-func (l *tcpListener) Close() error   { return l.l.Close() }
-func (l *tcpListener) Addr() net.Addr { return l.l.Addr() }
+func (l *listener) Close() error   { return l.l.Close() }
+func (l *listener) Addr() net.Addr { return l.l.Addr() }
