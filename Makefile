@@ -15,7 +15,7 @@ TEST_JOBS ?= 3
 # at a time made a bulk call overrun 1.3 s against 0.27 s of lateness the
 # test measured in its own process (the server's is not seen).
 STRESS  ?= ^TestStress
-STRESS_PKGS ?= ./rpc/ ./afxdp/afxdprpc/
+STRESS_PKGS ?= ./bench/stress/ ./afxdp/afxdprpc/
 
 # pipefail: a test pass piped through sed (which labels its lines) fails
 # when go test does.

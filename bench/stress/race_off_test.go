@@ -1,5 +1,5 @@
 //go:build !race
 
-package rpc_test
+package stress_test
 
 const raceOn = false

@@ -1,4 +1,4 @@
-package rpc_test
+package stress_test
 
 import (
 	"context"

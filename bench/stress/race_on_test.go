@@ -1,6 +1,6 @@
 //go:build race
 
-package rpc_test
+package stress_test
 
 // raceOn: the stress tests move gigabytes and measure memory and time,
 // which the race detector multiplies; they run in the pass without it.
