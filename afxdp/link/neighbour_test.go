@@ -1,4 +1,4 @@
-package afxdp_test
+package link_test
 
 import (
 	"context"
