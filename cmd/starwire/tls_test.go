@@ -57,7 +57,7 @@ func TestTLSFlagErrors(t *testing.T) {
 		t.Errorf("a certificate without its key: exit %d: %s", code, errOut)
 	}
 	code, _, errOut = runMain(t, "serve", "--tls_dir", dir, "--tls_key", files.CA, "--job", "ps", "--cluster", "ps=127.0.0.1:1;worker=127.0.0.1:2", "--protocol", "grpc")
-	if code != 2 || !strings.Contains(errOut, "rpc: tls files") {
+	if code != 2 || !strings.Contains(errOut, "tcp: tls files") {
 		t.Errorf("a key that is no key: exit %d: %s", code, errOut)
 	}
 	t.Setenv(cluster.EnvTLSCA, filepath.Join(dir, "missing.crt"))
@@ -122,7 +122,7 @@ func TestServeOverMutualTLS(t *testing.T) {
 		// The plaintext clients were refused, and the task logged it in
 		// the command's one format, not slog's key=value records.
 		errs := s.stderr.String()
-		if !strings.Contains(errs, "warning: rpc: tls: client refused peer=") || strings.Contains(errs, "level=") || strings.Contains(errs, "time=") {
+		if !strings.Contains(errs, "warning: tcp: tls: client refused peer=") || strings.Contains(errs, "level=") || strings.Contains(errs, "time=") {
 			t.Errorf("serve's log of the refusals is not one plain line each:\n%s", errs)
 		}
 	}

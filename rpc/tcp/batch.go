@@ -61,7 +61,7 @@ func (b *batch) build() {
 		start := len(head)
 		var err error
 		if head, err = wire.AppendHead(head, m); err != nil {
-			b.failed = append(b.failed, batchFailure{m, fmt.Errorf("rpc: encode %v frame for call %d: %w", m.Header.Kind, m.Header.CallID, err)})
+			b.failed = append(b.failed, batchFailure{m, fmt.Errorf("tcp: encode %v frame for call %d: %w", m.Header.Kind, m.Header.CallID, err)})
 			b.msgs[i] = nil
 			head = head[:start]
 			b.spans = append(b.spans, span{-1, -1})

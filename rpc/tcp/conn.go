@@ -113,7 +113,7 @@ func newConn(ctx context.Context, nc *net.TCPConn, t *Transport, dialed string) 
 	raw, err := nc.SyscallConn()
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("rpc: tcp connection to %v: %w", nc.RemoteAddr(), err)
+		return nil, fmt.Errorf("tcp: connection to %v: %w", nc.RemoteAddr(), err)
 	}
 	c := &conn{nc: nc, raw: raw, lim: &t.Limits, stall: t.stallTimeout(), reactor: t.reactors().assign(), closed: make(chan struct{})}
 	c.written = sync.NewCond(&c.mu)

@@ -137,7 +137,7 @@ func (c *conn) readFrame(h *wire.Header, tooLarge error, r wire.Receiver) (*wire
 	if tooLarge != nil {
 		if _, err := io.CopyN(io.Discard, c.br, int64(h.BodyLen())); err != nil {
 			in.Release()
-			return nil, fmt.Errorf("rpc: skip %v frame for call %d: %w", h.Kind, h.CallID, err)
+			return nil, fmt.Errorf("tcp: skip %v frame for call %d: %w", h.Kind, h.CallID, err)
 		}
 		bare := wire.Header{Kind: h.Kind, Method: h.Method, Status: h.Status, CallID: h.CallID, Timeout: h.Timeout}
 		in.Begin(&bare)
@@ -146,7 +146,7 @@ func (c *conn) readFrame(h *wire.Header, tooLarge error, r wire.Receiver) (*wire
 	}
 	if err := c.readHead(in, h); err != nil {
 		in.Release()
-		return nil, fmt.Errorf("rpc: read %v frame for call %d: %w", h.Kind, h.CallID, err)
+		return nil, fmt.Errorf("tcp: read %v frame for call %d: %w", h.Kind, h.CallID, err)
 	}
 	if err := c.readPayload(in, r); err != nil {
 		in.Release()
@@ -189,13 +189,13 @@ func (c *conn) readHead(in *wire.Inbound, h *wire.Header) error {
 func (c *conn) readPayload(in *wire.Inbound, r wire.Receiver) error {
 	if in.Prepare(r) != nil {
 		if _, err := io.CopyN(io.Discard, c.br, int64(in.Header.PayloadLen)); err != nil {
-			return fmt.Errorf("rpc: skip payload of call %d: %w", in.Header.CallID, err)
+			return fmt.Errorf("tcp: skip payload of call %d: %w", in.Header.CallID, err)
 		}
 		return nil
 	}
 	for i := range in.Tensors {
 		if _, err := io.ReadFull(c.br, in.Tensors[i].Data); err != nil {
-			return fmt.Errorf("rpc: read tensor %d of call %d: %w", i, in.Header.CallID, err)
+			return fmt.Errorf("tcp: read tensor %d of call %d: %w", i, in.Header.CallID, err)
 		}
 	}
 	return nil

@@ -106,7 +106,7 @@ func (c *conn) startTLS(ctx context.Context, cfg *tls.Config, client bool) error
 	if client {
 		c.tls = tls.Client(c.shim, cfg)
 		if err := c.tls.HandshakeContext(ctx); err != nil {
-			return fmt.Errorf("rpc: tls handshake with %v: %w", c.nc.RemoteAddr(), err)
+			return fmt.Errorf("tcp: tls handshake with %v: %w", c.nc.RemoteAddr(), err)
 		}
 		c.handshakeDone()
 		return nil
@@ -121,7 +121,7 @@ func (c *conn) serverHandshake(r wire.Receiver) error {
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
 	if err := c.tls.HandshakeContext(ctx); err != nil {
-		return fmt.Errorf("rpc: tls handshake with %v: %w", c.nc.RemoteAddr(), refusePlaintext(c.shim, err, r))
+		return fmt.Errorf("tcp: tls handshake with %v: %w", c.nc.RemoteAddr(), refusePlaintext(c.shim, err, r))
 	}
 	c.handshakeDone()
 	return nil
@@ -205,13 +205,13 @@ func (c *conn) writeTLSOnce(fd uintptr) (n, full int, err error) {
 		case err == errHeld:
 			return 0, 0, err
 		case err != nil:
-			return 0, 1, fmt.Errorf("rpc: encrypt for %v: %w", c.nc.RemoteAddr(), err)
+			return 0, 1, fmt.Errorf("tcp: encrypt for %v: %w", c.nc.RemoteAddr(), err)
 		}
 	}
 	n, full, err = c.shim.writeTo(fd)
 	c.bytesOut.Add(uint64(n))
 	if err != nil && err != unix.EAGAIN {
-		err = fmt.Errorf("rpc: write to %v: %w", c.nc.RemoteAddr(), err)
+		err = fmt.Errorf("tcp: write to %v: %w", c.nc.RemoteAddr(), err)
 	}
 	return n, full, err
 }

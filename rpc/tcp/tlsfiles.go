@@ -32,7 +32,7 @@ type TLSFiles struct {
 }
 
 // ErrTLSFiles is wrapped by errors reading or parsing the files.
-var ErrTLSFiles = errors.New("rpc: tls files")
+var ErrTLSFiles = errors.New("tcp: tls files")
 
 // ServerConfig returns a config for a server that requires every client to
 // present a certificate signed by one of the CAs. A client refused is
@@ -104,7 +104,7 @@ func (f *TLSFiles) refuse(c net.Conn, err error) {
 	if c != nil {
 		peer = c.RemoteAddr()
 	}
-	l.Warn("rpc: tls: client refused", "peer", peer, "err", err, "refused", n)
+	l.Warn("tcp: tls: client refused", "peer", peer, "err", err, "refused", n)
 }
 
 // ClientConfig returns a config for a client that presents its certificate
@@ -145,7 +145,7 @@ func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool, name string, usage 
 		side = "client"
 	}
 	if len(cs.PeerCertificates) == 0 {
-		return fmt.Errorf("rpc: tls: %s presented no certificate", side)
+		return fmt.Errorf("tcp: tls: %s presented no certificate", side)
 	}
 	inter := x509.NewCertPool()
 	for _, c := range cs.PeerCertificates[1:] {
@@ -158,7 +158,7 @@ func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool, name string, usage 
 		KeyUsages:     []x509.ExtKeyUsage{usage},
 	})
 	if err != nil {
-		return fmt.Errorf("rpc: tls: %s certificate: %w", side, err)
+		return fmt.Errorf("tcp: tls: %s certificate: %w", side, err)
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ func (c *conn) write(all bool) {
 
 // errHeld says that the batch's next bytes are a withdrawn message's rest
 // that its withdrawer is copying (see batch).
-var errHeld = errors.New("rpc: next bytes held for a withdrawn message's copy")
+var errHeld = errors.New("tcp: next bytes held for a withdrawn message's copy")
 
 // park gives up the write side while the batch is blocked on a held rest:
 // the writer, which may be the connection's reader, never waits for a
@@ -250,7 +250,7 @@ func (c *conn) writeOnce(fd uintptr) (n, full int, err error) {
 	c.mu.Unlock()
 	c.bytesOut.Add(uint64(n))
 	if err != nil && err != unix.EAGAIN {
-		err = fmt.Errorf("rpc: write to %v: %w", c.nc.RemoteAddr(), err)
+		err = fmt.Errorf("tcp: write to %v: %w", c.nc.RemoteAddr(), err)
 	}
 	return n, full, err
 }
