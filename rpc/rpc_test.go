@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -258,4 +259,16 @@ func TestErrorMessageNamesCallAndPeer(t *testing.T) {
 	if want := "rpc: call RecvTensor to ps:0: unimplemented"; err == nil || !bytes.HasPrefix([]byte(err.Error()), []byte(want)) {
 		t.Fatalf("err = %v, want prefix %q", err, want)
 	}
+}
+
+// NewClient without a transport fails where the client is made, saying
+// which transport to give it: rpc links none of its own.
+func TestNewClientWithoutTransportPanics(t *testing.T) {
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "ClientOptions.Transport is nil") || !strings.Contains(msg, "tcp.Transport") {
+			t.Fatalf("NewClient without a transport: recovered %q, want a panic naming the missing transport", msg)
+		}
+	}()
+	NewClient("127.0.0.1:1", ClientOptions{})
 }
