@@ -58,9 +58,9 @@ func (g *Reactors) assign() *reactor {
 // DefaultReactors.
 var sharedSize atomic.Int32
 
-// SetSharedReactors sets the size of the shared reactor group, which
-// transports without Reactors of their own (a Transport with no Reactors) run
-// on, to n when n > 0, DefaultReactors otherwise. It takes effect only
+// SetSharedReactors sets the size of the shared reactor group, which every
+// Transport without Reactors of its own runs on, to n when n > 0,
+// DefaultReactors otherwise. It takes effect only
 // before the group's first use, so a command calls it as it starts, with
 // SEASTAR_CORE_NUMBER's count as rpc/cluster reads it (cluster.CoreNumber).
 // Neither rpc nor this package reads the environment.
