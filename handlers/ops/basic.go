@@ -353,7 +353,7 @@ func buildRange(_ *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(3); err != nil {
 		return nil, err
 	}
-	dt, err := n.attrTypeIn("Tidx", numericTypes...)
+	dt, run, err := rangeByDType.forAttr(n, "Tidx")
 	if err != nil {
 		return nil, err
 	}
@@ -368,17 +368,7 @@ func buildRange(_ *Env, n *Node) (Kernel, error) {
 				return status.Errorf(wire.InvalidArgument, "%s must be a scalar, has shape %v", name, in[i].Shape)
 			}
 		}
-		var r wire.Tensor
-		switch dt {
-		case wire.DTFloat:
-			r, err = rangeOf[float32](dt, in)
-		case wire.DTDouble:
-			r, err = rangeOf[float64](dt, in)
-		case wire.DTInt32:
-			r, err = rangeOf[int32](dt, in)
-		case wire.DTInt64:
-			r, err = rangeOf[int64](dt, in)
-		}
+		r, err := run(dt, in)
 		if err != nil {
 			return err
 		}
@@ -386,6 +376,8 @@ func buildRange(_ *Env, n *Node) (Kernel, error) {
 		return nil
 	}, nil
 }
+
+var rangeByDType = numericTable(rangeOf[float32], rangeOf[float64], rangeOf[int32], rangeOf[int64])
 
 func rangeOf[T numeric](dt wire.DataType, in [3]*wire.Tensor) (wire.Tensor, error) {
 	start, limit, delta := tensor.View[T](in[0].Data)[0], tensor.View[T](in[1].Data)[0], tensor.View[T](in[2].Data)[0]
