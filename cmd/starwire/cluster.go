@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 )
 
@@ -19,9 +20,9 @@ import (
 func clusterCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stdout, clusterUsage)
-		printEnv(stdout, commandEnv["cluster"])
+		flags.PrintEnv(stdout, commandEnv["cluster"])
 		if len(args) == 0 {
-			return usagef("cluster: give up, down, run, endpoints or manifests")
+			return flags.Usagef("cluster: give up, down, run, endpoints or manifests")
 		}
 		return nil
 	}
@@ -37,7 +38,7 @@ func clusterCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	case "manifests":
 		return clusterManifests(ctx, args[1:], stdout)
 	}
-	return usagef("cluster: unknown subcommand %q (want up, down, run, endpoints or manifests)", args[0])
+	return flags.Usagef("cluster: unknown subcommand %q (want up, down, run, endpoints or manifests)", args[0])
 }
 
 const clusterUsage = `usage: starwire cluster up|down|run|endpoints|manifests [flags] [-- train flags]
@@ -84,21 +85,21 @@ func (s *shapeFlags) register(fs *flag.FlagSet, name string) {
 // check validates the flags; cmd names the subcommand in errors.
 func (s *shapeFlags) check(cmd string) error {
 	if err := vethnet.CheckName(s.name); err != nil {
-		return usagef("%s: --name: %v", cmd, strings.TrimPrefix(err.Error(), "vethnet: "))
+		return flags.Usagef("%s: --name: %v", cmd, strings.TrimPrefix(err.Error(), "vethnet: "))
 	}
 	if s.ps < 1 || s.workers < 1 {
-		return usagef("%s: --ps %d --workers %d: want at least one of each", cmd, s.ps, s.workers)
+		return flags.Usagef("%s: --ps %d --workers %d: want at least one of each", cmd, s.ps, s.workers)
 	}
 	p, err := netip.ParsePrefix(s.subnet)
 	if err != nil || !p.Addr().Is4() || !benchmarkNet.Overlaps(p) || p.Bits() < benchmarkNet.Bits() || p.Bits() > 30 {
-		return usagef("%s: --subnet %q: want an IPv4 prefix within %v, /30 or wider", cmd, s.subnet, benchmarkNet)
+		return flags.Usagef("%s: --subnet %q: want an IPv4 prefix within %v, /30 or wider", cmd, s.subnet, benchmarkNet)
 	}
 	s.prefix = p.Masked()
 	if n := 1<<(32-s.prefix.Bits()) - 2; s.ps+s.workers+1 > n {
-		return usagef("%s: %d ps, %d workers and a chief do not fit in %v", cmd, s.ps, s.workers, s.prefix)
+		return flags.Usagef("%s: %d ps, %d workers and a chief do not fit in %v", cmd, s.ps, s.workers, s.prefix)
 	}
 	if s.protocol != "grpc+seastar" && s.protocol != "grpc" {
-		return usagef("%s: --protocol %q: want grpc+seastar or grpc", cmd, s.protocol)
+		return flags.Usagef("%s: --protocol %q: want grpc+seastar or grpc", cmd, s.protocol)
 	}
 	return nil
 }
@@ -115,7 +116,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if s.name == "" {
-		return usagef("cluster up: --name is required")
+		return flags.Usagef("cluster up: --name is required")
 	}
 	if err := s.check("cluster up"); err != nil {
 		return err
@@ -148,7 +149,7 @@ func clusterDown(args []string, stdout io.Writer) error {
 		return err
 	}
 	if err := vethnet.CheckName(name); err != nil {
-		return usagef("cluster down: --name: %v", strings.TrimPrefix(err.Error(), "vethnet: "))
+		return flags.Usagef("cluster down: --name: %v", strings.TrimPrefix(err.Error(), "vethnet: "))
 	}
 	sweepAbandoned(stateDir, stdout)
 	removed, err := removeCluster(stateDir, name)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -36,13 +37,13 @@ func clusterEndpoints(ctx context.Context, args []string, stdout io.Writer) erro
 	}
 	cfg, ok, err := cluster.LoadTFConfig()
 	if err != nil {
-		return usagef("cluster endpoints: %v", err)
+		return flags.Usagef("cluster endpoints: %v", err)
 	}
 	if !ok || cfg.Cluster.Len() == 0 {
-		return usagef("cluster endpoints: TF_CONFIG gives no cluster")
+		return flags.Usagef("cluster endpoints: TF_CONFIG gives no cluster")
 	}
 	if offset == 0 || offset < -65535 || offset > 65535 {
-		return usagef("cluster endpoints: --port_offset %d: want a non-zero port difference", offset)
+		return flags.Usagef("cluster endpoints: --port_offset %d: want a non-zero port difference", offset)
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -58,15 +59,15 @@ func clusterManifests(_ context.Context, args []string, stdout io.Writer) error 
 	}
 	switch {
 	case !k8sName.MatchString(c.Name):
-		return usagef("cluster manifests: --name %q: want a DNS label of at most 40 characters", c.Name)
+		return flags.Usagef("cluster manifests: --name %q: want a DNS label of at most 40 characters", c.Name)
 	case !k8sName.MatchString(c.Namespace):
-		return usagef("cluster manifests: --namespace %q: want a DNS label", c.Namespace)
+		return flags.Usagef("cluster manifests: --namespace %q: want a DNS label", c.Namespace)
 	case ps < 1 || workers < 1 || ps+workers > 10000:
-		return usagef("cluster manifests: --ps %d --workers %d: want at least one of each", ps, workers)
+		return flags.Usagef("cluster manifests: --ps %d --workers %d: want at least one of each", ps, workers)
 	case steps < 1:
-		return usagef("cluster manifests: --steps %d: want at least 1", steps)
+		return flags.Usagef("cluster manifests: --steps %d: want at least 1", steps)
 	case strings.ContainsAny(c.Image, " \t\n\"'"):
-		return usagef("cluster manifests: --image %q", c.Image)
+		return flags.Usagef("cluster manifests: --image %q", c.Image)
 	}
 	c.GRPCPort, c.StarPort = testGRPCPort, testStarPort
 	c.MapDir = "/etc/starwire"

@@ -14,8 +14,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/vishvananda/netlink"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
+	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 )
 
 // clusterPaths are what "cluster run" trains over: the tasks' calls to
@@ -43,10 +45,10 @@ func clusterRun(ctx context.Context, args []string, stdout io.Writer) (err error
 	var ps []string
 	for _, p := range strings.Split(paths, ",") {
 		if !slices.Contains(clusterPaths, p) || slices.Contains(ps, p) {
-			return usagef("cluster run: --paths %q: want afxdp, tcp or both, once each", paths)
+			return flags.Usagef("cluster run: --paths %q: want afxdp, tcp or both, once each", paths)
 		}
 		if p == "afxdp" && s.protocol == "grpc" {
-			return usagef("cluster run: --paths afxdp needs --protocol grpc+seastar")
+			return flags.Usagef("cluster run: --paths afxdp needs --protocol grpc+seastar")
 		}
 		ps = append(ps, p)
 	}

@@ -35,21 +35,11 @@ import (
 	"os"
 	"strings"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 )
-
-// A usageError is a mistake on the command line or in the environment
-// rather than a failed run; it exits with status 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-// usagef returns a usageError.
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
 
 // A command is one of starwire's subcommands.
 type command struct {
@@ -148,7 +138,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // exitStatus reports the error of command name, if any, and returns the
 // exit status.
 func exitStatus(ctx context.Context, name string, err error, stderr io.Writer) int {
-	var ue *usageError
+	var ue *flags.UsageError
 	var stopped *stopError
 	switch {
 	case errors.As(context.Cause(ctx), &stopped) && (err != nil || stopped.sig == 0):
@@ -185,40 +175,8 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// parseFlags parses args into fs, printing the flag list and the command's
-// environment variables only when asked for with -h; any other problem
-// becomes one usage line.
+// parseFlags parses args into fs as flags.Parse does, listing the
+// command's environment variables with -h.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "usage: starwire %s [flags]\n\nflags:\n", fs.Name())
-		fs.PrintDefaults()
-		printEnv(stdout, commandEnv[fs.Name()])
-		return err
-	}
-	if err != nil {
-		return usagef("%s: %v", fs.Name(), err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-	}
-	return nil
-}
-
-// printEnv lists the variables names, what each does, accepts and defaults
-// to.
-func printEnv(w io.Writer, names []string) {
-	if len(names) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nenvironment:\n")
-	for _, name := range names {
-		v, ok := cluster.LookupEnvVar(name)
-		if !ok {
-			continue
-		}
-		fmt.Fprintf(w, "  %s\n    \t%s; %s (default %s)\n", v.Name, v.Doc, v.Accepts, v.Default)
-	}
+	return flags.Parse(fs, args, stdout, commandEnv[fs.Name()])
 }
