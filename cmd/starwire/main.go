@@ -35,6 +35,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/clustercmd"
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/rpc"
@@ -62,10 +63,7 @@ var commandEnv = map[string][]string{
 	"staleness": {cluster.EnvCoreNumber, cluster.EnvAFXDPPath},
 	"bench":     {cluster.EnvCoreNumber},
 	"health":    {cluster.EnvTLSDir, cluster.EnvTLSCert, cluster.EnvTLSKey, cluster.EnvTLSCA},
-	// cluster passes the knobs to its tasks, and gives them TF_CONFIG and
-	// the map itself.
-	"cluster": {cluster.EnvCoreNumber, cluster.EnvPSCoreNumber, cluster.EnvWorkerCoreNumber,
-		cluster.EnvPSPolling, cluster.EnvWorkerPolling, cluster.EnvPSDisablePin, cluster.EnvWorkerDisablePin},
+	"cluster":   clustercmd.Env,
 }
 
 var commands = []command{
@@ -74,7 +72,7 @@ var commands = []command{
 	{"staleness", "measure parameter staleness over starwire and gRPC", stalenessCmd},
 	{"bench", "sweep sizes, calls in flight and reactors over gRPC and starwire's paths; write a table and JSON", benchCmd},
 	{"health", "probe a task: the gRPC health service on its gRPC port, or its starwire port", healthCmd},
-	{"cluster", "up, down or run a cluster of test hosts, network namespaces on a bridge, over AF_XDP and TCP", clusterCmd},
+	{"cluster", "up, down or run a cluster of test hosts, network namespaces on a bridge, over AF_XDP and TCP", clustercmd.Run},
 	{"checkpoint", "inspect a TensorFlow checkpoint (tensor_bundle V2): its tensors, shapes and values", checkpointCmd},
 }
 

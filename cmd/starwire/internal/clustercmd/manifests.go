@@ -1,4 +1,4 @@
-package main
+package clustercmd
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func clusterManifests(_ context.Context, args []string, stdout io.Writer) error 
 	fs.IntVar(&workers, "workers", 2, "worker tasks")
 	fs.IntVar(&steps, "steps", 2000, "the chief's training steps per worker")
 	fs.BoolVar(&c.AFXDP, "afxdp", true, "serve the tasks' calls to each other over AF_XDP on the pod's eth0 (adds the capabilities it needs; without them a task falls back to TCP and says so)")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
 	switch {

@@ -1,4 +1,4 @@
-package main
+package clustercmd
 
 import (
 	"context"
@@ -11,16 +11,22 @@ import (
 
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
-// clusterCmd builds a cluster of test hosts on this machine, each a
+// Env lists the variables the cluster command reads: it passes the knobs
+// to its tasks, and gives them TF_CONFIG and the endpoint map itself.
+var Env = []string{cluster.EnvCoreNumber, cluster.EnvPSCoreNumber, cluster.EnvWorkerCoreNumber,
+	cluster.EnvPSPolling, cluster.EnvWorkerPolling, cluster.EnvPSDisablePin, cluster.EnvWorkerDisablePin}
+
+// Run runs "starwire cluster" with args: it builds a cluster of test hosts on this machine, each a
 // network namespace on one bridge, and runs a task of it in each: "up"
 // leaves one running under a name, "down" removes it, "run" makes one,
 // trains on it over AF_XDP and over TCP, reports and removes it.
-func clusterCmd(ctx context.Context, args []string, stdout io.Writer) error {
+func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stdout, clusterUsage)
-		flags.PrintEnv(stdout, commandEnv["cluster"])
+		flags.PrintEnv(stdout, Env)
 		if len(args) == 0 {
 			return flags.Usagef("cluster: give up, down, run, endpoints or manifests")
 		}
@@ -112,7 +118,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cluster up", flag.ContinueOnError)
 	s.register(fs, "")
 	fs.BoolVar(&afxdp, "afxdp", true, "serve the tasks' calls to each other over AF_XDP on each host's eth0 (false: TCP)")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
 	if s.name == "" {
@@ -145,7 +151,7 @@ func clusterDown(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cluster down", flag.ContinueOnError)
 	fs.StringVar(&name, "name", "", "the cluster to remove")
 	fs.StringVar(&stateDir, "state_dir", defaultStateDir, "where the cluster's state is kept")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
 	if err := vethnet.CheckName(name); err != nil {

@@ -1,4 +1,4 @@
-package main
+package clustercmd
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func clusterRun(ctx context.Context, args []string, stdout io.Writer) (err error
 	fs := flag.NewFlagSet("cluster run", flag.ContinueOnError)
 	s.register(fs, "run"+strconv.Itoa(os.Getpid()))
 	fs.StringVar(&paths, "paths", strings.Join(clusterPaths, ","), `what carries the tasks' calls to each other, one training run each: "afxdp" (AF_XDP on each host's link), "tcp"`)
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
 	if err := s.check("cluster run"); err != nil {

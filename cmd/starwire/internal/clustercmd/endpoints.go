@@ -1,4 +1,4 @@
-package main
+package clustercmd
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func clusterEndpoints(ctx context.Context, args []string, stdout io.Writer) erro
 	fs.IntVar(&offset, "port_offset", 1, "a task's starwire port is its gRPC port plus this")
 	fs.BoolVar(&resolve, "resolve", false, "map to each host's IPv4 address rather than its name (what AF_XDP needs)")
 	fs.DurationVar(&wait, "wait", 5*time.Minute, "with --resolve: how long to wait for every name to resolve")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
 	cfg, ok, err := cluster.LoadTFConfig()
