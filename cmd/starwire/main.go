@@ -1,8 +1,11 @@
 // Command starwire runs a parameter-server cluster over starwire: a local
 // training job (train), one long-lived task of a cluster (serve), the
-// parameter-serving staleness benchmark (staleness), a probe of a task's
-// health (health), and a listing of a TensorFlow checkpoint's tensors
-// (checkpoint inspect).
+// parameter-serving staleness benchmark (staleness), the transport sweep
+// (bench), a probe of a task's health (health), test clusters of network
+// namespaces and Kubernetes manifests (cluster, in package
+// internal/clustercmd), and a listing of a TensorFlow checkpoint's tensors
+// (checkpoint inspect). This package dispatches to the subcommands; the
+// flag groups they share are package internal/flags.
 //
 // With no flags, train starts one parameter server and two workers in this
 // process over grpc+seastar and trains a sparse logistic-regression model
