@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/bench"
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/internal/units"
 	"github.com/starwire/starwire/rpc/cluster"
 )
@@ -93,12 +94,12 @@ func (f *benchFlags) config(protos []string) (bench.SweepConfig, error) {
 	for _, w := range splitList(f.workloads) {
 		cfg.Workloads = append(cfg.Workloads, bench.Workload(w))
 		if !containsWorkload(bench.Workloads, bench.Workload(w)) {
-			return cfg, usagef("bench: --workloads: unknown workload %q", w)
+			return cfg, flags.Usagef("bench: --workloads: unknown workload %q", w)
 		}
 	}
 	for _, p := range protos {
 		if err := bench.Available(p); err != nil && !strings.Contains(err.Error(), "unavailable") {
-			return cfg, usagef("bench: --protocols: %v", err)
+			return cfg, flags.Usagef("bench: --protocols: %v", err)
 		}
 	}
 	if f.sizes != "" {
@@ -106,7 +107,7 @@ func (f *benchFlags) config(protos []string) (bench.SweepConfig, error) {
 		for _, s := range splitList(f.sizes) {
 			n, err := bench.ParseSize(s)
 			if err != nil {
-				return cfg, usagef("bench: --sizes: %v", err)
+				return cfg, flags.Usagef("bench: --sizes: %v", err)
 			}
 			for _, w := range cfg.Workloads {
 				cfg.Sizes[w] = append(cfg.Sizes[w], n)
@@ -129,11 +130,11 @@ func (f *benchFlags) config(protos []string) (bench.SweepConfig, error) {
 	}
 	switch {
 	case f.loop != bench.LoopClosed && f.loop != bench.LoopOpen:
-		return cfg, usagef(`bench: --loop %q, want "closed" or "open"`, f.loop)
+		return cfg, flags.Usagef(`bench: --loop %q, want "closed" or "open"`, f.loop)
 	case f.loop == bench.LoopOpen && !(f.rate > 0):
-		return cfg, usagef("bench: --loop open needs --rate calls per second > 0")
+		return cfg, flags.Usagef("bench: --loop open needs --rate calls per second > 0")
 	case f.duration <= 0:
-		return cfg, usagef("bench: --duration %v, want > 0", f.duration)
+		return cfg, flags.Usagef("bench: --duration %v, want > 0", f.duration)
 	}
 	return cfg, nil
 }
@@ -192,7 +193,7 @@ func benchServe(protos []string, xdpIface string, xdpPort int, stdout io.Writer)
 	var err error
 	if xdpIface != "" {
 		if xdpPort <= 0 || xdpPort > 65535 {
-			return usagef("bench: --afxdp_port %d, want 1 to 65535", xdpPort)
+			return flags.Usagef("bench: --afxdp_port %d, want 1 to 65535", xdpPort)
 		}
 		t, err = bench.ServeXDP(xdpIface, uint16(xdpPort))
 	} else {
@@ -222,12 +223,12 @@ func intList(flagName, s string, lo, hi int) ([]int, error) {
 	for _, f := range splitList(s) {
 		n, err := units.ParseCount(f, lo, hi)
 		if err != nil {
-			return nil, usagef("bench: --%s %q, want whole numbers from %d to %d", flagName, f, lo, hi)
+			return nil, flags.Usagef("bench: --%s %q, want whole numbers from %d to %d", flagName, f, lo, hi)
 		}
 		out = append(out, n)
 	}
 	if len(out) == 0 {
-		return nil, usagef("bench: --%s is empty", flagName)
+		return nil, flags.Usagef("bench: --%s is empty", flagName)
 	}
 	return out, nil
 }

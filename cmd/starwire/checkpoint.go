@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/wire"
 )
@@ -29,12 +30,12 @@ func checkpointCmd(_ context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stdout, checkpointUsage)
 		if len(args) == 0 {
-			return usagef("checkpoint: give a subcommand: inspect")
+			return flags.Usagef("checkpoint: give a subcommand: inspect")
 		}
 		return nil
 	}
 	if args[0] != "inspect" {
-		return usagef("checkpoint: unknown subcommand %q (want inspect)", args[0])
+		return flags.Usagef("checkpoint: unknown subcommand %q (want inspect)", args[0])
 	}
 	return checkpointInspect(args[1:], stdout)
 }
@@ -54,18 +55,18 @@ func checkpointInspect(args []string, stdout io.Writer) error {
 				fs.PrintDefaults()
 				return err
 			}
-			return usagef("checkpoint inspect: %v", err)
+			return flags.Usagef("checkpoint inspect: %v", err)
 		}
 		if fs.NArg() == 0 {
 			break
 		}
 		if prefix != "" {
-			return usagef("checkpoint inspect: unexpected argument %q", fs.Arg(0))
+			return flags.Usagef("checkpoint inspect: unexpected argument %q", fs.Arg(0))
 		}
 		prefix, args = fs.Arg(0), fs.Args()[1:]
 	}
 	if prefix == "" {
-		return usagef("checkpoint inspect: give the checkpoint's PREFIX")
+		return flags.Usagef("checkpoint inspect: give the checkpoint's PREFIX")
 	}
 	r, err := checkpoint.Open(prefix)
 	if err != nil {

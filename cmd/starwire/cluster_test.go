@@ -173,10 +173,11 @@ func TestClusterRunKilled(t *testing.T) {
 	if ns, _ := vethnet.SegmentNamespaces(name); len(ns) == 0 {
 		t.Fatal("a killed run left no namespaces: nothing tests the sweep")
 	}
-	var buf bytes.Buffer
-	sweepAbandoned(stateDir, &buf)
-	if !strings.Contains(buf.String(), "removed cluster "+name+", abandoned by process "+strconv.Itoa(cmd.Process.Pid)) {
-		t.Errorf("the sweep said %q", buf.String())
+	// The next cluster command sweeps: down, which then finds nothing
+	// left of the cluster to remove.
+	out, _ := exec.Command(bin, "cluster", "down", "--name", name, "--state_dir", stateDir).CombinedOutput()
+	if !strings.Contains(string(out), "removed cluster "+name+", abandoned by process "+strconv.Itoa(cmd.Process.Pid)) {
+		t.Errorf("the sweep said %q", out)
 	}
 }
 
@@ -239,32 +240,6 @@ func TestClusterUpDown(t *testing.T) {
 	}
 	if again, err := exec.Command(bin, "cluster", "down", "--name", name, "--state_dir", stateDir).CombinedOutput(); err == nil {
 		t.Errorf("down of a cluster already down succeeded: %s", again)
-	}
-}
-
-// TestClusterUsage checks the command line is refused with one line.
-func TestClusterUsage(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"cluster"}, "give up, down, run, endpoints or manifests"},
-		{[]string{"cluster", "sideways"}, `unknown subcommand "sideways"`},
-		{[]string{"cluster", "up"}, "--name is required"},
-		{[]string{"cluster", "run", "--name", "Bad-Name"}, "--name: name \"Bad-Name\""},
-		{[]string{"cluster", "run", "--subnet", "10.0.0.0/24"}, "within 198.18.0.0/15"},
-		{[]string{"cluster", "run", "--workers", "0"}, "at least one of each"},
-		{[]string{"cluster", "run", "--paths", "afxdp,afxdp"}, "once each"},
-		{[]string{"cluster", "run", "--protocol", "grpc"}, "--paths afxdp needs --protocol grpc+seastar"},
-		{[]string{"cluster", "run", "--subnet", "198.18.0.0/30", "--ps", "2"}, "do not fit"},
-		{[]string{"cluster", "manifests", "--name", "Bad_Name"}, "want a DNS label"},
-		{[]string{"cluster", "manifests", "--ps", "0"}, "at least one of each"},
-		{[]string{"cluster", "endpoints", "--port_offset", "0"}, "TF_CONFIG gives no cluster"},
-	} {
-		code, _, errOut := runMain(t, tc.args...)
-		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
-			t.Errorf("%v: exit %d, %q; want 2 and one line with %q", tc.args, code, errOut, tc.want)
-		}
 	}
 }
 
@@ -347,43 +322,4 @@ func alive(pid int) bool {
 	}
 	_, rest, _ := bytes.Cut(stat, []byte(") "))
 	return len(rest) > 0 && rest[0] != 'Z'
-}
-
-// TestClusterEndpoints writes the endpoint map of a TF_CONFIG's cluster,
-// names resolved and not, as the Kubernetes init step does.
-func TestClusterEndpoints(t *testing.T) {
-	t.Setenv("TF_CONFIG", `{"cluster":{"chief":["localhost:2222"],"ps":["127.0.0.1:3000"],"worker":["localhost:4000"]},"task":{"type":"ps","index":0}}`)
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{nil, "localhost:2222=localhost:2223\n127.0.0.1:3000=127.0.0.1:3001\nlocalhost:4000=localhost:4001\n"},
-		{[]string{"--resolve", "--port_offset", "-1000"}, "localhost:2222=127.0.0.1:1222\n127.0.0.1:3000=127.0.0.1:2000\nlocalhost:4000=127.0.0.1:3000\n"},
-	} {
-		out := filepath.Join(t.TempDir(), "map")
-		code, stdout, errOut := runMain(t, append([]string{"cluster", "endpoints", "--out", out}, tc.args...)...)
-		if code != 0 || stdout != "wrote 3 tasks' starwire addresses to "+out+"\n" {
-			t.Fatalf("%v: exit %d: %s%s", tc.args, code, stdout, errOut)
-		}
-		data, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lines []string
-		for _, l := range strings.Split(string(data), "\n") {
-			if l != "" && !strings.HasPrefix(l, "#") {
-				lines = append(lines, strings.ReplaceAll(l, " ", ""))
-			}
-		}
-		slices.Sort(lines)
-		want := strings.Split(strings.TrimSpace(tc.want), "\n")
-		slices.Sort(want)
-		if !slices.Equal(lines, want) {
-			t.Errorf("%v: map %q, want %q", tc.args, lines, want)
-		}
-	}
-	t.Setenv("TF_CONFIG", "")
-	if code, _, errOut := runMain(t, "cluster", "endpoints", "--out", filepath.Join(t.TempDir(), "m")); code != 2 || !strings.Contains(errOut, "TF_CONFIG gives no cluster") {
-		t.Errorf("without TF_CONFIG: exit %d, %s", code, errOut)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc"
 )
@@ -25,17 +26,17 @@ func healthCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	star := fs.Bool("starwire", false, "probe the starwire port instead of the gRPC port")
 	service := fs.String("service", "", `the service to check: "" for the task, or "`+tasks.WorkerServiceName+`"`)
 	timeout := fs.Duration("timeout", time.Second, "how long to wait for the answer")
-	var tf tlsFlags
-	tf.register(fs)
+	var tf flags.TLS
+	tf.Register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	files, err := tf.get()
+	files, err := tf.Get()
 	if err != nil {
-		return prefixUsage("health", err)
+		return flags.PrefixUsage("health", err)
 	}
 	if *addr == "" {
-		return usagef("health: --addr is required")
+		return flags.Usagef("health: --addr is required")
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

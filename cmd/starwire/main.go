@@ -1,8 +1,11 @@
 // Command starwire runs a parameter-server cluster over starwire: a local
 // training job (train), one long-lived task of a cluster (serve), the
-// parameter-serving staleness benchmark (staleness), a probe of a task's
-// health (health), and a listing of a TensorFlow checkpoint's tensors
-// (checkpoint inspect).
+// parameter-serving staleness benchmark (staleness), the transport sweep
+// (bench), a probe of a task's health (health), test clusters of network
+// namespaces and Kubernetes manifests (cluster, in package
+// internal/clustercmd), and a listing of a TensorFlow checkpoint's tensors
+// (checkpoint inspect). This package dispatches to the subcommands; the
+// flag groups they share are package internal/flags.
 //
 // With no flags, train starts one parameter server and two workers in this
 // process over grpc+seastar and trains a sparse logistic-regression model
@@ -35,21 +38,12 @@ import (
 	"os"
 	"strings"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/clustercmd"
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
 )
-
-// A usageError is a mistake on the command line or in the environment
-// rather than a failed run; it exits with status 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-// usagef returns a usageError.
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
 
 // A command is one of starwire's subcommands.
 type command struct {
@@ -72,10 +66,7 @@ var commandEnv = map[string][]string{
 	"staleness": {cluster.EnvCoreNumber, cluster.EnvAFXDPPath},
 	"bench":     {cluster.EnvCoreNumber},
 	"health":    {cluster.EnvTLSDir, cluster.EnvTLSCert, cluster.EnvTLSKey, cluster.EnvTLSCA},
-	// cluster passes the knobs to its tasks, and gives them TF_CONFIG and
-	// the map itself.
-	"cluster": {cluster.EnvCoreNumber, cluster.EnvPSCoreNumber, cluster.EnvWorkerCoreNumber,
-		cluster.EnvPSPolling, cluster.EnvWorkerPolling, cluster.EnvPSDisablePin, cluster.EnvWorkerDisablePin},
+	"cluster":   clustercmd.Env,
 }
 
 var commands = []command{
@@ -84,7 +75,7 @@ var commands = []command{
 	{"staleness", "measure parameter staleness over starwire and gRPC", stalenessCmd},
 	{"bench", "sweep sizes, calls in flight and reactors over gRPC and starwire's paths; write a table and JSON", benchCmd},
 	{"health", "probe a task: the gRPC health service on its gRPC port, or its starwire port", healthCmd},
-	{"cluster", "up, down or run a cluster of test hosts, network namespaces on a bridge, over AF_XDP and TCP", clusterCmd},
+	{"cluster", "up, down or run a cluster of test hosts, network namespaces on a bridge, over AF_XDP and TCP", clustercmd.Run},
 	{"checkpoint", "inspect a TensorFlow checkpoint (tensor_bundle V2): its tensors, shapes and values", checkpointCmd},
 }
 
@@ -148,7 +139,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // exitStatus reports the error of command name, if any, and returns the
 // exit status.
 func exitStatus(ctx context.Context, name string, err error, stderr io.Writer) int {
-	var ue *usageError
+	var ue *flags.UsageError
 	var stopped *stopError
 	switch {
 	case errors.As(context.Cause(ctx), &stopped) && (err != nil || stopped.sig == 0):
@@ -185,40 +176,8 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// parseFlags parses args into fs, printing the flag list and the command's
-// environment variables only when asked for with -h; any other problem
-// becomes one usage line.
+// parseFlags parses args into fs as flags.Parse does, listing the
+// command's environment variables with -h.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "usage: starwire %s [flags]\n\nflags:\n", fs.Name())
-		fs.PrintDefaults()
-		printEnv(stdout, commandEnv[fs.Name()])
-		return err
-	}
-	if err != nil {
-		return usagef("%s: %v", fs.Name(), err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-	}
-	return nil
-}
-
-// printEnv lists the variables names, what each does, accepts and defaults
-// to.
-func printEnv(w io.Writer, names []string) {
-	if len(names) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nenvironment:\n")
-	for _, name := range names {
-		v, ok := cluster.LookupEnvVar(name)
-		if !ok {
-			continue
-		}
-		fmt.Fprintf(w, "  %s\n    \t%s; %s (default %s)\n", v.Name, v.Doc, v.Accepts, v.Default)
-	}
+	return flags.Parse(fs, args, stdout, commandEnv[fs.Name()])
 }

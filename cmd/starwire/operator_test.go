@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -257,7 +258,7 @@ func TestServeSaysWhatItServes(t *testing.T) {
 	p = startBinary(t, nil, "serve", "--job", "ps", "--cluster", "ps="+grpc1+";worker="+grpc2, "--endpoint_map", emap, "--afxdp_iface", "lo")
 	line = p.waitLine(t, regexp.MustCompile(`serving:`), 20*time.Second)
 	p.stop(t, syscall.SIGTERM)
-	if strings.Contains(line, noIfaceGiven) || strings.Count(line, "fallback") != 1 || !strings.Contains(line, "AF_XDP on lo") {
+	if strings.Contains(line, flags.NoIfaceGiven) || strings.Count(line, "fallback") != 1 || !strings.Contains(line, "AF_XDP on lo") {
 		t.Errorf("serve --afxdp_iface lo: %q", line)
 	}
 	if !strings.Contains(line, "reactors 2 (default, capped at 2 connections)") {
@@ -290,7 +291,7 @@ func TestUnprivileged(t *testing.T) {
 		want string
 	}{
 		{[]string{"train", "--afxdp", "on", "--steps", "10"}, "starwire: train: start local cluster: --afxdp on needs root (network namespaces and AF_XDP sockets): "},
-		{[]string{"staleness", "--protocol", "afxdp", "--duration", "100ms"}, "starwire: staleness: --protocol afxdp: " + noRoot + "\n"},
+		{[]string{"staleness", "--protocol", "afxdp", "--duration", "100ms"}, "starwire: staleness: --protocol afxdp: " + flags.NoRoot + "\n"},
 	} {
 		cmd := unprivileged(t, tc.args...)
 		cmd.Env = append(os.Environ(), "TF_CONFIG=")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -22,7 +23,7 @@ import (
 
 // serveFlags are the flags of "starwire serve".
 type serveFlags struct {
-	clusterFlags
+	flags.Cluster
 	job                string
 	index, ps, workers int
 	host, iface, net   string
@@ -30,8 +31,8 @@ type serveFlags struct {
 	checkpointDir      string
 	report             time.Duration
 	stdout             io.Writer
-	metrics            metricsFlag
-	pcap               pcapFlag
+	metrics            flags.Metrics
+	pcap               flags.Pcap
 	priv               privFlags
 }
 
@@ -45,13 +46,13 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	fs.IntVar(&f.workers, "workers", 0, "with --registry_dir: the cluster's worker tasks")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "with --registry_dir: the address to bind and publish")
 	fs.StringVar(&f.iface, "afxdp_iface", "", "carry this task's calls to its peers over AF_XDP on this interface, whose address is the task's starwire host (every task must); --transport still carries the calls it receives from drivers")
-	registerAFXDPPath(fs, &f.afxdpPath, "calls to peers (with --afxdp_iface and --transport tcp)")
+	flags.RegisterAFXDPPath(fs, &f.afxdpPath, "calls to peers (with --afxdp_iface and --transport tcp)")
 	fs.StringVar(&f.net, "transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
 	fs.StringVar(&f.checkpointDir, "checkpoint_dir", "", "the directory the task's SaveV2, RestoreV2 and MergeV2Checkpoints read and write (created if missing); a graph's checkpoint prefixes must lie inside it, relative ones are taken under it (default: checkpoints refused)")
 	fs.DurationVar(&f.report, "report", 10*time.Second, "interval between the lines saying what the task did (0: none)")
-	f.clusterFlags.register(fs)
-	f.metrics.register(fs)
-	f.pcap.register(fs)
+	f.Cluster.Register(fs)
+	f.metrics.Register(fs)
+	f.pcap.Register(fs)
 	f.priv.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -64,39 +65,39 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err := f.makeCheckpointDir(); err != nil {
 		return err
 	}
-	policy, err := parseAFXDPPath("serve", f.afxdpPath)
+	policy, err := flags.ParseAFXDPPath("serve", f.afxdpPath)
 	if err != nil {
 		return err
 	}
-	tr, err := chooseTransport("serve", f.net)
+	tr, err := flags.ChooseTransport("serve", f.net)
 	if err != nil {
 		return err
 	}
-	if err := f.tls.secure("serve", &tr); err != nil {
+	if err := f.TLS.Secure("serve", &tr); err != nil {
 		return err
 	}
-	auth, err := f.packet.auth("serve")
+	auth, err := f.Packet.Auth("serve")
 	if err != nil {
 		return err
 	}
 	if (f.net == "udp" || f.iface != "") && !auth.Shared() {
-		return usagef("serve: the packet path (--transport udp, --afxdp_iface) opens sessions only under the ticket every task holds: give --packet_ticket_file (or $%s; openssl rand -hex 40 makes one), or --insecure_packet_path", cluster.EnvPacketTicketFile)
+		return flags.Usagef("serve: the packet path (--transport udp, --afxdp_iface) opens sessions only under the ticket every task holds: give --packet_ticket_file (or $%s; openssl rand -hex 40 makes one), or --insecure_packet_path", cluster.EnvPacketTicketFile)
 	}
-	f.packet.secure(&tr, auth)
-	if f.pcap.path != "" && f.net == "tcp" && f.iface == "" {
-		return usagef("serve: --pcap captures the packet path: give --transport udp or --afxdp_iface")
+	f.Packet.Secure(&tr, auth)
+	if f.pcap.Path != "" && f.net == "tcp" && f.iface == "" {
+		return flags.Usagef("serve: --pcap captures the packet path: give --transport udp or --afxdp_iface")
 	}
-	if err := f.pcap.open("serve", &tr); err != nil {
+	if err := f.pcap.Open("serve", &tr); err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := f.pcap.close("serve", stdout); err == nil {
+		if cerr := f.pcap.Close("serve", stdout); err == nil {
 			err = cerr
 		}
 	}()
 	var s *tasks.Server
 	var layout tasks.Layout
-	if f.registryDir != "" {
+	if f.RegistryDir != "" {
 		s, layout, err = f.joinRegistry(ctx, set, tr)
 	} else {
 		s, layout, err = f.joinCluster(ctx, set, tr)
@@ -105,24 +106,24 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		return err
 	}
 	defer s.Close()
-	m, stop, err := f.metrics.start("serve", stdout)
+	m, stop, err := f.metrics.Start("serve", stdout)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	s.Metrics, s.Pcap, s.PacketAuth, s.AFXDPPath = m, f.pcap.file, auth, policy
+	s.Metrics, s.Pcap, s.PacketAuth, s.AFXDPPath = m, f.pcap.File, auth, policy
 	s.CheckpointDir = f.checkpointDir
-	if f.registryDir != "" {
-		f.guard(s, set, need{ps: f.ps, workers: f.workers})
+	if f.RegistryDir != "" {
+		f.Guard(s, set, flags.Need{PS: f.ps, Workers: f.workers})
 		s.Lookup = func(task string) (tasks.Addrs, error) {
 			job, idx, err := cluster.ParseTaskName(task)
 			if err != nil {
 				return tasks.Addrs{}, err
 			}
-			return registeredAddrs(f.registryDir, job, idx, layout.Protocol)
+			return registeredAddrs(f.RegistryDir, job, idx, layout.Protocol)
 		}
 	} else {
-		f.guard(s, set, need{self: &taskRef{f.job, f.index}})
+		f.Guard(s, set, flags.Need{Self: &flags.TaskRef{Job: f.job, Index: f.index}})
 	}
 	return f.serve(ctx, s, layout)
 }
@@ -132,7 +133,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 func (f *serveFlags) resolveTask(set map[string]bool) error {
 	cfg, haveTF, err := cluster.LoadTFConfig()
 	if err != nil {
-		return usagef("serve: %v", err)
+		return flags.Usagef("serve: %v", err)
 	}
 	if !set["job"] && haveTF {
 		f.job = cfg.TaskType
@@ -142,11 +143,11 @@ func (f *serveFlags) resolveTask(set map[string]bool) error {
 	}
 	switch {
 	case f.job == "":
-		return usagef("serve: --job is required (or TF_CONFIG's task)")
+		return flags.Usagef("serve: --job is required (or TF_CONFIG's task)")
 	case f.index < 0:
-		return usagef("serve: --task %d, want >= 0", f.index)
+		return flags.Usagef("serve: --task %d, want >= 0", f.index)
 	case f.job == "chief" || f.job == "evaluator":
-		return usagef("serve: --job %s: serve runs ps and worker tasks; the %s is the driver, \"starwire train\"", f.job, f.job)
+		return flags.Usagef("serve: --job %s: serve runs ps and worker tasks; the %s is the driver, \"starwire train\"", f.job, f.job)
 	}
 	return nil
 }
@@ -161,7 +162,7 @@ func (f *serveFlags) makeCheckpointDir() error {
 	}
 	dir, err := filepath.Abs(f.checkpointDir)
 	if err != nil {
-		return usagef("serve: --checkpoint_dir %s: %v", f.checkpointDir, err)
+		return flags.Usagef("serve: --checkpoint_dir %s: %v", f.checkpointDir, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("serve: --checkpoint_dir: %w", err)
@@ -172,22 +173,22 @@ func (f *serveFlags) makeCheckpointDir() error {
 
 // joinRegistry binds the task on port 0, publishes its addresses in the
 // registry directory, and waits for the rest of the cluster.
-func (f *serveFlags) joinRegistry(ctx context.Context, set map[string]bool, tr transportChoice) (*tasks.Server, tasks.Layout, error) {
+func (f *serveFlags) joinRegistry(ctx context.Context, set map[string]bool, tr flags.Transport) (*tasks.Server, tasks.Layout, error) {
 	var layout tasks.Layout
 	task := cluster.TaskName(f.job, f.index)
 	if set["cluster"] {
-		return nil, layout, usagef("serve: --cluster and --registry_dir both name the cluster; give one")
+		return nil, layout, flags.Usagef("serve: --cluster and --registry_dir both name the cluster; give one")
 	}
 	want := map[string]int{"ps": f.ps, "worker": f.workers}
 	if n, ok := want[f.job]; !ok || f.index >= n {
-		return nil, layout, usagef("serve: task %s is not in a cluster of --ps %d and --workers %d", task, f.ps, f.workers)
+		return nil, layout, flags.Usagef("serve: task %s is not in a cluster of --ps %d and --workers %d", task, f.ps, f.workers)
 	}
-	proto, err := cluster.ParseProtocol(f.protocol)
+	proto, err := cluster.ParseProtocol(f.Protocol)
 	if err != nil {
-		return nil, layout, usagef("serve: %v", err)
+		return nil, layout, flags.Usagef("serve: %v", err)
 	}
 	bind := net.JoinHostPort(f.host, "0")
-	s, err := tasks.Listen(f.job, f.index, bind, bind, proto.UsesStar(), withConns(tr.net, f.ps+f.workers))
+	s, err := tasks.Listen(f.job, f.index, bind, bind, proto.UsesStar(), withConns(tr.Net, f.ps+f.workers))
 	if err != nil {
 		return nil, layout, fmt.Errorf("serve: %w", err)
 	}
@@ -197,7 +198,7 @@ func (f *serveFlags) joinRegistry(ctx context.Context, set map[string]bool, tr t
 	}
 	// A lease: killed with SIGKILL, the task leaves its file behind, which
 	// others ignore once it goes unrenewed (at once on this machine).
-	lease, err := cluster.RegisterLease(f.registryDir, f.job, f.index, addrs, 0)
+	lease, err := cluster.RegisterLease(f.RegistryDir, f.job, f.index, addrs, 0)
 	if err != nil {
 		s.Close()
 		return nil, layout, fmt.Errorf("serve: %w", err)
@@ -207,8 +208,8 @@ func (f *serveFlags) joinRegistry(ctx context.Context, set map[string]bool, tr t
 			fmt.Fprintf(os.Stderr, "starwire: serve: %v\n", err)
 		}
 	})
-	fmt.Fprintf(f.stdout, "%s registered grpc %s%s in %s; waiting for the cluster\n", task, s.GRPCAddr, orEmpty(", starwire ", s.StarAddr), f.registryDir)
-	if layout, _, err = f.layout(ctx, set, need{ps: f.ps, workers: f.workers}); err != nil {
+	fmt.Fprintf(f.stdout, "%s registered grpc %s%s in %s; waiting for the cluster\n", task, s.GRPCAddr, orEmpty(", starwire ", s.StarAddr), f.RegistryDir)
+	if layout, _, err = f.Layout(ctx, set, flags.Need{PS: f.ps, Workers: f.workers}); err != nil {
 		s.Close()
 		return nil, layout, fmt.Errorf("serve: %w", err)
 	}
@@ -218,25 +219,25 @@ func (f *serveFlags) joinRegistry(ctx context.Context, set map[string]bool, tr t
 
 // joinCluster binds the task at its addresses in the cluster spec (and the
 // endpoint map).
-func (f *serveFlags) joinCluster(ctx context.Context, set map[string]bool, tr transportChoice) (*tasks.Server, tasks.Layout, error) {
-	layout, joined, err := f.layout(ctx, set, need{self: &taskRef{f.job, f.index}})
+func (f *serveFlags) joinCluster(ctx context.Context, set map[string]bool, tr flags.Transport) (*tasks.Server, tasks.Layout, error) {
+	layout, joined, err := f.Layout(ctx, set, flags.Need{Self: &flags.TaskRef{Job: f.job, Index: f.index}})
 	if err != nil {
-		return nil, layout, prefixUsage("serve", err)
+		return nil, layout, flags.PrefixUsage("serve", err)
 	}
 	if !joined {
-		return nil, layout, usagef("serve: give the cluster with --cluster, TF_CONFIG or --registry_dir")
+		return nil, layout, flags.Usagef("serve: give the cluster with --cluster, TF_CONFIG or --registry_dir")
 	}
 	grpcAddr, err := layout.Cluster.Lookup(f.job, f.index)
 	if err != nil {
-		return nil, layout, usagef("serve: %v", err)
+		return nil, layout, flags.Usagef("serve: %v", err)
 	}
 	var starAddr string
 	if layout.Protocol.UsesStar() {
 		if starAddr, err = layout.Endpoints.StarAddr(layout.Cluster, f.job, f.index); err != nil {
-			return nil, layout, usagef("serve: %v", err)
+			return nil, layout, flags.Usagef("serve: %v", err)
 		}
 	}
-	s, err := tasks.Listen(f.job, f.index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), withConns(tr.net, layout.Cluster.Len()))
+	s, err := tasks.Listen(f.job, f.index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), withConns(tr.Net, layout.Cluster.Len()))
 	if err != nil {
 		return nil, layout, fmt.Errorf("serve: %w", err)
 	}
@@ -252,7 +253,7 @@ func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.La
 	switch {
 	case !layout.Protocol.UsesStar():
 	case f.iface == "":
-		fallback = afxdpFallback(noIfaceGiven)
+		fallback = flags.AFXDPFallback(flags.NoIfaceGiven)
 	default:
 		err := s.ServeAFXDP(f.iface)
 		switch {
@@ -276,7 +277,7 @@ func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.La
 		path += " (fallback: " + fallback + ")"
 	}
 	fmt.Fprintf(stdout, "%s serving: %s; protocol %s; peer calls over %s; cluster %s%s\n",
-		s.Task(), serviceAddrs(s), layout.Protocol, path, layout.Cluster, tlsNote(layout))
+		s.Task(), serviceAddrs(s), layout.Protocol, path, layout.Cluster, flags.TLSNote(layout))
 	f.reportUntilDone(ctx, s)
 	calls, bytes := s.PeerStats()
 	fmt.Fprintf(stdout, "%s stopping: %d calls to peers (%.1f MB) over %s\n", s.Task(), calls, float64(bytes)/1e6, s.PeerPath())
@@ -366,17 +367,4 @@ func orEmpty(prefix, s string) string {
 		return ""
 	}
 	return prefix + s
-}
-
-// prefixUsage puts the command's name before an error's message, keeping
-// a usage error one. It returns nil for nil.
-func prefixUsage(cmd string, err error) error {
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return usagef("%s: %s", cmd, ue.msg)
-	}
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", cmd, err)
 }

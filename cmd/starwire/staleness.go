@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/staleness"
 )
 
@@ -36,27 +37,27 @@ func stalenessCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	workerCounts, err := parseCounts(*workersList)
 	if err != nil {
-		return usagef("staleness: --workers %q: %v", *workersList, err)
+		return flags.Usagef("staleness: --workers %q: %v", *workersList, err)
 	}
 	modes := strings.Split(*modeList, ",")
 	for _, m := range modes {
 		if m != staleness.ModePull && m != staleness.ModePush {
-			return usagef(`staleness: --mode %q, want "pull", "push" or "pull,push"`, *modeList)
+			return flags.Usagef(`staleness: --mode %q, want "pull", "push" or "pull,push"`, *modeList)
 		}
 	}
 	// Flags are checked in their own units, before they become a Config.
 	switch {
 	case !(*dataMB > 0):
-		return usagef("staleness: --data_size %v MB, want > 0", *dataMB)
+		return flags.Usagef("staleness: --data_size %v MB, want > 0", *dataMB)
 	case *dataMB > 1024:
-		return usagef("staleness: --data_size %v MB, want at most 1024", *dataMB)
+		return flags.Usagef("staleness: --data_size %v MB, want at most 1024", *dataMB)
 	}
 	for _, fl := range []struct {
 		name string
 		v    float64
 	}{{"push_frequency", *push}, {"pull_frequency", *pull}, {"step_frequency", *step}} {
 		if !(fl.v > 0) {
-			return usagef("staleness: --%s %v seconds, want > 0", fl.name, fl.v)
+			return flags.Usagef("staleness: --%s %v seconds, want > 0", fl.name, fl.v)
 		}
 	}
 	cfg := staleness.Config{
@@ -70,7 +71,7 @@ func stalenessCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	for _, n := range workerCounts {
 		cfg.Workers = n
 		if err := cfg.Validate(); err != nil {
-			return usagef("%v", err)
+			return flags.Usagef("%v", err)
 		}
 	}
 	var protocols []string
@@ -83,7 +84,7 @@ func stalenessCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			case staleness.ProtocolStarwire, staleness.ProtocolAFXDP, staleness.ProtocolGRPC, staleness.ProtocolFilesystem:
 				protocols = append(protocols, p)
 			default:
-				return usagef(`staleness: --protocol %q, want "starwire", "afxdp", "grpc", "filesystem", a list of them or "all"`, *protocol)
+				return flags.Usagef(`staleness: --protocol %q, want "starwire", "afxdp", "grpc", "filesystem", a list of them or "all"`, *protocol)
 			}
 		}
 	}
@@ -106,7 +107,7 @@ func stalenessCmd(ctx context.Context, args []string, stdout io.Writer) error {
 				c.Mode, c.Workers = mode, n
 				if p == staleness.ProtocolFilesystem && mode == staleness.ModePush {
 					if !all && len(protocols) == 1 {
-						return usagef("staleness: --protocol filesystem runs in pull mode only: a directory cannot push")
+						return flags.Usagef("staleness: --protocol filesystem runs in pull mode only: a directory cannot push")
 					}
 					continue
 				}
@@ -165,16 +166,16 @@ func (s *skipped) Error() string { return s.why }
 // or user cannot run is a *skipped.
 func runStaleness(ctx context.Context, p string, cfg staleness.Config) (*staleness.Result, error) {
 	if p == staleness.ProtocolAFXDP && os.Geteuid() != 0 {
-		return nil, &skipped{noRoot}
+		return nil, &skipped{flags.NoRoot}
 	}
 	res, err := staleness.Run(ctx, p, cfg)
 	switch {
 	case err == nil:
 		return res, nil
 	case errors.Is(err, staleness.ErrConfig):
-		return nil, usagef("%v", err)
+		return nil, flags.Usagef("%v", err)
 	case p == staleness.ProtocolAFXDP && errors.Is(err, fs.ErrPermission):
-		return nil, &skipped{noRoot}
+		return nil, &skipped{flags.NoRoot}
 	case p == staleness.ProtocolAFXDP && errors.Is(err, link.ErrUnavailable):
 		return nil, &skipped{err.Error()}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
@@ -24,7 +25,7 @@ import (
 // trainFlags are the flags of "starwire train".
 type trainFlags struct {
 	cfg lr.Config
-	clusterFlags
+	flags.Cluster
 	connectTimeout  time.Duration
 	taskTimeout     time.Duration
 	onFailure       string
@@ -34,8 +35,8 @@ type trainFlags struct {
 	afxdp           string
 	afxdpPath       string
 	preset          string
-	metrics         metricsFlag
-	pcap            pcapFlag
+	metrics         flags.Metrics
+	pcap            flags.Pcap
 	ckpt            checkpointFlags
 }
 
@@ -63,10 +64,10 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
 	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
-	registerAFXDPPath(fs, &f.afxdpPath, "calls between tasks joined by AF_XDP")
-	f.clusterFlags.register(fs)
-	f.metrics.register(fs)
-	f.pcap.register(fs)
+	flags.RegisterAFXDPPath(fs, &f.afxdpPath, "calls between tasks joined by AF_XDP")
+	f.Cluster.Register(fs)
+	f.metrics.Register(fs)
+	f.pcap.Register(fs)
 	f.ckpt.register(fs)
 }
 
@@ -88,14 +89,14 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err := f.ckpt.prepare(); err != nil {
 		return err
 	}
-	layout, joining, err := f.clusterFlags.layout(ctx, set, need{ps: f.cfg.PS, workers: f.cfg.Workers, jobs: modelJobs})
+	layout, joining, err := f.Cluster.Layout(ctx, set, flags.Need{PS: f.cfg.PS, Workers: f.cfg.Workers, Jobs: modelJobs})
 	if err != nil {
-		return prefixUsage("train", err)
+		return flags.PrefixUsage("train", err)
 	}
 	if joining {
 		f.cfg.PS, f.cfg.Workers = layout.Cluster.NumTasks("ps"), layout.Cluster.NumTasks("worker")
 		if f.cfg.PS == 0 || f.cfg.Workers == 0 {
-			return usagef("train: the cluster has %s and %s, want at least one of each",
+			return flags.Usagef("train: the cluster has %s and %s, want at least one of each",
 				plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"))
 		}
 		if err := f.checkConfig(); err != nil {
@@ -109,32 +110,32 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		}
 		defer stop()
 	}
-	tr, err := chooseTransport("train", f.transport)
+	tr, err := flags.ChooseTransport("train", f.transport)
 	if err != nil {
 		return err
 	}
-	if err := f.tls.secure("train", &tr); err != nil {
+	if err := f.TLS.Secure("train", &tr); err != nil {
 		return err
 	}
-	auth, err := f.packet.auth("train")
+	auth, err := f.Packet.Auth("train")
 	if err != nil {
 		return err
 	}
 	if joining && f.transport == "udp" && !auth.Shared() {
 		// The tasks take packet sessions only under their ticket: without
 		// it every call would fail, one connect timeout at a time.
-		return usagef("train: a cluster's packet path (--transport udp) opens sessions only under the ticket its tasks hold: give --packet_ticket_file (or $%s), or --insecure_packet_path if the tasks were started with it", cluster.EnvPacketTicketFile)
+		return flags.Usagef("train: a cluster's packet path (--transport udp) opens sessions only under the ticket its tasks hold: give --packet_ticket_file (or $%s), or --insecure_packet_path if the tasks were started with it", cluster.EnvPacketTicketFile)
 	}
-	f.packet.secure(&tr, auth)
-	if err := f.pcap.open("train", &tr); err != nil {
+	f.Packet.Secure(&tr, auth)
+	if err := f.pcap.Open("train", &tr); err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := f.pcap.close("train", stdout); err == nil {
+		if cerr := f.pcap.Close("train", stdout); err == nil {
 			err = cerr
 		}
 	}()
-	m, stop, err := f.metrics.start("train", stdout)
+	m, stop, err := f.metrics.Start("train", stdout)
 	if err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func (f *trainFlags) applyPreset(args []string) error {
 	case "transport":
 		f.cfg = lr.TransportConfig()
 	default:
-		return usagef(`train: --preset %q, want "default" or "transport"`, p)
+		return flags.Usagef(`train: --preset %q, want "default" or "transport"`, p)
 	}
 	f.preset = probe.Lookup("preset").Value.String()
 	return nil
@@ -187,17 +188,17 @@ func (f *trainFlags) check() error {
 	switch f.onFailure {
 	case "recover", "fail":
 	default:
-		return usagef(`train: --on_failure %q, want "recover" or "fail"`, f.onFailure)
+		return flags.Usagef(`train: --on_failure %q, want "recover" or "fail"`, f.onFailure)
 	}
 	if f.recoveryTimeout <= 0 {
-		return usagef("train: --recovery_timeout %v, want > 0", f.recoveryTimeout)
+		return flags.Usagef("train: --recovery_timeout %v, want > 0", f.recoveryTimeout)
 	}
 	switch f.afxdp {
 	case "auto", "on", "off":
 	default:
-		return usagef(`train: --afxdp %q, want "auto", "on" or "off"`, f.afxdp)
+		return flags.Usagef(`train: --afxdp %q, want "auto", "on" or "off"`, f.afxdp)
 	}
-	if _, err := parseAFXDPPath("train", f.afxdpPath); err != nil {
+	if _, err := flags.ParseAFXDPPath("train", f.afxdpPath); err != nil {
 		return err
 	}
 	return f.checkConfig()
@@ -207,10 +208,10 @@ func (f *trainFlags) checkConfig() error {
 	err := f.cfg.Validate()
 	var se *lr.SettingError
 	if errors.As(err, &se) {
-		return usagef("train: --%s %v, want %s", se.Setting, se.Value, se.Want)
+		return flags.Usagef("train: --%s %v, want %s", se.Setting, se.Value, se.Want)
 	}
 	if err != nil {
-		return usagef("train: %v", err)
+		return flags.Usagef("train: %v", err)
 	}
 	return nil
 }
@@ -219,7 +220,7 @@ func (f *trainFlags) checkConfig() error {
 type trainRun struct {
 	f           *trainFlags
 	layout      tasks.Layout
-	tr          transportChoice
+	tr          flags.Transport
 	local       *tasks.Local // the cluster started here, if any
 	stdout      io.Writer
 	progressSet bool
@@ -238,14 +239,14 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	procs, restore := addSpareProc()
 	r.restoreProcs = restore
 	local, why, err := startLocal(tasks.LocalOptions{
-		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.net, Dir: dir, Logger: logger,
-		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.file, TLS: r.layout.TLS, NoAllowlist: !r.f.allowlist, AFXDPPath: policy,
+		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.Net, Dir: dir, Logger: logger,
+		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.File, TLS: r.layout.TLS, NoAllowlist: !r.f.Allowlist, AFXDPPath: policy,
 		CheckpointDir: r.f.ckpt.dir,
 	}, r.f.afxdp)
 	if err != nil {
 		return fmt.Errorf("train: start local cluster: %w", err)
 	}
-	r.local, r.tr.fallback, r.layout = local, why, local.Layout
+	r.local, r.tr.Fallback, r.layout = local, why, local.Layout
 	if why == "" {
 		procs.addReactorProcs(local.SpinningReactors())
 	}
@@ -267,9 +268,9 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 
 // join waits for an existing cluster's tasks to answer.
 func (r *trainRun) join(ctx context.Context) error {
-	r.tr.fallback = afxdpFallback(driverOnTCP)
+	r.tr.Fallback = flags.AFXDPFallback(flags.DriverOnTCP)
 	as := ""
-	if c := r.f.tfConfig; c != nil && c.TaskType != "" && r.layout.Cluster.NumTasks(c.TaskType) == 0 {
+	if c := r.f.TFConfig; c != nil && c.TaskType != "" && r.layout.Cluster.NumTasks(c.TaskType) == 0 {
 		as = " as " + c.TaskName() + ", the driver"
 	}
 	fmt.Fprintf(r.stdout, "joining cluster: %s%s\n", r.layout.Cluster, as)
@@ -283,12 +284,12 @@ func (r *trainRun) join(ctx context.Context) error {
 func (r *trainRun) train(ctx context.Context) error {
 	f, stdout := r.f, r.stdout
 	fmt.Fprintf(stdout, "protocol %s; driver's calls over %s%s%s\n",
-		r.layout.Protocol, driverPath(r.layout.Protocol, r.tr), r.reactors(), tlsNote(r.layout))
+		r.layout.Protocol, flags.DriverPath(r.layout.Protocol, r.tr), r.reactors(), flags.TLSNote(r.layout))
 	fmt.Fprintf(stdout, "tasks' calls to each other: %s\n", peerPaths(r.peerInfos(ctx), false))
-	if r.local != nil && r.tr.fallback != "" && r.layout.Protocol.UsesStar() {
-		fmt.Fprintf(stdout, "not on AF_XDP: %s\n", r.tr.fallback)
+	if r.local != nil && r.tr.Fallback != "" && r.layout.Protocol.UsesStar() {
+		fmt.Fprintf(stdout, "not on AF_XDP: %s\n", r.tr.Fallback)
 	}
-	dialer, closer, err := r.tr.net.Dialer()
+	dialer, closer, err := r.tr.Net.Dialer()
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
@@ -332,7 +333,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	job, err := lr.New(cfg, d, stats)
 	if err != nil {
-		return usagef("train: %v", err)
+		return flags.Usagef("train: %v", err)
 	}
 	if r.local != nil {
 		job.CountTasks(func(task string) driver.Stats {
@@ -380,7 +381,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	if r.local == nil {
 		infos = peerDeltas(infosBefore, infos)
 	}
-	printSummary(stdout, sum, r.layout.Protocol, driverPath(r.layout.Protocol, r.tr), infos, r.local != nil)
+	printSummary(stdout, sum, r.layout.Protocol, flags.DriverPath(r.layout.Protocol, r.tr), infos, r.local != nil)
 	if r.local != nil {
 		printPathStats(stdout, r.local)
 	}
@@ -406,7 +407,7 @@ func printPathStats(w io.Writer, l *tasks.Local) {
 // reactors describes the reactor counts of the driver's TCP transport and,
 // for a local cluster, of its tasks', or "" when starwire is not on TCP.
 func (r *trainRun) reactors() string {
-	if _, tcp := r.tr.net.(tasks.TCPNet); !tcp || !r.layout.Protocol.UsesStar() {
+	if _, tcp := r.tr.Net.(tasks.TCPNet); !tcp || !r.layout.Protocol.UsesStar() {
 		return ""
 	}
 	out := "; reactors: driver " + cluster.SharedReactors().String()
@@ -488,7 +489,7 @@ func (v *float32Value) Set(s string) error {
 // mode ("auto", "on", "off") says, and returns why AF_XDP is not used
 // ("" when it is).
 func startLocal(opts tasks.LocalOptions, mode string) (*tasks.Local, string, error) {
-	why := afxdpFallback(onLoopback)
+	why := flags.AFXDPFallback(flags.OnLoopback)
 	switch {
 	case mode == "off":
 		why = "--afxdp off"

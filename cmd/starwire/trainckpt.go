@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 )
 
@@ -35,17 +36,17 @@ func (c *checkpointFlags) register(fs *flag.FlagSet) {
 func (c *checkpointFlags) prepare() error {
 	switch {
 	case c.steps < 0:
-		return usagef("train: --save_checkpoint_steps %d, want >= 0", c.steps)
+		return flags.Usagef("train: --save_checkpoint_steps %d, want >= 0", c.steps)
 	case c.secs < 0:
-		return usagef("train: --save_checkpoint_secs %d, want >= 0", c.secs)
+		return flags.Usagef("train: --save_checkpoint_secs %d, want >= 0", c.secs)
 	case c.keep < 0:
-		return usagef("train: --keep_checkpoint_max %d, want >= 0", c.keep)
+		return flags.Usagef("train: --keep_checkpoint_max %d, want >= 0", c.keep)
 	case c.dir == "":
 		return nil
 	}
 	dir, err := filepath.Abs(c.dir)
 	if err != nil {
-		return usagef("train: --checkpoint_dir %s: %v", c.dir, err)
+		return flags.Usagef("train: --checkpoint_dir %s: %v", c.dir, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("train: --checkpoint_dir: %w", err)

@@ -35,7 +35,7 @@ func (j *rejoiner) Find(ctx context.Context, task string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if j.r.f.registryDir != "" {
+	if j.r.f.RegistryDir != "" {
 		if addrs, err = j.registered(task); err != nil {
 			return "", err
 		}
@@ -73,7 +73,7 @@ func (j *rejoiner) registered(task string) (tasks.Addrs, error) {
 	if err != nil {
 		return tasks.Addrs{}, err
 	}
-	return registeredAddrs(j.r.f.registryDir, job, idx, j.r.layout.Protocol)
+	return registeredAddrs(j.r.f.RegistryDir, job, idx, j.r.layout.Protocol)
 }
 
 // registeredAddrs reads the addresses task idx of job registered in dir.

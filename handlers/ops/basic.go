@@ -353,7 +353,7 @@ func buildRange(_ *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(3); err != nil {
 		return nil, err
 	}
-	dt, err := n.attrTypeIn("Tidx", numericTypes...)
+	dt, run, err := rangeByDType.forAttr(n, "Tidx")
 	if err != nil {
 		return nil, err
 	}
@@ -368,17 +368,7 @@ func buildRange(_ *Env, n *Node) (Kernel, error) {
 				return status.Errorf(wire.InvalidArgument, "%s must be a scalar, has shape %v", name, in[i].Shape)
 			}
 		}
-		var r wire.Tensor
-		switch dt {
-		case wire.DTFloat:
-			r, err = rangeOf[float32](dt, in)
-		case wire.DTDouble:
-			r, err = rangeOf[float64](dt, in)
-		case wire.DTInt32:
-			r, err = rangeOf[int32](dt, in)
-		case wire.DTInt64:
-			r, err = rangeOf[int64](dt, in)
-		}
+		r, err := run(dt, in)
 		if err != nil {
 			return err
 		}
@@ -386,6 +376,8 @@ func buildRange(_ *Env, n *Node) (Kernel, error) {
 		return nil
 	}, nil
 }
+
+var rangeByDType = numericTable(rangeOf[float32], rangeOf[float64], rangeOf[int32], rangeOf[int64])
 
 func rangeOf[T numeric](dt wire.DataType, in [3]*wire.Tensor) (wire.Tensor, error) {
 	start, limit, delta := tensor.View[T](in[0].Data)[0], tensor.View[T](in[1].Data)[0], tensor.View[T](in[2].Data)[0]
@@ -401,11 +393,28 @@ func rangeOf[T numeric](dt wire.DataType, in [3]*wire.Tensor) (wire.Tensor, erro
 	if err != nil {
 		return wire.Tensor{}, err
 	}
-	v := tensor.View[T](r.Data)
-	for i := range v {
+	fillRange(tensor.View[T](r.Data), start, delta)
+	return r, nil
+}
+
+// fillRange sets v[i] = start + i·delta, each from i rather than by
+// adding delta up, so that float ranges round as TensorFlow's do. It
+// writes four elements an iteration: the one-element loop ran 8.2 or 9.2
+// µs for BenchmarkKernels/Range/int64 depending only on where the linker
+// placed it.
+func fillRange[T numeric](v []T, start, delta T) {
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		q := v[i : i+4 : i+4]
+		x := T(i)
+		q[0] = start + x*delta
+		q[1] = start + (x+1)*delta
+		q[2] = start + (x+2)*delta
+		q[3] = start + (x+3)*delta
+	}
+	for ; i < len(v); i++ {
 		v[i] = start + T(i)*delta
 	}
-	return r, nil
 }
 
 // An indexBuf holds int32 indices widened to int64 for one kernel run.

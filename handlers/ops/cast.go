@@ -15,18 +15,15 @@ func init() {
 	registerOp("Cast", &Spec{Defaults: map[string]*tfpb.AttrValue{"Truncate": boolAttr(false)}, Build: buildCast})
 }
 
-// castTypes are the types Cast converts between.
-var castTypes = []wire.DataType{wire.DTFloat, wire.DTDouble, wire.DTInt32, wire.DTInt64, wire.DTInt8, wire.DTUint8, wire.DTInt16, wire.DTUint16, wire.DTBool}
-
 func buildCast(_ *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(1); err != nil {
 		return nil, err
 	}
-	src, err := n.attrTypeIn("SrcT", castTypes...)
+	src, casts, err := castByDType.forAttr(n, "SrcT")
 	if err != nil {
 		return nil, err
 	}
-	dst, err := n.attrTypeIn("DstT", castTypes...)
+	dst, run, err := casts.forAttr(n, "DstT")
 	if err != nil {
 		return nil, err
 	}
@@ -44,59 +41,39 @@ func buildCast(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		castFrom(&r, t)
+		run(r, *t)
 		c.setOut(0, r)
 		return nil
 	}, nil
 }
 
-// castFrom converts t's elements into r, of the same shape.
-func castFrom(r, t *wire.Tensor) {
-	switch t.DType {
-	case wire.DTFloat:
-		castTo(r, tensor.View[float32](t.Data))
-	case wire.DTDouble:
-		castTo(r, tensor.View[float64](t.Data))
-	case wire.DTInt32:
-		castTo(r, tensor.View[int32](t.Data))
-	case wire.DTInt64:
-		castTo(r, tensor.View[int64](t.Data))
-	case wire.DTInt8:
-		castTo(r, tensor.View[int8](t.Data))
-	case wire.DTUint8, wire.DTBool:
-		castTo(r, tensor.View[uint8](t.Data))
-	case wire.DTInt16:
-		castTo(r, tensor.View[int16](t.Data))
-	case wire.DTUint16:
-		castTo(r, tensor.View[uint16](t.Data))
-	}
+// A caster converts a tensor's elements into r, of the same shape.
+type caster func(r, t wire.Tensor)
+
+// castByDType holds, for each source type, the casts to every destination
+// type; bool is read as uint8.
+var castByDType = castTable(castsFrom[float32](), castsFrom[float64](), castsFrom[int32](), castsFrom[int64](),
+	castsFrom[int8](), castsFrom[uint8](), castsFrom[int16](), castsFrom[uint16](), castsFrom[uint8]())
+
+// castsFrom returns the casts from source type S to every type of
+// castTypes.
+func castsFrom[S tensor.Elem]() byDType[caster] {
+	return castTable[caster](castInto[float32, S], castInto[float64, S], castInto[int32, S], castInto[int64, S],
+		castInto[int8, S], castInto[uint8, S], castInto[int16, S], castInto[uint16, S], castToBool[S])
 }
 
-func castTo[S tensor.Elem](r *wire.Tensor, src []S) {
-	switch r.DType {
-	case wire.DTFloat:
-		convert(tensor.View[float32](r.Data), src)
-	case wire.DTDouble:
-		convert(tensor.View[float64](r.Data), src)
-	case wire.DTInt32:
-		convert(tensor.View[int32](r.Data), src)
-	case wire.DTInt64:
-		convert(tensor.View[int64](r.Data), src)
-	case wire.DTInt8:
-		convert(tensor.View[int8](r.Data), src)
-	case wire.DTUint8:
-		convert(tensor.View[uint8](r.Data), src)
-	case wire.DTInt16:
-		convert(tensor.View[int16](r.Data), src)
-	case wire.DTUint16:
-		convert(tensor.View[uint16](r.Data), src)
-	case wire.DTBool:
-		dst := tensor.View[uint8](r.Data)
-		for i, x := range src[:len(dst)] {
-			dst[i] = 0
-			if x != 0 {
-				dst[i] = 1
-			}
+// castInto converts t's elements of type S into r's of type D.
+func castInto[D, S tensor.Elem](r, t wire.Tensor) {
+	convert(tensor.View[D](r.Data), tensor.View[S](t.Data))
+}
+
+// castToBool sets r's elements to whether t's are non-zero.
+func castToBool[S tensor.Elem](r, t wire.Tensor) {
+	dst := tensor.View[uint8](r.Data)
+	for i, x := range tensor.View[S](t.Data)[:len(dst)] {
+		dst[i] = 0
+		if x != 0 {
+			dst[i] = 1
 		}
 	}
 }

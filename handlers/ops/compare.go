@@ -28,9 +28,16 @@ func init() {
 	}
 }
 
+// compareTensors is compareInto on tensors of element type T.
+func compareTensors[T numeric](op compareKind, r, a, b wire.Tensor, out []int64) {
+	compareInto(op, tensor.View[uint8](r.Data), out, tensor.View[T](a.Data), a.Shape, tensor.View[T](b.Data), b.Shape)
+}
+
+var compareByDType = numericTable(compareTensors[float32], compareTensors[float64], compareTensors[int32], compareTensors[int64])
+
 func buildCompare(op compareKind) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		dt, err := n.wantSignature(2, numericTypes...)
+		dt, run, err := compareByDType.forSignature(n, 2)
 		if err != nil {
 			return nil, err
 		}
@@ -49,17 +56,7 @@ func buildCompare(op compareKind) func(*Env, *Node) (Kernel, error) {
 			if err != nil {
 				return err
 			}
-			dst := tensor.View[uint8](r.Data)
-			switch dt {
-			case wire.DTFloat:
-				compareInto(op, dst, out, tensor.View[float32](a.Data), a.Shape, tensor.View[float32](b.Data), b.Shape)
-			case wire.DTDouble:
-				compareInto(op, dst, out, tensor.View[float64](a.Data), a.Shape, tensor.View[float64](b.Data), b.Shape)
-			case wire.DTInt32:
-				compareInto(op, dst, out, tensor.View[int32](a.Data), a.Shape, tensor.View[int32](b.Data), b.Shape)
-			case wire.DTInt64:
-				compareInto(op, dst, out, tensor.View[int64](a.Data), a.Shape, tensor.View[int64](b.Data), b.Shape)
-			}
+			run(op, r, *a, *b, out)
 			c.setOut(0, r)
 			return nil
 		}, nil

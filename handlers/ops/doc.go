@@ -34,6 +34,16 @@
 // any fixed-size dtype; Pack and Select take strings too. Names lists the
 // ops at run time.
 //
+// # Dtypes
+//
+// A kernel picks its code for its node's dtype once, when it is built:
+// dtype.go's byDType tables map each dtype an op supports to one
+// instantiation of a generic function over a type set (numeric, floating,
+// the cast types), and a dtype missing from the table is refused there,
+// naming the types the op takes. Kernels whose dtype is a variable's
+// (elementwise updates, gradient descent) look it up in the same table
+// when they run.
+//
 // # Ownership and concurrency
 //
 // A kernel owns nothing between runs; one kernel may run in several steps

@@ -25,11 +25,6 @@ func init() {
 	registerOp("MatMul", &Spec{Defaults: map[string]*tfpb.AttrValue{"transpose_a": boolAttr(false), "transpose_b": boolAttr(false)}, Build: buildMatMul})
 }
 
-// numeric is the element types of arithmetic kernels.
-type numeric interface {
-	~float32 | ~float64 | ~int32 | ~int64
-}
-
 type binaryKind int
 
 const (
@@ -44,15 +39,31 @@ const (
 	floorModOp // the remainder with the divisor's sign, as Python's %
 )
 
+// binaryTensors is broadcastBinary on tensors of element type T: r has
+// the broadcast shape out of a's and b's.
+func binaryTensors[T numeric](op binaryKind, r, a, b wire.Tensor, out []int64) {
+	broadcastBinary(op, tensor.View[T](r.Data), out, tensor.View[T](a.Data), a.Shape, tensor.View[T](b.Data), b.Shape)
+}
+
+var binaryByDType = numericTable(binaryTensors[float32], binaryTensors[float64], binaryTensors[int32], binaryTensors[int64])
+
+// intZeroByDType finds a zero divisor, which FloorDiv and FloorMod refuse
+// for integers; floats divide by zero into infinities.
+var intZeroByDType = indexTable(hasZero[int32], hasZero[int64])
+
 func buildBinary(op binaryKind) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		types := numericTypes
+		table := binaryByDType
 		if op == divOp {
-			types = floatTypes
+			table = table.floats()
 		}
-		dt, err := n.wantSignature(2, types...)
+		dt, run, err := table.forSignature(n, 2)
 		if err != nil {
 			return nil, err
+		}
+		var zeroDivisor func(wire.Tensor) bool
+		if op == floorDivOp || op == floorModOp {
+			zeroDivisor, _ = intZeroByDType.lookup(dt)
 		}
 		n.NumOutputs = 1
 		return func(c *Context) error {
@@ -65,23 +76,14 @@ func buildBinary(op binaryKind) func(*Env, *Node) (Kernel, error) {
 			if err != nil {
 				return err
 			}
-			if (op == floorDivOp || op == floorModOp) && hasIntZero(b) {
+			if zeroDivisor != nil && zeroDivisor(*b) {
 				return status.Errorf(wire.InvalidArgument, "integer division by zero")
 			}
 			r, err := tensor.New(dt, out)
 			if err != nil {
 				return err
 			}
-			switch dt {
-			case wire.DTFloat:
-				broadcastBinary(op, tensor.View[float32](r.Data), out, tensor.View[float32](a.Data), a.Shape, tensor.View[float32](b.Data), b.Shape)
-			case wire.DTDouble:
-				broadcastBinary(op, tensor.View[float64](r.Data), out, tensor.View[float64](a.Data), a.Shape, tensor.View[float64](b.Data), b.Shape)
-			case wire.DTInt32:
-				broadcastBinary(op, tensor.View[int32](r.Data), out, tensor.View[int32](a.Data), a.Shape, tensor.View[int32](b.Data), b.Shape)
-			case wire.DTInt64:
-				broadcastBinary(op, tensor.View[int64](r.Data), out, tensor.View[int64](a.Data), a.Shape, tensor.View[int64](b.Data), b.Shape)
-			}
+			run(op, r, *a, *b, out)
 			c.setOut(0, r)
 			return nil
 		}, nil
@@ -244,40 +246,31 @@ func floorMod[T numeric](a, b T) T {
 	return r
 }
 
-// hasIntZero reports whether an integer tensor holds a zero.
-func hasIntZero(t *wire.Tensor) bool {
-	switch t.DType {
-	case wire.DTInt32:
-		for _, x := range tensor.View[int32](t.Data) {
-			if x == 0 {
-				return true
-			}
-		}
-	case wire.DTInt64:
-		for _, x := range tensor.View[int64](t.Data) {
-			if x == 0 {
-				return true
-			}
+// hasZero reports whether a tensor of element type T holds a zero.
+func hasZero[T numeric](t wire.Tensor) bool {
+	for _, x := range tensor.View[T](t.Data) {
+		if x == 0 {
+			return true
 		}
 	}
 	return false
 }
 
+// elementwiseTensors is binaryRun on whole tensors of element type T.
+func elementwiseTensors[T numeric](op binaryKind, r, a, b wire.Tensor) {
+	binaryRun(op, tensor.View[T](r.Data), tensor.View[T](a.Data), 1, tensor.View[T](b.Data), 1)
+}
+
+var elementwiseByDType = numericTable(elementwiseTensors[float32], elementwiseTensors[float64], elementwiseTensors[int32], elementwiseTensors[int64])
+
 // elementwise computes r = a op b for tensors of one shape and of r's
 // dtype, without broadcasting; r may be a, to update a in place.
 func elementwise(op binaryKind, r, a, b *wire.Tensor) error {
-	switch r.DType {
-	case wire.DTFloat:
-		binaryRun(op, tensor.View[float32](r.Data), tensor.View[float32](a.Data), 1, tensor.View[float32](b.Data), 1)
-	case wire.DTDouble:
-		binaryRun(op, tensor.View[float64](r.Data), tensor.View[float64](a.Data), 1, tensor.View[float64](b.Data), 1)
-	case wire.DTInt32:
-		binaryRun(op, tensor.View[int32](r.Data), tensor.View[int32](a.Data), 1, tensor.View[int32](b.Data), 1)
-	case wire.DTInt64:
-		binaryRun(op, tensor.View[int64](r.Data), tensor.View[int64](a.Data), 1, tensor.View[int64](b.Data), 1)
-	default:
-		return status.Errorf(wire.InvalidArgument, "arithmetic on %v", r.DType)
+	run, err := elementwiseByDType.forTensor("arithmetic", r.DType)
+	if err != nil {
+		return err
 	}
+	run(op, *r, *a, *b)
 	return nil
 }
 
@@ -294,7 +287,7 @@ const (
 	rsqrtOp
 )
 
-func unaryFunc[T float32 | float64](op unaryKind) func(T) T {
+func unaryFunc[T floating](op unaryKind) func(T) T {
 	switch op {
 	case negOp:
 		return func(x T) T { return -x }
@@ -315,16 +308,31 @@ func unaryFunc[T float32 | float64](op unaryKind) func(T) T {
 	}
 }
 
+// unaryTensors returns the code of op on tensors of a float type T.
+func unaryTensors[T floating](op unaryKind) func(r, a wire.Tensor) {
+	f := unaryFunc[T](op)
+	return func(r, a wire.Tensor) { mapInto(tensor.View[T](r.Data), tensor.View[T](a.Data), f) }
+}
+
+// intUnaryTensors is unaryTensors for the integer ops (Neg, Square).
+func intUnaryTensors[T int32 | int64](op unaryKind) func(r, a wire.Tensor) {
+	f := intUnary[T](op)
+	return func(r, a wire.Tensor) { mapInto(tensor.View[T](r.Data), tensor.View[T](a.Data), f) }
+}
+
+var unaryByDType = numericTable(unaryTensors[float32], unaryTensors[float64], intUnaryTensors[int32], intUnaryTensors[int64])
+
 func buildUnary(op unaryKind) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		types := floatTypes
-		if op == negOp || op == squareOp {
-			types = numericTypes
+		table := unaryByDType
+		if op != negOp && op != squareOp {
+			table = table.floats()
 		}
-		dt, err := n.wantSignature(1, types...)
+		dt, code, err := table.forSignature(n, 1)
 		if err != nil {
 			return nil, err
 		}
+		run := code(op)
 		n.NumOutputs = 1
 		return func(c *Context) error {
 			a, err := c.typed(0, dt)
@@ -335,16 +343,7 @@ func buildUnary(op unaryKind) func(*Env, *Node) (Kernel, error) {
 			if err != nil {
 				return err
 			}
-			switch dt {
-			case wire.DTFloat:
-				mapInto(tensor.View[float32](r.Data), tensor.View[float32](a.Data), unaryFunc[float32](op))
-			case wire.DTDouble:
-				mapInto(tensor.View[float64](r.Data), tensor.View[float64](a.Data), unaryFunc[float64](op))
-			case wire.DTInt32:
-				mapInto(tensor.View[int32](r.Data), tensor.View[int32](a.Data), intUnary[int32](op))
-			case wire.DTInt64:
-				mapInto(tensor.View[int64](r.Data), tensor.View[int64](a.Data), intUnary[int64](op))
-			}
+			run(r, *a)
 			c.setOut(0, r)
 			return nil
 		}, nil
@@ -368,7 +367,7 @@ func mapInto[T numeric](r, a []T, f func(T) T) {
 
 // buildSigmoidGrad builds SigmoidGrad(y, dy) = dy * y * (1 - y).
 func buildSigmoidGrad(_ *Env, n *Node) (Kernel, error) {
-	dt, err := n.wantSignature(2, floatTypes...)
+	dt, run, err := elementwiseByDType.floats().forSignature(n, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -386,16 +385,23 @@ func buildSigmoidGrad(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		elementwise(sigmoidGradOp, &r, y, dy) // cannot fail: dt is a float type
+		run(sigmoidGradOp, r, *y, *dy)
 		c.setOut(0, r)
 		return nil
 	}, nil
 }
 
+// reduceTensors is reduceSum on tensors of element type T.
+func reduceTensors[T numeric](r, a wire.Tensor, kept []int64, mean bool, count float64) {
+	reduceSum(tensor.View[T](r.Data), tensor.View[T](a.Data), a.Shape, kept, mean, count)
+}
+
+var reduceByDType = numericTable(reduceTensors[float32], reduceTensors[float64], reduceTensors[int32], reduceTensors[int64])
+
 // buildReduce builds Sum and Mean over the axes given by input 1.
 func buildReduce(mean bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		dt, err := n.wantSignature(2, numericTypes...)
+		dt, run, err := reduceByDType.forSignature(n, 2)
 		if err != nil {
 			return nil, err
 		}
@@ -416,31 +422,9 @@ func buildReduce(mean bool) func(*Env, *Node) (Kernel, error) {
 			if err != nil {
 				return err
 			}
-			axes, err := indices(at)
-			if err != nil || len(at.Shape) > 1 {
-				return status.Errorf(wire.InvalidArgument, "reduction indices must be an int scalar or vector, are %v%v", at.DType, at.Shape)
-			}
-			reduced := make([]bool, len(a.Shape))
-			for _, ax := range axes {
-				if ax < 0 {
-					ax += int64(len(a.Shape))
-				}
-				if ax < 0 || ax >= int64(len(a.Shape)) {
-					return status.Errorf(wire.InvalidArgument, "reduction axis %d out of range for rank %d", ax, len(a.Shape))
-				}
-				reduced[ax] = true
-			}
-			var outShape, keptShape []int64
-			for i, d := range a.Shape {
-				if reduced[i] {
-					keptShape = append(keptShape, 1)
-					if keep {
-						outShape = append(outShape, 1)
-					}
-					continue
-				}
-				keptShape = append(keptShape, d)
-				outShape = append(outShape, d)
+			outShape, keptShape, err := reducedShapes(a.Shape, at, keep)
+			if err != nil {
+				return err
 			}
 			r, err := tensor.New(dt, outShape)
 			if err != nil {
@@ -453,26 +437,45 @@ func buildReduce(mean bool) func(*Env, *Node) (Kernel, error) {
 			if out > 0 {
 				count = float64(in / out)
 			}
-			switch dt {
-			case wire.DTFloat:
-				reduceSum(tensor.View[float32](r.Data), tensor.View[float32](a.Data), a.Shape, keptShape, mean, count)
-			case wire.DTDouble:
-				reduceSum(tensor.View[float64](r.Data), tensor.View[float64](a.Data), a.Shape, keptShape, mean, count)
-			case wire.DTInt32:
-				reduceSum(tensor.View[int32](r.Data), tensor.View[int32](a.Data), a.Shape, keptShape, mean, count)
-			case wire.DTInt64:
-				reduceSum(tensor.View[int64](r.Data), tensor.View[int64](a.Data), a.Shape, keptShape, mean, count)
-			}
+			run(r, *a, keptShape, mean, count)
 			c.setOut(0, r)
 			return nil
 		}, nil
 	}
 }
 
-// reduceSum adds every element of a into r, whose shape is kept (a's shape
-// with reduced dimensions set to 1), and divides by count for a mean. It
-// walks a in runs along its last dimension: a reduced last dimension sums
-// each run into one element, a kept one adds the run to a run of r.
+// reducedShapes returns the shape of a reduction of shape over the axes
+// tensor at: out drops the reduced dimensions unless keep, kept sets them
+// to 1.
+func reducedShapes(shape []int64, at *wire.Tensor, keep bool) (out, kept []int64, err error) {
+	axes, err := indices(at)
+	if err != nil || len(at.Shape) > 1 {
+		return nil, nil, status.Errorf(wire.InvalidArgument, "reduction indices must be an int scalar or vector, are %v%v", at.DType, at.Shape)
+	}
+	reduced := make([]bool, len(shape))
+	for _, ax := range axes {
+		if ax < 0 {
+			ax += int64(len(shape))
+		}
+		if ax < 0 || ax >= int64(len(shape)) {
+			return nil, nil, status.Errorf(wire.InvalidArgument, "reduction axis %d out of range for rank %d", ax, len(shape))
+		}
+		reduced[ax] = true
+	}
+	for i, d := range shape {
+		if reduced[i] {
+			kept = append(kept, 1)
+			if keep {
+				out = append(out, 1)
+			}
+			continue
+		}
+		kept = append(kept, d)
+		out = append(out, d)
+	}
+	return out, kept, nil
+}
+
 // binaryFast is binaryRun for the arithmetic a step spends its time in
 // (adding, subtracting and multiplying whole runs, or a run and a scalar,
 // as a broadcast row does), in loops without index arithmetic or bounds
@@ -568,6 +571,10 @@ func sumRun[T numeric](run []T) T {
 // sumLanes is the shortest run sumRun sums in partial sums.
 const sumLanes = 16
 
+// reduceSum adds every element of a into r, whose shape is kept (a's shape
+// with reduced dimensions set to 1), and divides by count for a mean. It
+// walks a in runs along its last dimension: a reduced last dimension sums
+// each run into one element, a kept one adds the run to a run of r.
 func reduceSum[T numeric](r, a []T, shape, kept []int64, mean bool, count float64) {
 	if len(a) > 0 {
 		if len(shape) == 0 {
@@ -608,8 +615,15 @@ func reduceSum[T numeric](r, a []T, shape, kept []int64, mean bool, count float6
 	}
 }
 
+// matMulTensors is matMul on tensors of element type T.
+func matMulTensors[T numeric](r, a, b wire.Tensor, d matDims) {
+	matMul(tensor.View[T](r.Data), tensor.View[T](a.Data), tensor.View[T](b.Data), d)
+}
+
+var matMulByDType = numericTable(matMulTensors[float32], matMulTensors[float64], matMulTensors[int32], matMulTensors[int64])
+
 func buildMatMul(_ *Env, n *Node) (Kernel, error) {
-	dt, err := n.wantSignature(2, numericTypes...)
+	dt, run, err := matMulByDType.forSignature(n, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -628,39 +642,39 @@ func buildMatMul(_ *Env, n *Node) (Kernel, error) {
 			return err
 		}
 		a, b := in[0], in[1]
-		if len(a.Shape) != 2 || len(b.Shape) != 2 {
-			return status.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v: both must be matrices", a.Shape, b.Shape)
+		dims, err := matMulDims(a.Shape, b.Shape, ta, tb)
+		if err != nil {
+			return err
 		}
-		m, k := a.Shape[0], a.Shape[1]
-		if ta {
-			m, k = k, m
-		}
-		k2, nn := b.Shape[0], b.Shape[1]
-		if tb {
-			k2, nn = nn, k2
-		}
-		if k != k2 {
-			return status.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v (transpose %v, %v): inner dimensions %d and %d differ", a.Shape, b.Shape, ta, tb, k, k2)
-		}
-		r, err := tensor.New(dt, []int64{m, nn})
+		r, err := tensor.New(dt, []int64{int64(dims.m), int64(dims.n)})
 		if err != nil {
 			return err
 		}
 		clear(r.Data)
-		dims := matDims{m: int(m), k: int(k), n: int(nn), ta: ta, tb: tb}
-		switch dt {
-		case wire.DTFloat:
-			matMul(tensor.View[float32](r.Data), tensor.View[float32](a.Data), tensor.View[float32](b.Data), dims)
-		case wire.DTDouble:
-			matMul(tensor.View[float64](r.Data), tensor.View[float64](a.Data), tensor.View[float64](b.Data), dims)
-		case wire.DTInt32:
-			matMul(tensor.View[int32](r.Data), tensor.View[int32](a.Data), tensor.View[int32](b.Data), dims)
-		case wire.DTInt64:
-			matMul(tensor.View[int64](r.Data), tensor.View[int64](a.Data), tensor.View[int64](b.Data), dims)
-		}
+		run(r, *a, *b, dims)
 		c.setOut(0, r)
 		return nil
 	}, nil
+}
+
+// matMulDims checks that op(a)·op(b) is defined for shapes as and bs and
+// returns its dimensions.
+func matMulDims(as, bs []int64, ta, tb bool) (matDims, error) {
+	if len(as) != 2 || len(bs) != 2 {
+		return matDims{}, status.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v: both must be matrices", as, bs)
+	}
+	m, k := as[0], as[1]
+	if ta {
+		m, k = k, m
+	}
+	k2, nn := bs[0], bs[1]
+	if tb {
+		k2, nn = nn, k2
+	}
+	if k != k2 {
+		return matDims{}, status.Errorf(wire.InvalidArgument, "MatMul of shapes %v and %v (transpose %v, %v): inner dimensions %d and %d differ", as, bs, ta, tb, k, k2)
+	}
+	return matDims{m: int(m), k: int(k), n: int(nn), ta: ta, tb: tb}, nil
 }
 
 type matDims struct {

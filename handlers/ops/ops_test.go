@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -131,6 +132,36 @@ func TestOpErrorsAtRun(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), `node "out"`) && tt.name != "placeholder not fed" {
 				t.Fatalf("error %q does not name the node", err)
+			}
+		})
+	}
+}
+
+// TestUnsupportedDTypes checks that a node whose type attribute names a
+// type its op has no kernel for is refused when the graph is built, with
+// InvalidArgument (TensorFlow's "No OpKernel was registered") listing the
+// types the op supports.
+func TestUnsupportedDTypes(t *testing.T) {
+	s, i32 := wire.DTString, wire.DTInt32
+	tests := []struct {
+		name  string
+		nodes []*tfpb.NodeDef
+		msg   string
+	}{
+		{"Add of strings", []*tfpb.NodeDef{ConstStr("a", nil, "x"), NodeDef("out", "Add", In("a", "a"), Attrs("T", s))},
+			`attr "T" is string, want one of [float double int32 int64]`},
+		{"RealDiv of ints", []*tfpb.NodeDef{ConstI32("a", nil, 1), NodeDef("out", "RealDiv", In("a", "a"), Attrs("T", i32))},
+			`attr "T" is int32, want one of [float double]`},
+		{"Sigmoid of ints", []*tfpb.NodeDef{ConstI32("a", nil, 1), NodeDef("out", "Sigmoid", In("a"), Attrs("T", i32))},
+			`attr "T" is int32, want one of [float double]`},
+		{"Cast to string", []*tfpb.NodeDef{ConstI32("a", nil, 1), NodeDef("out", "Cast", In("a"), Attrs("SrcT", i32, "DstT", s))},
+			`attr "DstT" is string, want one of`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Run(t, NewEnv(t), GraphDef(tt.nodes...), nil, "out")
+			if !strings.Contains(fmt.Sprint(err), tt.msg) || status.CodeOf(err) != wire.InvalidArgument {
+				t.Fatalf("err = %v (code %v), want InvalidArgument containing %q", err, status.CodeOf(err), tt.msg)
 			}
 		})
 	}

@@ -35,22 +35,49 @@ type update struct {
 	name    string
 	vars    int      // var, then slots
 	scalars []string // inputs after the variables, before grad
-	// apply updates vars (var, slots...) from grad with scalars s, all of
-	// one length.
-	apply32 func(vars [][]float32, g []float32, s []float32, nesterov bool)
-	apply64 func(vars [][]float64, g []float64, s []float64, nesterov bool)
+	// runners holds, for each float type, the code that applies the
+	// update to runs of elements (see runnerOf).
+	runners byDType[func(in *applyInputs, nesterov bool) rowRun]
+}
+
+// A rowRun applies an update to the run of elements part picks out of
+// each variable, with gradient g.
+type rowRun func(part func(*variable) []byte, g []byte)
+
+// runnerOf returns the code of an update whose arithmetic on one run of
+// elements of type T is apply: it updates vars (var, slots...) from grad
+// with scalars s, all of one length. The rowRun it makes for one step
+// allocates its scratch once, so a sparse update allocates nothing per
+// row.
+func runnerOf[T floating](apply func(vars [][]T, g, s []T, nesterov bool)) func(in *applyInputs, nesterov bool) rowRun {
+	return func(in *applyInputs, nesterov bool) rowRun {
+		vs := make([][]T, len(in.vars))
+		s, ok := any(in.scalars).([]T) // float64 scalars are used as they are
+		if !ok {
+			s = make([]T, len(in.scalars))
+			for i, x := range in.scalars {
+				s[i] = T(x)
+			}
+		}
+		return func(part func(*variable) []byte, g []byte) {
+			for i, v := range in.vars {
+				vs[i] = tensor.View[T](part(v))
+			}
+			apply(vs, tensor.View[T](g), s, nesterov)
+		}
+	}
 }
 
 var adamUpdate = &update{
 	name: "Adam", vars: 3, scalars: []string{"beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"},
-	apply32: adamRun[float32], apply64: adamRun[float64],
+	runners: floatTable(runnerOf(adamRun[float32]), runnerOf(adamRun[float64])),
 }
 
 var momentumUpdate = &update{
 	name: "Momentum", vars: 2, scalars: []string{"lr"},
 	// ApplyMomentum(var, accum, lr, grad, momentum);
 	// SparseApplyMomentum(var, accum, lr, grad, indices, momentum).
-	apply32: momentumRun[float32], apply64: momentumRun[float64],
+	runners: floatTable(runnerOf(momentumRun[float32]), runnerOf(momentumRun[float64])),
 }
 
 // adamRun is TensorFlow's ApplyAdam on a run of elements: s holds
@@ -107,7 +134,7 @@ func buildApply(u *update, ref, sparse bool) func(*Env, *Node) (Kernel, error) {
 		if sparse {
 			inputs++
 		}
-		dt, err := n.wantSignature(inputs, floatTypes...)
+		dt, _, err := u.runners.forSignature(n, inputs)
 		if err != nil {
 			return nil, err
 		}
@@ -297,28 +324,9 @@ func sparseApply(u *update, dt wire.DataType, in *applyInputs, nesterov bool) er
 	return nil
 }
 
-// rowRunner returns a function that applies u to the run of elements part
-// picks out of each variable, with gradient g; its scratch is allocated
-// once, so a sparse update allocates nothing per row.
-func rowRunner(u *update, dt wire.DataType, in *applyInputs, nesterov bool) func(part func(*variable) []byte, g []byte) {
-	if dt == wire.DTDouble {
-		vs := make([][]float64, len(in.vars))
-		return func(part func(*variable) []byte, g []byte) {
-			for i, v := range in.vars {
-				vs[i] = tensor.View[float64](part(v))
-			}
-			u.apply64(vs, tensor.View[float64](g), in.scalars, nesterov)
-		}
-	}
-	vs := make([][]float32, len(in.vars))
-	s := make([]float32, len(in.scalars))
-	for i, x := range in.scalars {
-		s[i] = float32(x)
-	}
-	return func(part func(*variable) []byte, g []byte) {
-		for i, v := range in.vars {
-			vs[i] = tensor.View[float32](part(v))
-		}
-		u.apply32(vs, tensor.View[float32](g), s, nesterov)
-	}
+// rowRunner returns u's rowRun for this step's inputs in of dtype dt,
+// which the builder checked u supports.
+func rowRunner(u *update, dt wire.DataType, in *applyInputs, nesterov bool) rowRun {
+	runner, _ := u.runners.lookup(dt)
+	return runner(in, nesterov)
 }

@@ -39,7 +39,7 @@ func buildRandom(d distribution) func(*Env, *Node) (Kernel, error) {
 		if err := n.wantInputs(1); err != nil {
 			return nil, err
 		}
-		dt, err := n.attrTypeIn("dtype", floatTypes...)
+		dt, fill, err := randomByDType.forAttr(n, "dtype")
 		if err != nil {
 			return nil, err
 		}
@@ -81,11 +81,7 @@ func buildRandom(d distribution) func(*Env, *Node) (Kernel, error) {
 				return err
 			}
 			mu.Lock()
-			if dt == wire.DTFloat {
-				fillRandom(tensor.View[float32](r.Data), src, d)
-			} else {
-				fillRandom(tensor.View[float64](r.Data), src, d)
-			}
+			fill(r, src, d)
 			mu.Unlock()
 			c.setOut(0, r)
 			return nil
@@ -93,7 +89,14 @@ func buildRandom(d distribution) func(*Env, *Node) (Kernel, error) {
 	}
 }
 
-func fillRandom[T float32 | float64](out []T, src *rand.Rand, d distribution) {
+// fillRandomTensor is fillRandom on a tensor of element type T.
+func fillRandomTensor[T floating](r wire.Tensor, src *rand.Rand, d distribution) {
+	fillRandom(tensor.View[T](r.Data), src, d)
+}
+
+var randomByDType = floatTable(fillRandomTensor[float32], fillRandomTensor[float64])
+
+func fillRandom[T floating](out []T, src *rand.Rand, d distribution) {
 	for i := range out {
 		switch d {
 		case uniformDist:

@@ -3,7 +3,6 @@ package ops
 import (
 	"sort"
 
-	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -52,12 +51,3 @@ func Names() []string {
 	sort.Strings(names)
 	return names
 }
-
-// numericTypes are the element types arithmetic kernels support.
-var numericTypes = []wire.DataType{wire.DTFloat, wire.DTDouble, wire.DTInt32, wire.DTInt64}
-
-// floatTypes are the element types of kernels that need real numbers.
-var floatTypes = []wire.DataType{wire.DTFloat, wire.DTDouble}
-
-// indexTypes are the element types of indices, axes and shapes.
-var indexTypes = []wire.DataType{wire.DTInt32, wire.DTInt64}

@@ -22,7 +22,7 @@ func buildUnique(_ *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(1); err != nil {
 		return nil, err
 	}
-	dt, err := n.attrTypeIn("T", numericTypes...)
+	dt, run, err := uniqueByDType.forAttr(n, "T")
 	if err != nil {
 		return nil, err
 	}
@@ -44,17 +44,7 @@ func buildUnique(_ *Env, n *Node) (Kernel, error) {
 			return err
 		}
 		c.setOut(1, idx)
-		var y wire.Tensor
-		switch dt {
-		case wire.DTFloat:
-			y, err = unique(dt, tensor.View[float32](x.Data), &idx)
-		case wire.DTDouble:
-			y, err = unique(dt, tensor.View[float64](x.Data), &idx)
-		case wire.DTInt32:
-			y, err = uniqueInts(dt, tensor.View[int32](x.Data), &idx)
-		case wire.DTInt64:
-			y, err = uniqueInts(dt, tensor.View[int64](x.Data), &idx)
-		}
+		y, err := run(dt, *x, idx)
 		if err != nil {
 			return err
 		}
@@ -62,6 +52,18 @@ func buildUnique(_ *Env, n *Node) (Kernel, error) {
 		return nil
 	}, nil
 }
+
+// uniqueTensor is unique for floats and uniqueInts for integers, on
+// tensors of element type T.
+func uniqueTensor[T numeric](dt wire.DataType, x, idx wire.Tensor) (wire.Tensor, error) {
+	return unique(dt, tensor.View[T](x.Data), &idx)
+}
+
+func uniqueIntTensor[T int32 | int64](dt wire.DataType, x, idx wire.Tensor) (wire.Tensor, error) {
+	return uniqueInts(dt, tensor.View[T](x.Data), &idx)
+}
+
+var uniqueByDType = numericTable(uniqueTensor[float32], uniqueTensor[float64], uniqueIntTensor[int32], uniqueIntTensor[int64])
 
 func unique[T numeric](dt wire.DataType, x []T, idx *wire.Tensor) (wire.Tensor, error) {
 	pos := make(map[T]int64, len(x))
@@ -88,7 +90,7 @@ func unique[T numeric](dt wire.DataType, x []T, idx *wire.Tensor) (wire.Tensor, 
 // id is s; negative ids are dropped, as TensorFlow drops them, and
 // segments without rows are zero.
 func buildUnsortedSegmentSum(_ *Env, n *Node) (Kernel, error) {
-	dt, err := n.wantSignature(3, numericTypes...)
+	dt, run, err := segmentSumByDType.forSignature(n, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -135,30 +137,41 @@ func buildUnsortedSegmentSum(_ *Env, n *Node) (Kernel, error) {
 			return err
 		}
 		clear(r.Data)
-		switch dt {
-		case wire.DTFloat:
-			segmentSum(tensor.View[float32](r.Data), tensor.View[float32](data.Data), ids, row/4)
-		case wire.DTDouble:
-			segmentSum(tensor.View[float64](r.Data), tensor.View[float64](data.Data), ids, row/8)
-		case wire.DTInt32:
-			segmentSum(tensor.View[int32](r.Data), tensor.View[int32](data.Data), ids, row/4)
-		case wire.DTInt64:
-			segmentSum(tensor.View[int64](r.Data), tensor.View[int64](data.Data), ids, row/8)
-		}
+		run(r, *data, ids, row/dt.Size())
 		c.setOut(0, r)
 		return nil
 	}, nil
 }
 
+// segmentSumTensors is segmentSum on tensors of element type T.
+func segmentSumTensors[T numeric](r, data wire.Tensor, ids []int64, width int) {
+	segmentSum(tensor.View[T](r.Data), tensor.View[T](data.Data), ids, width)
+}
+
+var segmentSumByDType = numericTable(segmentSumTensors[float32], segmentSumTensors[float64], segmentSumTensors[int32], segmentSumTensors[int64])
+
 // segmentSum adds row i of data (rows of width elements) into row ids[i]
-// of r, skipping negative ids.
+// of r, skipping negative ids. It adds four elements an iteration: the
+// one-element loop ran 5.2 or 9.5 µs for
+// BenchmarkKernels/UnsortedSegmentSum/float depending only on where the
+// linker placed it (the slow copy straddled a 64-byte block); the loop
+// stays in this function, as a call a row cost 10%.
 func segmentSum[T numeric](r, data []T, ids []int64, width int) {
 	for i, s := range ids {
 		if s < 0 {
 			continue
 		}
 		dst, src := r[int(s)*width:int(s+1)*width], data[i*width:(i+1)*width]
-		for j := range dst {
+		src = src[:len(dst)]
+		j := 0
+		for ; j+4 <= len(dst); j += 4 {
+			d, x := dst[j:j+4:j+4], src[j:j+4:j+4]
+			d[0] += x[0]
+			d[1] += x[1]
+			d[2] += x[2]
+			d[3] += x[3]
+		}
+		for ; j < len(dst); j++ {
 			dst[j] += src[j]
 		}
 	}

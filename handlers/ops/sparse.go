@@ -269,7 +269,7 @@ func buildResourceScatterAdd(_ *Env, n *Node) (Kernel, error) {
 // index i with gradient row g, accum[i] += g² (when update_slots), then
 // var[i] -= lr · g / √accum[i].
 func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
-	dt, err := n.wantSignature(5, floatTypes...)
+	dt, run, err := adagradByDType.forSignature(n, 5)
 	if err != nil {
 		return nil, err
 	}
@@ -338,12 +338,7 @@ func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 					}
 					first.rows[st].Lock()
 					second.rows[st].Lock()
-					switch dt {
-					case wire.DTFloat:
-						adagradRows(tensor.View[float32](vt.Data), tensor.View[float32](at.Data), tensor.View[float32](g.Data), tensor.View[float32](lr.Data)[0], idx, rows, l.rowBytes/4, updateSlots)
-					case wire.DTDouble:
-						adagradRows(tensor.View[float64](vt.Data), tensor.View[float64](at.Data), tensor.View[float64](g.Data), tensor.View[float64](lr.Data)[0], idx, rows, l.rowBytes/8, updateSlots)
-					}
+					run(*vt, *at, *g, *lr, idx, rows, l.rowBytes/dt.Size(), updateSlots)
 					second.rows[st].Unlock()
 					first.rows[st].Unlock()
 				}
@@ -353,16 +348,24 @@ func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 	}, nil
 }
 
+// adagradTensors is adagradRows on tensors of element type T; lr is a
+// scalar.
+func adagradTensors[T floating](v, acc, g, lr wire.Tensor, idx []int64, rows []int32, width int, updateSlots bool) {
+	adagradRows(tensor.View[T](v.Data), tensor.View[T](acc.Data), tensor.View[T](g.Data), tensor.View[T](lr.Data)[0], idx, rows, width, updateSlots)
+}
+
+var adagradByDType = floatTable(adagradTensors[float32], adagradTensors[float64])
+
 // adagradRows applies adagradRow to the rows idx[i] of v and acc, i in
 // rows, with gradient row i of g; a row is width elements.
-func adagradRows[T float32 | float64](v, acc, g []T, lr T, idx []int64, rows []int32, width int, updateSlots bool) {
+func adagradRows[T floating](v, acc, g []T, lr T, idx []int64, rows []int32, width int, updateSlots bool) {
 	for _, i := range rows {
 		lo, gl := int(idx[i])*width, int(i)*width
 		adagradRow(v[lo:lo+width], acc[lo:lo+width], g[gl:gl+width], lr, updateSlots)
 	}
 }
 
-func adagradRow[T float32 | float64](v, acc, g []T, lr T, updateSlots bool) {
+func adagradRow[T floating](v, acc, g []T, lr T, updateSlots bool) {
 	acc, g = acc[:len(v)], g[:len(v)]
 	if !updateSlots {
 		for j := range v {

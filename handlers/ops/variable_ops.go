@@ -182,7 +182,7 @@ func buildAssignUpdate(op binaryKind) func(*Env, *Node) (Kernel, error) {
 // is its output) and ResourceApplyGradientDescent: var -= alpha * delta.
 func buildApplyGradientDescent(ref bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if _, err := n.wantSignature(3, floatTypes...); err != nil {
+		if _, _, err := descentByDType.forSignature(n, 3); err != nil {
 			return nil, err
 		}
 		if ref {
@@ -208,12 +208,11 @@ func buildApplyGradientDescent(ref bool) func(*Env, *Node) (Kernel, error) {
 				if delta.DType != t.DType || !sameShape(delta.Shape, t.Shape) {
 					return status.Errorf(wire.InvalidArgument, "delta %v%v for variable %s of %v%v", delta.DType, delta.Shape, v.name, t.DType, t.Shape)
 				}
-				switch t.DType {
-				case wire.DTFloat:
-					axpy(tensor.View[float32](t.Data), -tensor.View[float32](alpha.Data)[0], tensor.View[float32](delta.Data))
-				case wire.DTDouble:
-					axpy(tensor.View[float64](t.Data), -tensor.View[float64](alpha.Data)[0], tensor.View[float64](delta.Data))
+				run, err := descentByDType.forTensor("gradient descent", t.DType)
+				if err != nil {
+					return err
 				}
+				run(*t, *alpha, *delta)
 				return nil
 			})
 			if err != nil {
@@ -227,8 +226,16 @@ func buildApplyGradientDescent(ref bool) func(*Env, *Node) (Kernel, error) {
 	}
 }
 
+// descendTensors computes y -= alpha*x on tensors of element type T;
+// alpha is a scalar.
+func descendTensors[T floating](y, alpha, x wire.Tensor) {
+	axpy(tensor.View[T](y.Data), -tensor.View[T](alpha.Data)[0], tensor.View[T](x.Data))
+}
+
+var descentByDType = floatTable(descendTensors[float32], descendTensors[float64])
+
 // axpy computes y += a*x.
-func axpy[T float32 | float64](y []T, a T, x []T) {
+func axpy[T floating](y []T, a T, x []T) {
 	x = x[:len(y)]
 	for i := range y {
 		y[i] += a * x[i]

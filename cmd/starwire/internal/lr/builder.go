@@ -3,7 +3,8 @@ package lr
 import (
 	"strconv"
 
-	"github.com/starwire/starwire/handlers"
+	"github.com/starwire/starwire/handlers/rendezvous"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -38,7 +39,7 @@ func intAttr(i int64) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.Attr
 func boolAttr(v bool) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: v}} }
 
 func shapeAttr(dims ...int64) *tfpb.AttrValue {
-	return &tfpb.AttrValue{Value: &tfpb.AttrValue_Shape{Shape: handlers.ShapeToProto(dims)}}
+	return &tfpb.AttrValue{Value: &tfpb.AttrValue_Shape{Shape: tensor.ShapeToProto(dims)}}
 }
 
 func tensorAttr(t *tfpb.TensorProto) *tfpb.AttrValue {
@@ -47,7 +48,7 @@ func tensorAttr(t *tfpb.TensorProto) *tfpb.AttrValue {
 
 // constInt32 adds a Const int32 vector.
 func (b *builder) constInt32(name string, vals ...int32) string {
-	t := &tfpb.TensorProto{Dtype: tfpb.DataType(wire.DTInt32), TensorShape: handlers.ShapeToProto([]int64{int64(len(vals))}), IntVal: vals}
+	t := &tfpb.TensorProto{Dtype: tfpb.DataType(wire.DTInt32), TensorShape: tensor.ShapeToProto([]int64{int64(len(vals))}), IntVal: vals}
 	return b.op(name, "Const", attrs{"dtype": typeAttr(wire.DTInt32), "value": tensorAttr(t)})
 }
 
@@ -110,7 +111,7 @@ type link struct {
 }
 
 func (l link) key() string {
-	return handlers.CreateKey(l.src, l.srcInc, l.dst, l.tensor, handlers.FrameIter{})
+	return rendezvous.CreateKey(l.src, l.srcInc, l.dst, l.tensor, rendezvous.FrameIter{})
 }
 
 func (l link) attrs(a attrs, client bool) attrs {

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -110,7 +110,7 @@ func (j *Job) Save(ctx context.Context, dir string, globalStep int64, keep int) 
 		feeds := []driver.Feed{{Key: j.plan.ckptLink(s, "save/prefix:0").key(), Tensor: stringTensor(prefix)}}
 		if s == 0 {
 			feeds = append(feeds, driver.Feed{Key: j.plan.ckptLink(0, "save/global_step:0").key(),
-				Tensor: wire.Tensor{DType: wire.DTInt64, Data: handlers.Bytes([]int64{globalStep})}})
+				Tensor: wire.Tensor{DType: wire.DTInt64, Data: tensor.Bytes([]int64{globalStep})}})
 		}
 		parts[s] = driver.Partition{Graph: g, Feeds: feeds}
 	}
@@ -234,7 +234,7 @@ func (j *Job) inspect(prefix string) (shards int, globalStep int64, err error) {
 	if t.DType != wire.DTInt64 || len(t.Data) != 8 {
 		return 0, 0, fmt.Errorf("%q is %v%v, want an int64 scalar: %w", ckptGlobalStep, t.DType, t.Shape, checkpoint.ErrMismatch)
 	}
-	return shards, handlers.View[int64](t.Data)[0], nil
+	return shards, tensor.View[int64](t.Data)[0], nil
 }
 
 // modShards returns the number of shards e was saved in, checking that
@@ -373,7 +373,7 @@ func (p *plan) savedRows(b *builder, s, shards int) string {
 	for i := range shards {
 		offsets[i] = saved.shardOffset(i)
 	}
-	t := &tfpb.TensorProto{Dtype: tfpb.DataType(wire.DTInt64), TensorShape: handlers.ShapeToProto([]int64{int64(shards)}), Int64Val: offsets}
+	t := &tfpb.TensorProto{Dtype: tfpb.DataType(wire.DTInt64), TensorShape: tensor.ShapeToProto([]int64{int64(shards)}), Int64Val: offsets}
 	off := b.op("restore/offsets", "Const", attrs{"dtype": typeAttr(wire.DTInt64), "value": tensorAttr(t)})
 	start := b.op("restore/shard_start", "GatherV2", attrs{"Tparams": typeAttr(wire.DTInt64), "Tindices": typeAttr(wire.DTInt64), "Taxis": typeAttr(wire.DTInt32)},
 		off, int64Op("restore/shard", "FloorMod", ids, n), b.constInt32Scalar("restore/offsets/axis", 0))
@@ -386,7 +386,7 @@ func (b *builder) constStrings(name string, vals ...string) string {
 	for i, v := range vals {
 		sv[i] = []byte(v)
 	}
-	t := &tfpb.TensorProto{Dtype: tfpb.DataType(wire.DTString), TensorShape: handlers.ShapeToProto([]int64{int64(len(vals))}), StringVal: sv}
+	t := &tfpb.TensorProto{Dtype: tfpb.DataType(wire.DTString), TensorShape: tensor.ShapeToProto([]int64{int64(len(vals))}), StringVal: sv}
 	return b.op(name, "Const", attrs{"dtype": typeAttr(wire.DTString), "value": tensorAttr(t)})
 }
 

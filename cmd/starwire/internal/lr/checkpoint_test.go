@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
-	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -53,7 +53,7 @@ func byID(t *testing.T, prefix, name string, vocab, dim, shards int) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved := handlers.View[float32](tt.Data)
+	saved := tensor.View[float32](tt.Data)
 	if len(saved) != vocab*dim {
 		t.Fatalf("%s %q: %d values, want %d", prefix, name, len(saved), vocab*dim)
 	}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/clicks"
-	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -495,7 +495,7 @@ func (j *Job) train(ctx context.Context, r int) error {
 		batches.recycle(b)
 		var loss float64
 		if err == nil {
-			loss = float64(handlers.View[float32](f.out.Tensors[0].Data)[0])
+			loss = float64(tensor.View[float32](f.out.Tensors[0].Data)[0])
 		}
 		f.out.Release()
 		// The step's cleanup runs while the next step does, as
@@ -596,8 +596,8 @@ func (j *Job) evaluate(ctx context.Context, held *clicks.Batch) (loss, acc float
 		step := j.nextStep.Add(1)
 		err := j.run(ctx, r, step, &b, &f, false)
 		if err == nil {
-			lossSum += float64(handlers.View[float32](f.out.Tensors[0].Data)[0])
-			for k, p := range handlers.View[float32](f.out.Tensors[1].Data) {
+			lossSum += float64(tensor.View[float32](f.out.Tensors[0].Data)[0])
+			for k, p := range tensor.View[float32](f.out.Tensors[1].Data) {
 				if (p > 0.5) == (b.Labels[k] > 0.5) {
 					correct++
 				}
@@ -619,11 +619,11 @@ func (j *Job) evaluate(ctx context.Context, held *clicks.Batch) (loss, acc float
 func (j *Job) Close(ctx context.Context) error { return j.d.Close(ctx) }
 
 func floatTensor(v []float32, shape ...int64) wire.Tensor {
-	return wire.Tensor{DType: wire.DTFloat, Shape: shape, Data: handlers.Bytes(v)}
+	return wire.Tensor{DType: wire.DTFloat, Shape: shape, Data: tensor.Bytes(v)}
 }
 
 func int64Tensor(v []int64) wire.Tensor {
-	return wire.Tensor{DType: wire.DTInt64, Shape: []int64{int64(len(v))}, Data: handlers.Bytes(v)}
+	return wire.Tensor{DType: wire.DTInt64, Shape: []int64{int64(len(v))}, Data: tensor.Bytes(v)}
 }
 
 func mean(v []float64) float64 {

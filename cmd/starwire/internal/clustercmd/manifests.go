@@ -1,4 +1,4 @@
-package main
+package clustercmd
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -53,20 +54,20 @@ func clusterManifests(_ context.Context, args []string, stdout io.Writer) error 
 	fs.IntVar(&workers, "workers", 2, "worker tasks")
 	fs.IntVar(&steps, "steps", 2000, "the chief's training steps per worker")
 	fs.BoolVar(&c.AFXDP, "afxdp", true, "serve the tasks' calls to each other over AF_XDP on the pod's eth0 (adds the capabilities it needs; without them a task falls back to TCP and says so)")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
 	switch {
 	case !k8sName.MatchString(c.Name):
-		return usagef("cluster manifests: --name %q: want a DNS label of at most 40 characters", c.Name)
+		return flags.Usagef("cluster manifests: --name %q: want a DNS label of at most 40 characters", c.Name)
 	case !k8sName.MatchString(c.Namespace):
-		return usagef("cluster manifests: --namespace %q: want a DNS label", c.Namespace)
+		return flags.Usagef("cluster manifests: --namespace %q: want a DNS label", c.Namespace)
 	case ps < 1 || workers < 1 || ps+workers > 10000:
-		return usagef("cluster manifests: --ps %d --workers %d: want at least one of each", ps, workers)
+		return flags.Usagef("cluster manifests: --ps %d --workers %d: want at least one of each", ps, workers)
 	case steps < 1:
-		return usagef("cluster manifests: --steps %d: want at least 1", steps)
+		return flags.Usagef("cluster manifests: --steps %d: want at least 1", steps)
 	case strings.ContainsAny(c.Image, " \t\n\"'"):
-		return usagef("cluster manifests: --image %q", c.Image)
+		return flags.Usagef("cluster manifests: --image %q", c.Image)
 	}
 	c.GRPCPort, c.StarPort = testGRPCPort, testStarPort
 	c.MapDir = "/etc/starwire"

@@ -1,4 +1,4 @@
-package main
+package flags
 
 import (
 	"cmp"
@@ -12,12 +12,12 @@ import (
 	"github.com/starwire/starwire/rpc/tcp"
 )
 
-// tlsFlags turn on mutual TLS for a command's TCP paths (gRPC and
+// TLS turns on mutual TLS for a command's TCP paths (gRPC and
 // starwire over TCP), from files as Kubernetes mounts a secret: a
 // directory (--tls_dir, $STARWIRE_TLS_DIR) holding tls.crt, tls.key and
 // ca.crt, or each file by name; a flag wins over its variable, a file
 // named over the directory's.
-type tlsFlags struct {
+type TLS struct {
 	dir, cert, key, ca string
 
 	files *tcp.TLSFiles // made by get
@@ -25,17 +25,18 @@ type tlsFlags struct {
 	done  bool
 }
 
-func (t *tlsFlags) register(fs *flag.FlagSet) {
+// Register adds the flags to fs.
+func (t *TLS) Register(fs *flag.FlagSet) {
 	fs.StringVar(&t.dir, "tls_dir", "", "mutual TLS 1.3 on gRPC and starwire's TCP with this directory's tls.crt, tls.key and ca.crt, as a kubernetes.io/tls secret is mounted (default $"+cluster.EnvTLSDir+"; off when no file is named)")
 	fs.StringVar(&t.cert, "tls_cert", "", "this process's PEM certificate, valid for the name or IP peers dial it by (default $"+cluster.EnvTLSCert+", else --tls_dir's tls.crt)")
 	fs.StringVar(&t.key, "tls_key", "", "the certificate's PEM key (default $"+cluster.EnvTLSKey+", else --tls_dir's tls.key)")
 	fs.StringVar(&t.ca, "tls_ca", "", "PEM bundle of the CAs peers' certificates must be signed by (default $"+cluster.EnvTLSCA+", else --tls_dir's ca.crt)")
 }
 
-// get returns the TLS files the flags and variables name, nil when none
+// Get returns the TLS files the flags and variables name, nil when none
 // are (plaintext). Every file must be named and readable; the files are
 // read here, so that a bad one stops the command before it serves.
-func (t *tlsFlags) get() (*tcp.TLSFiles, error) {
+func (t *TLS) Get() (*tcp.TLSFiles, error) {
 	if t.done {
 		return t.files, t.err
 	}
@@ -44,7 +45,7 @@ func (t *tlsFlags) get() (*tcp.TLSFiles, error) {
 	return t.files, t.err
 }
 
-func (t *tlsFlags) load() (*tcp.TLSFiles, error) {
+func (t *TLS) load() (*tcp.TLSFiles, error) {
 	envDir, envFiles := cluster.TLSFiles()
 	dir := cmp.Or(t.dir, envDir)
 	paths := [3]string{cmp.Or(t.cert, envFiles[0]), cmp.Or(t.key, envFiles[1]), cmp.Or(t.ca, envFiles[2])}
@@ -61,33 +62,33 @@ func (t *tlsFlags) load() (*tcp.TLSFiles, error) {
 	}
 	for i, what := range []string{"--tls_cert", "--tls_key", "--tls_ca"} {
 		if paths[i] == "" {
-			return nil, usagef("mutual TLS needs a certificate, its key and a CA bundle: give %s (or --tls_dir)", what)
+			return nil, Usagef("mutual TLS needs a certificate, its key and a CA bundle: give %s (or --tls_dir)", what)
 		}
 	}
 	f := &tcp.TLSFiles{CertFile: paths[0], KeyFile: paths[1], CAFile: paths[2],
 		Logger: logline.New(os.Stderr, "starwire: ")}
 	if _, err := f.Config(); err != nil {
-		return nil, usagef("%v", err)
+		return nil, Usagef("%v", err)
 	}
 	return f, nil
 }
 
-// secure gives the starwire transport the TLS files, when it is TCP.
-func (t *tlsFlags) secure(cmd string, c *transportChoice) error {
-	f, err := t.get()
+// Secure gives the starwire transport the TLS files, when it is TCP.
+func (t *TLS) Secure(cmd string, c *Transport) error {
+	f, err := t.Get()
 	if err != nil || f == nil {
-		return prefixUsage(cmd, err)
+		return PrefixUsage(cmd, err)
 	}
-	if tn, ok := c.net.(tasks.TCPNet); ok {
-		tn.TLS = f
-		c.net = tn
+	if tcp, ok := c.Net.(tasks.TCPNet); ok {
+		tcp.TLS = f
+		c.Net = tcp
 	}
 	return nil
 }
 
-// tlsNote says, for a status line, that the layout's TCP paths use mutual
+// TLSNote says, for a status line, that the layout's TCP paths use mutual
 // TLS, and where the packet path does not.
-func tlsNote(l tasks.Layout) string {
+func TLSNote(l tasks.Layout) string {
 	if l.TLS == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package main
+package clustercmd
 
 import (
 	"context"
@@ -9,19 +9,26 @@ import (
 	"os"
 	"strings"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
-// clusterCmd builds a cluster of test hosts on this machine, each a
+// Env lists the variables the cluster command reads: it passes the knobs
+// to its tasks, and gives them TF_CONFIG and the endpoint map itself.
+var Env = []string{cluster.EnvCoreNumber, cluster.EnvPSCoreNumber, cluster.EnvWorkerCoreNumber,
+	cluster.EnvPSPolling, cluster.EnvWorkerPolling, cluster.EnvPSDisablePin, cluster.EnvWorkerDisablePin}
+
+// Run runs "starwire cluster" with args: it builds a cluster of test hosts on this machine, each a
 // network namespace on one bridge, and runs a task of it in each: "up"
 // leaves one running under a name, "down" removes it, "run" makes one,
 // trains on it over AF_XDP and over TCP, reports and removes it.
-func clusterCmd(ctx context.Context, args []string, stdout io.Writer) error {
+func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stdout, clusterUsage)
-		printEnv(stdout, commandEnv["cluster"])
+		flags.PrintEnv(stdout, Env)
 		if len(args) == 0 {
-			return usagef("cluster: give up, down, run, endpoints or manifests")
+			return flags.Usagef("cluster: give up, down, run, endpoints or manifests")
 		}
 		return nil
 	}
@@ -37,7 +44,7 @@ func clusterCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	case "manifests":
 		return clusterManifests(ctx, args[1:], stdout)
 	}
-	return usagef("cluster: unknown subcommand %q (want up, down, run, endpoints or manifests)", args[0])
+	return flags.Usagef("cluster: unknown subcommand %q (want up, down, run, endpoints or manifests)", args[0])
 }
 
 const clusterUsage = `usage: starwire cluster up|down|run|endpoints|manifests [flags] [-- train flags]
@@ -84,21 +91,21 @@ func (s *shapeFlags) register(fs *flag.FlagSet, name string) {
 // check validates the flags; cmd names the subcommand in errors.
 func (s *shapeFlags) check(cmd string) error {
 	if err := vethnet.CheckName(s.name); err != nil {
-		return usagef("%s: --name: %v", cmd, strings.TrimPrefix(err.Error(), "vethnet: "))
+		return flags.Usagef("%s: --name: %v", cmd, strings.TrimPrefix(err.Error(), "vethnet: "))
 	}
 	if s.ps < 1 || s.workers < 1 {
-		return usagef("%s: --ps %d --workers %d: want at least one of each", cmd, s.ps, s.workers)
+		return flags.Usagef("%s: --ps %d --workers %d: want at least one of each", cmd, s.ps, s.workers)
 	}
 	p, err := netip.ParsePrefix(s.subnet)
 	if err != nil || !p.Addr().Is4() || !benchmarkNet.Overlaps(p) || p.Bits() < benchmarkNet.Bits() || p.Bits() > 30 {
-		return usagef("%s: --subnet %q: want an IPv4 prefix within %v, /30 or wider", cmd, s.subnet, benchmarkNet)
+		return flags.Usagef("%s: --subnet %q: want an IPv4 prefix within %v, /30 or wider", cmd, s.subnet, benchmarkNet)
 	}
 	s.prefix = p.Masked()
 	if n := 1<<(32-s.prefix.Bits()) - 2; s.ps+s.workers+1 > n {
-		return usagef("%s: %d ps, %d workers and a chief do not fit in %v", cmd, s.ps, s.workers, s.prefix)
+		return flags.Usagef("%s: %d ps, %d workers and a chief do not fit in %v", cmd, s.ps, s.workers, s.prefix)
 	}
 	if s.protocol != "grpc+seastar" && s.protocol != "grpc" {
-		return usagef("%s: --protocol %q: want grpc+seastar or grpc", cmd, s.protocol)
+		return flags.Usagef("%s: --protocol %q: want grpc+seastar or grpc", cmd, s.protocol)
 	}
 	return nil
 }
@@ -111,11 +118,11 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cluster up", flag.ContinueOnError)
 	s.register(fs, "")
 	fs.BoolVar(&afxdp, "afxdp", true, "serve the tasks' calls to each other over AF_XDP on each host's eth0 (false: TCP)")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
 	if s.name == "" {
-		return usagef("cluster up: --name is required")
+		return flags.Usagef("cluster up: --name is required")
 	}
 	if err := s.check("cluster up"); err != nil {
 		return err
@@ -144,11 +151,11 @@ func clusterDown(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cluster down", flag.ContinueOnError)
 	fs.StringVar(&name, "name", "", "the cluster to remove")
 	fs.StringVar(&stateDir, "state_dir", defaultStateDir, "where the cluster's state is kept")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
 	if err := vethnet.CheckName(name); err != nil {
-		return usagef("cluster down: --name: %v", strings.TrimPrefix(err.Error(), "vethnet: "))
+		return flags.Usagef("cluster down: --name: %v", strings.TrimPrefix(err.Error(), "vethnet: "))
 	}
 	sweepAbandoned(stateDir, stdout)
 	removed, err := removeCluster(stateDir, name)

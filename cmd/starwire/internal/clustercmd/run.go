@@ -1,4 +1,4 @@
-package main
+package clustercmd
 
 import (
 	"context"
@@ -14,8 +14,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/vishvananda/netlink"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
+	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 )
 
 // clusterPaths are what "cluster run" trains over: the tasks' calls to
@@ -34,7 +36,7 @@ func clusterRun(ctx context.Context, args []string, stdout io.Writer) (err error
 	fs := flag.NewFlagSet("cluster run", flag.ContinueOnError)
 	s.register(fs, "run"+strconv.Itoa(os.Getpid()))
 	fs.StringVar(&paths, "paths", strings.Join(clusterPaths, ","), `what carries the tasks' calls to each other, one training run each: "afxdp" (AF_XDP on each host's link), "tcp"`)
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
 	if err := s.check("cluster run"); err != nil {
@@ -43,10 +45,10 @@ func clusterRun(ctx context.Context, args []string, stdout io.Writer) (err error
 	var ps []string
 	for _, p := range strings.Split(paths, ",") {
 		if !slices.Contains(clusterPaths, p) || slices.Contains(ps, p) {
-			return usagef("cluster run: --paths %q: want afxdp, tcp or both, once each", paths)
+			return flags.Usagef("cluster run: --paths %q: want afxdp, tcp or both, once each", paths)
 		}
 		if p == "afxdp" && s.protocol == "grpc" {
-			return usagef("cluster run: --paths afxdp needs --protocol grpc+seastar")
+			return flags.Usagef("cluster run: --paths afxdp needs --protocol grpc+seastar")
 		}
 		ps = append(ps, p)
 	}

@@ -1,4 +1,4 @@
-package main
+package clustercmd
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -31,18 +32,18 @@ func clusterEndpoints(ctx context.Context, args []string, stdout io.Writer) erro
 	fs.IntVar(&offset, "port_offset", 1, "a task's starwire port is its gRPC port plus this")
 	fs.BoolVar(&resolve, "resolve", false, "map to each host's IPv4 address rather than its name (what AF_XDP needs)")
 	fs.DurationVar(&wait, "wait", 5*time.Minute, "with --resolve: how long to wait for every name to resolve")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
 	cfg, ok, err := cluster.LoadTFConfig()
 	if err != nil {
-		return usagef("cluster endpoints: %v", err)
+		return flags.Usagef("cluster endpoints: %v", err)
 	}
 	if !ok || cfg.Cluster.Len() == 0 {
-		return usagef("cluster endpoints: TF_CONFIG gives no cluster")
+		return flags.Usagef("cluster endpoints: TF_CONFIG gives no cluster")
 	}
 	if offset == 0 || offset < -65535 || offset > 65535 {
-		return usagef("cluster endpoints: --port_offset %d: want a non-zero port difference", offset)
+		return flags.Usagef("cluster endpoints: --port_offset %d: want a non-zero port difference", offset)
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()

@@ -1,0 +1,91 @@
+package clustercmd
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
+)
+
+// run runs "starwire cluster" with args and returns its standard output.
+// Commands that build a cluster need root and the built binary; their
+// tests run it, in cmd/starwire.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var stdout bytes.Buffer
+	err := Run(t.Context(), args, &stdout)
+	return stdout.String(), err
+}
+
+// TestClusterUsage checks the command line is refused with a usage error
+// (exit status 2) of one line.
+func TestClusterUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "give up, down, run, endpoints or manifests"},
+		{[]string{"sideways"}, `unknown subcommand "sideways"`},
+		{[]string{"up"}, "--name is required"},
+		{[]string{"run", "--name", "Bad-Name"}, "--name: name \"Bad-Name\""},
+		{[]string{"run", "--subnet", "10.0.0.0/24"}, "within 198.18.0.0/15"},
+		{[]string{"run", "--workers", "0"}, "at least one of each"},
+		{[]string{"run", "--paths", "afxdp,afxdp"}, "once each"},
+		{[]string{"run", "--protocol", "grpc"}, "--paths afxdp needs --protocol grpc+seastar"},
+		{[]string{"run", "--subnet", "198.18.0.0/30", "--ps", "2"}, "do not fit"},
+		{[]string{"manifests", "--name", "Bad_Name"}, "want a DNS label"},
+		{[]string{"manifests", "--ps", "0"}, "at least one of each"},
+		{[]string{"endpoints", "--port_offset", "0"}, "TF_CONFIG gives no cluster"},
+	} {
+		_, err := run(t, tc.args...)
+		var ue *flags.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v (%T); want a usage error of one line with %q", tc.args, err, err, tc.want)
+		}
+	}
+}
+
+// TestClusterEndpoints writes the endpoint map of a TF_CONFIG's cluster,
+// names resolved and not, as the Kubernetes init step does.
+func TestClusterEndpoints(t *testing.T) {
+	t.Setenv("TF_CONFIG", `{"cluster":{"chief":["localhost:2222"],"ps":["127.0.0.1:3000"],"worker":["localhost:4000"]},"task":{"type":"ps","index":0}}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "localhost:2222=localhost:2223\n127.0.0.1:3000=127.0.0.1:3001\nlocalhost:4000=localhost:4001\n"},
+		{[]string{"--resolve", "--port_offset", "-1000"}, "localhost:2222=127.0.0.1:1222\n127.0.0.1:3000=127.0.0.1:2000\nlocalhost:4000=127.0.0.1:3000\n"},
+	} {
+		out := filepath.Join(t.TempDir(), "map")
+		stdout, err := run(t, append([]string{"endpoints", "--out", out}, tc.args...)...)
+		if err != nil || stdout != "wrote 3 tasks' starwire addresses to "+out+"\n" {
+			t.Fatalf("%v: %v: %s", tc.args, err, stdout)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if l != "" && !strings.HasPrefix(l, "#") {
+				lines = append(lines, strings.ReplaceAll(l, " ", ""))
+			}
+		}
+		slices.Sort(lines)
+		want := strings.Split(strings.TrimSpace(tc.want), "\n")
+		slices.Sort(want)
+		if !slices.Equal(lines, want) {
+			t.Errorf("%v: map %q, want %q", tc.args, lines, want)
+		}
+	}
+	t.Setenv("TF_CONFIG", "")
+	var ue *flags.UsageError
+	if _, err := run(t, "endpoints", "--out", filepath.Join(t.TempDir(), "m")); !errors.As(err, &ue) || !strings.Contains(err.Error(), "TF_CONFIG gives no cluster") {
+		t.Errorf("without TF_CONFIG: %v (%T), want a usage error", err, err)
+	}
+}

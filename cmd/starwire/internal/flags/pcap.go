@@ -1,0 +1,52 @@
+package flags
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/starwire/starwire/cmd/starwire/internal/capture"
+	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+)
+
+// Pcap is --pcap, which train and serve share.
+type Pcap struct {
+	Path string
+	File *capture.File
+}
+
+// Register adds the flags to fs.
+func (f *Pcap) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Path, "pcap", "", "write the packet path's frames (AF_XDP, or --transport udp's datagrams as the kernel framed them) to this pcap file")
+}
+
+// Open creates the file when asked for and has t's UDP endpoints write to
+// it; AF_XDP links are given it through the tasks.
+func (f *Pcap) Open(cmd string, t *Transport) error {
+	if f.Path == "" {
+		return nil
+	}
+	file, err := capture.Create(f.Path)
+	if err != nil {
+		return fmt.Errorf("%s: --pcap: %w", cmd, err)
+	}
+	f.File = file
+	if u, ok := t.Net.(tasks.UDPNet); ok {
+		u.Pcap = file
+		t.Net = u
+	}
+	return nil
+}
+
+// Close closes the file and says what it holds.
+func (f *Pcap) Close(cmd string, stdout io.Writer) error {
+	if f.File == nil {
+		return nil
+	}
+	n := f.File.Frames()
+	if err := f.File.Close(); err != nil {
+		return fmt.Errorf("%s: --pcap: %w", cmd, err)
+	}
+	fmt.Fprintf(stdout, "pcap: %d frames in %s\n", n, f.Path)
+	return nil
+}
