@@ -1,0 +1,191 @@
+package rpc
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/starwire/starwire/wire"
+)
+
+// sinkConn is a Conn whose peer sends the requests it was made with, all at
+// once, and then either takes every answer (reads) or none: answers not
+// taken stay queued, their memory the server's, until Close fails them. It
+// has no Throttle to ask, as a packet transport's reactor does not: the
+// core server alone has to hold the connection's calls back.
+type sinkConn struct {
+	reqs  []*wire.Inbound
+	reads bool
+	port  int
+
+	mu       sync.Mutex
+	unsent   []*wire.Message
+	answered int // answers taken
+	closed   bool
+	done     chan struct{}
+}
+
+func newSinkConn(port int, reads bool, method uint32, calls int, meta []byte) *sinkConn {
+	c := &sinkConn{reads: reads, port: port, done: make(chan struct{})}
+	for i := range calls {
+		h := wire.Header{Kind: wire.KindRequest, Method: method, CallID: uint64(i + 1), MetaLen: uint32(len(meta))}
+		in := wire.NewInbound()
+		copy(in.Begin(&h), meta)
+		c.reqs = append(c.reqs, in)
+	}
+	return c
+}
+
+func (c *sinkConn) Send(m *wire.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return ErrClosed
+	case m.Done == nil: // a frame of the server's own, such as GoAway
+	case c.reads:
+		c.answered++
+		go m.Done.Sent(m, nil)
+	default:
+		c.unsent = append(c.unsent, m)
+	}
+	return nil
+}
+
+func (c *sinkConn) Receive(r wire.Receiver) error {
+	for _, in := range c.reqs {
+		r.Deliver(in)
+	}
+	c.reqs = nil
+	<-c.done
+	return ErrClosed
+}
+
+func (c *sinkConn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	unsent := c.unsent
+	c.unsent = nil
+	c.mu.Unlock()
+	close(c.done)
+	for _, m := range unsent {
+		m.Done.Sent(m, ErrClosed)
+	}
+	return nil
+}
+
+// queuedBytes is what the answers waiting for the peer hold.
+func (c *sinkConn) queuedBytes() (n int64, answers int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.unsent {
+		n += answerBytes(m)
+	}
+	return n, len(c.unsent)
+}
+
+func (c *sinkConn) LocalAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
+}
+func (c *sinkConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: c.port}
+}
+
+// serverConnOf returns the server's connection for c.
+func serverConnOf(srv *Server, c Conn) *serverConn {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for sc := range srv.conns {
+		if sc.conn == c {
+			return sc
+		}
+	}
+	return nil
+}
+
+// TestAnswersWithinSendBudget: a peer starts 100 calls whose handlers each
+// answer 16 MiB, all of them before any answer exists, and reads none of
+// the answers. The server holds at most SendBudget plus one answer for it,
+// made or reserved, whether the handlers run on goroutines of their own
+// (making their answers in Response.NewBuffer, which waits for the budget)
+// or inline (whose later calls the server holds back). Beside it, another
+// peer's small calls are all answered; once the first peer closes, every
+// one of its calls is answered and every byte let go.
+//
+// Nothing here is about time: synctest.Wait says when every goroutine
+// has done what it can.
+func TestAnswersWithinSendBudget(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		name := "goroutine"
+		if inline {
+			name = "inline"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testAnswersWithinSendBudget(t, inline) })
+		})
+	}
+}
+
+func testAnswersWithinSendBudget(t *testing.T, inline bool) {
+	const calls, answer, budget = 100, 16 << 20, DefaultSendBudget
+	srv := NewServer()
+	defer srv.Close()
+	gen, small := NewMethod("BudgetGen"), NewMethod("BudgetSmall")
+	var made atomic.Int64
+	srv.Register(gen, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		buf, err := resp.NewBuffer(ctx, answer)
+		if err != nil {
+			return err
+		}
+		made.Add(1)
+		resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTUint8, Shape: []int64{answer}, Data: buf.Bytes(), Buf: buf})
+		return nil
+	}, HandlerOptions{Inline: inline})
+	srv.Register(small, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		resp.Meta = append(resp.Meta, req.Meta...)
+		return nil
+	}, HandlerOptions{})
+
+	hog := newSinkConn(1000, false, gen.ID, calls, nil)
+	srv.ServeConn(hog)
+	synctest.Wait()
+	other := newSinkConn(1001, true, small.ID, calls, []byte("small"))
+	srv.ServeConn(other)
+	synctest.Wait()
+
+	sc := serverConnOf(srv, hog)
+	queued, answers := hog.queuedBytes()
+	t.Logf("%d answers made, %d queued (%d MiB), %d MiB counted, %d calls held back",
+		made.Load(), answers, queued>>20, sc.answering.Load()>>20, sc.queued.Load())
+	// The peer takes no answer, so every answer made is still held.
+	if p := made.Load() * answer; p > budget+answer {
+		t.Errorf("answers made for a peer that reads none hold %d MiB, over SendBudget + one answer (%d MiB)", p>>20, (budget+answer)>>20)
+	}
+	if a := sc.answering.Load(); a > budget+answer+wire.HeaderSize*calls {
+		t.Errorf("%d MiB of answers counted, over SendBudget + one answer", a>>20)
+	}
+	if made.Load() >= calls {
+		t.Errorf("all %d answers made for a peer that reads none", calls)
+	}
+	other.mu.Lock()
+	if other.answered != calls {
+		t.Errorf("the other peer had %d of its %d calls answered", other.answered, calls)
+	}
+	other.mu.Unlock()
+
+	hog.Close()
+	synctest.Wait()
+	if a := sc.answering.Load(); a != 0 {
+		t.Errorf("%d answer bytes still counted after the peer closed", a)
+	}
+	if n := srv.active.Load(); n != 0 {
+		t.Errorf("%d calls still in progress after the peer closed", n)
+	}
+}
