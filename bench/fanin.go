@@ -17,8 +17,8 @@ import (
 // each point opens Peers client connections, spread over a few client
 // processes, which together issue calls at the sweep's rate (open loop),
 // and reads the server process's resident memory during the point. Each
-// peers value and protocol gets a fresh server process, so that its
-// memory is that of the peers it serves.
+// point gets a fresh server process, so that its memory is that of the
+// point's peers.
 
 // PIDKey is the key of a server process's id among the addresses a
 // Spawner returns (FormatAddrs writes it like a protocol's address), so
@@ -120,9 +120,8 @@ func shares(p Point, cfg SweepConfig, addr string) []PeersSpec {
 	return specs
 }
 
-// measurePeers runs a fan-in point against the server at addr, whose
-// process is pid (0: unknown) with baseRSS resident before its first
-// point.
+// measurePeers runs a fan-in point against the fresh server at addr,
+// whose process is pid (0: unknown) with baseRSS resident before it.
 func measurePeers(ctx context.Context, p Point, addr string, cfg SweepConfig, pid int, baseRSS int64) Measurement {
 	m := Measurement{Point: p, ServerRSSBase: baseRSS}
 	run := cfg.Clients
@@ -190,8 +189,8 @@ func spawnedPID(addrs map[string]string) int {
 }
 
 // peersPoints lists a fan-in sweep's points in the order they run: for
-// each cores value, peers value and protocol (one server process each),
-// each workload, size and calls in flight.
+// each cores value, peers value and protocol, each workload, size and
+// calls in flight.
 func (c *SweepConfig) peersPoints() []Point {
 	var ps []Point
 	for _, cores := range c.Cores {
@@ -216,25 +215,29 @@ func (c *SweepConfig) peersPoints() []Point {
 	return ps
 }
 
-// runPeersSweep measures a fan-in sweep's points, a fresh server process
-// for each cores value, peers value and protocol.
+// runPeersSweep measures a fan-in sweep's points, each against a fresh
+// server process, so that what the server holds is that point's peers'.
 func runPeersSweep(ctx context.Context, cfg SweepConfig, spawn Spawner) ([]Measurement, error) {
 	points := cfg.peersPoints()
 	var out []Measurement
-	for i := 0; i < len(points); {
-		g := points[i]
-		same := func(p Point) bool { return p.Cores == g.Cores && p.Peers == g.Peers && p.Protocol == g.Protocol }
-		var addrs map[string]string
-		var stop func()
-		err := Available(g.Protocol)
-		if err == nil && g.Protocol == ProtoAFXDP {
-			err = fmt.Errorf("bench: a fan-in sweep does not run %s yet: %w", g.Protocol, ErrUnavailable)
+	for i, p := range points {
+		if cfg.Progress != nil {
+			cfg.Progress(i, len(points), p)
 		}
-		if err == nil {
-			addrs, stop, err = spawn(ctx, SpawnRequest{Protocols: []string{g.Protocol}, Cores: g.Cores})
-			if err != nil {
-				return out, err
-			}
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		err := Available(p.Protocol)
+		if err == nil && p.Protocol == ProtoAFXDP {
+			err = fmt.Errorf("bench: a fan-in sweep does not run %s yet: %w", p.Protocol, ErrUnavailable)
+		}
+		if err != nil {
+			out = append(out, Measurement{Point: p, Err: err.Error()})
+			continue
+		}
+		addrs, stop, err := spawn(ctx, SpawnRequest{Protocols: []string{p.Protocol}, Cores: p.Cores})
+		if err != nil {
+			return out, err
 		}
 		pid := spawnedPID(addrs)
 		var base int64
@@ -243,26 +246,8 @@ func runPeersSweep(ctx context.Context, cfg SweepConfig, spawn Spawner) ([]Measu
 				base = mem.RSS
 			}
 		}
-		for ; i < len(points) && same(points[i]); i++ {
-			p := points[i]
-			if cfg.Progress != nil {
-				cfg.Progress(i, len(points), p)
-			}
-			if ctx.Err() != nil {
-				if stop != nil {
-					stop()
-				}
-				return out, ctx.Err()
-			}
-			if err != nil {
-				out = append(out, Measurement{Point: p, Err: err.Error()})
-				continue
-			}
-			out = append(out, measurePeers(ctx, p, addrs[p.Protocol], cfg, pid, base))
-		}
-		if stop != nil {
-			stop()
-		}
+		out = append(out, measurePeers(ctx, p, addrs[p.Protocol], cfg, pid, base))
+		stop()
 	}
 	if cfg.Progress != nil {
 		cfg.Progress(len(points), len(points), Point{})

@@ -64,9 +64,9 @@ type Measurement struct {
 	P99         float64 `json:"p99_us"`
 	P999        float64 `json:"p999_us"`
 	Max         float64 `json:"max_us"`
-	// A fan-in point's server memory: resident before the server's first
-	// point, at most during this one, and the growth over the first per
-	// peer.
+	// A fan-in point's server memory (a fresh server process for each
+	// point): resident before the point, at most during it, and the growth
+	// per peer.
 	ServerRSSBase int64   `json:"server_rss_base_bytes,omitempty"`
 	ServerRSS     int64   `json:"server_rss_peak_bytes,omitempty"`
 	RSSPerPeer    float64 `json:"rss_per_peer_bytes,omitempty"`
