@@ -21,8 +21,9 @@ type Server struct {
 	// Logger receives connection-level errors; nil means slog.Default().
 	Logger *slog.Logger
 	// MaxConcurrentCalls bounds the calls of one connection running on
-	// goroutines of their own (not Inline); further calls fail at once
-	// with ResourceExhausted, as HTTP/2 refuses streams past its limit.
+	// goroutines of their own (not Inline), with those held back for
+	// SendBudget (Inline ones too); further calls fail at once with
+	// ResourceExhausted, as HTTP/2 refuses streams past its limit.
 	// Zero means DefaultMaxConcurrentCalls, as many as a Client sends.
 	MaxConcurrentCalls int
 	// RecvBudget bounds the request tensor bytes of one connection held
