@@ -13,7 +13,7 @@ import (
 // process's, here); the table shows peers and memory.
 func TestPeersSweep(t *testing.T) {
 	cfg := SweepConfig{
-		Protocols:   []string{ProtoGRPC, ProtoTCP, ProtoAFXDP},
+		Protocols:   []string{ProtoGRPC, ProtoTCP, ProtoUDP, ProtoAFXDP},
 		Workloads:   []Workload{WorkEcho, WorkPSMix},
 		Sizes:       map[Workload][]int{WorkEcho: {64}, WorkPSMix: {4096}},
 		Concurrency: []int{4},
@@ -28,7 +28,7 @@ func TestPeersSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 2 * 3 * 2; len(ms) != want {
+	if want := 2 * 4 * 2; len(ms) != want {
 		t.Fatalf("%d measurements, want %d", len(ms), want)
 	}
 	for _, m := range ms {
