@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +50,7 @@ type PeersSpec struct {
 
 // A PeersResult is what a client process measured of its share.
 type PeersResult struct {
+	Warmup  int64                   `json:"warmup_calls"` // calls made before the measurement
 	Calls   int64                   `json:"calls"`
 	Errors  int64                   `json:"errors"`
 	Seconds float64                 `json:"seconds"`
@@ -105,7 +109,9 @@ func RunPeers(ctx context.Context, spec PeersSpec) PeersResult {
 			callers = append(callers, call)
 		}
 	}
-	if w := driveClosed(ctx, callers, spec.Warmup); w.firstErr != nil {
+	w := driveClosed(ctx, callers, spec.Warmup)
+	r.Warmup = w.calls
+	if w.firstErr != nil {
 		r.Err = "warm-up: " + w.firstErr.Error()
 		return r
 	}
@@ -147,8 +153,11 @@ func measurePeers(ctx context.Context, p Point, addr string, cfg SweepConfig, pi
 	if run == nil {
 		run = RunPeers
 	}
+	var cpu0 time.Duration
+	cpuErr := errors.New("no server process")
 	if pid > 0 {
 		stress.ResetHWM(pid)
+		cpu0, cpuErr = processCPU(pid)
 	}
 	specs := shares(p, cfg, addr)
 	rs := make([]PeersResult, len(specs))
@@ -162,7 +171,9 @@ func measurePeers(ctx context.Context, p Point, addr string, cfg SweepConfig, pi
 	}
 	wg.Wait()
 	h, late := hdrhistogram.New(histMin, histMax, histDigits), hdrhistogram.New(histMin, histMax, histDigits)
+	var warmup int64
 	for _, r := range rs {
+		warmup += r.Warmup
 		m.Calls += r.Calls
 		m.Errors += r.Errors
 		m.Seconds = max(m.Seconds, r.Seconds)
@@ -183,6 +194,9 @@ func measurePeers(ctx context.Context, p Point, addr string, cfg SweepConfig, pi
 		}
 	}
 	if pid > 0 {
+		if cpu, err := processCPU(pid); err == nil && cpuErr == nil && m.Calls+warmup > 0 {
+			m.ServerCPUPerCall = float64(cpu-cpu0) / 1e3 / float64(m.Calls+warmup)
+		}
 		if mem, err := stress.ReadMem(pid); err == nil {
 			m.ServerRSS = mem.HWM
 			if baseRSS > 0 {
@@ -200,6 +214,34 @@ func measurePeers(ctx context.Context, p Point, addr string, cfg SweepConfig, pi
 	m.LateP50, m.LateP99 = float64(late.ValueAtQuantile(50))/1e3, float64(late.ValueAtQuantile(99))/1e3
 	return m
 }
+
+// processCPU is the CPU time process pid has used, user and system, from
+// /proc (in clock ticks of 10 ms).
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("bench: /proc/%d/stat: %q", pid, b)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("bench: /proc/%d/stat: %q", pid, b)
+	}
+	// Fields 14 and 15 (utime, stime) are the 12th and 13th after it.
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("bench: /proc/%d/stat: %q", pid, b)
+	}
+	return time.Duration(u+st) * clockTick, nil
+}
+
+// clockTick is the kernel's USER_HZ tick, 100 a second on Linux.
+const clockTick = 10 * time.Millisecond
 
 // spawnedPID reads the process id a Spawner put among addrs, 0 if none.
 func spawnedPID(addrs map[string]string) int {

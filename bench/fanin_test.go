@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -76,5 +77,17 @@ func TestPeersShares(t *testing.T) {
 	}
 	if specs := shares(Point{Peers: 2, Concurrency: 1, Rate: 10}, SweepConfig{}, "addr"); len(specs) != 2 {
 		t.Errorf("%d shares for 2 peers, want 2", len(specs))
+	}
+}
+
+// processCPU reads this process's CPU time, which only grows.
+func TestProcessCPU(t *testing.T) {
+	a, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := processCPU(os.Getpid())
+	if err != nil || b < a {
+		t.Fatalf("CPU time %v then %v, %v", a, b, err)
 	}
 }

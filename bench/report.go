@@ -87,19 +87,19 @@ func (r *Report) WriteTable(w io.Writer) error {
 // with the peers, the latencies and the server's memory.
 func (r *Report) writePeersTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tsize\tpeers\tcallers\tprotocol\trate/s\tcalls/s\terrors\tp50 µs\tp99 µs\tp99.9 µs\tlate p50/p99 µs\tserver RSS MiB\tbase MiB\tKiB/peer\t")
+	fmt.Fprintln(tw, "workload\tsize\tpeers\tcallers\tprotocol\trate/s\tcalls/s\terrors\tp50 µs\tp99 µs\tp99.9 µs\tlate p50/p99 µs\tserver CPU µs/call\tserver RSS MiB\tbase MiB\tKiB/peer\t")
 	var failed []Measurement
 	for _, m := range r.Measurements {
 		if m.Err != "" && m.Calls == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.0f\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", m.Workload, FormatSize(m.Size), m.Peers, m.Concurrency, m.Protocol, m.Rate)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.0f\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", m.Workload, FormatSize(m.Size), m.Peers, m.Concurrency, m.Protocol, m.Rate)
 			failed = append(failed, m)
 			continue
 		}
 		if m.Err != "" {
 			failed = append(failed, m)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.0f\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.0f/%.0f\t%.1f\t%.1f\t%.1f\t\n", m.Workload, FormatSize(m.Size), m.Peers, m.Concurrency,
-			m.Protocol, m.Rate, groupThousands(int64(m.CallsPerSec+0.5)), m.Errors, m.P50, m.P99, m.P999, m.LateP50, m.LateP99,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.0f\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.0f/%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", m.Workload, FormatSize(m.Size), m.Peers, m.Concurrency,
+			m.Protocol, m.Rate, groupThousands(int64(m.CallsPerSec+0.5)), m.Errors, m.P50, m.P99, m.P999, m.LateP50, m.LateP99, m.ServerCPUPerCall,
 			float64(m.ServerRSS)/(1<<20), float64(m.ServerRSSBase)/(1<<20), m.RSSPerPeer/(1<<10))
 	}
 	if err := tw.Flush(); err != nil {

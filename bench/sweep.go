@@ -70,6 +70,9 @@ type Measurement struct {
 	ServerRSSBase int64   `json:"server_rss_base_bytes,omitempty"`
 	ServerRSS     int64   `json:"server_rss_peak_bytes,omitempty"`
 	RSSPerPeer    float64 `json:"rss_per_peer_bytes,omitempty"`
+	// ServerCPUPerCall is a fan-in point's server CPU time (user and
+	// system) per call, warm-up and connecting included, in µs.
+	ServerCPUPerCall float64 `json:"server_cpu_us_per_call,omitempty"`
 	// LateP50 and LateP99, in an open loop, are how late the client's
 	// callers woke past calls' due times (µs): the client machine's part
 	// of the latencies.
