@@ -7,7 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -188,4 +190,58 @@ func testAnswersWithinSendBudget(t *testing.T, inline bool) {
 	if n := srv.active.Load(); n != 0 {
 		t.Errorf("%d calls still in progress after the peer closed", n)
 	}
+}
+
+// TestAnswersWithinSendBudgetTCP: the same peer over TCP, its 100
+// requests in one write, its handlers on goroutines of their own making
+// 16 MiB answers in Response.NewBuffer: once every call read has made its
+// answer or waits, the answers made are within SendBudget plus one, and
+// closing the peer answers every call it started.
+func TestAnswersWithinSendBudgetTCP(t *testing.T) {
+	const calls, answer, budget = 100, 16 << 20, DefaultSendBudget
+	srv := NewServer()
+	defer srv.Close()
+	gen := NewMethod("BudgetGenTCP")
+	var made atomic.Int64
+	srv.Register(gen, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+		buf, err := resp.NewBuffer(ctx, answer)
+		if err != nil {
+			return err
+		}
+		made.Add(1)
+		resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTUint8, Shape: []int64{answer}, Data: buf.Bytes(), Buf: buf})
+		return nil
+	}, HandlerOptions{})
+	l, err := (&TCP{}).Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	nc, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.(*net.TCPConn).SetReadBuffer(4 << 10)
+	var reqs []byte
+	for i := range calls {
+		reqs = append(reqs, rawFrame(t, &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: gen.ID, CallID: uint64(i + 1)}})...)
+	}
+	if _, err := nc.Write(reqs); err != nil {
+		t.Fatal(err)
+	}
+	// Every call read has made its answer, waits to make it, or is held
+	// back, and the reader has read every call or waits for room.
+	sc := waitServerConn(t, srv, func(sc *serverConn) bool {
+		inProgress := sc.running.Load()
+		return sc.reserving.Load()+sc.queued.Load() == inProgress &&
+			(sc.waiting.Load() || int64(inProgress)+made.Load() == calls)
+	})
+	t.Logf("%d answers made, %d handlers waiting for budget, %d calls held back, %d MiB counted",
+		made.Load(), sc.reserving.Load(), sc.queued.Load(), sc.answering.Load()>>20)
+	if p := made.Load() * answer; p > budget+answer {
+		t.Errorf("answers made for a peer that reads none hold %d MiB, over SendBudget + one answer (%d MiB)", p>>20, (budget+answer)>>20)
+	}
+	nc.Close()
+	testwait.Eventually(t, 10*time.Second, func() bool { return srv.active.Load() == 0 },
+		"the %d calls of the closed peer to be answered", srv.active.Load())
 }
