@@ -31,9 +31,16 @@ type sinkConn struct {
 }
 
 func newSinkConn(port int, reads bool, method uint32, calls int, meta []byte) *sinkConn {
+	return newSinkConnClaiming(port, reads, method, calls, meta, 0)
+}
+
+// newSinkConnClaiming is newSinkConn with requests whose headers claim
+// payload bytes each (counted as held by their calls, though no tensor
+// comes).
+func newSinkConnClaiming(port int, reads bool, method uint32, calls int, meta []byte, payload uint64) *sinkConn {
 	c := &sinkConn{reads: reads, port: port, done: make(chan struct{})}
 	for i := range calls {
-		h := wire.Header{Kind: wire.KindRequest, Method: method, CallID: uint64(i + 1), MetaLen: uint32(len(meta))}
+		h := wire.Header{Kind: wire.KindRequest, Method: method, CallID: uint64(i + 1), MetaLen: uint32(len(meta)), PayloadLen: payload}
 		in := wire.NewInbound()
 		copy(in.Begin(&h), meta)
 		c.reqs = append(c.reqs, in)
@@ -244,4 +251,49 @@ func TestAnswersWithinSendBudgetTCP(t *testing.T) {
 	nc.Close()
 	testwait.Eventually(t, 10*time.Second, func() bool { return srv.active.Load() == 0 },
 		"the %d calls of the closed peer to be answered", srv.active.Load())
+}
+
+// TestHeldBackWithinRecvBudget: over a transport that cannot stop reading,
+// the requests a peer that reads no answers has held back stay within
+// RecvBudget: past it, its calls fail at once with ResourceExhausted.
+func TestHeldBackWithinRecvBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const calls, answer, request, recvBudget = 100, 16 << 20, 1 << 20, 16 << 20
+		srv := NewServer()
+		srv.RecvBudget = recvBudget
+		defer srv.Close()
+		gen := NewMethod("BudgetGenHeld")
+		srv.Register(gen, func(ctx context.Context, req *wire.Inbound, resp *Response) error {
+			buf, err := resp.NewBuffer(ctx, answer)
+			if err != nil {
+				return err
+			}
+			resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTUint8, Shape: []int64{answer}, Data: buf.Bytes(), Buf: buf})
+			return nil
+		}, HandlerOptions{Inline: true})
+		hog := newSinkConnClaiming(1000, false, gen.ID, calls, nil, request)
+		srv.ServeConn(hog)
+		synctest.Wait()
+		sc := serverConnOf(srv, hog)
+		refused := 0
+		hog.mu.Lock()
+		for _, m := range hog.unsent {
+			if m.Header.Kind == wire.KindError && m.Header.Status == wire.ResourceExhausted {
+				refused++
+			}
+		}
+		hog.mu.Unlock()
+		t.Logf("%d calls held back holding %d MiB of requests, %d refused", sc.queued.Load(), sc.held.Load()>>20, refused)
+		if h := sc.held.Load(); h > recvBudget+request {
+			t.Errorf("requests in progress hold %d MiB, over RecvBudget %d MiB and one request", h>>20, recvBudget>>20)
+		}
+		if refused == 0 {
+			t.Error("no call refused past RecvBudget")
+		}
+		hog.Close()
+		synctest.Wait()
+		if n := srv.active.Load(); n != 0 {
+			t.Errorf("%d calls still in progress after the peer closed", n)
+		}
+	})
 }

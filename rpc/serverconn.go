@@ -114,21 +114,27 @@ func (sc *serverConn) dispatch(in *wire.Inbound) {
 	m := sc.s.method(in.Header.Method)
 	switch {
 	case m == nil:
-		call.finish(Errorf(wire.Unimplemented, "unknown method %#x", in.Header.Method))
+		call.refuse(Errorf(wire.Unimplemented, "unknown method %#x", in.Header.Method))
 	case in.Err != nil:
-		call.finish(Errorf(errCode(in.Err), "%s: %v", m.Name, in.Err))
+		call.refuse(Errorf(errCode(in.Err), "%s: %v", m.Name, in.Err))
 	case sc.answering.Load() >= sc.sendBudget || sc.queued.Load() > 0:
 		// The peer has not taken the answers it has: hold the call back
 		// (see holdBack) rather than have its handler make another.
-		if sc.running.Load() >= sc.maxCalls {
-			call.finish(Errorf(wire.ResourceExhausted, "%s: %d calls in progress on this connection, the server's limit", m.Name, sc.maxCalls))
-			return
+		switch {
+		case sc.running.Load() >= sc.maxCalls:
+			call.refuse(Errorf(wire.ResourceExhausted, "%s: %d calls in progress on this connection, the server's limit", m.Name, sc.maxCalls))
+		case sc.held.Load()-call.held > 0 && sc.held.Load() > sc.recvBudget:
+			// A transport that cannot stop reading (a packet reactor)
+			// delivers past RecvBudget, which a stream reader never does:
+			// the requests held back stay within it.
+			call.refuse(Errorf(wire.ResourceExhausted, "%s: the connection's requests in progress hold more than the server's %d bytes", m.Name, sc.recvBudget))
+		default:
+			sc.holdBack(call, m)
 		}
-		sc.holdBack(call, m)
 	case m.opts.Inline && !m.opts.Deferrable:
 		call.run(m, false)
 	case sc.running.Load() >= sc.maxCalls:
-		call.finish(Errorf(wire.ResourceExhausted, "%s: %d calls in progress on this connection, the server's limit", m.Name, sc.maxCalls))
+		call.refuse(Errorf(wire.ResourceExhausted, "%s: %d calls in progress on this connection, the server's limit", m.Name, sc.maxCalls))
 	case m.opts.Deferrable && m.chain == nil:
 		sc.track(call)
 		call.runDeferrable(m)
@@ -170,6 +176,7 @@ type serverCall struct {
 
 	tracked   bool  // in sc.inflight
 	worker    bool  // the handler runs on a worker, where it may wait for answer budget
+	refused   bool  // answered without running its handler: its request goes before the answer
 	starting  bool  // taken from the backlog, counted in sc.starting
 	held      int64 // request bytes counted in sc.held
 	answering int64 // answer bytes counted in sc.answering (reserved by NewBuffer, then the answer's)
@@ -232,6 +239,12 @@ func (call *serverCall) runDeferrable(m *method) {
 	}
 }
 
+// refuse answers call with err without running its handler.
+func (call *serverCall) refuse(err error) {
+	call.refused = true
+	call.finish(err)
+}
+
 // finish sends the response, or err in its place.
 func (call *serverCall) finish(err error) {
 	if err == nil {
@@ -262,6 +275,15 @@ func (call *serverCall) finish(err error) {
 		call.msg.Meta, call.msg.Tensors = call.resp.Meta, call.resp.Tensors
 	}
 	sc := call.sc
+	if call.refused {
+		// Nothing of the request is in the answer; a peer that reads no
+		// answers would otherwise keep every refused request held.
+		call.refused = false
+		call.in.Release()
+		call.in = nil
+		sc.freed(call.held, 0)
+		call.held = 0
+	}
 	a := answerBytes(&call.msg)
 	if a > call.answering { // beyond what NewBuffer reserved
 		sc.answering.Add(a - call.answering)
@@ -297,7 +319,9 @@ func (call *serverCall) checkResponse() error {
 func (call *serverCall) Sent(*wire.Message, error) {
 	reusable := call.ctx.finish()
 	call.resp.reset()
-	call.in.Release()
+	if call.in != nil {
+		call.in.Release()
+	}
 	sc := call.sc
 	s := sc.s
 	sc.freed(call.held, call.answering)
