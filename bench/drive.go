@@ -55,7 +55,11 @@ type driveResult struct {
 	calls, errors int64
 	elapsed       time.Duration
 	hist          *hdrhistogram.Histogram
-	firstErr      error
+	// late, in an open loop, is how late callers that slept until a call
+	// was due woke past it: what the client machine, not the server, added
+	// to the latencies (nil in a closed loop).
+	late     *hdrhistogram.Histogram
+	firstErr error
 }
 
 // driveClosed runs one goroutine per caller, each calling again as soon as
@@ -101,8 +105,14 @@ func driveClosed(ctx context.Context, callers []caller, d time.Duration) driveRe
 // when a caller got to it, so queueing behind slow answers shows in the
 // latencies instead of slowing the arrivals (coordinated omission). The
 // callers bound the calls in flight; calls due while all are busy wait.
+//
+// A caller that slept until its call was due counts from when it woke
+// instead, and records how late that was apart (driveResult.late): an
+// idle Go process's timers fire up to a millisecond late (the netpoller
+// sleeps whole milliseconds), which measured 0.5 ms of a 64 B echo's
+// 0.6 ms p50 at 5,000 calls/s, the client's lateness, not the server's.
 func driveOpen(ctx context.Context, callers []caller, d time.Duration, rate float64) driveResult {
-	h := newShardedHist()
+	h, late := newShardedHist(), newShardedHist()
 	var calls, errs atomic.Int64
 	var next atomic.Int64
 	var first atomic.Pointer[error]
@@ -120,21 +130,24 @@ func driveOpen(ctx context.Context, callers []caller, d time.Duration, rate floa
 					return
 				}
 				due := start.Add(time.Duration(n) * interval)
+				from := due
 				if wait := time.Until(due); wait > 0 {
 					time.Sleep(wait)
+					from = time.Now()
+					late.record(i, from.Sub(due))
 				}
 				if err := call(ctx); err != nil {
 					errs.Add(1)
 					first.CompareAndSwap(nil, &err)
 					return // a failing caller stops; the point reports the error
 				}
-				h.record(i, time.Since(due))
+				h.record(i, time.Since(from))
 				calls.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	r := driveResult{calls: calls.Load(), errors: errs.Load(), elapsed: time.Since(start), hist: h.merged()}
+	r := driveResult{calls: calls.Load(), errors: errs.Load(), elapsed: time.Since(start), hist: h.merged(), late: late.merged()}
 	if e := first.Load(); e != nil {
 		r.firstErr = *e
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -69,6 +70,7 @@ func ProcessSpawner(command func(req SpawnRequest) *exec.Cmd) Spawner {
 				stop()
 				return nil, nil, err
 			}
+			addrs[PIDKey] = strconv.Itoa(cmd.Process.Pid)
 			return addrs, stop, nil
 		case <-time.After(20 * time.Second):
 			stop()

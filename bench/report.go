@@ -39,6 +39,11 @@ func ReadReport(rd io.Reader) (*Report, error) {
 // WriteTable writes one row per measurement, and after each point's rows
 // how starwire over TCP compares with gRPC there ("-" without both).
 func (r *Report) WriteTable(w io.Writer) error {
+	for _, m := range r.Measurements {
+		if m.Peers > 0 {
+			return r.writePeersTable(w)
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tsize\tin flight\tcores\tprotocol\tcalls/s\tMB/s\tp50 µs\tp99 µs\tp99.9 µs\tvs grpc\t")
 	grpc := map[Point]float64{}
@@ -73,6 +78,38 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if !seen[m.Err] {
 			seen[m.Err] = true
 			fmt.Fprintf(w, "%s %s: %s\n", m.Protocol, m.Workload, m.Err)
+		}
+	}
+	return nil
+}
+
+// writePeersTable writes a fan-in sweep's table: one row per measurement,
+// with the peers, the latencies and the server's memory.
+func (r *Report) writePeersTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tsize\tpeers\tcallers\tprotocol\trate/s\tcalls/s\terrors\tp50 µs\tp99 µs\tp99.9 µs\tlate p50/p99 µs\tserver CPU µs/call\tserver RSS MiB\tbase MiB\tKiB/peer\t")
+	var failed []Measurement
+	for _, m := range r.Measurements {
+		if m.Err != "" && m.Calls == 0 {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.0f\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", m.Workload, FormatSize(m.Size), m.Peers, m.Concurrency, m.Protocol, m.Rate)
+			failed = append(failed, m)
+			continue
+		}
+		if m.Err != "" {
+			failed = append(failed, m)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.0f\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.0f/%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", m.Workload, FormatSize(m.Size), m.Peers, m.Concurrency,
+			m.Protocol, m.Rate, groupThousands(int64(m.CallsPerSec+0.5)), m.Errors, m.P50, m.P99, m.P999, m.LateP50, m.LateP99, m.ServerCPUPerCall,
+			float64(m.ServerRSS)/(1<<20), float64(m.ServerRSSBase)/(1<<20), m.RSSPerPeer/(1<<10))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, m := range failed {
+		if !seen[m.Err] {
+			seen[m.Err] = true
+			fmt.Fprintf(w, "%s %s %d peers: %s\n", m.Protocol, m.Workload, m.Peers, m.Err)
 		}
 	}
 	return nil

@@ -41,6 +41,9 @@ type StarwireServer struct {
 // of them are quick and run inline on the connection's receiving goroutine.
 func NewStarwireServer() *StarwireServer {
 	s := &StarwireServer{Server: rpc.NewServer()}
+	// The clients of a sweep all connect from loopback: a fan-in point's
+	// peers are many connections from one address.
+	s.MaxConnsPerHost = rpc.DefaultMaxConns
 	inline := rpc.HandlerOptions{Inline: true}
 	s.Register(MethodEcho, echoHandler, inline)
 	s.Register(MethodFetch, s.fetch, inline)

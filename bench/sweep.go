@@ -46,6 +46,9 @@ type Point struct {
 	Cores       int      `json:"cores"` // SEASTAR_CORE_NUMBER of the server; 0: its default
 	Loop        string   `json:"loop"`
 	Rate        float64  `json:"rate,omitempty"` // calls/s, open loop
+	// Peers, in a fan-in sweep, is the client connections the calls are
+	// spread over (Concurrency is then the callers on all of them).
+	Peers int `json:"peers,omitempty"`
 }
 
 // A Measurement is what a point measured. Latencies are in microseconds.
@@ -61,7 +64,21 @@ type Measurement struct {
 	P99         float64 `json:"p99_us"`
 	P999        float64 `json:"p999_us"`
 	Max         float64 `json:"max_us"`
-	Err         string  `json:"error,omitempty"`
+	// A fan-in point's server memory (a fresh server process for each
+	// point): resident before the point, at most during it, and the growth
+	// per peer.
+	ServerRSSBase int64   `json:"server_rss_base_bytes,omitempty"`
+	ServerRSS     int64   `json:"server_rss_peak_bytes,omitempty"`
+	RSSPerPeer    float64 `json:"rss_per_peer_bytes,omitempty"`
+	// ServerCPUPerCall is a fan-in point's server CPU time (user and
+	// system) per call, warm-up and connecting included, in µs.
+	ServerCPUPerCall float64 `json:"server_cpu_us_per_call,omitempty"`
+	// LateP50 and LateP99, in an open loop, are how late the client's
+	// callers woke past calls' due times (µs): the client machine's part
+	// of the latencies.
+	LateP50 float64 `json:"late_p50_us,omitempty"`
+	LateP99 float64 `json:"late_p99_us,omitempty"`
+	Err     string  `json:"error,omitempty"`
 }
 
 // payload is the bytes one call of w moves (both ways for echo and the
@@ -116,7 +133,11 @@ func InProcess(_ context.Context, req SpawnRequest) (map[string]string, func(), 
 	if err != nil {
 		return nil, nil, err
 	}
-	return t.Addrs, func() { t.Close() }, nil
+	addrs := map[string]string{PIDKey: ownPID}
+	for p, a := range t.Addrs {
+		addrs[p] = a
+	}
+	return addrs, func() { t.Close() }, nil
 }
 
 // SweepConfig says what a sweep measures.
@@ -138,6 +159,14 @@ type SweepConfig struct {
 	// Progress, when set, is called before each point with how many are
 	// done of how many.
 	Progress func(done, total int, p Point)
+	// Peers, when set, makes the sweep a fan-in sweep: each point spreads
+	// its calls over this many client connections, in up to ClientProcs
+	// client processes (0: DefaultClientProcs) run by Clients (nil: in
+	// this process), at Rate in all (open loop), and reads the server's
+	// memory. Concurrency is then the callers in all, at least one a peer.
+	Peers       []int
+	ClientProcs int
+	Clients     ClientRunner
 }
 
 // points lists the sweep's points in the order they run: for each server
@@ -193,6 +222,14 @@ func (c *SweepConfig) check() error {
 			return fmt.Errorf("bench: concurrency %d, want 1 to 4096", n)
 		}
 	}
+	for _, n := range c.Peers {
+		if n < 1 || n > 10000 {
+			return fmt.Errorf("bench: peers %d, want 1 to 10000", n)
+		}
+	}
+	if len(c.Peers) > 0 && c.Loop != LoopOpen {
+		return errors.New("bench: a fan-in sweep (peers) runs an open loop at a rate")
+	}
 	return nil
 }
 
@@ -209,6 +246,9 @@ func RunSweep(ctx context.Context, cfg SweepConfig) ([]Measurement, error) {
 	spawn := cfg.Spawn
 	if spawn == nil {
 		spawn = InProcess
+	}
+	if len(cfg.Peers) > 0 {
+		return runPeersSweep(ctx, cfg, spawn)
 	}
 	points := cfg.points()
 	var runnable []string
@@ -330,5 +370,8 @@ func measure(ctx context.Context, p Point, addr string, cfg SweepConfig, xnet *x
 	us := func(q float64) float64 { return float64(r.hist.ValueAtQuantile(q)) / 1e3 }
 	m.P50, m.P90, m.P99, m.P999 = us(50), us(90), us(99), us(99.9)
 	m.Max = float64(r.hist.Max()) / 1e3
+	if r.late != nil {
+		m.LateP50, m.LateP99 = float64(r.late.ValueAtQuantile(50))/1e3, float64(r.late.ValueAtQuantile(99))/1e3
+	}
 	return m
 }

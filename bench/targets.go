@@ -87,7 +87,8 @@ func ServeTargets(protos []string, cores int) (*Targets, error) {
 			t.closers = append(t.closers, s)
 			t.Addrs[p] = l.Addr().String()
 		case ProtoUDP:
-			ep, err := udpEndpoint(afxdp.Options{Ticket: PacketTicket})
+			// A fan-in sweep's peers are sessions from one address.
+			ep, err := udpEndpoint(afxdp.Options{Ticket: PacketTicket, MaxPeerSessions: 4096})
 			if err != nil {
 				return fail(err)
 			}

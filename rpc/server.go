@@ -21,8 +21,9 @@ type Server struct {
 	// Logger receives connection-level errors; nil means slog.Default().
 	Logger *slog.Logger
 	// MaxConcurrentCalls bounds the calls of one connection running on
-	// goroutines of their own (not Inline); further calls fail at once
-	// with ResourceExhausted, as HTTP/2 refuses streams past its limit.
+	// goroutines of their own (not Inline), with those held back for
+	// SendBudget (Inline ones too); further calls fail at once with
+	// ResourceExhausted, as HTTP/2 refuses streams past its limit.
 	// Zero means DefaultMaxConcurrentCalls, as many as a Client sends.
 	MaxConcurrentCalls int
 	// RecvBudget bounds the request tensor bytes of one connection held
@@ -32,9 +33,12 @@ type Server struct {
 	// DefaultRecvBudget.
 	RecvBudget int64
 	// SendBudget bounds the answer bytes of one connection waiting to be
-	// sent: past it the server reads no more of the connection, so a peer
-	// that does not read its answers stops being served rather than
-	// growing the server's memory. Zero means DefaultSendBudget.
+	// sent, or reserved by handlers making them (Response.NewBuffer): at
+	// it the server reads no more of the connection and holds back the
+	// calls already read, and NewBuffer waits for room, so that a peer
+	// that does not read its answers holds at most SendBudget plus one
+	// answer, however many calls it starts, rather than growing the
+	// server's memory. Zero means DefaultSendBudget.
 	SendBudget int64
 	// Keepalive probes connections with calls in progress that have gone
 	// quiet; see Keepalive.

@@ -34,6 +34,16 @@ type serverConn struct {
 	room                   chan struct{} // wakes it
 	woken                  atomic.Bool   // a call went to a worker since woke; both paths of a two-path connection set it
 
+	// The answer budget (serverflow.go): calls held back while the
+	// connection's answers are at SendBudget, handlers waiting for room
+	// for their answers' buffers.
+	queued     atomic.Int32  // len(backlog)
+	starting   atomic.Int32  // calls taken from the backlog not yet answered
+	bigAnswer  atomic.Int64  // the largest answer seen on the connection
+	reserving  atomic.Int32  // handlers waiting in Response.NewBuffer
+	backlog    []job         // under mu
+	budgetFree chan struct{} // under mu; closed when answer bytes go, for reserving
+
 	mu       sync.Mutex
 	inflight map[uint64]*serverCall // calls on goroutines, for cancel frames
 }
@@ -64,6 +74,8 @@ func (sc *serverConn) serve() {
 		call.ctx.cancel(fmt.Errorf("rpc: connection lost: %w", err))
 	}
 	sc.mu.Unlock()
+	// The calls held back are answered now, each with its context's end.
+	sc.drain(true)
 }
 
 // Alloc implements wire.Receiver: request tensors land in pooled buffers.
@@ -102,13 +114,27 @@ func (sc *serverConn) dispatch(in *wire.Inbound) {
 	m := sc.s.method(in.Header.Method)
 	switch {
 	case m == nil:
-		call.finish(Errorf(wire.Unimplemented, "unknown method %#x", in.Header.Method))
+		call.refuse(Errorf(wire.Unimplemented, "unknown method %#x", in.Header.Method))
 	case in.Err != nil:
-		call.finish(Errorf(errCode(in.Err), "%s: %v", m.Name, in.Err))
+		call.refuse(Errorf(errCode(in.Err), "%s: %v", m.Name, in.Err))
+	case sc.answering.Load() >= sc.sendBudget || sc.queued.Load() > 0:
+		// The peer has not taken the answers it has: hold the call back
+		// (see holdBack) rather than have its handler make another.
+		switch {
+		case sc.running.Load() >= sc.maxCalls:
+			call.refuse(Errorf(wire.ResourceExhausted, "%s: %d calls in progress on this connection, the server's limit", m.Name, sc.maxCalls))
+		case sc.held.Load()-call.held > 0 && sc.held.Load() > sc.recvBudget:
+			// A transport that cannot stop reading (a packet reactor)
+			// delivers past RecvBudget, which a stream reader never does:
+			// the requests held back stay within it.
+			call.refuse(Errorf(wire.ResourceExhausted, "%s: the connection's requests in progress hold more than the server's %d bytes", m.Name, sc.recvBudget))
+		default:
+			sc.holdBack(call, m)
+		}
 	case m.opts.Inline && !m.opts.Deferrable:
 		call.run(m, false)
 	case sc.running.Load() >= sc.maxCalls:
-		call.finish(Errorf(wire.ResourceExhausted, "%s: %d calls in progress on this connection, the server's limit", m.Name, sc.maxCalls))
+		call.refuse(Errorf(wire.ResourceExhausted, "%s: %d calls in progress on this connection, the server's limit", m.Name, sc.maxCalls))
 	case m.opts.Deferrable && m.chain == nil:
 		sc.track(call)
 		call.runDeferrable(m)
@@ -149,8 +175,11 @@ type serverCall struct {
 	info ServerInfo // for interceptors
 
 	tracked   bool  // in sc.inflight
+	worker    bool  // the handler runs on a worker, where it may wait for answer budget
+	refused   bool  // answered without running its handler: its request goes before the answer
+	starting  bool  // taken from the backlog, counted in sc.starting
 	held      int64 // request bytes counted in sc.held
-	answering int64 // answer bytes counted in sc.answering
+	answering int64 // answer bytes counted in sc.answering (reserved by NewBuffer, then the answer's)
 
 	answerFn func(error) // call.finish, made on first Defer (the pool's New cannot name finish: an initialization cycle)
 }
@@ -210,6 +239,12 @@ func (call *serverCall) runDeferrable(m *method) {
 	}
 }
 
+// refuse answers call with err without running its handler.
+func (call *serverCall) refuse(err error) {
+	call.refused = true
+	call.finish(err)
+}
+
 // finish sends the response, or err in its place.
 func (call *serverCall) finish(err error) {
 	if err == nil {
@@ -239,9 +274,30 @@ func (call *serverCall) finish(err error) {
 	} else {
 		call.msg.Meta, call.msg.Tensors = call.resp.Meta, call.resp.Tensors
 	}
-	call.answering = answerBytes(&call.msg)
-	call.sc.answering.Add(call.answering)
-	if err := call.sc.conn.Send(&call.msg); err != nil {
+	sc := call.sc
+	if call.refused {
+		// Nothing of the request is in the answer; a peer that reads no
+		// answers would otherwise keep every refused request held.
+		call.refused = false
+		call.in.Release()
+		call.in = nil
+		sc.freed(call.held, 0)
+		call.held = 0
+	}
+	a := answerBytes(&call.msg)
+	if a > call.answering { // beyond what NewBuffer reserved
+		sc.answering.Add(a - call.answering)
+		call.answering = a
+	}
+	if a > sc.bigAnswer.Load() {
+		sc.bigAnswer.Store(a)
+	}
+	if call.starting {
+		call.starting = false
+		sc.starting.Add(-1)
+		sc.drain(false)
+	}
+	if err := sc.conn.Send(&call.msg); err != nil {
 		call.Sent(&call.msg, err)
 	}
 }
@@ -263,11 +319,13 @@ func (call *serverCall) checkResponse() error {
 func (call *serverCall) Sent(*wire.Message, error) {
 	reusable := call.ctx.finish()
 	call.resp.reset()
-	call.in.Release()
+	if call.in != nil {
+		call.in.Release()
+	}
 	sc := call.sc
 	s := sc.s
 	sc.freed(call.held, call.answering)
-	call.in, call.sc, call.msg, call.tracked = nil, nil, wire.Message{}, false
+	call.in, call.sc, call.msg, call.tracked, call.worker = nil, nil, wire.Message{}, false, false
 	call.resp.deferrable = false
 	call.held, call.answering = 0, 0
 	if reusable {

@@ -14,5 +14,5 @@ type job struct {
 }
 
 func newWorkers() parked.Pool[job] {
-	return parked.Pool[job]{Run: func(j job) { j.call.run(j.m, true) }, Max: maxIdleWorkers}
+	return parked.Pool[job]{Run: func(j job) { j.call.worker = true; j.call.run(j.m, true) }, Max: maxIdleWorkers}
 }

@@ -1,6 +1,7 @@
 // Package chart draws the charts of a bench.Report: throughput and
 // p50/p99 latency against size and against calls in flight, one line per
-// protocol, as PNG or SVG files. It lives apart from package bench so that
+// protocol, as PNG or SVG files; for a fan-in sweep (bench.Point.Peers),
+// p50/p99 latency and the server's memory per peer against peers. It lives apart from package bench so that
 // the starwire binary, which runs sweeps, links no plotting library;
 // bench/cmd/charts draws a results.json written by "starwire bench".
 package chart
@@ -70,6 +71,17 @@ func Write(r *bench.Report, dir string, exts ...string) ([]string, error) {
 			name += "-cores" + strconv.Itoa(g.cores)
 		}
 		sizes, concs := distinct(ms, func(m bench.Measurement) int { return m.Size }), distinct(ms, func(m bench.Measurement) int { return m.Concurrency })
+		if peers := distinct(ms, func(m bench.Measurement) int { return m.Peers }); len(peers) > 1 || peers[0] > 0 {
+			// A fan-in sweep: its callers follow its peers.
+			size := sizes[0]
+			at := filter(ms, func(m bench.Measurement) bool { return m.Size == size })
+			ps, err := peersCharts(dir, name+"-by-peers", fmt.Sprintf("%s, %s", g.w, bench.FormatSize(size)), at, exts)
+			if err != nil {
+				return paths, err
+			}
+			paths = append(paths, ps...)
+			continue
+		}
 		if len(sizes) > 1 {
 			conc := pick(concs, 32)
 			at := filter(ms, func(m bench.Measurement) bool { return m.Concurrency == conc })
@@ -149,6 +161,57 @@ func chartPair(dir, name, subtitle, xlabel string, ms []bench.Measurement, x fun
 }
 
 const sizeLabel = "size"
+
+// peersCharts draws a fan-in sweep's latency (p50, p99) and the server's
+// memory per peer against peers.
+func peersCharts(dir, name, subtitle string, ms []bench.Measurement, exts []string) ([]string, error) {
+	x := func(m bench.Measurement) float64 { return float64(m.Peers) }
+	lp := newChart(subtitle+": latency (solid p50, dashed p99)", "peers", "µs")
+	mp := newChart(subtitle+": server memory per peer", "peers", "KiB")
+	var xs []float64
+	for _, m := range ms {
+		if v := x(m); !slices.Contains(xs, v) {
+			xs = append(xs, v)
+		}
+	}
+	label := func(v float64) string { return strconv.Itoa(int(v)) }
+	lp.X.Tick.Marker, mp.X.Tick.Marker = valueTicks{xs, label}, valueTicks{xs, label}
+	lp.Y.Scale, mp.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	lp.Y.Tick.Marker, mp.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	for _, proto := range protocolsOf(ms) {
+		pts := filter(ms, func(m bench.Measurement) bool { return m.Protocol == proto })
+		slices.SortFunc(pts, func(a, b bench.Measurement) int { return a.Peers - b.Peers })
+		if err := addLine(lp, proto, pts, x, func(m bench.Measurement) float64 { return m.P50 }, false, true); err != nil {
+			return nil, err
+		}
+		if err := addLine(lp, proto, pts, x, func(m bench.Measurement) float64 { return m.P99 }, true, false); err != nil {
+			return nil, err
+		}
+		if err := addLine(mp, proto, pts, x, func(m bench.Measurement) float64 { return m.RSSPerPeer / 1024 }, false, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range []*plot.Plot{lp, mp} {
+		p.Y.Max *= 4
+		if p.Y.Min > 0 {
+			p.Y.Min = math.Pow(10, math.Floor(math.Log10(p.Y.Min)))
+		}
+	}
+	var paths []string
+	for _, ext := range exts {
+		for _, c := range []struct {
+			p    *plot.Plot
+			file string
+		}{{lp, name + "-latency." + ext}, {mp, name + "-memory." + ext}} {
+			path := filepath.Join(dir, c.file)
+			if err := c.p.Save(16*vg.Centimeter, 10*vg.Centimeter, path); err != nil {
+				return paths, fmt.Errorf("chart %s: %w", path, err)
+			}
+			paths = append(paths, path)
+		}
+	}
+	return paths, nil
+}
 
 // valueTicks mark the values measured, labelled by label.
 type valueTicks struct {

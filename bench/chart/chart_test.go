@@ -55,3 +55,22 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestWritePeers: a fan-in sweep gets a latency and a memory-per-peer
+// chart against peers for each workload, and no chart over its callers.
+func TestWritePeers(t *testing.T) {
+	var ms []bench.Measurement
+	for _, proto := range []string{bench.ProtoGRPC, bench.ProtoTCP} {
+		for _, peers := range []int{1, 10, 100} {
+			ms = append(ms, bench.Measurement{Point: bench.Point{Protocol: proto, Workload: bench.WorkEcho, Size: 64, Concurrency: max(peers, 16), Peers: peers},
+				Calls: 100, CallsPerSec: 1000, P50: 20, P99: 80, RSSPerPeer: 1 << 20 / float64(peers)})
+		}
+	}
+	paths, err := Write(&bench.Report{Date: "2026-01-01", Measurements: ms}, t.TempDir(), "png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 2 || !strings.HasSuffix(paths[0], "echo-by-peers-latency.png") || !strings.HasSuffix(paths[1], "echo-by-peers-memory.png") {
+		t.Errorf("charts: %v", paths)
+	}
+}

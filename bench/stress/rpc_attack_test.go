@@ -45,10 +45,10 @@ func probeWorkload() stress.Workload {
 // peer that never reads, making their 128 MiB of answers, can hold the
 // server's processors for longer than a probe call's deadline.
 //
-// The server runs with its defaults, but for the peer that never reads:
-// each of its calls makes a handler allocate a 16 MiB answer, which no
-// transport can hold back once the handler has run, so what bounds that
-// memory is MaxConcurrentCalls, set to 8 there.
+// The server runs with its defaults. Each call of the peer that never
+// reads asks for a 16 MiB answer; its handler makes it in
+// Response.NewBuffer, which the connection's SendBudget bounds (see
+// TestStressNoReadHoldsSendBudget for the bound itself).
 func TestStressAttacks(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	attacks := []struct {
@@ -58,7 +58,7 @@ func TestStressAttacks(t *testing.T) {
 		{Attack: stress.Claim("4 GiB payload claimed", stress.ClaimPayload(stress.MethodEcho.ID, 4<<30), 1<<20)},
 		{Attack: stress.Claim("1 GiB payload claimed", stress.ClaimPayload(stress.MethodEcho.ID, 1<<30), 1<<20)},
 		{Attack: stress.Claim("64 MiB metadata claimed", stress.ClaimMeta(stress.MethodEcho.ID, 64<<20), 1<<20)},
-		{Attack: stress.NoRead(24, 16<<20), maxCalls: 8},
+		{Attack: stress.NoRead(24, 16<<20)},
 		{Attack: stress.HalfFrames(seed)},
 		{Attack: stress.Random(seed)},
 	}
@@ -83,6 +83,38 @@ func TestStressAttacks(t *testing.T) {
 			checkAttack(t, &r)
 		})
 	}
+}
+
+// TestStressNoReadHoldsSendBudget: a peer starts 100 calls for 16 MiB
+// answers at once, before any answer exists, and reads none of them. The
+// server, a process of its own with its defaults, grows by at most
+// SendBudget plus one answer, and 32 MiB for the rest of what it does
+// meanwhile (the handlers waiting for budget, the probe's calls, the
+// runtime's slack); a well-behaved client beside the peer keeps its p99
+// under probeP99 plus what the machine added by running either process
+// late.
+func TestStressNoReadHoldsSendBudget(t *testing.T) {
+	const calls, answer = 100, 16 << 20
+	limit := int64(rpc.DefaultSendBudget + answer + 32<<20)
+	p := startStressServer(t)
+	c := rpc.NewClient(p.Addr, rpc.ClientOptions{})
+	defer c.Close()
+	warm := probeWorkload()
+	warm.Duration = 200 * time.Millisecond
+	if r := warm.Run(context.Background(), c); r.OK == 0 || r.OK != r.Calls {
+		t.Fatalf("warm-up calls failed: %s", r)
+	}
+	r := stress.RunAttack(p, stress.NoRead(calls, answer), attackWindow, c, probeWorkload(), memoryGuard)
+	stress.FormatAttacks(os.Stderr, r)
+	if !r.Aborted && r.Err == nil && r.Growth() > limit {
+		t.Errorf("server RSS grew by %s (from %s to a peak of %s), over SendBudget + one answer + 32 MiB = %s",
+			stress.MiB(r.Growth()), stress.MiB(r.Before.RSS), stress.MiB(r.Peak), stress.MiB(limit))
+	}
+	if !r.Aborted && r.Err == nil && r.HeapGrowth() > limit {
+		t.Errorf("server heap grew by %s (from %s to a peak of %s), over %s",
+			stress.MiB(r.HeapGrowth()), stress.MiB(r.HeapBefore), stress.MiB(r.HeapPeak), stress.MiB(limit))
+	}
+	checkAttack(t, &r)
 }
 
 func checkAttack(t *testing.T, r *stress.AttackResult) {

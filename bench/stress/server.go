@@ -21,7 +21,8 @@ var (
 	MethodEchoInline = rpc.NewMethod("stress.EchoInline")
 	// MethodGen answers with one DT_UINT8 tensor of Args.N bytes holding
 	// the pattern of Args.Seed, in a buffer made for the call, as a handler
-	// that computes its answer does.
+	// that computes its answer does: made with Response.NewBuffer, which
+	// counts it against the connection's SendBudget before it is filled.
 	MethodGen = rpc.NewMethod("stress.Gen")
 	// MethodSleep holds the call for Args.N nanoseconds, or until the
 	// caller gives up, then answers with the request's metadata.
@@ -84,12 +85,15 @@ func echo(_ context.Context, req *wire.Inbound, resp *rpc.Response) error {
 	return nil
 }
 
-func gen(_ context.Context, req *wire.Inbound, resp *rpc.Response) error {
+func gen(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {
 	a, err := ParseArgs(req.Meta)
 	if err != nil || a.N > MaxGen {
 		return rpc.Errorf(wire.InvalidArgument, "stress: gen of %x", req.Meta)
 	}
-	buf := wire.NewBuffer(int(a.N))
+	buf, err := resp.NewBuffer(ctx, int(a.N))
+	if err != nil {
+		return err
+	}
 	Fill(buf.Bytes(), a.Seed)
 	resp.Meta = append(resp.Meta, req.Meta...)
 	resp.Tensors = append(resp.Tensors, wire.Tensor{DType: wire.DTUint8, Shape: []int64{int64(a.N)}, Data: buf.Bytes(), Buf: buf})

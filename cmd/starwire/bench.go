@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -22,6 +23,8 @@ import (
 // benchFlags are the flags of "starwire bench".
 type benchFlags struct {
 	protocols, workloads, sizes, concurrency, cores, loop, out string
+	peers, peersClient                                         string
+	clientProcs                                                int
 	rate                                                       float64
 	duration, warmup                                           time.Duration
 	inProcess, smoke, serve                                    bool
@@ -47,10 +50,16 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&f.out, "out", "bench-results", "directory for results.json")
 	fs.BoolVar(&f.smoke, "smoke", false, "a tiny sweep that checks every path works (CI), not a measurement")
 	fs.BoolVar(&f.serve, "serve", false, "serve --protocols for a sweep in another process until standard input closes (what bench starts)")
+	fs.StringVar(&f.peers, "peers", "", "a fan-in sweep: client connections to spread each point's calls over, such as 1,10,100,1000 (needs --loop open and --rate, the rate in all; --concurrency is then the callers in all, at least one a peer); the table adds the server's resident memory, in all and per peer")
+	fs.IntVar(&f.clientProcs, "client_procs", bench.DefaultClientProcs, "with --peers: client processes the peers are spread over, at most")
+	fs.StringVar(&f.peersClient, "peers_client", "", "run one client process's share of a fan-in point (a JSON bench.PeersSpec) and print what it measured (what bench starts)")
 	fs.StringVar(&f.xdpIface, "afxdp_iface", "", "with --serve: serve starwire over AF_XDP on this interface instead")
 	fs.IntVar(&f.xdpPort, "afxdp_port", 7800, "with --afxdp_iface: the UDP port")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
+	}
+	if f.peersClient != "" {
+		return benchPeersClient(ctx, f.peersClient, stdout)
 	}
 	protos := splitList(f.protocols)
 	if f.serve {
@@ -77,6 +86,9 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			return cmd
 		})
+		if len(cfg.Peers) > 0 {
+			cfg.Clients = peersClients(exe)
+		}
 	}
 	bar := newBenchProgress(stdout)
 	cfg.Progress = bar.show
@@ -122,6 +134,15 @@ func (f *benchFlags) config(protos []string) (bench.SweepConfig, error) {
 		if cfg.Cores, err = intList("cores", f.cores, 1, 1024); err != nil {
 			return cfg, err
 		}
+	}
+	if f.peers != "" {
+		if cfg.Peers, err = intList("peers", f.peers, 1, 10000); err != nil {
+			return cfg, err
+		}
+		if f.loop != bench.LoopOpen {
+			return cfg, flags.Usagef("bench: --peers needs --loop open and a --rate")
+		}
+		cfg.ClientProcs = f.clientProcs
 	}
 	if f.smoke {
 		cfg.Sizes = map[bench.Workload][]int{bench.WorkEcho: {64, 4 << 10}, bench.WorkRecvTensor: {4 << 10, 256 << 10},
@@ -240,4 +261,37 @@ func containsWorkload(ws []bench.Workload, w bench.Workload) bool {
 		}
 	}
 	return false
+}
+
+// peersClients runs each client process's share of a fan-in point as
+// "exe bench --peers_client SPEC", which prints what it measured.
+func peersClients(exe string) bench.ClientRunner {
+	return func(ctx context.Context, spec bench.PeersSpec) bench.PeersResult {
+		js, err := json.Marshal(spec)
+		if err != nil {
+			return bench.PeersResult{Err: err.Error()}
+		}
+		cmd := exec.CommandContext(ctx, exe, "bench", "--peers_client", string(js))
+		cmd.Env = os.Environ()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return bench.PeersResult{Err: fmt.Sprintf("client process: %v: %s", err, strings.TrimSpace(stderr.String()))}
+		}
+		var r bench.PeersResult
+		if err := json.Unmarshal(out, &r); err != nil {
+			return bench.PeersResult{Err: fmt.Sprintf("client process: %v", err)}
+		}
+		return r
+	}
+}
+
+// benchPeersClient is a client process of a fan-in point.
+func benchPeersClient(ctx context.Context, specJSON string, stdout io.Writer) error {
+	var spec bench.PeersSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		return flags.Usagef("bench: --peers_client: %v", err)
+	}
+	return json.NewEncoder(stdout).Encode(bench.RunPeers(ctx, spec))
 }

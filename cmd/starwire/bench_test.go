@@ -51,3 +51,39 @@ func TestBenchSmoke(t *testing.T) {
 		t.Errorf("open loop without a rate: exit %d, %s", code, stderr)
 	}
 }
+
+// TestBenchPeers runs a tiny fan-in sweep as users run it: the server and
+// the peers' client processes apart, the server's memory read from /proc.
+func TestBenchPeers(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runBinary(t, nil, "bench", "--peers", "1,5", "--client_procs", "2", "--loop", "open", "--rate", "1000",
+		"--workloads", "echo", "--sizes", "64", "--protocols", "starwire-tcp", "--concurrency", "2",
+		"--duration", "100ms", "--warmup", "10ms", "--out", out)
+	if code != 0 {
+		t.Fatalf("bench: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	if !strings.Contains(stdout, "KiB/peer") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	f, err := os.Open(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := bench.ReadReport(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Measurements) != 2 {
+		t.Fatalf("%d measurements, want 2", len(r.Measurements))
+	}
+	for _, m := range r.Measurements {
+		if m.Err != "" || m.Calls == 0 || m.ServerRSS <= 0 || m.Peers == 0 {
+			t.Errorf("%+v: %d calls, server RSS %d, %s", m.Point, m.Calls, m.ServerRSS, m.Err)
+		}
+	}
+	code, _, stderr = runBinary(t, nil, "bench", "--peers", "10", "--rate", "100")
+	if code != 2 || !strings.Contains(stderr, "--loop open") {
+		t.Errorf("peers in a closed loop: exit %d, %s", code, stderr)
+	}
+}

@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A tiny fan-in sweep in this process: each point spreads its calls over
+// its peers, in several client shares, and reads the server's memory (this
+// process's, here); the table shows peers and memory.
+func TestPeersSweep(t *testing.T) {
+	cfg := SweepConfig{
+		Protocols:   []string{ProtoGRPC, ProtoTCP, ProtoUDP, ProtoAFXDP},
+		Workloads:   []Workload{WorkEcho, WorkPSMix},
+		Sizes:       map[Workload][]int{WorkEcho: {64}, WorkPSMix: {4096}},
+		Concurrency: []int{4},
+		Peers:       []int{1, 6},
+		ClientProcs: 4,
+		Loop:        LoopOpen,
+		Rate:        2000,
+		Duration:    50 * time.Millisecond,
+		Warmup:      5 * time.Millisecond,
+	}
+	ms, err := RunSweep(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 * 4 * 2; len(ms) != want {
+		t.Fatalf("%d measurements, want %d", len(ms), want)
+	}
+	for _, m := range ms {
+		switch {
+		case m.Protocol == ProtoAFXDP:
+			if !strings.Contains(m.Err, ErrUnavailable.Error()) {
+				t.Errorf("%+v: %q, want unavailable", m.Point, m.Err)
+			}
+		case m.Err != "":
+			t.Errorf("%+v: %s", m.Point, m.Err)
+		case m.Calls == 0 || m.P50 <= 0 || m.P99 < m.P50 || m.ServerRSS <= 0 || m.ServerRSSBase <= 0:
+			t.Errorf("%+v: implausible %+v", m.Point, m)
+		case m.Concurrency < m.Peers:
+			t.Errorf("%+v: fewer callers than peers", m.Point)
+		}
+	}
+	var table bytes.Buffer
+	if err := (&Report{Measurements: ms}).WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "KiB/peer") || !strings.Contains(table.String(), "peers") {
+		t.Errorf("table:\n%s", table.String())
+	}
+}
+
+// shares spreads a point's peers and rate over the client processes, and
+// gives every peer at least one caller.
+func TestPeersShares(t *testing.T) {
+	p := Point{Peers: 10, Concurrency: 16, Rate: 1000}
+	specs := shares(p, SweepConfig{ClientProcs: 4}, "addr")
+	if len(specs) != 4 {
+		t.Fatalf("%d shares, want 4", len(specs))
+	}
+	var peers int
+	var rate float64
+	for _, s := range specs {
+		peers += s.Peers
+		rate += s.Rate
+		if s.Callers != 2 {
+			t.Errorf("%d callers a peer, want 2", s.Callers)
+		}
+	}
+	if peers != 10 || rate < 999.9 || rate > 1000.1 {
+		t.Errorf("shares hold %d peers at %.1f calls/s, want 10 at 1000", peers, rate)
+	}
+	if specs := shares(Point{Peers: 2, Concurrency: 1, Rate: 10}, SweepConfig{}, "addr"); len(specs) != 2 {
+		t.Errorf("%d shares for 2 peers, want 2", len(specs))
+	}
+}
+
+// processCPU reads this process's CPU time, which only grows.
+func TestProcessCPU(t *testing.T) {
+	a, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := processCPU(os.Getpid())
+	if err != nil || b < a {
+		t.Fatalf("CPU time %v then %v, %v", a, b, err)
+	}
+}
