@@ -97,7 +97,7 @@ func TestStressNoReadHoldsSendBudget(t *testing.T) {
 	const calls, answer = 100, 16 << 20
 	limit := int64(rpc.DefaultSendBudget + answer + 32<<20)
 	p := startStressServer(t)
-	c := rpc.NewClient(p.Addr, rpc.ClientOptions{})
+	c := rpc.NewClient(p.Addr, rpc.ClientOptions{Transport: &tcp.Transport{}})
 	defer c.Close()
 	warm := probeWorkload()
 	warm.Duration = 200 * time.Millisecond
