@@ -12,6 +12,7 @@ import (
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/bufpool"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -48,22 +49,18 @@ func (p *rawPeer) send(t *testing.T, h protocol.PacketHeader, data []byte) {
 // await receives until a packet for session id satisfies ok.
 func (p *rawPeer) await(t *testing.T, id uint64, what string, ok func(protocol.PacketHeader) bool) {
 	t.Helper()
-	deadline := time.Now().Add(settle)
-	for time.Now().Before(deadline) {
+	testwait.Eventually(t, settle, func() bool {
 		n, err := p.l.Receive(p.rx[:])
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range p.rx[:n] {
 			if h, _, err := protocol.DecodeHeader(d.Data); err == nil && h.Session == id && ok(h) {
-				return
+				return true
 			}
 		}
-		if n == 0 {
-			p.l.Wait(10 * time.Millisecond)
-		}
-	}
-	t.Fatalf("session %d: no %s within %v", id, what, settle)
+		return false
+	}, "session %d: a %s", id, what)
 }
 
 // open completes the handshake of session id, under testTicket.
@@ -137,7 +134,7 @@ func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 		p.open(t, id)
 		p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Session: id, Window: 64}, head(t, 3*mib))
 	}
-	st := waitStats(t, srv, settle, "frame heads taken", func(s afxdp.Stats) bool { return s.Deferred >= 4 })
+	st := testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.Deferred >= 4 }, "frame heads taken")
 	if st.Buffered > uint64(opts.EndpointMemory) || st.Buffered < 6*mib {
 		t.Fatalf("%d bytes held for 6 heads of 3 MiB, endpoint bound %d", st.Buffered, opts.EndpointMemory)
 	}
@@ -151,13 +148,13 @@ func TestFrameHeadsCannotTakeMemory(t *testing.T) {
 		p.open(t, id)
 		want := srv.Stats().Received + 1
 		p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Session: id, Window: 64}, head(t, size))
-		waitStats(t, srv, settle, "the head received", func(s afxdp.Stats) bool { return s.Received >= want })
+		testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.Received >= want }, "the head received")
 	}
 	if st2 := srv.Stats(); st2.Buffered != st.Buffered || bufpool.Live()-live > 2 {
 		t.Fatalf("heads beyond SessionMemory took memory: %d bytes held, was %d; %d pooled buffers", st2.Buffered, st.Buffered, bufpool.Live()-live)
 	}
 
-	st = waitStats(t, srv, settle, "stalled frames dropped", func(s afxdp.Stats) bool { return s.Sessions == 0 })
+	st = testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.Sessions == 0 }, "stalled frames dropped")
 	if st.Buffered != 0 {
 		t.Fatalf("%d bytes still held with no session", st.Buffered)
 	}
