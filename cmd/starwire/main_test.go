@@ -21,30 +21,70 @@ import (
 	"time"
 )
 
-// binaryDir is where binary built the command, "" until it has: TestMain
-// removes it, and must not build the command to find out where (a child
-// process running one test, or a -run without such tests, would build it
+// binaryDir is where binary put the command, "" until it has: TestMain
+// removes it, and must not make the command to find out where (a child
+// process running one test, or a -run without such tests, would make it
 // just to remove it).
 var binaryDir string
 
-// binary builds the command once into a temporary directory, for the tests
-// that run it as separate processes.
+// commandName is the name binary gives the command: a process whose
+// executable has it is the command, not the tests (see TestMain).
+const commandName = "starwire"
+
+// binary makes the command once, for the tests that run it as separate
+// processes: this test binary, linked (or copied) into a temporary
+// directory as "starwire", which TestMain runs as the command's main. It
+// is the command, built from the same sources, with no "go build" of its
+// own (seconds of a test run, and a second build of everything beside
+// the race pass). Processes the command starts from os.Executable (a
+// cluster's tasks, bench's servers) are the command too.
 var binary = sync.OnceValues(func() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
 	dir, err := os.MkdirTemp("", "starwire-bin-")
 	if err != nil {
 		return "", err
 	}
 	binaryDir = dir
-	path := filepath.Join(dir, "starwire")
-	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	path := filepath.Join(dir, commandName)
+	if err := os.Link(self, path); err != nil {
+		if err := copyFile(self, path); err != nil {
+			return "", fmt.Errorf("copy the test binary as the command: %w", err)
+		}
 	}
-	// Readable by all, for the tests that run it as an unprivileged user.
+	// Readable and runnable by all, for the tests that run it as an
+	// unprivileged user.
+	if err := os.Chmod(path, 0o755); err != nil {
+		return "", err
+	}
 	return path, os.Chmod(dir, 0o755)
 })
 
+// copyFile copies the file at from to a new file at to.
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}
+
 func TestMain(m *testing.M) {
+	// Run as "starwire" (binary), this test binary is the command.
+	if filepath.Base(os.Args[0]) == commandName {
+		main()
+	}
 	// Every serve the tests start, in this process or another, holds the
 	// same packet ticket, as a cluster's tasks do from its secret.
 	dir, err := os.MkdirTemp("", "starwire-ticket")
