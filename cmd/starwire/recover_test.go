@@ -100,11 +100,22 @@ func (p *process) waitStep(t *testing.T, n int, timeout time.Duration) {
 // TestTrainPSRestarted kills a parameter server of a running train with
 // checkpoints and starts it again once train says it waits for it, at
 // new addresses (a registry) and at the same ones: train restores every
-// ps from the newest checkpoint, goes on, exits 0, and its held-out loss
-// is within 0.01 of an unbroken run of the same steps.
+// ps from a checkpoint (it undoes fewer global steps than were made
+// before the kill: a ps back with its initial values undoes them all),
+// goes on, exits 0, and its held-out loss is no worse than an unbroken
+// run's of the same steps by more than 5% of what that run learnt (its
+// drop from the initial loss, 0.31: a bound of about 0.016).
+//
+// The bounds are one-sided and relative, not a fixed 0.01 either way:
+// two asynchronous workers interleave differently on every run, more so
+// beside other tests, so that unbroken runs of the same steps ended
+// 0.004 apart and a broken one 0.007 worse than its unbroken run; and
+// a save takes long beside other tests, the workers training on, so that
+// the newest checkpoint was up to 961 global steps old at a kill at
+// about 1,500, not the interval's 250.
 func TestTrainPSRestarted(t *testing.T) {
-	const steps = 2000
-	want := math.NaN()
+	const steps, every = 2000, 250
+	want, initial := math.NaN(), math.NaN()
 	for _, tc := range []struct {
 		name  string
 		fixed bool
@@ -117,14 +128,15 @@ func TestTrainPSRestarted(t *testing.T) {
 				if code, _ := unbroken.exited(t, 60*time.Second); code != 0 {
 					t.Fatalf("unbroken run: exit %d:\n%s", code, unbroken.stderr.String())
 				}
-				_, want = heldOutLoss(t, unbroken.out.String())
+				initial, want = heldOutLoss(t, unbroken.out.String())
 			}
 			p := c.train(t, steps, "--checkpoint_dir", filepath.Join(ckpt, "broken"),
-				"--save_checkpoint_steps", "250", "--save_checkpoint_secs", "0", "--task_timeout", "2s")
+				"--save_checkpoint_steps", strconv.Itoa(every), "--save_checkpoint_secs", "0", "--task_timeout", "2s")
 			p.waitStep(t, 1500, 60*time.Second)
 			c.kill(t, "ps:0")
 			killed := time.Now()
-			p.waitLine(t, regexp.MustCompile(`^step \d+/\d+ \(.*\)  waiting for /job:ps/replica:0/task:0, \d+\.\d s$`), 20*time.Second)
+			waiting := regexp.MustCompile(`^step (\d+)/\d+ \(.*\)  waiting for /job:ps/replica:0/task:0, \d+\.\d s$`)
+			killedAt := atoi(waiting.FindStringSubmatch(p.waitLine(t, waiting, 20*time.Second))[1])
 			c.start(t, "ps:0")
 			restarted := time.Now()
 			p.waitLine(t, regexp.MustCompile(`^recovery: restored every ps from model\.ckpt-\d+ `), 30*time.Second)
@@ -136,11 +148,14 @@ func TestTrainPSRestarted(t *testing.T) {
 			m := regexp.MustCompile(`(?m)^  global steps undone by recovery: (\d+)$`).FindStringSubmatch(out)
 			if m == nil {
 				t.Errorf("the summary does not count the steps the restore undid:\n%s", out)
+			} else if undone := atoi(m[1]); undone >= killedAt {
+				t.Errorf("the restore undid %d global steps of the %d made before the kill: not from a checkpoint\n%s", undone, killedAt, out)
 			}
 			_, got := heldOutLoss(t, out)
-			t.Logf("held-out loss %.4f, unbroken %.4f; undone %v", got, want, m)
-			if math.Abs(got-want) > 0.01 {
-				t.Errorf("held-out loss %.4f, unbroken run's %.4f: want within 0.01\n%s", got, want, out)
+			bound := want + 0.05*(initial-want)
+			t.Logf("held-out loss %.4f, unbroken %.4f (from %.4f), bound %.4f; undone %v", got, want, initial, bound, m)
+			if got > bound {
+				t.Errorf("held-out loss %.4f, unbroken run's %.4f from %.4f: want at most %.4f (5%% of the drop worse)\n%s", got, want, initial, bound, out)
 			}
 		})
 	}
