@@ -53,6 +53,7 @@ var progressRE = regexp.MustCompile(`^step [1-9]\d*/\d+ `)
 // within 10s of the kill; with recover (the default) a lost worker loses only its
 // steps in flight and the run ends as an unbroken one does.
 func TestTrainTaskKilled(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	train := func(dir string, steps int, extra ...string) *process {
 		return startBinary(t, nil, append([]string{"train", "--registry_dir", dir, "--steps", strconv.Itoa(steps),
 			"--vocab", "2000", "--held_out", "1024", "--seed", "5", "--progress", "100ms", "--connect_timeout", "20s"}, extra...)...)

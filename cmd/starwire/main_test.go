@@ -189,6 +189,7 @@ func TestTrainOverUDP(t *testing.T) {
 // work; and stopping them empties the registry, so that a later launch in
 // the directory does not find their dead addresses.
 func TestTrainAcrossProcesses(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	for _, p := range []string{"grpc+seastar", "grpc"} {
 		t.Run(p, func(t *testing.T) {
 			dir := t.TempDir()
@@ -308,6 +309,7 @@ func freePort(t *testing.T) string {
 // TestErrors runs the built binary with bad input and checks for one line
 // on stderr saying what is wrong, and a non-zero exit.
 func TestErrors(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	bin := buildBinary(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -421,6 +423,7 @@ func nonEmptyLines(s string) []string {
 // process gets TF_CONFIG with the cluster and its own task, and the
 // grpc+seastar endpoint map comes from TF_SEASTAR_ENDPOINT_MAP_PATH.
 func TestTFConfig(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	bin := buildBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

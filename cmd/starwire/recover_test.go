@@ -114,6 +114,7 @@ func (p *process) waitStep(t *testing.T, n int, timeout time.Duration) {
 // the newest checkpoint was up to 961 global steps old at a kill at
 // about 1,500, not the interval's 250.
 func TestTrainPSRestarted(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	const steps, every = 2000, 250
 	want, initial := math.NaN(), math.NaN()
 	for _, tc := range []struct {
@@ -164,6 +165,7 @@ func TestTrainPSRestarted(t *testing.T) {
 // TestTrainWorkerRestarted: a worker killed and started again rejoins
 // (its sessions and graphs made again) and the run exits 0.
 func TestTrainWorkerRestarted(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	c := startRestartCluster(t, t.TempDir(), false)
 	p := c.train(t, 3000)
 	p.waitStep(t, 1000, 60*time.Second)
@@ -179,6 +181,7 @@ func TestTrainWorkerRestarted(t *testing.T) {
 // TestTrainPSNeverBack: a ps that does not come back fails the run after
 // --recovery_timeout, naming the task and the address tried.
 func TestTrainPSNeverBack(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	c := startRestartCluster(t, t.TempDir(), true)
 	p := c.train(t, 1_000_000, "--recovery_timeout", "1s", "--task_timeout", "2s")
 	p.waitStep(t, 1, 60*time.Second)
