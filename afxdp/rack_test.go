@@ -86,9 +86,11 @@ func TestLosslessLinkResendsNothing(t *testing.T) {
 }
 
 // TestLossResendsWhatWasLost: with 5% of the packets lost each way, every
-// lost data packet is resent once, and nothing else: on fake time, where
-// no packet or acknowledgement is late, a resend of a packet the peer
-// has is a bug. (Taking the packet number as RACK's tie-break between
+// lost data packet is resent once, and nothing else but the timers'
+// probes: on fake time, where no packet or acknowledgement is late, loss
+// detection resending a packet the peer has is a bug. A probe may: the
+// last packet's acknowledgement lost, the probe resends a packet the peer
+// holds (and reports received twice). (Taking the packet number as RACK's tie-break between
 // packets sent in the same clock tick found resent packets lost again as
 // soon as they went: 1,890 resent for 684 lost, 171 reported spurious.)
 func TestLossResendsWhatWasLost(t *testing.T) {
@@ -100,8 +102,8 @@ func TestLossResendsWhatWasLost(t *testing.T) {
 		t.Logf("sent %d, lost %d, resent %d (probes %d, spurious %d)", st.Sent, lost, st.Resent, st.Probes, st.Spurious)
 		// lost counts this end's packets: data, and a few ACKs and the
 		// OPEN, which are not resent as such.
-		if st.Spurious != 0 || st.Resent > lost || st.Resent+10 < lost {
-			t.Fatalf("%d packets lost, %d resent, %d of them reported received twice", lost, st.Resent, st.Spurious)
+		if st.Spurious > st.Probes || st.Resent > lost+st.Probes || st.Resent+10 < lost {
+			t.Fatalf("%d packets lost, %d resent (%d probes), %d of them reported received twice", lost, st.Resent, st.Probes, st.Spurious)
 		}
 	})
 }
