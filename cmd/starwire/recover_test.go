@@ -116,21 +116,19 @@ func (p *process) waitStep(t *testing.T, n int, timeout time.Duration) {
 func TestTrainPSRestarted(t *testing.T) {
 	t.Parallel() // runs separate processes, which wait more than they compute
 	const steps, every = 2000, 250
-	want, initial := math.NaN(), math.NaN()
 	for _, tc := range []struct {
 		name  string
 		fixed bool
 	}{{"new address", false}, {"same address", true}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a cluster of its own, and its own unbroken run beside it
 			ckpt := t.TempDir()
 			c := startRestartCluster(t, ckpt, tc.fixed)
-			if math.IsNaN(want) {
-				unbroken := c.train(t, steps, "--checkpoint_dir", filepath.Join(ckpt, "unbroken"))
-				if code, _ := unbroken.exited(t, 60*time.Second); code != 0 {
-					t.Fatalf("unbroken run: exit %d:\n%s", code, unbroken.stderr.String())
-				}
-				initial, want = heldOutLoss(t, unbroken.out.String())
+			unbroken := c.train(t, steps, "--checkpoint_dir", filepath.Join(ckpt, "unbroken"))
+			if code, _ := unbroken.exited(t, 60*time.Second); code != 0 {
+				t.Fatalf("unbroken run: exit %d:\n%s", code, unbroken.stderr.String())
 			}
+			initial, want := heldOutLoss(t, unbroken.out.String())
 			p := c.train(t, steps, "--checkpoint_dir", filepath.Join(ckpt, "broken"),
 				"--save_checkpoint_steps", strconv.Itoa(every), "--save_checkpoint_secs", "0", "--task_timeout", "2s")
 			p.waitStep(t, 1500, 60*time.Second)
