@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
@@ -290,4 +291,37 @@ func TestFrameTooLargeFailsItsCallOnly(t *testing.T) {
 	if n := bufpool.Live() - live; n != 0 {
 		t.Fatalf("%d pooled buffers held", n)
 	}
+}
+
+// TestHalfOpenExpiresOnTime: OPENs whose handshakes are never completed
+// hold their half-open sessions until HandshakeTimeout has passed, and
+// not after: on fake time, where the reactor is never late, the expiry
+// is exact (the flood tests, over kernel sockets, can only wait for it).
+func TestHalfOpenExpiresOnTime(t *testing.T) {
+	fakeTime(t, func(t *testing.T) {
+		const timeout = 300 * time.Millisecond
+		la, lb := link.MemPair(memA, memB, link.MemOptions{})
+		srv := afxdp.NewEndpoint(la, fakeOptions(afxdp.Options{HandshakeTimeout: timeout}))
+		acceptAll(t, srv)
+		p := &rawPeer{l: lb, to: memA}
+		start := time.Now()
+		for id := uint64(1); id <= 3; id++ {
+			h, auth := p.authOpen(id, 1472)
+			p.send(t, h, auth)
+		}
+		synctest.Wait() // the OPENs handled, their answers sent
+		if st := srv.Stats(); st.HalfOpen != 3 || st.Sessions != 0 {
+			t.Fatalf("after 3 OPENs: %+v, want 3 half-open and no session", st)
+		}
+		time.Sleep(timeout - time.Millisecond - time.Since(start)) // synctest's clock: to just before the timeout
+		synctest.Wait()
+		if st := srv.Stats(); st.HalfOpen != 3 || st.Expired != 0 {
+			t.Fatalf("a millisecond before HandshakeTimeout: %+v, want 3 half-open, none expired", st)
+		}
+		time.Sleep(2 * time.Millisecond) // synctest's clock: past the timeout
+		synctest.Wait()
+		if st := srv.Stats(); st.HalfOpen != 0 || st.Expired != 3 || st.Sessions != 0 {
+			t.Fatalf("a millisecond after HandshakeTimeout: %+v, want none half-open, 3 expired", st)
+		}
+	})
 }
