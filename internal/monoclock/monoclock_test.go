@@ -74,4 +74,10 @@ func TestInBubble(t *testing.T) {
 			t.Fatalf("a deadline a second on reads %v on", time.Duration(got))
 		}
 	})
+	// Out of the bubble again, Time tells the process's readings from it.
+	before := time.Now()
+	at := Time(Nanos())
+	if after := time.Now(); at.Before(before) || at.After(after) {
+		t.Fatalf("after a bubble, Time(Nanos()) %v outside the time.Now readings %v and %v around it", at, before, after)
+	}
 }
