@@ -10,6 +10,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -51,8 +52,7 @@ func authServer(t *testing.T, opts afxdp.Options) (*afxdp.Endpoint, *rawPeer, ch
 func (p *rawPeer) answered(t *testing.T, marker uint64) map[uint64]bool {
 	t.Helper()
 	seen := map[uint64]bool{}
-	deadline := time.Now().Add(settle)
-	for time.Now().Before(deadline) {
+	testwait.Eventually(t, settle, func() bool {
 		n, err := p.l.Receive(p.rx[:])
 		if err != nil {
 			t.Fatal(err)
@@ -63,16 +63,13 @@ func (p *rawPeer) answered(t *testing.T, marker uint64) map[uint64]bool {
 				continue
 			}
 			if h.Session == marker && h.Flags&protocol.FlagSize != 0 {
-				return seen
+				return true
 			}
 			seen[h.Session] = true
 		}
-		if n == 0 {
-			p.l.Wait(10 * time.Millisecond)
-		}
-	}
-	t.Fatalf("no answer to OPEN of session %d within %v", marker, settle)
-	return nil
+		return false
+	}, "an answer to OPEN of session %d", marker)
+	return seen
 }
 
 // TestSpoofedOpenDropped sends OPENs without a ticket, under a ticket of
@@ -97,7 +94,7 @@ func TestSpoofedOpenDropped(t *testing.T) {
 	// DATA for the sessions the OPENs asked for: none exists.
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeAck, Session: 3, Window: 64}, nil)
 
-	st := waitStats(t, srv, settle, "spoofed OPENs handled", func(s afxdp.Stats) bool { return s.Received >= 6 })
+	st := testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.Received >= 6 }, "spoofed OPENs handled")
 	if st.Unauthentic != 5 || st.HalfOpen != 0 || st.Sessions != 0 || st.Replayed != 0 {
 		t.Fatalf("after 5 spoofed OPENs: %+v, want 5 unauthentic and no session", st)
 	}
@@ -152,7 +149,7 @@ func TestForgedTokenDropped(t *testing.T) {
 	p.send(t, forged, frame("forged"))
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeClose, Session: 7, Token: bad}, nil)
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeReset, Session: 7, Token: bad}, nil)
-	waitStats(t, srv, settle, "forged packets dropped", func(s afxdp.Stats) bool { return s.BadTokens >= 3 })
+	testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.BadTokens >= 3 }, "forged packets dropped")
 	p.send(t, data, frame("genuine"))
 	second := data
 	second.Seq, second.Msg = 1, 1
@@ -188,13 +185,13 @@ func TestReplayedOpen(t *testing.T) {
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeAck, Session: 11, Window: 64}, nil)
 	<-conns
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeClose, Session: 11}, nil)
-	waitStats(t, srv, settle, "session closed", func(s afxdp.Stats) bool { return s.Sessions == 0 })
+	testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.Sessions == 0 }, "session closed")
 
 	p.send(t, h, auth) // the same OPEN again
 	r := protocol.NewKeyring(*testTicket)
 	old := time.Now().Add(-protocol.OpenSkew - time.Second).UnixNano()
 	p.send(t, protocol.PacketHeader{Type: protocol.TypeOpen, Session: 12, Window: 64, Offset: 1472}, r.SealOpen(12, 1472, old))
-	st := waitStats(t, srv, settle, "replays handled", func(s afxdp.Stats) bool { return s.Replayed >= 2 })
+	st := testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.Replayed >= 2 }, "replays handled")
 	if st.Replayed != 2 || st.Unauthentic != 0 || st.HalfOpen != 0 || st.Sessions != 0 {
 		t.Fatalf("after a replayed and a stale OPEN: %+v", st)
 	}
@@ -259,7 +256,7 @@ func TestIssueRevoke(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the session opened before the revocation stalled")
 	}
-	if n := acceptedWithin(accepted, 1, 5*time.Second); n != 1 {
+	if n := testwait.For(t, settle, accepted, func(n int) bool { return n >= 1 }, "the session accepted"); n != 1 {
 		t.Fatalf("%d sessions accepted, want 1", n)
 	}
 }

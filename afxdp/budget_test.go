@@ -6,12 +6,14 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/bufpool"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -48,22 +50,18 @@ func (p *rawPeer) send(t *testing.T, h protocol.PacketHeader, data []byte) {
 // await receives until a packet for session id satisfies ok.
 func (p *rawPeer) await(t *testing.T, id uint64, what string, ok func(protocol.PacketHeader) bool) {
 	t.Helper()
-	deadline := time.Now().Add(settle)
-	for time.Now().Before(deadline) {
+	testwait.Eventually(t, settle, func() bool {
 		n, err := p.l.Receive(p.rx[:])
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range p.rx[:n] {
 			if h, _, err := protocol.DecodeHeader(d.Data); err == nil && h.Session == id && ok(h) {
-				return
+				return true
 			}
 		}
-		if n == 0 {
-			p.l.Wait(10 * time.Millisecond)
-		}
-	}
-	t.Fatalf("session %d: no %s within %v", id, what, settle)
+		return false
+	}, "session %d: a %s", id, what)
 }
 
 // open completes the handshake of session id, under testTicket.
@@ -119,52 +117,60 @@ func head(t *testing.T, size uint64) []byte {
 // within EndpointMemory (the frames beyond it wait, their windows shut), a
 // head announcing more than SessionMemory, or 4 GiB, takes nothing, and
 // the stalled frames' sessions end after DeadAfter, returning every pooled
-// buffer.
+// buffer. On fake time: DeadAfter passes when everything waits, never
+// while the sessions are still being opened, however slow the machine.
 func TestFrameHeadsCannotTakeMemory(t *testing.T) {
-	const mib = 1 << 20
-	// DeadAfter must outlast the opening of all eight sessions, one
-	// handshake at a time: at 300 ms, a loaded machine under -race saw the
-	// first sessions end (their peer silent meanwhile) before the last
-	// heads came, and fewer than four frames waited.
-	opts := afxdp.Options{Ticket: testTicket, SessionMemory: 4 * mib, EndpointMemory: 8 * mib, DeadAfter: 3 * time.Second}
-	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	srv := afxdp.NewEndpoint(la, opts)
-	acceptAll(t, srv)
-	live := bufpool.Live()
-	p := &rawPeer{l: lb, to: memA}
+	fakeTime(t, func(t *testing.T) {
+		const mib = 1 << 20
+		opts := fakeOptions(afxdp.Options{SessionMemory: 4 * mib, EndpointMemory: 8 * mib, DeadAfter: 3 * time.Second})
+		la, lb := link.MemPair(memA, memB, link.MemOptions{})
+		srv := afxdp.NewEndpoint(la, opts)
+		acceptAll(t, srv)
+		live := bufpool.Live()
+		p := &rawPeer{l: lb, to: memA}
+		start := time.Now()
 
-	for id := uint64(1); id <= 6; id++ {
-		p.open(t, id)
-		p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Session: id, Window: 64}, head(t, 3*mib))
-	}
-	st := waitStats(t, srv, settle, "frame heads taken", func(s afxdp.Stats) bool { return s.Deferred >= 4 })
-	if st.Buffered > uint64(opts.EndpointMemory) || st.Buffered < 6*mib {
-		t.Fatalf("%d bytes held for 6 heads of 3 MiB, endpoint bound %d", st.Buffered, opts.EndpointMemory)
-	}
-	if n := bufpool.Live() - live; n > 2 {
-		t.Fatalf("%d pooled buffers taken by 6 frame heads, 2 fit", n)
-	}
+		for id := uint64(1); id <= 6; id++ {
+			p.open(t, id)
+			p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Session: id, Window: 64}, head(t, 3*mib))
+		}
+		st := testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.Deferred >= 4 }, "frame heads taken")
+		if st.Buffered > uint64(opts.EndpointMemory) || st.Buffered < 6*mib {
+			t.Fatalf("%d bytes held for 6 heads of 3 MiB, endpoint bound %d", st.Buffered, opts.EndpointMemory)
+		}
+		if n := bufpool.Live() - live; n > 2 {
+			t.Fatalf("%d pooled buffers taken by 6 frame heads, 2 fit", n)
+		}
 
-	// Heads beyond SessionMemory, or 4 GiB, take nothing: their frames
-	// are to be dropped as they come (TestFrameTooLargeFailsItsCallOnly).
-	for id, size := range map[uint64]uint64{7: 5 * mib, 8: 4 << 30} {
-		p.open(t, id)
-		want := srv.Stats().Received + 1
-		p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Session: id, Window: 64}, head(t, size))
-		waitStats(t, srv, settle, "the head received", func(s afxdp.Stats) bool { return s.Received >= want })
-	}
-	if st2 := srv.Stats(); st2.Buffered != st.Buffered || bufpool.Live()-live > 2 {
-		t.Fatalf("heads beyond SessionMemory took memory: %d bytes held, was %d; %d pooled buffers", st2.Buffered, st.Buffered, bufpool.Live()-live)
-	}
+		// Heads beyond SessionMemory, or 4 GiB, take nothing: their frames
+		// are to be dropped as they come (TestFrameTooLargeFailsItsCallOnly).
+		for id, size := range map[uint64]uint64{7: 5 * mib, 8: 4 << 30} {
+			p.open(t, id)
+			want := srv.Stats().Received + 1
+			p.send(t, protocol.PacketHeader{Type: protocol.TypeData, Flags: protocol.FlagFirst, Session: id, Window: 64}, head(t, size))
+			testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.Received >= want }, "the head received")
+		}
+		if st2 := srv.Stats(); st2.Buffered != st.Buffered || bufpool.Live()-live > 2 {
+			t.Fatalf("heads beyond SessionMemory took memory: %d bytes held, was %d; %d pooled buffers", st2.Buffered, st.Buffered, bufpool.Live()-live)
+		}
+		if d := time.Since(start); d >= opts.DeadAfter {
+			t.Fatalf("the heads took %v of fake time, DeadAfter %v", d, opts.DeadAfter)
+		}
 
-	st = waitStats(t, srv, settle, "stalled frames dropped", func(s afxdp.Stats) bool { return s.Sessions == 0 })
-	if st.Buffered != 0 {
-		t.Fatalf("%d bytes still held with no session", st.Buffered)
-	}
-	if n := bufpool.Live() - live; n != 0 {
-		t.Fatalf("%d pooled buffers not returned", n)
-	}
-	t.Logf("%+v", st)
+		st = testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.Sessions == 0 }, "stalled frames dropped")
+		// The sessions end once DeadAfter passes with their peer silent,
+		// and not much later.
+		if d := time.Since(start); d < opts.DeadAfter || d > opts.DeadAfter+time.Second {
+			t.Fatalf("the stalled sessions ended after %v of fake time, DeadAfter %v", d, opts.DeadAfter)
+		}
+		if st.Buffered != 0 {
+			t.Fatalf("%d bytes still held with no session", st.Buffered)
+		}
+		if n := bufpool.Live() - live; n != 0 {
+			t.Fatalf("%d pooled buffers not returned", n)
+		}
+		t.Logf("%+v", st)
+	})
 }
 
 // TestFramesWaitForMemory: three sessions send 3 MiB tensors at once to an
@@ -285,4 +291,37 @@ func TestFrameTooLargeFailsItsCallOnly(t *testing.T) {
 	if n := bufpool.Live() - live; n != 0 {
 		t.Fatalf("%d pooled buffers held", n)
 	}
+}
+
+// TestHalfOpenExpiresOnTime: OPENs whose handshakes are never completed
+// hold their half-open sessions until HandshakeTimeout has passed, and
+// not after: on fake time, where the reactor is never late, the expiry
+// is exact (the flood tests, over kernel sockets, can only wait for it).
+func TestHalfOpenExpiresOnTime(t *testing.T) {
+	fakeTime(t, func(t *testing.T) {
+		const timeout = 300 * time.Millisecond
+		la, lb := link.MemPair(memA, memB, link.MemOptions{})
+		srv := afxdp.NewEndpoint(la, fakeOptions(afxdp.Options{HandshakeTimeout: timeout}))
+		acceptAll(t, srv)
+		p := &rawPeer{l: lb, to: memA}
+		start := time.Now()
+		for id := uint64(1); id <= 3; id++ {
+			h, auth := p.authOpen(id, 1472)
+			p.send(t, h, auth)
+		}
+		synctest.Wait() // the OPENs handled, their answers sent
+		if st := srv.Stats(); st.HalfOpen != 3 || st.Sessions != 0 {
+			t.Fatalf("after 3 OPENs: %+v, want 3 half-open and no session", st)
+		}
+		time.Sleep(timeout - time.Millisecond - time.Since(start)) // synctest's clock: to just before the timeout
+		synctest.Wait()
+		if st := srv.Stats(); st.HalfOpen != 3 || st.Expired != 0 {
+			t.Fatalf("a millisecond before HandshakeTimeout: %+v, want 3 half-open, none expired", st)
+		}
+		time.Sleep(2 * time.Millisecond) // synctest's clock: past the timeout
+		synctest.Wait()
+		if st := srv.Stats(); st.HalfOpen != 0 || st.Expired != 3 || st.Sessions != 0 {
+			t.Fatalf("a millisecond after HandshakeTimeout: %+v, want none half-open, 3 expired", st)
+		}
+	})
 }

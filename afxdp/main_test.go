@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
@@ -41,9 +39,10 @@ func TestMain(m *testing.M) {
 		os.Exit(runBenchServer(os.Getenv(helperKindEnv), os.Getenv(helperLinkEnv), os.Getenv(helperAddrEnv)))
 	}
 	// Every test stops what it started: endpoints, their reactors and
-	// Receive loops, rpc clients and servers, helper processes. The rpc
-	// package's shared TCP write reactors live as long as the process.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/starwire/starwire/rpc/tcp.(*reactor).run"))
+	// Receive loops, rpc clients and servers, helper processes. testwait
+	// knows rpc's shared TCP write reactors, which live as long as the
+	// process.
+	testwait.VerifyTestMain(m)
 }
 
 // runBenchServer serves the benchmark's methods until its parent is done.

@@ -130,6 +130,7 @@ func checkRPC(t testing.TB, c *rpc.Client, calls, size int) {
 // reorders 25% and duplicates 1% of the packets each way. Every answer is
 // checked, so a call answered twice, lost or corrupted fails the test.
 func TestRPCOverMemLink(t *testing.T) {
+	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 7})
 	srv, cli := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
@@ -146,6 +147,7 @@ func TestRPCOverMemLink(t *testing.T) {
 // TestRPCBlockingReceiver runs the calls with frames delivered from each
 // Conn's Receive goroutine instead of the reactor.
 func TestRPCBlockingReceiver(t *testing.T) {
+	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.02, Reorder: 0.1, Duplicate: 0.01, Seed: 5})
 	opts := afxdp.Options{Ticket: testTicket, BlockingReceiver: true, Deliveries: 8}
 	srv := afxdp.NewEndpoint(lb, opts)

@@ -22,6 +22,7 @@ func listenUDP(t testing.TB, addr string) *link.UDPLink {
 }
 
 func TestRPCOverUDPNamespacesClean(t *testing.T) {
+	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
 	p := netns.NewForTest(t, netns.Options{})
 	ls, lc := udpPair(t, p)
 	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
@@ -30,6 +31,7 @@ func TestRPCOverUDPNamespacesClean(t *testing.T) {
 }
 
 func TestRPCOverUDPLoopback(t *testing.T) {
+	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
 	srv := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{Ticket: testTicket})
 	cli := afxdp.NewEndpoint(listenUDP(t, "127.0.0.1:0"), afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
@@ -39,6 +41,7 @@ func TestRPCOverUDPLoopback(t *testing.T) {
 // TestRPCOverUDPNamespaces runs calls between two namespaces over a veth
 // whose kernel path loses, reorders and duplicates packets (netem).
 func TestRPCOverUDPNamespaces(t *testing.T) {
+	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
 	netns.Require(t, netns.Netem)
 	p := netns.NewForTest(t, netns.Options{})
 	for _, e := range []*netns.End{p.A, p.B} {
@@ -76,6 +79,7 @@ func udpPair(t testing.TB, p *netns.Pair) (srv, cli *link.UDPLink) {
 // TestRPCOverUDPImpaired is the namespace test with faults injected on both
 // receive sides, for kernels without netem.
 func TestRPCOverUDPImpaired(t *testing.T) {
+	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
 	p := netns.NewForTest(t, netns.Options{})
 	ls, lc := udpPair(t, p)
 	imp := Impairment{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 3}

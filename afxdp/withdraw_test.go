@@ -10,6 +10,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/bufpool"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -91,7 +92,7 @@ func TestWithdraw(t *testing.T) {
 	if got := ca.Withdraw(msgs[1]); got != wire.Completing {
 		t.Fatalf("withdraw of an acknowledged message: %v, want Completing", got)
 	}
-	waitStats(t, eb, settle, "B's first packet deferred", func(s afxdp.Stats) bool { return s.Deferred > 0 })
+	testwait.For(t, settle, eb.Stats, func(s afxdp.Stats) bool { return s.Deferred > 0 }, "B's first packet deferred")
 	if got := timedWithdraw(t, ca, msgs[2]); got != wire.Withdrawn {
 		t.Fatalf("withdraw of a partly sent message: %v, want Withdrawn", got)
 	}
@@ -167,7 +168,7 @@ func TestWithdrawOnClose(t *testing.T) {
 		}
 	}
 	waitDone(t, done)
-	waitStats(t, eb, settle, "B's first packet deferred", func(s afxdp.Stats) bool { return s.Deferred > 0 })
+	testwait.For(t, settle, eb.Stats, func(s afxdp.Stats) bool { return s.Deferred > 0 }, "B's first packet deferred")
 	if got := timedWithdraw(t, ca, b); got != wire.Withdrawn {
 		t.Fatalf("withdraw of a partly sent message: %v, want Withdrawn", got)
 	}

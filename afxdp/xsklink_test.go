@@ -86,6 +86,7 @@ func TestNothingLeaksAfterClose(t *testing.T) {
 }
 
 func TestRPCOverXSK(t *testing.T) {
+	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
 	p := netns.NewForTest(t, netns.Options{})
 	srv, cli, ls, _ := xskEndpoints(t, p, nil)
 	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
@@ -104,6 +105,7 @@ func TestRPCOverXSK(t *testing.T) {
 // duplicated on receive. netem cannot do this: AF_XDP transmissions bypass
 // the qdisc layer and XDP runs before it on receive.
 func TestRPCOverXSKImpaired(t *testing.T) {
+	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
 	p := netns.NewForTest(t, netns.Options{})
 	imp := Impairment{Reorder: 0.25, Duplicate: 0.01, Seed: 11}
 	var wrapped []*ImpairedLink

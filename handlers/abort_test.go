@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
@@ -49,7 +50,7 @@ func TestOpErrorAbortsOtherPartition(t *testing.T) {
 	}()
 	// Fail the worker's step only once the ps's RecvTensor waits in the
 	// worker's rendezvous, so that the abort has a waiter to reach.
-	WaitFor(t, "the ps's RecvTensor to wait", func() bool { _, keys := c.worker.w.Rendezvous().Len(); return keys == 1 })
+	testwait.Eventually(t, Settle, func() bool { _, keys := c.worker.w.Rendezvous().Len(); return keys == 1 }, "the ps's RecvTensor to wait")
 	var reply rpc.Reply
 	defer reply.Release()
 	_, wkErr := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: 42}, nil, &reply)
@@ -94,7 +95,7 @@ func TestCleanupGraphStopsWaitingStep(t *testing.T) {
 		_, err := task.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 5, RecvKey: []string{"r"}}, nil, &reply)
 		done <- err
 	}()
-	WaitFor(t, "the _Recv to wait", func() bool { _, keys := task.w.Rendezvous().Len(); return keys == 1 })
+	testwait.Eventually(t, Settle, func() bool { _, keys := task.w.Rendezvous().Len(); return keys == 1 }, "the _Recv to wait")
 	if err := task.wc.CleanupGraph(ctx, 5); err != nil {
 		t.Fatal(err)
 	}

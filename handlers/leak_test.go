@@ -6,6 +6,7 @@ import (
 
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/internal/bufpool"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -75,5 +76,5 @@ func TestNoBufferLeaks(t *testing.T) {
 	}
 	// Buffers of earlier tests' connections may still be on their way back,
 	// so the count may drop below the baseline, but must not stay above.
-	WaitFor(t, "pooled buffers to come back", func() bool { return bufpool.Live() <= before })
+	testwait.Eventually(t, Settle, func() bool { return bufpool.Live() <= before }, "pooled buffers to come back")
 }

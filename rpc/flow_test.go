@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -425,7 +426,9 @@ func TestConnectionFloodBounded(t *testing.T) {
 		// served one answers a ping.
 		nc.Write(rawFrame(t, &wire.Message{Header: wire.Header{Kind: wire.KindPing, CallID: 9}}))
 		nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if h, _, _, err := readRawFrame(nc); err != nil {
+		if h, _, _, err := readRawFrame(nc); errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("connection %d neither served nor closed within 5s", len(open))
+		} else if err != nil {
 			closed++
 		} else if h.Kind != wire.KindPong {
 			t.Fatalf("answer to a ping: %v", h.Kind)

@@ -252,16 +252,15 @@ func TestDualFallsBackToTCPWhenPacketPathFails(t *testing.T) {
 	waitPath(t, c, afxdp.PathUDP)
 	srvEP.Close()
 	// Calls in flight on the dead path may fail; after that TCP carries them.
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; c.Stats().Path != afxdprpc.PathTCP; i++ {
-		if time.Now().After(deadline) {
-			t.Fatalf("still on %q:\n%s", c.Stats().Path, logs.String())
-		}
+	if !testwait.Until(10*time.Second, func() bool {
 		var r rpc.Reply
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		c.Call(ctx, echo, &rpc.Request{Meta: []byte("x")}, &r)
 		cancel()
 		r.Release()
+		return c.Stats().Path == afxdprpc.PathTCP
+	}) {
+		t.Fatalf("still on %q:\n%s", c.Stats().Path, logs.String())
 	}
 	for i := range 20 {
 		call(t, c, i)

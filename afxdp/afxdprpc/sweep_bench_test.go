@@ -10,6 +10,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -213,13 +214,10 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-// waitBypass calls until the client's connection has its packet session.
+// waitBypass calls until the client's connection has its packet session,
+// which opens in the background.
 func waitBypass(b *testing.B, c *rpc.Client) {
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Stats().Path != afxdp.PathXDP {
-		if time.Now().After(deadline) {
-			b.Fatalf("no AF_XDP session after 5s (path %q)", c.Stats().Path)
-		}
+	call := func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		var r rpc.Reply
 		err := c.Call(ctx, sweepSink, &rpc.Request{Meta: []byte("x")}, &r)
@@ -228,6 +226,7 @@ func waitBypass(b *testing.B, c *rpc.Client) {
 			b.Fatal(err)
 		}
 		r.Release()
-		time.Sleep(5 * time.Millisecond) // a poll: the session opens in the background
+		return string(c.Stats().Path)
 	}
+	testwait.For(b, 5*time.Second, call, func(p string) bool { return p == string(afxdp.PathXDP) }, "an AF_XDP session")
 }

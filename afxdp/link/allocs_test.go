@@ -46,6 +46,8 @@ func TestLinkAllocs(t *testing.T) {
 		}
 		// Bounded in time: the kernel delivers over veth within the
 		// sending call, but a loaded machine may defer it to ksoftirqd.
+		// A loop of its own, not testwait's: this runs inside
+		// AllocsPerRun, and a closure and its message would allocate.
 		deadline := time.Now().Add(5 * time.Second)
 		for time.Now().Before(deadline) {
 			k, err := to.Receive(pkts)

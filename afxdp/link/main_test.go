@@ -3,9 +3,9 @@ package link_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/starwire/starwire/internal/testwait"
 )
 
 // TestMain fails the package when goroutines outlive the tests: every
 // link stops its watchers when it closes.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testwait.VerifyTestMain(m) }

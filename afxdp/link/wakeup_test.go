@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"runtime"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/starwire/starwire/internal/testwait"
 )
 
 // TestWakeAfterClose checks that a wake-up racing the close of its link
@@ -88,10 +89,7 @@ func TestWaitArmsLinkDescriptors(t *testing.T) {
 	// Data that comes during the wait ends it: written once the wait
 	// has armed the descriptor, which the epoll instance's fdinfo shows.
 	go func() {
-		deadline := time.Now().Add(limit)
-		for !armed(p.epfd, pipe[0]) && time.Now().Before(deadline) {
-			runtime.Gosched()
-		}
+		testwait.Until(limit, func() bool { return armed(p.epfd, pipe[0]) })
 		unix.Write(pipe[1], []byte{2})
 	}()
 	start = time.Now()

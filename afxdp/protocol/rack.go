@@ -46,10 +46,18 @@ type sendSlot struct {
 	// before.
 	zeroAt time.Duration
 	xmitAt time.Duration // when last sent, since env.epoch
-	resent bool          // sent more than once
-	tx     uint8         // the transmission byte of its last copy
-	held   bool          // the peer holds it past a gap (FlagSack)
-	lost   bool          // RACK or a timer found it lost; pump resends it
+	// xmitN orders its last copy among the session's transmissions
+	// (rackState.sends when it went): what RACK means by "sent after".
+	// Not xmitAt: the clock is read once a reactor turn, and a turn
+	// that resends a packet may send later-numbered ones in the same
+	// clock tick, before or after it; taking the number as the
+	// tie-break found a resent packet lost as soon as a packet sent
+	// before it, in the same tick, was delivered, and resent it again.
+	xmitN  uint64
+	resent bool  // sent more than once
+	tx     uint8 // the transmission byte of its last copy
+	held   bool  // the peer holds it past a gap (FlagSack)
+	lost   bool  // RACK or a timer found it lost; pump resends it
 }
 
 // slot returns the state of packet seq, which must be in the window.
@@ -78,10 +86,11 @@ type rackState struct {
 	rtoBase              time.Duration // srtt+4·rttvar, within Config.RTO and MaxRTO
 	rto                  time.Duration // the current timeout, doubled on each expiry
 
-	// The most recently sent packet delivered: its last transmission,
-	// number and round trip (RACK.xmit_ts, end_seq, rtt), and whether
-	// that transmission was a retransmission.
-	xmit      time.Duration
+	// The most recently sent packet delivered: its last transmission
+	// (RACK.xmit_ts, as a place in the order of transmissions: xmitN),
+	// number and round trip (end_seq, rtt), and whether that
+	// transmission was a retransmission. xmitN 0: none delivered yet.
+	xmitN     uint64
 	seq       uint32
 	rtt       time.Duration
 	xmitResnt bool
@@ -93,6 +102,8 @@ type rackState struct {
 	now       time.Duration // the clock while an acknowledgement is taken
 	persist   int           // recoveries left before reoMult returns to 1
 	afterRTO  bool          // a timeout fired since the last delivery
+
+	sends uint64 // transmissions so far, the last one's sendSlot.xmitN
 
 	held int // packets past base the peer holds (held slots)
 	lost int // packets marked lost, not yet resent
@@ -157,8 +168,8 @@ func (s *Session) delivered(seq uint32, sl *sendSlot, fack uint32) {
 			return // (a later copy that was not needed: the timers')
 		}
 	}
-	if sl.xmitAt > r.xmit || (sl.xmitAt == r.xmit && seqLess(r.seq, seq)) {
-		r.xmit, r.seq, r.rtt, r.xmitResnt = sl.xmitAt, seq, s.clock()-sl.xmitAt, sl.resent
+	if sl.xmitN > r.xmitN {
+		r.xmitN, r.seq, r.rtt, r.xmitResnt = sl.xmitN, seq, s.clock()-sl.xmitAt, sl.resent
 	}
 	if seqLess(seq, fack) && !sl.resent {
 		r.reord = true
@@ -201,7 +212,7 @@ func (s *Session) reoWnd() time.Duration {
 func (s *Session) detectLoss() {
 	r := &s.rack
 	r.reoAt = 0
-	if r.xmit == 0 || s.base == s.maxSent {
+	if r.xmitN == 0 || s.base == s.maxSent {
 		return
 	}
 	now, wnd := s.clock(), s.reoWnd()
@@ -217,8 +228,8 @@ func (s *Session) detectLoss() {
 		if sl.held || sl.lost || (seq == s.base && s.peerWnd == 0) {
 			continue // the peer has it, or holds base for lack of room
 		}
-		if sl.xmitAt > r.xmit || (sl.xmitAt == r.xmit && !seqLess(seq, r.seq)) {
-			continue // sent after the packet delivered last
+		if sl.xmitN >= r.xmitN {
+			continue // sent after the packet delivered last (or is it)
 		}
 		if sl.zeroAt == 0 && !sl.resent {
 			sl.zeroAt = sl.xmitAt + r.rtt

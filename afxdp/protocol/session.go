@@ -203,9 +203,10 @@ func (s *Session) emit(seq uint32, idx int) bool {
 		s.lastProgress = s.env.Now // the clock of the dead-peer check starts now
 		s.dueBy(s.deadAt(s.lastProgress))
 	}
+	s.rack.sends++
 	if now := s.clock(); seqLess(seq, s.maxSent) {
 		slot.sentAt = 0 // resent: its acknowledgement is no round-trip sample (Karn)
-		slot.xmitAt, slot.resent, slot.tx = now, true, h.Tx
+		slot.xmitAt, slot.xmitN, slot.resent, slot.tx = now, s.rack.sends, true, h.Tx
 		s.rack.logResent(seq)
 		if slot.lost {
 			slot.lost = false
@@ -213,7 +214,7 @@ func (s *Session) emit(seq uint32, idx int) bool {
 		}
 		s.env.Ctr.Resent.Add(1)
 	} else {
-		*slot = sendSlot{sentAt: now, xmitAt: now}
+		*slot = sendSlot{sentAt: now, xmitAt: now, xmitN: s.rack.sends}
 		s.maxSent = seq + 1
 		s.armProbe()
 	}

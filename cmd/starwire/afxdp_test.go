@@ -25,6 +25,7 @@ import (
 // step's rows from the ps with RecvTensor over AF_XDP, while the driver's
 // calls go over TCP.
 func TestPeersOverAFXDP(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	p := netns.NewForTest(t, netns.Options{Queues: 1})
 	bin := buildBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

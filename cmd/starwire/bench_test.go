@@ -13,6 +13,7 @@ import (
 // users run it (AF_XDP's in a network namespace, over a veth pair), and
 // reads what it wrote.
 func TestBenchSmoke(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	out := t.TempDir()
 	code, stdout, stderr := runBinary(t, nil, "bench", "--smoke", "--workloads", "echo,recvtensor", "--protocols", "grpc,starwire-tcp,starwire-afxdp",
 		"--concurrency", "1,4", "--out", out)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -50,9 +49,13 @@ var progressRE = regexp.MustCompile(`^step [1-9]\d*/\d+ `)
 
 // TestTrainTaskKilled kills (or stops) a task of a running train's
 // cluster: with --on_failure fail train exits non-zero, naming the task,
-// within 10s of the kill; with recover (the default) a lost worker loses only its
-// steps in flight and the run ends as an unbroken one does.
+// within 10s of the kill; with recover (the default) a lost worker loses
+// only its steps in flight and the run ends as an unbroken one does: its
+// held-out loss no worse than the unbroken run's by more than 5% of what
+// that run learnt, one-sided and relative for the reasons
+// TestTrainPSRestarted gives.
 func TestTrainTaskKilled(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	train := func(dir string, steps int, extra ...string) *process {
 		return startBinary(t, nil, append([]string{"train", "--registry_dir", dir, "--steps", strconv.Itoa(steps),
 			"--vocab", "2000", "--held_out", "1024", "--seed", "5", "--progress", "100ms", "--connect_timeout", "20s"}, extra...)...)
@@ -69,6 +72,7 @@ func TestTrainTaskKilled(t *testing.T) {
 		{"ps:0", syscall.SIGSTOP, "/job:ps/replica:0/task:0"},
 	} {
 		t.Run("fail/"+map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSTOP: "SIGSTOP"}[tc.sig]+"/"+tc.victim, func(t *testing.T) {
+			t.Parallel() // a cluster of its own
 			dir, servers := startRegistryCluster(t)
 			p := train(dir, 1_000_000, "--on_failure", "fail", "--task_timeout", "2s")
 			p.waitLine(t, progressRE, 60*time.Second)
@@ -89,13 +93,14 @@ func TestTrainTaskKilled(t *testing.T) {
 		})
 	}
 	t.Run("recover/worker:1", func(t *testing.T) {
+		t.Parallel() // a cluster of its own
 		const steps = 2500
 		dir, servers := startRegistryCluster(t)
 		unbroken := train(dir, steps)
 		if code, _ := unbroken.exited(t, 60*time.Second); code != 0 {
 			t.Fatalf("unbroken run: exit %d:\n%s", code, unbroken.stderr.String())
 		}
-		_, want := heldOutLoss(t, unbroken.out.String())
+		initial, want := heldOutLoss(t, unbroken.out.String())
 		p := train(dir, steps)
 		p.waitLine(t, progressRE, 60*time.Second)
 		servers["worker:1"].cmd.Process.Signal(syscall.SIGKILL)
@@ -111,8 +116,11 @@ func TestTrainTaskKilled(t *testing.T) {
 		if done, n := atoi(m[1]), atoi(lost[1]); done+n != 2*steps || n > 10 {
 			t.Errorf("%d steps done and %d lost, want %d in all and few lost", done, n, 2*steps)
 		}
-		if _, got := heldOutLoss(t, out); math.Abs(got-want) > 0.01 {
-			t.Errorf("held-out loss %.4f, unbroken run's %.4f: want within 0.01", got, want)
+		_, got := heldOutLoss(t, out)
+		bound := want + 0.05*(initial-want)
+		t.Logf("held-out loss %.4f, unbroken %.4f (from %.4f), bound %.4f", got, want, initial, bound)
+		if got > bound {
+			t.Errorf("held-out loss %.4f, unbroken run's %.4f from %.4f: want at most %.4f (5%% of the drop worse)", got, want, initial, bound)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 // TestTrainTCPAgainstUDPCluster trains over TCP against tasks serving
 // starwire over UDP: the error says so, and which flag fixes it.
 func TestTrainTCPAgainstUDPCluster(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	reg := t.TempDir()
 	var servers []*process
 	for _, job := range []string{"ps", "worker"} {

@@ -21,30 +21,70 @@ import (
 	"time"
 )
 
-// binaryDir is where binary built the command, "" until it has: TestMain
-// removes it, and must not build the command to find out where (a child
-// process running one test, or a -run without such tests, would build it
+// binaryDir is where binary put the command, "" until it has: TestMain
+// removes it, and must not make the command to find out where (a child
+// process running one test, or a -run without such tests, would make it
 // just to remove it).
 var binaryDir string
 
-// binary builds the command once into a temporary directory, for the tests
-// that run it as separate processes.
+// commandName is the name binary gives the command: a process whose
+// executable has it is the command, not the tests (see TestMain).
+const commandName = "starwire"
+
+// binary makes the command once, for the tests that run it as separate
+// processes: this test binary, linked (or copied) into a temporary
+// directory as "starwire", which TestMain runs as the command's main. It
+// is the command, built from the same sources, with no "go build" of its
+// own (seconds of a test run, and a second build of everything beside
+// the race pass). Processes the command starts from os.Executable (a
+// cluster's tasks, bench's servers) are the command too.
 var binary = sync.OnceValues(func() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
 	dir, err := os.MkdirTemp("", "starwire-bin-")
 	if err != nil {
 		return "", err
 	}
 	binaryDir = dir
-	path := filepath.Join(dir, "starwire")
-	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	path := filepath.Join(dir, commandName)
+	if err := os.Link(self, path); err != nil {
+		if err := copyFile(self, path); err != nil {
+			return "", fmt.Errorf("copy the test binary as the command: %w", err)
+		}
 	}
-	// Readable by all, for the tests that run it as an unprivileged user.
+	// Readable and runnable by all, for the tests that run it as an
+	// unprivileged user.
+	if err := os.Chmod(path, 0o755); err != nil {
+		return "", err
+	}
 	return path, os.Chmod(dir, 0o755)
 })
 
+// copyFile copies the file at from to a new file at to.
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}
+
 func TestMain(m *testing.M) {
+	// Run as "starwire" (binary), this test binary is the command.
+	if filepath.Base(os.Args[0]) == commandName {
+		main()
+	}
 	// Every serve the tests start, in this process or another, holds the
 	// same packet ticket, as a cluster's tasks do from its secret.
 	dir, err := os.MkdirTemp("", "starwire-ticket")
@@ -149,6 +189,7 @@ func TestTrainOverUDP(t *testing.T) {
 // work; and stopping them empties the registry, so that a later launch in
 // the directory does not find their dead addresses.
 func TestTrainAcrossProcesses(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	for _, p := range []string{"grpc+seastar", "grpc"} {
 		t.Run(p, func(t *testing.T) {
 			dir := t.TempDir()
@@ -268,6 +309,7 @@ func freePort(t *testing.T) string {
 // TestErrors runs the built binary with bad input and checks for one line
 // on stderr saying what is wrong, and a non-zero exit.
 func TestErrors(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	bin := buildBinary(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -381,6 +423,7 @@ func nonEmptyLines(s string) []string {
 // process gets TF_CONFIG with the cluster and its own task, and the
 // grpc+seastar endpoint map comes from TF_SEASTAR_ENDPOINT_MAP_PATH.
 func TestTFConfig(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	bin := buildBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

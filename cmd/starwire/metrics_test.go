@@ -18,6 +18,7 @@ import (
 // would: the calls they served and made, and the tensor bytes RecvTensor
 // moved, are there and non-zero.
 func TestServeMetrics(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	dir := t.TempDir()
 	var servers []*process
 	for _, task := range []struct {

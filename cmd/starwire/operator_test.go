@@ -186,6 +186,7 @@ func TestReactorCountShown(t *testing.T) {
 // TestSignalStopsTrain: SIGTERM stops a training run with one line saying
 // so and the shell's status for it, 128+15.
 func TestSignalStopsTrain(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	p := startBinary(t, nil, "train", "--afxdp", "off", "--steps", "1000000", "--vocab", "1000", "--held_out", "256", "--progress", "100ms")
 	p.waitLine(t, regexp.MustCompile(`^step \d+/`), 30*time.Second)
 	if code := p.stop(t, syscall.SIGTERM); code != 128+int(syscall.SIGTERM) {
@@ -200,6 +201,7 @@ func TestSignalStopsTrain(t *testing.T) {
 // with SIGPIPE's status, after removing its temporary directory and
 // endpoint map (the signal itself used to kill it first).
 func TestStdoutClosed(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	tmp := t.TempDir()
 	cmd := exec.Command(buildBinary(t), "train", "--afxdp", "off", "--steps", "1000000", "--vocab", "1000", "--held_out", "256", "--progress", "50ms")
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "TF_CONFIG=")
@@ -242,6 +244,7 @@ func TestStdoutClosed(t *testing.T) {
 // TestServeSaysWhatItServes: a grpc task does not claim a starwire
 // address, and an interface without AF_XDP gives one reason, not two.
 func TestServeSaysWhatItServes(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	spec := "ps=" + freePort(t) + ";worker=" + freePort(t)
 	p := startBinary(t, nil, "serve", "--job", "ps", "--protocol", "grpc", "--cluster", spec)
 	line := p.waitLine(t, regexp.MustCompile(`serving:`), 20*time.Second)
@@ -347,6 +350,7 @@ func TestQueueHint(t *testing.T) {
 // TestHealthProbe: starwire health answers SERVING for a running task on
 // both its ports, and fails in one line where nothing answers.
 func TestHealthProbe(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	grpc1, grpc2 := freePort(t), freePort(t)
 	star1 := freePort(t)
 	emap := filepath.Join(t.TempDir(), "endpoint_map")

@@ -15,6 +15,7 @@ import (
 // --pcap on one worker, trains on it, and dissects the capture: every
 // frame Ethernet/IPv4/UDP with good checksums and a starwire header.
 func TestServePcap(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	dir := t.TempDir()
 	path := filepath.Join(t.TempDir(), "worker0.pcap")
 	var servers []*process

@@ -32,6 +32,7 @@ const (
 // stay. The task still answers its health check, and its XDP counters
 // still reach the metrics.
 func TestServeDropsCapabilities(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	pair := netns.NewForTest(t, netns.Options{})
 	self := netip.AddrPortFrom(pair.B.Addr, 2222).String()
 	peer := netip.AddrPortFrom(pair.A.Addr, 2222).String()

@@ -64,6 +64,7 @@ func TestREADMEProtocPlugins(t *testing.T) {
 // then a ps and a worker serving with their directories and train with
 // the chief's, over mutual TLS.
 func TestREADMECertificates(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	if _, err := exec.LookPath("openssl"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("openssl is needed to check the README's certificate recipe (.ci/run installs it)")

@@ -27,6 +27,7 @@ import (
 // climbing out, is refused with PermissionDenied naming the directory.
 // Without the flag, a save is FailedPrecondition naming it.
 func TestServeCheckpointDir(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	dir := t.TempDir()
 	ckpt := filepath.Join(dir, "ckpt")
 	spec := "ps=" + freePort(t) + ";worker=" + freePort(t)

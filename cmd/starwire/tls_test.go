@@ -72,6 +72,7 @@ func TestTLSFlagErrors(t *testing.T) {
 // health over both ports, with and without the certificates, and trains
 // against them.
 func TestServeOverMutualTLS(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	secret := filepath.Join(t.TempDir(), "secret")
 	tlstest.NewCA(t, "cluster CA").Dir(t, secret)
 	reg := t.TempDir()

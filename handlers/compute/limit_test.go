@@ -6,6 +6,7 @@ import (
 
 	"github.com/starwire/starwire/handlers/compute"
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
+	"github.com/starwire/starwire/internal/testwait"
 )
 
 // TestBound: with every token taken, the next Acquire waits until a
@@ -19,7 +20,7 @@ func TestBound(t *testing.T) {
 	}
 	got := make(chan struct{})
 	go func() { l.Acquire(); close(got) }()
-	WaitFor(t, "the third Acquire to wait", func() bool { return l.Waiting() == 1 })
+	testwait.Eventually(t, Settle, func() bool { return l.Waiting() == 1 }, "the third Acquire to wait")
 	select {
 	case <-got:
 		t.Fatal("a third goroutine took a token while two were held")
@@ -48,7 +49,7 @@ func TestYieldServesWaiter(t *testing.T) {
 		order <- "waiter"
 		l.Release()
 	}()
-	WaitFor(t, "the waiter", func() bool { return l.Waiting() == 1 })
+	testwait.Eventually(t, Settle, func() bool { return l.Waiting() == 1 }, "the waiter")
 	l.Yield()
 	order <- "holder"
 	l.Release()

@@ -9,6 +9,7 @@ import (
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/ops"
 	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -54,7 +55,7 @@ func TestKernelsTakeComputeTokens(t *testing.T) {
 	env.Compute = compute.New(1)
 	env.Compute.Acquire()
 	res := runAsync(t, env, GraphDef(ConstF32("a", nil, 2), NodeDef("n", "Neg", In("a"), Attrs("T", wire.DTFloat))), "n")
-	WaitFor(t, "a kernel to wait for the token", func() bool { return env.Compute.Waiting() == 1 })
+	testwait.Eventually(t, Settle, func() bool { return env.Compute.Waiting() == 1 }, "a kernel to wait for the token")
 	select {
 	case <-res:
 		t.Fatal("the step ended while the only token was held elsewhere")
@@ -137,10 +138,5 @@ func TestRemoteRecvHoldsNoToken(t *testing.T) {
 // d. It does not call t.Fatal, because its callers run on a step's
 // goroutines.
 func tokensGiveBack(l *compute.Limit, d time.Duration) bool {
-	for end := time.Now().Add(d); l.Held() != 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			return false
-		}
-	}
-	return true
+	return testwait.Until(d, func() bool { return l.Held() == 0 })
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/internal/bufpool"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 )
@@ -51,7 +52,7 @@ func TestRendezvousRecvWaits(t *testing.T) {
 		got.Buf.Release()
 	}()
 	// Send only once the receiver waits, so that the test covers the wake-up.
-	graphtest.WaitFor(t, "the receiver to wait", func() bool { _, keys := r.Len(); return keys == 1 })
+	testwait.Eventually(t, graphtest.Settle, func() bool { _, keys := r.Len(); return keys == 1 }, "the receiver to wait")
 	if err := r.Send(1, "k", graphtest.F32([]int64{1}, 5)); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestRendezvousAbortFailsWaiters(t *testing.T) {
 			errs <- err
 		}()
 	}
-	graphtest.WaitFor(t, "3 keys in the rendezvous", func() bool { _, keys := r.Len(); return keys == 3 })
+	testwait.Eventually(t, graphtest.Settle, func() bool { _, keys := r.Len(); return keys == 3 }, "3 keys in the rendezvous")
 	r.Abort(9, stepErr)
 	for range 3 {
 		select {
@@ -137,7 +138,7 @@ func TestRendezvousCleanupFreesEverything(t *testing.T) {
 		_, _, err := r.Recv(context.Background(), 3, "never-sent")
 		waiter <- err
 	}()
-	graphtest.WaitFor(t, "11 keys in the rendezvous", func() bool { _, keys := r.Len(); return keys == 11 })
+	testwait.Eventually(t, graphtest.Settle, func() bool { _, keys := r.Len(); return keys == 11 }, "11 keys in the rendezvous")
 	r.Cleanup(3, errCleaned)
 	select {
 	case err := <-waiter:
@@ -164,7 +165,7 @@ func TestRendezvousCleanupFreesEverything(t *testing.T) {
 	r.Cleanup(3, errCleaned)
 	// Buffers of earlier tests' connections may still be on their way back,
 	// so the count may drop below the baseline, but must not stay above.
-	graphtest.WaitFor(t, "pooled buffers to come back", func() bool { return bufpool.Live() <= live })
+	testwait.Eventually(t, graphtest.Settle, func() bool { return bufpool.Live() <= live }, "pooled buffers to come back")
 }
 
 func TestRendezvousCleanupAll(t *testing.T) {

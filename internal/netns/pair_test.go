@@ -126,7 +126,7 @@ func TestGoStaysInNamespace(t *testing.T) {
 	p := NewForTest(t, Options{})
 	res := make(chan string, 1)
 	if err := p.B.Go(func() {
-		time.Sleep(10 * time.Millisecond) // let the scheduler move things around
+		time.Sleep(10 * time.Millisecond) // paces a park: the goroutine may resume on another thread, which must be in the namespace too
 		l, err := netlink.LinkByIndex(p.B.Ifindex)
 		if err != nil {
 			res <- err.Error()

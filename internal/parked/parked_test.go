@@ -7,11 +7,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/starwire/starwire/internal/testwait"
 )
 
 // TestMain fails the package when a goroutine outlives the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testwait.VerifyTestMain(m) }
 
 func runFunc(f func()) { f() }
 

@@ -57,6 +57,21 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, format st
 	}
 }
 
+// For polls get until cond holds of the value it returns, and returns
+// that value; it fails t at once (t.Fatalf) if cond does not hold within
+// timeout, with format and args saying what was awaited and the last value
+// got. It suits counters and stats read as a whole: the caller checks
+// more of the value it returns. It must be called from the test's
+// goroutine.
+func For[T any](t testing.TB, timeout time.Duration, get func() T, cond func(T) bool, format string, args ...any) T {
+	t.Helper()
+	var v T
+	if !Until(timeout, func() bool { v = get(); return cond(v) }) {
+		t.Fatalf("testwait: not within %v: %s; last %+v", timeout, fmt.Sprintf(format, args...), v)
+	}
+	return v
+}
+
 // Recv returns the next value from ch, failing t at once (t.Fatalf) if
 // none arrives within timeout or ch is closed; format and args say what
 // was awaited. It must be called from the test's goroutine.

@@ -119,3 +119,26 @@ func TestRecv(t *testing.T) {
 		}
 	})
 }
+
+func TestFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int64
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		go func() {
+			for range 10 {
+				<-tick.C
+				n.Add(1)
+			}
+		}()
+		if got := For(t, time.Second, n.Load, func(v int64) bool { return v >= 5 }, "five ticks"); got < 5 {
+			t.Fatalf("For returned %d, before the condition held", got)
+		}
+		got := failure(t, func(f *fakeT) {
+			For(f, time.Second, n.Load, func(v int64) bool { return v > 10 }, "%s ticks", "eleven")
+		})
+		if want := "testwait: not within 1s: eleven ticks; last 10"; got != want {
+			t.Fatalf("message %q, want %q", got, want)
+		}
+	})
+}

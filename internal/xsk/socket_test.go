@@ -79,8 +79,7 @@ func (l *link) queue(t testing.TB, seq uint32) {
 func (l *link) collect(t testing.TB, want int, d time.Duration, fn func(xsk.Desc)) int {
 	var descs [64]xsk.Desc
 	got := 0
-	deadline := time.Now().Add(d)
-	for got < want && time.Now().Before(deadline) {
+	testwait.Until(d, func() bool {
 		if _, err := l.sock.Poll(time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +90,8 @@ func (l *link) collect(t testing.TB, want int, d time.Duration, fn func(xsk.Desc
 		got += n
 		l.sock.ReapCompletions()
 		l.sock.RefillFill()
-	}
+		return got >= want
+	})
 	return got
 }
 

@@ -8,8 +8,7 @@ import (
 	"net"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -19,9 +18,7 @@ import (
 // server closes. The shared reactors live as long as the process and do
 // not count.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/starwire/starwire/rpc/tcp.(*reactor).run"),
-	)
+	testwait.VerifyTestMain(m)
 }
 
 // The methods of the test server: Echo answers with the request's

@@ -5,7 +5,6 @@
 package graphtest
 
 import (
-	"testing"
 	"time"
 
 	"github.com/starwire/starwire/handlers/rendezvous"
@@ -163,17 +162,8 @@ func ApproxEqual(a, b []float32) bool {
 	return true
 }
 
-// WaitFor polls cond, which reads state another goroutine changes, for up
-// to five seconds and fails the test if it never holds. Tests use it to
-// wait for a state (a receiver waiting, buffers back in their pool), never
-// for a duration.
-func WaitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// Settle bounds the tests' waits (testwait.Eventually) for a state
+// another goroutine brings about (a receiver waiting, buffers back in
+// their pool): far past what an idle machine needs, so that it fails only
+// when the state never comes.
+const Settle = 10 * time.Second

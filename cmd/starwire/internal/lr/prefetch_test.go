@@ -7,6 +7,7 @@ import (
 
 	"github.com/starwire/starwire/cmd/starwire/internal/clicks"
 	"github.com/starwire/starwire/handlers/compute"
+	"github.com/starwire/starwire/internal/testwait"
 )
 
 // TestPrefetchTakesComputeToken: the prefetcher draws only holding a token
@@ -20,13 +21,7 @@ func TestPrefetchTakesComputeToken(t *testing.T) {
 	limit.Acquire()
 	p := prefetch(gen.Stream(1), 4*fillChunk, 1, limit)
 	defer p.close()
-	deadline := time.Now().Add(5 * time.Second)
-	for limit.Waiting() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the prefetcher did not wait for the token")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, func() bool { return limit.Waiting() == 1 }, "the prefetcher to wait for the token")
 	select {
 	case <-p.full:
 		t.Fatal("a batch was drawn while the only token was held elsewhere")

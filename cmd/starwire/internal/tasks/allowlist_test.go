@@ -11,6 +11,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/xdp"
@@ -142,17 +143,11 @@ func counters(t *testing.T, p *xdp.Program) xdp.Counters {
 	return c
 }
 
-// waitCounters reads p's counters until done holds, for up to 5 seconds.
+// waitCounters reads p's counters until done holds, for up to 5 seconds,
+// and returns them.
 func waitCounters(t *testing.T, p *xdp.Program, done func(xdp.Counters) bool) xdp.Counters {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c := counters(t, p)
-		if done(c) || time.Now().After(deadline) {
-			return c
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return testwait.For(t, 5*time.Second, func() xdp.Counters { return counters(t, p) }, done, "the datagrams counted")
 }
 
 // notAllowedMetric returns the not_allowed verdicts m exports.
