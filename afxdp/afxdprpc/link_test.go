@@ -16,6 +16,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/afxdptest"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
@@ -263,6 +264,28 @@ func TestRPCOverUDPNamespaces(t *testing.T) {
 	}
 	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
 	t.Logf("client %+v server %+v", cli.Stats(), srv.Stats())
+}
+
+// TestRPCOverUDPImpaired is the namespace test with faults injected on both
+// receive sides, for kernels without netem.
+func TestRPCOverUDPImpaired(t *testing.T) {
+	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
+	p := netns.NewForTest(t, netns.Options{})
+	ls, lc := udpPair(t, p)
+	imp := afxdptest.Impairment{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 3}
+	is, ic := afxdptest.Impair(ls, imp), afxdptest.Impair(lc, imp)
+	srv, cli := afxdp.NewEndpoint(is, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(ic, afxdp.Options{Ticket: testTicket, Backlog: -1})
+	t.Cleanup(func() { srv.Close(); cli.Close() })
+	size := 64 << 20
+	if testing.Short() || raceOn { // see raceOn
+		size = 4 << 20
+	}
+	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
+	srv.Close()
+	cli.Close()
+	if is.Dropped == 0 || is.Reordered == 0 || is.Duplicated == 0 {
+		t.Fatalf("nothing impaired: %+v", is)
+	}
 }
 
 // TestServerRestart closes the server endpoint and starts a new one on the
