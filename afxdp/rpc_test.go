@@ -11,7 +11,6 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
-	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire"
@@ -125,65 +124,9 @@ func checkRPC(t testing.TB, c *rpc.Client, calls, size int) {
 	}
 }
 
-// TestRPCOverMemLink runs real rpc calls, 1000 sequential and 1000 from 32
-// goroutines, then a 64 MiB tensor echo, over a link that loses 5%,
-// reorders 25% and duplicates 1% of the packets each way. Every answer is
-// checked, so a call answered twice, lost or corrupted fails the test.
-func TestRPCOverMemLink(t *testing.T) {
-	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
-	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 7})
-	srv, cli := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1})
-	t.Cleanup(func() { srv.Close(); cli.Close() })
-	size := 64 << 20
-	if testing.Short() || raceEnabled { // see raceEnabled
-		size = 4 << 20
-	}
-	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
-	if la.Dropped.Load() == 0 || la.Reordered.Load() == 0 || la.Duplicated.Load() == 0 {
-		t.Fatal("the link impaired nothing")
-	}
-}
-
-// TestRPCBlockingReceiver runs the calls with frames delivered from each
-// Conn's Receive goroutine instead of the reactor.
-func TestRPCBlockingReceiver(t *testing.T) {
-	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
-	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.02, Reorder: 0.1, Duplicate: 0.01, Seed: 5})
-	opts := afxdp.Options{Ticket: testTicket, BlockingReceiver: true, Deliveries: 8}
-	srv := afxdp.NewEndpoint(lb, opts)
-	opts.Backlog = -1
-	cli := afxdp.NewEndpoint(la, opts)
-	t.Cleanup(func() { srv.Close(); cli.Close() })
-	checkRPC(t, serveRPC(t, srv, cli), 500, 8<<20)
-}
-
 // envOptions are the options of reactor index of a task of job, as the
 // environment (rpc/cluster) asks, as the command makes them.
 func envOptions(job string, index int) afxdp.Options {
 	busy, set := cluster.PacketPolling(job)
 	return afxdp.TaskOptions(busy, set, cluster.PinPacketReactors(job), index)
-}
-
-// TestRPCPollingModes runs calls with a busy-polling, pinned server reactor
-// and a client reactor that spins before sleeping, as the *_ENABLE_POLLING
-// and *_DISABLE_PIN_CORES variables ask.
-func TestRPCPollingModes(t *testing.T) {
-	t.Setenv(cluster.EnvPSPolling, "true")
-	t.Setenv(cluster.EnvPSDisablePin, "false")
-	so := envOptions("ps", 0)
-	if !so.Busy || !so.Pin || so.CPU != 0 {
-		t.Fatalf("options from the environment: %+v", so)
-	}
-	if co := envOptions("worker", 1); co.Busy || co.Pin || co.Spin != 0 {
-		t.Fatalf("worker options follow the ps variables: %+v", co)
-	}
-	t.Setenv(cluster.EnvWorkerPolling, "False")
-	if co := envOptions("worker", 1); co.Busy || co.Spin >= 0 || co.FrameSpin >= 0 {
-		t.Fatalf("WORKER_ENABLE_POLLING=False still polls: %+v", co)
-	}
-	la, lb := link.MemPair(memA, memB, link.MemOptions{})
-	srv := afxdp.NewEndpoint(lb, withTicket(so))
-	cli := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1, Spin: 100 * time.Microsecond})
-	t.Cleanup(func() { srv.Close(); cli.Close() })
-	checkRPC(t, serveRPC(t, srv, cli), 200, 1<<20)
 }
