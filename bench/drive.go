@@ -109,8 +109,8 @@ func driveClosed(ctx context.Context, callers []caller, d time.Duration) driveRe
 // A caller that slept until its call was due counts from when it woke
 // instead, and records how late that was apart (driveResult.late): an
 // idle Go process's timers fire up to a millisecond late (the netpoller
-// sleeps whole milliseconds), which measured 0.5 ms of a 64 B echo's
-// 0.6 ms p50 at 5,000 calls/s, the client's lateness, not the server's.
+// sleeps whole milliseconds), which is the client's lateness, not the
+// server's (BENCHMARKS.md, "Fan-in", has what it measured).
 func driveOpen(ctx context.Context, callers []caller, d time.Duration, rate float64) driveResult {
 	h, late := newShardedHist(), newShardedHist()
 	var calls, errs atomic.Int64

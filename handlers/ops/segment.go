@@ -151,11 +151,10 @@ func segmentSumTensors[T numeric](r, data wire.Tensor, ids []int64, width int) {
 var segmentSumByDType = numericTable(segmentSumTensors[float32], segmentSumTensors[float64], segmentSumTensors[int32], segmentSumTensors[int64])
 
 // segmentSum adds row i of data (rows of width elements) into row ids[i]
-// of r, skipping negative ids. It adds four elements an iteration: the
-// one-element loop ran 5.2 or 9.5 µs for
-// BenchmarkKernels/UnsortedSegmentSum/float depending only on where the
-// linker placed it (the slow copy straddled a 64-byte block); the loop
-// stays in this function, as a call a row cost 10%.
+// of r, skipping negative ids. It adds four elements an iteration because
+// the one-element loop's speed depended only on where the linker placed it,
+// and the loop stays in this function because a call a row is measurably
+// slower (BENCHMARKS.md, "Op kernels", BenchmarkKernels/UnsortedSegmentSum).
 func segmentSum[T numeric](r, data []T, ids []int64, width int) {
 	for i, s := range ids {
 		if s < 0 {
