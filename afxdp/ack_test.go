@@ -81,14 +81,3 @@ func TestBusyReactorsServeCallers(t *testing.T) {
 		t.Fatalf("median round trip %v between busy reactors", p50)
 	}
 }
-
-// echoReceiver answers every frame with its metadata, from the reactor.
-type echoReceiver struct{ c *afxdp.Conn }
-
-func (e echoReceiver) Alloc(in *wire.Inbound) error { in.AllocPooled(); return nil }
-
-func (e echoReceiver) Deliver(in *wire.Inbound) {
-	m := &wire.Message{Header: wire.Header{Kind: wire.KindResponse, CallID: in.Header.CallID}, Meta: slices.Clone(in.Meta)}
-	in.Release()
-	e.c.Send(m)
-}

@@ -219,9 +219,14 @@ func TestDialNeedsTicket(t *testing.T) {
 
 	la, lb = link.MemPair(memA, memB, link.MemOptions{})
 	isrv, icli := afxdp.NewEndpoint(la, afxdp.Options{InsecureNoAuth: true}), afxdp.NewEndpoint(lb, afxdp.Options{InsecureNoAuth: true, Backlog: -1})
-	defer isrv.Close()
-	defer icli.Close()
-	checkRPC(t, serveRPC(t, isrv, icli), 5, 1000)
+	t.Cleanup(func() { icli.Close() })
+	serveEcho(t, isrv)
+	e := dialEcho(t, icli, memA.String())
+	for i := range 5 {
+		if err := e.call(pattern(1000, byte(i)), 10*time.Second); err != nil {
+			t.Fatalf("without tickets: %v", err)
+		}
+	}
 }
 
 // TestIssueRevoke opens a session under a ticket the endpoint issued, then

@@ -1,16 +1,13 @@
 package afxdp_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
-	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/xdp"
 )
 
@@ -75,34 +72,14 @@ func TestGroupOverQueues(t *testing.T) {
 			if len(sl) != 2 || len(srv.Endpoints()) != 2 {
 				t.Fatalf("%d links, %d endpoints, want 2", len(sl), len(srv.Endpoints()))
 			}
-			s := rpc.NewServer()
-			s.Register(methodEcho, echoHandler, rpc.HandlerOptions{Inline: true})
-			l, err := afxdprpc.Transport(srv).Listen("")
-			if err != nil {
-				t.Fatal(err)
-			}
-			go s.Serve(l)
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				s.Shutdown(ctx)
-			})
+			serveEcho(t, srv)
 			for i := range 8 {
-				c := rpc.NewClient(srv.Addr().String(), rpc.ClientOptions{Transport: afxdprpc.Transport(cli)})
-				t.Cleanup(func() { c.Close() })
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				var r rpc.Reply
+				e := dialEcho(t, cli, srv.Addr().String())
 				for j := range 50 {
-					meta := fmt.Appendf(nil, "%d/%d", i, j)
-					if err := c.Call(ctx, methodEcho, &rpc.Request{Meta: meta}, &r); err != nil {
-						t.Fatalf("client %d call %d: %v", i, j, err)
-					}
-					if string(r.Meta) != string(meta) {
-						t.Fatalf("%s answered %q", meta, r.Meta)
+					if err := e.call(fmt.Appendf(nil, "%d/%d", i, j), 10*time.Second); err != nil {
+						t.Fatalf("client %d: %v", i, err)
 					}
 				}
-				cancel()
-				r.Release()
 			}
 			// The client dials from both reactors in turn; in generic mode
 			// the answers to reactor 1's sessions arrive at reactor 0.

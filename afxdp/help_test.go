@@ -1,8 +1,6 @@
 package afxdp_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,7 +8,6 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/rpc"
 )
 
 // deafLink is a MemLink whose Wait hears neither datagrams nor Wake, only
@@ -52,26 +49,24 @@ func TestParkedReactorHelped(t *testing.T) {
 	deaf := &deafLink{MemLink: lb, hear: make(chan struct{})}
 	eb := afxdp.NewEndpoint(deaf, afxdp.Options{Ticket: testTicket, Spin: -1, RTO: serverRTO})
 	ea := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Spin: 10 * time.Second})
+	serveEcho(t, eb) // its cleanup, closing eb, runs after the one below
 	t.Cleanup(func() {
 		ea.Close()
 		deaf.hearAgain()
 		eb.Close()
 	})
-	c := serveRPC(t, eb, ea)
+	// Unhelped, the handshake and each call would wait for the server's timer.
+	start := time.Now()
+	e := dialEcho(t, ea, eb.Addr().String())
+	if d := time.Since(start); d >= serverRTO/2 {
+		t.Errorf("the handshake took %v: it waited for the server's timer", d)
+	}
 	const calls = 200
-	// Unhelped, each call would wait for the server's timer.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*serverRTO)
-	defer cancel()
-	var reply rpc.Reply
-	defer reply.Release()
+	deadline := time.Now().Add(4 * serverRTO)
 	for i := range calls {
-		meta := fmt.Appendf(nil, "call %d", i)
 		start := time.Now()
-		if err := c.Call(ctx, methodEcho, &rpc.Request{Meta: meta}, &reply); err != nil {
-			t.Fatalf("call %d: %v (server helped %d times)", i, err, eb.Stats().Helped)
-		}
-		if !bytes.Equal(reply.Meta, meta) {
-			t.Fatalf("call %d answered %q", i, reply.Meta)
+		if err := e.call(fmt.Appendf(nil, "call %d", i), time.Until(deadline)); err != nil {
+			t.Fatalf("%v (server helped %d times)", err, eb.Stats().Helped)
 		}
 		if d := time.Since(start); d >= serverRTO/2 {
 			t.Errorf("call %d took %v: it waited for the server's timer", i, d)

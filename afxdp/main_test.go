@@ -1,114 +1,32 @@
 package afxdp_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/netip"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/afxdptest"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
 
-// The test binary doubles as a peer process that a test can kill: with
-// helperEnv set it serves AF_XDP on the interface named by helperLinkEnv
-// instead of running tests.
-const (
-	helperEnv     = "AFXDP_TEST_HELPER"
-	helperLinkEnv = "AFXDP_TEST_LINK"
-	helperKindEnv = "AFXDP_TEST_KIND"
-	helperAddrEnv = "AFXDP_TEST_ADDR"
-	helperLife    = 10 * time.Minute // a bound in case the parent's pipe stays open
-)
+// xskServerRole is the helper role (afxdptest.StartHelper) accepting
+// sessions in a process a test can kill.
+const xskServerRole = "xsk-server"
 
 func TestMain(m *testing.M) {
-	switch os.Getenv(helperEnv) {
-	case "xsk-server":
-		os.Exit(runHelperServer(os.Getenv(helperLinkEnv)))
-	case "rpc-server":
-		os.Exit(runBenchServer(os.Getenv(helperKindEnv), os.Getenv(helperLinkEnv), os.Getenv(helperAddrEnv)))
+	if h, ok := afxdptest.HelperArgs(); ok && h.Role == xskServerRole {
+		os.Exit(runHelperServer(h.Link))
 	}
 	// Every test stops what it started: endpoints, their reactors and
-	// Receive loops, rpc clients and servers, helper processes. testwait
-	// knows rpc's shared TCP write reactors, which live as long as the
-	// process.
+	// Receive loops, helper processes.
 	testwait.VerifyTestMain(m)
-}
-
-// runBenchServer serves the benchmark's methods until its parent is done.
-func runBenchServer(name, link, addr string) int {
-	kind, _, xo := benchKind(name)
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	stop, _, err := startBenchServer(kind, link, a, xo)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	fmt.Println("ready")
-	waitForParent()
-	return 0
-}
-
-// startHelper runs this test binary as a helper of role in e's namespace,
-// waits for it to be ready, and stops it at the end of the test. It
-// returns the helper's command, for a test that kills it.
-func startHelper(t testing.TB, e *netns.End, role, kind string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", e.NS, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+role, helperLinkEnv+"="+e.Link,
-		helperKindEnv+"="+kind, helperAddrEnv+"="+e.Addr.String())
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close() // a clean exit, which detaches its XDP program
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	ready := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		ready <- strings.TrimSpace(line)
-	}()
-	select {
-	case line := <-ready:
-		if line != "ready" {
-			t.Fatalf("helper said %q", line)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("helper did not start")
-	}
-	return cmd
 }
 
 // runHelperServer accepts sessions and drops what they carry, until killed
@@ -120,7 +38,7 @@ func runHelperServer(ifname string) int {
 		return 1
 	}
 	ep := afxdp.NewEndpoint(l, afxdp.Options{Ticket: testTicket})
-	fmt.Println("ready")
+	afxdptest.Ready()
 	go func() {
 		for {
 			c, err := ep.Accept()
@@ -130,23 +48,9 @@ func runHelperServer(ifname string) int {
 			go c.Receive(discard{})
 		}
 	}()
-	waitForParent()
+	afxdptest.WaitForParent()
 	ep.Close()
 	return 0
-}
-
-// waitForParent returns when standard input closes (the parent is done or
-// died) or helperLife passes.
-func waitForParent() {
-	eof := make(chan struct{})
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		close(eof)
-	}()
-	select {
-	case <-eof:
-	case <-time.After(helperLife):
-	}
 }
 
 type discard struct{}
@@ -160,7 +64,7 @@ func (discard) Deliver(in *wire.Inbound)     { in.Release() }
 // gone from its interface.
 func TestXSKPeerKilled(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
-	cmd := startHelper(t, p.B, "xsk-server", "")
+	cmd := afxdptest.StartHelper(t, p.B, xskServerRole, "")
 
 	const deadAfter = 500 * time.Millisecond
 	opts := afxdp.Options{Ticket: testTicket, DeadAfter: deadAfter, MaxRTO: 100 * time.Millisecond, Backlog: -1}

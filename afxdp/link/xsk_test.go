@@ -8,23 +8,14 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/afxdp/link/linktest"
 	"github.com/starwire/starwire/internal/netns"
 )
 
-const xskPort = 7700
+// The tests' AF_XDP links, on the port linktest steers.
+var openXSK = linktest.OpenXSK
 
-// openXSK opens an XSKLink on e's veth end, inside e's namespace.
-func openXSK(t testing.TB, e *netns.End, opts link.XSKOptions) *link.XSKLink {
-	t.Helper()
-	if opts.Port == 0 {
-		opts.Port = xskPort
-	}
-	var l *link.XSKLink
-	if err := e.Do(func() (err error) { l, err = link.OpenXSK(e.Link, opts); return err }); err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
+const xskPort = linktest.XSKPort
 
 // TestXSKAvailable checks the fallback decision: a usable veth is fine; a
 // missing or down interface is refused with ErrUnavailable, as is OpenXSK on

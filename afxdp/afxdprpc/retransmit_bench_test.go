@@ -1,4 +1,4 @@
-package afxdp_test
+package afxdprpc_test
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 // An op is a 4 MiB tensor echoed, then 32 small echo calls in flight at
 // once, every answer checked. Reproduce with:
 //
-//	go test ./afxdp -run '^$' -bench 'Retransmits$' -benchtime 100x
+//	go test ./afxdp/afxdprpc -run '^$' -bench 'Retransmits$' -benchtime 100x
 func BenchmarkRetransmits(b *testing.B) {
 	for _, loss := range []float64{0, 0.05} {
 		b.Run(fmt.Sprintf("loss=%g", loss), func(b *testing.B) {

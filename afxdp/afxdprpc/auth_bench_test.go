@@ -1,4 +1,4 @@
-package afxdp_test
+package afxdprpc_test
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ var authModes = []struct {
 // are the medians of each round's ratio, so that load that comes and goes
 // on a shared machine weighs on both sides alike:
 //
-//	go test ./afxdp -run '^$' -bench 'TransportAuth$' -benchtime 1s
+//	go test ./afxdp/afxdprpc -run '^$' -bench 'TransportAuth$' -benchtime 1s
 func BenchmarkTransportAuth(b *testing.B) {
 	const rounds = 5
 	type figures struct{ seq, par, tensor float64 }

@@ -1,4 +1,4 @@
-package afxdp_test
+package afxdprpc_test
 
 import (
 	"encoding/binary"
@@ -578,7 +578,7 @@ func benchKernelUDP(b *testing.B, e *rawEnv) {
 
 // BenchmarkRawEcho measures 64-byte round trips; run it with
 //
-//	go test ./afxdp -run '^$' -bench RawEcho -benchtime 3s
+//	go test ./afxdp/afxdprpc -run '^$' -bench RawEcho -benchtime 3s
 func BenchmarkRawEcho(b *testing.B) {
 	// Both ends share the machine's cores with whatever else runs: record
 	// the load so figures can be judged.
@@ -605,7 +605,7 @@ func BenchmarkRawEcho(b *testing.B) {
 // iteration is one frame; the sender keeps at most a window of frames
 // unreceived so it measures delivery, not drops.
 //
-//	go test ./afxdp -run '^$' -bench RawOneWay -benchtime 2000000x
+//	go test ./afxdp/afxdprpc -run '^$' -bench RawOneWay -benchtime 2000000x
 func BenchmarkRawOneWay(b *testing.B) {
 	e := newRawEnv(b)
 	for _, size := range []int{64, 1500} {
@@ -832,7 +832,7 @@ func benchXSKProcess(b *testing.B, e *rawEnv, w wait) echoResult {
 // pair, and the client alternates between them every 1000 round trips,
 // while the server not being measured sleeps in poll(). Run it with
 //
-//	go test ./afxdp -run '^$' -bench RawEchoAB -benchtime 400000x
+//	go test ./afxdp/afxdprpc -run '^$' -bench RawEchoAB -benchtime 400000x
 func BenchmarkRawEchoAB(b *testing.B) {
 	ex, ea := newRawEnv(b), newRawEnv(b)
 	defer ea.closeAsavie()

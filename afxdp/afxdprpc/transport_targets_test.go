@@ -1,4 +1,4 @@
-package afxdp_test
+package afxdprpc_test
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package afxdp_test
+package afxdprpc_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/afxdptest"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/internal/netns"
@@ -25,8 +26,6 @@ import (
 // 16 MiB tensor sent per call (GB/s); the tensor also over AF_XDP on a
 // veth with a 9000-byte MTU.
 
-var methodSink = rpc.NewMethod("afxdp.test.Sink")
-
 // benchEnv is a server in B and a client dialing it from A. eps are the
 // packet endpoints in this process, whose counters give packets per call.
 type benchEnv struct {
@@ -39,18 +38,6 @@ type benchEnv struct {
 func (env *benchEnv) cpu() cpuclock.Times {
 	t, _ := cpuclock.SelfAnd(env.serverPID)
 	return t
-}
-
-// nsTCP dials from inside a namespace, so the TCP client reaches the
-// server's address on the veth.
-type nsTCP struct {
-	tcp.Transport
-	end *netns.End
-}
-
-func (t *nsTCP) Dial(ctx context.Context, addr string) (c rpc.Conn, err error) {
-	err = t.end.Do(func() error { c, err = t.Transport.Dial(ctx, addr); return err })
-	return c, err
 }
 
 const benchPort = 7800
@@ -118,7 +105,7 @@ func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 	p := netns.NewForTest(b, netns.Options{MTU: mtu})
 	env := &benchEnv{}
 	if separate {
-		env.serverPID = startHelper(b, p.B, "rpc-server", name).Process.Pid
+		env.serverPID = afxdptest.StartHelper(b, p.B, benchServerRole, name).Process.Pid
 	} else {
 		var stop func()
 		var ep *afxdp.Endpoint
@@ -324,7 +311,7 @@ func tensorBench(b *testing.B, env *benchEnv) float64 {
 // round trip) and starwire over AF_XDP, kernel UDP and TCP, then logs each
 // target of the kernel-bypass path as a ratio of figures of this run:
 //
-//	go test ./afxdp -run '^$' -bench 'Transport$' -benchtime 2s
+//	go test ./afxdp/afxdprpc -run '^$' -bench 'Transport$' -benchtime 2s
 func BenchmarkTransport(b *testing.B) { transportBench(b, false) }
 
 // BenchmarkTransportProcesses is BenchmarkTransport with the server in a

@@ -1,4 +1,4 @@
-package afxdp_test
+package afxdprpc_test
 
 import (
 	"bytes"
@@ -11,29 +11,21 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
-	"github.com/starwire/starwire/rpc"
-	"github.com/starwire/starwire/xdp"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/afxdptest"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/afxdp/link/linktest"
 	"github.com/starwire/starwire/internal/bufpool"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/xdp"
 )
 
-const xskPort = 7700
+// The tests' AF_XDP links, on the port linktest steers.
+var openXSK = linktest.OpenXSK
 
-// openXSK opens an XSKLink on e's veth end, inside e's namespace.
-func openXSK(t testing.TB, e *netns.End, opts link.XSKOptions) *link.XSKLink {
-	t.Helper()
-	if opts.Port == 0 {
-		opts.Port = xskPort
-	}
-	var l *link.XSKLink
-	if err := e.Do(func() (err error) { l, err = link.OpenXSK(e.Link, opts); return err }); err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
+const xskPort = linktest.XSKPort
 
 // xskEndpoints returns a server endpoint in B and a client endpoint in A,
 // both over AF_XDP, closed (and checked to leave no XDP program) at the end.
@@ -71,8 +63,8 @@ func TestNothingLeaksAfterClose(t *testing.T) {
 	live := bufpool.Live()
 	t.Run("calls", func(t *testing.T) {
 		p := netns.NewForTest(t, netns.Options{})
-		imp := Impairment{Reorder: 0.1, Seed: 5}
-		srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link { return Impair(l, imp) })
+		imp := afxdptest.Impairment{Reorder: 0.1, Seed: 5}
+		srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link { return afxdptest.Impair(l, imp) })
 		for _, l := range []*link.XSKLink{ls, lc} {
 			if err := l.Program().SetLoss(0.05); err != nil {
 				t.Fatal(err)
@@ -107,10 +99,10 @@ func TestRPCOverXSK(t *testing.T) {
 func TestRPCOverXSKImpaired(t *testing.T) {
 	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
 	p := netns.NewForTest(t, netns.Options{})
-	imp := Impairment{Reorder: 0.25, Duplicate: 0.01, Seed: 11}
-	var wrapped []*ImpairedLink
+	imp := afxdptest.Impairment{Reorder: 0.25, Duplicate: 0.01, Seed: 11}
+	var wrapped []*afxdptest.ImpairedLink
 	srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link {
-		w := Impair(l, imp)
+		w := afxdptest.Impair(l, imp)
 		wrapped = append(wrapped, w)
 		return w
 	})
@@ -120,7 +112,7 @@ func TestRPCOverXSKImpaired(t *testing.T) {
 		}
 	}
 	size := 64 << 20
-	if testing.Short() || raceEnabled { // see raceEnabled
+	if testing.Short() || raceOn { // see raceOn
 		size = 4 << 20
 	}
 	checkRPC(t, serveRPC(t, srv, cli), 1000, size)

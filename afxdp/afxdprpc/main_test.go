@@ -1,0 +1,45 @@
+package afxdprpc_test
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"testing"
+
+	"github.com/starwire/starwire/afxdp/afxdptest"
+	"github.com/starwire/starwire/internal/testwait"
+)
+
+// benchServerRole is the helper role (afxdptest.StartHelper) serving the
+// transport benchmark's methods in a process of its own.
+const benchServerRole = "rpc-server"
+
+func TestMain(m *testing.M) {
+	if h, ok := afxdptest.HelperArgs(); ok && h.Role == benchServerRole {
+		os.Exit(runBenchServer(h))
+	}
+	// Every test stops what it started: endpoints, their reactors and
+	// Receive loops, rpc clients and servers, helper processes. testwait
+	// knows rpc's shared TCP write reactors, which live as long as the
+	// process.
+	testwait.VerifyTestMain(m)
+}
+
+// runBenchServer serves the benchmark's methods until its parent is done.
+func runBenchServer(h afxdptest.Helper) int {
+	kind, _, xo := benchKind(h.Kind)
+	a, err := netip.ParseAddr(h.Addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	stop, _, err := startBenchServer(kind, h.Link, a, xo)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
+	afxdptest.Ready()
+	afxdptest.WaitForParent()
+	return 0
+}

@@ -1,0 +1,8 @@
+package afxdp_test
+
+import "github.com/starwire/starwire/afxdp/link/linktest"
+
+// The tests' AF_XDP links, on the port linktest steers.
+var openXSK = linktest.OpenXSK
+
+const xskPort = linktest.XSKPort
