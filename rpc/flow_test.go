@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/internal/testwait"
+	"github.com/starwire/starwire/rpc/rpctest"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -130,33 +131,12 @@ func TestBulkBothWaysNeverWedges(t *testing.T) {
 	t.Logf("%d calls, %d MiB verified", calls.Load(), bytesOK.Load()>>20)
 }
 
-// stuckPeer accepts one connection and reads nothing from it until read is
-// closed; then it hands the connection to the test.
-func stuckPeer(t *testing.T) (addr string, read chan struct{}, conns chan net.Conn) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, conns = make(chan struct{}), make(chan net.Conn, 1)
-	go func() {
-		nc, err := l.Accept()
-		l.Close()
-		if err != nil {
-			return
-		}
-		<-read
-		conns <- nc
-	}()
-	return l.Addr().String(), read, conns
-}
-
 // TestDeadlineKeptWhilePeerReadsNothing: calls whose 16 MiB requests the
 // peer does not read (one half written, the others queued) return within
 // a few milliseconds of their deadlines, and the half-written frame still
 // reaches the peer whole and unchanged after its caller reused its memory.
 func TestDeadlineKeptWhilePeerReadsNothing(t *testing.T) {
-	addr, read, conns := stuckPeer(t)
+	addr, read, conns := rpctest.StuckPeer(t)
 	// The peer reads once every call has returned, which on a loaded
 	// machine under the race detector came after the stall timeout (20s
 	// from the first write, while the test made the other requests) had
@@ -243,7 +223,7 @@ func TestDeadlineKeptWhilePeerReadsNothing(t *testing.T) {
 // not even pings, fails the connection after Time+Timeout, so a call without
 // a deadline does not wait for ever.
 func TestKeepaliveFailsSilentPeer(t *testing.T) {
-	addr, read, conns := stuckPeer(t)
+	addr, read, conns := rpctest.StuckPeer(t)
 	close(read)
 	go func() {
 		nc := <-conns

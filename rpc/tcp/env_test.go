@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
-	"net"
 	"testing"
 
 	"github.com/starwire/starwire/internal/testwait"
@@ -72,27 +71,6 @@ func newTestEnvOn(t testing.TB, tr *Transport, configure ...func(*rpc.Server)) *
 		env.srv.Close()
 	})
 	return env
-}
-
-// stuckPeer accepts one connection and reads nothing from it until read is
-// closed; then it hands the connection to the test.
-func stuckPeer(t *testing.T) (addr string, read chan struct{}, conns chan net.Conn) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, conns = make(chan struct{}), make(chan net.Conn, 1)
-	go func() {
-		nc, err := l.Accept()
-		l.Close()
-		if err != nil {
-			return
-		}
-		<-read
-		conns <- nc
-	}()
-	return l.Addr().String(), read, conns
 }
 
 // pattern fills b with bytes derived from seed (as rpc's tests do): one

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/rpctest"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -15,7 +16,7 @@ import (
 // the transport's StallTimeout, long before the call's own deadline, so a
 // stuck peer holds neither the caller nor the queued frame until then.
 func TestStallTimeoutFailsConnection(t *testing.T) {
-	addr, read, conns := stuckPeer(t)
+	addr, read, conns := rpctest.StuckPeer(t)
 	defer func() {
 		close(read)
 		(<-conns).Close()
