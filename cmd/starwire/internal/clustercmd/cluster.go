@@ -25,7 +25,7 @@ var Env = []string{cluster.EnvCoreNumber, cluster.EnvPSCoreNumber, cluster.EnvWo
 // trains on it over AF_XDP and over TCP, reports and removes it.
 func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
-		fmt.Fprint(stdout, clusterUsage)
+		fmt.Fprint(stdout, usage)
 		flags.PrintEnv(stdout, Env)
 		if len(args) == 0 {
 			return flags.Usagef("cluster: give up, down, run, endpoints or manifests")
@@ -34,20 +34,20 @@ func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	switch args[0] {
 	case "up":
-		return clusterUp(ctx, args[1:], stdout)
+		return up(ctx, args[1:], stdout)
 	case "down":
-		return clusterDown(args[1:], stdout)
+		return down(args[1:], stdout)
 	case "run":
-		return clusterRun(ctx, args[1:], stdout)
+		return run(ctx, args[1:], stdout)
 	case "endpoints":
-		return clusterEndpoints(ctx, args[1:], stdout)
+		return endpoints(ctx, args[1:], stdout)
 	case "manifests":
-		return clusterManifests(ctx, args[1:], stdout)
+		return manifests(ctx, args[1:], stdout)
 	}
 	return flags.Usagef("cluster: unknown subcommand %q (want up, down, run, endpoints or manifests)", args[0])
 }
 
-const clusterUsage = `usage: starwire cluster up|down|run|endpoints|manifests [flags] [-- train flags]
+const usage = `usage: starwire cluster up|down|run|endpoints|manifests [flags] [-- train flags]
 
   up    build the hosts (network namespaces on a bridge, 198.18.0.0/15) and
         start "starwire serve" in each; they run until "down"
@@ -110,9 +110,9 @@ func (s *shapeFlags) check(cmd string) error {
 	return nil
 }
 
-// clusterUp builds a named cluster and starts its tasks, which outlive
+// up builds a named cluster and starts its tasks, which outlive
 // the command.
-func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
+func up(ctx context.Context, args []string, stdout io.Writer) error {
 	var s shapeFlags
 	var afxdp bool
 	fs := flag.NewFlagSet("cluster up", flag.ContinueOnError)
@@ -137,16 +137,16 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	c.printHosts(stdout)
 	fmt.Fprintf(stdout, "train on it:  %s\n", c.trainHint())
-	down := "starwire cluster down --name " + c.Name
+	downCmd := "starwire cluster down --name " + c.Name
 	if s.stateDir != defaultStateDir {
-		down += " --state_dir " + s.stateDir
+		downCmd += " --state_dir " + s.stateDir
 	}
-	fmt.Fprintf(stdout, "remove it:    %s\n", down)
+	fmt.Fprintf(stdout, "remove it:    %s\n", downCmd)
 	return nil
 }
 
-// clusterDown stops a cluster's tasks and deletes its namespaces.
-func clusterDown(args []string, stdout io.Writer) error {
+// down stops a cluster's tasks and deletes its namespaces.
+func down(args []string, stdout io.Writer) error {
 	var name, stateDir string
 	fs := flag.NewFlagSet("cluster down", flag.ContinueOnError)
 	fs.StringVar(&name, "name", "", "the cluster to remove")

@@ -12,19 +12,19 @@ import (
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 )
 
-// run runs "starwire cluster" with args and returns its standard output.
+// runCommand runs "starwire cluster" with args and returns its standard output.
 // Commands that build a cluster need root and the built binary; their
 // tests run it, in cmd/starwire.
-func run(t *testing.T, args ...string) (string, error) {
+func runCommand(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var stdout bytes.Buffer
 	err := Run(t.Context(), args, &stdout)
 	return stdout.String(), err
 }
 
-// TestClusterUsage checks the command line is refused with a usage error
+// TestUsage checks the command line is refused with a usage error
 // (exit status 2) of one line.
-func TestClusterUsage(t *testing.T) {
+func TestUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -42,7 +42,7 @@ func TestClusterUsage(t *testing.T) {
 		{[]string{"manifests", "--ps", "0"}, "at least one of each"},
 		{[]string{"endpoints", "--port_offset", "0"}, "TF_CONFIG gives no cluster"},
 	} {
-		_, err := run(t, tc.args...)
+		_, err := runCommand(t, tc.args...)
 		var ue *flags.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v (%T); want a usage error of one line with %q", tc.args, err, err, tc.want)
@@ -50,9 +50,9 @@ func TestClusterUsage(t *testing.T) {
 	}
 }
 
-// TestClusterEndpoints writes the endpoint map of a TF_CONFIG's cluster,
+// TestEndpoints writes the endpoint map of a TF_CONFIG's cluster,
 // names resolved and not, as the Kubernetes init step does.
-func TestClusterEndpoints(t *testing.T) {
+func TestEndpoints(t *testing.T) {
 	t.Setenv("TF_CONFIG", `{"cluster":{"chief":["localhost:2222"],"ps":["127.0.0.1:3000"],"worker":["localhost:4000"]},"task":{"type":"ps","index":0}}`)
 	for _, tc := range []struct {
 		args []string
@@ -62,7 +62,7 @@ func TestClusterEndpoints(t *testing.T) {
 		{[]string{"--resolve", "--port_offset", "-1000"}, "localhost:2222=127.0.0.1:1222\n127.0.0.1:3000=127.0.0.1:2000\nlocalhost:4000=127.0.0.1:3000\n"},
 	} {
 		out := filepath.Join(t.TempDir(), "map")
-		stdout, err := run(t, append([]string{"endpoints", "--out", out}, tc.args...)...)
+		stdout, err := runCommand(t, append([]string{"endpoints", "--out", out}, tc.args...)...)
 		if err != nil || stdout != "wrote 3 tasks' starwire addresses to "+out+"\n" {
 			t.Fatalf("%v: %v: %s", tc.args, err, stdout)
 		}
@@ -85,7 +85,7 @@ func TestClusterEndpoints(t *testing.T) {
 	}
 	t.Setenv("TF_CONFIG", "")
 	var ue *flags.UsageError
-	if _, err := run(t, "endpoints", "--out", filepath.Join(t.TempDir(), "m")); !errors.As(err, &ue) || !strings.Contains(err.Error(), "TF_CONFIG gives no cluster") {
+	if _, err := runCommand(t, "endpoints", "--out", filepath.Join(t.TempDir(), "m")); !errors.As(err, &ue) || !strings.Contains(err.Error(), "TF_CONFIG gives no cluster") {
 		t.Errorf("without TF_CONFIG: %v (%T), want a usage error", err, err)
 	}
 }

@@ -15,14 +15,14 @@ import (
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
-// clusterEndpoints writes the endpoint map of TF_CONFIG's cluster: each
+// endpoints writes the endpoint map of TF_CONFIG's cluster: each
 // task's starwire address is its gRPC address's host at the gRPC port plus
 // --port_offset. With --resolve the host is resolved to its IPv4 address,
 // waiting for it to appear in DNS: AF_XDP needs the address of the
 // interface the task serves on, not a name (a pod's DNS name resolves to
 // its IP once the pod has one). This is the init step of the Kubernetes
 // manifests.
-func clusterEndpoints(ctx context.Context, args []string, stdout io.Writer) error {
+func endpoints(ctx context.Context, args []string, stdout io.Writer) error {
 	var out string
 	var offset int
 	var resolve bool

@@ -30,19 +30,19 @@ const (
 // kept, and, in the process that built it, the segment and the tasks it
 // started.
 type testCluster struct {
-	Name     string        `json:"name"`
-	Owner    int           `json:"owner,omitempty"` // the "cluster run" process that removes it; 0 for "up"
-	Subnet   string        `json:"subnet"`
-	Protocol string        `json:"protocol"`
-	Hosts    []clusterHost `json:"hosts"`
+	Name     string `json:"name"`
+	Owner    int    `json:"owner,omitempty"` // the "cluster run" process that removes it; 0 for "up"
+	Subnet   string `json:"subnet"`
+	Protocol string `json:"protocol"`
+	Hosts    []host `json:"hosts"`
 
 	dir   string
 	seg   *vethnet.Segment
-	tasks []*clusterTask
+	tasks []*task
 }
 
-// A clusterHost is one namespace of the cluster and the task it holds.
-type clusterHost struct {
+// A host is one namespace of the cluster and the task it holds.
+type host struct {
 	Name  string `json:"name"` // ps0, worker1, chief
 	NS    string `json:"namespace"`
 	Addr  string `json:"address"`
@@ -50,9 +50,9 @@ type clusterHost struct {
 	Index int    `json:"index"`
 }
 
-func (h clusterHost) grpcAddr() string { return net.JoinHostPort(h.Addr, strconv.Itoa(testGRPCPort)) }
-func (h clusterHost) starAddr() string { return net.JoinHostPort(h.Addr, strconv.Itoa(testStarPort)) }
-func (h clusterHost) task() string     { return cluster.TaskName(h.Job, h.Index) }
+func (h host) grpcAddr() string { return net.JoinHostPort(h.Addr, strconv.Itoa(testGRPCPort)) }
+func (h host) starAddr() string { return net.JoinHostPort(h.Addr, strconv.Itoa(testStarPort)) }
+func (h host) task() string     { return cluster.TaskName(h.Job, h.Index) }
 
 // errNeedsRoot is the one line a user without the capabilities gets.
 var errNeedsRoot = errors.New("needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to make network namespaces and links")
@@ -79,7 +79,7 @@ func buildCluster(s shapeFlags, owner int) (_ *testCluster, err error) {
 				name = job
 			}
 			addr = addr.Next()
-			c.Hosts = append(c.Hosts, clusterHost{Name: name, NS: vethnet.NSName(s.name, name), Addr: addr.String(), Job: job, Index: i})
+			c.Hosts = append(c.Hosts, host{Name: name, NS: vethnet.NSName(s.name, name), Addr: addr.String(), Job: job, Index: i})
 			names = append(names, name)
 		}
 	}
@@ -193,7 +193,7 @@ func (c *testCluster) writeConfig() error {
 }
 
 // tfConfig is TF_CONFIG for h's task.
-func (c *testCluster) tfConfig(h clusterHost) (string, error) {
+func (c *testCluster) tfConfig(h host) (string, error) {
 	spec, err := c.spec()
 	if err != nil {
 		return "", err
@@ -208,7 +208,7 @@ func (c *testCluster) tfConfig(h clusterHost) (string, error) {
 
 // env is the environment of h's process: this one's, but with h's
 // TF_CONFIG, and the endpoint map read from its working directory.
-func (c *testCluster) env(h clusterHost) ([]string, error) {
+func (c *testCluster) env(h host) ([]string, error) {
 	tf, err := c.tfConfig(h)
 	if err != nil {
 		return nil, err
@@ -223,14 +223,14 @@ func (c *testCluster) env(h clusterHost) ([]string, error) {
 	return append(env, cluster.EnvTFConfig+"="+tf), nil
 }
 
-// host returns the host named name.
-func (c *testCluster) host(name string) clusterHost {
+// hostNamed returns the host named name.
+func (c *testCluster) hostNamed(name string) host {
 	for _, h := range c.Hosts {
 		if h.Name == name {
 			return h
 		}
 	}
-	return clusterHost{}
+	return host{}
 }
 
 // printHosts lists the hosts and their tasks.
@@ -248,7 +248,7 @@ func (c *testCluster) printHosts(w io.Writer) {
 
 // trainHint is the command line that trains on an "up" cluster.
 func (c *testCluster) trainHint() string {
-	chief := c.host("chief")
+	chief := c.hostNamed("chief")
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "starwire"

@@ -38,12 +38,12 @@ type k8sCluster struct {
 // enough for "<name>-worker-<index>".
 var k8sName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$`)
 
-// clusterManifests prints Kubernetes manifests for a cluster of --ps
+// manifests prints Kubernetes manifests for a cluster of --ps
 // parameter servers, --workers workers and a chief: per task a headless
 // Service and a Pod, named, labelled and given TF_CONFIG as Kubeflow's
 // TFJob operator does, an init container writing the endpoint map from
 // TF_CONFIG, and gRPC health probes.
-func clusterManifests(_ context.Context, args []string, stdout io.Writer) error {
+func manifests(_ context.Context, args []string, stdout io.Writer) error {
 	var c k8sCluster
 	var ps, workers, steps int
 	fs := flag.NewFlagSet("cluster manifests", flag.ContinueOnError)

@@ -20,13 +20,13 @@ import (
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 )
 
-// clusterPaths are what "cluster run" trains over: the tasks' calls to
+// trainPaths are what "cluster run" trains over: the tasks' calls to
 // each other over AF_XDP on the hosts' links, and over TCP.
-var clusterPaths = []string{"afxdp", "tcp"}
+var trainPaths = []string{"afxdp", "tcp"}
 
-// clusterRun builds a cluster, trains on it over each path, reports, and
+// run builds a cluster, trains on it over each path, reports, and
 // removes it whatever happens, a signal included.
-func clusterRun(ctx context.Context, args []string, stdout io.Writer) (err error) {
+func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	var s shapeFlags
 	var paths string
 	trainArgs := []string{}
@@ -35,7 +35,7 @@ func clusterRun(ctx context.Context, args []string, stdout io.Writer) (err error
 	}
 	fs := flag.NewFlagSet("cluster run", flag.ContinueOnError)
 	s.register(fs, "run"+strconv.Itoa(os.Getpid()))
-	fs.StringVar(&paths, "paths", strings.Join(clusterPaths, ","), `what carries the tasks' calls to each other, one training run each: "afxdp" (AF_XDP on each host's link), "tcp"`)
+	fs.StringVar(&paths, "paths", strings.Join(trainPaths, ","), `what carries the tasks' calls to each other, one training run each: "afxdp" (AF_XDP on each host's link), "tcp"`)
 	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func clusterRun(ctx context.Context, args []string, stdout io.Writer) (err error
 	}
 	var ps []string
 	for _, p := range strings.Split(paths, ",") {
-		if !slices.Contains(clusterPaths, p) || slices.Contains(ps, p) {
+		if !slices.Contains(trainPaths, p) || slices.Contains(ps, p) {
 			return flags.Usagef("cluster run: --paths %q: want afxdp, tcp or both, once each", paths)
 		}
 		if p == "afxdp" && s.protocol == "grpc" {
@@ -108,7 +108,7 @@ type pathResult struct {
 
 // A taskResult is what one task said and its host's link counted.
 type taskResult struct {
-	host           clusterHost
+	host           host
 	calls          int64
 	mb             float64
 	over           string
@@ -206,7 +206,7 @@ func (c *testCluster) train(ctx context.Context, path string, trainArgs []string
 	if err != nil {
 		return "", err
 	}
-	chief := c.host("chief")
+	chief := c.hostNamed("chief")
 	env, err := c.env(chief)
 	if err != nil {
 		return "", err

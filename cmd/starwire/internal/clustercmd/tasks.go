@@ -17,10 +17,10 @@ import (
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 )
 
-// A clusterTask is a "starwire serve" the cluster command started in a
+// A task is a "starwire serve" the cluster command started in a
 // host's namespace.
-type clusterTask struct {
-	host   clusterHost
+type task struct {
+	host   host
 	cmd    *exec.Cmd
 	log    string        // its standard output and error
 	exited chan struct{} // closed once it has been waited for
@@ -66,12 +66,12 @@ func (c *testCluster) start(ctx context.Context, afxdp, detached bool) error {
 }
 
 // startProcess starts exe with args in h's namespace and directory.
-func (c *testCluster) startProcess(h clusterHost, exe string, args []string, logName string, detached bool) (*clusterTask, error) {
+func (c *testCluster) startProcess(h host, exe string, args []string, logName string, detached bool) (*task, error) {
 	env, err := c.env(h)
 	if err != nil {
 		return nil, err
 	}
-	t := &clusterTask{host: h, log: filepath.Join(c.dir, h.Name, logName), exited: make(chan struct{})}
+	t := &task{host: h, log: filepath.Join(c.dir, h.Name, logName), exited: make(chan struct{})}
 	out, err := os.Create(t.log)
 	if err != nil {
 		return nil, err
@@ -134,14 +134,14 @@ func (c *testCluster) waitServing(ctx context.Context) error {
 }
 
 // servingLine returns the task's serving line, or "" before it has said it.
-func (t *clusterTask) servingLine() string {
+func (t *task) servingLine() string {
 	data, _ := os.ReadFile(t.log)
 	return servingLine.FindString(string(data))
 }
 
 // fallback returns why the task serves its peer calls over TCP though
 // asked for AF_XDP, or "".
-func (t *clusterTask) fallback() string {
+func (t *task) fallback() string {
 	_, why, ok := strings.Cut(t.servingLine(), "(fallback: ")
 	if !ok {
 		return ""
@@ -150,7 +150,7 @@ func (t *clusterTask) fallback() string {
 }
 
 // tail returns the last lines of the task's log, on one line.
-func (t *clusterTask) tail() string {
+func (t *task) tail() string {
 	f, err := os.Open(t.log)
 	if err != nil {
 		return err.Error()
