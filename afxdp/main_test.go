@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -21,24 +20,20 @@ import (
 const xskServerRole = "xsk-server"
 
 func TestMain(m *testing.M) {
-	if h, ok := afxdptest.HelperArgs(); ok && h.Role == xskServerRole {
-		os.Exit(runHelperServer(h.Link))
-	}
+	afxdptest.ServeHelper(xskServerRole, runHelperServer)
 	// Every test stops what it started: endpoints, their reactors and
 	// Receive loops, helper processes.
 	testwait.VerifyTestMain(m)
 }
 
-// runHelperServer accepts sessions and drops what they carry, until killed
-// or its parent is done.
-func runHelperServer(ifname string) int {
-	l, err := link.OpenXSK(ifname, link.XSKOptions{Port: xskPort})
+// runHelperServer accepts sessions and drops what they carry, until
+// killed or its parent is done.
+func runHelperServer(h afxdptest.Helper) (stop func(), err error) {
+	l, err := link.OpenXSK(h.Link, link.XSKOptions{Port: xskPort})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	ep := afxdp.NewEndpoint(l, afxdp.Options{Ticket: testTicket})
-	afxdptest.Ready()
 	go func() {
 		for {
 			c, err := ep.Accept()
@@ -48,9 +43,7 @@ func runHelperServer(ifname string) int {
 			go c.Receive(discard{})
 		}
 	}()
-	afxdptest.WaitForParent()
-	ep.Close()
-	return 0
+	return func() { ep.Close() }, nil
 }
 
 type discard struct{}

@@ -155,20 +155,23 @@ func listenUDP(t testing.TB, addr string) *link.UDPLink {
 	return l
 }
 
+// udpIn opens a UDP link on port (0: any) of e's address, inside e's
+// namespace.
+func udpIn(tb testing.TB, e *netns.End, port int, opts link.UDPOptions) *link.UDPLink {
+	tb.Helper()
+	var l *link.UDPLink
+	addr := netip.AddrPortFrom(e.Addr, uint16(port)).String()
+	if err := e.Do(func() (err error) { l, err = link.ListenUDP(addr, opts); return err }); err != nil {
+		tb.Fatal(err)
+	}
+	return l
+}
+
 // udpPair returns UDP links in the two namespaces of p, the server's on
 // port 7600.
 func udpPair(t testing.TB, p *netns.Pair) (srv, cli *link.UDPLink) {
 	t.Helper()
-	if err := p.B.Do(func() (err error) {
-		srv, err = link.ListenUDP(p.B.Addr.String()+":7600", link.UDPOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.A.Do(func() (err error) { cli, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
-		t.Fatal(err)
-	}
-	return srv, cli
+	return udpIn(t, p.B, 7600, link.UDPOptions{}), udpIn(t, p.A, 0, link.UDPOptions{})
 }
 
 // TestRPCOverMemLink runs real rpc calls, 1000 sequential and 1000 from 32

@@ -3,7 +3,6 @@ package afxdprpc_test
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/starwire/starwire/afxdp/afxdptest"
@@ -15,9 +14,7 @@ import (
 const benchServerRole = "rpc-server"
 
 func TestMain(m *testing.M) {
-	if h, ok := afxdptest.HelperArgs(); ok && h.Role == benchServerRole {
-		os.Exit(runBenchServer(h))
-	}
+	afxdptest.ServeHelper(benchServerRole, runBenchServer)
 	// Every test stops what it started: endpoints, their reactors and
 	// Receive loops, rpc clients and servers, helper processes. testwait
 	// knows rpc's shared TCP write reactors, which live as long as the
@@ -26,20 +23,12 @@ func TestMain(m *testing.M) {
 }
 
 // runBenchServer serves the benchmark's methods until its parent is done.
-func runBenchServer(h afxdptest.Helper) int {
+func runBenchServer(h afxdptest.Helper) (stop func(), err error) {
 	kind, _, xo := benchKind(h.Kind)
 	a, err := netip.ParseAddr(h.Addr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, fmt.Errorf("bench server address: %w", err)
 	}
-	stop, _, err := startBenchServer(kind, h.Link, a, xo)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	afxdptest.Ready()
-	afxdptest.WaitForParent()
-	return 0
+	stop, _, err = startBenchServer(kind, h.Link, a, xo)
+	return stop, err
 }

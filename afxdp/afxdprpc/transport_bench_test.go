@@ -127,9 +127,7 @@ func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 		if kind == "afxdp" {
 			lc = openXSK(b, p.A, xo)
 		} else {
-			if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
-				b.Fatal(err)
-			}
+			lc = udpIn(b, p.A, 0, link.UDPOptions{})
 		}
 		ec := afxdp.NewEndpoint(lc, benchAuth(envOptions("worker", 1)))
 		b.Cleanup(func() { ec.Close() })

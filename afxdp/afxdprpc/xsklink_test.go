@@ -136,22 +136,13 @@ func TestXSKWithKernelUDPPeer(t *testing.T) {
 	p := netns.NewForTest(t, netns.Options{})
 	t.Run("xsk server", func(t *testing.T) {
 		ls := openXSK(t, p.B, link.XSKOptions{})
-		var lc *link.UDPLink
-		if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
-			t.Fatal(err)
-		}
+		lc := udpIn(t, p.A, 0, link.UDPOptions{})
 		srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 		t.Cleanup(func() { srv.Close(); cli.Close() })
 		checkRPC(t, serveRPC(t, srv, cli), 200, 16<<20)
 	})
 	t.Run("xsk client", func(t *testing.T) {
-		var ls *link.UDPLink
-		if err := p.B.Do(func() (err error) {
-			ls, err = link.ListenUDP(p.B.Addr.String()+":7601", link.UDPOptions{})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		ls := udpIn(t, p.B, 7601, link.UDPOptions{})
 		lc := openXSK(t, p.A, link.XSKOptions{Port: 7602})
 		srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 		t.Cleanup(func() { srv.Close(); cli.Close() })
@@ -168,10 +159,7 @@ func TestXSKWithNetemPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls := openXSK(t, p.B, link.XSKOptions{})
-	var lc *link.UDPLink
-	if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
-		t.Fatal(err)
-	}
+	lc := udpIn(t, p.A, 0, link.UDPOptions{})
 	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
@@ -191,10 +179,7 @@ func TestXSKQueues(t *testing.T) {
 	srv := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket})
 	t.Cleanup(func() { srv.Close() })
 	for i := range 16 {
-		var lc *link.UDPLink
-		if err := p.A.Do(func() (err error) { lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{}); return err }); err != nil {
-			t.Fatal(err)
-		}
+		lc := udpIn(t, p.A, 0, link.UDPOptions{})
 		cli := afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 		t.Cleanup(func() { cli.Close() })
 		c := serveRPC(t, srv, cli)
@@ -276,13 +261,7 @@ func TestXSKSizeAgreement(t *testing.T) {
 	if ls.MaxPayload() >= 8972 {
 		t.Fatalf("AF_XDP link carries %d bytes", ls.MaxPayload())
 	}
-	var lc *link.UDPLink
-	if err := p.A.Do(func() (err error) {
-		lc, err = link.ListenUDP(p.A.Addr.String()+":0", link.UDPOptions{MaxPayload: 8972})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	lc := udpIn(t, p.A, 0, link.UDPOptions{MaxPayload: 8972})
 	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1, DeadAfter: 2 * time.Second})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
 	checkRPC(t, serveRPC(t, srv, cli), 100, 4<<20)

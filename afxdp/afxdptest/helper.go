@@ -2,6 +2,7 @@ package afxdptest
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -14,8 +15,8 @@ import (
 
 // A test binary doubles as a peer process that a test can kill or run in
 // another namespace: StartHelper re-executes it with the variables below
-// set, and its TestMain, seeing them in HelperArgs, serves the role
-// instead of running tests.
+// set, and its TestMain, calling ServeHelper, serves the role instead of
+// running tests.
 const (
 	helperEnv     = "AFXDP_TEST_HELPER"
 	helperLinkEnv = "AFXDP_TEST_LINK"
@@ -27,22 +28,28 @@ const (
 
 // Helper is what StartHelper tells the process it starts.
 type Helper struct {
-	Role string // what to serve, as the test binary names its roles
 	Link string // the veth end to serve on
 	Kind string // a variant of the role, for the role to interpret
 	Addr string // the address of the veth end
 }
 
-// HelperArgs returns the role this process was started in, and false
-// when it is a test binary run to test.
-func HelperArgs() (Helper, bool) {
-	h := Helper{Role: os.Getenv(helperEnv), Link: os.Getenv(helperLinkEnv),
-		Kind: os.Getenv(helperKindEnv), Addr: os.Getenv(helperAddrEnv)}
-	return h, h.Role != ""
+// ServeHelper returns at once unless StartHelper started this process in
+// role. Then it calls start, tells the parent the helper is ready, and when
+// the parent is done calls the stop start returned and exits the process.
+func ServeHelper(role string, start func(Helper) (stop func(), err error)) {
+	if role == "" || os.Getenv(helperEnv) != role {
+		return
+	}
+	stop, err := start(Helper{Link: os.Getenv(helperLinkEnv), Kind: os.Getenv(helperKindEnv), Addr: os.Getenv(helperAddrEnv)})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "helper %s: %v\n", role, err)
+		os.Exit(1)
+	}
+	os.Stdout.WriteString("ready\n")
+	waitForParent()
+	stop()
+	os.Exit(0)
 }
-
-// Ready tells the parent waiting in StartHelper that the helper serves.
-func Ready() { os.Stdout.WriteString("ready\n") }
 
 // StartHelper runs this test binary as a helper of role in e's namespace,
 // waits for it to be Ready, and stops it at the end of the test. It
@@ -95,9 +102,9 @@ func stopHelper(cmd *exec.Cmd, stdin io.Closer) {
 	}
 }
 
-// WaitForParent returns when standard input closes (the parent is done or
+// waitForParent returns when standard input closes (the parent is done or
 // died) or the helper's life bound passes.
-func WaitForParent() {
+func waitForParent() {
 	eof := make(chan struct{})
 	go func() {
 		io.Copy(io.Discard, os.Stdin)
