@@ -52,7 +52,7 @@ func ServeHelper(role string, start func(Helper) (stop func(), err error)) {
 }
 
 // StartHelper runs this test binary as a helper of role in e's namespace,
-// waits for it to be Ready, and stops it at the end of the test. It
+// waits for it to say it serves, and stops it at the end of the test. It
 // returns the helper's command, for a test that kills it.
 func StartHelper(tb testing.TB, e *netns.End, role, kind string) *exec.Cmd {
 	tb.Helper()
