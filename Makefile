@@ -19,6 +19,9 @@ TEST_JOBS ?= 3
 STRESS  ?= ^TestStress
 STRESS_PKGS ?= ./bench/stress/ ./afxdp/afxdprpc/
 STRESS_P ?= 2
+# STRESS_PARALLEL is the stress tests' -parallel: bench/stress runs its
+# attacks, each against a server process of its own, all at once.
+STRESS_PARALLEL ?= 8
 
 # pipefail: a test pass piped through sed (which labels its lines) fails
 # when go test does.
@@ -47,7 +50,7 @@ test-race:
 	$(GO) test -count=1 -race -p $(TEST_P) -skip '$(STRESS)' -timeout 20m $(RACE_PKGS) 2>&1 | sed -u 's/^/race   /'
 
 test-stress:
-	$(GO) test -count=1 -p $(STRESS_P) -run '$(STRESS)' -timeout 20m $(STRESS_PKGS) 2>&1 | sed -u 's/^/stress /'
+	$(GO) test -count=1 -p $(STRESS_P) -parallel $(STRESS_PARALLEL) -run '$(STRESS)' -timeout 20m $(STRESS_PKGS) 2>&1 | sed -u 's/^/stress /'
 
 test-deploy:
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./... 2>&1 | sed -u 's/^/deploy /'
