@@ -1,8 +1,11 @@
 GO      ?= go
 PKGS    ?= ./...
 # Packages cheap enough to run under the race detector on a 2-core machine.
-# The slowest come first: go test starts packages in the order given.
-RACE_PKGS ?= ./afxdp/... ./rpc/... ./handlers/... ./internal/... ./wire/...
+# The slowest come first (go test starts packages in the order given),
+# rpc's before afxdp's, whose copy without the race detector starts
+# first in its pass: the two afxdp packages at once beside a loaded
+# machine starve each other's peers.
+RACE_PKGS ?= ./rpc/... ./afxdp/... ./handlers/... ./internal/... ./wire/...
 # Test binaries of up to TEST_P packages run at once in each pass of test
 # (go test's -p, whose default is the number of CPUs): most tests wait on
 # sockets, timers and child processes more than they compute, so a 2-core
