@@ -1,12 +1,27 @@
 GO      ?= go
 PKGS    ?= ./...
 # Packages cheap enough to run under the race detector on a 2-core machine.
-RACE_PKGS ?= ./wire/... ./rpc/... ./handlers/... ./internal/... ./afxdp/...
+# The slowest come first (go test starts packages in the order given),
+# rpc's before afxdp's, whose copy without the race detector starts
+# first in its pass: the two afxdp packages at once beside a loaded
+# machine starve each other's peers.
+RACE_PKGS ?= ./rpc/... ./afxdp/... ./handlers/... ./internal/... ./wire/...
 # Test binaries of up to TEST_P packages run at once in each pass of test
 # (go test's -p, whose default is the number of CPUs): most tests wait on
 # sockets, timers and child processes more than they compute, so a 2-core
 # machine has room for more than two.
 TEST_P  ?= 3
+# SLOW_PKGS start first in the pass without the race detector when PKGS
+# is the whole module (go test starts packages in the order given, and
+# lists each once): cmd/starwire alone takes a third of the pass, and
+# started last it ended the pass.
+SLOW_PKGS ?= ./cmd/starwire/ ./afxdp/ ./afxdp/afxdprpc/
+PLAIN_PKGS = $(if $(filter ./...,$(PKGS)),$(SLOW_PKGS)) $(PKGS)
+# TEST_PARALLEL is -parallel in that pass: cmd/starwire's parallel tests
+# each wait on processes of their own (a task restarting, a probe timing
+# out) more than they compute, and go test's default of GOMAXPROCS runs
+# two at a time.
+TEST_PARALLEL ?= 4
 # TEST_JOBS passes of test run at once; 1 runs them one after another.
 TEST_JOBS ?= 3
 # The stress tests (separate processes moving gigabytes, call overruns
@@ -19,6 +34,9 @@ TEST_JOBS ?= 3
 STRESS  ?= ^TestStress
 STRESS_PKGS ?= ./bench/stress/ ./afxdp/afxdprpc/
 STRESS_P ?= 2
+# STRESS_PARALLEL is the stress tests' -parallel: bench/stress runs its
+# attacks, each against a server process of its own, all at once.
+STRESS_PARALLEL ?= 8
 
 # pipefail: a test pass piped through sed (which labels its lines) fails
 # when go test does.
@@ -41,13 +59,13 @@ test: vet
 	@$(MAKE) --no-print-directory test-stress
 
 test-plain:
-	$(GO) test -count=1 -p $(TEST_P) -skip '$(STRESS)' -timeout 20m $(PKGS) 2>&1 | sed -u 's/^/plain  /'
+	$(GO) test -count=1 -p $(TEST_P) -parallel $(TEST_PARALLEL) -skip '$(STRESS)' -timeout 20m $(PLAIN_PKGS) 2>&1 | sed -u 's/^/plain  /'
 
 test-race:
 	$(GO) test -count=1 -race -p $(TEST_P) -skip '$(STRESS)' -timeout 20m $(RACE_PKGS) 2>&1 | sed -u 's/^/race   /'
 
 test-stress:
-	$(GO) test -count=1 -p $(STRESS_P) -run '$(STRESS)' -timeout 20m $(STRESS_PKGS) 2>&1 | sed -u 's/^/stress /'
+	$(GO) test -count=1 -p $(STRESS_P) -parallel $(STRESS_PARALLEL) -run '$(STRESS)' -timeout 20m $(STRESS_PKGS) 2>&1 | sed -u 's/^/stress /'
 
 test-deploy:
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./... 2>&1 | sed -u 's/^/deploy /'

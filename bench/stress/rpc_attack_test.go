@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,10 +38,11 @@ func probeWorkload() stress.Workload {
 }
 
 // TestStressAttacks runs each of issue 9's hostile peers against a fresh
-// server process: its RSS and its heap must grow by less than maxGrowth,
-// and a well-behaved client beside the attacker must keep every call
-// correct and its p99 under probeP99, plus what the machine added by
-// running either process late. A call that passes its deadline counts as
+// server process, all at once (parallel subtests, beside this package's
+// other parallel tests): its RSS and its heap must grow by less than
+// maxGrowth, and a well-behaved client beside the attacker must keep
+// every call correct and its p99 under probeP99, plus what the machine
+// (the other attacks among it) added by running either process late. A call that passes its deadline counts as
 // a slow one, not a wrong one: on a loaded machine the handlers of the
 // peer that never reads, making their 128 MiB of answers, can hold the
 // server's processors for longer than a probe call's deadline.
@@ -50,6 +52,7 @@ func probeWorkload() stress.Workload {
 // Response.NewBuffer, which the connection's SendBudget bounds (see
 // TestStressNoReadHoldsSendBudget for the bound itself).
 func TestStressAttacks(t *testing.T) {
+	t.Parallel() // beside the other attacks: a server process of its own
 	seed := uint64(time.Now().UnixNano())
 	attacks := []struct {
 		stress.Attack
@@ -62,10 +65,16 @@ func TestStressAttacks(t *testing.T) {
 		{Attack: stress.HalfFrames(seed)},
 		{Attack: stress.Random(seed)},
 	}
+	var mu sync.Mutex
 	var results []stress.AttackResult
-	defer func() { stress.FormatAttacks(os.Stderr, results...) }()
+	// After the subtests, which run in parallel once this function returns.
+	t.Cleanup(func() { stress.FormatAttacks(os.Stderr, results...) })
 	for _, a := range attacks {
 		t.Run(a.Name, func(t *testing.T) {
+			// Each attack has a server process of its own, whose memory is
+			// what it measures; the probes' p99 bound grows with the
+			// lateness the other attacks add to either process.
+			t.Parallel()
 			var env []string
 			if a.maxCalls > 0 {
 				env = append(env, fmt.Sprintf("%s=%d", maxCallsEnv, a.maxCalls))
@@ -79,7 +88,9 @@ func TestStressAttacks(t *testing.T) {
 				t.Fatalf("warm-up calls failed: %s", r)
 			}
 			r := stress.RunAttack(p, a.Attack, attackWindow, c, probeWorkload(), memoryGuard)
+			mu.Lock()
 			results = append(results, r)
+			mu.Unlock()
 			checkAttack(t, &r)
 		})
 	}
@@ -94,6 +105,7 @@ func TestStressAttacks(t *testing.T) {
 // under probeP99 plus what the machine added by running either process
 // late.
 func TestStressNoReadHoldsSendBudget(t *testing.T) {
+	t.Parallel() // beside the other attacks: a server process of its own
 	const calls, answer = 100, 16 << 20
 	limit := int64(rpc.DefaultSendBudget + answer + 32<<20)
 	p := startStressServer(t)

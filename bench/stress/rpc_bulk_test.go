@@ -19,7 +19,8 @@ const maxOverrun = 100 * time.Millisecond
 // one connection, 4–16 MiB echoes, for bulkWindow) against a server in
 // another process: every call must be answered correctly or fail with
 // DeadlineExceeded, none may return more than maxOverrun after its
-// deadline, and none may hang.
+// deadline, and none may hang. It runs alone, before the package's
+// parallel tests: the load it checks is its own.
 func TestStressBulkTCP(t *testing.T) {
 	p := startStressServer(t)
 	c := rpc.NewClient(p.Addr, rpc.ClientOptions{Transport: &tcp.Transport{}})

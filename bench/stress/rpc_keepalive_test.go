@@ -29,6 +29,9 @@ import (
 // handed to the client. It is not counted from the stop, since on a loaded
 // machine the callers may start seconds later.
 func TestStressKeepaliveStoppedPeer(t *testing.T) {
+	// Beside the attacks: a server process of its own, and a bound that
+	// grows with the lateness they add to this one.
+	t.Parallel()
 	p := startStressServer(t)
 	ka := rpc.Keepalive{Time: 200 * time.Millisecond, Timeout: 500 * time.Millisecond}
 	c := rpc.NewClient(p.Addr, rpc.ClientOptions{Transport: &tcp.Transport{}, Keepalive: ka})

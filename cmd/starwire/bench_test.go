@@ -56,6 +56,7 @@ func TestBenchSmoke(t *testing.T) {
 // TestBenchPeers runs a tiny fan-in sweep as users run it: the server and
 // the peers' client processes apart, the server's memory read from /proc.
 func TestBenchPeers(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
 	out := t.TempDir()
 	code, stdout, stderr := runBinary(t, nil, "bench", "--peers", "1,5", "--client_procs", "2", "--loop", "open", "--rate", "1000",
 		"--workloads", "echo", "--sizes", "64", "--protocols", "starwire-tcp", "--concurrency", "2",

@@ -344,8 +344,8 @@ func TestErrors(t *testing.T) {
 		{"bad transport", []string{"train", "--transport", "smoke"}, 2, `--transport "smoke"`, nil},
 		{"bad afxdp mode", []string{"train", "--afxdp", "maybe"}, 2, `--afxdp "maybe"`, nil},
 		{"missing endpoint map", []string{"train", "--cluster", deadCluster, "--endpoint_map", filepath.Join(t.TempDir(), "none")}, 2, "no such file", nil},
-		{"unreachable peer grpc", []string{"train", "--cluster", deadCluster, "--protocol", "grpc", "--connect_timeout", "1s"}, 1, "cluster unreachable", nil},
-		{"unreachable peer star", []string{"train", "--cluster", deadCluster, "--endpoint_map", emap, "--connect_timeout", "1s"}, 1, "cluster unreachable", nil},
+		{"unreachable peer grpc", []string{"train", "--cluster", deadCluster, "--protocol", "grpc", "--connect_timeout", "200ms"}, 1, "cluster unreachable", nil},
+		{"unreachable peer star", []string{"train", "--cluster", deadCluster, "--endpoint_map", emap, "--connect_timeout", "200ms"}, 1, "cluster unreachable", nil},
 		{"port in use", []string{"serve", "--job", "ps", "--task", "0", "--protocol", "grpc",
 			"--cluster", "ps=" + busy.Addr().String() + ";worker=" + dead2}, 1, "address already in use", nil},
 		// Knobs: one line naming the variable, its value and what it accepts.

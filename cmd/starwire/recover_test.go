@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -115,16 +116,8 @@ func (p *process) waitStep(t *testing.T, n int, timeout time.Duration) {
 // about 1,500, not the interval's 250.
 func TestTrainPSRestarted(t *testing.T) {
 	t.Parallel() // runs separate processes, which wait more than they compute
-	const steps, every = 2000, 250
-	// One unbroken run, on a cluster of its own, is both cases' baseline:
-	// a run each cost a 2000-step train more, on a machine whose CPUs
-	// the suite's other tests want.
-	baseDir := t.TempDir()
-	unbroken := startRestartCluster(t, baseDir, false).train(t, steps, "--checkpoint_dir", filepath.Join(baseDir, "unbroken"))
-	if code, _ := unbroken.exited(t, 60*time.Second); code != 0 {
-		t.Fatalf("unbroken run: exit %d:\n%s", code, unbroken.stderr.String())
-	}
-	initial, want := heldOutLoss(t, unbroken.out.String())
+	const steps, every = unbrokenSteps, 250
+	initial, want := unbrokenLoss(t)
 	for _, tc := range []struct {
 		name  string
 		fixed bool
@@ -162,6 +155,41 @@ func TestTrainPSRestarted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unbrokenSteps is the steps per worker of the unbroken run that
+// TestTrainPSRestarted and TestTrainTaskKilled's recover case set their
+// broken runs against.
+const unbrokenSteps = 2000
+
+// unbroken is that run's outcome, made once for the tests that want it.
+var unbroken struct {
+	once           sync.Once
+	initial, final float64
+	failed         bool
+}
+
+// unbrokenLoss returns the held-out losses, initial and final, of a train
+// of unbrokenSteps on a cluster of its own, with checkpoints, as the
+// broken runs make. One run is every case's baseline, not one per test:
+// each cost a 2000-step train more, on a machine whose CPUs the suite's
+// other tests want.
+func unbrokenLoss(t *testing.T) (initial, final float64) {
+	t.Helper()
+	unbroken.once.Do(func() {
+		unbroken.failed = true // until the run is done: t.Fatal ends Do too
+		dir := t.TempDir()
+		p := startRestartCluster(t, dir, false).train(t, unbrokenSteps, "--checkpoint_dir", filepath.Join(dir, "unbroken"))
+		if code, _ := p.exited(t, 60*time.Second); code != 0 {
+			t.Fatalf("unbroken run: exit %d:\n%s", code, p.stderr.String())
+		}
+		unbroken.initial, unbroken.final = heldOutLoss(t, p.out.String())
+		unbroken.failed = false
+	})
+	if unbroken.failed {
+		t.Fatal("the unbroken run failed, in the test that made it")
+	}
+	return unbroken.initial, unbroken.final
 }
 
 // TestTrainWorkerRestarted: a worker killed and started again rejoins
