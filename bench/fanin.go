@@ -209,9 +209,11 @@ func measurePeers(ctx context.Context, p Point, addr string, cfg SweepConfig, pi
 		}
 	}
 	if pid > 0 {
-		// A window some client began late holds fewer of the calls
-		// counted than it should: no figure rather than a wrong one.
-		if cpu := <-win; cpu > 0 && m.Calls > 0 && behind <= cfg.Duration/20 {
+		// A window that some client began late, or whose calls ran past
+		// its end, holds fewer of the calls counted than it should: no
+		// figure rather than a wrong one.
+		inWindow := behind <= cfg.Duration/20 && m.Seconds <= 1.05*cfg.Duration.Seconds()
+		if cpu := <-win; cpu > 0 && m.Calls > 0 && inWindow {
 			m.ServerCPUPerCall = float64(cpu) / 1e3 / float64(m.Calls)
 		}
 		if mem, err := stress.ReadMem(pid); err == nil {
