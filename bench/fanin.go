@@ -34,21 +34,21 @@ const PIDKey = "pid"
 // its peers over, at most.
 const DefaultClientProcs = 4
 
-// A PeersSpec is one client process's share of a fan-in point.
+// A PeersSpec is one client process's share of a fan-in point. Start,
+// when set, is when the measured window begins: the process connects and
+// warms up before it, then waits for it, so that all client processes
+// measure the window the server's CPU is read over.
 type PeersSpec struct {
 	Protocol string        `json:"protocol"`
 	Addr     string        `json:"addr"`
 	Workload Workload      `json:"workload"`
 	Size     int           `json:"size"`
+	Start    time.Time     `json:"start,omitzero"`
 	Peers    int           `json:"peers"`   // connections this process opens
 	Callers  int           `json:"callers"` // callers on each connection
 	Rate     float64       `json:"rate"`    // calls/s this process issues, in all
 	Duration time.Duration `json:"duration"`
 	Warmup   time.Duration `json:"warmup"`
-	// Start, when set, is when the measured window begins: the process
-	// connects and warms up before it, then waits for it, so that all
-	// client processes measure the same window as the server's CPU.
-	Start time.Time `json:"start,omitzero"`
 }
 
 // A PeersResult is what a client process measured of its share.
