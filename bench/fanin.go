@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,12 +34,16 @@ const PIDKey = "pid"
 // its peers over, at most.
 const DefaultClientProcs = 4
 
-// A PeersSpec is one client process's share of a fan-in point.
+// A PeersSpec is one client process's share of a fan-in point. Start,
+// when set, is when the measured window begins: the process connects and
+// warms up before it, then waits for it, so that all client processes
+// measure the window the server's CPU is read over.
 type PeersSpec struct {
 	Protocol string        `json:"protocol"`
 	Addr     string        `json:"addr"`
 	Workload Workload      `json:"workload"`
 	Size     int           `json:"size"`
+	Start    time.Time     `json:"start,omitzero"`
 	Peers    int           `json:"peers"`   // connections this process opens
 	Callers  int           `json:"callers"` // callers on each connection
 	Rate     float64       `json:"rate"`    // calls/s this process issues, in all
@@ -57,6 +60,7 @@ type PeersResult struct {
 	Hist    *hdrhistogram.Snapshot  `json:"hist,omitempty"` // latencies in ns
 	Late    *hdrhistogram.Snapshot  `json:"late,omitempty"` // wake-up lateness in ns (see driveResult.late)
 	Err     string                  `json:"error,omitempty"`
+	Behind  time.Duration           `json:"behind,omitempty"` // how long after spec.Start the window began
 	hist    *hdrhistogram.Histogram // in this process
 	late    *hdrhistogram.Histogram
 }
@@ -115,6 +119,13 @@ func RunPeers(ctx context.Context, spec PeersSpec) PeersResult {
 		r.Err = "warm-up: " + w.firstErr.Error()
 		return r
 	}
+	if !spec.Start.IsZero() {
+		if err := waitUntil(ctx, spec.Start); err != nil {
+			r.Err = err.Error()
+			return r
+		}
+		r.Behind = max(time.Since(spec.Start), 0)
+	}
 	d := driveOpen(ctx, callers, spec.Duration, spec.Rate)
 	r.Calls, r.Errors, r.Seconds = d.calls, d.errors, d.elapsed.Seconds()
 	if d.firstErr != nil {
@@ -153,13 +164,17 @@ func measurePeers(ctx context.Context, p Point, addr string, cfg SweepConfig, pi
 	if run == nil {
 		run = RunPeers
 	}
-	var cpu0 time.Duration
-	cpuErr := errors.New("no server process")
+	specs := shares(p, cfg, addr)
+	var win chan time.Duration
 	if pid > 0 {
 		stress.ResetHWM(pid)
-		cpu0, cpuErr = processCPU(pid)
+		start := time.Now().Add(setupTime(cfg, specs))
+		for i := range specs {
+			specs[i].Start = start
+		}
+		win = make(chan time.Duration, 1)
+		go func() { win <- windowCPU(ctx, pid, start, cfg.Duration) }()
 	}
-	specs := shares(p, cfg, addr)
 	rs := make([]PeersResult, len(specs))
 	var wg sync.WaitGroup
 	for i, s := range specs {
@@ -171,9 +186,9 @@ func measurePeers(ctx context.Context, p Point, addr string, cfg SweepConfig, pi
 	}
 	wg.Wait()
 	h, late := hdrhistogram.New(histMin, histMax, histDigits), hdrhistogram.New(histMin, histMax, histDigits)
-	var warmup int64
+	var behind time.Duration
 	for _, r := range rs {
-		warmup += r.Warmup
+		behind = max(behind, r.Behind)
 		m.Calls += r.Calls
 		m.Errors += r.Errors
 		m.Seconds = max(m.Seconds, r.Seconds)
@@ -194,8 +209,12 @@ func measurePeers(ctx context.Context, p Point, addr string, cfg SweepConfig, pi
 		}
 	}
 	if pid > 0 {
-		if cpu, err := processCPU(pid); err == nil && cpuErr == nil && m.Calls+warmup > 0 {
-			m.ServerCPUPerCall = float64(cpu-cpu0) / 1e3 / float64(m.Calls+warmup)
+		// A window that some client began late, or whose calls ran past
+		// its end, holds fewer of the calls counted than it should: no
+		// figure rather than a wrong one.
+		inWindow := behind <= cfg.Duration/20 && m.Seconds <= 1.05*cfg.Duration.Seconds()
+		if cpu := <-win; cpu > 0 && m.Calls > 0 && inWindow {
+			m.ServerCPUPerCall = float64(cpu) / 1e3 / float64(m.Calls)
 		}
 		if mem, err := stress.ReadMem(pid); err == nil {
 			m.ServerRSS = mem.HWM
@@ -215,33 +234,77 @@ func measurePeers(ctx context.Context, p Point, addr string, cfg SweepConfig, pi
 	return m
 }
 
-// processCPU is the CPU time process pid has used, user and system, from
-// /proc (in clock ticks of 10 ms).
-func processCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// setupTime is how long a fan-in point's client processes get to start,
+// connect their peers and warm up before the measured window begins.
+func setupTime(cfg SweepConfig, specs []PeersSpec) time.Duration {
+	most := 0
+	for _, s := range specs {
+		most = max(most, s.Peers)
+	}
+	return 200*time.Millisecond + 2*cfg.Warmup + time.Duration(most)*2*time.Millisecond
+}
+
+// windowCPU is the CPU time process pid uses from start for d, 0 if it
+// cannot be read: the server's cost of the measured calls alone, without
+// connecting the peers, warming up or closing.
+func windowCPU(ctx context.Context, pid int, start time.Time, d time.Duration) time.Duration {
+	if waitUntil(ctx, start) != nil {
+		return 0
+	}
+	cpu0, err0 := threadsCPU(pid)
+	if waitUntil(ctx, start.Add(d)) != nil {
+		return 0
+	}
+	cpu1, err1 := threadsCPU(pid)
+	if err0 != nil || err1 != nil || cpu1 < cpu0 {
+		return 0
+	}
+	return cpu1 - cpu0
+}
+
+// waitUntil waits until t or ctx's end.
+func waitUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// threadsCPU is the CPU time process pid's threads have used, in
+// nanoseconds from their schedstat, where /proc/PID/stat counts 10 ms ticks
+// (a window's few tens of milliseconds need better). A thread that exited
+// takes its time along: windowCPU then sees the total drop, and gives up.
+func threadsCPU(pid int) (time.Duration, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, err
 	}
-	// The command name, field 2, is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("bench: /proc/%d/stat: %q", pid, b)
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the thread exited since the listing
+		}
+		if err != nil {
+			return 0, err
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, fmt.Errorf("bench: %s/%s/schedstat: %q", dir, t.Name(), b)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: %s/%s/schedstat: %w", dir, t.Name(), err)
+		}
+		sum += time.Duration(ns)
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("bench: /proc/%d/stat: %q", pid, b)
-	}
-	// Fields 14 and 15 (utime, stime) are the 12th and 13th after it.
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("bench: /proc/%d/stat: %q", pid, b)
-	}
-	return time.Duration(u+st) * clockTick, nil
+	return sum, nil
 }
-
-// clockTick is the kernel's USER_HZ tick, 100 a second on Linux.
-const clockTick = 10 * time.Millisecond
 
 // spawnedPID reads the process id a Spawner put among addrs, 0 if none.
 func spawnedPID(addrs map[string]string) int {

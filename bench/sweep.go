@@ -71,7 +71,8 @@ type Measurement struct {
 	ServerRSS     int64   `json:"server_rss_peak_bytes,omitempty"`
 	RSSPerPeer    float64 `json:"rss_per_peer_bytes,omitempty"`
 	// ServerCPUPerCall is a fan-in point's server CPU time (user and
-	// system) per call, warm-up and connecting included, in µs.
+	// system) per call over the measured window alone, in µs: connecting
+	// the peers, warm-up and closing are not in it.
 	ServerCPUPerCall float64 `json:"server_cpu_us_per_call,omitempty"`
 	// LateP50 and LateP99, in an open loop, are how late the client's
 	// callers woke past calls' due times (µs): the client machine's part
