@@ -52,6 +52,7 @@ func (s *Session) Reopen() error {
 	}
 	s.rxShut = false
 	s.shut.Store(false)
+	s.retireReorder()
 	s.ackNow()
 	return nil
 }
