@@ -85,7 +85,7 @@ type Env struct {
 	maxPayload int // the largest datagram the Tx carries
 	dataLen    int // frame bytes per packet, before sizes are agreed
 	ooo        oooPool
-	spare      spares // spare.go
+	spare      spares     // spare.go
 	acks       []*Session // sessions owing an ACK at the end of the step
 
 	memWaiters, memWaitersNext []*Session
