@@ -59,8 +59,7 @@ func ServeXDP(iface string, port uint16) (*Targets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: serve %s on %s: %w", ProtoAFXDP, iface, err)
 	}
-	// A fan-in sweep's peers are sessions from a few addresses.
-	ep := afxdp.NewEndpoint(xl, afxdp.Options{Ticket: PacketTicket, MaxPeerSessions: 4096})
+	ep := afxdp.NewEndpoint(xl, fanInServer)
 	l, err := afxdprpc.Transport(ep).Listen("")
 	if err != nil {
 		ep.Close()
@@ -70,6 +69,12 @@ func ServeXDP(iface string, port uint16) (*Targets, error) {
 	go s.Serve(l)
 	return &Targets{Addrs: map[string]string{ProtoAFXDP: ep.Addr().String()}, closers: []io.Closer{ep, s}}, nil
 }
+
+// fanInServer is how the packet path's servers take a fan-in sweep's
+// peers: sessions from a few addresses, a thousand of which may open at
+// once on a busy machine, as a TCP listener's backlog (somaxconn, 4096)
+// would take them.
+var fanInServer = afxdp.Options{Ticket: PacketTicket, MaxPeerSessions: 4096, Backlog: 4096}
 
 // dial opens a client over AF_XDP on end B.
 func (x *xdpNet) dial(addr string) (conn, error) {
