@@ -50,6 +50,7 @@ type Session struct {
 	env *Env
 	key Key
 	up  Upper
+	adm Admitter // up, if it is one
 	// dataLen is the frame bytes a packet carries: the smaller of the two
 	// ends' datagram sizes, less the header, agreed in OPEN and its ACK.
 	dataLen int
@@ -130,6 +131,7 @@ func (s *Session) dueBy(t int64) {
 func NewSession(env *Env, key Key, up Upper) *Session {
 	s := &Session{env: env, key: key, up: up, dataLen: env.dataLen, limit: 64, peerWnd: 64,
 		slots: make([]sendSlot, min(minSlots, env.cfg.Window))}
+	s.adm, _ = up.(Admitter)
 	s.rack.init(&env.cfg)
 	return s
 }
