@@ -26,6 +26,7 @@ type Conn struct {
 	done       chan struct{} // closed by the reactor when the session ends
 	err        error         // why; written before done is closed
 	closed     atomic.Bool
+	roomWait   atomic.Bool // a goroutine waits for the receiver's room (admit)
 	// at is the reactor's clock as it hands frames on (monoclock.Nanos),
 	// for DeliveredAt; 0 where the Receiver's Deliver runs on Receive's
 	// goroutine. Written and read by whoever calls Deliver.
@@ -41,7 +42,17 @@ type Conn struct {
 // only from within Deliver.
 func (c *Conn) DeliveredAt() int64 { return c.at }
 
-type receiverRef struct{ r wire.Receiver }
+type receiverRef struct {
+	r wire.Receiver
+	t throttle // r, if it is one
+}
+
+// throttle is a receiver that may have no room for a frame's payload (a
+// server holding calls back: rpc.Throttle, as a stream reader honours it).
+type throttle interface {
+	Room(payload uint64) bool
+	WaitRoom(payload uint64, closed <-chan struct{}) error
+}
 
 func (c *Conn) receiver() wire.Receiver {
 	if p := c.r.Load(); p != nil {
@@ -81,7 +92,8 @@ func (c *Conn) Send(m *wire.Message) error {
 // does r.Deliver unless Options.BlockingReceiver is set, in which case it
 // runs on Receive's goroutine. Either way r is never called concurrently.
 func (c *Conn) Receive(r wire.Receiver) error {
-	c.r.Store(&receiverRef{r})
+	t, _ := r.(throttle)
+	c.r.Store(&receiverRef{r: r, t: t})
 	if c.onReactor {
 		// Have the reactor deliver what arrived before now.
 		s := c.s
@@ -167,10 +179,33 @@ func (c *Conn) finish(err error) {
 // the endpoint's loop lock; a type of its own keeps them off Conn's API.
 type upper Conn
 
-func (u *upper) Room(n int) bool          { return (*Conn)(u).room(n) }
-func (u *upper) Deliver(in *wire.Inbound) { (*Conn)(u).deliver(in) }
-func (u *upper) Receiver() wire.Receiver  { return (*Conn)(u).receiver() }
-func (u *upper) Recheck()                 { u.s.wantReopen() }
+func (u *upper) Room(n int) bool           { return (*Conn)(u).room(n) }
+func (u *upper) Deliver(in *wire.Inbound)  { (*Conn)(u).deliver(in) }
+func (u *upper) Receiver() wire.Receiver   { return (*Conn)(u).receiver() }
+func (u *upper) Recheck()                  { u.s.wantReopen() }
+func (u *upper) Admit(payload uint64) bool { return (*Conn)(u).admit(payload) }
+
+// admit reports whether the receiver has room for a frame of payload
+// tensor bytes. When it has none, a goroutine waits for room (the
+// receiver says when, as it would to a stream reader) and has the reactor
+// reopen the session's window; until then the peer's sender waits.
+func (c *Conn) admit(payload uint64) bool {
+	ref := c.r.Load()
+	if ref == nil || ref.t == nil || ref.t.Room(payload) {
+		return true
+	}
+	if c.roomWait.Swap(true) {
+		return false
+	}
+	go func() {
+		err := ref.t.WaitRoom(payload, c.done)
+		c.roomWait.Store(false)
+		if err == nil {
+			c.s.wantReopen()
+		}
+	}()
+	return false
+}
 
 // room reports whether n completed frames can be handed on now.
 func (c *Conn) room(n int) bool {

@@ -277,9 +277,25 @@ func (e *Endpoint) Close() error {
 // nothing shared until the reactor registers it.
 func (e *Endpoint) newSession(key protocol.Key) *session {
 	s := &session{ep: e, key: key}
-	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, max(e.opts.Deliveries, protocol.MaxPacked(e.env.DataLen()))), done: make(chan struct{})}
+	s.conn = &Conn{s: s, onReactor: !e.opts.BlockingReceiver, deliveries: make(chan *wire.Inbound, e.deliveries()), done: make(chan struct{})}
 	s.p = protocol.NewSession(e.env, key, (*upper)(s.conn))
 	return s
+}
+
+// preReceive bounds the frames a session the reactor delivers holds
+// until its Conn's Receive is called: it needs no more, its window
+// shutting until then, and each of a thousand sessions would otherwise
+// keep a queue of Options.Deliveries for those few moments.
+const preReceive = 32
+
+// deliveries is the room of a Conn's delivery queue: never less than one
+// packet's frames, as they are taken together.
+func (e *Endpoint) deliveries() int {
+	n := e.opts.Deliveries
+	if !e.opts.BlockingReceiver {
+		n = min(n, preReceive)
+	}
+	return max(n, protocol.MaxPacked(e.env.DataLen()))
 }
 
 // enqueue hands s to the reactor, waking it if it sleeps. Seen together

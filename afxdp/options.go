@@ -64,7 +64,9 @@ type Options struct {
 	// loop; further frames are not acknowledged until there is room, which
 	// is the session's flow control. 0 means 1024; it is never less than
 	// the small frames one packet can carry packed (29 with a 1500-byte
-	// MTU), since a packet's frames are taken together.
+	// MTU), since a packet's frames are taken together. Where the reactor
+	// delivers (not BlockingReceiver), frames wait only for Receive to be
+	// called, and at most 32 of them (or a packet's) do.
 	Deliveries int
 	// BlockingReceiver makes Conns deliver frames from their Receive
 	// goroutine, for receivers whose Deliver may block. By default the

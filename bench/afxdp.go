@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 
 	"github.com/starwire/starwire/afxdp"
@@ -57,7 +59,7 @@ func ServeXDP(iface string, port uint16) (*Targets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: serve %s on %s: %w", ProtoAFXDP, iface, err)
 	}
-	ep := afxdp.NewEndpoint(xl, afxdp.Options{Ticket: PacketTicket})
+	ep := afxdp.NewEndpoint(xl, fanInServer)
 	l, err := afxdprpc.Transport(ep).Listen("")
 	if err != nil {
 		ep.Close()
@@ -67,6 +69,12 @@ func ServeXDP(iface string, port uint16) (*Targets, error) {
 	go s.Serve(l)
 	return &Targets{Addrs: map[string]string{ProtoAFXDP: ep.Addr().String()}, closers: []io.Closer{ep, s}}, nil
 }
+
+// fanInServer is how the packet path's servers take a fan-in sweep's
+// peers: sessions from a few addresses, a thousand of which may open at
+// once on a busy machine, as a TCP listener's backlog (somaxconn, 4096)
+// would take them.
+var fanInServer = afxdp.Options{Ticket: PacketTicket, MaxPeerSessions: 4096, Backlog: 4096}
 
 // dial opens a client over AF_XDP on end B.
 func (x *xdpNet) dial(addr string) (conn, error) {
@@ -80,4 +88,76 @@ func (x *xdpNet) dial(addr string) (conn, error) {
 	}
 	ep := afxdp.NewEndpoint(xl, afxdp.Options{Ticket: PacketTicket, Backlog: -1})
 	return &starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Transport(ep)}), ep: ep}, nil
+}
+
+// A fan-in sweep serves starwire-afxdp as the other sweep does, on end A
+// of a veth pair, and runs its client processes in end B's namespace.
+// Their endpoints use kernel UDP sockets there, not AF_XDP: an AF_XDP
+// socket owns an interface queue, and what the server sends all arrives
+// on queue 0 of end B, so only one process could listen there. The
+// server, whose memory and CPU a fan-in point measures, is on the AF_XDP
+// path whichever way its peers send.
+
+// peersNets makes the veth pair of a fan-in sweep's AF_XDP points, once.
+type peersNets struct {
+	x   *xdpNet
+	err error
+}
+
+// point returns the spawn request of point p and the sweep configuration
+// its clients run under: for AF_XDP, in end B's namespace.
+func (n *peersNets) point(p Point, cfg SweepConfig) (SpawnRequest, SweepConfig, error) {
+	if err := Available(p.Protocol); err != nil {
+		return SpawnRequest{}, cfg, err
+	}
+	if p.Protocol != ProtoAFXDP {
+		return SpawnRequest{Protocols: []string{p.Protocol}, Cores: p.Cores}, cfg, nil
+	}
+	if n.x == nil && n.err == nil {
+		n.x, n.err = newXDPNet()
+	}
+	if n.err != nil {
+		return SpawnRequest{}, cfg, n.err
+	}
+	run := cfg.Clients
+	if run == nil {
+		run = RunPeers
+	}
+	b := n.x.pair.B
+	cfg.Clients = func(ctx context.Context, spec PeersSpec) PeersResult {
+		spec.Netns, spec.Bind = b.NS, netip.AddrPortFrom(b.Addr, 0).String()
+		return run(ctx, spec)
+	}
+	return n.x.request(p.Cores), cfg, nil
+}
+
+func (n *peersNets) Close() error {
+	if n.x == nil {
+		return nil
+	}
+	return n.x.Close()
+}
+
+// peersEndpoint opens the endpoint whose sessions are a fan-in client
+// process's peers: on loopback, or in namespace spec.Netns bound to
+// spec.Bind.
+func peersEndpoint(spec PeersSpec) (*afxdp.Endpoint, error) {
+	opts := afxdp.Options{Ticket: PacketTicket, Backlog: -1}
+	if spec.Netns == "" {
+		return udpEndpoint(opts)
+	}
+	h, err := netns.OpenNamed(spec.Netns)
+	if err != nil {
+		return nil, fmt.Errorf("bench: peers in %s: %w", spec.Netns, err)
+	}
+	defer h.Close()
+	var l *link.UDPLink
+	err = netns.Do(h, func() (err error) {
+		l, err = link.ListenUDP(spec.Bind, link.UDPOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: peers in %s: %w", spec.Netns, err)
+	}
+	return afxdp.NewEndpoint(l, opts), nil
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/rpc"
@@ -49,6 +48,11 @@ type PeersSpec struct {
 	Rate     float64       `json:"rate"`    // calls/s this process issues, in all
 	Duration time.Duration `json:"duration"`
 	Warmup   time.Duration `json:"warmup"`
+	// Netns and Bind, for ProtoAFXDP: the network namespace (by name) the
+	// process's endpoint opens its socket in, and the address it binds
+	// there (see peersEndpoint).
+	Netns string `json:"netns,omitempty"`
+	Bind  string `json:"bind,omitempty"`
 }
 
 // A PeersResult is what a client process measured of its share.
@@ -82,12 +86,12 @@ func RunPeers(ctx context.Context, spec PeersSpec) PeersResult {
 	}()
 	var callers []caller
 	dial := dial
-	if spec.Protocol == ProtoUDP {
+	if spec.Protocol == ProtoUDP || spec.Protocol == ProtoAFXDP {
 		// The peers of a client process are sessions of one endpoint, as
 		// a worker's are: an endpoint (a socket and a reactor) for each
 		// made 250 of them in one process, whose reactors the client
 		// could not run (1,000 peers: 437 of 2,000 calls/s).
-		ep, err := udpEndpoint(afxdp.Options{Ticket: PacketTicket, Backlog: -1})
+		ep, err := peersEndpoint(spec)
 		if err != nil {
 			r.Err = err.Error()
 			return r
@@ -343,6 +347,8 @@ func (c *SweepConfig) peersPoints() []Point {
 // server process, so that what the server holds is that point's peers'.
 func runPeersSweep(ctx context.Context, cfg SweepConfig, spawn Spawner) ([]Measurement, error) {
 	points := cfg.peersPoints()
+	var xnets peersNets
+	defer xnets.Close()
 	var out []Measurement
 	for i, p := range points {
 		if cfg.Progress != nil {
@@ -351,15 +357,12 @@ func runPeersSweep(ctx context.Context, cfg SweepConfig, spawn Spawner) ([]Measu
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		err := Available(p.Protocol)
-		if err == nil && p.Protocol == ProtoAFXDP {
-			err = fmt.Errorf("bench: a fan-in sweep does not run %s yet: %w", p.Protocol, ErrUnavailable)
-		}
+		req, pcfg, err := xnets.point(p, cfg)
 		if err != nil {
 			out = append(out, Measurement{Point: p, Err: err.Error()})
 			continue
 		}
-		addrs, stop, err := spawn(ctx, SpawnRequest{Protocols: []string{p.Protocol}, Cores: p.Cores})
+		addrs, stop, err := spawn(ctx, req)
 		if err != nil {
 			return out, err
 		}
@@ -370,7 +373,7 @@ func runPeersSweep(ctx context.Context, cfg SweepConfig, spawn Spawner) ([]Measu
 				base = mem.RSS
 			}
 		}
-		out = append(out, measurePeers(ctx, p, addrs[p.Protocol], cfg, pid, base))
+		out = append(out, measurePeers(ctx, p, addrs[p.Protocol], pcfg, pid, base))
 		stop()
 	}
 	if cfg.Progress != nil {

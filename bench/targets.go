@@ -87,8 +87,7 @@ func ServeTargets(protos []string, cores int) (*Targets, error) {
 			t.closers = append(t.closers, s)
 			t.Addrs[p] = l.Addr().String()
 		case ProtoUDP:
-			// A fan-in sweep's peers are sessions from one address.
-			ep, err := udpEndpoint(afxdp.Options{Ticket: PacketTicket, MaxPeerSessions: 4096})
+			ep, err := udpEndpoint(fanInServer)
 			if err != nil {
 				return fail(err)
 			}

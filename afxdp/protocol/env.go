@@ -57,6 +57,16 @@ type Upper interface {
 	Recheck()
 }
 
+// An Admitter is an Upper that may have no room for a frame's payload
+// before its bytes come, as a server holding calls back has none: a
+// stream transport stops reading then. A session asks Admit at each
+// frame's first packet; on false it keeps the packet and shuts its
+// window (window.go), the sender waits instead of being refused, and the
+// Admitter has the owner call Reopen once there is room (Recheck's way).
+type Admitter interface {
+	Admit(payload uint64) bool
+}
+
 // Counters are what the sessions of an Env count; any goroutine may read
 // them.
 type Counters struct {
@@ -85,6 +95,7 @@ type Env struct {
 	maxPayload int // the largest datagram the Tx carries
 	dataLen    int // frame bytes per packet, before sizes are agreed
 	ooo        oooPool
+	spare      spares     // spare.go
 	acks       []*Session // sessions owing an ACK at the end of the step
 
 	memWaiters, memWaitersNext []*Session

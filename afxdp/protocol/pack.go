@@ -67,7 +67,7 @@ func (s *Session) acceptPacked(h *PacketHeader, data []byte) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("afxdp: session %#x from %v: packet %d: %w", s.key.ID, s.key.Peer, h.Seq, err)
 	}
-	if !s.up.Room(n) {
+	if !s.up.Room(n) || (s.adm != nil && !s.adm.Admit(0)) {
 		return false, nil
 	}
 	// The frames' heads announce less than the packet holds (feed

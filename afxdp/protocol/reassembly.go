@@ -54,6 +54,9 @@ func (p *frameParser) feed(h *PacketHeader, data []byte, s *Session, reserve boo
 			return nil, err
 		}
 		if reserve {
+			if tooLarge == nil && s.adm != nil && !s.adm.Admit(wh.PayloadLen) {
+				return nil, errNoRoom
+			}
 			if !s.reserve(claim) {
 				return nil, errNoRoom
 			}

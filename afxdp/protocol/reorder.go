@@ -11,8 +11,30 @@ type reorder struct {
 	held int
 }
 
-func newReorder(window int) *reorder {
-	return &reorder{hdr: make([]PacketHeader, window), data: make([][]byte, window)}
+// minReorder is how many packets a reorder buffer has room for at first.
+const minReorder = 16
+
+// fit makes room for packets up to span past the next one expected, at
+// most window: the ring doubles as needed, each packet held moving to its
+// place in the larger one. Sized by the gaps seen, not the window, it
+// costs a session that lost a packet of a small call a kilobyte or two.
+func (r *reorder) fit(span uint32, window int) {
+	if int(span) < len(r.data) || len(r.data) >= window {
+		return
+	}
+	n := max(len(r.data), minReorder)
+	for n <= int(span) {
+		n *= 2
+	}
+	n = min(n, window)
+	hdr, data := make([]PacketHeader, n), make([][]byte, n)
+	for i, d := range r.data {
+		if d != nil {
+			j := r.hdr[i].Seq % uint32(n)
+			hdr[j], data[j] = r.hdr[i], d
+		}
+	}
+	r.hdr, r.data = hdr, data
 }
 
 func (r *reorder) index(seq uint32) int { return int(seq % uint32(len(r.data))) }

@@ -50,6 +50,7 @@ type Session struct {
 	env *Env
 	key Key
 	up  Upper
+	adm Admitter // up, if it is one
 	// dataLen is the frame bytes a packet carries: the smaller of the two
 	// ends' datagram sizes, less the header, agreed in OPEN and its ACK.
 	dataLen int
@@ -129,7 +130,8 @@ func (s *Session) dueBy(t int64) {
 // Dial.
 func NewSession(env *Env, key Key, up Upper) *Session {
 	s := &Session{env: env, key: key, up: up, dataLen: env.dataLen, limit: 64, peerWnd: 64,
-		slots: make([]sendSlot, env.cfg.Window)}
+		slots: make([]sendSlot, min(minSlots, env.cfg.Window))}
+	s.adm, _ = up.(Admitter)
 	s.rack.init(&env.cfg)
 	return s
 }
@@ -321,7 +323,7 @@ func (s *Session) control(t PacketType) {
 func (s *Session) Send(m *wire.Message) {
 	d := uint64(s.dataLen)
 	om := s.out.push()
-	head, err := wire.AppendHead(om.head[:0], m)
+	head, err := wire.AppendHead(s.headFor(om, m), m)
 	if err != nil {
 		s.out.size-- // give the slot back
 		m.Complete(fmt.Errorf("afxdp: send to %v: %w", s.key.Peer, err))
@@ -356,6 +358,9 @@ func (s *Session) Pump(budget int) int {
 				break
 			}
 			s.nextIdx++
+		}
+		if s.next-s.base >= uint32(len(s.slots)) {
+			s.growSlots()
 		}
 		if !s.emit(s.next, s.nextIdx) {
 			break
@@ -420,6 +425,7 @@ func (s *Session) onAck(h *PacketHeader) {
 			break
 		}
 		om.finished(nil)
+		s.retireHead(om)
 		s.out.pop()
 		s.nextIdx = max(0, s.nextIdx-1)
 	}
@@ -573,6 +579,7 @@ func (s *Session) onData(h *PacketHeader, data []byte) (urgent bool, err error) 
 			s.shutWindow()
 			return true, nil
 		}
+		s.retireReorder()
 	case seqLess(s.expect, h.Seq) && seqLess(h.Seq, s.expect+uint32(s.env.cfg.Window)):
 		if !s.keep(h, data) {
 			s.dsack, s.dsackOwed = h.Seq, true
@@ -594,8 +601,9 @@ func (s *Session) onData(h *PacketHeader, data []byte) (urgent bool, err error) 
 // it was new there.
 func (s *Session) keep(h *PacketHeader, data []byte) bool {
 	if s.ooo == nil {
-		s.ooo = newReorder(s.env.cfg.Window)
+		s.ooo = s.newReorder()
 	}
+	s.ooo.fit(h.Seq-s.expect, s.env.cfg.Window)
 	return s.ooo.put(h, data, &s.env.ooo)
 }
 
@@ -670,6 +678,7 @@ func (s *Session) End(err error) (wasOpening bool) {
 	s.ended = true
 	for s.out.len() > 0 {
 		s.out.at(0).finished(err)
+		s.retireHead(s.out.at(0))
 		s.out.pop()
 	}
 	if c := s.rx.reset(); c > 0 {

@@ -1,8 +1,9 @@
 package protocol
 
 // Receive flow control. A packet whose frame cannot be taken now (the
-// delivery queue is full, or the memory its frame announces is not
-// available) is kept in the reorder buffer and the session's window shuts:
+// delivery queue is full, the memory its frame announces is not
+// available, or the receiver, an Admitter, has no room for its payload)
+// is kept in the reorder buffer and the session's window shuts:
 // every packet it sends advertises a window of 0, so its peer sends nothing
 // new. The peer does not resend the packet either, since the receiver has
 // it; only its probes, backing off to MaxRTO, keep asking, in case the
@@ -52,6 +53,7 @@ func (s *Session) Reopen() error {
 	}
 	s.rxShut = false
 	s.shut.Store(false)
+	s.retireReorder()
 	s.ackNow()
 	return nil
 }

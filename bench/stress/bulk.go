@@ -27,6 +27,17 @@ func Bulk(name string, d time.Duration) Workload {
 	}
 }
 
+// BulkCalls is Bulk as a fixed amount of work: each of the 40 callers
+// makes calls echoes of 4–16 MiB drawn from seed, all with the long
+// deadline, so that every call completes and two runs of the same seed
+// move the same bytes whatever their speed.
+func BulkCalls(name string, calls int, seed uint64) Workload {
+	w := Bulk(name, 0)
+	w.Short, w.ShortMin, w.ShortMax = 0, 0, 0
+	w.Calls, w.Seed, w.Deadline = calls, seed, 30*time.Second
+	return w
+}
+
 // schedWakeups is how many wake-ups Problems allows a late machine to
 // delay a call that gives up.
 const schedWakeups = 3

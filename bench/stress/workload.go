@@ -78,6 +78,10 @@ type Workload struct {
 	SleepMax time.Duration
 	// Duration is how long callers keep starting calls.
 	Duration time.Duration
+	// Calls, when positive, is instead how many calls each caller makes:
+	// a fixed amount of work, for comparing what two transports need to
+	// do the same.
+	Calls int
 	// Seed makes the run's sizes, ops and data reproducible.
 	Seed uint64
 	// OnCall, when set, is called with every call's record, from the
@@ -228,7 +232,7 @@ type caller struct {
 }
 
 func (cl *caller) run(until time.Time) {
-	for time.Now().Before(until) {
+	for n := 0; cl.more(n, until); n++ {
 		cl.mu.Lock()
 		stop := cl.stop
 		cl.mu.Unlock()
@@ -243,6 +247,14 @@ func (cl *caller) run(until time.Time) {
 			cl.w.OnCall(&rec)
 		}
 	}
+}
+
+// more reports whether the caller, having made n calls, makes another.
+func (cl *caller) more(n int, until time.Time) bool {
+	if cl.w.Calls > 0 {
+		return n < cl.w.Calls
+	}
+	return time.Now().Before(until)
 }
 
 // calling records when the call in flight started, or zero once it
