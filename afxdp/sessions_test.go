@@ -202,8 +202,13 @@ func checkFlood(t *testing.T, srv *afxdp.Endpoint, f *flooder, cli *afxdp.Endpoi
 	if st.Sessions > uint64(o.MaxPeerSessions) {
 		t.Fatalf("%d sessions from one socket, bound %d", st.Sessions, o.MaxPeerSessions)
 	}
-	if n := accepted(); n > 1+o.MaxPeerSessions {
-		t.Fatalf("%d sessions accepted from one socket and the well-behaved peer, bound %d", n, 1+o.MaxPeerSessions)
+	// A session that idled out while the flood was still being sent (a
+	// loaded machine stretches the flood past IdleTimeout) frees its place
+	// for another: the bound is on sessions at once, plus those closed.
+	n := accepted()
+	idled := int(srv.Stats().Idle)
+	if n > 1+o.MaxPeerSessions+idled {
+		t.Fatalf("%d sessions accepted from one socket and the well-behaved peer, bound %d (%d idled out)", n, 1+o.MaxPeerSessions+idled, idled)
 	}
 	testwait.VerifyNone(t, before, receivers)
 	st = testwait.For(t, settle, srv.Stats, func(s afxdp.Stats) bool { return s.Sessions == 0 }, "idle sessions close")
