@@ -2,11 +2,8 @@ package bench
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/bench/stress"
+	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/rpc"
 )
 
@@ -255,11 +253,11 @@ func windowCPU(ctx context.Context, pid int, start time.Time, d time.Duration) t
 	if waitUntil(ctx, start) != nil {
 		return 0
 	}
-	cpu0, err0 := threadsCPU(pid)
+	cpu0, err0 := cpuclock.Scheduled(pid)
 	if waitUntil(ctx, start.Add(d)) != nil {
 		return 0
 	}
-	cpu1, err1 := threadsCPU(pid)
+	cpu1, err1 := cpuclock.Scheduled(pid)
 	if err0 != nil || err1 != nil || cpu1 < cpu0 {
 		return 0
 	}
@@ -276,38 +274,6 @@ func waitUntil(ctx context.Context, t time.Time) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// threadsCPU is the CPU time process pid's threads have used, in
-// nanoseconds from their schedstat, where /proc/PID/stat counts 10 ms ticks
-// (a window's few tens of milliseconds need better). A thread that exited
-// takes its time along: windowCPU then sees the total drop, and gives up.
-func threadsCPU(pid int) (time.Duration, error) {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	var sum time.Duration
-	for _, t := range tasks {
-		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
-		if errors.Is(err, os.ErrNotExist) {
-			continue // the thread exited since the listing
-		}
-		if err != nil {
-			return 0, err
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			return 0, fmt.Errorf("bench: %s/%s/schedstat: %q", dir, t.Name(), b)
-		}
-		ns, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("bench: %s/%s/schedstat: %w", dir, t.Name(), err)
-		}
-		sum += time.Duration(ns)
-	}
-	return sum, nil
 }
 
 // spawnedPID reads the process id a Spawner put among addrs, 0 if none.
