@@ -44,14 +44,7 @@ func (c *Conn) DeliveredAt() int64 { return c.at }
 
 type receiverRef struct {
 	r wire.Receiver
-	t throttle // r, if it is one
-}
-
-// throttle is a receiver that may have no room for a frame's payload (a
-// server holding calls back: rpc.Throttle, as a stream reader honours it).
-type throttle interface {
-	Room(payload uint64) bool
-	WaitRoom(payload uint64, closed <-chan struct{}) error
+	t wire.Throttle // r, if it is one
 }
 
 func (c *Conn) receiver() wire.Receiver {
@@ -92,7 +85,7 @@ func (c *Conn) Send(m *wire.Message) error {
 // does r.Deliver unless Options.BlockingReceiver is set, in which case it
 // runs on Receive's goroutine. Either way r is never called concurrently.
 func (c *Conn) Receive(r wire.Receiver) error {
-	t, _ := r.(throttle)
+	t, _ := r.(wire.Throttle)
 	c.r.Store(&receiverRef{r: r, t: t})
 	if c.onReactor {
 		// Have the reactor deliver what arrived before now.

@@ -135,15 +135,10 @@ type PathSender interface {
 }
 
 // A Throttle is a Receiver that holds a connection's reader back while it
-// has no room: a stream transport asks Room before it reads each frame and,
-// when the answer is no, sends the answers it holds corked and calls
-// WaitRoom, which returns once there is room or with an error once closed is
-// closed. Reading nothing is how a stream pushes back on its peer.
-type Throttle interface {
-	// Room reports whether a frame of payload tensor bytes may be read.
-	Room(payload uint64) bool
-	WaitRoom(payload uint64, closed <-chan struct{}) error
-}
+// has no room (wire.Throttle, where transports below rpc see it too): a
+// stream transport asks Room before it reads each frame and, when the
+// answer is no, sends the answers it holds corked and calls WaitRoom.
+type Throttle = wire.Throttle
 
 // A Lender is a Receiver that may lend the read side of its connection
 // (a SelfReader) to the callers waiting for answers.

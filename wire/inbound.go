@@ -149,3 +149,15 @@ type Receiver interface {
 	Alloc(in *Inbound) error
 	Deliver(in *Inbound)
 }
+
+// A Throttle is a Receiver that may have no room for a frame, as a server
+// holding calls back has none: a transport asks Room before it takes each
+// frame and, when the answer is no, stops taking frames from its peer (a
+// stream stops reading, a packet session shuts its window) and calls
+// WaitRoom, which returns once there is room or with an error once closed
+// is closed. Taking nothing is how a transport pushes back on its peer.
+type Throttle interface {
+	// Room reports whether a frame of payload tensor bytes may be taken.
+	Room(payload uint64) bool
+	WaitRoom(payload uint64, closed <-chan struct{}) error
+}
