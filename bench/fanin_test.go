@@ -14,19 +14,7 @@ import (
 // its peers, in several client shares, and reads the server's memory (this
 // process's, here); the table shows peers and memory.
 func TestPeersSweep(t *testing.T) {
-	cfg := SweepConfig{
-		Protocols:   []string{ProtoGRPC, ProtoTCP, ProtoUDP},
-		Workloads:   []Workload{WorkEcho, WorkPSMix},
-		Sizes:       map[Workload][]int{WorkEcho: {64}, WorkPSMix: {4096}},
-		Concurrency: []int{4},
-		Peers:       []int{1, 6},
-		ClientProcs: 4,
-		Loop:        LoopOpen,
-		Rate:        2000,
-		Duration:    50 * time.Millisecond,
-		Warmup:      5 * time.Millisecond,
-	}
-	ms, err := RunSweep(context.Background(), cfg)
+	ms, err := RunSweep(context.Background(), tinyPeersSweep(4, ProtoGRPC, ProtoTCP, ProtoUDP))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +28,24 @@ func TestPeersSweep(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "KiB/peer") || !strings.Contains(table.String(), "peers") {
 		t.Errorf("table:\n%s", table.String())
+	}
+}
+
+// tinyPeersSweep is a fan-in sweep of protocols small enough for a test:
+// echo and psmix at 1 and 6 peers, 50 ms each, over procs client
+// processes.
+func tinyPeersSweep(procs int, protocols ...string) SweepConfig {
+	return SweepConfig{
+		Protocols:   protocols,
+		Workloads:   []Workload{WorkEcho, WorkPSMix},
+		Sizes:       map[Workload][]int{WorkEcho: {64}, WorkPSMix: {4096}},
+		Concurrency: []int{4},
+		Peers:       []int{1, 6},
+		ClientProcs: procs,
+		Loop:        LoopOpen,
+		Rate:        2000,
+		Duration:    50 * time.Millisecond,
+		Warmup:      5 * time.Millisecond,
 	}
 }
 
@@ -63,19 +69,7 @@ func checkPeers(t *testing.T, ms []Measurement) {
 // process, the peers' endpoints in the other end's namespace.
 func TestPeersSweepAFXDP(t *testing.T) {
 	netns.Require(t)
-	cfg := SweepConfig{
-		Protocols:   []string{ProtoAFXDP},
-		Workloads:   []Workload{WorkEcho, WorkPSMix},
-		Sizes:       map[Workload][]int{WorkEcho: {64}, WorkPSMix: {4096}},
-		Concurrency: []int{4},
-		Peers:       []int{1, 6},
-		ClientProcs: 3,
-		Loop:        LoopOpen,
-		Rate:        2000,
-		Duration:    50 * time.Millisecond,
-		Warmup:      5 * time.Millisecond,
-	}
-	ms, err := RunSweep(context.Background(), cfg)
+	ms, err := RunSweep(context.Background(), tinyPeersSweep(3, ProtoAFXDP))
 	if err != nil {
 		t.Fatal(err)
 	}

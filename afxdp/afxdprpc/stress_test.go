@@ -60,17 +60,7 @@ func TestStressBulkAFXDP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := stress.Start(cmd, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !p.Exited() {
-			if err := p.Close(); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	p := startProc(t, cmd)
 	g := openXDPIn(t, pair.A, stressPort)
 	c := rpc.NewClient(p.Addr, rpc.ClientOptions{Transport: afxdprpc.Transport(g)})
 	defer c.Close()

@@ -42,10 +42,11 @@ func probeWorkload() stress.Workload {
 // other parallel tests): its RSS and its heap must grow by less than
 // maxGrowth, and a well-behaved client beside the attacker must keep
 // every call correct and its p99 under probeP99, plus what the machine
-// (the other attacks among it) added by running either process late. A call that passes its deadline counts as
-// a slow one, not a wrong one: on a loaded machine the handlers of the
-// peer that never reads, making their 128 MiB of answers, can hold the
-// server's processors for longer than a probe call's deadline.
+// (the other attacks among it) added by running either process late. A
+// call that passes its deadline counts as a slow one, not a wrong one: on
+// a loaded machine the handlers of the peer that never reads, making
+// their 128 MiB of answers, can hold the server's processors for longer
+// than a probe call's deadline.
 //
 // The server runs with its defaults. Each call of the peer that never
 // reads asks for a 16 MiB answer; its handler makes it in
