@@ -72,9 +72,13 @@ func serveRPC(t testing.TB, srv, cli afxdprpc.Network) *rpc.Client {
 }
 
 // checkRPC makes sequential and concurrent calls, an error call and a call
-// carrying a tensor of size bytes, checking every answer.
+// carrying a tensor of size bytes (4 MiB at most with -short or the race
+// detector), checking every answer.
 func checkRPC(t testing.TB, c *rpc.Client, calls, size int) {
 	t.Helper()
+	if (testing.Short() || raceOn) && size > 4<<20 {
+		size = 4 << 20 // see raceOn
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	var reply rpc.Reply
@@ -183,11 +187,7 @@ func TestRPCOverMemLink(t *testing.T) {
 	la, lb := link.MemPair(memA, memB, link.MemOptions{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 7})
 	srv, cli := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
-	size := 64 << 20
-	if testing.Short() || raceOn { // see raceOn
-		size = 4 << 20
-	}
-	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
+	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 	if la.Dropped.Load() == 0 || la.Reordered.Load() == 0 || la.Duplicated.Load() == 0 {
 		t.Fatal("the link impaired nothing")
 	}
@@ -261,11 +261,7 @@ func TestRPCOverUDPNamespaces(t *testing.T) {
 	ls, lc := udpPair(t, p)
 	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
-	size := 64 << 20
-	if testing.Short() || raceOn { // see raceOn
-		size = 4 << 20
-	}
-	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
+	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 	t.Logf("client %+v server %+v", cli.Stats(), srv.Stats())
 }
 
@@ -279,11 +275,7 @@ func TestRPCOverUDPImpaired(t *testing.T) {
 	is, ic := afxdptest.Impair(ls, imp), afxdptest.Impair(lc, imp)
 	srv, cli := afxdp.NewEndpoint(is, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(ic, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
-	size := 64 << 20
-	if testing.Short() || raceOn { // see raceOn
-		size = 4 << 20
-	}
-	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
+	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 	srv.Close()
 	cli.Close()
 	if is.Dropped == 0 || is.Reordered == 0 || is.Duplicated == 0 {

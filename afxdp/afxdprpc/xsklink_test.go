@@ -111,11 +111,7 @@ func TestRPCOverXSKImpaired(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	size := 64 << 20
-	if testing.Short() || raceOn { // see raceOn
-		size = 4 << 20
-	}
-	checkRPC(t, serveRPC(t, srv, cli), 1000, size)
+	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 	c, err := ls.Program().Counters()
 	if err != nil {
 		t.Fatal(err)
