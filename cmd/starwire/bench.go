@@ -28,6 +28,7 @@ type benchFlags struct {
 	rate                                                       float64
 	duration, warmup                                           time.Duration
 	inProcess, smoke, serve                                    bool
+	concurrencyGiven                                           bool // --concurrency was on the command line
 	xdpIface                                                   string
 	xdpPort                                                    int
 }
@@ -48,7 +49,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&f.warmup, "warmup", 200*time.Millisecond, "unmeasured calls before each point")
 	fs.BoolVar(&f.inProcess, "inprocess", false, "run the servers in this process (flatters the figures: the layout users deploy is separate processes)")
 	fs.StringVar(&f.out, "out", "bench-results", "directory for results.json")
-	fs.BoolVar(&f.smoke, "smoke", false, "a tiny sweep that checks every path works (CI), not a measurement")
+	fs.BoolVar(&f.smoke, "smoke", false, "a tiny sweep that checks every path works (CI), not a measurement: short points, small sizes, concurrency 1,8 unless --concurrency is given")
 	fs.BoolVar(&f.serve, "serve", false, "serve --protocols for a sweep in another process until standard input closes (what bench starts)")
 	fs.StringVar(&f.peers, "peers", "", "a fan-in sweep: client connections to spread each point's calls over, such as 1,10,100,1000 (needs --loop open and --rate, the rate in all; --concurrency is then the callers in all, at least one a peer); the table adds the server's resident memory, in all and per peer")
 	fs.IntVar(&f.clientProcs, "client_procs", bench.DefaultClientProcs, "with --peers: client processes the peers are spread over, at most")
@@ -58,6 +59,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.concurrencyGiven = f.concurrencyGiven || fl.Name == "concurrency" })
 	if f.peersClient != "" {
 		return benchPeersClient(ctx, f.peersClient, stdout)
 	}
@@ -147,7 +149,10 @@ func (f *benchFlags) config(protos []string) (bench.SweepConfig, error) {
 	if f.smoke {
 		cfg.Sizes = map[bench.Workload][]int{bench.WorkEcho: {64, 4 << 10}, bench.WorkRecvTensor: {4 << 10, 256 << 10},
 			bench.WorkFuse: {4 << 10}, bench.WorkPSMix: {4 << 10}}
-		cfg.Concurrency, cfg.Duration, cfg.Warmup = []int{1, 8}, 100*time.Millisecond, 20*time.Millisecond
+		if !f.concurrencyGiven {
+			cfg.Concurrency = []int{1, 8}
+		}
+		cfg.Duration, cfg.Warmup = 100*time.Millisecond, 20*time.Millisecond
 	}
 	switch {
 	case f.loop != bench.LoopClosed && f.loop != bench.LoopOpen:
