@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/starwire/starwire/rpc/cluster"
 	"io"
 	"math"
 	"net"
@@ -19,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/starwire/starwire/internal/testwait"
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // binaryDir is where binary put the command, "" until it has: TestMain
@@ -102,6 +104,15 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv(cluster.EnvPacketTicketFile, ticket)
 	code := m.Run()
+	// The commands that tests run in this process (serve, train, bench
+	// and the rest) must leave no goroutine behind them, as a library's
+	// would not.
+	if code == 0 {
+		if err := testwait.FindLeaks(testwait.LeakSettle); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines left %v after the tests passed: %v\n", testwait.LeakSettle, err)
+			code = 1
+		}
+	}
 	os.RemoveAll(dir)
 	if binaryDir != "" {
 		os.RemoveAll(binaryDir)
