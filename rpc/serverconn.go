@@ -124,10 +124,11 @@ func (sc *serverConn) dispatch(in *wire.Inbound) {
 		case sc.running.Load() >= sc.maxCalls:
 			call.refuse(Errorf(wire.ResourceExhausted, "%s: %d calls in progress on this connection, the server's limit", m.Name, sc.maxCalls))
 		case sc.held.Load()-call.held > 0 && sc.held.Load() > sc.recvBudget:
-			// A transport that does not honour Throttle (the dual
-			// connection's packet half) delivers past RecvBudget, which
-			// a stream reader or a packet session shutting its window
-			// never does: the requests held back stay within it.
+			// A transport that does not honour Throttle delivers past
+			// RecvBudget, which a stream reader or a packet session
+			// shutting its window (alone or as the dual transport's
+			// packet half) never does: the requests held back stay
+			// within it.
 			call.refuse(Errorf(wire.ResourceExhausted, "%s: the connection's requests in progress hold more than the server's %d bytes", m.Name, sc.recvBudget))
 		default:
 			sc.holdBack(call, m)

@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -22,13 +23,59 @@ import (
 // calls of 1 MiB requests against a RecvBudget of 2 MiB, with handlers
 // that wait, two run, the session then leaves the third request's first
 // packet untaken (Stats.Deferred), and once the handlers go on every call
-// is answered, none refused, never more than two at once.
+// is answered, none refused, never more than two at once. It holds on a
+// packet transport and on the dual transport's packet half alike: the
+// dual listener hands the server its packet sessions as they are, so the
+// server's room check reaches them.
 func TestRecvBudgetClosesWindow(t *testing.T) {
-	const calls, request = 8, 1 << 20
+	for _, tc := range []struct {
+		name string
+		// open returns the server's listener, a client of it whose calls
+		// take the packet path, and the server endpoint's Stats.
+		open func(t *testing.T, s *rpc.Server) (*rpc.Client, func() afxdp.Stats)
+	}{
+		{"packet", openPacketBudget},
+		{"dual", openDualBudget},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkRecvBudgetClosesWindow(t, tc.open) })
+	}
+}
+
+// openPacketBudget serves s over a packet transport on a MemLink pair.
+func openPacketBudget(t *testing.T, s *rpc.Server) (*rpc.Client, func() afxdp.Stats) {
 	la, lb := link.MemPair(netip.MustParseAddrPort("198.18.0.1:7000"), netip.MustParseAddrPort("198.18.0.2:7000"), link.MemOptions{})
 	ea := afxdp.NewEndpoint(la, afxdp.Options{Ticket: testTicket})
 	eb := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: testTicket})
 	t.Cleanup(func() { ea.Close(); eb.Close() })
+	l, err := afxdprpc.Transport(eb).Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	c := rpc.NewClient(eb.Addr().String(), rpc.ClientOptions{Transport: afxdprpc.Transport(ea)})
+	t.Cleanup(func() { c.Close() })
+	return c, eb.Stats
+}
+
+// openDualBudget serves s over the dual transport on loopback, its calls
+// moved to the packet path before it returns.
+func openDualBudget(t *testing.T, s *rpc.Server) (*rpc.Client, func() afxdp.Stats) {
+	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
+	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
+	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	l, err := afxdprpc.Dual(&tcp.Transport{}, srvEP, opts).Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)})
+	t.Cleanup(func() { c.Close() })
+	waitPath(t, c, afxdp.PathUDP)
+	return c, srvEP.Stats
+}
+
+func checkRecvBudgetClosesWindow(t *testing.T, open func(*testing.T, *rpc.Server) (*rpc.Client, func() afxdp.Stats)) {
+	const calls, request = 8, 1 << 20
 	var running, most atomic.Int32
 	gate := make(chan struct{})
 	s := rpc.NewServer()
@@ -46,14 +93,12 @@ func TestRecvBudgetClosesWindow(t *testing.T) {
 			return ctx.Err()
 		}
 	}, rpc.HandlerOptions{})
-	l, err := afxdprpc.Transport(eb).Listen("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(l)
-	t.Cleanup(func() { s.Close() })
-	c := rpc.NewClient(eb.Addr().String(), rpc.ClientOptions{Transport: afxdprpc.Transport(ea)})
-	t.Cleanup(func() { c.Close() })
+	s.Register(echo, func(ctx context.Context, req *wire.Inbound, resp *rpc.Response) error {
+		resp.Meta = append(resp.Meta, req.Meta...)
+		return nil
+	}, rpc.HandlerOptions{Inline: true})
+	c, stats := open(t, s)
+	t.Cleanup(func() { s.Close() }) // before open's cleanups: the listeners stop first
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	data := make([]byte, request)
@@ -67,7 +112,7 @@ func TestRecvBudgetClosesWindow(t *testing.T) {
 			reply.Release()
 		})
 	}
-	testwait.For(t, 30*time.Second, eb.Stats, func(st afxdp.Stats) bool { return st.Deferred > 0 },
+	testwait.For(t, 30*time.Second, stats, func(st afxdp.Stats) bool { return st.Deferred > 0 },
 		"the server's session to leave a request untaken for lack of room")
 	if n := running.Load(); n > 2 {
 		t.Errorf("%d handlers hold 1 MiB requests against a RecvBudget of 2 MiB", n)
