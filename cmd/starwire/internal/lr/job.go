@@ -511,7 +511,7 @@ func (j *Job) train(ctx context.Context, r int) error {
 			// The parameter servers still hold the step's state.
 			stepTasks = j.psTasks()
 		}
-		cleanup.start(func() error { return j.d.CleanupStep(ctx, step, stepTasks...) })
+		cleanup.start(j.rec.track(func() error { return j.d.CleanupStep(ctx, step, stepTasks...) }))
 		if failedOver {
 			j.rec.leave()
 			j.lost.Add(1)

@@ -61,6 +61,11 @@ type recovery struct {
 
 	undone  atomic.Int64 // global steps undone by restores
 	waiting atomic.Pointer[waitState]
+
+	// cleanups counts the steps' cleanups in flight (see track): they run
+	// on after their step has left gate, so holding gate alone does not
+	// wait for them.
+	cleanups sync.WaitGroup
 }
 
 // waitState is what a recovery waits for, for the progress reports.
@@ -104,6 +109,20 @@ func (rec *recovery) enter() (int, error) {
 		return 0, err
 	}
 	return rec.gen, nil
+}
+
+// track returns f, the cleanup of a step, counted among those a recovery
+// waits for. The step must still hold the gate shared, so that a
+// recovery, which holds it alone, finds every cleanup started.
+func (rec *recovery) track(f func() error) func() error {
+	if rec == nil {
+		return f
+	}
+	rec.cleanups.Add(1)
+	return func() error {
+		defer rec.cleanups.Done()
+		return f()
+	}
 }
 
 // leave ends what enter started.
@@ -178,6 +197,15 @@ func shortCause(err error) string {
 // restarted, initializes and restores them all.
 func (j *Job) recover(ctx context.Context, wait bool) error {
 	rec := j.rec
+	// A step's cleanup, which runs on after the step, may still be calling
+	// the lost task on the Caller that Find replaces and closes. Cut off,
+	// the call fails with "client closed" rather than the task's loss,
+	// unless the driver's cancellation for the loss, delivered on a
+	// goroutine of its own, got there first; and that error ends the run
+	// (see forgivable). The cleanups end soon: the loss cancels their
+	// calls to the lost task, and live tasks answer. No step runs while
+	// the gate is held alone, so no cleanup starts meanwhile.
+	rec.cleanups.Wait()
 	deadline := time.Now().Add(rec.opts.Timeout)
 	for {
 		if wait {

@@ -3,16 +3,21 @@ package lr
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -183,3 +188,228 @@ type never struct{}
 
 func (never) Find(context.Context, string) (string, error) { return "127.0.0.1:1", errRefused }
 func (never) ServerDef() *tfpb.ServerDef                   { return nil }
+
+// TestRecoveryWaitsForCleanups: a recovery replaces the lost ps's Caller
+// only once the failed step's cleanup is done with it. A cleanup call
+// still on the Caller that Find closes fails with "client closed", which
+// the run forgives only when the driver has already cancelled the call
+// with the ps's loss, on a goroutine of its own: under load it may not
+// have, and the run failed with "CleanupGraph ... unavailable: client
+// closed". The ps's cleanup calls wait here, whatever their context, until
+// every other goroutine is blocked (synctest), so that a recovery that
+// does not wait for them calls Find while one is in flight, every time.
+func TestRecoveryWaitsForCleanups(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Steps, cfg.Vocab, cfg.HeldOut, cfg.Workers, cfg.BatchSize = 12, 64, 16, 1, 8
+		c := &fakeCluster{batch: cfg.BatchSize, events: make(chan struct{}, 1)}
+		ps := c.task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("cleanup-test", ps, c.task(workerTask(0), 1))
+		d.Watch(2 * time.Second)
+		job, err := New(cfg, d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs []string
+		job.RecoverTasks(RecoverOptions{
+			Rejoin: &fakeRejoiner{c: c, d: d, ps: ps.name},
+			Every:  100 * time.Millisecond,
+			Log:    func(msg string) { logs = append(logs, msg) },
+		})
+		ctx := t.Context()
+		if err := job.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		job.AfterStep(func(_ context.Context, step int64) error {
+			if step == 5 {
+				c.killNext.Store(ps)
+			}
+			return nil
+		})
+		done := make(chan error, 1)
+		var sum *Summary
+		go func() {
+			var err error
+			sum, err = job.Run(ctx, nil)
+			done <- errors.Join(err, job.Close(ctx))
+		}()
+		for {
+			select {
+			case err = <-done:
+			case <-c.events:
+				synctest.Wait()
+				c.settle()
+				continue
+			}
+			break
+		}
+		if err != nil {
+			t.Fatalf("run: %v\nrecovery: %s", err, strings.Join(logs, "\n"))
+		}
+		c.mu.Lock()
+		held, finds, inFlight := c.heldCalls, c.finds, c.inFlightAtFind
+		c.mu.Unlock()
+		if held == 0 || finds != 1 {
+			t.Fatalf("%d cleanup calls waited on the lost ps, Find called %d times: want some, and once", held, finds)
+		}
+		if inFlight > 0 {
+			t.Errorf("Find replaced the lost ps's Caller with %d cleanup calls in flight on it", inFlight)
+		}
+		if sum.LostSteps != 1 || sum.Steps != int64(cfg.Steps)-1 {
+			t.Errorf("steps %d, lost %d: want %d and 1", sum.Steps, sum.LostSteps, cfg.Steps-1)
+		}
+	})
+}
+
+// fakeCluster makes the Callers of tasks that run no graphs: a worker's
+// partitions fetch a loss and a batch of probabilities at once. It records
+// the lost ps's cleanup calls, which wait until settle lets them go.
+type fakeCluster struct {
+	batch    int
+	events   chan struct{} // a call waits for settle
+	killNext atomic.Pointer[fakeTask]
+
+	mu             sync.Mutex
+	held           []chan struct{} // cleanup calls waiting
+	find           chan struct{}   // Find waiting, when not nil
+	heldCalls      int
+	finds          int
+	inFlightAtFind int
+	handles        int
+}
+
+func (c *fakeCluster) task(name string, inc uint64) *fakeTask {
+	return &fakeTask{c: c, name: name, inc: inc}
+}
+
+// wait blocks until settle lets the caller go, with find for Find.
+func (c *fakeCluster) wait(find bool) {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	if find {
+		c.find, c.finds = ch, c.finds+1
+	} else {
+		c.held, c.heldCalls = append(c.held, ch), c.heldCalls+1
+	}
+	c.mu.Unlock()
+	select {
+	case c.events <- struct{}{}:
+	default: // settle is due already
+	}
+	<-ch
+}
+
+// settle runs once every other goroutine is blocked: it lets the waiting
+// cleanup calls and Find go, counting the calls still in flight when Find
+// was called.
+func (c *fakeCluster) settle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.find != nil {
+		c.inFlightAtFind += len(c.held)
+	}
+	for _, ch := range c.held {
+		close(ch)
+	}
+	c.held = nil
+	if c.find != nil {
+		close(c.find)
+		c.find = nil
+	}
+}
+
+// fakeTask is a Caller of one incarnation of a task; dead, it fails every
+// call at once, but for CleanupGraph, which first waits for the fake
+// cluster's settle whatever its context: a call to a peer that is gone,
+// whose cancellation has not come through yet.
+type fakeTask struct {
+	c            *fakeCluster
+	name         string
+	inc          uint64
+	dead, closed atomic.Bool
+}
+
+func (f *fakeTask) check() error {
+	if f.closed.Load() {
+		return status.Errorf(wire.Unavailable, "client closed")
+	}
+	if f.dead.Load() {
+		return status.Errorf(wire.Unavailable, "connection reset by peer")
+	}
+	return nil
+}
+
+func (f *fakeTask) Task() string { return f.name }
+func (f *fakeTask) GetStatus(context.Context) (*tfpb.GetStatusResponse, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return &tfpb.GetStatusResponse{DeviceAttributes: []*tfpb.DeviceAttributes{{Name: f.name + "/device:CPU:0", Incarnation: f.inc}}}, nil
+}
+func (f *fakeTask) CreateWorkerSession(context.Context, *tfpb.CreateWorkerSessionRequest) error {
+	return f.check()
+}
+func (f *fakeTask) DeleteWorkerSession(context.Context, *tfpb.DeleteWorkerSessionRequest) error {
+	return f.check()
+}
+func (f *fakeTask) RegisterGraph(context.Context, *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	f.c.mu.Lock()
+	defer f.c.mu.Unlock()
+	f.c.handles++
+	return &tfpb.RegisterGraphResponse{GraphHandle: "g" + itoa(f.c.handles)}, nil
+}
+func (f *fakeTask) DeregisterGraph(context.Context, *tfpb.DeregisterGraphRequest) error {
+	return f.check()
+}
+func (f *fakeTask) RunGraph(_ context.Context, req *tfpb.RunGraphRequest, _ []driver.Feed, out *driver.Fetched) error {
+	if f.c.killNext.CompareAndSwap(f, nil) {
+		f.dead.Store(true)
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	if len(req.RecvKey) > 0 {
+		out.Keys = append(out.Keys[:0], req.RecvKey...)
+		out.Tensors = append(out.Tensors[:0], floatTensor([]float32{0.5}), floatTensor(make([]float32, f.c.batch), int64(f.c.batch)))
+	}
+	return nil
+}
+func (f *fakeTask) CleanupGraph(context.Context, *tfpb.CleanupGraphRequest) error {
+	if f.dead.Load() {
+		f.c.wait(false)
+	}
+	return f.check()
+}
+func (f *fakeTask) RecvTensor(context.Context, *tfpb.RecvTensorRequest, *driver.Fetched) error {
+	return f.check()
+}
+func (f *fakeTask) Stats() driver.Stats { return driver.Stats{} }
+func (f *fakeTask) Close() error {
+	f.closed.Store(true)
+	return nil
+}
+
+// fakeRejoiner finds the lost ps restarted: a new incarnation, once settle
+// lets Find go.
+type fakeRejoiner struct {
+	c  *fakeCluster
+	d  *driver.Driver
+	ps string
+}
+
+func (r *fakeRejoiner) Find(_ context.Context, task string) (string, error) {
+	if task != r.ps {
+		return "", fmt.Errorf("find %s: not a task that restarts", task)
+	}
+	r.c.wait(true)
+	old, err := r.d.Caller(task)
+	if err != nil {
+		return "", err
+	}
+	return "fake:" + task, r.d.Replace(r.c.task(task, old.(*fakeTask).inc+1))
+}
+
+func (r *fakeRejoiner) ServerDef() *tfpb.ServerDef { return nil }
