@@ -35,6 +35,11 @@ type health struct {
 	tasks map[string]*taskHealth
 	stop  chan struct{}
 	done  chan struct{}
+
+	// afterFunc, when set (by a test, before Watch), stands for
+	// context.AfterFunc in tie: a test holds back the loss's delivery to a
+	// step's calls, as a loaded machine may.
+	afterFunc func(context.Context, func()) func() bool
 }
 
 type taskHealth struct {
@@ -177,9 +182,6 @@ func (h *health) taskLocked(task string) *taskHealth {
 	return th
 }
 
-// taskCtx returns the context cancelled when task is found lost.
-func (d *Driver) taskCtx(task string) context.Context { return d.taskHealth(task).ctx }
-
 // taskHealth returns task's current state, replaced when it is revived.
 func (d *Driver) taskHealth(task string) *taskHealth {
 	h := &d.health
@@ -213,23 +215,44 @@ func (d *Driver) Revive(task string) {
 }
 
 // tie makes ctx's calls end when one of tasks is found lost, with that
-// task's *TaskError as the cause; stop undoes it.
-func (d *Driver) tie(ctx context.Context, tasks ...string) (context.Context, func()) {
+// task's *TaskError as the cause; stop undoes it. It also returns the
+// tasks' states it tied ctx to (see lostOf).
+func (d *Driver) tie(ctx context.Context, tasks ...string) (context.Context, []*taskHealth, func()) {
 	if d.health.timeout == 0 {
-		return ctx, func() {}
+		return ctx, nil, func() {}
+	}
+	afterFunc := d.health.afterFunc
+	if afterFunc == nil {
+		afterFunc = context.AfterFunc
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
+	ths := make([]*taskHealth, len(tasks))
 	stops := make([]func() bool, 0, len(tasks))
-	for _, task := range tasks {
-		tctx := d.taskCtx(task)
-		stops = append(stops, context.AfterFunc(tctx, func() { cancel(context.Cause(tctx)) }))
+	for i, task := range tasks {
+		th := d.taskHealth(task)
+		ths[i] = th
+		stops = append(stops, afterFunc(th.ctx, func() { cancel(context.Cause(th.ctx)) }))
 	}
-	return ctx, func() {
+	return ctx, ths, func() {
 		for _, s := range stops {
 			s()
 		}
 		cancel(nil)
 	}
+}
+
+// lostOf returns the *TaskError of the first of ths, states returned by
+// tie, found lost since, revived or not; nil when none was.
+func (d *Driver) lostOf(ths []*taskHealth) *TaskError {
+	h := &d.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, th := range ths {
+		if th.lost != nil {
+			return th.lost
+		}
+	}
+	return nil
 }
 
 // diagnose turns a failed step's error into the *TaskError of a task of

@@ -203,3 +203,68 @@ func TestRestartedTask(t *testing.T) {
 		t.Errorf("step on the restarted task: %v, want its own context's end", err)
 	}
 }
+
+// cutTask is a fakeTask whose CleanupGraph calls wait until the Caller is
+// closed and then fail as a closed client's do.
+type cutTask struct {
+	*fakeTask
+	calls chan struct{} // one value per call in flight
+	cut   chan struct{}
+	once  sync.Once
+}
+
+func newCutTask(name string) *cutTask {
+	return &cutTask{fakeTask: &fakeTask{name: name}, calls: make(chan struct{}, 1), cut: make(chan struct{})}
+}
+
+func (c *cutTask) CleanupGraph(context.Context, *tfpb.CleanupGraphRequest) error {
+	c.calls <- struct{}{}
+	<-c.cut
+	return status.Errorf(wire.Unavailable, "client closed")
+}
+
+func (c *cutTask) Close() error {
+	c.once.Do(func() { close(c.cut) })
+	return c.fakeTask.Close()
+}
+
+// TestCallCutByLossIsTheLoss: a call that fails because its task was lost
+// (here its Caller, closed when the restarted task replaced it) fails with
+// the task's *TaskError, even when the loss has not reached the call's
+// context yet and the task answers again by then. The loss's delivery is
+// held back until the call has returned, as a loaded machine may delay
+// its goroutine: the step's error was "client closed" then.
+func TestCallCutByLossIsTheLoss(t *testing.T) {
+	ps := newCutTask("/job:ps/replica:0/task:0")
+	wk := &fakeTask{name: "/job:worker/replica:0/task:0"}
+	d := New("s", ps, wk)
+	release := make(chan struct{})
+	defer close(release)
+	d.health.afterFunc = func(ctx context.Context, f func()) func() bool {
+		return context.AfterFunc(ctx, func() {
+			<-release
+			f()
+		})
+	}
+	// No periodic probe within the test: its own probe finds the loss.
+	d.Watch(time.Hour)
+	defer d.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- d.CleanupStep(ctx, 1, ps.name) }()
+	<-ps.calls
+	ps.set(false, true)
+	if err := d.Probe(ctx, ps.name); !errors.Is(err, ErrTaskLost) {
+		t.Fatalf("probe of the dead ps: %v, want ErrTaskLost", err)
+	}
+	if err := d.Replace(&fakeTask{name: ps.name}); err != nil {
+		t.Fatal(err)
+	}
+	d.Revive(ps.name)
+	err := <-done
+	var te *TaskError
+	if !errors.As(err, &te) || te.Task != ps.name || !errors.Is(err, ErrTaskLost) {
+		t.Fatalf("cleanup cut off by the ps's loss: %v, want the ps's *TaskError", err)
+	}
+}
