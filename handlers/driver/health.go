@@ -40,6 +40,10 @@ type health struct {
 	// context.AfterFunc in tie: a test holds back the loss's delivery to a
 	// step's calls, as a loaded machine may.
 	afterFunc func(context.Context, func()) func() bool
+	// probing, when set (by a test, before Watch), is called by probe
+	// between its reads of a task's state and of its Caller: a test
+	// revives the task there.
+	probing func(task string)
 }
 
 type taskHealth struct {
@@ -121,13 +125,22 @@ func (d *Driver) probe(ctx context.Context, tasks ...string) error {
 	errs := make([]error, len(tasks))
 	var wg sync.WaitGroup
 	for i, task := range tasks {
+		// A probe that fails after the task was revived (it started
+		// before) says nothing of the task as it is now. Its state is
+		// read before its Caller: a restarted task's Caller is replaced
+		// before it is revived (Replace, then Revive), so a probe on a
+		// Caller replaced since, which fails ("client closed"), holds
+		// the state from before the revival, which markLost ignores.
+		// Read the other way round, a revival between the two reads
+		// would have that failure mark the revived task lost.
+		th := d.taskHealth(task)
+		if d.health.probing != nil {
+			d.health.probing(task)
+		}
 		c, err := d.Caller(task)
 		if err != nil {
 			continue
 		}
-		// A probe that fails after the task was revived (it started
-		// before) says nothing of the task as it is now.
-		th := d.taskHealth(task)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -204,7 +217,9 @@ func (d *Driver) Lost(task string) *TaskError {
 
 // Revive forgets that task was lost, once it answers again (a restarted
 // task: its sessions and graphs are new, see CreateSession and
-// RegisterGraph), so that steps may involve it again.
+// RegisterGraph), so that steps may involve it again. A restarted task's
+// new Caller must be in place (Replace) before it is revived: a probe
+// still on the old one is then not taken for the revived task's loss.
 func (d *Driver) Revive(task string) {
 	h := &d.health
 	h.mu.Lock()

@@ -268,3 +268,42 @@ func TestCallCutByLossIsTheLoss(t *testing.T) {
 		t.Fatalf("cleanup cut off by the ps's loss: %v, want the ps's *TaskError", err)
 	}
 }
+
+// TestProbeAcrossReviveSparesRevivedTask: a probe that started on a lost
+// task's old Caller does not mark it lost again when the restarted task's
+// Caller is replaced and the task revived while the probe looks it up.
+// The probe's failure on the old Caller says nothing of the task as it is
+// now; it marked the revived task lost when the revival fell between the
+// probe's reads of the Caller and of the task's state.
+func TestProbeAcrossReviveSparesRevivedTask(t *testing.T) {
+	ps := &fakeTask{name: "/job:ps/replica:0/task:0"}
+	wk := &fakeTask{name: "/job:worker/replica:0/task:0"}
+	d := New("s", ps, wk)
+	back := &fakeTask{name: ps.name}
+	var revived bool
+	d.health.probing = func(task string) {
+		if task != ps.name || revived || d.Lost(ps.name) == nil {
+			return
+		}
+		revived = true
+		if err := d.Replace(back); err != nil {
+			t.Error(err)
+		}
+		d.Revive(ps.name)
+	}
+	// No periodic probe within the test: only its own probes run.
+	d.Watch(time.Hour)
+	defer d.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ps.set(false, true)
+	if err := d.Probe(ctx, ps.name); !errors.Is(err, ErrTaskLost) {
+		t.Fatalf("probe of the dead ps: %v, want ErrTaskLost", err)
+	}
+	if err := d.Probe(ctx, ps.name); err != nil || !revived {
+		t.Fatalf("probe across the revival: %v (revived: %v), want nil", err, revived)
+	}
+	if te := d.Lost(ps.name); te != nil {
+		t.Fatalf("the revived ps is lost: %v", te)
+	}
+}
