@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"runtime"
 	"testing"
-
-	"go.uber.org/goleak"
+	"testing/synctest"
+	"time"
 
 	"github.com/starwire/starwire/handlers/graph"
 	"github.com/starwire/starwire/handlers/internal/graphtest"
@@ -23,22 +23,36 @@ func goroutineID() string {
 }
 
 // TestRunnersAreReusedAndEnd: a node after another runs on the runner the
-// first left idle, not on a new goroutine, and idle runners end.
+// first left idle, not on a new goroutine, and idle runners end. It runs
+// on synctest's clock: a runner idle for 20ms of real time ends, which a
+// loaded machine could let happen before the test looked, or before the
+// next node came.
 func TestRunnersAreReusedAndEnd(t *testing.T) {
+	// Runners of earlier tests are outside the bubble, and a node handed
+	// to one would leave it.
 	testwait.Eventually(t, graphtest.Settle, func() bool { return graph.IdleRunners() == 0 }, "runners of earlier tests to end")
-	before := goleak.IgnoreCurrent()
-	var first string
-	for i := range 20 {
-		done := make(chan string)
-		graph.GoAsync(func() { done <- goroutineID() })
-		id := <-done
-		if i == 0 {
-			first = id
-		} else if id != first {
-			t.Fatalf("node %d ran on goroutine %s, the first on %s: a runner was not reused", i, id, first)
+	synctest.Test(t, func(t *testing.T) {
+		var first string
+		for i := range 20 {
+			done := make(chan string)
+			graph.GoAsync(func() { done <- goroutineID() })
+			id := <-done
+			if i == 0 {
+				first = id
+			} else if id != first {
+				t.Fatalf("node %d ran on goroutine %s, the first on %s: a runner was not reused", i, id, first)
+			}
+			synctest.Wait() // the runner has parked, or ended
+			if n := graph.IdleRunners(); n != 1 {
+				t.Fatalf("after node %d, %d idle runners, want the one that ran it", i, n)
+			}
 		}
-		testwait.Eventually(t, graphtest.Settle, func() bool { return graph.IdleRunners() == 1 }, "the runner to park")
-	}
-	testwait.Eventually(t, graphtest.Settle, func() bool { return graph.IdleRunners() == 0 }, "the idle runner to end")
-	testwait.VerifyNone(t, before)
+		time.Sleep(time.Minute) // synctest's clock: past any runner's idle time
+		synctest.Wait()
+		if n := graph.IdleRunners(); n != 0 {
+			t.Fatalf("%d idle runners a minute after the last node, want none", n)
+		}
+		// synctest.Test fails if the runner is still blocked when this
+		// returns: it must have ended, not only left the idle list.
+	})
 }
