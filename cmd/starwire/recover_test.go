@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
+	"github.com/starwire/starwire/handlers/checkpoint"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -129,6 +131,13 @@ func TestTrainPSRestarted(t *testing.T) {
 			p := c.train(t, steps, "--checkpoint_dir", filepath.Join(ckpt, "broken"),
 				"--save_checkpoint_steps", strconv.Itoa(every), "--save_checkpoint_secs", "0", "--task_timeout", "2s")
 			p.waitStep(t, 1500, 60*time.Second)
+			// A save takes long on a loaded machine: the first one was still
+			// being written at step 1,509 once, and the ps then came back
+			// with nothing to restore. What is checked is the restore.
+			testwait.Eventually(t, 60*time.Second, func() bool {
+				_, err := checkpoint.Latest(filepath.Join(ckpt, "broken"))
+				return err == nil
+			}, "a checkpoint to be saved before ps:0 is killed")
 			c.kill(t, "ps:0")
 			killed := time.Now()
 			waiting := regexp.MustCompile(`^step (\d+)/\d+ \(.*\)  waiting for /job:ps/replica:0/task:0, \d+\.\d s$`)
