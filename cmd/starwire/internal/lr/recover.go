@@ -66,6 +66,12 @@ type recovery struct {
 	// on after their step has left gate, so holding gate alone does not
 	// wait for them.
 	cleanups sync.WaitGroup
+
+	// reinit says that a parameter server restarted and the servers are
+	// not yet initialized and restored since: an attempt that fails after
+	// build has already recorded the new incarnation, so the retry cannot
+	// tell the restart from the incarnations alone. Guarded by gate.
+	reinit bool
 }
 
 // waitState is what a recovery waits for, for the progress reports.
@@ -273,15 +279,19 @@ func (j *Job) await(ctx context.Context, task string, deadline time.Time) error 
 }
 
 // rebuild registers every graph again after tasks restarted, and when a
-// parameter server did (a new incarnation), sets every server's variables
-// afresh and restores them.
+// parameter server did (a new incarnation, now or in an attempt that
+// failed after build), sets every server's variables afresh and restores
+// them.
 func (j *Job) rebuild(ctx context.Context) error {
 	rec := j.rec
 	oldPS := slices.Clone(j.plan.psInc)
 	if err := j.build(ctx, rec.opts.Rejoin.ServerDef()); err != nil {
 		return err
 	}
-	if slices.Equal(oldPS, j.plan.psInc) {
+	if !slices.Equal(oldPS, j.plan.psInc) {
+		rec.reinit = true
+	}
+	if !rec.reinit {
 		return nil
 	}
 	before := j.GlobalStep()
@@ -311,6 +321,7 @@ func (j *Job) rebuild(ctx context.Context) error {
 	if n := before - j.GlobalStep(); n > 0 {
 		rec.undone.Add(n)
 	}
+	rec.reinit = false
 	return nil
 }
 

@@ -226,23 +226,7 @@ func TestRecoveryWaitsForCleanups(t *testing.T) {
 			}
 			return nil
 		})
-		done := make(chan error, 1)
-		var sum *Summary
-		go func() {
-			var err error
-			sum, err = job.Run(ctx, nil)
-			done <- errors.Join(err, job.Close(ctx))
-		}()
-		for {
-			select {
-			case err = <-done:
-			case <-c.events:
-				synctest.Wait()
-				c.settle()
-				continue
-			}
-			break
-		}
+		sum, err := c.run(ctx, job)
 		if err != nil {
 			t.Fatalf("run: %v\nrecovery: %s", err, strings.Join(logs, "\n"))
 		}
@@ -257,6 +241,70 @@ func TestRecoveryWaitsForCleanups(t *testing.T) {
 		}
 		if sum.LostSteps != 1 || sum.Steps != int64(cfg.Steps)-1 {
 			t.Errorf("steps %d, lost %d: want %d and 1", sum.Steps, sum.LostSteps, cfg.Steps-1)
+		}
+	})
+}
+
+// TestRecoverRestoresAfterFailedInit: a ps restarts, and while the
+// recovery initializes it, it stops answering for a while and comes back
+// as it was (same incarnation). The recovery's retry must still initialize
+// and restore the servers: build had already recorded the new
+// incarnation, and a retry that went by the incarnations alone found none
+// changed and left the restarted ps with no variables set, silently.
+func TestRecoverRestoresAfterFailedInit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Steps, cfg.Vocab, cfg.HeldOut, cfg.Workers, cfg.BatchSize = 12, 64, 16, 1, 8
+		c := &fakeCluster{batch: cfg.BatchSize, events: make(chan struct{}, 1)}
+		ps := c.task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("reinit-test", ps, c.task(workerTask(0), 1))
+		d.Watch(2 * time.Second)
+		job, err := New(cfg, d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The restarted ps is lost again at its first RunGraph, the
+		// recovery's initialization; found again, it did not restart.
+		rj := &fakeRejoiner{c: c, d: d, ps: ps.name, restarts: 1}
+		rj.found = func(f *fakeTask) {
+			if rj.n == 1 {
+				c.killNext.Store(f)
+			}
+		}
+		var logs []string
+		restores := 0
+		job.RecoverTasks(RecoverOptions{
+			Rejoin: rj,
+			Every:  100 * time.Millisecond,
+			Restore: func(context.Context) (int64, error) {
+				restores++
+				return 2, nil
+			},
+			Log: func(msg string) { logs = append(logs, msg) },
+		})
+		ctx := t.Context()
+		if err := job.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		job.AfterStep(func(_ context.Context, step int64) error {
+			if step == 5 {
+				c.killNext.Store(ps)
+			}
+			return nil
+		})
+		sum, err := c.run(ctx, job)
+		log := strings.Join(logs, "\n")
+		if err != nil {
+			t.Fatalf("run: %v\nrecovery: %s", err, log)
+		}
+		if rj.n != 2 || !strings.Contains(log, "initialize the table") || !strings.Contains(log, "recovering again") {
+			t.Fatalf("ps found %d times: want the initialization to fail and the ps found again, twice in all\nrecovery: %s", rj.n, log)
+		}
+		if restores != 1 {
+			t.Errorf("the parameter servers were restored %d times after the restart, want once\nrecovery: %s", restores, log)
+		}
+		if sum.UndoneSteps <= 0 {
+			t.Errorf("undone steps %d: want those since the restored step", sum.UndoneSteps)
 		}
 	})
 }
@@ -276,6 +324,27 @@ type fakeCluster struct {
 	finds          int
 	inFlightAtFind int
 	handles        int
+}
+
+// run runs job and closes it, settling whenever a call waits and every
+// other goroutine of the bubble is blocked.
+func (c *fakeCluster) run(ctx context.Context, job *Job) (*Summary, error) {
+	done := make(chan error, 1)
+	var sum *Summary
+	go func() {
+		var err error
+		sum, err = job.Run(ctx, nil)
+		done <- errors.Join(err, job.Close(ctx))
+	}()
+	for {
+		select {
+		case err := <-done:
+			return sum, err
+		case <-c.events:
+			synctest.Wait()
+			c.settle()
+		}
+	}
 }
 
 func (c *fakeCluster) task(name string, inc uint64) *fakeTask {
@@ -398,6 +467,14 @@ type fakeRejoiner struct {
 	c  *fakeCluster
 	d  *driver.Driver
 	ps string
+	// restarts, when not 0, is how many Finds find the ps restarted; those
+	// after find it as it was, its incarnation the same: its connection
+	// broke, or it stopped answering for a while, but it did not restart.
+	restarts int
+	// found, when set, is told of each Caller that Find puts in place.
+	found func(*fakeTask)
+
+	n int // Finds of the ps
 }
 
 func (r *fakeRejoiner) Find(_ context.Context, task string) (string, error) {
@@ -409,7 +486,16 @@ func (r *fakeRejoiner) Find(_ context.Context, task string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "fake:" + task, r.d.Replace(r.c.task(task, old.(*fakeTask).inc+1))
+	r.n++
+	inc := old.(*fakeTask).inc
+	if r.restarts == 0 || r.n <= r.restarts {
+		inc++
+	}
+	f := r.c.task(task, inc)
+	if r.found != nil {
+		r.found(f)
+	}
+	return "fake:" + task, r.d.Replace(f)
 }
 
 func (r *fakeRejoiner) ServerDef() *tfpb.ServerDef { return nil }
