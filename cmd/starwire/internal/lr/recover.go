@@ -66,6 +66,22 @@ type recovery struct {
 	// on after their step has left gate, so holding gate alone does not
 	// wait for them.
 	cleanups sync.WaitGroup
+
+	// reinit says that a parameter server restarted and the servers are
+	// not yet initialized and restored since: an attempt that fails after
+	// build has already recorded the new incarnation, so the retry cannot
+	// tell the restart from the incarnations alone. Guarded by gate.
+	reinit bool
+
+	// finding is held, a one-slot semaphore, while a lost worker is looked
+	// for and revived. rejoin looks for one without the gate, so that the
+	// steps go on meanwhile; a recovery that revived the worker between
+	// rejoin's check that it is lost and its Find would have Find replace,
+	// and close, the Caller that the rebuilt graphs and the steps then use.
+	// A recovery so waits out at most one attempt of Find, which the
+	// Rejoiner bounds. A channel, not a mutex: a recovery waiting for it is durably blocked,
+	// which testing/synctest can wait for.
+	finding chan struct{}
 }
 
 // waitState is what a recovery waits for, for the progress reports.
@@ -93,7 +109,7 @@ func (j *Job) RecoverTasks(o RecoverOptions) {
 		o.Every = 200 * time.Millisecond
 	}
 	j.failover = true
-	j.rec = &recovery{opts: o}
+	j.rec = &recovery{opts: o, finding: make(chan struct{}, 1)}
 }
 
 // enter starts a step: it holds the gate shared and returns the
@@ -124,6 +140,18 @@ func (rec *recovery) track(f func() error) func() error {
 		return f()
 	}
 }
+
+// lockFinding takes rec.finding, unless ctx ends first.
+func (rec *recovery) lockFinding(ctx context.Context) error {
+	select {
+	case rec.finding <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (rec *recovery) unlockFinding() { <-rec.finding }
 
 // leave ends what enter started.
 func (rec *recovery) leave() {
@@ -217,6 +245,9 @@ func (j *Job) recover(ctx context.Context, wait bool) error {
 				}
 			}
 		}
+		if err := rec.lockFinding(ctx); err != nil {
+			return fmt.Errorf("recover: waiting to look for the lost workers: %w", err)
+		}
 		for w := range j.cfg.Workers {
 			if task := workerTask(w); j.d.Lost(task) != nil {
 				if _, err := rec.opts.Rejoin.Find(ctx, task); err == nil {
@@ -225,6 +256,7 @@ func (j *Job) recover(ctx context.Context, wait bool) error {
 				}
 			}
 		}
+		rec.unlockFinding()
 		err := j.rebuild(ctx)
 		if err == nil {
 			return nil
@@ -273,15 +305,19 @@ func (j *Job) await(ctx context.Context, task string, deadline time.Time) error 
 }
 
 // rebuild registers every graph again after tasks restarted, and when a
-// parameter server did (a new incarnation), sets every server's variables
-// afresh and restores them.
+// parameter server did (a new incarnation, now or in an attempt that
+// failed after build), sets every server's variables afresh and restores
+// them.
 func (j *Job) rebuild(ctx context.Context) error {
 	rec := j.rec
 	oldPS := slices.Clone(j.plan.psInc)
 	if err := j.build(ctx, rec.opts.Rejoin.ServerDef()); err != nil {
 		return err
 	}
-	if slices.Equal(oldPS, j.plan.psInc) {
+	if !slices.Equal(oldPS, j.plan.psInc) {
+		rec.reinit = true
+	}
+	if !rec.reinit {
 		return nil
 	}
 	before := j.GlobalStep()
@@ -311,6 +347,7 @@ func (j *Job) rebuild(ctx context.Context) error {
 	if n := before - j.GlobalStep(); n > 0 {
 		rec.undone.Add(n)
 	}
+	rec.reinit = false
 	return nil
 }
 
@@ -333,11 +370,13 @@ func (j *Job) rejoin(ctx context.Context, done <-chan struct{}) {
 			if j.d.Lost(task) == nil {
 				continue
 			}
-			if _, err := rec.opts.Rejoin.Find(ctx, task); err != nil {
+			if !j.findLost(ctx, task) {
 				continue
 			}
 			rec.gate.Lock()
-			if rec.err == nil {
+			// A recovery that ran since revived the worker and registered
+			// its graphs.
+			if rec.err == nil && j.d.Lost(task) != nil {
 				if err := j.recover(ctx, false); err != nil {
 					rec.err = err
 				}
@@ -347,6 +386,22 @@ func (j *Job) rejoin(ctx context.Context, done <-chan struct{}) {
 			break
 		}
 	}
+}
+
+// findLost looks for worker task once, if it is still lost, and reports
+// whether it answers. It holds rec.finding, so that no recovery revives
+// the worker while Find points its Caller elsewhere.
+func (j *Job) findLost(ctx context.Context, task string) bool {
+	rec := j.rec
+	if rec.lockFinding(ctx) != nil {
+		return false
+	}
+	defer rec.unlockFinding()
+	if j.d.Lost(task) == nil {
+		return false
+	}
+	_, err := rec.opts.Rejoin.Find(ctx, task)
+	return err == nil
 }
 
 // waitingFor returns the task a recovery waits for and since when, or "".

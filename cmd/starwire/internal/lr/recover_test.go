@@ -226,23 +226,7 @@ func TestRecoveryWaitsForCleanups(t *testing.T) {
 			}
 			return nil
 		})
-		done := make(chan error, 1)
-		var sum *Summary
-		go func() {
-			var err error
-			sum, err = job.Run(ctx, nil)
-			done <- errors.Join(err, job.Close(ctx))
-		}()
-		for {
-			select {
-			case err = <-done:
-			case <-c.events:
-				synctest.Wait()
-				c.settle()
-				continue
-			}
-			break
-		}
+		sum, err := c.run(ctx, job)
 		if err != nil {
 			t.Fatalf("run: %v\nrecovery: %s", err, strings.Join(logs, "\n"))
 		}
@@ -257,6 +241,70 @@ func TestRecoveryWaitsForCleanups(t *testing.T) {
 		}
 		if sum.LostSteps != 1 || sum.Steps != int64(cfg.Steps)-1 {
 			t.Errorf("steps %d, lost %d: want %d and 1", sum.Steps, sum.LostSteps, cfg.Steps-1)
+		}
+	})
+}
+
+// TestRecoverRestoresAfterFailedInit: a ps restarts, and while the
+// recovery initializes it, it stops answering for a while and comes back
+// as it was (same incarnation). The recovery's retry must still initialize
+// and restore the servers: build had already recorded the new
+// incarnation, and a retry that went by the incarnations alone found none
+// changed and left the restarted ps with no variables set, silently.
+func TestRecoverRestoresAfterFailedInit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Steps, cfg.Vocab, cfg.HeldOut, cfg.Workers, cfg.BatchSize = 12, 64, 16, 1, 8
+		c := &fakeCluster{batch: cfg.BatchSize, events: make(chan struct{}, 1)}
+		ps := c.task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("reinit-test", ps, c.task(workerTask(0), 1))
+		d.Watch(2 * time.Second)
+		job, err := New(cfg, d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The restarted ps is lost again at its first RunGraph, the
+		// recovery's initialization; found again, it did not restart.
+		rj := &fakeRejoiner{c: c, d: d, ps: ps.name, restarts: 1}
+		rj.found = func(f *fakeTask) {
+			if rj.n == 1 {
+				c.killNext.Store(f)
+			}
+		}
+		var logs []string
+		restores := 0
+		job.RecoverTasks(RecoverOptions{
+			Rejoin: rj,
+			Every:  100 * time.Millisecond,
+			Restore: func(context.Context) (int64, error) {
+				restores++
+				return 2, nil
+			},
+			Log: func(msg string) { logs = append(logs, msg) },
+		})
+		ctx := t.Context()
+		if err := job.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		job.AfterStep(func(_ context.Context, step int64) error {
+			if step == 5 {
+				c.killNext.Store(ps)
+			}
+			return nil
+		})
+		sum, err := c.run(ctx, job)
+		log := strings.Join(logs, "\n")
+		if err != nil {
+			t.Fatalf("run: %v\nrecovery: %s", err, log)
+		}
+		if rj.n != 2 || !strings.Contains(log, "initialize the table") || !strings.Contains(log, "recovering again") {
+			t.Fatalf("ps found %d times: want the initialization to fail and the ps found again, twice in all\nrecovery: %s", rj.n, log)
+		}
+		if restores != 1 {
+			t.Errorf("the parameter servers were restored %d times after the restart, want once\nrecovery: %s", restores, log)
+		}
+		if sum.UndoneSteps <= 0 {
+			t.Errorf("undone steps %d: want those since the restored step", sum.UndoneSteps)
 		}
 	})
 }
@@ -276,6 +324,27 @@ type fakeCluster struct {
 	finds          int
 	inFlightAtFind int
 	handles        int
+}
+
+// run runs job and closes it, settling whenever a call waits and every
+// other goroutine of the bubble is blocked.
+func (c *fakeCluster) run(ctx context.Context, job *Job) (*Summary, error) {
+	done := make(chan error, 1)
+	var sum *Summary
+	go func() {
+		var err error
+		sum, err = job.Run(ctx, nil)
+		done <- errors.Join(err, job.Close(ctx))
+	}()
+	for {
+		select {
+		case err := <-done:
+			return sum, err
+		case <-c.events:
+			synctest.Wait()
+			c.settle()
+		}
+	}
 }
 
 func (c *fakeCluster) task(name string, inc uint64) *fakeTask {
@@ -398,6 +467,14 @@ type fakeRejoiner struct {
 	c  *fakeCluster
 	d  *driver.Driver
 	ps string
+	// restarts, when not 0, is how many Finds find the ps restarted; those
+	// after find it as it was, its incarnation the same: its connection
+	// broke, or it stopped answering for a while, but it did not restart.
+	restarts int
+	// found, when set, is told of each Caller that Find puts in place.
+	found func(*fakeTask)
+
+	n int // Finds of the ps
 }
 
 func (r *fakeRejoiner) Find(_ context.Context, task string) (string, error) {
@@ -409,7 +486,128 @@ func (r *fakeRejoiner) Find(_ context.Context, task string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "fake:" + task, r.d.Replace(r.c.task(task, old.(*fakeTask).inc+1))
+	r.n++
+	inc := old.(*fakeTask).inc
+	if r.restarts == 0 || r.n <= r.restarts {
+		inc++
+	}
+	f := r.c.task(task, inc)
+	if r.found != nil {
+		r.found(f)
+	}
+	return "fake:" + task, r.d.Replace(f)
 }
 
 func (r *fakeRejoiner) ServerDef() *tfpb.ServerDef { return nil }
+
+// TestRejoinFindsOnlyLostWorkers: rejoin looks for a lost worker while the
+// steps run, and a recovery from a lost ps, which revives the workers
+// that answer, may run meanwhile. Had the recovery revived the worker
+// between rejoin's check that it is lost and rejoin's Find, Find would
+// replace, and close, the Caller that the rebuilt graphs and the steps
+// then use: their calls in flight fail with "client closed". rejoin's
+// Find here waits, in the middle, for the recovery to run as far as it
+// can.
+func TestRejoinFindsOnlyLostWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Steps, cfg.Vocab, cfg.HeldOut, cfg.Workers, cfg.BatchSize = 12, 64, 16, 2, 8
+		c := &fakeCluster{batch: cfg.BatchSize}
+		ps, w1 := c.task("/job:ps/replica:0/task:0", 1), c.task(workerTask(1), 1)
+		d := driver.New("rejoin-test", ps, c.task(workerTask(0), 1), w1)
+		d.Watch(2 * time.Second)
+		job, err := New(cfg, d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rj := &holdingRejoiner{c: c, d: d, entered: make(chan struct{}), release: make(chan struct{})}
+		job.RecoverTasks(RecoverOptions{Rejoin: rj, Every: 100 * time.Millisecond})
+		ctx := t.Context()
+		if err := job.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer job.Close(ctx)
+		w1.dead.Store(true)
+		if err := d.Probe(ctx, w1.name); err == nil {
+			t.Fatal("the dead worker answers a probe")
+		}
+		done, rejoined := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(rejoined)
+			job.rejoin(ctx, done)
+		}()
+		<-rj.entered
+		// The ps is lost: a recovery starts, as from a step that met the
+		// loss, and runs until it ends or waits for rejoin's Find.
+		ps.dead.Store(true)
+		perr := d.Probe(ctx, ps.name)
+		if perr == nil {
+			t.Fatal("the dead ps answers a probe")
+		}
+		recovered := make(chan error, 1)
+		go func() { recovered <- job.recoverFrom(ctx, 0, perr) }()
+		synctest.Wait()
+		close(rj.release)
+		if err := <-recovered; err != nil {
+			t.Fatalf("recover: %v", err)
+		}
+		close(done)
+		<-rejoined
+		rj.mu.Lock()
+		defer rj.mu.Unlock()
+		if rj.psFinds != 1 || rj.workerFinds < 2 {
+			t.Fatalf("the ps found %d times, the worker %d times: want once, and by rejoin and the recovery", rj.psFinds, rj.workerFinds)
+		}
+		if rj.live > 0 {
+			t.Errorf("Find replaced, and closed, the Caller of a worker already revived %d times", rj.live)
+		}
+		if job.rec.err != nil || d.Lost(w1.name) != nil {
+			t.Errorf("after the recovery and rejoin: %v, worker lost: %v", job.rec.err, d.Lost(w1.name))
+		}
+	})
+}
+
+// holdingRejoiner finds the ps restarted (a new incarnation) and a worker
+// as it was (same incarnation, a new connection). Its first Find of a
+// worker, rejoin's, closes entered and waits for release.
+type holdingRejoiner struct {
+	c                *fakeCluster
+	d                *driver.Driver
+	entered, release chan struct{}
+
+	mu                   sync.Mutex
+	psFinds, workerFinds int
+	live                 int // Finds of a task not lost
+}
+
+func (r *holdingRejoiner) Find(_ context.Context, task string) (string, error) {
+	worker := strings.HasPrefix(task, "/job:worker/")
+	r.mu.Lock()
+	if worker {
+		r.workerFinds++
+	} else {
+		r.psFinds++
+	}
+	first := worker && r.workerFinds == 1
+	r.mu.Unlock()
+	if first {
+		close(r.entered)
+		<-r.release
+	}
+	old, err := r.d.Caller(task)
+	if err != nil {
+		return "", err
+	}
+	inc := old.(*fakeTask).inc
+	if !worker {
+		inc++
+	}
+	if r.d.Lost(task) == nil {
+		r.mu.Lock()
+		r.live++
+		r.mu.Unlock()
+	}
+	return "fake:" + task, r.d.Replace(r.c.task(task, inc))
+}
+
+func (r *holdingRejoiner) ServerDef() *tfpb.ServerDef { return nil }
