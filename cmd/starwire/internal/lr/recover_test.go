@@ -189,6 +189,37 @@ type never struct{}
 func (never) Find(context.Context, string) (string, error) { return "127.0.0.1:1", errRefused }
 func (never) ServerDef() *tfpb.ServerDef                   { return nil }
 
+// newFakeJob makes a job of 12 steps on one worker and one ps, fake tasks
+// of a fakeCluster that its driver watches; the test sets its recovery.
+func newFakeJob(t *testing.T, name string) (Config, *fakeCluster, *fakeTask, *driver.Driver, *Job) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Steps, cfg.Vocab, cfg.HeldOut, cfg.Workers, cfg.BatchSize = 12, 64, 16, 1, 8
+	c := &fakeCluster{batch: cfg.BatchSize, events: make(chan struct{}, 1)}
+	ps := c.task("/job:ps/replica:0/task:0", 1)
+	d := driver.New(name, ps, c.task(workerTask(0), 1))
+	d.Watch(2 * time.Second)
+	job, err := New(cfg, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, c, ps, d, job
+}
+
+// setupKillAt5 sets job up and has ps lost at its next call after step 5.
+func setupKillAt5(t *testing.T, ctx context.Context, job *Job, c *fakeCluster, ps *fakeTask) {
+	t.Helper()
+	if err := job.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	job.AfterStep(func(_ context.Context, step int64) error {
+		if step == 5 {
+			c.killNext.Store(ps)
+		}
+		return nil
+	})
+}
+
 // TestRecoveryWaitsForCleanups: a recovery replaces the lost ps's Caller
 // only once the failed step's cleanup is done with it. A cleanup call
 // still on the Caller that Find closes fails with "client closed", which
@@ -200,16 +231,7 @@ func (never) ServerDef() *tfpb.ServerDef                   { return nil }
 // does not wait for them calls Find while one is in flight, every time.
 func TestRecoveryWaitsForCleanups(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := DefaultConfig()
-		cfg.Steps, cfg.Vocab, cfg.HeldOut, cfg.Workers, cfg.BatchSize = 12, 64, 16, 1, 8
-		c := &fakeCluster{batch: cfg.BatchSize, events: make(chan struct{}, 1)}
-		ps := c.task("/job:ps/replica:0/task:0", 1)
-		d := driver.New("cleanup-test", ps, c.task(workerTask(0), 1))
-		d.Watch(2 * time.Second)
-		job, err := New(cfg, d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg, c, ps, d, job := newFakeJob(t, "cleanup-test")
 		var logs []string
 		job.RecoverTasks(RecoverOptions{
 			Rejoin: &fakeRejoiner{c: c, d: d, ps: ps.name},
@@ -217,15 +239,7 @@ func TestRecoveryWaitsForCleanups(t *testing.T) {
 			Log:    func(msg string) { logs = append(logs, msg) },
 		})
 		ctx := t.Context()
-		if err := job.Setup(ctx); err != nil {
-			t.Fatal(err)
-		}
-		job.AfterStep(func(_ context.Context, step int64) error {
-			if step == 5 {
-				c.killNext.Store(ps)
-			}
-			return nil
-		})
+		setupKillAt5(t, ctx, job, c, ps)
 		sum, err := c.run(ctx, job)
 		if err != nil {
 			t.Fatalf("run: %v\nrecovery: %s", err, strings.Join(logs, "\n"))
@@ -253,16 +267,7 @@ func TestRecoveryWaitsForCleanups(t *testing.T) {
 // changed and left the restarted ps with no variables set, silently.
 func TestRecoverRestoresAfterFailedInit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := DefaultConfig()
-		cfg.Steps, cfg.Vocab, cfg.HeldOut, cfg.Workers, cfg.BatchSize = 12, 64, 16, 1, 8
-		c := &fakeCluster{batch: cfg.BatchSize, events: make(chan struct{}, 1)}
-		ps := c.task("/job:ps/replica:0/task:0", 1)
-		d := driver.New("reinit-test", ps, c.task(workerTask(0), 1))
-		d.Watch(2 * time.Second)
-		job, err := New(cfg, d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, c, ps, d, job := newFakeJob(t, "reinit-test")
 		// The restarted ps is lost again at its first RunGraph, the
 		// recovery's initialization; found again, it did not restart.
 		rj := &fakeRejoiner{c: c, d: d, ps: ps.name, restarts: 1}
@@ -283,15 +288,7 @@ func TestRecoverRestoresAfterFailedInit(t *testing.T) {
 			Log: func(msg string) { logs = append(logs, msg) },
 		})
 		ctx := t.Context()
-		if err := job.Setup(ctx); err != nil {
-			t.Fatal(err)
-		}
-		job.AfterStep(func(_ context.Context, step int64) error {
-			if step == 5 {
-				c.killNext.Store(ps)
-			}
-			return nil
-		})
+		setupKillAt5(t, ctx, job, c, ps)
 		sum, err := c.run(ctx, job)
 		log := strings.Join(logs, "\n")
 		if err != nil {
