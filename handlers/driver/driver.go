@@ -209,7 +209,7 @@ func (d *Driver) RunPartitions(ctx context.Context, step int64, parts ...Partiti
 // watched runs f with ctx tied to tasks' health: when one is found lost, or
 // when f fails and one no longer answers, the error is its *TaskError.
 func (d *Driver) watched(ctx context.Context, tasks []string, f func(context.Context) error) error {
-	tctx, ths, stop := d.tie(ctx, tasks...)
+	tctx, ts, stop := d.tie(ctx, tasks...)
 	err := f(tctx)
 	cause := context.Cause(tctx)
 	stop()
@@ -223,7 +223,7 @@ func (d *Driver) watched(ctx context.Context, tasks []string, f func(context.Con
 	// task's Caller replaced it. Its state says so at once, and keeps
 	// saying so after a revival, when a probe of the task would answer.
 	if !errors.As(cause, &te) {
-		te = d.lostOf(ths)
+		te = ts.lostOf()
 	}
 	if te != nil {
 		if errors.Is(err, te) {

@@ -231,8 +231,8 @@ func (d *Driver) Revive(task string) {
 
 // tie makes ctx's calls end when one of tasks is found lost, with that
 // task's *TaskError as the cause; stop undoes it. It also returns the
-// tasks' states it tied ctx to (see lostOf).
-func (d *Driver) tie(ctx context.Context, tasks ...string) (context.Context, []*taskHealth, func()) {
+// ties it made, whose lostOf says whether a task was lost since.
+func (d *Driver) tie(ctx context.Context, tasks ...string) (context.Context, ties, func()) {
 	if d.health.timeout == 0 {
 		return ctx, nil, func() {}
 	}
@@ -241,30 +241,35 @@ func (d *Driver) tie(ctx context.Context, tasks ...string) (context.Context, []*
 		afterFunc = context.AfterFunc
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	ths := make([]*taskHealth, len(tasks))
-	stops := make([]func() bool, 0, len(tasks))
+	ts := make(ties, len(tasks))
 	for i, task := range tasks {
 		th := d.taskHealth(task)
-		ths[i] = th
-		stops = append(stops, afterFunc(th.ctx, func() { cancel(context.Cause(th.ctx)) }))
+		ts[i] = tied{th, afterFunc(th.ctx, func() { cancel(context.Cause(th.ctx)) })}
 	}
-	return ctx, ths, func() {
-		for _, s := range stops {
-			s()
+	return ctx, ts, func() {
+		for _, t := range ts {
+			t.stop()
 		}
 		cancel(nil)
 	}
 }
 
-// lostOf returns the *TaskError of the first of ths, states returned by
-// tie, found lost since, revived or not; nil when none was.
-func (d *Driver) lostOf(ths []*taskHealth) *TaskError {
-	h := &d.health
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, th := range ths {
-		if th.lost != nil {
-			return th.lost
+// A tied is a task's state as tie found it, and the stop of its tie.
+type tied struct {
+	th   *taskHealth
+	stop func() bool
+}
+
+type ties []tied
+
+// lostOf returns the *TaskError of the first task of ts found lost since
+// it was tied, revived or not; nil when none was. markLost cancels the
+// state's context with it at once, under the health lock; only its
+// delivery to the tied context waits for a goroutine.
+func (ts ties) lostOf() *TaskError {
+	for _, t := range ts {
+		if te, ok := context.Cause(t.th.ctx).(*TaskError); ok {
+			return te
 		}
 	}
 	return nil
