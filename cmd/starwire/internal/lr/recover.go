@@ -79,8 +79,8 @@ type recovery struct {
 	// rejoin's check that it is lost and its Find would have Find replace,
 	// and close, the Caller that the rebuilt graphs and the steps then use.
 	// A recovery so waits out at most one attempt of Find, which the
-	// Rejoiner bounds. A channel, not a mutex: a recovery waiting for it is durably blocked,
-	// which testing/synctest can wait for.
+	// Rejoiner bounds. A channel, not a mutex: a recovery waiting for it
+	// is durably blocked, which testing/synctest can wait for.
 	finding chan struct{}
 }
 
