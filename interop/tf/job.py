@@ -62,17 +62,18 @@ class TwoOptimizers(tf1.train.Optimizer):
     def __init__(self, sparse, dense, sparse_vars):
         super().__init__(use_locking=False, name="TwoOptimizers")
         self._sparse, self._dense = sparse, dense
-        self._sparse_vars = set(id(v) for v in sparse_vars)
+        self._sparse_vars = set(v.op.name for v in sparse_vars)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        sparse = [(g, v) for g, v in grads_and_vars if id(v) in self._sparse_vars]
-        dense = [(g, v) for g, v in grads_and_vars if id(v) not in self._sparse_vars]
+        grads_and_vars = list(grads_and_vars)  # SyncReplicasOptimizer passes a zip
+        sparse = [(g, v) for g, v in grads_and_vars if v.op.name in self._sparse_vars]
+        dense = [(g, v) for g, v in grads_and_vars if v.op.name not in self._sparse_vars]
         return tf.group(self._sparse.apply_gradients(sparse),
                         self._dense.apply_gradients(dense, global_step=global_step),
                         name=name)
 
     def get_slot(self, var, name):
-        opt = self._sparse if id(var) in self._sparse_vars else self._dense
+        opt = self._sparse if var.op.name in self._sparse_vars else self._dense
         return opt.get_slot(var, name)
 
     def get_slot_names(self):
