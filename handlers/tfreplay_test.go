@@ -29,49 +29,106 @@ import (
 // RunGraph requests name them unchanged. A graph that receives tensors
 // from another task is registered but not run (the recording holds no
 // other task's answers), nor are that step's RecvTensor calls; replay
-// returns how many steps it ran.
+// returns how many steps it ran. A RecvTensor may have come before the
+// RunGraph that produces its tensor (a master sends them at once), so
+// RecvTensor calls wait on goroutines of their own, until their step's
+// CleanupGraph or the end of the replay.
 func replay(t *testing.T, w *Worker, dir string) (ran int) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.pb"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no recorded requests in %s: %v", dir, err)
-	}
+	reqs := recorded(t, dir)
 	g := w.GRPCService()
-	graphs := 0
-	remote := map[string]bool{} // handles of graphs with remote _Recv
-	skipped := map[int64]bool{} // steps not run
-	for _, f := range files {
-		method := strings.TrimSuffix(filepath.Base(f)[6:], ".pb")
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch method {
-		case "RegisterGraph":
-			graphs++
-			if recvsFromOthers(must(b, &tfpb.RegisterGraphRequest{}).GetGraphDef(), w.Task()) {
-				remote["g"+strconv.Itoa(graphs)] = true
+	skipped := skippedSteps(reqs, w.Task())
+	recvs := map[int64][]chan error{}
+	waitRecvs := func(step int64) {
+		for _, ch := range recvs[step] {
+			if err := <-ch; err != nil {
+				t.Fatalf("RecvTensor of step %d: %v", step, err)
 			}
+		}
+		delete(recvs, step)
+	}
+	defer func() {
+		for step := range recvs {
+			waitRecvs(step)
+		}
+	}()
+	for _, r := range reqs {
+		switch r.method {
 		case "RunGraph":
-			req := must(b, &tfpb.RunGraphRequest{})
-			if remote[req.GetGraphHandle()] {
-				skipped[req.GetStepId()] = true
+			if skipped[must(r.b, &tfpb.RunGraphRequest{}).GetStepId()] {
 				continue
 			}
 			ran++
 		case "RecvTensor":
-			if skipped[must(b, &tfpb.RecvTensorRequest{}).GetStepId()] {
+			step := must(r.b, &tfpb.RecvTensorRequest{}).GetStepId()
+			if skipped[step] {
 				continue
 			}
+			ch := make(chan error, 1)
+			recvs[step] = append(recvs[step], ch)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				ch <- replayOne(ctx, g, r.method, r.b)
+			}()
+			continue
+		case "CleanupGraph":
+			waitRecvs(must(r.b, &tfpb.CleanupGraphRequest{}).GetStepId())
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = replayOne(ctx, g, method, b)
+		err := replayOne(ctx, g, r.method, r.b)
 		cancel()
 		if err != nil {
-			t.Fatalf("%s: %v", filepath.Base(f), err)
+			t.Fatalf("%s: %v", r.name, err)
 		}
 	}
 	return ran
+}
+
+// A recordedReq is one recorded request: its file, method and bytes.
+type recordedReq struct {
+	name, method string
+	b            []byte
+}
+
+// recorded reads the requests of dir, in the order they came.
+func recorded(t *testing.T, dir string) []recordedReq {
+	files, err := filepath.Glob(filepath.Join(dir, "*.pb"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded requests in %s: %v", dir, err)
+	}
+	var reqs []recordedReq
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, recordedReq{filepath.Base(f), strings.TrimSuffix(filepath.Base(f)[6:], ".pb"), b})
+	}
+	return reqs
+}
+
+// skippedSteps returns the steps that run a graph receiving tensors from
+// a task other than task. RegisterGraph's handles are the worker's own,
+// "g1", "g2", ... in the order the graphs came.
+func skippedSteps(reqs []recordedReq, task string) map[int64]bool {
+	graphs := 0
+	remote := map[string]bool{} // handles of graphs with remote _Recv
+	skipped := map[int64]bool{}
+	for _, r := range reqs {
+		switch r.method {
+		case "RegisterGraph":
+			graphs++
+			if recvsFromOthers(must(r.b, &tfpb.RegisterGraphRequest{}).GetGraphDef(), task) {
+				remote["g"+strconv.Itoa(graphs)] = true
+			}
+		case "RunGraph":
+			if req := must(r.b, &tfpb.RunGraphRequest{}); remote[req.GetGraphHandle()] {
+				skipped[req.GetStepId()] = true
+			}
+		}
+	}
+	return skipped
 }
 
 // recvsFromOthers reports whether def has a _Recv whose sender is not task.

@@ -23,7 +23,7 @@ func In(names ...string) []string { return names }
 
 // Attrs builds attributes from name, value pairs; a value is a
 // wire.DataType, bool, int, int64, string, []int64 (a shape),
-// []wire.DataType or *tfpb.TensorProto.
+// [][]int64 (a list of shapes), []wire.DataType or *tfpb.TensorProto.
 func Attrs(kv ...any) map[string]*tfpb.AttrValue {
 	m := make(map[string]*tfpb.AttrValue)
 	for i := 0; i < len(kv); i += 2 {
@@ -41,6 +41,12 @@ func Attrs(kv ...any) map[string]*tfpb.AttrValue {
 			a = &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte(v)}}
 		case []int64:
 			a = &tfpb.AttrValue{Value: &tfpb.AttrValue_Shape{Shape: tensor.ShapeToProto(v)}}
+		case [][]int64:
+			l := &tfpb.AttrValue_ListValue{}
+			for _, s := range v {
+				l.Shape = append(l.Shape, tensor.ShapeToProto(s))
+			}
+			a = &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: l}}
 		case []wire.DataType:
 			l := &tfpb.AttrValue_ListValue{}
 			for _, d := range v {

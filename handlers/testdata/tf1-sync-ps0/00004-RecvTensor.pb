@@ -1,0 +1,1 @@
+× ÌÁ°ò»¤v/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_53_init/NoOp;0:08ï¦¤€ÿÔô¥ø

@@ -1,0 +1,1 @@
+±ÉŠ ¤Öù0¢/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_23_report_uninitialized_variables_2/VarIsInitializedOp_7;0:08 åÖ¾ÜñµŠ

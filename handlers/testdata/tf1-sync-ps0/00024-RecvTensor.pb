@@ -1,0 +1,1 @@
+ÙÁ×ñ¡åäÊ£/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_29_report_uninitialized_variables_1/VarIsInitializedOp_12;0:08öŸñ¾‡Ğ¼

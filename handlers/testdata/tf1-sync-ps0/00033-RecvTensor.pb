@@ -1,0 +1,1 @@
+®Ï—ßôÿØ /job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_12_report_uninitialized_variables/VarIsInitializedOp_4;0:08î•ÄÌ¸ÚÚ²

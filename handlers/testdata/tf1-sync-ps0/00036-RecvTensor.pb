@@ -1,0 +1,1 @@
+¾¤ƒÅÎ¥ôŠ/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_23_sync_replicas/group_deps/NoOp;0:08ÿî©Î•óÊÆo

@@ -1,0 +1,1 @@
+Ύ¤ƒΕΞ¥τ{/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_17_ReadVariableOp;0:08ιάΏφΊ¨Υi

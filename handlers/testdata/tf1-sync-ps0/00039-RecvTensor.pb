@@ -1,0 +1,1 @@
+æ§É≈èŒ•Ùá/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:ps/replica:0/task:1/device:CPU:0;edge_15_sync_replicas/ReadVariableOp_6;0:0

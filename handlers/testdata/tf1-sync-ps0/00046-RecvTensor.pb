@@ -1,0 +1,1 @@
+æ¯ùÆ•ã€·¢/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:ps/replica:0/task:1/device:CPU:0;edge_25_Adam/update_dense/kernel/ResourceApplyAdam/ReadVariableOp;0:0

@@ -1,0 +1,1 @@
+ÌÎúŒÂ¹œ„ /job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:1/device:CPU:0;edge_16_report_uninitialized_variables_2/VarIsInitializedOp;0:08œƒÉç¨ñ¬›Ç

@@ -1,0 +1,1 @@
+°¶ÏÎˆØ›¹£/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:1/device:CPU:0;edge_28_report_uninitialized_variables_1/VarIsInitializedOp_11;0:08ô‰‚ñ¾²›©@

@@ -1,0 +1,1 @@
+øÆÚ±è”ôƒ /job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:1/device:CPU:0;edge_10_report_uninitialized_variables/VarIsInitializedOp_2;0:08ðñ¹¼ŠñÄƒ

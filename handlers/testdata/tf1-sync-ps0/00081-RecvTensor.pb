@@ -1,0 +1,1 @@
+³ÔÌ²¤¯Èz/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:1/device:CPU:0;edge_5_ReadVariableOp;0:08¤ÖÚ°Ü›ÁÇ©

@@ -1,0 +1,1 @@
+éıÿ­üú?/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_67_embedding_lookup_sparse/embedding_lookup/Gather_1;0:08¤²¶¹ìë²Â

@@ -1,0 +1,1 @@
+éıÿ­üú?Œ/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_20_global_step/cond/switch_pred/_2;0:08À…äÖ²ß¾Àş

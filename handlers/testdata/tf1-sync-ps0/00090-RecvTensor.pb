@@ -1,0 +1,1 @@
+éıÿ­üú?”/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_36_Func/global_step/cond/else/_1/input/_16;0:08ä—ßîÀ†Ï

@@ -1,0 +1,1 @@
+éıÿ­üú?‚/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_230_sync_token_q_Dequeue;0:08Òıòÿ…èëö

@@ -1,0 +1,1 @@
+éıÿ­üú?•/job:ps/replica:0/task:0/device:CPU:0;9d345d0e6f43f11b;/job:worker/replica:0/task:0/device:CPU:0;edge_35_Func/global_step/cond/then/_0/output/_12;0:08Õºÿœ¸ŠŒÌĞ
