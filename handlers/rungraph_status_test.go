@@ -112,7 +112,7 @@ func TestFetchEncodingError(t *testing.T) {
 func TestUnknownOpOverBothTransports(t *testing.T) {
 	task := startTask(t, Options{Job: "ps"})
 	ctx := testCtx(t)
-	req := &tfpb.RegisterGraphRequest{GraphDef: GraphDef(NodeDef("q", "QueueDequeueV2", nil, nil))}
+	req := &tfpb.RegisterGraphRequest{GraphDef: GraphDef(NodeDef("q", "PriorityQueueV2", nil, nil))}
 	for _, tr := range transports(task) {
 		t.Run(tr.name, func(t *testing.T) {
 			err := tr.call(ctx, MethodRegisterGraph, req, new(tfpb.RegisterGraphResponse))
@@ -120,7 +120,7 @@ func TestUnknownOpOverBothTransports(t *testing.T) {
 			if st := (*status.Status)(nil); errors.As(err, &st) {
 				msg = st.Msg
 			}
-			if tr.code(err) != wire.NotFound || !strings.HasPrefix(msg, "Op type not registered 'QueueDequeueV2' in binary running on ") {
+			if tr.code(err) != wire.NotFound || !strings.HasPrefix(msg, "Op type not registered 'PriorityQueueV2' in binary running on ") {
 				t.Fatalf("err = %v (code %v), message %q", err, tr.code(err), msg)
 			}
 		})
