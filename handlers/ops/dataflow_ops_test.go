@@ -220,3 +220,53 @@ func TestPrivateQueues(t *testing.T) {
 		t.Fatalf("after Cleanup of its container the shared queue holds %d", n)
 	}
 }
+
+// TestRefAccumulatorOps runs the ops of the accumulators whose handle is
+// a string ref (what SyncReplicasOptimizer makes for a sparse gradient):
+// two IndexedSlices in order, the count, the step, and the averaged rows.
+func TestRefAccumulatorOps(t *testing.T) {
+	env := NewEnv(t)
+	apply := func(name string, dep string, idx []int64, vals ...float32) []*tfpb.NodeDef {
+		in := In("acc", "step", name+"/i", name+"/v", "shape")
+		if dep != "" {
+			in = append(in, "^"+dep)
+		}
+		return []*tfpb.NodeDef{ConstI64(name+"/i", []int64{int64(len(idx))}, idx...), ConstF32(name+"/v", []int64{int64(len(idx)), 2}, vals...),
+			NodeDef(name, "SparseAccumulatorApplyGradient", in, Attrs("dtype", f32, "has_known_shape", true))}
+	}
+	nodes := []*tfpb.NodeDef{
+		NodeDef("acc", "SparseConditionalAccumulator", nil, Attrs("dtype", f32, "shape", []int64{})),
+		ConstI64("gs", nil, 3), NodeDef("set", "AccumulatorSetGlobalStep", In("acc", "gs"), nil),
+		NodeDef("step", "Identity", In("gs", "^set"), Attrs("T", i64)), ConstI64("shape", []int64{2}, 10, 2),
+	}
+	nodes = append(nodes, apply("a1", "", []int64{5, 2}, 1, 2, 3, 4)...)
+	nodes = append(nodes, apply("a2", "a1", []int64{2, 7}, 5, 6, 7, 8)...)
+	nodes = append(nodes, ConstI64("stale", nil, 2), ConstI64("a3/i", []int64{1}, 0), ConstF32("a3/v", []int64{1, 2}, 9, 9),
+		NodeDef("a3", "SparseAccumulatorApplyGradient", In("acc", "stale", "a3/i", "a3/v", "shape", "^a2"), Attrs("dtype", f32, "has_known_shape", true)),
+		NodeDef("count", "AccumulatorNumAccumulated", In("acc", "^a3"), nil),
+		ConstI32("n", nil, 2),
+		NodeDef("take", "SparseAccumulatorTakeGradient", In("acc", "n", "^count"), Attrs("dtype", f32)),
+		FetchNode("count/_send", "count", "count:0", wire.DTInt32, Device, Incarnation),
+		FetchNode("i/_send", "take", "take:0", i64, Device, Incarnation),
+		FetchNode("v/_send", "take:1", "take:1", f32, Device, Incarnation),
+		FetchNode("s/_send", "take:2", "take:2", i64, Device, Incarnation))
+	out, err := step(t, context.Background(), env, GraphDef(nodes...), 1,
+		FetchKey("count:0", Device, Incarnation), FetchKey("take:0", Device, Incarnation), FetchKey("take:1", Device, Incarnation), FetchKey("take:2", Device, Incarnation))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tensor.View[int32](out[0].Data)[0]; n != 2 {
+		t.Fatalf("accumulated %d, want 2 (the gradient of step 2 is stale at step 3)", n)
+	}
+	// TensorFlow's merge of [5 2] and [2 7]: 2 < 5 first, then 5, 7 —
+	// the rows of index 2 never meet.
+	if got := tensor.View[int64](out[1].Data); !slices.Equal(got, []int64{2, 5, 2, 7}) {
+		t.Fatalf("indices = %v", got)
+	}
+	if got := Floats(&out[2]); !slices.Equal(got, []float32{5, 6, 1, 2, 3, 4, 7, 8}) {
+		t.Fatalf("values = %v", got)
+	}
+	if got := tensor.View[int64](out[3].Data); !slices.Equal(got, []int64{-1, 2}) {
+		t.Fatalf("shape = %v", got)
+	}
+}
