@@ -1,0 +1,109 @@
+"""Writes random_tf.json.gz: what TensorFlow's CPU random kernels produce.
+
+Each case is one node of a tf.compat.v1 graph with explicit seed and seed2
+attrs (what tf1.set_random_seed plus an op seed become), run twice in one
+session so that the second run shows how the node's generator advanced. The
+stateless ops are run once: they keep no state. The Go test random_test.go
+builds the same nodes and compares the bytes.
+
+Run it with TensorFlow 2.x on CPU:
+
+    /work/tfvenv/bin/python handlers/ops/testdata/random_gen.py
+"""
+
+import base64
+import gzip
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+tf1 = tf.compat.v1
+
+SMALL = [[], [1], [3], [17], [4, 5]]
+MEDIUM = SMALL + [[129]]
+# Several of TensorFlow's shard blocks, and a size that ends in a
+# partial group.
+BIG = MEDIUM + [[1000, 8], [20001]]
+SEEDS = [(1, 7), (87654321, 12345678), (-5, 1 << 40), (0, 3), (3, 0)]
+FLOATS = ["float32", "float64", "float16", "bfloat16"]
+
+
+def shapes_for(dtype, seed_index):
+    if seed_index == 0:
+        return BIG if dtype == "float32" else MEDIUM
+    return SMALL
+
+
+def stateful_cases():
+    for op in ["RandomUniform", "RandomStandardNormal", "TruncatedNormal"]:
+        for dtype in FLOATS:
+            for i, (seed, seed2) in enumerate(SEEDS):
+                for shape in shapes_for(dtype, i):
+                    yield dict(op=op, dtype=dtype, shape=shape, seed=seed, seed2=seed2)
+    ranges = {"int32": [(-5, 10), (0, (1 << 31) - 1), (-(1 << 31), (1 << 31) - 1)],
+              "int64": [(-5, 10), (-(1 << 40), (1 << 40) + 3), (-(1 << 63), (1 << 63) - 1)]}
+    for dtype, rs in ranges.items():
+        for lo, hi in rs:
+            for i, (seed, seed2) in enumerate(SEEDS[:3]):
+                for shape in (MEDIUM if i == 0 else SMALL):
+                    yield dict(op="RandomUniformInt", dtype=dtype, shape=shape, seed=seed,
+                               seed2=seed2, minval=lo, maxval=hi)
+
+
+# (key, counter) inputs of the stateless V2 ops, as uint64s.
+KEYS = [(1, (0, 0)), (0x0123456789ABCDEF, (0xFFFFFFFFFFFFFFF0, 7)), (42, (5, 1 << 63))]
+
+
+def stateless_cases():
+    for op in ["StatelessRandomUniformV2", "StatelessRandomNormalV2", "StatelessTruncatedNormalV2"]:
+        for dtype in FLOATS:
+            for i, (key, counter) in enumerate(KEYS):
+                for shape in shapes_for(dtype, i):
+                    yield dict(op=op, dtype=dtype, shape=shape, key=key, counter=list(counter), alg=1)
+
+
+def build(case):
+    shape = tf.constant(case["shape"], dtype=tf.int32)
+    dtype = tf.as_dtype(case["dtype"])
+    op = case["op"]
+    if op == "RandomUniformInt":
+        return tf.raw_ops.RandomUniformInt(
+            shape=shape, minval=tf.constant(case["minval"], dtype=dtype),
+            maxval=tf.constant(case["maxval"], dtype=dtype), seed=case["seed"], seed2=case["seed2"])
+    if op.startswith("Stateless"):
+        key = tf.constant(np.array([case["key"]], dtype=np.uint64))
+        counter = tf.constant(np.array(case["counter"], dtype=np.uint64))
+        alg = tf.constant(case["alg"], dtype=tf.int32)
+        return getattr(tf.raw_ops, op)(shape=shape, key=key, counter=counter, alg=alg, dtype=dtype)
+    return getattr(tf.raw_ops, op)(shape=shape, dtype=dtype, seed=case["seed"], seed2=case["seed2"])
+
+
+def raw(value, dtype):
+    # Little-endian bytes of the values, as the Go tensor holds them.
+    return base64.b64encode(np.ascontiguousarray(value).view(np.uint8).tobytes()).decode()
+
+
+def main():
+    cases = list(stateful_cases()) + list(stateless_cases())
+    with tf.Graph().as_default(), tf.device("/cpu:0"):
+        outs = [build(c) for c in cases]
+        with tf1.Session() as sess:
+            first = sess.run(outs)
+            second = sess.run(outs)
+    for c, a, b in zip(cases, first, second):
+        c["runs"] = [raw(a, c["dtype"])]
+        if not c["op"].startswith("Stateless"):
+            c["runs"].append(raw(b, c["dtype"]))
+        elif a.tobytes() != b.tobytes():
+            raise SystemExit(f"stateless case changed between runs: {c}")
+    doc = {"tensorflow": tf.__version__, "cases": cases}
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "random_tf.json.gz")
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
+        f.write(json.dumps(doc, separators=(",", ":")).encode())
+    print(f"{len(cases)} cases, TensorFlow {tf.__version__}, wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
