@@ -3,7 +3,8 @@
 Each case is one node of a tf.compat.v1 graph with explicit seed and seed2
 attrs (what tf1.set_random_seed plus an op seed become), run twice in one
 session so that the second run shows how the node's generator advanced. The
-stateless ops are run once: they keep no state. The Go test random_test.go
+stateless ops are run once: they keep no state. StatelessRandomGetKeyCounter's case holds its key and counter, one after
+the other. The Go test random_test.go
 builds the same nodes and compares the bytes.
 
 Run it with TensorFlow 2.x on CPU:
@@ -64,6 +65,20 @@ def stateless_cases():
                     yield dict(op=op, dtype=dtype, shape=shape, key=key, counter=list(counter), alg=1)
 
 
+# Seed pairs of the V1 stateless ops and StatelessRandomGetKeyCounter.
+SEED_PAIRS = [("int64", (1, 2)), ("int32", (-7, 2147483647)), ("int64", (-(1 << 63), 123456789012345))]
+
+
+def seeded_stateless_cases():
+    for op in ["StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal"]:
+        for dtype in ["float32", "float64"]:
+            for i, (tseed, pair) in enumerate(SEED_PAIRS):
+                for shape in shapes_for(dtype, i)[:len(MEDIUM) if dtype == "float32" else None]:
+                    yield dict(op=op, dtype=dtype, shape=shape, tseed=tseed, seedpair=list(pair))
+    for tseed, pair in SEED_PAIRS:
+        yield dict(op="StatelessRandomGetKeyCounter", dtype="uint64", shape=[], tseed=tseed, seedpair=list(pair))
+
+
 def build(case):
     shape = tf.constant(case["shape"], dtype=tf.int32)
     dtype = tf.as_dtype(case["dtype"])
@@ -72,6 +87,11 @@ def build(case):
         return tf.raw_ops.RandomUniformInt(
             shape=shape, minval=tf.constant(case["minval"], dtype=dtype),
             maxval=tf.constant(case["maxval"], dtype=dtype), seed=case["seed"], seed2=case["seed2"])
+    if "seedpair" in case:
+        seed = tf.constant(case["seedpair"], dtype=tf.as_dtype(case["tseed"]))
+        if op == "StatelessRandomGetKeyCounter":
+            return tf.concat(tf.raw_ops.StatelessRandomGetKeyCounter(seed=seed), 0)
+        return getattr(tf.raw_ops, op)(shape=shape, seed=seed, dtype=dtype)
     if op.startswith("Stateless"):
         key = tf.constant(np.array([case["key"]], dtype=np.uint64))
         counter = tf.constant(np.array(case["counter"], dtype=np.uint64))
@@ -86,7 +106,7 @@ def raw(value, dtype):
 
 
 def main():
-    cases = list(stateful_cases()) + list(stateless_cases())
+    cases = list(stateful_cases()) + list(stateless_cases()) + list(seeded_stateless_cases())
     with tf.Graph().as_default(), tf.device("/cpu:0"):
         outs = [build(c) for c in cases]
         with tf1.Session() as sess:
