@@ -19,6 +19,7 @@ import (
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // A tfRandomCase is one node of testdata/random_tf.json.gz, written by
@@ -38,7 +39,23 @@ type tfRandomCase struct {
 	Runs           []string
 }
 
-func loadTFRandomCases(t *testing.T) []tfRandomCase {
+// A tfInitGraph is a variable's initial value as TensorFlow computed it:
+// the GraphDef of its initializer and the value.
+type tfInitGraph struct {
+	Name  string
+	Graph string // a serialized GraphDef, base64
+	Runs  []string
+}
+
+type tfRandomDoc struct {
+	Tensorflow string
+	Cases      []tfRandomCase
+	Graphs     []tfInitGraph
+}
+
+func loadTFRandomCases(t *testing.T) []tfRandomCase { return loadTFRandom(t).Cases }
+
+func loadTFRandom(t *testing.T) tfRandomDoc {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/random_tf.json.gz")
 	if err != nil {
@@ -48,17 +65,14 @@ func loadTFRandomCases(t *testing.T) []tfRandomCase {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Tensorflow string
-		Cases      []tfRandomCase
-	}
+	var doc tfRandomDoc
 	if err := json.NewDecoder(zr).Decode(&doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Cases) == 0 {
+	if len(doc.Cases) == 0 || len(doc.Graphs) == 0 {
 		t.Fatal("no cases")
 	}
-	return doc.Cases
+	return doc
 }
 
 var tfDTypes = map[string]wire.DataType{
@@ -367,5 +381,56 @@ func TestStatelessKeyCounterAlg(t *testing.T) {
 		if a.DType != wire.DTInt32 || len(a.Shape) != 0 || binary.LittleEndian.Uint32(a.Data) != 1 {
 			t.Fatalf("alg is %v%v %x, want the int32 scalar 1", a.DType, a.Shape, a.Data)
 		}
+	}
+}
+
+// TestRandomInitializerGraphs runs the initializers of tf.compat.v1 and
+// Keras variables, seeded by tf1.set_random_seed or their own seeds, as
+// TensorFlow built them (the random op and its scaling), and compares the
+// initial values with TensorFlow's: uniform ones bit for bit, normal ones
+// within 4e-6, a few ulps of the largest (the scaling moves an ulp of a
+// normal by its deviation, and the mean's addition may cancel digits, so
+// ulps of the result do not bound it).
+func TestRandomInitializerGraphs(t *testing.T) {
+	for _, ig := range loadTFRandom(t).Graphs {
+		t.Run(ig.Name, func(t *testing.T) {
+			raw, err := base64.StdEncoding.DecodeString(ig.Graph)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g tfpb.GraphDef
+			if err := proto.Unmarshal(raw, &g); err != nil {
+				t.Fatal(err)
+			}
+			out, err := Run(t, NewEnv(t), &g, nil, ig.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := base64.StdEncoding.DecodeString(ig.Runs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out[0].Data
+			if out[0].DType != wire.DTFloat || len(got) != len(want) {
+				t.Fatalf("got %v%v, want %d float32s", out[0].DType, out[0].Shape, len(want)/4)
+			}
+			exact := strings.Contains(ig.Name, "uniform")
+			off := 0
+			for i := 0; i < len(got); i += 4 {
+				g := math.Float32frombits(binary.LittleEndian.Uint32(got[i:]))
+				w := math.Float32frombits(binary.LittleEndian.Uint32(want[i:]))
+				if g == w {
+					continue
+				}
+				off++
+				if exact || math.Abs(float64(g)-float64(w)) > 4e-6 {
+					t.Fatalf("value %d: %v, TensorFlow's %v", i/4, g, w)
+				}
+			}
+			t.Logf("%d of %d values off", off, len(got)/4)
+			if off*100 > len(got)/4*3 {
+				t.Errorf("%d of %d values differ from TensorFlow's", off, len(got)/4)
+			}
+		})
 	}
 }

@@ -100,6 +100,36 @@ def build(case):
     return getattr(tf.raw_ops, op)(shape=shape, dtype=dtype, seed=case["seed"], seed2=case["seed2"])
 
 
+def initializer_graphs():
+    """The initial values of variables as tf.compat.v1 and Keras make them
+    under tf1.set_random_seed, each a GraphDef of what computes it (the
+    random op and its scaling) with the values TensorFlow computed."""
+    g = tf.Graph()
+    with g.as_default(), tf.device("/cpu:0"):
+        tf1.set_random_seed(1)
+        inits = {
+            "glorot_uniform": tf1.glorot_uniform_initializer(),
+            "truncated_normal": tf1.truncated_normal_initializer(stddev=0.1),
+            "random_normal": tf1.random_normal_initializer(mean=0.5, stddev=2.0),
+            "random_uniform": tf1.random_uniform_initializer(-0.05, 0.05),
+            "he_normal": tf1.initializers.he_normal(),
+            "keras_glorot_uniform": tf.keras.initializers.GlorotUniform(seed=4),
+            "keras_he_normal": tf.keras.initializers.HeNormal(seed=5),
+            "keras_random_normal": tf.keras.initializers.RandomNormal(stddev=0.3, seed=6),
+        }
+        vs = [tf1.get_variable(name, [37, 129], initializer=init) for name, init in inits.items()]
+        values = [v.initial_value for v in vs]
+        with tf1.Session() as sess:
+            got = sess.run(values)
+    gd = g.as_graph_def()
+    out = []
+    for v, val in zip(values, got):
+        sub = tf1.graph_util.extract_sub_graph(gd, [v.op.name])
+        out.append(dict(name=v.op.name, graph=base64.b64encode(sub.SerializeToString()).decode(),
+                        dtype="float32", runs=[raw(val, "float32")]))
+    return out
+
+
 def raw(value, dtype):
     # Little-endian bytes of the values, as the Go tensor holds them.
     return base64.b64encode(np.ascontiguousarray(value).view(np.uint8).tobytes()).decode()
@@ -118,7 +148,7 @@ def main():
             c["runs"].append(raw(b, c["dtype"]))
         elif a.tobytes() != b.tobytes():
             raise SystemExit(f"stateless case changed between runs: {c}")
-    doc = {"tensorflow": tf.__version__, "cases": cases}
+    doc = {"tensorflow": tf.__version__, "cases": cases, "graphs": initializer_graphs()}
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "random_tf.json.gz")
     with gzip.GzipFile(path, "wb", mtime=0) as f:
         f.write(json.dumps(doc, separators=(",", ":")).encode())
