@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
@@ -432,5 +433,56 @@ func TestRandomInitializerGraphs(t *testing.T) {
 				t.Errorf("%d of %d values differ from TensorFlow's", off, len(got)/4)
 			}
 		})
+	}
+}
+
+// TestRandomConcurrentRuns runs one node's kernel from several goroutines
+// at once: as with TensorFlow's GuardedPhiloxRandom, each run reserves a
+// part of the node's stream of its own, so the runs make, in some order,
+// what as many runs one after the other make.
+func TestRandomConcurrentRuns(t *testing.T) {
+	const goroutines, runs = 4, 8
+	c := tfRandomCase{Op: "TruncatedNormal", Dtype: "float32", Shape: []int32{17}, Seed: 5, Seed2: 6}
+	k, _ := c.build(t)
+	results := make(chan string, goroutines*runs)
+	var wg sync.WaitGroup
+	for range goroutines {
+		_, ctx := c.build(t) // a context of its own; the kernel is shared
+		wg.Go(func() {
+			for range runs {
+				if err := ctx.Run(k); err != nil {
+					t.Error(err)
+					return
+				}
+				results <- string(ctx.Out[0].T.Data)
+				ctx.Out[0].T.Buf.Release()
+				ctx.Out[0] = ops.Value{}
+			}
+		})
+	}
+	wg.Wait()
+	close(results)
+	seen := map[string]int{}
+	for r := range results {
+		seen[r]++
+	}
+	k, ctx := c.build(t)
+	for i := range goroutines * runs {
+		r := string(runOnce(t, k, ctx))
+		if seen[r] == 0 {
+			t.Fatalf("sequential run %d made values no concurrent run made", i)
+		}
+		seen[r]--
+	}
+}
+
+// TestRandomUnseeded checks that nodes whose seed and seed2 are both zero
+// draw from seeds of their own, as in TensorFlow.
+func TestRandomUnseeded(t *testing.T) {
+	c := tfRandomCase{Op: "RandomUniform", Dtype: "float32", Shape: []int32{8}}
+	k1, ctx1 := c.build(t)
+	k2, ctx2 := c.build(t)
+	if bytes.Equal(runOnce(t, k1, ctx1), runOnce(t, k2, ctx2)) {
+		t.Fatal("two unseeded nodes made the same values")
 	}
 }
