@@ -15,12 +15,16 @@ import "math"
 //   - truncated normals draw Box-Muller pairs word by word and keep the
 //     values under 2 in magnitude, in order.
 //
-// The float32 transcendentals are where this can differ from TensorFlow:
-// it calls the C library's logf and sincosf, which are not correctly
-// rounded (glibc documents 0.82 and 0.56 ulp), while here log, sine and
-// cosine are computed in float64 and rounded once, which is correctly
-// rounded but for ties too close to tell. Random_test.go measures how often
-// the results differ, and by how many ulps.
+// The transcendentals are where normals can differ from TensorFlow's:
+// its kernels call the C library (glibc's logf and sincosf for float32,
+// log and sincos for float64), which are not correctly rounded (their
+// authors document errors up to 0.82 and 0.56 ulp for the float32 ones).
+// Here float32 log, sine and cosine are computed in float64 and rounded
+// once, correctly rounded but for ties closer than float64 tells, and
+// float64 ones are Go's math package. Matching glibc bit for bit would
+// mean its algorithms and tables; the difference is bounded instead, and
+// TensorFlow's own values change with the C library it runs on.
+// Random_test.go measures how often the results differ, and by how much.
 
 // uint32ToFloat is a uniform float32 in [0, 1) from x's low 23 bits.
 func uint32ToFloat(x uint32) float32 {
