@@ -167,11 +167,13 @@ func newRandomOutput(c *Context, dt wire.DataType) (wire.Tensor, error) {
 	if (st.DType != wire.DTInt32 && st.DType != wire.DTInt64) || len(st.Shape) != 1 {
 		return wire.Tensor{}, status.Errorf(wire.InvalidArgument, "shape must be an int vector, is %v%v", st.DType, st.Shape)
 	}
-	dims := make([]int64, st.Shape[0])
+	var dims []int64
 	if st.DType == wire.DTInt64 {
-		copy(dims, tensor.View[int64](st.Data))
+		dims = append([]int64(nil), tensor.View[int64](st.Data)...)
 	} else {
-		for i, x := range tensor.View[int32](st.Data) {
+		v := tensor.View[int32](st.Data)
+		dims = make([]int64, len(v))
+		for i, x := range v {
 			dims[i] = int64(x)
 		}
 	}
