@@ -17,10 +17,13 @@ import (
 // TensorFlow's CPU kernels make. Each node owns a Philox generator seeded
 // from its seed and seed2 attrs (both zero: from a random seed pair, as in
 // TensorFlow); each run takes the stream from where the node's last run
-// left it, so a seeded node makes TensorFlow's sequence run after run, in
-// every graph it is built in. See random_fill.go for how values are laid
-// out over the stream and random_dist.go for how they are made, and where
-// float32 normals may differ from TensorFlow's in the last bit.
+// left it, so a seeded node makes TensorFlow's sequence run after run.
+// TensorFlow keeps one kernel per session and node name for stateful ops
+// (its OpSegment), so a node registered again in another graph of the
+// session continues its stream there; here each graph's node starts from
+// its seeds. See random_fill.go for how values are laid out over the
+// stream and random_dist.go for how they are made, and why normals may
+// differ from TensorFlow's by a few ulps.
 
 func init() {
 	seeds := map[string]*tfpb.AttrValue{"seed": intAttr(0), "seed2": intAttr(0)}
@@ -50,7 +53,7 @@ func newGuardedPhilox(n *Node) (*guardedPhilox, error) {
 	s, s2 := uint64(seed), uint64(seed2)
 	if seed == 0 && seed2 == 0 {
 		var b [16]byte
-		crand.Read(b[:])
+		crand.Read(b[:]) // never fails (it crashes the program instead)
 		s, s2 = binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])
 	}
 	return &guardedPhilox{gen: newPhilox(s, s2)}, nil
