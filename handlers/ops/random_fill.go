@@ -16,8 +16,9 @@ import (
 //     group of values (4 per sample, 2 for 64-bit types) from each sample
 //     in turn; the last group is cut short;
 //   - one that rejects words (the truncated normal) starts group i at
-//     sample i × (group size × 256 / 4), a reserve it never runs out of in
-//     practice, and draws from there word by word.
+//     sample i × (group size × 256 / 4) and draws from there word by word
+//     (a group that uses more than its 256 words a value, which it almost
+//     never does, reads on into the next group's, as in TensorFlow).
 //
 // The kernels reserve 256 samples per output value from their node's
 // generator each call (TensorFlow's ReserveRandomOutputs multiplier),

@@ -125,7 +125,7 @@ def initializer_graphs():
     out = []
     for v, val in zip(values, got):
         sub = tf1.graph_util.extract_sub_graph(gd, [v.op.name])
-        out.append(dict(name=v.op.name, graph=base64.b64encode(sub.SerializeToString()).decode(),
+        out.append(dict(name=v.op.name, graph=base64.b64encode(sub.SerializeToString(deterministic=True)).decode(),
                         dtype="float32", runs=[raw(val, "float32")]))
     return out
 
