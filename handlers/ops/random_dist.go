@@ -17,13 +17,14 @@ import "math"
 //
 // The transcendentals are where normals can differ from TensorFlow's:
 // its kernels call the C library (glibc's logf and sincosf for float32,
-// log and sincos for float64), which are not correctly rounded (their
-// authors document errors up to 0.82 and 0.56 ulp for the float32 ones).
-// Here float32 log, sine and cosine are computed in float64 and rounded
-// once, correctly rounded but for ties closer than float64 tells, and
-// float64 ones are Go's math package. Matching glibc bit for bit would
-// mean its algorithms and tables; the difference is bounded instead, and
-// TensorFlow's own values change with the C library it runs on.
+// log and sincos for float64). Here each is computed correctly rounded
+// (float32 ones in float64 and rounded once, float64 ones in double-double,
+// random_dd.go), so results differ only where the C library misrounds:
+// glibc's float64 functions rarely do, but its float32 ones are documented
+// to err up to 0.82 ulp (logf) and 0.56 ulp (sincosf) and misround 0.7%
+// and 1.3% of the inputs here. Matching those bit for bit would mean their
+// algorithms and tables; the difference is bounded instead, and
+// TensorFlow's own float32 normals change with the C library it runs on.
 // Random_test.go measures how often the results differ, and by how much.
 
 // uint32ToFloat is a uniform float32 in [0, 1) from x's low 23 bits.
@@ -63,15 +64,16 @@ func boxMullerFloat(x0, x1 uint32) (float32, float32) {
 }
 
 // boxMullerDouble maps four words to two standard normal float64s as
-// TensorFlow's BoxMullerDouble does.
+// TensorFlow's BoxMullerDouble does, with correctly rounded log, sine and
+// cosine.
 func boxMullerDouble(x0, x1, x2, x3 uint32) (float64, float64) {
 	u1 := uint64ToDouble(x0, x1)
 	if u1 < 1e-7 {
 		u1 = 1e-7
 	}
 	v := 2 * math.Pi * uint64ToDouble(x2, x3)
-	r := math.Sqrt(-2 * math.Log(u1))
-	s, c := math.Sincos(v)
+	r := math.Sqrt(-2 * logCR(u1))
+	s, c := sincosCR(v)
 	return s * r, c * r
 }
 

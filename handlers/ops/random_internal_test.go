@@ -1,7 +1,9 @@
 package ops
 
 import (
+	"fmt"
 	"math"
+	"math/big"
 	"testing"
 )
 
@@ -121,6 +123,79 @@ func TestFloat32ToBfloat16(t *testing.T) {
 	} {
 		if got := float32ToBfloat16(math.Float32frombits(tc.bits)); got != tc.want {
 			t.Errorf("float32ToBfloat16(%#08x) = %#04x, want %#04x", tc.bits, got, tc.want)
+		}
+	}
+}
+
+// bigSeries sums Σ sign^k x^(a+kstep)/(a+kstep)! at 300 bits, until the
+// terms no longer matter: exp (a=0, step 1), sin (a=1, step 2, sign -1)
+// and cos (a=0, step 2, sign -1).
+func bigSeries(x float64, a, step int64, alternate bool) *big.Float {
+	return bigSeriesOf(new(big.Float).SetFloat64(x), a, step, alternate)
+}
+
+func bigSeriesOf(x *big.Float, a, step int64, alternate bool) *big.Float {
+	const prec = 300
+	bx := new(big.Float).SetPrec(prec).Set(x)
+	term := new(big.Float).SetPrec(prec).SetInt64(1)
+	for n := int64(1); n <= a; n++ {
+		term.Mul(term, bx).Quo(term, new(big.Float).SetInt64(n))
+	}
+	sum := new(big.Float).SetPrec(prec)
+	for k := int64(0); k < 400; k++ {
+		sum.Add(sum, term)
+		for n := a + k*step + 1; n <= a+(k+1)*step; n++ {
+			term.Mul(term, bx).Quo(term, new(big.Float).SetInt64(n))
+		}
+		if alternate {
+			term.Neg(term)
+		}
+	}
+	return sum
+}
+
+// correctlyRounded reports whether got is the float64 nearest exact.
+func correctlyRounded(got float64, exact *big.Float) bool {
+	d := new(big.Float).Sub(exact, big.NewFloat(got))
+	d.Abs(d)
+	// The neighbour toward exact is what a half ulp is measured by: at a
+	// power of 2 the spacing differs on either side.
+	toward := math.Inf(1)
+	if exact.Cmp(big.NewFloat(got)) < 0 {
+		toward = math.Inf(-1)
+	}
+	halfUlp := new(big.Float).SetFloat64(math.Abs(math.Nextafter(got, toward) - got))
+	halfUlp.Quo(halfUlp, big.NewFloat(2))
+	return d.Cmp(halfUlp) <= 0
+}
+
+// TestLogSincosCorrectlyRounded checks the float64 transcendentals of the
+// Box-Muller transform against 300-bit series: sin and cos directly, log
+// through exp (log x = y iff exp of y's rounding interval holds x).
+func TestLogSincosCorrectlyRounded(t *testing.T) {
+	g := newPhilox(11, 12)
+	for i := range 500 {
+		s := g.next()
+		u := max(uint64ToDouble(s[0], s[1]), 1e-7)
+		if i < 3 { // the edges: the clamp, 1/2, just under 1
+			u = [3]float64{1e-7, 0.5, math.Nextafter(1, 0)}[i]
+		}
+		y := logCR(u)
+		mid := func(to float64) *big.Float { // halfway from y to its neighbour
+			m := new(big.Float).SetPrec(300).SetFloat64(y)
+			m.Add(m, new(big.Float).SetFloat64(math.Nextafter(y, to)))
+			return m.Quo(m, big.NewFloat(2))
+		}
+		lo := bigSeriesOf(mid(math.Inf(-1)), 0, 1, false)
+		hi := bigSeriesOf(mid(math.Inf(1)), 0, 1, false)
+		bu := new(big.Float).SetFloat64(u)
+		if lo.Cmp(bu) > 0 || hi.Cmp(bu) < 0 {
+			t.Fatalf("logCR(%v) = %v, not log's rounding", u, y)
+		}
+		v := 2 * math.Pi * uint64ToDouble(s[2], s[3])
+		sn, cs := sincosCR(v)
+		if !correctlyRounded(sn, bigSeries(v, 1, 2, true)) || !correctlyRounded(cs, bigSeries(v, 0, 2, true)) {
+			t.Fatalf("sincosCR(%v) = %v, %v; math.Sincos: %v", v, sn, cs, fmt.Sprint(math.Sincos(v)))
 		}
 	}
 }
