@@ -131,8 +131,11 @@ fuzz-smoke:
 generate:
 	$(GO) generate ./...
 
+# vet also fails when the command links package testing: test helpers
+# live in packages only tests import (internal/netns/netnstest).
 vet:
 	$(GO) vet $(PKGS)
+	@deps=$$($(GO) list -deps ./cmd/starwire); ! grep -qx testing <<<"$$deps" || { echo 'cmd/starwire links package testing'; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 
 demo:

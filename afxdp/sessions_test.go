@@ -16,6 +16,7 @@ import (
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
@@ -233,7 +234,7 @@ func TestOpenFloodUDP(t *testing.T) {
 // the peer namespace; the well-behaved client dials from the same address,
 // one session more than the flood may have.
 func TestOpenFloodXSK(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	srv := afxdp.NewEndpoint(openXSK(t, p.B, link.XSKOptions{}), floodOptions)
 	var f *flooder
 	var lc *link.UDPLink

@@ -9,7 +9,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 const testPort = 7470
@@ -48,7 +48,7 @@ func udpFrame(t testing.TB, src net.IP, dport uint16, opts ...layers.IPv4Option)
 }
 
 func TestProgramVerdicts(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	starwire := udpFrame(t, ipA, testPort)
 	withOptions := udpFrame(t, ipA, testPort, layers.IPv4Option{OptionType: 1}, layers.IPv4Option{OptionType: 1},
 		layers.IPv4Option{OptionType: 1}, layers.IPv4Option{OptionType: 0})
@@ -132,7 +132,7 @@ func TestProgramVerdicts(t *testing.T) {
 }
 
 func TestLossRate(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	p, err := Load(Options{Ports: []uint16{testPort}, Loss: 0.25})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestLoadRejects(t *testing.T) {
 	if _, err := Load(Options{Ports: make([]uint16, 65)}); err == nil {
 		t.Fatal("65 ports accepted")
 	}
-	netns.Require(t)
+	netnstest.Require(t)
 	if _, err := Load(Options{Allow: []netip.Addr{netip.MustParseAddr("2001:db8::1")}}); err == nil {
 		t.Fatal("IPv6 allowlist entry accepted")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -55,7 +56,7 @@ func TestStressBulkAFXDP(t *testing.T) {
 	if raceOn {
 		t.Skip("stress tests run in the pass without the race detector")
 	}
-	pair := netns.NewForTest(t, netns.Options{})
+	pair := netnstest.NewForTest(t, netns.Options{})
 	cmd, err := stress.CommandIn(pair.B.NS, fmt.Sprintf("%s:%d", pair.B.Link, stressPort))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestStressBulkEqualLoad(t *testing.T) {
 	if raceOn {
 		t.Skip("stress tests run in the pass without the race detector")
 	}
-	pair := netns.NewForTest(t, netns.Options{})
+	pair := netnstest.NewForTest(t, netns.Options{})
 	xcmd, err := stress.CommandIn(pair.B.NS, fmt.Sprintf("%s:%d", pair.B.Link, stressPort))
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/starwire/starwire/afxdp/link/linktest"
 	"github.com/starwire/starwire/internal/bufpool"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/xdp"
 )
@@ -62,7 +63,7 @@ func xskEndpoints(t testing.TB, p *netns.Pair, wrap func(link.Link) link.Link) (
 func TestNothingLeaksAfterClose(t *testing.T) {
 	live := bufpool.Live()
 	t.Run("calls", func(t *testing.T) {
-		p := netns.NewForTest(t, netns.Options{})
+		p := netnstest.NewForTest(t, netns.Options{})
 		imp := afxdptest.Impairment{Reorder: 0.1, Seed: 5}
 		srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link { return afxdptest.Impair(l, imp) })
 		for _, l := range []*link.XSKLink{ls, lc} {
@@ -79,7 +80,7 @@ func TestNothingLeaksAfterClose(t *testing.T) {
 
 func TestRPCOverXSK(t *testing.T) {
 	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	srv, cli, ls, _ := xskEndpoints(t, p, nil)
 	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 	c, err := ls.Program().Counters()
@@ -98,7 +99,7 @@ func TestRPCOverXSK(t *testing.T) {
 // the qdisc layer and XDP runs before it on receive.
 func TestRPCOverXSKImpaired(t *testing.T) {
 	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	imp := afxdptest.Impairment{Reorder: 0.25, Duplicate: 0.01, Seed: 11}
 	var wrapped []*afxdptest.ImpairedLink
 	srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link {
@@ -129,7 +130,7 @@ func TestRPCOverXSKImpaired(t *testing.T) {
 // socket, in both roles: the frames it writes must be valid UDP for the
 // kernel, and its neighbour resolution must find the peer.
 func TestXSKWithKernelUDPPeer(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	t.Run("xsk server", func(t *testing.T) {
 		ls := openXSK(t, p.B, link.XSKOptions{})
 		lc := udpIn(t, p.A, 0, link.UDPOptions{})
@@ -149,8 +150,8 @@ func TestXSKWithKernelUDPPeer(t *testing.T) {
 // TestXSKWithNetemPeer impairs, with netem, what the kernel UDP peer of an
 // AF_XDP endpoint sends (netem cannot touch AF_XDP transmissions).
 func TestXSKWithNetemPeer(t *testing.T) {
-	netns.Require(t, netns.Netem)
-	p := netns.NewForTest(t, netns.Options{})
+	netnstest.Require(t, netnstest.Netem)
+	p := netnstest.NewForTest(t, netns.Options{})
 	if err := p.A.Netem("loss", "5%", "delay", "1ms", "reorder", "25%", "duplicate", "1%"); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestXSKWithNetemPeer(t *testing.T) {
 // socket to each, and the flows of many clients, which the kernel spreads
 // over the queues, all get through.
 func TestXSKQueues(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{Queues: 2})
+	p := netnstest.NewForTest(t, netns.Options{Queues: 2})
 	// In native mode veth runs XDP on the receive queue matching the
 	// sender's transmit queue; the generic hook sees every packet on queue 0.
 	ls := openXSK(t, p.B, link.XSKOptions{XDPMode: xdp.ModeNative})
@@ -202,7 +203,7 @@ func TestXSKQueues(t *testing.T) {
 
 // TestXSKPcap captures what an AF_XDP link sends and receives.
 func TestXSKPcap(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	var capture bytes.Buffer
 	ls := openXSK(t, p.B, link.XSKOptions{Pcap: &capture})
 	lc := openXSK(t, p.A, link.XSKOptions{})
@@ -252,7 +253,7 @@ func TestXSKPcap(t *testing.T) {
 // AF_XDP link whose 2 KiB frames hold 1750. The session must use the
 // smaller size in both directions.
 func TestXSKSizeAgreement(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{MTU: 9000})
+	p := netnstest.NewForTest(t, netns.Options{MTU: 9000})
 	ls := openXSK(t, p.B, link.XSKOptions{})
 	if ls.MaxPayload() >= 8972 {
 		t.Fatalf("AF_XDP link carries %d bytes", ls.MaxPayload())
@@ -269,7 +270,7 @@ func TestXSKSizeAgreement(t *testing.T) {
 // TestXSKAllow checks that an allowlist lets the listed peer through and
 // drops, in XDP, a peer not on it.
 func TestXSKAllow(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	other := netip.MustParseAddr("198.18.255.254")
 	ls := openXSK(t, p.B, link.XSKOptions{Allow: []netip.Addr{other}})
 	lc := openXSK(t, p.A, link.XSKOptions{})
