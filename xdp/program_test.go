@@ -1,11 +1,13 @@
 package xdp
 
 import (
+	"math"
 	"net"
 	"net/netip"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
@@ -153,8 +155,37 @@ func TestLossRate(t *testing.T) {
 	if dropped < runs/4-runs/10 || dropped > runs/4+runs/10 {
 		t.Fatalf("%d of %d dropped at loss 0.25", dropped, runs)
 	}
-	if err := p.SetLoss(1.5); err == nil {
-		t.Fatal("SetLoss(1.5) accepted")
+}
+
+// TestNoImpairmentByDefault: the program Load builds for a zero
+// Options.Loss, the one every product path loads, draws no random number
+// and reads nothing for impairment per packet; a loss rate is an
+// immediate, not a map slot, so even a test build reads the config map
+// only for the allowlist.
+func TestNoImpairmentByDefault(t *testing.T) {
+	for _, tt := range []struct {
+		loss  uint32
+		draws int
+	}{{0, 0}, {1 << 30, 1}} {
+		draws, configs, impaired := 0, 0, false
+		for _, ins := range instructions(tt.loss) {
+			if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnGetPrandomU32) {
+				draws++
+			}
+			if ins.Reference() == mapConfig {
+				configs++
+			}
+			impaired = impaired || ins.Symbol() == "impaired"
+		}
+		if draws != tt.draws || configs != 1 || impaired != (tt.loss > 0) {
+			t.Errorf("loss threshold %d: %d random draws (want %d), %d config map loads (want 1), impaired exit %v",
+				tt.loss, draws, tt.draws, configs, impaired)
+		}
+	}
+	for _, rate := range []float64{-0.1, 1.5, math.NaN()} {
+		if _, err := Load(Options{Loss: rate}); err == nil {
+			t.Errorf("Load with loss %v accepted", rate)
+		}
 	}
 }
 

@@ -27,12 +27,7 @@ func BenchmarkRetransmits(b *testing.B) {
 	for _, loss := range []float64{0, 0.05} {
 		b.Run(fmt.Sprintf("loss=%g", loss), func(b *testing.B) {
 			p := netnstest.NewForTest(b, netns.Options{})
-			srv, cli, ls, lc := xskEndpoints(b, p, nil)
-			for _, l := range []*link.XSKLink{ls, lc} {
-				if err := l.Program().SetLoss(loss); err != nil {
-					b.Fatal(err)
-				}
-			}
+			srv, cli, _, _ := xskEndpoints(b, p, link.XSKOptions{Loss: loss}, nil)
 			c := serveRPC(b, srv, cli)
 			const size = 4 << 20
 			data := pattern(size, 3)

@@ -30,9 +30,9 @@ const xskPort = linktest.XSKPort
 
 // xskEndpoints returns a server endpoint in B and a client endpoint in A,
 // both over AF_XDP, closed (and checked to leave no XDP program) at the end.
-func xskEndpoints(t testing.TB, p *netns.Pair, wrap func(link.Link) link.Link) (srv, cli *afxdp.Endpoint, ls, lc *link.XSKLink) {
+func xskEndpoints(t testing.TB, p *netns.Pair, opts link.XSKOptions, wrap func(link.Link) link.Link) (srv, cli *afxdp.Endpoint, ls, lc *link.XSKLink) {
 	t.Helper()
-	ls, lc = openXSK(t, p.B, link.XSKOptions{}), openXSK(t, p.A, link.XSKOptions{})
+	ls, lc = openXSK(t, p.B, opts), openXSK(t, p.A, opts)
 	var s, c link.Link = ls, lc
 	if wrap != nil {
 		s, c = wrap(s), wrap(c)
@@ -65,12 +65,7 @@ func TestNothingLeaksAfterClose(t *testing.T) {
 	t.Run("calls", func(t *testing.T) {
 		p := netnstest.NewForTest(t, netns.Options{})
 		imp := afxdptest.Impairment{Reorder: 0.1, Seed: 5}
-		srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link { return afxdptest.Impair(l, imp) })
-		for _, l := range []*link.XSKLink{ls, lc} {
-			if err := l.Program().SetLoss(0.05); err != nil {
-				t.Fatal(err)
-			}
-		}
+		srv, cli, _, _ := xskEndpoints(t, p, link.XSKOptions{Loss: 0.05}, func(l link.Link) link.Link { return afxdptest.Impair(l, imp) })
 		checkRPC(t, serveRPC(t, srv, cli), 200, 8<<20)
 	})
 	if n := bufpool.Live() - live; n != 0 {
@@ -81,7 +76,7 @@ func TestNothingLeaksAfterClose(t *testing.T) {
 func TestRPCOverXSK(t *testing.T) {
 	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
 	p := netnstest.NewForTest(t, netns.Options{})
-	srv, cli, ls, _ := xskEndpoints(t, p, nil)
+	srv, cli, ls, _ := xskEndpoints(t, p, link.XSKOptions{}, nil)
 	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 	c, err := ls.Program().Counters()
 	if err != nil {
@@ -102,16 +97,11 @@ func TestRPCOverXSKImpaired(t *testing.T) {
 	p := netnstest.NewForTest(t, netns.Options{})
 	imp := afxdptest.Impairment{Reorder: 0.25, Duplicate: 0.01, Seed: 11}
 	var wrapped []*afxdptest.ImpairedLink
-	srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link {
+	srv, cli, ls, _ := xskEndpoints(t, p, link.XSKOptions{Loss: 0.05}, func(l link.Link) link.Link {
 		w := afxdptest.Impair(l, imp)
 		wrapped = append(wrapped, w)
 		return w
 	})
-	for _, l := range []*link.XSKLink{ls, lc} {
-		if err := l.Program().SetLoss(0.05); err != nil {
-			t.Fatal(err)
-		}
-	}
 	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 	c, err := ls.Program().Counters()
 	if err != nil {
