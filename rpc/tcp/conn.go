@@ -98,13 +98,6 @@ type conn struct {
 	tlsParts [][]byte
 }
 
-// Process-wide write counters: frames per write is how well batching works.
-var tcpWrites, tcpFramesOut atomic.Uint64
-
-// WriteStats returns how many writes the TCP transport has made and how
-// many frames they carried, since the process started.
-func WriteStats() (writes, frames uint64) { return tcpWrites.Load(), tcpFramesOut.Load() }
-
 // newConn sets up nc, a connection the client dialed to address dialed
 // or, with dialed empty, one a server accepted. With t.TLS, a client's
 // handshake runs here, bounded by ctx, and a server's in Receive.
