@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
-	"github.com/starwire/starwire/afxdp/afxdptest"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/internal/afxdptest"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/testwait"

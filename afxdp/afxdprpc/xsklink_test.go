@@ -13,10 +13,10 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/starwire/starwire/afxdp"
-	"github.com/starwire/starwire/afxdp/afxdptest"
 	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/afxdp/link/linktest"
+	"github.com/starwire/starwire/internal/afxdptest"
 	"github.com/starwire/starwire/internal/bufpool"
+	"github.com/starwire/starwire/internal/linktest"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc"

@@ -8,7 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/afxdp/link/linktest"
+	"github.com/starwire/starwire/internal/linktest"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/netns/netnstest"
 )
