@@ -28,16 +28,6 @@ import (
 // took over 5s.
 const settle = 30 * time.Second
 
-// waitStats polls ep's counters until cond holds, failing after within.
-func waitStats(t *testing.T, ep *afxdp.Endpoint, within time.Duration, what string, cond func(afxdp.Stats) bool) afxdp.Stats {
-	t.Helper()
-	var st afxdp.Stats
-	if !testwait.Until(within, func() bool { st = ep.Stats(); return cond(st) }) {
-		t.Fatalf("%s: not within %v: %+v", what, within, st)
-	}
-	return st
-}
-
 // acceptAll serves ep as rpc.Server does: a goroutine per accepted Conn
 // running its Receive loop. It returns how many Conns it accepted so far.
 // A session is handed to Accept before its first packet is handled, but

@@ -107,11 +107,11 @@ func TestServeOverMutualTLS(t *testing.T) {
 	}
 	// Without the certificates, train fails at the tasks' first answer
 	// with their reason, rather than after --connect_timeout.
-	code, out, errOut := runBinary(t, nil, "train", "--registry_dir", reg, "--ps", "1", "--workers", "1", "--steps", "50", "--connect_timeout", "10m")
+	code, _, errOut := runBinary(t, nil, "train", "--registry_dir", reg, "--ps", "1", "--workers", "1", "--steps", "50", "--connect_timeout", "10m")
 	if code != 1 || !strings.Contains(errOut, "cluster refused this client") || !strings.Contains(errOut, "requires mutual TLS") {
 		t.Errorf("train without TLS against a TLS cluster: exit %d: %s", code, errOut)
 	}
-	code, out, errOut = runBinary(t, env, "train", "--registry_dir", reg, "--ps", "1", "--workers", "1", "--steps", "50", "--vocab", "5000", "--held_out", "1024", "--connect_timeout", "20s")
+	code, out, errOut := runBinary(t, env, "train", "--registry_dir", reg, "--ps", "1", "--workers", "1", "--steps", "50", "--vocab", "5000", "--held_out", "1024", "--connect_timeout", "20s")
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s\n%s", code, errOut, out)
 	}
