@@ -94,7 +94,7 @@ const equalCalls = 2
 // making equalCalls echoes of 4–16 MiB each, the same sizes and bytes on
 // both (one seed, no short deadlines), each server a process of its own.
 // It reports both servers' peak resident memory (VmHWM) and their ratio,
-// the figure issue 28 bounds at 1.2 (BENCHMARKS.md has it); the test
+// the figure issue 28 bounds at 1.2 (the test logs it); the test
 // fails only past maxEqualRatio, a regression no noise explains.
 func TestStressBulkEqualLoad(t *testing.T) {
 	if raceOn {
