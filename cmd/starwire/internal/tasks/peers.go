@@ -200,7 +200,7 @@ func (p *Peers) starTransport() (rpc.Transport, error) {
 			return nil, err
 		}
 	}
-	p.star = &tcp.Transport{TLS: cfg}
+	p.star = &tcp.Transport{TLS: cfg, PlaintextHint: plaintextHint(p.layout.TLS)}
 	return p.star, nil
 }
 
