@@ -42,7 +42,7 @@ import harness
 
 KINDS = ("tf", "starwire")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-COLUMNS = ("ps", "ps of", "runs", "steps/s", "CPU s/step", "peak RSS MiB", "rw B/step",
+COLUMNS = ("ps", "ps of", "runs", "steps/s", "steps/s min-max", "CPU s/step", "peak RSS MiB", "rw B/step",
            "TCP B/step")
 
 
@@ -215,13 +215,15 @@ def run_once(args, starwire, kind, num_ps, log_dir):
 
 
 def summarize(runs, ps_counts):
-    """One row per (ps count, kind): means over the rounds, peak RSS the most."""
+    """One row per (ps count, kind): means over the rounds, the range of
+    steps/s, peak RSS the most."""
     rows = []
     for n in ps_counts:
         for kind in KINDS:
             rs = [r for r in runs if r["ps"] == n and r["kind"] == kind]
-            rows.append((str(n), kind, str(len(rs)),
-                         "%.2f" % statistics.mean(r["steps_per_s"] for r in rs),
+            rate = [r["steps_per_s"] for r in rs]
+            rows.append((str(n), kind, str(len(rs)), "%.2f" % statistics.mean(rate),
+                         "%.1f-%.1f" % (min(rate), max(rate)),
                          "%.4f" % statistics.mean(r["cpu_per_step"] for r in rs),
                          "%.0f" % max(r["peak_rss_mib"] for r in rs),
                          "%.0f" % statistics.mean(r["rw_per_step"] for r in rs),
