@@ -38,6 +38,11 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--adagrad_lr", type=float, default=1.0)
     p.add_argument("--adam_lr", type=float, default=0.05)
+    p.add_argument("--optimizer", choices=("adagrad+adam", "adagrad"), default="adagrad+adam",
+                   help="Adagrad for the embedding and Adam for the dense part, "
+                   "or Adagrad for every variable")
+    p.add_argument("--report_every", type=int, default=1,
+                   help="print every Nth step's JSON line (and the last)")
     p.add_argument("--export_dir", default=None, help="write a SavedModel here at the end")
     p.add_argument("--dump_values", default=None, help="write the variables' final values (npz)")
     return p.parse_args(argv)
@@ -105,9 +110,12 @@ def build(args, cluster, num_workers):
         loss = tf.reduce_mean(
             tf.nn.sigmoid_cross_entropy_with_logits(labels=label, logits=logits))
         emb_vars = [v for v in tf1.trainable_variables() if v.name.startswith("embedding")]
-        opt = TwoOptimizers(tf1.train.AdagradOptimizer(args.adagrad_lr),
-                            tf1.train.AdamOptimizer(args.adam_lr),
-                            emb_vars)
+        if args.optimizer == "adagrad":
+            opt = tf1.train.AdagradOptimizer(args.adagrad_lr)
+        else:
+            opt = TwoOptimizers(tf1.train.AdagradOptimizer(args.adagrad_lr),
+                                tf1.train.AdamOptimizer(args.adam_lr),
+                                emb_vars)
         hooks = []
         if args.sync:
             opt = tf1.train.SyncReplicasOptimizer(
@@ -148,6 +156,7 @@ def main(argv):
     if args.checkpoint_dir:
         scaffold = tf1.train.Scaffold(saver=tf1.train.Saver(sharded=True, max_to_keep=3))
     data = batches(args)
+    n = 0
     # Between-graph replication: this worker's master talks to the ps and
     # to itself only, as TensorFlow's guides set it.
     config = tf1.ConfigProto(device_filters=["/job:ps", "/job:worker/task:%d" % args.task])
@@ -161,7 +170,10 @@ def main(argv):
             ids, label = next(data)
             step, loss, _ = sess.run([m["global_step"], m["loss"], m["train"]],
                                      {m["ids"]: ids, m["label"]: label})
-            print(json.dumps({"step": int(step), "loss": float(loss), "t": time.time()}), flush=True)
+            n += 1
+            if n % args.report_every == 0 or sess.should_stop():
+                print(json.dumps({"step": int(step), "loss": float(loss), "t": time.time()}),
+                      flush=True)
     print(json.dumps({"done": True}), flush=True)
 
 
