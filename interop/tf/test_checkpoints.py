@@ -1,0 +1,151 @@
+"""Checkpoints both ways between starwire ps tasks and TensorFlow.
+
+job.py trains with a sharded Saver under MonitoredTrainingSession: each
+ps saves its own variables (SaveV2), the chief's master merges the shards
+(MergeV2Checkpoints), and a new session restores the newest checkpoint
+(RestoreV2 on each ps). What starwire ps tasks save, TensorFlow reads
+(tf.train.load_checkpoint, a SavedModel export); what TensorFlow's own ps
+saved, starwire ps tasks restore and train on from, and the other way.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+import harness
+
+STEPS = 12  # the first job's steps
+MORE = 8  # the steps a job restored from its checkpoint goes on for
+NUM_PS = 2
+
+
+def train(procs, starwire, kind, ckpt, steps, *args):
+    """Runs job.py's chief alone against NUM_PS ps of kind ("starwire" or
+    "tf") with checkpoint_dir ckpt until global step steps; returns its
+    loss records. The tasks are ended when it is done."""
+    c = harness.Cluster(procs, starwire, NUM_PS, 1)
+    if kind == "tf":
+        c.start_tf_ps_at_once()
+    else:
+        for i in range(NUM_PS):
+            # What TensorFlow sent, beside the logs, for a failure's post-mortem.
+            rec = os.path.join(procs.log_dir, "record-%d-ps%d" % (len(procs.procs), i))
+            c.start_starwire_ps(i, ckpt, ["--record_dir", rec])
+    w = c.start_worker(0, "--steps", str(steps), "--checkpoint_dir", ckpt,
+                       "--save_steps", "1000", *args)
+    try:
+        assert w.wait(300) == 0, w.log()[-4000:]
+    finally:
+        for p in c.ps.values():
+            p.kill()
+    return [r for r in w.json_lines() if "loss" in r]
+
+
+def load(path):
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def assert_same_values(got, want, what):
+    assert sorted(got) == sorted(want), what
+    for name in want:
+        assert got[name].dtype == want[name].dtype, "%s: %s dtype" % (what, name)
+        assert got[name].shape == want[name].shape, "%s: %s shape" % (what, name)
+        assert np.array_equal(got[name], want[name]), "%s: %s values" % (what, name)
+
+
+@pytest.fixture(scope="module")
+def trained(starwire, tmp_path_factory):
+    """A job trained STEPS steps on starwire ps tasks: its checkpoint
+    directory and the values its worker fetched after the last step."""
+    d = tmp_path_factory.mktemp("trained")
+    procs = harness.Procs(str(d))
+    ckpt, values = str(d / "ckpt"), str(d / "values.npz")
+    try:
+        recs = train(procs, starwire, "starwire", ckpt, STEPS, "--dump_values", values)
+        assert len(recs) == STEPS, procs.logs()
+        yield ckpt, load(values)
+    finally:
+        procs.close()
+
+
+def test_tensorflow_reads_starwire_checkpoint(trained):
+    """tf.train.list_variables and load_checkpoint see every variable the
+    worker has, with its dtype, shape and the value it fetched last."""
+    import tensorflow as tf
+    ckpt, values = trained
+    state = tf.train.get_checkpoint_state(ckpt)
+    assert state.model_checkpoint_path.endswith("model.ckpt-%d" % STEPS)
+    listed = dict(tf.train.list_variables(ckpt))
+    assert listed == {k: list(v.shape) for k, v in values.items()}
+    reader = tf.train.load_checkpoint(ckpt)
+    dtypes = reader.get_variable_to_dtype_map()
+    got = {}
+    for name in listed:
+        got[name] = reader.get_tensor(name)
+        assert dtypes[name].as_numpy_dtype == values[name].dtype, name
+    assert_same_values(got, values, "starwire's checkpoint")
+    assert got["global_step"] == STEPS
+    assert got["embedding/Adagrad"].shape == (1000, 8)
+
+
+def test_tensorflow_checkpoint_restores_on_starwire(procs, starwire, tmp_path):
+    """A checkpoint TensorFlow's ps saved restores into starwire ps tasks
+    through the same graph, and training goes on from it as it does on
+    TensorFlow's ps from the same checkpoint."""
+    ckpt = str(tmp_path / "ckpt")
+    train(procs, starwire, "tf", ckpt, STEPS, "--dump_values", str(tmp_path / "tf.npz"))
+    theirs = str(tmp_path / "ckpt-tf")
+    harness.copy_checkpoints(ckpt, theirs)
+
+    restored = str(tmp_path / "restored.npz")
+    ours = train(procs, starwire, "starwire", ckpt, STEPS + MORE, "--dump_restored", restored)
+    assert_same_values(load(restored), load(str(tmp_path / "tf.npz")),
+                       "starwire ps restored from TensorFlow's checkpoint")
+    on_tf = train(procs, starwire, "tf", theirs, STEPS + MORE)
+    assert len(ours) == len(on_tf) == MORE
+    assert min(r["step"] for r in ours) >= STEPS
+    a = np.array([r["loss"] for r in ours])
+    b = np.array([r["loss"] for r in on_tf])
+    np.testing.assert_allclose(a, b, rtol=1e-4)
+    import tensorflow as tf
+    assert tf.train.load_checkpoint(ckpt).get_tensor("global_step") == STEPS + MORE
+
+
+def test_starwire_checkpoint_restores_on_tensorflow(trained, procs, starwire, tmp_path):
+    """The other way: TensorFlow's ps restore what starwire's saved."""
+    ckpt, values = trained
+    mine = str(tmp_path / "ckpt")
+    harness.copy_checkpoints(ckpt, mine)
+    restored = str(tmp_path / "restored.npz")
+    recs = train(procs, starwire, "tf", mine, STEPS + MORE, "--dump_restored", restored)
+    assert_same_values(load(restored), values, "TensorFlow's ps restored from starwire's checkpoint")
+    assert len(recs) == MORE and min(r["step"] for r in recs) >= STEPS
+
+
+def test_saved_model_of_starwire_training(trained, procs, tmp_path):
+    """TensorFlow exports the model trained on starwire ps as a SavedModel
+    (its own process, restoring the checkpoint), and tf.saved_model.load
+    serves it with the trained values."""
+    ckpt, _ = trained
+    export = str(tmp_path / "export")
+    p = procs.start("export", [harness.PY, os.path.join(harness.HERE, "export_model.py"),
+                               "--checkpoint_dir", ckpt, "--export_dir", export,
+                               "--num_ps", str(NUM_PS)], env=harness.tf_env())
+    assert p.wait(120) == 0, p.log()[-3000:]
+
+    import tensorflow as tf
+    serve = tf.saved_model.load(export).signatures["serving_default"]
+    ids = np.random.RandomState(3).randint(0, 1000, size=(16, 4)).astype(np.int64)
+    got = serve(ids=tf.constant(ids))
+
+    reader = tf.train.load_checkpoint(ckpt)
+    emb = reader.get_tensor("embedding")
+    # The "mod" strategy job.py looks ids up with: id i is row i // NUM_PS
+    # of part i % NUM_PS, the parts being the whole's consecutive rows.
+    assert emb.shape[0] % NUM_PS == 0
+    rows = emb.shape[0] // NUM_PS * (ids % NUM_PS) + ids // NUM_PS
+    logits = emb[rows].mean(axis=1) @ reader.get_tensor("dense/kernel") + reader.get_tensor("dense/bias")
+    np.testing.assert_allclose(got["logits"].numpy(), logits, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["prob"].numpy(), 1 / (1 + np.exp(-logits)), rtol=1e-5, atol=1e-6)
