@@ -20,15 +20,15 @@ MORE = 8  # the steps a job restored from its checkpoint goes on for
 NUM_PS = 2
 
 
-def train(procs, starwire, kind, ckpt, steps, *args):
-    """Runs job.py's chief alone against NUM_PS ps of kind ("starwire" or
+def train(procs, starwire, kind, ckpt, steps, *args, num_ps=NUM_PS):
+    """Runs job.py's chief alone against num_ps ps of kind ("starwire" or
     "tf") with checkpoint_dir ckpt until global step steps; returns its
     loss records. The tasks are ended when it is done."""
-    c = harness.Cluster(procs, starwire, NUM_PS, 1)
+    c = harness.Cluster(procs, starwire, num_ps, 1)
     if kind == "tf":
         c.start_tf_ps_at_once()
     else:
-        for i in range(NUM_PS):
+        for i in range(num_ps):
             # What TensorFlow sent, beside the logs, for a failure's post-mortem.
             rec = os.path.join(procs.log_dir, "record-%d-ps%d" % (len(procs.procs), i))
             c.start_starwire_ps(i, ckpt, ["--record_dir", rec])
@@ -55,19 +55,30 @@ def assert_same_values(got, want, what):
         assert np.array_equal(got[name], want[name]), "%s: %s values" % (what, name)
 
 
-@pytest.fixture(scope="module")
-def trained(starwire, tmp_path_factory):
-    """A job trained STEPS steps on starwire ps tasks: its checkpoint
+def trained_on(kind, starwire, tmp_path_factory):
+    """Trains a job STEPS steps on ps of kind; yields its checkpoint
     directory and the values its worker fetched after the last step."""
-    d = tmp_path_factory.mktemp("trained")
+    d = tmp_path_factory.mktemp("trained-" + kind)
     procs = harness.Procs(str(d))
     ckpt, values = str(d / "ckpt"), str(d / "values.npz")
     try:
-        recs = train(procs, starwire, "starwire", ckpt, STEPS, "--dump_values", values)
+        recs = train(procs, starwire, kind, ckpt, STEPS, "--dump_values", values)
         assert len(recs) == STEPS, procs.logs()
         yield ckpt, load(values)
     finally:
         procs.close()
+
+
+@pytest.fixture(scope="module")
+def trained(starwire, tmp_path_factory):
+    """A job trained on starwire ps tasks (see trained_on)."""
+    yield from trained_on("starwire", starwire, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def tf_trained(starwire, tmp_path_factory):
+    """A job trained on TensorFlow's ps (see trained_on)."""
+    yield from trained_on("tf", starwire, tmp_path_factory)
 
 
 def test_tensorflow_reads_starwire_checkpoint(trained):
@@ -90,19 +101,17 @@ def test_tensorflow_reads_starwire_checkpoint(trained):
     assert got["embedding/Adagrad"].shape == (1000, 8)
 
 
-def test_tensorflow_checkpoint_restores_on_starwire(procs, starwire, tmp_path):
+def test_tensorflow_checkpoint_restores_on_starwire(tf_trained, procs, starwire, tmp_path):
     """A checkpoint TensorFlow's ps saved restores into starwire ps tasks
     through the same graph, and training goes on from it as it does on
     TensorFlow's ps from the same checkpoint."""
-    ckpt = str(tmp_path / "ckpt")
-    train(procs, starwire, "tf", ckpt, STEPS, "--dump_values", str(tmp_path / "tf.npz"))
-    theirs = str(tmp_path / "ckpt-tf")
+    ckpt, values = tf_trained
+    mine, theirs = str(tmp_path / "ckpt"), str(tmp_path / "ckpt-tf")
+    harness.copy_checkpoints(ckpt, mine)
     harness.copy_checkpoints(ckpt, theirs)
-
     restored = str(tmp_path / "restored.npz")
-    ours = train(procs, starwire, "starwire", ckpt, STEPS + MORE, "--dump_restored", restored)
-    assert_same_values(load(restored), load(str(tmp_path / "tf.npz")),
-                       "starwire ps restored from TensorFlow's checkpoint")
+    ours = train(procs, starwire, "starwire", mine, STEPS + MORE, "--dump_restored", restored)
+    assert_same_values(load(restored), values, "starwire ps restored from TensorFlow's checkpoint")
     on_tf = train(procs, starwire, "tf", theirs, STEPS + MORE)
     assert len(ours) == len(on_tf) == MORE
     assert min(r["step"] for r in ours) >= STEPS
@@ -110,7 +119,26 @@ def test_tensorflow_checkpoint_restores_on_starwire(procs, starwire, tmp_path):
     b = np.array([r["loss"] for r in on_tf])
     np.testing.assert_allclose(a, b, rtol=1e-4)
     import tensorflow as tf
-    assert tf.train.load_checkpoint(ckpt).get_tensor("global_step") == STEPS + MORE
+    assert tf.train.load_checkpoint(mine).get_tensor("global_step") == STEPS + MORE
+
+
+def test_tensorflow_checkpoint_repartitions_on_starwire(tf_trained, procs, starwire, tmp_path):
+    """Saved by two TensorFlow ps, restored into three starwire ps: each
+    part of the embedding and its slots is read across the two saved
+    slices, and what the three save again TensorFlow reads whole."""
+    ckpt, values = tf_trained
+    mine = str(tmp_path / "ckpt")
+    harness.copy_checkpoints(ckpt, mine)
+    restored = str(tmp_path / "restored.npz")
+    recs = train(procs, starwire, "starwire", mine, STEPS + MORE, "--dump_restored", restored,
+                 "--dump_values", str(tmp_path / "values.npz"), num_ps=3)
+    assert_same_values(load(restored), values, "three starwire ps restored from two TensorFlow ps")
+    assert len(recs) == MORE
+    import tensorflow as tf
+    reader = tf.train.load_checkpoint(mine)
+    saved = {name: reader.get_tensor(name) for name, _ in tf.train.list_variables(mine)}
+    assert_same_values(saved, load(str(tmp_path / "values.npz")), "three starwire ps' checkpoint")
+    assert saved["global_step"] == STEPS + MORE
 
 
 def test_starwire_checkpoint_restores_on_tensorflow(trained, procs, starwire, tmp_path):
