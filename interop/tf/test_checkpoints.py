@@ -35,10 +35,18 @@ def train(procs, starwire, kind, ckpt, steps, *args, num_ps=NUM_PS):
     w = c.start_worker(0, "--steps", str(steps), "--checkpoint_dir", ckpt,
                        "--save_steps", "1000", *args)
     try:
-        assert w.wait(300) == 0, w.log()[-4000:]
+        code = w.wait(300)
+    except AssertionError as e:
+        # A TensorFlow master waits for a ps that is gone as long as it
+        # takes: say which ps ended, and how.
+        raise AssertionError("%s\n%s" % (e, "\n".join(
+            "%s: %s" % (p.name, "running" if p.popen.poll() is None else
+                        "exited %s: %s" % (p.popen.returncode, harness.tail(p.log(), 3)))
+            for p in c.ps.values())))
     finally:
         for p in c.ps.values():
             p.kill()
+    assert code == 0, w.log()[-4000:]
     return [r for r in w.json_lines() if "loss" in r]
 
 
