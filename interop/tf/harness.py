@@ -218,8 +218,8 @@ def copy_checkpoints(src, dst):
     state = os.path.join(dst, "checkpoint")
     with open(state) as f:
         text = f.read()
-    text = re.sub(r'(_path[s]?: )"([^"]*)"',
-                  lambda m: '%s"%s"' % (m.group(1), os.path.join(dst, os.path.basename(m.group(2)))),
-                  text)
+    def moved(m):
+        return '%s"%s"' % (m.group(1), os.path.join(dst, os.path.basename(m.group(2))))
+    text = re.sub(r'(_paths?: )"([^"]*)"', moved, text)
     with open(state, "w") as f:
         f.write(text)

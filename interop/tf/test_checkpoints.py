@@ -156,7 +156,8 @@ def test_starwire_checkpoint_restores_on_tensorflow(trained, procs, starwire, tm
     harness.copy_checkpoints(ckpt, mine)
     restored = str(tmp_path / "restored.npz")
     recs = train(procs, starwire, "tf", mine, STEPS + MORE, "--dump_restored", restored)
-    assert_same_values(load(restored), values, "TensorFlow's ps restored from starwire's checkpoint")
+    assert_same_values(load(restored), values,
+                       "TensorFlow's ps restored from starwire's checkpoint")
     assert len(recs) == MORE and min(r["step"] for r in recs) >= STEPS
 
 
@@ -178,10 +179,15 @@ def test_saved_model_of_starwire_training(trained, procs, tmp_path):
 
     reader = tf.train.load_checkpoint(ckpt)
     emb = reader.get_tensor("embedding")
+    # Trained: not the values the job started from.
+    start = tf.train.load_checkpoint(os.path.join(ckpt, "model.ckpt-0"))
+    assert not np.array_equal(emb, start.get_tensor("embedding"))
+    assert not np.array_equal(reader.get_tensor("dense/kernel"), start.get_tensor("dense/kernel"))
     # The "mod" strategy job.py looks ids up with: id i is row i // NUM_PS
     # of part i % NUM_PS, the parts being the whole's consecutive rows.
     assert emb.shape[0] % NUM_PS == 0
     rows = emb.shape[0] // NUM_PS * (ids % NUM_PS) + ids // NUM_PS
-    logits = emb[rows].mean(axis=1) @ reader.get_tensor("dense/kernel") + reader.get_tensor("dense/bias")
+    logits = (emb[rows].mean(axis=1) @ reader.get_tensor("dense/kernel")
+              + reader.get_tensor("dense/bias"))
     np.testing.assert_allclose(got["logits"].numpy(), logits, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got["prob"].numpy(), 1 / (1 + np.exp(-logits)), rtol=1e-5, atol=1e-6)
