@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,65 +65,137 @@ type remoteKey struct {
 // ClusterCoordinator and its worker sent a ps in two steps of a custom
 // training loop (testdata/ps_custom_loop, see its README): the eager
 // requests in their order, the tensors the ps pulled from the worker
-// (gradients) answered from the capture. Every response, and every tensor
-// the worker and the coordinator then pulled from the ps (variable values
-// before and after each step), must be what they were in the captured run,
-// whose losses matched TensorFlow's own ps.
+// (gradients) answered from the capture once the capture says the worker
+// sent them. Every response, and every tensor the worker and the
+// coordinator pulled from the ps (variable values before and after each
+// step), must be what they were in the captured run, whose losses matched
+// TensorFlow's own ps.
 func TestReplayParameterServerStrategy(t *testing.T) {
 	caps := readCaptures(t, "ps_custom_loop")
-	pulled := make(map[remoteKey]*tfpb.TensorProto)
-	for _, c := range caps {
+	r := newReplay(t, caps)
+	s := r.s
+	ctx := t.Context()
+	for i, c := range caps {
+		switch c.name {
+		case "CreateContext-req":
+			answered[*tfpb.CreateContextResponse](t, i, r.pending, "CreateContext")(s.CreateContext(ctx, unmarshal(t, c, &tfpb.CreateContextRequest{})))
+		case "Enqueue-req":
+			answered[*tfpb.EnqueueResponse](t, i, r.pending, "Enqueue")(s.Enqueue(ctx, unmarshal(t, c, &tfpb.EnqueueRequest{})))
+		case "KeepAlive-req":
+			answered[*tfpb.KeepAliveResponse](t, i, r.pending, "KeepAlive")(s.KeepAlive(ctx, unmarshal(t, c, &tfpb.KeepAliveRequest{})))
+		case "RunComponentFunction-req":
+			// It runs until the worker's tensors arrive, as on the ps.
+			req := unmarshal(t, c, &tfpb.RunComponentFunctionRequest{})
+			r.running++
+			go func() {
+				resp, err := s.RunComponentFunction(ctx, req)
+				r.done <- funcResult{i, resp, err}
+			}()
+		case "CreateContext-resp", "Enqueue-resp", "KeepAlive-resp", "RunComponentFunction-resp":
+			r.match(i, c)
+		case "RecvTensor-req":
+			replayRecvTensor(t, r.env, unmarshal(t, c, &tfpb.RecvTensorRequest{}), caps, i, r.used)
+		default:
+			if _, ok := strings.CutPrefix(c.name, "RemoteRecv-"); ok {
+				close(r.gates[i])
+			}
+		}
+	}
+	if r.running != 0 {
+		t.Fatalf("%d component functions still running after the replay", r.running)
+	}
+	if n := s.Contexts(); n != 1 {
+		t.Fatalf("%d contexts after the replay, want 1", n)
+	}
+}
+
+// A replay is the state of TestReplayParameterServerStrategy.
+type replay struct {
+	t   *testing.T
+	s   *Service
+	env *ops.Env
+	// pending holds the replayed responses no captured one has matched
+	// yet, by method: concurrent requests answer in any order.
+	pending map[string][]proto.Message
+	used    map[int]bool // RecvTensor responses matched
+	// gates[i] is closed when the replay reaches capture i, a tensor the
+	// ps pulled from the worker: the worker had sent it by then.
+	gates   map[int]chan struct{}
+	running int // component functions not yet answered
+	done    chan funcResult
+}
+
+type funcResult struct {
+	i    int // the request's capture
+	resp *tfpb.RunComponentFunctionResponse
+	err  error
+}
+
+func newReplay(t *testing.T, caps []capture) *replay {
+	r := &replay{t: t, pending: make(map[string][]proto.Message), used: make(map[int]bool),
+		gates: make(map[int]chan struct{}), done: make(chan funcResult, len(caps))}
+	type pull struct {
+		p    *tfpb.TensorProto
+		gate chan struct{}
+	}
+	pulls := make(map[remoteKey][]pull)
+	var devices []*tfpb.DeviceAttributes
+	for i, c := range caps {
 		if step, ok := strings.CutPrefix(c.name, "RemoteRecv-"); ok {
 			n, err := strconv.ParseInt(step, 10, 64)
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
 			nt := unmarshal(t, c, &tfpb.NamedTensorProto{})
-			pulled[remoteKey{n, nt.GetName()}] = nt.GetTensor()
+			r.gates[i] = make(chan struct{})
+			k := remoteKey{n, nt.GetName()}
+			pulls[k] = append(pulls[k], pull{nt.GetTensor(), r.gates[i]})
 		}
-	}
-	env := &ops.Env{Task: "/job:ps/replica:0/task:0", Rendezvous: rendezvous.New(), Vars: ops.NewVariables()}
-	env.RemoteRecv = func(_ context.Context, task string, step int64, key string) (wire.Tensor, error) {
-		p := pulled[remoteKey{step, key}]
-		if p == nil {
-			t.Errorf("the ps pulled %q of step %d from %s, which the capture lacks", key, step, task)
-			return wire.Tensor{}, context.Canceled
-		}
-		return tensor.FromProto(p)
-	}
-	var devices []*tfpb.DeviceAttributes
-	for _, c := range caps {
 		if c.name == "CreateContext-resp" {
 			devices = unmarshal(t, c, &tfpb.CreateContextResponse{}).GetDeviceAttributes()
 		}
 	}
-	s := newTestService(t, Options{Env: env, Devices: devices})
-	ctx := context.Background()
-	// The replayed responses no captured one has matched yet, by method:
-	// concurrent requests answer in any order.
-	pending := make(map[string][]proto.Message)
-	used := make(map[int]bool)
-	for i, c := range caps {
-		switch c.name {
-		case "CreateContext-req":
-			answered[*tfpb.CreateContextResponse](t, i, pending, "CreateContext")(s.CreateContext(ctx, unmarshal(t, c, &tfpb.CreateContextRequest{})))
-		case "Enqueue-req":
-			answered[*tfpb.EnqueueResponse](t, i, pending, "Enqueue")(s.Enqueue(ctx, unmarshal(t, c, &tfpb.EnqueueRequest{})))
-		case "RunComponentFunction-req":
-			answered[*tfpb.RunComponentFunctionResponse](t, i, pending, "RunComponentFunction")(s.RunComponentFunction(ctx, unmarshal(t, c, &tfpb.RunComponentFunctionRequest{})))
-		case "KeepAlive-req":
-			answered[*tfpb.KeepAliveResponse](t, i, pending, "KeepAlive")(s.KeepAlive(ctx, unmarshal(t, c, &tfpb.KeepAliveRequest{})))
-		case "CreateContext-resp", "Enqueue-resp", "RunComponentFunction-resp", "KeepAlive-resp":
-			method := strings.TrimSuffix(c.name, "-resp")
-			if !matchPending(t, pending, method, c) {
-				t.Fatalf("capture %d (%s): no replayed %s answered\n%v", i+1, c.name, method, prototext.Format(unmarshal(t, c, pending[method][0].ProtoReflect().New().Interface())))
-			}
-		case "RecvTensor-req":
-			replayRecvTensor(t, env, unmarshal(t, c, &tfpb.RecvTensorRequest{}), caps, i, used)
+	var mu sync.Mutex
+	r.env = &ops.Env{Task: "/job:ps/replica:0/task:0", Rendezvous: rendezvous.New(), Vars: ops.NewVariables()}
+	r.env.RemoteRecv = func(ctx context.Context, task string, step int64, key string) (wire.Tensor, error) {
+		mu.Lock()
+		ps := pulls[remoteKey{step, key}]
+		if len(ps) > 0 {
+			pulls[remoteKey{step, key}] = ps[1:]
 		}
+		mu.Unlock()
+		if len(ps) == 0 {
+			t.Errorf("the ps pulled %q of step %d from %s, which the capture lacks", key, step, task)
+			return wire.Tensor{}, context.Canceled
+		}
+		select {
+		case <-ps[0].gate:
+		case <-ctx.Done():
+			return wire.Tensor{}, ctx.Err()
+		}
+		return tensor.FromProto(ps[0].p)
 	}
-	if n := s.Contexts(); n != 1 {
-		t.Fatalf("%d contexts after the replay, want 1", n)
+	r.s = newTestService(t, Options{Env: r.env, Devices: devices})
+	return r
+}
+
+// match checks captured response i against a replayed one of its method,
+// waiting for running component functions to answer when none matches.
+func (r *replay) match(i int, c capture) {
+	t := r.t
+	t.Helper()
+	method := strings.TrimSuffix(c.name, "-resp")
+	for !matchPending(t, r.pending, method, c) {
+		if method != "RunComponentFunction" || r.running == 0 {
+			t.Fatalf("capture %d (%s): no replayed %s answered it", i+1, c.name, method)
+		}
+		select {
+		case res := <-r.done:
+			r.running--
+			answered[*tfpb.RunComponentFunctionResponse](t, res.i, r.pending, "RunComponentFunction")(res.resp, res.err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("capture %d: no component function answered within 10 s", i+1)
+		}
 	}
 }
 
@@ -142,14 +215,10 @@ func answered[M proto.Message](t *testing.T, i int, pending map[string][]proto.M
 // equals capture c, and reports whether there was one.
 func matchPending(t *testing.T, pending map[string][]proto.Message, method string, c capture) bool {
 	t.Helper()
-	ms := pending[method]
-	if len(ms) == 0 {
-		t.Fatalf("%s: a response without its request", c.name)
-	}
-	exp := unmarshal(t, c, ms[0].ProtoReflect().New().Interface())
-	for k, m := range ms {
+	for k, m := range pending[method] {
+		exp := unmarshal(t, c, m.ProtoReflect().New().Interface())
 		if proto.Equal(exp, m) {
-			pending[method] = append(ms[:k:k], ms[k+1:]...)
+			pending[method] = append(pending[method][:k:k], pending[method][k+1:]...)
 			return true
 		}
 	}

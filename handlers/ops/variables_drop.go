@@ -20,3 +20,10 @@ func (vs *Variables) Drop(container, name string) {
 	v.t, v.init = wire.Tensor{}, false
 	v.mu.Unlock()
 }
+
+// Len returns the number of variables.
+func (vs *Variables) Len() int {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return len(vs.m)
+}
