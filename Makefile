@@ -49,7 +49,12 @@ STRESS_PARALLEL ?= 8
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: all build test test-plain test-race test-deploy test-stress flake race bench bench-smoke generate vet fmt demo soak fuzz fuzz-smoke
+# TF_VENV is the virtual environment of the interoperability suite with
+# real TensorFlow (interop/tf), made from its pinned requirements.
+TF_VENV ?= $(CURDIR)/.venv-tf
+TF_PYTHON ?= python3
+
+.PHONY: all build test test-tf bench-tf test-plain test-race test-deploy test-stress flake race bench bench-smoke generate vet fmt demo soak fuzz fuzz-smoke
 
 all: build
 
@@ -76,6 +81,22 @@ test-race:
 
 test-stress:
 	$(GO) test -count=1 -p $(STRESS_P) -parallel $(STRESS_PARALLEL) -run '$(STRESS)' -timeout 20m $(STRESS_PKGS) 2>&1 | sed -u 's/^/stress /'
+
+# test-tf runs the interoperability suite: real TensorFlow processes
+# (workers, masters, ps) against starwire tasks, each its own process.
+# STARWIRE_REQUIRE_TF=1 (CI sets it) makes a missing TensorFlow a failure.
+test-tf: $(TF_VENV)/.installed
+	cd interop/tf && $(TF_VENV)/bin/python -m pytest -q $(TF_TESTS)
+
+# bench-tf runs the same job on TensorFlow's ps and on starwire's,
+# alternating, and prints the table BENCHMARKS.md keeps.
+bench-tf: $(TF_VENV)/.installed
+	cd interop/tf && $(TF_VENV)/bin/python bench_tf.py $(BENCH_TF_FLAGS)
+
+$(TF_VENV)/.installed: interop/tf/requirements.txt
+	$(TF_PYTHON) -m venv $(TF_VENV)
+	$(TF_VENV)/bin/pip install -q --disable-pip-version-check -r interop/tf/requirements.txt
+	touch $@
 
 test-deploy:
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./... 2>&1 | sed -u 's/^/deploy /'
