@@ -114,7 +114,13 @@ func (c *serverContext) decref(env *ops.Env, k handleKey) {
 	}
 }
 
-// close drops every handle, and the variables the context made.
+// errContextClosed fails what still waits in the rendezvous of the
+// context's single ops.
+var errContextClosed = status.Errorf(wire.Aborted, "the eager context was closed")
+
+// close drops every handle, the variables the context made, and the
+// rendezvous state of its single ops (whose step is the context id, as
+// in TensorFlow).
 func (c *serverContext) close(env *ops.Env) {
 	c.mu.Lock()
 	hs := c.handles
@@ -124,6 +130,7 @@ func (c *serverContext) close(env *ops.Env) {
 		h.release(env)
 	}
 	env.Vars.Cleanup([]string{c.container()})
+	env.Rendezvous.Cleanup(int64(c.id), errContextClosed)
 }
 
 // release gives back h's tensor reference, and drops the variable of an

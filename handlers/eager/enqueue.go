@@ -55,7 +55,7 @@ func (s *Service) runItem(ctx context.Context, c *serverContext, item *tfpb.Queu
 	case *tfpb.QueueItem_RemoveFunction:
 		return c.removeFunction(it.RemoveFunction.GetFunctionName())
 	case *tfpb.QueueItem_CleanupFunction:
-		s.opts.Env.Rendezvous.Cleanup(it.CleanupFunction.GetStepId(), nil)
+		s.opts.Env.Rendezvous.Cleanup(it.CleanupFunction.GetStepId(), errFunctionCleaned)
 		return nil
 	case *tfpb.QueueItem_SyncRemoteExecutorForStream:
 		return nil // operations run synchronously: nothing is pending
@@ -65,6 +65,10 @@ func (s *Service) runItem(ctx context.Context, c *serverContext, item *tfpb.Queu
 		return status.Errorf(wire.InvalidArgument, "EagerService:Enqueue: empty queue item")
 	}
 }
+
+// errFunctionCleaned fails what still waits in the rendezvous of a
+// function call the client cleaned up.
+var errFunctionCleaned = status.Errorf(wire.Aborted, "the function's step was cleaned up (CleanupFunctionOp)")
 
 // wrapStatus adds context to err's message, keeping its code.
 func wrapStatus(err error, format string, args ...any) error {

@@ -14,7 +14,9 @@ It prints one JSON object per line: {"step": i, "loss": x} per step of the
 custom loop, {"epoch": i, "loss": x} per epoch of fit, then
 {"done": true, "checksum": ...} with the sum of every variable's values.
 With --checkpoint_dir it saves a tf.train.Checkpoint there at the end, and
-with --restore restores the newest one there first.
+with --restore restores the newest one there first. An error the
+coordinator raises is printed as {"error": class, "message": ...}, and the
+process exits 3.
 """
 
 import argparse
@@ -160,10 +162,16 @@ def main(argv):
          devices=sorted({d for v in model.variables for d in
                          ([s.device for s in v.variables] if hasattr(v, "variables") else [v.device])}))
     start = time.monotonic()
-    if args.mode == "custom":
-        run_custom(strategy, model, opt, args)
-    else:
-        run_fit(strategy, model, opt, args)
+    try:
+        if args.mode == "custom":
+            run_custom(strategy, model, opt, args)
+        else:
+            run_fit(strategy, model, opt, args)
+    except tf.errors.OpError as e:
+        # What the coordinator raised, for a test of a lost task.
+        emit(error=type(e).__name__, message=str(e)[:2000], at=time.monotonic())
+        sys.stdout.flush()
+        os._exit(3)
     elapsed = time.monotonic() - start
     if args.checkpoint_dir:
         ckpt.save(os.path.join(args.checkpoint_dir, "ckpt"))
