@@ -26,7 +26,15 @@
 // RecvTensor serves to other tasks.
 //
 // Operations run synchronously, within their Enqueue, whether or not the
-// context was created async: WaitQueueDone then has nothing to wait for.
+// context was created async: WaitQueueDone then has nothing to wait for,
+// and StreamingEnqueue answers each request once it ran.
+//
+// Not served: SendPackedHandleOp (the packed handles of functions
+// replicated over several devices, which a one-device task never gets)
+// answers Unimplemented; a function must return tensors, not resource
+// handles, and its output arguments must be single tensors, as the
+// components of a partitioned function are; WaitQueueDone of particular op
+// ids answers Unimplemented, as in TensorFlow.
 //
 // A Service is safe for concurrent use.
 package eager

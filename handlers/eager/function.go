@@ -2,6 +2,7 @@ package eager
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 
@@ -22,7 +23,8 @@ import (
 // updates reach the very variable the handle names. The outputs are
 // fetched as "call:i". A component function's _Send and _Recv nodes meet
 // their peers on other tasks under the operation's func_step_id, which is
-// the step the graph runs as.
+// the step the graph runs as; a whole function runs as a random step,
+// cleaned up when it returns.
 
 // A builtCall is a function's graph for one kind of inputs, and the feed
 // names of its tensor inputs.
@@ -130,7 +132,10 @@ func (s *Service) runFunction(ctx context.Context, c *serverContext, op *tfpb.Op
 		}
 	}
 	if !op.GetIsComponentFunction() {
-		req.StepId = int64(c.id)
+		// A whole function runs as a step of its own, which no other
+		// task shares: a failure aborts that step only.
+		req.StepId = rand.Int64()
+		defer s.opts.Env.Rendezvous.Cleanup(req.StepId, errFunctionCleaned)
 	}
 	got, _, err := call.g.Run(ctx, req, feeds, false)
 	if err != nil {
