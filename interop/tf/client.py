@@ -3,6 +3,10 @@
 `python client.py unsupported --ps ADDR --worker ADDR`: a graph with an op
 starwire has no kernel for, placed on the ps, then one it has; prints each
 outcome as a JSON line.
+
+`python client.py seastar --ps ADDR --worker ADDR --client ADDR`: a
+TensorFlow master, the client job's task, runs a graph placed on a
+worker and a ps that are both starwire tasks.
 """
 
 import argparse
@@ -42,15 +46,39 @@ def unsupported(args, target):
     print(json.dumps(run_on_ps(target, lambda: x() * 3.0)), flush=True)
 
 
+def seastar(args, target):
+    """A variable on the ps, a matmul on the worker: the worker pulls the
+    variable from the ps once a step, and the feed from this client."""
+    import numpy as np
+    with tf1.device("/job:ps/task:0"):
+        v = tf1.get_variable("v", [256, 256], initializer=tf1.constant_initializer(0.5),
+                             use_resource=True)
+    with tf1.device("/job:worker/task:0"):
+        x = tf1.placeholder(tf.float32, [None, 256])
+        y = tf.reduce_sum(tf.matmul(x, v))
+    with tf1.Session(target) as s:
+        s.run(tf1.global_variables_initializer())
+        for _ in range(args.steps):
+            out = s.run(y, {x: np.ones([4, 256], np.float32)})
+            print(json.dumps({"y": float(out)}), flush=True)
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("scenario", choices=["unsupported"])
+    p.add_argument("scenario", choices=["unsupported", "seastar"])
     p.add_argument("--ps", required=True)
     p.add_argument("--worker", required=True)
+    p.add_argument("--client", help="this process's address as the client job's task "
+                   "(default: it is the worker)")
+    p.add_argument("--steps", type=int, default=5)
     args = p.parse_args(argv)
-    cluster = tf.train.ClusterSpec({"ps": [args.ps], "worker": [args.worker]})
-    server = tf.distribute.Server(cluster, job_name="worker", task_index=0, protocol="grpc")
-    {"unsupported": unsupported}[args.scenario](args, server.target)
+    jobs = {"ps": [args.ps], "worker": [args.worker]}
+    job = "worker"
+    if args.client:
+        jobs["client"], job = [args.client], "client"
+    cluster = tf.train.ClusterSpec(jobs)
+    server = tf.distribute.Server(cluster, job_name=job, task_index=0, protocol="grpc")
+    {"unsupported": unsupported, "seastar": seastar}[args.scenario](args, server.target)
 
 
 if __name__ == "__main__":

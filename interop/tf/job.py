@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
@@ -132,6 +133,9 @@ def poll_readiness_every_second():
 
 def main(argv):
     args = parse_args(argv)
+    # MonitoredTrainingSession says at INFO which task failed a step and
+    # that it recreates the session.
+    tf.get_logger().setLevel("INFO")
     poll_readiness_every_second()
     ps = args.ps.split(",")
     workers = args.workers.split(",")
@@ -157,7 +161,7 @@ def main(argv):
             ids, label = next(data)
             step, loss, _ = sess.run([m["global_step"], m["loss"], m["train"]],
                                      {m["ids"]: ids, m["label"]: label})
-            print(json.dumps({"step": int(step), "loss": float(loss)}), flush=True)
+            print(json.dumps({"step": int(step), "loss": float(loss), "t": time.time()}), flush=True)
     print(json.dumps({"done": True}), flush=True)
 
 
