@@ -14,7 +14,3 @@ func (w *Worker) Env() *ops.Env { return w.env }
 func (w *Worker) DeviceAttributes() []*tfpb.DeviceAttributes {
 	return w.getStatus().GetDeviceAttributes()
 }
-
-// GRPCError turns an error with a wire status into a gRPC status with the
-// same code and TensorFlow's wording (the code's name travels apart).
-func GRPCError(err error) error { return grpcError(err) }
