@@ -32,6 +32,8 @@
 // (select.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
 // Maximum, Minimum, FloorDiv, FloorMod (with broadcasting), Neg, Sigmoid,
 // SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go).
+// Also ResourceScatterSub (scatter.go) and Pow (pow.go), which TensorFlow
+// 2's optimizers run on a ps.
 // Arithmetic supports DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; ops that
 // only move elements (concatenation, slicing, partitioning, gathers) take
 // any fixed-size dtype; Pack and Select take strings too. Names lists the
