@@ -12,6 +12,10 @@ RACE_PKGS ?= ./rpc/... ./afxdp/... ./handlers/... ./internal/... ./wire/...
 RACE_SEQUENTIAL ?= wire/status internal/units internal/cpuclock internal/capabilities \
 	internal/packet handlers/tensor handlers/checkpoint/table
 MODULE := github.com/starwire/starwire
+# STATICCHECK_VERSION is the staticcheck (honnef.co/go/tools) that vet runs,
+# installed from the Go module proxy into GOBIN by the tools target.
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK = $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 # Test binaries of up to TEST_P packages run at once in each pass of test
 # (go test's -p, whose default is the number of CPUs): most tests wait on
 # sockets, timers and child processes more than they compute, so a 2-core
@@ -54,7 +58,7 @@ SHELL := /bin/bash
 TF_VENV ?= $(CURDIR)/.venv-tf
 TF_PYTHON ?= python3
 
-.PHONY: all build test test-tf bench-tf test-plain test-race test-deploy test-stress flake race bench bench-smoke generate vet fmt demo soak fuzz fuzz-smoke
+.PHONY: all build tools test test-tf bench-tf test-plain test-race test-deploy test-stress flake race bench bench-smoke generate vet fmt demo soak fuzz fuzz-smoke
 
 all: build
 
@@ -152,8 +156,20 @@ fuzz-smoke:
 generate:
 	$(GO) generate ./...
 
-vet:
+# tools installs the pinned staticcheck, unless it is there already.
+tools:
+	@$(STATICCHECK) -version 2>/dev/null | grep -qF '($(STATICCHECK_VERSION:v%=%))' || \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+# vet runs go vet and staticcheck on both modules (the checks are those of
+# staticcheck's defaults, narrowed by a staticcheck.conf where a package
+# needs it). It also fails when the command links package testing: test
+# helpers live in packages only tests import (internal/netns/netnstest).
+vet: tools
 	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
+	cd deploy && $(STATICCHECK) ./...
+	@deps=$$($(GO) list -deps ./cmd/starwire); ! grep -qx testing <<<"$$deps" || { echo 'cmd/starwire links package testing'; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 
 demo:

@@ -171,6 +171,9 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	s.worker = w
 	s.grpcSrv = grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(1<<31-1), grpc.MaxSendMsgSize(1<<31-1))...)
 	tfpb.RegisterWorkerServiceServer(s.grpcSrv, w.GRPCService())
+	if err := s.serveEager(w, logger); err != nil {
+		return err
+	}
 	s.grpcSrv.RegisterService(&infoDesc, s)
 	if s.starL != nil {
 		s.starSrv = rpc.NewServer()
