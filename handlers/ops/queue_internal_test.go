@@ -103,6 +103,13 @@ func TestQueueOrder(t *testing.T) {
 		if q.size() != 0 {
 			t.Fatalf("size %d", q.size())
 		}
+		for v := range int64(3) {
+			values(t, <-enqueue(ctx, q, v))
+		}
+		values(t, <-enqueueBatch(ctx, q, 3, 4))
+		if got := values(t, <-dequeueN(ctx, q, 5)); !slices.Equal(got, []int64{0, 1, 2, 3, 4}) {
+			t.Fatalf("dequeue of 5 = %v", got)
+		}
 	})
 }
 
