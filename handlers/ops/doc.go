@@ -28,7 +28,11 @@
 // StaticRegexFullMatch, Select, SelectV2, PlaceholderWithDefault
 // (select.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
 // Maximum, Minimum, FloorDiv, FloorMod (with broadcasting), Neg, Sigmoid,
-// SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go).
+// SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go);
+// MutableHashTableV2, MutableHashTableOfTensorsV2, MutableDenseHashTableV2
+// (lookup_table.go), LookupTableFindV2, LookupTableInsertV2,
+// LookupTableRemoveV2, LookupTableSizeV2, LookupTableExportV2,
+// LookupTableImportV2 (lookup_ops.go); ExpandDims (expanddims.go).
 // Arithmetic supports DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; ops that
 // only move elements (concatenation, slicing, partitioning, gathers) take
 // any fixed-size dtype; Pack and Select take strings too. Names lists the
