@@ -44,12 +44,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def build_graph():
-    """The model: every table and op on the ps. Returns the graph and a dict
-    of the tensors and ops steps refer to by name."""
+def build_graph(device=PS):
+    """The model: every table and op on the ps (or on device). Returns the
+    graph, a dict of the tensors and ops steps refer to by name, and the
+    Saver."""
     g = tf.Graph()
     n = {}
-    with g.as_default(), tf.device(PS):
+    with g.as_default(), tf.device(device):
         emb = tf.lookup.experimental.MutableHashTable(
             tf.int64, tf.float32, default_value=[0.0, 0.0, 0.0, 0.0], name="emb")
         cnt = tf.lookup.experimental.MutableHashTable(
