@@ -47,11 +47,13 @@ type denseTable[K tableKey] struct {
 
 // checkBuckets checks a bucket count as TensorFlow does.
 func checkBuckets(n int64) error {
-	if n < 4 || n&(n-1) != 0 {
+	if !validBuckets(n) {
 		return status.Errorf(wire.InvalidArgument, "number of buckets must be at least 4 and a power of 2, got: %d", n)
 	}
 	return nil
 }
+
+func validBuckets(n int64) bool { return n >= 4 && n&(n-1) == 0 }
 
 // newDenseTable makes an empty table of buckets buckets whose empty and
 // deleted keys are the tensors empty and deleted.
@@ -393,8 +395,8 @@ func (t *denseTable[K]) checkImport(keys, values *wire.Tensor) error {
 	if !sameShape(values.Shape, want) {
 		return status.Errorf(wire.InvalidArgument, "table %s: expected shape %v for value, got %v", t.name, tfShape(want), tfShape(values.Shape))
 	}
-	if err := checkBuckets(keys.Shape[0]); err != nil {
-		return status.Errorf(wire.InvalidArgument, "table %s: import: %v", t.name, err)
+	if n := keys.Shape[0]; !validBuckets(n) {
+		return status.Errorf(wire.InvalidArgument, "table %s: import: number of buckets must be at least 4 and a power of 2, got: %d", t.name, n)
 	}
 	return nil
 }
