@@ -37,6 +37,7 @@ type denseTable[K tableKey] struct {
 	deleted   []K
 	emptyHash uint64
 	delHash   uint64
+	bufs      sync.Pool // of *[]K, for the keys of a call
 
 	mu      sync.RWMutex
 	buckets int64
@@ -128,16 +129,17 @@ func (t *denseTable[K]) hashOf(key []K) uint64 {
 	return h
 }
 
-// A denseKeys is one call's keys, viewed in their tensor.
+// A denseKeys is one call's keys, each t.ks elements of all.
 type denseKeys[K tableKey] struct {
-	t   *denseTable[K]
-	s   *keyScratch
-	n   int // keys, each t.ks elements
-	key []K // the key at hand
+	all []K
+	n   int
+	buf *[]K // all's memory, from and back to the table's pool
 }
 
-// readKeys views keys, which must be n keys of the table's key shape.
-func (t *denseTable[K]) readKeys(keys *wire.Tensor, key []K) (denseKeys[K], error) {
+// readKeys reads keys, which must be n keys of the table's key shape,
+// into a buffer of the table's pool; release it with done. String keys
+// are views into the tensor.
+func (t *denseTable[K]) readKeys(keys *wire.Tensor) (denseKeys[K], error) {
 	n := int64(1)
 	if len(keys.Shape) > 0 {
 		n = keys.Shape[0]
@@ -146,37 +148,41 @@ func (t *denseTable[K]) readKeys(keys *wire.Tensor, key []K) (denseKeys[K], erro
 		return denseKeys[K]{}, status.Errorf(wire.InvalidArgument, "table %s: expected key shape %v got %v", t.name, tfShape(append([]int64{n}, t.keyShape...)), tfShape(keys.Shape))
 	}
 	s := getKeyScratch()
-	if _, err := t.keys.read(keys, s); err != nil {
-		s.put()
+	defer s.put()
+	m, err := t.keys.read(keys, s)
+	if err != nil {
 		return denseKeys[K]{}, err
 	}
-	return denseKeys[K]{t: t, s: s, n: int(n), key: key}, nil
+	p, _ := t.bufs.Get().(*[]K)
+	if p == nil {
+		p = new([]K)
+	}
+	all := (*p)[:0]
+	for i := range m {
+		all = append(all, t.keys.at(s, i))
+	}
+	*p = all
+	return denseKeys[K]{all: all, n: int(n), buf: p}, nil
 }
 
-// load sets d.key to key i and returns its hash, refusing the empty and
-// deleted keys.
-func (d *denseKeys[K]) load(i int) (uint64, error) {
-	t := d.t
-	for j := range d.key {
-		d.key[j] = t.keys.at(d.s, i*t.ks+j)
-	}
-	h := t.hashOf(d.key)
-	if h == t.emptyHash && slices.Equal(d.key, t.empty) {
-		return 0, status.Errorf(wire.InvalidArgument, "table %s: using the empty_key as a table key is not allowed", t.name)
-	}
-	if h == t.delHash && slices.Equal(d.key, t.deleted) {
-		return 0, status.Errorf(wire.InvalidArgument, "table %s: using the deleted_key as a table key is not allowed", t.name)
-	}
-	return h, nil
+// done returns d's buffer to the pool, without its views.
+func (t *denseTable[K]) done(d denseKeys[K]) {
+	clear(*d.buf)
+	t.bufs.Put(d.buf)
 }
 
-// keyBuf returns room for one key: on the stack for keys of up to four
-// elements.
-func (t *denseTable[K]) keyBuf(stack *[4]K) []K {
-	if t.ks <= len(stack) {
-		return stack[:t.ks]
+// key returns key i of d and its hash, refusing the empty and deleted
+// keys.
+func (t *denseTable[K]) key(d *denseKeys[K], i int) ([]K, uint64, error) {
+	key := d.all[i*t.ks : (i+1)*t.ks]
+	h := t.hashOf(key)
+	if h == t.emptyHash && slices.Equal(key, t.empty) {
+		return nil, 0, status.Errorf(wire.InvalidArgument, "table %s: using the empty_key as a table key is not allowed", t.name)
 	}
-	return make([]K, t.ks)
+	if h == t.delHash && slices.Equal(key, t.deleted) {
+		return nil, 0, status.Errorf(wire.InvalidArgument, "table %s: using the deleted_key as a table key is not allowed", t.name)
+	}
+	return key, h, nil
 }
 
 // bucketKey returns bucket b's key.
@@ -206,12 +212,11 @@ func (t *denseTable[K]) probe(key []K, h uint64) (int64, bool, error) {
 // table takes one default for all keys, as TensorFlow's does, even where
 // the default has a value per key.
 func (t *denseTable[K]) find(keys, defaults *wire.Tensor, outShape []int64) (wire.Tensor, error) {
-	var stack [4]K
-	d, err := t.readKeys(keys, t.keyBuf(&stack))
+	d, err := t.readKeys(keys)
 	if err != nil {
 		return wire.Tensor{}, err
 	}
-	defer d.s.put()
+	defer t.done(d)
 	out, err := tensor.New(t.valueType, outShape)
 	if err != nil {
 		return out, err
@@ -219,11 +224,11 @@ func (t *denseTable[K]) find(keys, defaults *wire.Tensor, outShape []int64) (wir
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for i := range d.n {
-		h, err := d.load(i)
+		key, h, err := t.key(&d, i)
 		if err == nil {
 			var b int64
 			var ok bool
-			if b, ok, err = t.probe(d.key, h); err == nil {
+			if b, ok, err = t.probe(key, h); err == nil {
 				src := defaults.Data
 				if ok {
 					src = t.vbuf[int(b)*t.vb:]
@@ -244,12 +249,11 @@ func (t *denseTable[K]) find(keys, defaults *wire.Tensor, outShape []int64) (wir
 // (the empty or deleted key) fails the call after the keys before it
 // were stored.
 func (t *denseTable[K]) insert(keys, values *wire.Tensor) error {
-	var stack [4]K
-	d, err := t.readKeys(keys, t.keyBuf(&stack))
+	d, err := t.readKeys(keys)
 	if err != nil {
 		return err
 	}
-	defer d.s.put()
+	defer t.done(d)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	pending := t.entries + int64(d.n)
@@ -261,11 +265,11 @@ func (t *denseTable[K]) insert(keys, values *wire.Tensor) error {
 		t.rebucket(n)
 	}
 	for i := range d.n {
-		h, err := d.load(i)
+		key, h, err := t.key(&d, i)
 		if err != nil {
 			return err
 		}
-		if err := t.put(d.key, h, values.Data[i*t.vb:(i+1)*t.vb]); err != nil {
+		if err := t.put(key, h, values.Data[i*t.vb:(i+1)*t.vb]); err != nil {
 			return err
 		}
 	}
@@ -325,20 +329,19 @@ func (t *denseTable[K]) rebucket(n int64) {
 }
 
 func (t *denseTable[K]) remove(keys *wire.Tensor) error {
-	var stack [4]K
-	d, err := t.readKeys(keys, t.keyBuf(&stack))
+	d, err := t.readKeys(keys)
 	if err != nil {
 		return err
 	}
-	defer d.s.put()
+	defer t.done(d)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range d.n {
-		h, err := d.load(i)
+		key, h, err := t.key(&d, i)
 		if err != nil {
 			return err
 		}
-		b, ok, err := t.probe(d.key, h)
+		b, ok, err := t.probe(key, h)
 		if err != nil {
 			return err
 		}

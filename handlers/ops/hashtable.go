@@ -26,10 +26,11 @@ const tableShards = 32
 // and a lookup copies rows out of the slab without allocating. Removing a
 // key moves the shard's last row into its place.
 //
-// Each key is looked up or written under its shard's lock alone: a batch
-// is not atomic against another step's batch (in TensorFlow it is), but
-// every key is, and export and import take every shard's lock at once so
-// that they see or replace one consistent table.
+// A call takes the lock of each shard its keys fall in once, in shard
+// order, one at a time: a batch is not atomic against another step's
+// batch (in TensorFlow it is), but every key is, and export and import
+// take every shard's lock at once so that they see or replace one
+// consistent table.
 type hashTable[K tableKey] struct {
 	tableMeta
 	keys     keyCodec[K]
@@ -64,11 +65,56 @@ func newHashTableOf[K tableKey](m tableMeta, keys keyCodec[K]) *hashTable[K] {
 	return t
 }
 
-// shard returns the shard of k: the high bits of its hash, mixed, so that
-// sequential ids spread evenly.
-func (t *hashTable[K]) shard(k K) *hashShard[K] {
-	return &t.shards[(t.keys.hash(k)*0x9e3779b97f4a7c15)>>59]
+// shardOf returns the shard number of k: the high bits of its hash,
+// mixed, so that sequential ids spread evenly.
+func (t *hashTable[K]) shardOf(k K) int { return int((t.keys.hash(k) * 0x9e3779b97f4a7c15) >> 59) }
+
+func (t *hashTable[K]) shard(k K) *hashShard[K] { return &t.shards[t.shardOf(k)] }
+
+// A shardOrder is the positions of a call's keys grouped by shard, in
+// their order within a shard, so that a call takes each shard's lock
+// once rather than once per key: a lock is an atomic instruction, which
+// also keeps the processor from overlapping one key's cache misses with
+// the next's.
+type shardOrder struct {
+	pos   []int32
+	of    []uint8                // of[i] is key i's shard
+	start [tableShards + 1]int32 // shard s's positions are pos[start[s]:start[s+1]]
 }
+
+var shardOrders = sync.Pool{New: func() any { return new(shardOrder) }}
+
+// order groups the n keys s holds by shard; release the order once done.
+func (t *hashTable[K]) order(s *keyScratch, n int) *shardOrder {
+	o := shardOrders.Get().(*shardOrder)
+	if cap(o.pos) < n {
+		o.pos, o.of = make([]int32, n), make([]uint8, n)
+	}
+	o.pos, o.of = o.pos[:n], o.of[:n]
+	var count [tableShards]int32
+	for i := range n {
+		sh := t.shardOf(t.keys.at(s, i))
+		o.of[i] = uint8(sh)
+		count[sh]++
+	}
+	o.start[0] = 0
+	for sh := range tableShards {
+		o.start[sh+1] = o.start[sh] + count[sh]
+	}
+	next := count // reused as each shard's next free slot
+	copy(next[:], o.start[:tableShards])
+	for i := range n {
+		sh := o.of[i]
+		o.pos[next[sh]] = int32(i)
+		next[sh]++
+	}
+	return o
+}
+
+// keysOf returns the positions of shard sh's keys.
+func (o *shardOrder) keysOf(sh int) []int32 { return o.pos[o.start[sh]:o.start[sh+1]] }
+
+func (o *shardOrder) release() { shardOrders.Put(o) }
 
 func (t *hashTable[K]) find(keys, defaults *wire.Tensor, outShape []int64) (wire.Tensor, error) {
 	s := getKeyScratch()
@@ -86,23 +132,24 @@ func (t *hashTable[K]) find(keys, defaults *wire.Tensor, outShape []int64) (wire
 	}
 	rb := t.rowBytes
 	perKey := len(defaults.Data) == len(out.Data) // one default per key
-	for i := range n {
-		k := t.keys.at(s, i)
-		dst := out.Data[i*rb : (i+1)*rb]
-		sh := t.shard(k)
+	o := t.order(s, n)
+	defer o.release()
+	for si := range t.shards {
+		sh := &t.shards[si]
 		sh.mu.RLock()
-		r, ok := sh.index[k]
-		if ok {
-			copy(dst, sh.vals[int(r)*rb:])
+		for _, i := range o.keysOf(si) {
+			dst := out.Data[int(i)*rb : (int(i)+1)*rb]
+			r, ok := sh.index[t.keys.at(s, int(i))]
+			switch {
+			case ok:
+				copy(dst, sh.vals[int(r)*rb:])
+			case perKey:
+				copy(dst, defaults.Data[int(i)*rb:])
+			default:
+				copy(dst, defaults.Data)
+			}
 		}
 		sh.mu.RUnlock()
-		switch {
-		case ok:
-		case perKey:
-			copy(dst, defaults.Data[i*rb:])
-		default:
-			copy(dst, defaults.Data)
-		}
 	}
 	return out, nil
 }
@@ -161,11 +208,18 @@ func (t *hashTable[K]) insert(keys, values *wire.Tensor) error {
 	if err != nil {
 		return err
 	}
-	for i := range n {
-		k := t.keys.at(s, i)
-		sh := t.shard(k)
+	o := t.order(s, n)
+	defer o.release()
+	for si := range t.shards {
+		sh := &t.shards[si]
+		keys := o.keysOf(si)
+		if len(keys) == 0 {
+			continue
+		}
 		sh.mu.Lock()
-		t.set(sh, k, values, strs, i)
+		for _, i := range keys {
+			t.set(sh, t.keys.at(s, int(i)), values, strs, int(i))
+		}
 		sh.mu.Unlock()
 	}
 	return nil
@@ -204,11 +258,18 @@ func (t *hashTable[K]) remove(keys *wire.Tensor) error {
 	if err != nil {
 		return err
 	}
-	for i := range n {
-		k := t.keys.at(s, i)
-		sh := t.shard(k)
+	o := t.order(s, n)
+	defer o.release()
+	for si := range t.shards {
+		sh := &t.shards[si]
+		keys := o.keysOf(si)
+		if len(keys) == 0 {
+			continue
+		}
 		sh.mu.Lock()
-		t.delete(sh, k)
+		for _, i := range keys {
+			t.delete(sh, t.keys.at(s, int(i)))
+		}
 		sh.mu.Unlock()
 	}
 	return nil
