@@ -12,7 +12,9 @@ import (
 type shardOrder struct {
 	pos    []int32
 	hashes []uint64
+	rows   []int32 // rows[i] is id i's row, -1 for none, once found
 	start  [numShards + 1]int32
+	sink   float32 // what the loads made ahead of their use read
 }
 
 var orders = sync.Pool{New: func() any { return new(shardOrder) }}
@@ -20,9 +22,9 @@ var orders = sync.Pool{New: func() any { return new(shardOrder) }}
 func orderIDs(ids []int64) *shardOrder {
 	o := orders.Get().(*shardOrder)
 	if cap(o.pos) < len(ids) {
-		o.pos, o.hashes = make([]int32, len(ids)), make([]uint64, len(ids))
+		o.pos, o.hashes, o.rows = make([]int32, len(ids)), make([]uint64, len(ids)), make([]int32, len(ids))
 	}
-	o.pos, o.hashes = o.pos[:len(ids)], o.hashes[:len(ids)]
+	o.pos, o.hashes, o.rows = o.pos[:len(ids)], o.hashes[:len(ids)], o.rows[:len(ids)]
 	var count [numShards]int32
 	for i, id := range ids {
 		h := mix(uint64(id))
@@ -47,8 +49,18 @@ func (o *shardOrder) of(s int) []int32 { return o.pos[o.start[s]:o.start[s+1]] }
 
 func (o *shardOrder) release() { orders.Put(o) }
 
-// each runs f for every id under its shard's lock, shard by shard.
-func (t *Table) each(ids []int64, f func(sh *shard, i int, h uint64)) {
+// each finds the rows of ids and runs f for every id, under its shard's
+// lock, shard by shard; f gets the id's row, or -1 when it has none. With
+// create, an id without a row is counted towards admission, and gets one
+// if admitted.
+//
+// The rows of a batch of random ids are cache misses, one for the index
+// slot and one for the row; worked one id after another, each waits for
+// the last. So each goes in three passes over a shard's ids: load every
+// id's home slot, then find every row (the slots now cached) and load
+// its first float, then run f (the rows cached): the loads of a pass do
+// not depend on each other, and the processor overlaps their misses.
+func (t *Table) each(ids []int64, create bool, f func(sh *shard, i int, r int32)) {
 	o := orderIDs(ids)
 	defer o.release()
 	for s := range t.shards {
@@ -58,10 +70,31 @@ func (t *Table) each(ids []int64, f func(sh *shard, i int, h uint64)) {
 		}
 		sh := &t.shards[s]
 		sh.mu.Lock()
+		var k int64
 		for _, i := range pos {
-			f(sh, int(i), o.hashes[i])
+			k += sh.idx.home(o.hashes[i])
+		}
+		var sink float32
+		for _, i := range pos {
+			r, ok := sh.idx.find(ids[i], o.hashes[i])
+			switch {
+			case ok && create:
+				sh.freq[r]++
+			case create:
+				r, ok = t.admit(sh, ids[i], o.hashes[i])
+			}
+			if !ok {
+				o.rows[i] = -1
+				continue
+			}
+			o.rows[i] = r
+			sink += sh.data[int(r)*t.stride]
+		}
+		for _, i := range pos {
+			f(sh, int(i), o.rows[i])
 		}
 		sh.mu.Unlock()
+		o.sink += sink + float32(k&1)
 	}
 }
 
@@ -73,13 +106,10 @@ func (t *Table) Gather(ids []int64, out []float32) error {
 	if len(out) != len(ids)*d {
 		return fmt.Errorf("embedding: gather of %d ids into %d floats of rows of %d: %w", len(ids), len(out), d, ErrMismatch)
 	}
-	t.each(ids, func(sh *shard, i int, h uint64) {
-		id, dst := ids[i], out[i*d:(i+1)*d]
-		r, ok := sh.idx.find(id, h)
-		if ok {
-			sh.freq[r]++
-		} else if r, ok = t.admit(sh, id, h); !ok {
-			t.opts.Init.fill(id, dst)
+	t.each(ids, true, func(sh *shard, i int, r int32) {
+		dst := out[i*d : (i+1)*d]
+		if r < 0 {
+			t.opts.Init.fill(ids[i], dst)
 			return
 		}
 		copy(dst, t.row(sh, r)[:d])
@@ -117,9 +147,8 @@ func (t *Table) ApplyAdagrad(ids []int64, grads []float32, lr float32, step int6
 		return 0, fmt.Errorf("embedding: Adagrad needs an accumulator slot, the table has none: %w", ErrMismatch)
 	}
 	applied := 0
-	t.each(ids, func(sh *shard, i int, h uint64) {
-		r, ok := sh.idx.find(ids[i], h)
-		if !ok {
+	t.each(ids, false, func(sh *shard, i int, r int32) {
+		if r < 0 {
 			return
 		}
 		row, g := t.row(sh, r), grads[i*d:(i+1)*d]

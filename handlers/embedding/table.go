@@ -131,7 +131,7 @@ func (t *Table) BytesPerRow() float64 {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		rows += len(sh.ids)
-		bytes += 8*(cap(sh.ids)+cap(sh.freq)+cap(sh.version)) + 4*cap(sh.data) + 12*len(sh.idx.keys)
+		bytes += 8*(cap(sh.ids)+cap(sh.freq)+cap(sh.version)) + 4*cap(sh.data) + 16*len(sh.idx.slots)
 		sh.mu.Unlock()
 	}
 	if rows == 0 {
