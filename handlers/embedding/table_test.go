@@ -349,6 +349,9 @@ func TestSnapshotUnderConcurrentUpdates(t *testing.T) {
 // TestHotPathAllocations checks that lookups and updates of rows that
 // exist allocate nothing.
 func TestHotPathAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers")
+	}
 	const dim, n = 16, 1000
 	tab := newTable(t, Options{Dim: dim, Slots: []float32{0.1}})
 	ids := make([]int64, n)

@@ -60,6 +60,9 @@ func randomKeys(n, rows int) wire.Tensor {
 // costs no allocation per key: a batch of 1000 keys allocates what a
 // batch of 10 does, at most the output tensor's shape.
 func TestTableHotPathAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers")
+	}
 	const rows, width = 10000, 16
 	tables := map[string]lookupTable{"hash": embTable(t, rows, width)}
 	dense, err := newDenseTable(tableMeta{name: "dense", kind: denseHash, keyType: wire.DTInt64, valueType: wire.DTFloat, valueShape: []int64{width}},
