@@ -123,6 +123,12 @@ func (t *Table) admit(sh *shard, id int64, h uint64) (int32, bool) {
 	if t.opts.FilterFreq <= 1 {
 		return t.add(sh, id, h, 1), true
 	}
+	if sh.bloom != nil {
+		if n := sh.bloom.add(h); n >= t.opts.FilterFreq {
+			return t.add(sh, id, h, n), true
+		}
+		return 0, false
+	}
 	n := sh.pending[id] + 1
 	if n < t.opts.FilterFreq {
 		sh.pending[id] = n

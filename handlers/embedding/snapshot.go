@@ -18,7 +18,8 @@ type Snapshot struct {
 	Freqs    []int64
 	Versions []int64
 	// FilteredIDs are the ids looked up but not admitted, FilteredFreqs
-	// their lookups.
+	// their lookups. A table counting them in a Bloom filter has none: its
+	// snapshot leaves the filter out, and a restore starts it empty.
 	FilteredIDs   []int64
 	FilteredFreqs []int64
 }
@@ -110,7 +111,7 @@ func (t *Table) Restore(s *Snapshot) error {
 	}
 	for i := range t.shards {
 		sh, f := &t.shards[i], &fresh.shards[i]
-		sh.idx, sh.ids, sh.data, sh.freq, sh.version, sh.pending = f.idx, f.ids, f.data, f.freq, f.version, f.pending
+		sh.idx, sh.ids, sh.data, sh.freq, sh.version, sh.pending, sh.bloom = f.idx, f.ids, f.data, f.freq, f.version, f.pending, f.bloom
 	}
 	for i := range t.shards {
 		t.shards[i].mu.Unlock()

@@ -34,6 +34,9 @@ type Options struct {
 	// initializer's value for the id and an update of it is dropped. 0
 	// and 1 make a row on the first lookup.
 	FilterFreq int64
+	// Bloom, when set, counts the lookups of ids without a row in a
+	// counting Bloom filter rather than exactly, per id (see BloomFilter).
+	Bloom *BloomFilter
 }
 
 // An Initializer makes the value of a new row: Constant everywhere, or,
@@ -90,7 +93,8 @@ type shard struct {
 	data    []float32
 	freq    []int64
 	version []int64
-	pending map[int64]int64 // lookups of ids not yet admitted
+	pending map[int64]int64 // lookups of ids not yet admitted, without Bloom
+	bloom   *bloom          // with Bloom
 	_       cpu.CacheLinePad
 }
 
@@ -99,11 +103,17 @@ func New(opts Options) (*Table, error) {
 	if opts.Dim <= 0 {
 		return nil, fmt.Errorf("embedding: dimension %d: %w", opts.Dim, ErrMismatch)
 	}
+	if b := opts.Bloom; b != nil && (b.Counters <= 0 || b.Hashes <= 0) {
+		return nil, fmt.Errorf("embedding: a Bloom filter of %d counters and %d hashes: %w", b.Counters, b.Hashes, ErrMismatch)
+	}
 	opts.Slots = append([]float32(nil), opts.Slots...)
 	t := &Table{opts: opts, stride: opts.Dim * (1 + len(opts.Slots))}
 	for i := range t.shards {
 		t.shards[i].idx.init(8)
 		t.shards[i].pending = map[int64]int64{}
+		if opts.Bloom != nil {
+			t.shards[i].bloom = opts.Bloom.shard()
+		}
 	}
 	return t, nil
 }
@@ -123,8 +133,9 @@ func (t *Table) Len() int {
 	return n
 }
 
-// BytesPerRow returns the memory the table holds per row: the slabs and
-// index it allocated, divided by its rows (0 when it has none).
+// BytesPerRow returns the memory the table holds per row: the slabs,
+// index and Bloom filter it allocated, divided by its rows (0 when it has
+// none). The exact counts of ids not yet admitted are left out.
 func (t *Table) BytesPerRow() float64 {
 	bytes, rows := 0, 0
 	for i := range t.shards {
@@ -132,6 +143,9 @@ func (t *Table) BytesPerRow() float64 {
 		sh.mu.Lock()
 		rows += len(sh.ids)
 		bytes += 8*(cap(sh.ids)+cap(sh.freq)+cap(sh.version)) + 4*cap(sh.data) + 16*len(sh.idx.slots)
+		if sh.bloom != nil {
+			bytes += len(sh.bloom.counts)
+		}
 		sh.mu.Unlock()
 	}
 	if rows == 0 {
