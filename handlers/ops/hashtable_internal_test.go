@@ -109,16 +109,27 @@ func scalarInt64(v int64) *wire.Tensor {
 }
 
 // BenchmarkHashTable measures lookups and updates of batches of 1024
-// random keys in a MutableHashTableOfTensors of 16 floats per key, from
+// random keys (a new batch each call) in a MutableHashTableOfTensors of 16 floats per key, from
 // one goroutine and from all at once.
 func BenchmarkHashTable(b *testing.B) {
 	const width, batch = 16, 1024
 	for _, rows := range []int{1 << 20} {
 		tab := embTable(b, rows, width)
-		keys, vals := randomKeys(batch, rows), floatTensor(batch, width)
+		// A different batch each call, so that rows come from memory as
+		// a training job's do, not from a cache one batch fits in.
+		const batches = 1024
+		pool, vals := randomKeys(batches*batch, rows), floatTensor(batch, width)
 		def := tensor.Owned(wire.DTFloat, []int64{width}, width*4)
 		shape := []int64{batch, width}
+		keys := wire.Tensor{DType: wire.DTInt64, Shape: []int64{batch}}
+		call := 0
+		next := func() {
+			k := call % batches * batch * 8
+			keys.Data = pool.Data[k : k+batch*8]
+			call++
+		}
 		find := func() {
+			next()
 			out, err := tab.find(&keys, &def, shape)
 			if err != nil {
 				b.Fatal(err)
@@ -126,6 +137,7 @@ func BenchmarkHashTable(b *testing.B) {
 			out.Buf.Release()
 		}
 		update := func() {
+			next()
 			if err := tab.insert(&keys, &vals); err != nil {
 				b.Fatal(err)
 			}
@@ -161,11 +173,20 @@ func BenchmarkHashTable(b *testing.B) {
 func BenchmarkFixedGather(b *testing.B) {
 	const width, batch, rows = 16, 1024, 1 << 20
 	slab := make([]float32, rows*width)
-	keys := tensor.View[int64](randomKeys(batch, rows).Data)
+	for i := range slab {
+		// Written, so that it is memory of its own: never-written pages
+		// all map the kernel's one zero page, which is always cached.
+		slab[i] = float32(i)
+	}
+	const batches = 1024
+	pool := tensor.View[int64](randomKeys(batches*batch, rows).Data)
 	out := make([]float32, batch*width)
 	b.ReportAllocs()
 	cpu := startThreadCPU()
+	call := 0
 	for b.Loop() {
+		keys := pool[call%batches*batch:][:batch]
+		call++
 		for i, k := range keys {
 			copy(out[i*width:(i+1)*width], slab[int(k)*width:])
 		}
