@@ -145,20 +145,26 @@ func (t *Table) admit(sh *shard, id int64, h uint64) (int32, bool) {
 // without a row (not admitted) are dropped. It returns the number of
 // gradients applied.
 func (t *Table) ApplyAdagrad(ids []int64, grads []float32, lr float32, step int64) (int, error) {
+	return t.ApplyAdagradSlot(0, ids, grads, lr, step)
+}
+
+// ApplyAdagradSlot is ApplyAdagrad with slot k as the accumulator.
+func (t *Table) ApplyAdagradSlot(k int, ids []int64, grads []float32, lr float32, step int64) (int, error) {
 	d := t.opts.Dim
 	if len(grads) != len(ids)*d {
 		return 0, fmt.Errorf("embedding: %d gradient floats for %d ids of %d: %w", len(grads), len(ids), d, ErrMismatch)
 	}
-	if len(t.opts.Slots) < 1 {
-		return 0, fmt.Errorf("embedding: Adagrad needs an accumulator slot, the table has none: %w", ErrMismatch)
+	if k < 0 || k >= len(t.opts.Slots) {
+		return 0, fmt.Errorf("embedding: Adagrad's accumulator is slot %d, the table has %d: %w", k, len(t.opts.Slots), ErrMismatch)
 	}
+	lo := (1 + k) * d
 	applied := 0
 	t.each(ids, false, func(sh *shard, i int, r int32) {
 		if r < 0 {
 			return
 		}
 		row, g := t.row(sh, r), grads[i*d:(i+1)*d]
-		v, acc := row[:d], row[d:2*d]
+		v, acc := row[:d], row[lo:lo+d]
 		for j, gj := range g {
 			acc[j] += gj * gj
 			v[j] -= lr * gj / float32(math.Sqrt(float64(acc[j])))

@@ -39,18 +39,26 @@ type Options struct {
 	Bloom *BloomFilter
 }
 
-// An Initializer makes the value of a new row: Constant everywhere, or,
+// An Initializer makes the value of a new row: Constant everywhere; or,
 // with UniformLimit set, values drawn uniformly from [-UniformLimit,
 // UniformLimit) by a hash of Seed, the id and the element, so that a row
-// starts the same whichever step, ps or restart makes it.
+// starts the same whichever step, ps or restart makes it; or, with Rows
+// set, row id mod n of those n rows of Dim values (DeepRec's default value
+// matrix of default_value_dim rows).
 type Initializer struct {
 	Constant     float32
 	UniformLimit float32
 	Seed         uint64
+	Rows         []float32
 }
 
 // fill writes the initial value of id's row into dst.
 func (in *Initializer) fill(id int64, dst []float32) {
+	if d := len(dst); len(in.Rows) >= d {
+		n := uint64(len(in.Rows) / d)
+		copy(dst, in.Rows[int(uint64(id)%n)*d:])
+		return
+	}
 	if in.UniformLimit <= 0 {
 		for i := range dst {
 			dst[i] = in.Constant
@@ -107,6 +115,10 @@ func New(opts Options) (*Table, error) {
 		return nil, fmt.Errorf("embedding: a Bloom filter of %d counters and %d hashes: %w", b.Counters, b.Hashes, ErrMismatch)
 	}
 	opts.Slots = append([]float32(nil), opts.Slots...)
+	opts.Init.Rows = append([]float32(nil), opts.Init.Rows...)
+	if len(opts.Init.Rows)%opts.Dim != 0 {
+		return nil, fmt.Errorf("embedding: initial rows of %d floats for rows of %d: %w", len(opts.Init.Rows), opts.Dim, ErrMismatch)
+	}
 	t := &Table{opts: opts, stride: opts.Dim * (1 + len(opts.Slots))}
 	for i := range t.shards {
 		t.shards[i].idx.init(8)
@@ -120,6 +132,32 @@ func New(opts Options) (*Table, error) {
 
 // Dim is the number of values of a row.
 func (t *Table) Dim() int { return t.opts.Dim }
+
+// Slots returns the number of optimizer slots of a row.
+func (t *Table) Slots() int { return len(t.opts.Slots) }
+
+// ErrNotEmpty is returned by SetSlotInit on a table that has rows.
+var ErrNotEmpty = errors.New("embedding: the table has rows")
+
+// SetSlotInit sets the initial value of slot k of rows yet to be made,
+// which may be set only while the table has none: DeepRec initializes an
+// optimizer's slots after the variable they belong to.
+func (t *Table) SetSlotInit(k int, v float32) error {
+	if k < 0 || k >= len(t.opts.Slots) {
+		return fmt.Errorf("embedding: slot %d of a table of %d: %w", k, len(t.opts.Slots), ErrMismatch)
+	}
+	for i := range t.shards {
+		t.shards[i].mu.Lock()
+		defer t.shards[i].mu.Unlock()
+	}
+	for i := range t.shards {
+		if len(t.shards[i].ids) > 0 {
+			return fmt.Errorf("embedding: set slot %d's initial value: %w", k, ErrNotEmpty)
+		}
+	}
+	t.opts.Slots[k] = v
+	return nil
+}
 
 // Len returns the number of rows.
 func (t *Table) Len() int {

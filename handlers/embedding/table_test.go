@@ -367,3 +367,32 @@ func TestHotPathAllocations(t *testing.T) {
 		t.Errorf("ApplyAdagrad of %d ids: %v allocations, want 0", n, a)
 	}
 }
+
+// TestRowsInitializerAndSlots checks DeepRec's default value matrix (id
+// mod its rows), slot initial values set before the first row and
+// refused after, and Adagrad on a slot other than the first.
+func TestRowsInitializerAndSlots(t *testing.T) {
+	tab := newTable(t, Options{Dim: 2, Slots: []float32{0, 0}, Init: Initializer{Rows: []float32{0, 0, 1, 1, 2, 2}}})
+	if err := tab.SetSlotInit(1, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	if got := gather(t, tab, 4, 3, 2); !slices.Equal(got, []float32{1, 1, 0, 0, 2, 2}) {
+		t.Fatalf("gather 4, 3, 2 = %v, want rows 1, 0, 2 of the matrix", got)
+	}
+	if err := tab.SetSlotInit(0, 1); !errors.Is(err, ErrNotEmpty) {
+		t.Fatalf("SetSlotInit on a table with rows: %v, want ErrNotEmpty", err)
+	}
+	if _, err := tab.ApplyAdagradSlot(1, []int64{4}, []float32{1, 2}, 0.5, 3); err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{1 - 0.5/float32(math.Sqrt(1.5)), 1 - 0.5*2/float32(math.Sqrt(4.5)), 0, 0, 1.5, 4.5}
+	got := rowsOf(tab.Snapshot())[4]
+	for j := range want {
+		if math.Abs(float64(got[j]-want[j])) > 1e-6 {
+			t.Fatalf("row 4 = %v, want %v", got, want)
+		}
+	}
+	if _, err := New(Options{Dim: 2, Init: Initializer{Rows: []float32{1, 2, 3}}}); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("rows of 3 floats for a dimension of 2: %v, want ErrMismatch", err)
+	}
+}
