@@ -32,7 +32,10 @@
 // MutableHashTableV2, MutableHashTableOfTensorsV2, MutableDenseHashTableV2
 // (lookup_table.go), LookupTableFindV2, LookupTableInsertV2,
 // LookupTableRemoveV2, LookupTableSizeV2, LookupTableExportV2,
-// LookupTableImportV2 (lookup_ops.go); ExpandDims (expanddims.go).
+// LookupTableImportV2 (lookup_ops.go); KvVarHandleOp,
+// InitializeKvVariableOp, KvVarIsInitializedOp, KvResourceGather,
+// KvResourceSparseApplyAdagrad (kv_variable.go, DeepRec's embedding
+// variables over package embedding); ExpandDims (expanddims.go).
 // Arithmetic supports DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; ops that
 // only move elements (concatenation, slicing, partitioning, gathers) take
 // any fixed-size dtype; Pack and Select take strings too. Names lists the

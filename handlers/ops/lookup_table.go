@@ -125,11 +125,34 @@ func (m *tableMeta) String() string {
 	return fmt.Sprintf("%v %v%v -> %v%v", m.kind, m.keyType, tfShape(m.keyShape), m.valueType, tfShape(m.valueShape))
 }
 
-// tables is the part of a Variables that holds tables. The zero value is
-// empty and ready.
+// tables is the part of a Variables that holds resources other than
+// variables: lookup tables, and embedding variables (kv_variable.go),
+// each kind with names of its own. The zero value is empty and ready.
 type tables struct {
 	mu sync.Mutex
-	m  map[varKey]lookupTable
+	m  map[resourceKey]resource
+}
+
+type resourceKey struct{ kind, container, name string }
+
+// lookupOrCreateResource returns the resource of kind named (container,
+// name), made by make if there is none.
+func (ts *tables) lookupOrCreateResource(kind, container, name string, make func() (resource, error)) (resource, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	k := resourceKey{kind, container, name}
+	if r := ts.m[k]; r != nil {
+		return r, nil
+	}
+	r, err := make()
+	if err != nil {
+		return nil, err
+	}
+	if ts.m == nil {
+		ts.m = map[resourceKey]resource{}
+	}
+	ts.m[k] = r
+	return r, nil
 }
 
 // lookupOrCreate returns the table named (container, name), made by make
@@ -137,29 +160,20 @@ type tables struct {
 // other dtypes or shapes, is refused: TensorFlow checks the dtypes alone
 // and would hand one node's table to the other.
 func (ts *tables) lookupOrCreate(container, name string, want *tableMeta, make func() (lookupTable, error)) (lookupTable, error) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	k := varKey{container, name}
-	if t := ts.m[k]; t != nil {
-		if !t.meta().same(want) {
-			return nil, status.Errorf(wire.InvalidArgument, "table %s is %v, the node asks for %v", t.meta().name, t.meta(), want)
-		}
-		return t, nil
-	}
-	t, err := make()
+	r, err := ts.lookupOrCreateResource("table", container, name, func() (resource, error) { return make() })
 	if err != nil {
 		return nil, err
 	}
-	if ts.m == nil {
-		ts.m = map[varKey]lookupTable{}
+	t := r.(lookupTable)
+	if !t.meta().same(want) {
+		return nil, status.Errorf(wire.InvalidArgument, "table %s is %v, the node asks for %v", t.meta().name, t.meta(), want)
 	}
-	ts.m[k] = t
 	return t, nil
 }
 
-// cleanup drops the tables of the named containers, or all of them when
-// none is named. Steps still holding one keep using it; the next step
-// that names it gets a new, empty table.
+// cleanup drops the resources of the named containers, or all of them
+// when none is named. Steps still holding one keep using it; the next
+// step that names it gets a new, empty one.
 func (ts *tables) cleanup(containers []string) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()

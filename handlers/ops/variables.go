@@ -51,7 +51,7 @@ var variableIDs atomic.Uint64
 type Variables struct {
 	mu     sync.Mutex
 	m      map[varKey]*variable
-	tables tables // lookup tables (lookup_table.go)
+	tables tables // lookup tables and embedding variables (lookup_table.go)
 }
 
 type varKey struct{ container, name string }
