@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/capture"
+	"github.com/starwire/starwire/internal/capture"
 	"github.com/starwire/starwire/internal/netns"
 	"golang.org/x/sys/unix"
 )

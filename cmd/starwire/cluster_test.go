@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/vethnet"
 	"github.com/vishvananda/netlink"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
 )
 
 // A peerInfo is what a task said about its calls to its peers, or why it
@@ -93,7 +93,7 @@ func peerPaths(infos []peerInfo, counts bool) string {
 		who := shortTask(i.Task)
 		switch {
 		case i.err != nil:
-			add("unknown", who+": "+shortErr(i.err))
+			add("unknown", who+": "+tasks.ShortError(i.err))
 		case !counts:
 			add(i.PeerPath, who)
 		case len(i.PeerPaths) == 0:

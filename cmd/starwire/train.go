@@ -9,17 +9,18 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
-	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
 )
 
 // trainFlags are the flags of "starwire train".
@@ -240,7 +241,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	r.restoreProcs = restore
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.Net, Dir: dir, Logger: logger,
-		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.File, TLS: r.layout.TLS, NoAllowlist: !r.f.Allowlist, AFXDPPath: policy,
+		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.Capture(), TLS: r.layout.TLS, NoAllowlist: !r.f.Allowlist, AFXDPPath: policy,
 		CheckpointDir: r.f.ckpt.dir,
 	}, r.f.afxdp)
 	if err != nil {
@@ -252,7 +253,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	}
 	// The master side asks every task for its status over gRPC first, as
 	// TensorFlow's master does whatever the worker protocol.
-	if err := awaitCluster(ctx, r.layout, r.f.connectTimeout); err != nil {
+	if err := tasks.Await(ctx, r.layout, r.f.connectTimeout); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	fmt.Fprintf(r.stdout, "local cluster: %s\n", r.layout.Cluster)
@@ -274,7 +275,7 @@ func (r *trainRun) join(ctx context.Context) error {
 		as = " as " + c.TaskName() + ", the driver"
 	}
 	fmt.Fprintf(r.stdout, "joining cluster: %s%s\n", r.layout.Cluster, as)
-	if err := awaitCluster(ctx, r.layout, r.f.connectTimeout); err != nil {
+	if err := tasks.Await(ctx, r.layout, r.f.connectTimeout); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	return nil
@@ -513,4 +514,13 @@ func startLocal(opts tasks.LocalOptions, mode string) (*tasks.Local, string, err
 	}
 	l, err := tasks.StartLocal(opts)
 	return l, why, err
+}
+
+// endpointPairs lists an endpoint map on one line.
+func endpointPairs(m cluster.EndpointMap) string {
+	var parts []string
+	for g, s := range m.All() {
+		parts = append(parts, g+"="+s)
+	}
+	return strings.Join(parts, " ")
 }

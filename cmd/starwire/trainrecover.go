@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -53,7 +53,7 @@ func (j *rejoiner) Find(ctx context.Context, task string) (string, error) {
 	cancel()
 	c.Close()
 	if err != nil {
-		return addrs.GRPC, fmt.Errorf("at %s: %s", addrs.GRPC, shortErr(err))
+		return addrs.GRPC, fmt.Errorf("at %s: %s", addrs.GRPC, tasks.ShortError(err))
 	}
 	// A new Caller, at the same address too: the old one's connection
 	// is broken and it would wait out its backoff.

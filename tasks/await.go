@@ -1,4 +1,4 @@
-package main
+package tasks
 
 import (
 	"context"
@@ -8,17 +8,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire"
 )
 
-// awaitCluster waits until every task answers GetStatus on its gRPC
-// address, the master-side service every task keeps, polling until
-// timeout; the error names the tasks that never answered.
-func awaitCluster(ctx context.Context, l tasks.Layout, timeout time.Duration) error {
+// awaitEvery is the interval between Await's rounds of GetStatus calls.
+const awaitEvery = 200 * time.Millisecond
+
+// Await waits until every task of l answers GetStatus on its gRPC
+// address, the master-side service every task keeps, as TensorFlow's
+// master asks whatever the worker protocol; it gives up after timeout
+// with an error naming the tasks that never answered, and at once when a
+// task refuses this client (TLS it lacks, a certificate it does not
+// take), which waiting cannot change.
+func Await(ctx context.Context, l Layout, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pending := map[string]string{}
@@ -58,22 +63,21 @@ func awaitCluster(ctx context.Context, l tasks.Layout, timeout time.Duration) er
 		case <-ctx.Done():
 			var parts []string
 			for task, addr := range pending {
-				parts = append(parts, fmt.Sprintf("%s at %s (%v)", task, addr, shortErr(last[task])))
+				parts = append(parts, fmt.Sprintf("%s at %s (%v)", task, addr, ShortError(last[task])))
 			}
 			return fmt.Errorf("cluster unreachable after %v: %s", timeout, strings.Join(parts, "; "))
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(awaitEvery):
 		}
 	}
 }
 
 // refusedBy returns an error naming the tasks that refused this client
-// (unauthenticated: TLS it lacks or a certificate they do not take), which
-// waiting longer cannot change; nil when none did.
+// (unauthenticated), nil when none did.
 func refusedBy(pending map[string]string, last map[string]error) error {
 	var parts []string
 	for task, addr := range pending {
 		if rpc.CodeOf(last[task]) == wire.Unauthenticated {
-			parts = append(parts, fmt.Sprintf("%s at %s (%v)", task, addr, shortErr(last[task])))
+			parts = append(parts, fmt.Sprintf("%s at %s (%v)", task, addr, ShortError(last[task])))
 		}
 	}
 	if len(parts) == 0 {
@@ -83,8 +87,10 @@ func refusedBy(pending map[string]string, last map[string]error) error {
 	return fmt.Errorf("cluster refused this client: %s", strings.Join(parts, "; "))
 }
 
-// shortErr keeps the innermost cause of a long wrapped error.
-func shortErr(err error) string {
+// ShortError keeps the innermost cause of a long wrapped call error: the
+// message of the status a task answered, or the whole error; "no answer"
+// for nil.
+func ShortError(err error) string {
 	if err == nil {
 		return "no answer"
 	}
@@ -93,13 +99,4 @@ func shortErr(err error) string {
 		return st.Msg
 	}
 	return err.Error()
-}
-
-// endpointPairs lists an endpoint map on one line.
-func endpointPairs(m cluster.EndpointMap) string {
-	var parts []string
-	for g, s := range m.All() {
-		parts = append(parts, g+"="+s)
-	}
-	return strings.Join(parts, " ")
 }
