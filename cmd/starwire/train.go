@@ -21,6 +21,7 @@ import (
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
+	"github.com/starwire/starwire/train"
 )
 
 // trainFlags are the flags of "starwire train".
@@ -343,9 +344,9 @@ func (r *trainRun) train(ctx context.Context) error {
 			return s.Add(driver.Stats{Calls: c, Bytes: b})
 		})
 	}
-	var saver *saver
+	var saver *train.CheckpointSaverHook
 	if f.onFailure == "recover" {
-		r.recover(job, &rejoiner{r: r, set: r.set, peers: peers, d: d}, &saver, stdout)
+		r.recover(job, r.rejoiner(peers, d), &saver, stdout)
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, f.connectTimeout)
 	err = job.Setup(setupCtx)
@@ -375,7 +376,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	if err := saver.finish(ctx, stdout); err != nil {
+	if err := f.ckpt.finish(ctx, saver, stdout); err != nil {
 		return err
 	}
 	infos := r.peerInfos(ctx)

@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/starwire/starwire/handlers/checkpoint"
 )
@@ -75,33 +74,5 @@ func TestCheckpointFlags(t *testing.T) {
 	}
 	if err != nil || !filepath.IsAbs(f.ckpt.dir) || f.ckpt.keep != 5 {
 		t.Errorf("--checkpoint_dir rel: %+v, %v; want an absolute dir, keep 5", f.ckpt, err)
-	}
-}
-
-// TestSaverDue: a save is due once the global step has moved on by
-// --save_checkpoint_steps, or --save_checkpoint_secs have passed, and
-// never by a setting of 0.
-func TestSaverDue(t *testing.T) {
-	start := time.Unix(1000, 0)
-	for _, c := range []struct {
-		steps   int64
-		secs    int
-		step    int64
-		elapsed time.Duration
-		due     bool
-	}{
-		{100, 0, 199, time.Hour, false},
-		{100, 0, 200, 0, true},
-		{0, 60, 10000, 59 * time.Second, false},
-		{0, 60, 101, time.Minute, true},
-		{100, 60, 150, time.Minute, true},
-		{100, 60, 150, time.Second, false},
-		{0, 0, 1 << 40, 1000 * time.Hour, false},
-	} {
-		now := start.Add(c.elapsed)
-		s := &saver{f: &checkpointFlags{steps: c.steps, secs: c.secs}, lastStep: 100, lastAt: start, now: func() time.Time { return now }}
-		if got := s.due(c.step); got != c.due {
-			t.Errorf("every %d steps / %ds, last at step 100: due at step %d after %v = %v, want %v", c.steps, c.secs, c.step, c.elapsed, got, c.due)
-		}
 	}
 }

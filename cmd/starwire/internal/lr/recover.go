@@ -210,11 +210,14 @@ func (j *Job) recoverFrom(ctx context.Context, gen int, cause error) error {
 	return nil
 }
 
-// shortCause keeps the first line of a step's error.
+// shortCause says what a step met: its error, where a lost task failed
+// it (a *driver.StepError) the loss alone, without the failed call's own
+// error, which the loss explains.
 func shortCause(err error) string {
 	s := err.Error()
-	if i := strings.Index(s, " (the step failed"); i > 0 {
-		s = s[:i]
+	var se *driver.StepError
+	if errors.As(err, &se) {
+		s = strings.Replace(s, se.Error(), se.Lost.Error(), 1)
 	}
 	return s
 }

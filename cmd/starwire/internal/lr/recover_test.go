@@ -608,3 +608,25 @@ func (r *holdingRejoiner) Find(_ context.Context, task string) (string, error) {
 }
 
 func (r *holdingRejoiner) ServerDef() *tfpb.ServerDef { return nil }
+
+// TestShortCause: a step's error names the lost task and why, with the
+// context around it, without the failed call's own error; other errors
+// are kept whole.
+func TestShortCause(t *testing.T) {
+	lost := &driver.StepError{
+		Lost: &driver.TaskError{Task: "/job:ps/replica:0/task:0", Err: errors.New("connection refused")},
+		Err:  errors.New("rpc: client closed"),
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("initialize the table: %w", lost), "initialize the table: /job:ps/replica:0/task:0 lost: connection refused"},
+		{lost, "/job:ps/replica:0/task:0 lost: connection refused"},
+		{errors.New("aborted: no session"), "aborted: no session"},
+	} {
+		if got := shortCause(c.err); got != c.want {
+			t.Errorf("shortCause(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}
