@@ -34,24 +34,26 @@ func TestSaverDue(t *testing.T) {
 	}
 }
 
-// fakeModel counts saves at the global step it is set to.
-type fakeModel struct {
+// fakeCheckpointer counts saves at the global step it is set to.
+type fakeCheckpointer struct {
 	step  int64
 	saved []int64
 }
 
-func (m *fakeModel) Save(_ context.Context, dir string, step int64, _ int) (string, error) {
+func (m *fakeCheckpointer) Save(_ context.Context, dir string, step int64, _ int) (string, error) {
 	m.saved = append(m.saved, step)
 	return dir + "/model.ckpt", nil
 }
-func (m *fakeModel) Restore(context.Context, string) (int64, string, error) { return 0, "", errNone }
-func (m *fakeModel) GlobalStep() int64                                      { return m.step }
+func (m *fakeCheckpointer) Restore(context.Context, string) (int64, string, error) {
+	return 0, "", errNone
+}
+func (m *fakeCheckpointer) GlobalStep() int64 { return m.step }
 
 // TestSaverSavesOnceAtEachDueStep: saves follow the step interval, a
 // step saved is not saved again at the end, and one not saved is.
 func TestSaverSavesOnceAtEachDueStep(t *testing.T) {
 	ctx := context.Background()
-	m := &fakeModel{}
+	m := &fakeCheckpointer{}
 	h := NewCheckpointSaverHook(m, SaverOptions{Dir: "/ckpt", Steps: 10})
 	if _, _, _, err := h.Begin(ctx); err == nil {
 		t.Fatal("Begin hid the model's restore error")

@@ -50,9 +50,9 @@ func registeredAddrs(dir, job string, idx int, p cluster.Protocol) (tasks.Addrs,
 
 // recover has job recover from lost tasks as --on_failure recover says:
 // restoring from --checkpoint_dir's newest checkpoint when there is one.
-func (r *trainRun) recover(job *lr.Job, j lr.Rejoiner, saver **train.CheckpointSaverHook, stdout io.Writer) {
+func (r *trainRun) recover(job *lr.Job, j train.Rejoiner, saver **train.CheckpointSaverHook, stdout io.Writer) {
 	f := r.f
-	o := lr.RecoverOptions{
+	o := train.RecoverOptions{
 		Rejoin:  j,
 		Timeout: f.recoveryTimeout,
 		Log: func(msg string) {

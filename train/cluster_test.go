@@ -1,0 +1,106 @@
+package train_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
+	"github.com/starwire/starwire/train"
+)
+
+// TestRecoverPSOfPublicTasks trains the example's model on public task
+// servers, stops the parameter server in the middle of the run and starts
+// it again at its addresses, a new incarnation with nothing of its state:
+// the session finds it through a PeerRejoiner, builds and initializes the
+// model again (no checkpoint: from step 0), and trains the steps left.
+func TestRecoverPSOfPublicTasks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	local, err := tasks.StartLocal(tasks.LocalOptions{PS: 1, Workers: 1, Protocol: cluster.ProtocolGRPCSeastar, Dir: t.TempDir(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { local.Close() })
+	layout := local.Layout
+	layout.FailFast = true
+	peers := tasks.NewPeers(layout)
+	defer peers.Close()
+	var callers []driver.Caller
+	for _, task := range []string{cluster.TaskName("ps", 0), cluster.TaskName("worker", 0)} {
+		c, err := peers.Caller(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		callers = append(callers, c)
+	}
+	d := driver.New("recover-public", callers...)
+	d.Watch(2 * time.Second)
+	const steps = 60
+	m := &numberModel{target: 3, rate: 0.05}
+	s := train.NewSession(d, m, train.Options{PS: 1, Workers: 1, Steps: steps})
+	m.s = s
+	var mu sync.Mutex
+	var logs []string
+	s.RecoverTasks(train.RecoverOptions{
+		Rejoin:  &train.PeerRejoiner{Peers: peers, Driver: d, Jobs: []string{"ps", "worker"}},
+		Timeout: 20 * time.Second,
+		Every:   20 * time.Millisecond,
+		Log: func(msg string) {
+			mu.Lock()
+			logs = append(logs, msg)
+			mu.Unlock()
+		},
+	})
+	restarted := make(chan error, 1)
+	var once sync.Once
+	s.AfterStep(func(context.Context, int64) error {
+		if done, _ := s.Steps(); done == 20 {
+			once.Do(func() { go func() { restarted <- restartPS(local, logger) }() })
+		}
+		return nil
+	})
+	if err := s.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	err = s.Run(ctx)
+	mu.Lock()
+	log := strings.Join(logs, "\n")
+	mu.Unlock()
+	if err != nil {
+		t.Fatalf("run: %v\nrecovery: %s", err, log)
+	}
+	if err := <-restarted; err != nil {
+		t.Fatalf("restart the ps: %v", err)
+	}
+	done, lost := s.Steps()
+	if done+lost != steps || s.UndoneSteps() <= 0 || !strings.Contains(log, "no checkpoint to restore") {
+		t.Fatalf("steps %d, lost %d, undone %d: want %d done or lost, and the steps before the restart undone\nrecovery: %s", done, lost, s.UndoneSteps(), steps, log)
+	}
+	if got, want := s.GlobalStep(), done-s.UndoneSteps(); got != want {
+		t.Errorf("global step %d, want the steps done less those undone, %d", got, want)
+	}
+	if losses := s.Losses(0); losses[len(losses)-1] > 0.01 {
+		t.Errorf("last loss %.4f: the model did not learn again after the restart", losses[len(losses)-1])
+	}
+}
+
+// restartPS stops ps 0 of local and starts it again at its addresses.
+func restartPS(local *tasks.Local, logger *slog.Logger) error {
+	old := local.Servers[0]
+	old.Close()
+	s, err := tasks.Listen("ps", 0, old.GRPCAddr, old.StarAddr, true, nil)
+	if err != nil {
+		return err
+	}
+	local.Servers[0] = s
+	return s.Start(local.Layout, logger)
+}

@@ -1,0 +1,111 @@
+package train
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// TestSessionFailsOverLostWorker: with FailOverWorkers, a worker lost in
+// the middle of the run costs the step in flight; its replica's other
+// steps run on the worker left, and the run ends.
+func TestSessionFailsOverLostWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		w1 := c.task(WorkerTask(1), 1)
+		d := driver.New("failover-test", c.task("/job:ps/replica:0/task:0", 1), c.task(WorkerTask(0), 1), w1)
+		d.Watch(2 * time.Second)
+		s, _ := newFakeSession(d, 1, 2, 10)
+		s.FailOverWorkers()
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step == 4 {
+				c.killNext.Store(w1)
+			}
+			return nil
+		})
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		done, lost := s.Steps()
+		if lost != 1 || done != 19 || s.GlobalStep() != 19 {
+			t.Errorf("steps %d, lost %d, global step %d: want 19, 1 and 19", done, lost, s.GlobalStep())
+		}
+		if n := len(s.Losses(0)); n != 19 {
+			t.Errorf("%d losses, want one per step done, 19", n)
+		}
+	})
+}
+
+// TestSessionRecoversLostPS: with RecoverTasks, a parameter server lost
+// and found again restarted (a new incarnation) has the session build
+// the model again, initialize it, restore it and go on from the global
+// step restored, counting the steps undone.
+func TestSessionRecoversLostPS(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		ps := c.task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("recover-test", ps, c.task(WorkerTask(0), 1))
+		d.Watch(2 * time.Second)
+		s, m := newFakeSession(d, 1, 1, 12)
+		var restores atomic.Int32
+		s.RecoverTasks(RecoverOptions{
+			Rejoin: &restarting{c: c, d: d},
+			Every:  100 * time.Millisecond,
+			Restore: func(context.Context) (int64, error) {
+				restores.Add(1)
+				return 2, nil
+			},
+		})
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step == 5 && restores.Load() == 0 {
+				c.killNext.Store(ps)
+			}
+			return nil
+		})
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		done, lost := s.Steps()
+		if restores.Load() != 1 || m.builds.Load() != 2 || m.inits.Load() != 2 {
+			t.Fatalf("restored %d times, built %d, initialized %d: want 1, 2 and 2", restores.Load(), m.builds.Load(), m.inits.Load())
+		}
+		if lost != 1 || done != 11 {
+			t.Errorf("steps %d, lost %d: want 11 and 1", done, lost)
+		}
+		// Restored to 2 after step 5: 3 undone, 6 more done since.
+		if s.UndoneSteps() != 3 || s.GlobalStep() != 2+6 {
+			t.Errorf("undone %d, global step %d: want 3 and 8", s.UndoneSteps(), s.GlobalStep())
+		}
+	})
+}
+
+// restarting finds a lost task restarted: a new incarnation.
+type restarting struct {
+	c *fakeCluster
+	d *driver.Driver
+}
+
+func (r *restarting) Find(_ context.Context, task string) (string, error) {
+	old, err := r.d.Caller(task)
+	if err != nil {
+		return "", err
+	}
+	return "fake:" + task, r.d.Replace(r.c.task(task, old.(*fakeTask).inc+1))
+}
+
+func (r *restarting) ServerDef() *tfpb.ServerDef { return nil }
