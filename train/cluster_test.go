@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
 	"github.com/starwire/starwire/train"
@@ -59,11 +60,16 @@ func TestRecoverPSOfPublicTasks(t *testing.T) {
 			mu.Unlock()
 		},
 	})
-	restarted := make(chan error, 1)
+	stopped := make(chan struct{})
 	var once sync.Once
 	s.AfterStep(func(context.Context, int64) error {
 		if done, _ := s.Steps(); done == 20 {
-			once.Do(func() { go func() { restarted <- restartPS(local, logger) }() })
+			once.Do(func() {
+				go func() {
+					local.Servers[0].Close()
+					close(stopped)
+				}()
+			})
 		}
 		return nil
 	})
@@ -71,15 +77,25 @@ func TestRecoverPSOfPublicTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
-	err = s.Run(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	// Started again once the session waits for it, as a process restarted
+	// after its loss was seen: one back before the driver's probe answers
+	// it and the step fails with the broken connection's Unavailable.
+	<-stopped
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		task, _ := s.Waiting()
+		return task != ""
+	}, "the session to wait for the stopped ps")
+	if err := restartPS(local, logger); err != nil {
+		t.Fatalf("restart the ps: %v", err)
+	}
+	err = <-ran
 	mu.Lock()
 	log := strings.Join(logs, "\n")
 	mu.Unlock()
 	if err != nil {
 		t.Fatalf("run: %v\nrecovery: %s", err, log)
-	}
-	if err := <-restarted; err != nil {
-		t.Fatalf("restart the ps: %v", err)
 	}
 	done, lost := s.Steps()
 	if done+lost != steps || s.UndoneSteps() <= 0 || !strings.Contains(log, "no checkpoint to restore") {
@@ -93,10 +109,9 @@ func TestRecoverPSOfPublicTasks(t *testing.T) {
 	}
 }
 
-// restartPS stops ps 0 of local and starts it again at its addresses.
+// restartPS starts ps 0 of local again at its addresses.
 func restartPS(local *tasks.Local, logger *slog.Logger) error {
 	old := local.Servers[0]
-	old.Close()
 	s, err := tasks.Listen("ps", 0, old.GRPCAddr, old.StarAddr, true, nil)
 	if err != nil {
 		return err

@@ -45,9 +45,16 @@ type Session struct {
 	lost     atomic.Int64 // steps that failed with their task
 	// base is the global step the job started from; the session's own
 	// steps count on from it.
-	base   atomic.Int64
-	mu     sync.Mutex
-	losses []float64 // by completion order
+	base atomic.Int64
+	// last, when not 0, is the global step the run ends at (StopAtStep).
+	last int64
+
+	mu sync.Mutex
+	// inflight counts the steps claimed and not yet done or failed, under
+	// StopAtStep; guarded by mu, as is the count of steps done, so that
+	// the global step and the steps in flight are read together.
+	inflight int64
+	losses   []float64 // by completion order
 }
 
 // NewSession returns the session that trains m over d, whose Callers
@@ -74,6 +81,48 @@ func (s *Session) Tasks() *Tasks { return s.tasks }
 // Run.
 func (s *Session) AfterStep(f func(ctx context.Context, globalStep int64) error) {
 	s.hooks = append(s.hooks, f)
+}
+
+// StopAtStep makes the run end at global step last, as TensorFlow's
+// StopAtStepHook(last_step) does: the replicas take steps while the
+// global step and the steps in flight are short of it, so that a step
+// lost with its task is taken again, and the steps a recovery undoes
+// (back to a checkpoint's global step) are trained again; Options.Steps
+// no longer bounds a replica. Call it before Run.
+func (s *Session) StopAtStep(last int64) { s.last = last }
+
+// LastStep returns the global step the run ends at, 0 without StopAtStep.
+func (s *Session) LastStep() int64 { return s.last }
+
+// claim reserves a replica's n-th step of the run: false once the
+// replica has run Options.Steps, or under StopAtStep once the steps done
+// and in flight reach the last step.
+func (s *Session) claim(n int) bool {
+	if s.last == 0 {
+		return n < s.opts.Steps
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.GlobalStep()+s.inflight >= s.last {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+// finish ends a claimed step: counted done with its loss when ok, and
+// returns the steps done.
+func (s *Session) finish(ok bool, loss float64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last != 0 {
+		s.inflight--
+	}
+	if !ok {
+		return s.steps.Load()
+	}
+	s.losses = append(s.losses, loss)
+	return s.steps.Add(1)
 }
 
 // GlobalStep is the steps done, by all workers together, since the
@@ -217,7 +266,8 @@ func (s *Session) status(ctx context.Context, job string, i int, prev *Tasks) (T
 	return t, nil
 }
 
-// Run trains every replica for Options.Steps steps concurrently, and,
+// Run trains every replica for Options.Steps steps (or to StopAtStep's
+// global step) concurrently, and,
 // with RecoverTasks, looks for lost workers meanwhile. It returns once
 // every replica is done, or with the first error that ends the run.
 func (s *Session) Run(ctx context.Context) error {
@@ -305,12 +355,14 @@ func (s *Session) train(ctx context.Context, r int) error {
 	tasks := append(s.PSTasks(), WorkerTask(on))
 	var cleanup background
 	defer cleanup.wait()
-	for range s.opts.Steps {
+	for n := 0; s.claim(n); n++ {
 		if err := rep.Next(ctx); err != nil {
+			s.finish(false, 0)
 			return fmt.Errorf("worker %d: %w", r, err)
 		}
 		gen, err := s.rec.enter()
 		if err != nil {
+			s.finish(false, 0)
 			return fmt.Errorf("worker %d: %w", r, err)
 		}
 		if s.rec != nil && on != r && s.d.Lost(WorkerTask(r)) == nil {
@@ -334,6 +386,7 @@ func (s *Session) train(ctx context.Context, r int) error {
 		}
 		cleanup.start(s.rec.track(func() error { return s.d.CleanupStep(ctx, step, stepTasks...) }))
 		if failedOver {
+			s.finish(false, 0)
 			s.rec.leave()
 			s.lost.Add(1)
 			if s.rec != nil {
@@ -346,12 +399,12 @@ func (s *Session) train(ctx context.Context, r int) error {
 			continue
 		}
 		if err == nil {
-			s.mu.Lock()
-			s.losses = append(s.losses, loss)
-			s.mu.Unlock()
-			err = s.afterStep(ctx, s.steps.Add(1))
-		} else if s.rec != nil && s.lostPS(err) {
-			s.lost.Add(1)
+			err = s.afterStep(ctx, s.finish(true, loss))
+		} else {
+			s.finish(false, 0)
+			if s.rec != nil && s.lostPS(err) {
+				s.lost.Add(1)
+			}
 		}
 		s.rec.leave()
 		if err != nil && s.rec != nil && s.lostPS(err) {

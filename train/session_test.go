@@ -109,3 +109,49 @@ func (r *restarting) Find(_ context.Context, task string) (string, error) {
 }
 
 func (r *restarting) ServerDef() *tfpb.ServerDef { return nil }
+
+// TestSessionStopsAtStep: under StopAtStep, a run whose parameter server
+// is lost and restored to an older global step trains the steps undone
+// and the step lost again, and ends at exactly the step asked for, with
+// two replicas taking steps as they go.
+func TestSessionStopsAtStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		ps := c.task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("stop-test", ps, c.task(WorkerTask(0), 1), c.task(WorkerTask(1), 1))
+		d.Watch(2 * time.Second)
+		s, _ := newFakeSession(d, 1, 2, 1)
+		var restores atomic.Int32
+		s.RecoverTasks(RecoverOptions{
+			Rejoin: &restarting{c: c, d: d},
+			Every:  100 * time.Millisecond,
+			Restore: func(context.Context) (int64, error) {
+				restores.Add(1)
+				return 2, nil
+			},
+		})
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step == 7 && restores.Load() == 0 {
+				c.killNext.Store(ps)
+			}
+			return nil
+		})
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		s.SetGlobalStep(3) // as a checkpoint restored before the run
+		s.StopAtStep(3 + 20)
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		done, lost := s.Steps()
+		if restores.Load() != 1 || lost < 1 {
+			t.Fatalf("restored %d times, %d steps lost: want 1 and some", restores.Load(), lost)
+		}
+		if s.GlobalStep() != 23 || s.UndoneSteps() < 5 || done != 20+s.UndoneSteps() {
+			t.Errorf("global step %d, steps %d, undone %d: want 23, and 20 plus those undone (at least 5)", s.GlobalStep(), done, s.UndoneSteps())
+		}
+	})
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -150,6 +151,11 @@ func TestTrainPSRestarted(t *testing.T) {
 				t.Fatalf("train exited %d after ps:0 restarted, want 0:\n%s\nstderr:\n%s", code, p.out.String(), p.stderr.String())
 			}
 			out := p.out.String()
+			// --steps is the global step the run ends at, the steps the
+			// restore undid trained again.
+			if end := fmt.Sprintf("(global step %d)", 2*steps); !strings.Contains(out, "redone: ") || !strings.Contains(out, end) {
+				t.Errorf("the run did not end at global step %d, saying what it redid:\n%s", 2*steps, out)
+			}
 			m := regexp.MustCompile(`(?m)^  global steps undone by recovery: (\d+)$`).FindStringSubmatch(out)
 			if m == nil {
 				t.Errorf("the summary does not count the steps the restore undid:\n%s", out)

@@ -29,6 +29,9 @@ func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, driver string,
 	}
 	if s.UndoneSteps > 0 {
 		fmt.Fprintf(w, "  global steps undone by recovery: %d\n", s.UndoneSteps)
+		if s.LastStep != 0 {
+			fmt.Fprintf(w, "  redone: %d, so that the run ends at global step %d, as asked\n", s.UndoneSteps, s.GlobalStep)
+		}
 	}
 	fmt.Fprintf(w, "  held-out loss: initial %.4f, final %.4f (hidden model %.4f, click rate alone %.4f)\n", s.InitialLoss, s.FinalLoss, s.BayesLoss, s.BaseRateLoss)
 	fmt.Fprintf(w, "  training loss: first tenth %.4f, last tenth %.4f\n", s.FirstTrainLoss, s.LastTrainLoss)

@@ -49,7 +49,7 @@ var modelJobs = []string{"ps", "worker"}
 func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.PS, "ps", f.cfg.PS, "parameter-server tasks of the local cluster (or of --registry_dir's)")
 	fs.IntVar(&f.cfg.Workers, "workers", f.cfg.Workers, "worker tasks of the local cluster (or of --registry_dir's)")
-	fs.IntVar(&f.cfg.Steps, "steps", f.cfg.Steps, "training steps per worker")
+	fs.IntVar(&f.cfg.Steps, "steps", f.cfg.Steps, "training steps per worker: the run ends at the global step it starts from (a checkpoint's) plus steps times workers, and trains again the steps a recovery undoes")
 	fs.StringVar(&f.preset, "preset", "default", `the job's shape before the flags below change it: "default", or "transport" (a wider embedding and more features per example, so that pulling rows dominates a step: see lr.TransportConfig)`)
 	fs.IntVar(&f.cfg.EmbeddingDim, "embedding_dim", f.cfg.EmbeddingDim, "embedding width")
 	fs.IntVar(&f.cfg.Fields, "fields", f.cfg.Fields, "categorical features per example (embedding rows pulled per example)")
@@ -363,6 +363,9 @@ func (r *trainRun) train(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// --steps per worker from the global step restored: the step the run
+	// ends at, whatever a recovery undoes meanwhile.
+	job.StopAtStep(job.GlobalStep() + f.cfg.TotalSteps())
 	fmt.Fprintf(stdout, "training: %s, %s, %d steps per worker, batch %d, vocab %d, embedding_dim %d, seed %d\n",
 		plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"), f.cfg.Steps, f.cfg.BatchSize, f.cfg.Vocab, f.cfg.EmbeddingDim, f.cfg.Seed)
 	// A joined cluster's tasks count their calls since they started: what

@@ -48,8 +48,12 @@ type Summary struct {
 	LostSteps int64
 	// UndoneSteps are global steps a recovery from a lost parameter
 	// server undid: those since the checkpoint it restored, or all of
-	// them without one (see RecoverTasks). Steps counts them.
+	// them without one (see RecoverTasks). Steps counts them; under
+	// StopAtStep they were trained again.
 	UndoneSteps int64
+	// GlobalStep is the global step the run ended at, and LastStep the
+	// one StopAtStep asked for (0 without it).
+	GlobalStep, LastStep int64
 	// Calls and Bytes count every RPC of the run (driver and task to task)
 	// and the metadata and tensor bytes they moved.
 	Calls, Bytes int64
@@ -244,6 +248,7 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	}
 	sum.Steps, sum.LostSteps = j.s.Steps()
 	sum.UndoneSteps = j.s.UndoneSteps()
+	sum.GlobalStep, sum.LastStep = j.s.GlobalStep(), j.s.LastStep()
 	sum.Examples = sum.Steps * int64(j.cfg.BatchSize)
 	losses := j.s.Losses(0)
 	tenth := max(len(losses)/10, 1)
@@ -338,8 +343,16 @@ func (j *Job) RecoverTasks(o train.RecoverOptions) { j.s.RecoverTasks(o) }
 // Replica returns replica r's steps, implementing train.Model: each on a
 // batch of its own stream, drawn ahead (prefetch).
 func (j *Job) Replica(r int) train.Replica {
-	return &replica{j: j, batches: prefetch(j.gen.Stream(uint64(r)+1), j.cfg.BatchSize, j.cfg.Steps, j.cfg.Compute)}
+	n := j.cfg.Steps
+	if j.s.LastStep() != 0 {
+		n = math.MaxInt // as many as the session takes
+	}
+	return &replica{j: j, batches: prefetch(j.gen.Stream(uint64(r)+1), j.cfg.BatchSize, n, j.cfg.Compute)}
 }
+
+// StopAtStep makes the run end at global step last, steps undone by a
+// recovery trained again (train.Session.StopAtStep). Call it before Run.
+func (j *Job) StopAtStep(last int64) { j.s.StopAtStep(last) }
 
 // replica is one replica's batches and feeds, reused from step to step.
 type replica struct {
