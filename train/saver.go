@@ -34,6 +34,9 @@ type SaverOptions struct {
 	Secs  int
 	// Keep is how many of the newest checkpoints are kept (0: all).
 	Keep int
+	// Probe, when set, is called by Begin first: it checks that every task
+	// that saves can save into Dir (Session.ProbeCheckpointDir).
+	Probe func(ctx context.Context, dir string) error
 	// Now, when set, is the hook's clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -62,10 +65,15 @@ func NewCheckpointSaverHook(m Checkpointer, o SaverOptions) *CheckpointSaverHook
 	return &CheckpointSaverHook{m: m, opts: o}
 }
 
-// Begin restores the model from the newest checkpoint of the directory,
-// if any, and counts the intervals from there. restored says whether
-// there was one; prefix and step are its.
+// Begin probes the directory (SaverOptions.Probe), restores the model
+// from its newest checkpoint, if any, and counts the intervals from
+// there. restored says whether there was one; prefix and step are its.
 func (h *CheckpointSaverHook) Begin(ctx context.Context) (restored bool, prefix string, step int64, err error) {
+	if h.opts.Probe != nil {
+		if err := h.opts.Probe(ctx, h.opts.Dir); err != nil {
+			return false, "", 0, err
+		}
+	}
 	step, prefix, err = h.m.Restore(ctx, h.opts.Dir)
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):

@@ -61,7 +61,8 @@ func (c *checkpointFlags) start(ctx context.Context, job *lr.Job, stdout io.Writ
 	if c.dir == "" {
 		return nil, nil
 	}
-	h := train.NewCheckpointSaverHook(job, train.SaverOptions{Dir: c.dir, Steps: c.steps, Secs: c.secs, Keep: c.keep})
+	h := train.NewCheckpointSaverHook(job, train.SaverOptions{Dir: c.dir, Steps: c.steps, Secs: c.secs, Keep: c.keep,
+		Probe: job.Session().ProbeCheckpointDir})
 	restored, prefix, step, err := h.Begin(ctx)
 	switch {
 	case err != nil:

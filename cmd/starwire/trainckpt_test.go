@@ -2,8 +2,10 @@ package main
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/starwire/starwire/handlers/checkpoint"
 )
@@ -74,5 +76,47 @@ func TestCheckpointFlags(t *testing.T) {
 	}
 	if err != nil || !filepath.IsAbs(f.ckpt.dir) || f.ckpt.keep != 5 {
 		t.Errorf("--checkpoint_dir rel: %+v, %v; want an absolute dir, keep 5", f.ckpt, err)
+	}
+}
+
+// TestTrainProbesCheckpointDir: a ps that cannot save into train's
+// --checkpoint_dir (started without one, or with one that does not cover
+// it) fails the run before its first step, within 5 s of joining the
+// cluster, naming the task and why; without the probe the run trained to
+// the end and lost it at the first save.
+func TestTrainProbesCheckpointDir(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
+	for _, tc := range []struct {
+		name string
+		ps   string // the ps's --checkpoint_dir, "" for none
+		want string
+	}{
+		{"no directory", "", "the task has no checkpoint directory"},
+		{"not covered", t.TempDir(), "lies outside the checkpoint directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a cluster of its own
+			dir := t.TempDir()
+			for _, task := range []string{"ps:0", "worker:0", "worker:1"} {
+				job, idx, _ := strings.Cut(task, ":")
+				args := []string{"serve", "--job", job, "--task", idx, "--ps", "1", "--workers", "2", "--registry_dir", dir, "--report", "0"}
+				if job == "ps" && tc.ps != "" {
+					args = append(args, "--checkpoint_dir", tc.ps)
+				}
+				startBinary(t, nil, args...)
+			}
+			ckpt := filepath.Join(t.TempDir(), "ckpt")
+			p := startBinary(t, nil, "train", "--registry_dir", dir, "--steps", "1000000", "--checkpoint_dir", ckpt, "--progress", "100ms")
+			p.waitLine(t, regexp.MustCompile(`^joining cluster: `), 30*time.Second)
+			joined := time.Now()
+			code, at := p.exited(t, 30*time.Second)
+			msg, out := p.stderr.String(), p.out.String()
+			if code == 0 || !strings.Contains(msg, "/job:ps/replica:0/task:0 cannot save checkpoints in "+ckpt) || !strings.Contains(msg, tc.want) {
+				t.Fatalf("train exited %d: want an error naming ps:0 and %q\nstdout:\n%s\nstderr:\n%s", code, tc.want, out, msg)
+			}
+			if took := at.Sub(joined); took > 5*time.Second || strings.Contains(out, "\nstep ") {
+				t.Errorf("train failed %v after joining, want before step 1 and within 5 s:\n%s", took, out)
+			}
+		})
 	}
 }
