@@ -377,7 +377,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	sum, err := job.Run(ctx, display.update)
 	display.finish()
 	if err != nil {
-		return fmt.Errorf("train: %w", err)
+		return errors.Join(fmt.Errorf("train: %w", err), f.ckpt.saveOnStop(ctx, saver, stdout))
 	}
 	if err := f.ckpt.finish(ctx, saver, stdout); err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -90,4 +91,22 @@ func (c *checkpointFlags) finish(ctx context.Context, h *train.CheckpointSaverHo
 	fmt.Fprintf(stdout, "saved %s (global step %d) in %s; %s saved this run\n",
 		lr.CheckpointPrefix(c.dir, step), step, took.Round(time.Microsecond), plural(n, "checkpoint"))
 	return nil
+}
+
+// saveOnStopTimeout bounds the save of a run stopped by a signal; a second
+// signal ends the wait at once (see stopper).
+const saveOnStopTimeout = 30 * time.Second
+
+// saveOnStop saves the model when a signal stopped the run (ctx's cause),
+// as a CheckpointSaverHook's end does, so that the steps made are not
+// lost; without --checkpoint_dir, or for another end, it does nothing.
+func (c *checkpointFlags) saveOnStop(ctx context.Context, h *train.CheckpointSaverHook, stdout io.Writer) error {
+	var stopped *stopError
+	if h == nil || !errors.As(context.Cause(ctx), &stopped) || stopped.sig == 0 {
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s: saving a checkpoint before exiting (up to %v; a second signal exits at once)\n", stopped, saveOnStopTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), saveOnStopTimeout)
+	defer cancel()
+	return c.finish(sctx, h, stdout)
 }

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,5 +119,33 @@ func TestTrainProbesCheckpointDir(t *testing.T) {
 				t.Errorf("train failed %v after joining, want before step 1 and within 5 s:\n%s", took, out)
 			}
 		})
+	}
+}
+
+// TestTrainSavesOnSignal: SIGINT in the middle of a run with
+// --checkpoint_dir and no periodic saves leaves a checkpoint of the
+// global step the run stopped at, the newest of the directory, and train
+// exits with SIGINT's status.
+func TestTrainSavesOnSignal(t *testing.T) {
+	t.Parallel() // a process of its own, which waits more than it computes
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	p := startBinary(t, nil, "train", "--afxdp", "off", "--vocab", "1000", "--held_out", "256", "--batch_size", "64",
+		"--steps", "1000000", "--checkpoint_dir", dir, "--save_checkpoint_secs", "0", "--progress", "100ms")
+	p.waitStep(t, 100, 60*time.Second)
+	p.cmd.Process.Signal(syscall.SIGINT)
+	code, _ := p.exited(t, 60*time.Second)
+	out := p.out.String()
+	if code != 128+int(syscall.SIGINT) {
+		t.Fatalf("train exited %d after SIGINT, want %d:\n%s\nstderr:\n%s", code, 128+int(syscall.SIGINT), out, p.stderr.String())
+	}
+	m := regexp.MustCompile(`(?m)^saved (\S+) \(global step (\d+)\) in `).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no checkpoint saved after SIGINT:\n%s", out)
+	}
+	if step := atoi(m[2]); step < 100 || m[1] != filepath.Join(dir, "model.ckpt-"+m[2]) {
+		t.Errorf("saved %s at global step %d: want model.ckpt-<step> of the step stopped at, at least 100", m[1], step)
+	}
+	if latest, err := checkpoint.Latest(dir); err != nil || latest != m[1] {
+		t.Errorf("newest checkpoint %s, %v; want %s", latest, err, m[1])
 	}
 }
