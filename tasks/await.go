@@ -24,6 +24,19 @@ const awaitEvery = 200 * time.Millisecond
 // task refuses this client (TLS it lacks, a certificate it does not
 // take), which waiting cannot change.
 func Await(ctx context.Context, l Layout, timeout time.Duration) error {
+	_, err := await(ctx, l, timeout, "")
+	return err
+}
+
+// AwaitSome is Await for a job that may start without some tasks of job
+// (a worker that comes later joins the run): it returns once every task
+// of the other jobs and one of job answer, with the tasks of job that did
+// not answer yet.
+func AwaitSome(ctx context.Context, l Layout, timeout time.Duration, job string) (missing []string, err error) {
+	return await(ctx, l, timeout, job)
+}
+
+func await(ctx context.Context, l Layout, timeout time.Duration, optional string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pending := map[string]string{}
@@ -36,7 +49,7 @@ func Await(ctx context.Context, l Layout, timeout time.Duration) error {
 	last := map[string]error{}
 	opts, err := l.GRPCDialOptions()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for {
 		for task, addr := range pending {
@@ -53,11 +66,11 @@ func Await(ctx context.Context, l Layout, timeout time.Duration) error {
 				last[task] = err
 			}
 		}
-		if len(pending) == 0 {
-			return nil
+		if missing, ok := enough(l, pending, optional); ok {
+			return missing, nil
 		}
 		if err := refusedBy(pending, last); err != nil {
-			return err
+			return nil, err
 		}
 		select {
 		case <-ctx.Done():
@@ -65,10 +78,35 @@ func Await(ctx context.Context, l Layout, timeout time.Duration) error {
 			for task, addr := range pending {
 				parts = append(parts, fmt.Sprintf("%s at %s (%v)", task, addr, ShortError(last[task])))
 			}
-			return fmt.Errorf("cluster unreachable after %v: %s", timeout, strings.Join(parts, "; "))
+			sort.Strings(parts)
+			return nil, fmt.Errorf("cluster unreachable after %v: %s", timeout, strings.Join(parts, "; "))
 		case <-time.After(awaitEvery):
 		}
 	}
+}
+
+// enough reports whether the tasks still pending may be left: none, or
+// only tasks of job optional while one of its tasks answered; missing
+// are those, sorted.
+func enough(l Layout, pending map[string]string, optional string) (missing []string, ok bool) {
+	if len(pending) == 0 {
+		return nil, true
+	}
+	if optional == "" {
+		return nil, false
+	}
+	for task := range pending {
+		job, _, err := cluster.ParseTaskName(task)
+		if err != nil || job != optional {
+			return nil, false
+		}
+		missing = append(missing, task)
+	}
+	if len(missing) == l.Cluster.NumTasks(optional) {
+		return nil, false
+	}
+	sort.Strings(missing)
+	return missing, true
 }
 
 // refusedBy returns an error naming the tasks that refused this client

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/tensor"
@@ -105,6 +106,9 @@ type fakeModel struct {
 	init          []driver.Graph
 	worker, ps    []driver.Graph // by replica
 	builds, inits atomic.Int32
+	// pace, when set, is how long each step's Next takes: the time a
+	// batch takes to draw, outside the step gate.
+	pace time.Duration
 }
 
 func (m *fakeModel) Build(ctx context.Context, t *Tasks) error {
@@ -154,7 +158,12 @@ type fakeReplica struct {
 	out driver.Fetched
 }
 
-func (r *fakeReplica) Next(context.Context) error { return nil }
+func (r *fakeReplica) Next(context.Context) error {
+	if r.m.pace > 0 {
+		time.Sleep(r.m.pace)
+	}
+	return nil
+}
 
 func (r *fakeReplica) Step(ctx context.Context, on int, step int64) (float64, error) {
 	err := r.m.s.Driver().RunPartitions(ctx, step,

@@ -204,6 +204,9 @@ func (s *Session) build(ctx context.Context, def *tfpb.ServerDef) error {
 			}
 		}
 	}
+	if prev == nil && !slices.ContainsFunc(t.Workers, func(w Task) bool { return w.Live }) {
+		return fmt.Errorf("no worker answers: %w", s.d.Lost(WorkerTask(0)))
+	}
 	if err := s.d.CreateSessions(ctx, def); err != nil {
 		return err
 	}
@@ -247,6 +250,9 @@ func (s *Session) status(ctx context.Context, job string, i int, prev *Tasks) (T
 		t.Live, t.Incarnation = false, prev.Workers[i].Incarnation
 		return t, nil
 	}
+	// Under RecoverTasks a worker missing at the start is one lost: the
+	// others take its batches until it answers and joins.
+	mayMiss := job == "worker" && (known || s.rec != nil)
 	st, err := c.GetStatus(ctx)
 	switch {
 	case err != nil:
@@ -254,10 +260,13 @@ func (s *Session) status(ctx context.Context, job string, i int, prev *Tasks) (T
 		if perr := s.d.Probe(ctx, name); perr != nil {
 			err = perr
 		}
-		if !known || !errors.Is(err, driver.ErrTaskLost) {
+		if !mayMiss || !errors.Is(err, driver.ErrTaskLost) {
 			return t, err
 		}
-		t.Live, t.Incarnation = false, prev.Workers[i].Incarnation
+		t.Live = false
+		if known {
+			t.Incarnation = prev.Workers[i].Incarnation
+		}
 	case len(st.GetDeviceAttributes()) == 0:
 		return t, fmt.Errorf("%s reported no device", t.Device)
 	default:
@@ -352,6 +361,13 @@ func (s *Session) train(ctx context.Context, r int) error {
 	rep := s.m.Replica(r)
 	defer rep.Close()
 	on := r // the replica whose graphs run the steps
+	if s.failover && s.d.Lost(WorkerTask(r)) != nil {
+		// Missing since the start: another worker's graphs run its steps
+		// until it joins.
+		if on = s.LiveReplica(r); on < 0 {
+			return fmt.Errorf("worker %d: no worker left: %w", r, s.d.Lost(WorkerTask(r)))
+		}
+	}
 	tasks := append(s.PSTasks(), WorkerTask(on))
 	var cleanup background
 	defer cleanup.wait()

@@ -2,6 +2,9 @@ package train
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -155,3 +158,75 @@ func TestSessionStopsAtStep(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionStartsWithoutMissingWorker: under RecoverTasks a worker that
+// does not answer at the start is one lost: the run starts with the
+// other, and the missing worker joins once it answers, its graphs built,
+// and runs its replica's steps again.
+func TestSessionStartsWithoutMissingWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		w1 := c.task(WorkerTask(1), 1)
+		w1.dead.Store(true)
+		d := driver.New("late-test", c.task("/job:ps/replica:0/task:0", 1), c.task(WorkerTask(0), 1), w1)
+		d.Watch(2 * time.Second)
+		s, m := newFakeSession(d, 1, 2, 1)
+		late := &lateWorker{c: c, d: d, task: w1.name}
+		var logs []string
+		var mu sync.Mutex
+		s.RecoverTasks(RecoverOptions{Rejoin: late, Every: 100 * time.Millisecond, Log: func(msg string) {
+			mu.Lock()
+			logs = append(logs, msg)
+			mu.Unlock()
+		}})
+		s.StopAtStep(200)
+		var joinedAt atomic.Int64
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step == 20 {
+				late.up.Store(true)
+			}
+			if joinedAt.Load() == 0 && m.worker[1].Handle != "" {
+				joinedAt.Store(step)
+			}
+			return nil
+		})
+		m.pace = 10 * time.Millisecond // so that the rejoin finds steps to run
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatalf("setup with a worker missing: %v", err)
+		}
+		defer s.Close(ctx)
+		if m.worker[1].Handle != "" {
+			t.Fatal("the missing worker got graphs at the start")
+		}
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		mu.Lock()
+		log := strings.Join(logs, "\n")
+		mu.Unlock()
+		if !strings.Contains(log, w1.name+" answers again: it rejoins") || joinedAt.Load() == 0 || s.GlobalStep() != 200 {
+			t.Errorf("joined at step %d, global step %d: want the worker to join and the run to end at 200\nrecovery: %s", joinedAt.Load(), s.GlobalStep(), log)
+		}
+		if d.Lost(w1.name) != nil {
+			t.Errorf("the late worker is still lost: %v", d.Lost(w1.name))
+		}
+	})
+}
+
+// lateWorker finds task once up is set: a task started late.
+type lateWorker struct {
+	c    *fakeCluster
+	d    *driver.Driver
+	task string
+	up   atomic.Bool
+}
+
+func (r *lateWorker) Find(_ context.Context, task string) (string, error) {
+	if task != r.task || !r.up.Load() {
+		return "fake:" + task, errors.New("connection refused")
+	}
+	return "fake:" + task, r.d.Replace(r.c.task(task, 2))
+}
+
+func (r *lateWorker) ServerDef() *tfpb.ServerDef { return nil }

@@ -226,6 +226,24 @@ func TestTrainWorkerRestarted(t *testing.T) {
 	}
 }
 
+// TestTrainWorkerJoinsLate: under --on_failure recover a worker missing
+// at the start does not fail the run after --connect_timeout: train starts
+// with the other, and the missing worker, started once train is
+// training, joins and the run exits 0.
+func TestTrainWorkerJoinsLate(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
+	c := startRestartCluster(t, t.TempDir(), true)
+	c.kill(t, "worker:1")
+	p := c.train(t, 2000, "--connect_timeout", "3s")
+	p.waitLine(t, regexp.MustCompile(`^recovery: /job:worker/replica:0/task:1 does not answer yet: `), 30*time.Second)
+	p.waitStep(t, 1, 60*time.Second)
+	c.start(t, "worker:1")
+	p.waitLine(t, regexp.MustCompile(`^recovery: /job:worker/replica:0/task:1 answers again: it rejoins$`), 30*time.Second)
+	if code, _ := p.exited(t, 60*time.Second); code != 0 {
+		t.Fatalf("train exited %d after worker:1 joined late, want 0:\n%s\nstderr:\n%s", code, p.out.String(), p.stderr.String())
+	}
+}
+
 // TestTrainPSNeverBack: a ps that does not come back fails the run after
 // --recovery_timeout, naming the task and the address tried.
 func TestTrainPSNeverBack(t *testing.T) {

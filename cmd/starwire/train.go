@@ -276,8 +276,20 @@ func (r *trainRun) join(ctx context.Context) error {
 		as = " as " + c.TaskName() + ", the driver"
 	}
 	fmt.Fprintf(r.stdout, "joining cluster: %s%s\n", r.layout.Cluster, as)
-	if err := tasks.Await(ctx, r.layout, r.f.connectTimeout); err != nil {
+	if r.f.onFailure != "recover" {
+		if err := tasks.Await(ctx, r.layout, r.f.connectTimeout); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		return nil
+	}
+	// A worker missing at the start is one lost: the run starts with the
+	// workers that answer, and takes it in when it does.
+	missing, err := tasks.AwaitSome(ctx, r.layout, r.f.connectTimeout, "worker")
+	if err != nil {
 		return fmt.Errorf("train: %w", err)
+	}
+	for _, task := range missing {
+		fmt.Fprintf(r.stdout, "recovery: %s does not answer yet: the other workers take its batches until it joins\n", task)
 	}
 	return nil
 }
