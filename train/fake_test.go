@@ -9,6 +9,7 @@ import (
 
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -48,6 +49,11 @@ func (f *fakeTask) check() error {
 }
 
 func (f *fakeTask) Task() string { return f.name }
+
+// Call carries no peer calls: the fake tasks run no graphs.
+func (f *fakeTask) Call(context.Context, rpc.Method, *rpc.Request, *rpc.Reply) error {
+	return status.Errorf(wire.Unimplemented, "fake task %s makes no peer calls", f.name)
+}
 func (f *fakeTask) GetStatus(context.Context) (*tfpb.GetStatusResponse, error) {
 	if err := f.check(); err != nil {
 		return nil, err

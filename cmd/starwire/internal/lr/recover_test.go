@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
 	"github.com/starwire/starwire/train"
@@ -385,6 +386,11 @@ func (f *fakeTask) check() error {
 }
 
 func (f *fakeTask) Task() string { return f.name }
+
+// Call carries no peer calls: the fake tasks run no graphs.
+func (f *fakeTask) Call(context.Context, rpc.Method, *rpc.Request, *rpc.Reply) error {
+	return status.Errorf(wire.Unimplemented, "fake task %s makes no peer calls", f.name)
+}
 func (f *fakeTask) GetStatus(context.Context) (*tfpb.GetStatusResponse, error) {
 	if err := f.check(); err != nil {
 		return nil, err
