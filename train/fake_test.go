@@ -115,6 +115,8 @@ type fakeModel struct {
 	// pace, when set, is how long each step's Next takes: the time a
 	// batch takes to draw, outside the step gate.
 	pace time.Duration
+	// ran counts the steps each replica ran, by replica.
+	ran [4]atomic.Int64
 }
 
 func (m *fakeModel) Build(ctx context.Context, t *Tasks) error {
@@ -157,10 +159,11 @@ func (m *fakeModel) Initialize(ctx context.Context) error {
 	return m.s.Driver().CleanupStep(ctx, step, m.s.PSTasks()...)
 }
 
-func (m *fakeModel) Replica(int) Replica { return &fakeReplica{m: m} }
+func (m *fakeModel) Replica(r int) Replica { return &fakeReplica{m: m, r: r} }
 
 type fakeReplica struct {
 	m   *fakeModel
+	r   int
 	out driver.Fetched
 }
 
@@ -178,6 +181,7 @@ func (r *fakeReplica) Step(ctx context.Context, on int, step int64) (float64, er
 	var loss float64
 	if err == nil {
 		loss = float64(tensor.View[float32](r.out.Tensors[0].Data)[0])
+		r.m.ran[r.r].Add(1)
 	}
 	r.out.Release()
 	return loss, err

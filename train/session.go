@@ -50,11 +50,12 @@ type Session struct {
 	last int64
 
 	mu sync.Mutex
-	// inflight counts the steps claimed and not yet done or failed, under
-	// StopAtStep; guarded by mu, as is the count of steps done, so that
-	// the global step and the steps in flight are read together.
-	inflight int64
-	losses   []float64 // by completion order
+	// Under StopAtStep, inflight counts the steps claimed and not yet
+	// done or failed, and reserved the steps of the replicas' own
+	// Options.Steps not yet claimed; guarded by mu, as is the count of
+	// steps done, so that they are read together with the global step.
+	inflight, reserved int64
+	losses             []float64 // by completion order
 }
 
 // NewSession returns the session that trains m over d, whose Callers
@@ -89,21 +90,33 @@ func (s *Session) AfterStep(f func(ctx context.Context, globalStep int64) error)
 // lost with its task is taken again, and the steps a recovery undoes
 // (back to a checkpoint's global step) are trained again; Options.Steps
 // no longer bounds a replica. Call it before Run.
-func (s *Session) StopAtStep(last int64) { s.last = last }
+func (s *Session) StopAtStep(last int64) {
+	s.last = last
+	s.reserved = int64(s.opts.Workers) * int64(s.opts.Steps)
+}
 
 // LastStep returns the global step the run ends at, 0 without StopAtStep.
 func (s *Session) LastStep() int64 { return s.last }
 
 // claim reserves a replica's n-th step of the run: false once the
-// replica has run Options.Steps, or under StopAtStep once the steps done
-// and in flight reach the last step.
+// replica has run Options.Steps, or under StopAtStep once the steps done,
+// in flight and still reserved reach the last step. Each replica first
+// runs its own Options.Steps, so that an unbroken run gives every worker
+// the same steps; the steps lost or undone are then claimed by whichever
+// replica asks first: global step + in flight + reserved never passes
+// the last step, and reaches it when the run ends.
 func (s *Session) claim(n int) bool {
 	if s.last == 0 {
 		return n < s.opts.Steps
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.GlobalStep()+s.inflight >= s.last {
+	switch {
+	case s.GlobalStep()+s.inflight >= s.last:
+		return false
+	case n < s.opts.Steps:
+		s.reserved--
+	case s.GlobalStep()+s.inflight+s.reserved >= s.last:
 		return false
 	}
 	s.inflight++

@@ -230,3 +230,25 @@ func (r *lateWorker) Find(_ context.Context, task string) (string, error) {
 }
 
 func (r *lateWorker) ServerDef() *tfpb.ServerDef { return nil }
+
+// TestSessionStopAtStepEvenSteps: an unbroken run under StopAtStep gives
+// every replica its own Options.Steps, however fast each goes.
+func TestSessionStopAtStepEvenSteps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		d := driver.New("even-test", c.task("/job:ps/replica:0/task:0", 1), c.task(WorkerTask(0), 1), c.task(WorkerTask(1), 1))
+		s, m := newFakeSession(d, 1, 2, 50)
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		s.StopAtStep(100)
+		if err := s.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if a, b := m.ran[0].Load(), m.ran[1].Load(); a != 50 || b != 50 || s.GlobalStep() != 100 {
+			t.Errorf("replicas ran %d and %d steps to global step %d: want 50 each, to 100", a, b, s.GlobalStep())
+		}
+	})
+}

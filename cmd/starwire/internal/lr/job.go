@@ -153,25 +153,25 @@ func (j *Job) Build(ctx context.Context, t *train.Tasks) error {
 	// evaluation after training.
 	var psG, evalPS [][]driver.Graph
 	var workerG, evalWorker []driver.Graph
-	for _, train := range []bool{true, false} {
+	for _, training := range []bool{true, false} {
 		for r := range j.cfg.Workers {
 			var ps []driver.Graph
 			var w driver.Graph
 			if live[r] {
 				for s := range j.cfg.PS {
-					g, err := register(p.ps[s], p.psGraph(r, s, train))
+					g, err := register(p.ps[s], p.psGraph(r, s, training))
 					if err != nil {
 						return err
 					}
 					ps = append(ps, g)
 				}
-				g, err := register(p.workers[r], p.workerGraph(r, train))
+				g, err := register(p.workers[r], p.workerGraph(r, training))
 				if err != nil {
 					return err
 				}
 				w = g
 			}
-			if train {
+			if training {
 				psG, workerG = append(psG, ps), append(workerG, w)
 			} else {
 				evalPS, evalWorker = append(evalPS, ps), append(evalWorker, w)
