@@ -20,7 +20,8 @@ import (
 // servers, stops the parameter server in the middle of the run and starts
 // it again at its addresses, a new incarnation with nothing of its state:
 // the session finds it through a PeerRejoiner, builds and initializes the
-// model again (no checkpoint: from step 0), and trains the steps left.
+// model again (no checkpoint: from step 0), trains the undone steps again
+// and ends at exactly the global step asked for.
 func TestRecoverPSOfPublicTasks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -47,6 +48,7 @@ func TestRecoverPSOfPublicTasks(t *testing.T) {
 	const steps = 60
 	m := &numberModel{target: 3, rate: 0.05}
 	s := train.NewSession(d, m, train.Options{PS: 1, Workers: 1, Steps: steps})
+	s.StopAtStep(steps)
 	m.s = s
 	var mu sync.Mutex
 	var logs []string
@@ -98,14 +100,13 @@ func TestRecoverPSOfPublicTasks(t *testing.T) {
 		t.Fatalf("run: %v\nrecovery: %s", err, log)
 	}
 	done, lost := s.Steps()
-	if done+lost != steps || s.UndoneSteps() <= 0 || !strings.Contains(log, "no checkpoint to restore") {
-		t.Fatalf("steps %d, lost %d, undone %d: want %d done or lost, and the steps before the restart undone\nrecovery: %s", done, lost, s.UndoneSteps(), steps, log)
+	if s.GlobalStep() != steps || s.UndoneSteps() < 20 || done != steps+s.UndoneSteps() || !strings.Contains(log, "no checkpoint to restore") {
+		t.Fatalf("global step %d, steps %d, lost %d, undone %d: want the run to end at %d, the steps before the restart (20 or more) undone and trained again\nrecovery: %s",
+			s.GlobalStep(), done, lost, s.UndoneSteps(), steps, log)
 	}
-	if got, want := s.GlobalStep(), done-s.UndoneSteps(); got != want {
-		t.Errorf("global step %d, want the steps done less those undone, %d", got, want)
-	}
-	if losses := s.Losses(0); losses[len(losses)-1] > 0.01 {
-		t.Errorf("last loss %.4f: the model did not learn again after the restart", losses[len(losses)-1])
+	// From w = 0 again, 60 steps bring the loss to 9 * 0.81^60, 3e-5.
+	if losses := s.Losses(0); losses[len(losses)-1] > 1e-4 {
+		t.Errorf("last loss %.6f: the model did not learn again after the restart", losses[len(losses)-1])
 	}
 }
 

@@ -98,7 +98,9 @@ func (s *StarCaller) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, fe
 		tensors[i].Buf = nil // the feed's owner keeps its reference
 		sent += tensors[i].ByteLen()
 	}
-	meta, err := proto.MarshalOptions{}.Marshal(req)
+	// One buffer for the request and the send entries after it.
+	meta := make([]byte, 0, proto.Size(req)+sendsSize(feeds))
+	meta, err := proto.MarshalOptions{}.MarshalAppend(meta, req)
 	if err != nil {
 		return fmt.Errorf("driver: RunGraph on %s: marshal: %w", s.task, err)
 	}
@@ -168,6 +170,15 @@ var (
 	runGraphSendField  = (&tfpb.RunGraphRequest{}).ProtoReflect().Descriptor().Fields().ByName("send").Number()
 	namedTensorNameFld = (&tfpb.NamedTensorProto{}).ProtoReflect().Descriptor().Fields().ByName("name").Number()
 )
+
+// sendsSize is the encoded size of appendSends's entries for feeds.
+func sendsSize(feeds []Feed) int {
+	n := 0
+	for i := range feeds {
+		n += protowire.SizeTag(runGraphSendField) + protowire.SizeBytes(protowire.SizeTag(namedTensorNameFld)+protowire.SizeBytes(len(feeds[i].Key)))
+	}
+	return n
+}
 
 // appendSends appends to b, an encoded RunGraphRequest, a send entry per
 // feed naming its key, as req.Send's entries would encode: a message's
