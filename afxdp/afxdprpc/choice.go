@@ -107,8 +107,8 @@ const (
 // only once it costs at most bypassMargin of TCP, and goes back once TCP
 // costs less than switchMargin of it: the bypass's reactors poll after
 // each call, which costs the CPUs that a job's other work needs and no
-// call's latency shows (BENCHMARKS.md, "Kernel bypass in real jobs", has
-// the job that ran slower with a narrower margin), so only a clear win is worth it; every probeMin..probeMax calls it sends one
+// call's latency shows (on a loaded 2-CPU host, starwire train lost more
+// to the reactors' polling than its calls gained), so only a clear win is worth it; every probeMin..probeMax calls it sends one
 // over the other path to keep that estimate fresh, probing half as often
 // each time the probe confirms the choice and twice as often when one
 // beats it. A probe that confirms the choice also spaces the next so that

@@ -16,9 +16,12 @@
 // ResourceApplyGradientDescent (variable_ops.go); ApplyAdam,
 // ResourceApplyAdam, SparseApplyAdam, ResourceSparseApplyAdam,
 // ApplyMomentum, ResourceApplyMomentum, SparseApplyMomentum,
-// ResourceSparseApplyMomentum (optimizers.go); GatherV2, ResourceGather,
+// ResourceSparseApplyMomentum, ApplyAdagrad, ResourceApplyAdagrad
+// (optimizers.go); Switch, RefSwitch, Merge, RefMerge (control.go); GatherV2, ResourceGather,
 // ResourceScatterAdd, ResourceSparseApplyAdagrad (sparse.go);
-// RandomUniform, RandomStandardNormal, TruncatedNormal (random.go); Cast
+// RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt
+// and their Stateless forms, TensorFlow's Philox streams bit for bit
+// (random*.go); Cast
 // (cast.go); ConcatV2, Pack, Unpack (concat.go); Slice, StridedSlice
 // (slice.go); DynamicPartition, DynamicStitch, ParallelDynamicStitch
 // (partition.go); Unique, UnsortedSegmentSum (segment.go); Less,
