@@ -17,7 +17,9 @@ import (
 // Progress is a periodic report of a running job.
 type Progress struct {
 	Elapsed time.Duration
-	// Steps and Examples are totals over all workers, of TotalSteps.
+	// Steps is the run's progress, of TotalSteps: its global steps, all
+	// workers together, less those a recovery undid, which are trained
+	// again. Examples counts the examples of every step done.
 	Steps, Examples, TotalSteps int64
 	// ExamplesPerSec, RPCsPerSec and MBPerSec are rates over the last
 	// interval.
@@ -273,6 +275,7 @@ func (j *Job) report(done <-chan struct{}, start time.Time, before driver.Stats,
 	t := time.NewTicker(j.cfg.ProgressEvery)
 	defer t.Stop()
 	last, lastAt, lastSteps, lastLosses := before, start, int64(0), 0
+	startStep := j.s.GlobalStep()
 	for {
 		select {
 		case <-done:
@@ -292,7 +295,7 @@ func (j *Job) report(done <-chan struct{}, start time.Time, before driver.Stats,
 				}
 				progress(Progress{
 					Waiting: waiting, WaitingFor: waited,
-					Elapsed: now.Sub(start), Steps: steps, Examples: steps * int64(j.cfg.BatchSize), TotalSteps: j.cfg.TotalSteps(),
+					Elapsed: now.Sub(start), Steps: max(j.s.GlobalStep()-startStep, 0), Examples: steps * int64(j.cfg.BatchSize), TotalSteps: j.cfg.TotalSteps(),
 					ExamplesPerSec: float64((steps-lastSteps)*int64(j.cfg.BatchSize)) / dt,
 					RPCsPerSec:     float64(st.Calls-last.Calls) / dt,
 					MBPerSec:       float64(st.Bytes-last.Bytes) / dt / 1e6,
