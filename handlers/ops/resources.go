@@ -19,12 +19,7 @@ import (
 // naming it reaches the same one until Cleanup drops its container. With
 // no shared_name it is private to the kernel that made it, named
 // "_<n>_<node>" as TensorFlow names it, and lives as long as its graph.
-
-// A resource is state a handle refers to, other than a variable: a Value
-// holding one is a resource handle (see Value.res).
-type resource interface {
-	resourceName() string
-}
+// Both are resources (lookup_table.go), as lookup tables are.
 
 // A droppable resource releases its waiters when Cleanup drops it: their
 // steps fail at once instead of waiting on a resource no graph can reach.

@@ -51,6 +51,7 @@ var variableIDs atomic.Uint64
 type Variables struct {
 	mu     sync.Mutex
 	m      map[varKey]*variable
+	tables tables          // lookup tables and embedding variables (lookup_table.go)
 	shared sharedResources // accumulators and queues (resources.go)
 }
 
@@ -77,10 +78,11 @@ func (vs *Variables) lookup(container, name string, dtype wire.DataType) (*varia
 	return v, nil
 }
 
-// Cleanup drops the variables, accumulators and queues of the named
-// containers, or all of them when none is named. Steps still holding a
-// variable keep a working (orphaned) copy.
+// Cleanup drops the variables, lookup tables, accumulators and queues of
+// the named containers, or all of them when none is named. Steps still
+// holding a variable or a table keep a working (orphaned) copy.
 func (vs *Variables) Cleanup(containers []string) {
+	vs.tables.cleanup(containers)
 	vs.shared.cleanup(containers)
 	vs.mu.Lock()
 	defer vs.mu.Unlock()

@@ -1,4 +1,4 @@
-package lr
+package train
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -40,8 +41,8 @@ type RecoverOptions struct {
 	Every time.Duration
 	// Restore, when set, restores every parameter server once all are
 	// initialized again and returns the global step restored; an error
-	// wrapping ErrNoCheckpoint, or no Restore, starts the model again
-	// from step 0.
+	// wrapping checkpoint.ErrNoCheckpoint, or no Restore, starts the model
+	// again from step 0.
 	Restore func(ctx context.Context) (globalStep int64, err error)
 	// Log, when set, is told what recovery does, one line at a time.
 	Log func(msg string)
@@ -101,15 +102,15 @@ type waitState struct {
 // FailOverWorkers, which it turns on); once it answers it rejoins, its
 // graphs registered again, and runs its replica's steps again. Call it
 // before Run.
-func (j *Job) RecoverTasks(o RecoverOptions) {
+func (s *Session) RecoverTasks(o RecoverOptions) {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Minute
 	}
 	if o.Every <= 0 {
 		o.Every = 200 * time.Millisecond
 	}
-	j.failover = true
-	j.rec = &recovery{opts: o, finding: make(chan struct{}, 1)}
+	s.failover = true
+	s.rec = &recovery{opts: o, finding: make(chan struct{}, 1)}
 }
 
 // enter starts a step: it holds the gate shared and returns the
@@ -168,10 +169,10 @@ func (rec *recovery) log(format string, args ...any) {
 
 // lostPS reports whether err is the loss of a parameter server, or the
 // answer of one that restarted (its sessions gone: Aborted).
-func (j *Job) lostPS(err error) bool {
+func (s *Session) lostPS(err error) bool {
 	var te *driver.TaskError
 	if errors.As(err, &te) {
-		return slices.Contains(j.psTasks(), te.Task)
+		return slices.Contains(s.PSTasks(), te.Task)
 	}
 	return err != nil && rpc.CodeOf(err) == wire.Aborted
 }
@@ -179,20 +180,20 @@ func (j *Job) lostPS(err error) bool {
 // forgivable reports whether err, a failed cleanup's, is one the job
 // recovers from: the loss of a worker (with failover) or of any task
 // (with recovery).
-func (j *Job) forgivable(err error) bool {
+func (s *Session) forgivable(err error) bool {
 	if err == nil {
 		return true
 	}
-	if j.rec != nil {
+	if s.rec != nil {
 		return errors.Is(err, driver.ErrTaskLost) || rpc.CodeOf(err) == wire.Aborted
 	}
-	return j.failover && j.anyLostWorker(err)
+	return s.failover && s.anyLostWorker(err)
 }
 
 // recoverFrom recovers from cause, met by a step of generation gen,
 // unless another worker did already.
-func (j *Job) recoverFrom(ctx context.Context, gen int, cause error) error {
-	rec := j.rec
+func (s *Session) recoverFrom(ctx context.Context, gen int, cause error) error {
+	rec := s.rec
 	rec.gate.Lock()
 	defer rec.gate.Unlock()
 	if rec.err != nil {
@@ -202,7 +203,7 @@ func (j *Job) recoverFrom(ctx context.Context, gen int, cause error) error {
 		return nil
 	}
 	rec.log("%v: pausing the workers", shortCause(cause))
-	if err := j.recover(ctx, true); err != nil {
+	if err := s.recover(ctx, true); err != nil {
 		rec.err = err
 		return err
 	}
@@ -210,11 +211,14 @@ func (j *Job) recoverFrom(ctx context.Context, gen int, cause error) error {
 	return nil
 }
 
-// shortCause keeps the first line of a step's error.
+// shortCause says what a step met: its error, where a lost task failed
+// it (a *driver.StepError) the loss alone, without the failed call's own
+// error, which the loss explains.
 func shortCause(err error) string {
 	s := err.Error()
-	if i := strings.Index(s, " (the step failed"); i > 0 {
-		s = s[:i]
+	var se *driver.StepError
+	if errors.As(err, &se) {
+		s = strings.Replace(s, se.Error(), se.Lost.Error(), 1)
 	}
 	return s
 }
@@ -223,8 +227,8 @@ func shortCause(err error) string {
 // parameter server (when wait), tries each lost worker once, registers
 // the graphs again on the tasks that answer and, when a parameter server
 // restarted, initializes and restores them all.
-func (j *Job) recover(ctx context.Context, wait bool) error {
-	rec := j.rec
+func (s *Session) recover(ctx context.Context, wait bool) error {
+	rec := s.rec
 	// A step's cleanup, which runs on after the step, may still be calling
 	// the lost task on the Caller that Find replaces and closes. Cut off,
 	// the call fails with "client closed" rather than the task's loss,
@@ -237,9 +241,9 @@ func (j *Job) recover(ctx context.Context, wait bool) error {
 	deadline := time.Now().Add(rec.opts.Timeout)
 	for {
 		if wait {
-			for _, task := range j.psTasks() {
-				if j.d.Lost(task) != nil {
-					if err := j.await(ctx, task, deadline); err != nil {
+			for _, task := range s.PSTasks() {
+				if s.d.Lost(task) != nil {
+					if err := s.await(ctx, task, deadline); err != nil {
 						return err
 					}
 				}
@@ -248,16 +252,16 @@ func (j *Job) recover(ctx context.Context, wait bool) error {
 		if err := rec.lockFinding(ctx); err != nil {
 			return fmt.Errorf("recover: waiting to look for the lost workers: %w", err)
 		}
-		for w := range j.cfg.Workers {
-			if task := workerTask(w); j.d.Lost(task) != nil {
+		for w := range s.opts.Workers {
+			if task := WorkerTask(w); s.d.Lost(task) != nil {
 				if _, err := rec.opts.Rejoin.Find(ctx, task); err == nil {
-					j.d.Revive(task)
+					s.d.Revive(task)
 					rec.log("%s answers again: it rejoins", task)
 				}
 			}
 		}
 		rec.unlockFinding()
-		err := j.rebuild(ctx)
+		err := s.rebuild(ctx)
 		if err == nil {
 			return nil
 		}
@@ -272,8 +276,8 @@ func (j *Job) recover(ctx context.Context, wait bool) error {
 
 // await tries to reach task every rec.opts.Every until it answers or the
 // deadline passes, and revives it.
-func (j *Job) await(ctx context.Context, task string, deadline time.Time) error {
-	rec := j.rec
+func (s *Session) await(ctx context.Context, task string, deadline time.Time) error {
+	rec := s.rec
 	start := time.Now()
 	rec.waiting.Store(&waitState{task: task, since: start})
 	defer rec.waiting.Store(nil)
@@ -288,7 +292,7 @@ func (j *Job) await(ctx context.Context, task string, deadline time.Time) error 
 			tried = append(tried, addr)
 		}
 		if err == nil {
-			j.d.Revive(task)
+			s.d.Revive(task)
 			rec.log("%s answers again at %s after %.1f s", task, addr, time.Since(start).Seconds())
 			return nil
 		}
@@ -308,20 +312,20 @@ func (j *Job) await(ctx context.Context, task string, deadline time.Time) error 
 // parameter server did (a new incarnation, now or in an attempt that
 // failed after build), sets every server's variables afresh and restores
 // them.
-func (j *Job) rebuild(ctx context.Context) error {
-	rec := j.rec
-	oldPS := slices.Clone(j.plan.psInc)
-	if err := j.build(ctx, rec.opts.Rejoin.ServerDef()); err != nil {
+func (s *Session) rebuild(ctx context.Context) error {
+	rec := s.rec
+	oldPS := incarnations(s.tasks.PS)
+	if err := s.build(ctx, rec.opts.Rejoin.ServerDef()); err != nil {
 		return err
 	}
-	if !slices.Equal(oldPS, j.plan.psInc) {
+	if !slices.Equal(oldPS, incarnations(s.tasks.PS)) {
 		rec.reinit = true
 	}
 	if !rec.reinit {
 		return nil
 	}
-	before := j.GlobalStep()
-	if err := j.initialize(ctx); err != nil {
+	before := s.GlobalStep()
+	if err := s.m.Initialize(ctx); err != nil {
 		return err
 	}
 	var step int64
@@ -329,11 +333,11 @@ func (j *Job) rebuild(ctx context.Context) error {
 	if rec.opts.Restore != nil {
 		step, err = rec.opts.Restore(ctx)
 	} else {
-		err = ErrNoCheckpoint
+		err = checkpoint.ErrNoCheckpoint
 	}
 	switch {
-	case errors.Is(err, ErrNoCheckpoint):
-		j.SetGlobalStep(0)
+	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		s.SetGlobalStep(0)
 		why := ""
 		if rec.opts.Restore != nil {
 			why = " (" + err.Error() + ")"
@@ -342,9 +346,9 @@ func (j *Job) rebuild(ctx context.Context) error {
 	case err != nil:
 		return err
 	default:
-		j.SetGlobalStep(step)
+		s.SetGlobalStep(step)
 	}
-	if n := before - j.GlobalStep(); n > 0 {
+	if n := before - s.GlobalStep(); n > 0 {
 		rec.undone.Add(n)
 	}
 	rec.reinit = false
@@ -353,8 +357,8 @@ func (j *Job) rebuild(ctx context.Context) error {
 
 // rejoin tries the lost workers every rec.opts.Every until done is
 // closed, and has one that answers rejoin.
-func (j *Job) rejoin(ctx context.Context, done <-chan struct{}) {
-	rec := j.rec
+func (s *Session) rejoin(ctx context.Context, done <-chan struct{}) {
+	rec := s.rec
 	t := time.NewTicker(rec.opts.Every)
 	defer t.Stop()
 	for {
@@ -365,19 +369,19 @@ func (j *Job) rejoin(ctx context.Context, done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		for w := range j.cfg.Workers {
-			task := workerTask(w)
-			if j.d.Lost(task) == nil {
+		for w := range s.opts.Workers {
+			task := WorkerTask(w)
+			if s.d.Lost(task) == nil {
 				continue
 			}
-			if !j.findLost(ctx, task) {
+			if !s.findLost(ctx, task) {
 				continue
 			}
 			rec.gate.Lock()
 			// A recovery that ran since revived the worker and registered
 			// its graphs.
-			if rec.err == nil && j.d.Lost(task) != nil {
-				if err := j.recover(ctx, false); err != nil {
+			if rec.err == nil && s.d.Lost(task) != nil {
+				if err := s.recover(ctx, false); err != nil {
 					rec.err = err
 				}
 				rec.gen++
@@ -391,26 +395,15 @@ func (j *Job) rejoin(ctx context.Context, done <-chan struct{}) {
 // findLost looks for worker task once, if it is still lost, and reports
 // whether it answers. It holds rec.finding, so that no recovery revives
 // the worker while Find points its Caller elsewhere.
-func (j *Job) findLost(ctx context.Context, task string) bool {
-	rec := j.rec
+func (s *Session) findLost(ctx context.Context, task string) bool {
+	rec := s.rec
 	if rec.lockFinding(ctx) != nil {
 		return false
 	}
 	defer rec.unlockFinding()
-	if j.d.Lost(task) == nil {
+	if s.d.Lost(task) == nil {
 		return false
 	}
 	_, err := rec.opts.Rejoin.Find(ctx, task)
 	return err == nil
-}
-
-// waitingFor returns the task a recovery waits for and since when, or "".
-func (j *Job) waitingFor() (string, time.Time) {
-	if j.rec == nil {
-		return "", time.Time{}
-	}
-	if w := j.rec.waiting.Load(); w != nil {
-		return w.task, w.since
-	}
-	return "", time.Time{}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
@@ -85,7 +84,7 @@ type UDPNet struct {
 	Host string
 	// Pcap, when set, receives every datagram the endpoints send and
 	// receive, as Ethernet/IPv4/UDP frames.
-	Pcap *capture.File
+	Pcap Capture
 	// Auth says who may open sessions with the endpoints.
 	Auth PacketAuth
 }
@@ -122,7 +121,7 @@ func (n UDPNet) Dialer() (rpc.Transport, io.Closer, error) {
 	return afxdprpc.TransportOver(ep, afxdp.PathUDP), ep, nil
 }
 
-func udpEndpoint(bind string, opts afxdp.Options, pcap *capture.File) (*afxdp.Endpoint, error) {
+func udpEndpoint(bind string, opts afxdp.Options, pcap Capture) (*afxdp.Endpoint, error) {
 	var l link.Link
 	l, err := link.ListenUDP(bind, link.UDPOptions{})
 	if err != nil {

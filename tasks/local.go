@@ -8,10 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
-	"github.com/starwire/starwire/cmd/starwire/internal/capture"
-	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/internal/vethnet"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
@@ -42,7 +41,7 @@ type LocalOptions struct {
 	Compute *compute.Limit
 	// Pcap, when set, receives the frames of every task's packet path
 	// (AF_XDP links; kernel UDP when Net is a UDPNet with its Pcap set).
-	Pcap *capture.File
+	Pcap Capture
 	// TLS, when set, secures every task's gRPC and, when Net is TCP, its
 	// starwire transport with mutual TLS; the certificate must be valid
 	// for 127.0.0.1.

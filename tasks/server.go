@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -14,7 +15,6 @@ import (
 	"google.golang.org/grpc/health"
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
-	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/record"
@@ -54,7 +54,7 @@ type Server struct {
 	// receives over gRPC is written (package handlers/record).
 	RecordDir string
 	// Pcap, when set before ServeAFXDP, receives the AF_XDP frames.
-	Pcap *capture.File
+	Pcap Capture
 	// PacketAuth, set before ServeAFXDP, says who may open sessions with
 	// its endpoint.
 	PacketAuth PacketAuth
@@ -124,6 +124,59 @@ func Listen(job string, index int, grpcAddr, starAddr string, useStar bool, n Ne
 		s.starL, s.starTr, s.starC, s.StarAddr = sl, tr, c, sl.Addr().String()
 	}
 	return s, nil
+}
+
+// A LayoutError says that a task is not in the layout it is to join, or
+// lacks an address there; waiting or retrying cannot change it.
+type LayoutError struct{ Err error }
+
+func (e *LayoutError) Error() string { return e.Err.Error() }
+func (e *LayoutError) Unwrap() error { return e.Err }
+
+// ListenAt binds task index of job at its addresses in layout: its gRPC
+// address in the cluster spec and, under grpc+seastar, its starwire
+// address in the endpoint map, on every interface at the address's port
+// when its host is a name (a cluster spec's hostnames). A TCPNet's
+// reactors are sized for the cluster's connections. A task missing from
+// layout is a *LayoutError.
+func ListenAt(layout Layout, job string, index int, n Net) (*Server, error) {
+	grpcAddr, err := layout.Cluster.Lookup(job, index)
+	if err != nil {
+		return nil, &LayoutError{err}
+	}
+	var starAddr string
+	if layout.Protocol.UsesStar() {
+		if starAddr, err = layout.Endpoints.StarAddr(layout.Cluster, job, index); err != nil {
+			return nil, &LayoutError{err}
+		}
+	}
+	return Listen(job, index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), SizeFor(n, layout.Cluster.Len()))
+}
+
+// SizeFor returns n with a TCPNet's reactors sized for conns connections
+// (cluster.Reactors); other nets as they are.
+func SizeFor(n Net, conns int) Net {
+	if tcp, ok := n.(TCPNet); ok {
+		tcp.Conns = conns
+		return tcp
+	}
+	return n
+}
+
+// bindAddr listens on every interface at an address's port when its host
+// is a name rather than an IP.
+func bindAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return addr
+	}
+	if net.ParseIP(host) != nil {
+		return addr
+	}
+	if _, err := strconv.Atoi(port); err != nil {
+		return addr
+	}
+	return net.JoinHostPort("", port)
 }
 
 func listenError(task, what, addr string, err error) error {

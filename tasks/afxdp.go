@@ -8,7 +8,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/cmd/starwire/internal/logline"
+	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
 )
