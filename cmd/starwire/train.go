@@ -147,7 +147,7 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		err = r.join(ctx)
 	} else {
 		var dir string
-		if dir, err = os.MkdirTemp("", "starwire-train-"); err != nil {
+		if dir, err = makeTrainDir(); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 		defer os.RemoveAll(dir)
