@@ -381,7 +381,8 @@ func TestErrors(t *testing.T) {
 		{"vocab per ps", []string{"train", "--vocab", "0"}, 2, "train: --vocab 0, want at least 8: no fewer ids than an example's fields (8), the parameter servers (1) or two", nil},
 		{"vocab of one id", []string{"train", "--vocab", "1"}, 2, "train: --vocab 1, want at least 8", nil},
 		{"learning rate", []string{"train", "--learning_rate", "0"}, 2, "train: --learning_rate 0, want > 0", nil},
-		{"registry never filled", []string{"train", "--registry_dir", os.TempDir() + "/starwire-no-such-registry", "--cluster_wait", "100ms"}, 1, "starwire: train: cluster: wait for cluster in ", nil},
+		{"registry never filled", []string{"train", "--registry_dir", t.TempDir(), "--cluster_wait", "100ms"}, 1, "starwire: train: cluster: wait for cluster in ", nil},
+		{"registry dir missing", []string{"train", "--registry_dir", os.TempDir() + "/starwire-no-such-registry", "--cluster_wait", "1m"}, 2, "starwire: train: --registry_dir " + os.TempDir() + "/starwire-no-such-registry: no such directory", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each runs a process of its own and waits on it
@@ -504,5 +505,19 @@ func TestTFConfig(t *testing.T) {
 		if !strings.Contains(string(out), "joining cluster: ps="+grpcAddrs[0]+";worker=") {
 			t.Errorf("the chief did not join the ps and workers:\n%s", out)
 		}
+	}
+}
+
+// TestTrainRegistryWaitSaysWhat: a train waiting for --registry_dir's
+// tasks says, every few seconds, which entries are still missing.
+func TestTrainRegistryWaitSaysWhat(t *testing.T) {
+	t.Parallel() // waits, computes nothing
+	dir := t.TempDir()
+	code, _, errOut := runBinary(t, nil, "train", "--registry_dir", dir, "--ps", "1", "--workers", "2", "--cluster_wait", "6s")
+	lines := nonEmptyLines(errOut)
+	// The elapsed time between is the machine's: 5s, or 6s when loaded.
+	head, tail := "starwire: train: waiting for 3 of 3 tasks to register in "+dir+" (", "s of --cluster_wait 6s): ps:0, worker:0, worker:1"
+	if code != 1 || len(lines) != 2 || !strings.HasPrefix(lines[0], head) || !strings.HasSuffix(lines[0], tail) || !strings.Contains(lines[1], "wait for cluster in") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1, %q...%q, then the timeout", code, errOut, head, tail)
 	}
 }

@@ -114,7 +114,15 @@ func waiting(p lr.Progress) string {
 	return fmt.Sprintf("waiting for %s, %.1f s", p.Waiting, p.WaitingFor.Seconds())
 }
 
+// rates says how fast the last interval went; an interval without a
+// finished step has no loss to show (its mean is NaN), so it says that.
 func rates(p lr.Progress) string {
+	if math.IsNaN(p.Loss) {
+		if p.Examples == 0 {
+			return "no step completed yet"
+		}
+		return fmt.Sprintf("no step completed in the last interval  %.0f RPC/s  %.1f MB/s", p.RPCsPerSec, p.MBPerSec)
+	}
 	return fmt.Sprintf("%.0f examples/s  loss %.4f  %.0f RPC/s  %.1f MB/s", p.ExamplesPerSec, p.Loss, p.RPCsPerSec, p.MBPerSec)
 }
 

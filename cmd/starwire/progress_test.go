@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -26,6 +27,27 @@ func TestProgressLine(t *testing.T) {
 	}
 	if got := progressLine(lr.Progress{TotalSteps: 10}); !strings.Contains(got, "step 0/10 (0.0%)") || !strings.HasSuffix(got, "time left unknown") {
 		t.Errorf("before the first step: %q", got)
+	}
+}
+
+// TestProgressNoStep: an interval that finished no step has no loss (its
+// mean is NaN): the line says no step completed instead of "loss NaN".
+func TestProgressNoStep(t *testing.T) {
+	first := lr.Progress{Elapsed: 2 * time.Second, TotalSteps: 4000, Loss: math.NaN()}
+	stalled := progress35
+	stalled.Loss, stalled.ExamplesPerSec = math.NaN(), 0
+	for _, tc := range []struct {
+		p    lr.Progress
+		want string
+	}{
+		{first, "no step completed yet"},
+		{stalled, "no step completed in the last interval"},
+	} {
+		for _, got := range []string{progressLine(tc.p), progressBar(tc.p, 200)} {
+			if strings.Contains(got, "NaN") || !strings.Contains(got, tc.want) {
+				t.Errorf("%q, want %q and no NaN", got, tc.want)
+			}
+		}
 	}
 }
 

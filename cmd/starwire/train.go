@@ -91,6 +91,10 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err := f.ckpt.prepare(); err != nil {
 		return err
 	}
+	if err := checkRegistryDir(f.RegistryDir); err != nil {
+		return err
+	}
+	f.Cluster.Report = func(msg string) { fmt.Fprintf(os.Stderr, "starwire: train: %s\n", msg) }
 	layout, joining, err := f.Cluster.Layout(ctx, set, flags.Need{PS: f.cfg.PS, Workers: f.cfg.Workers, Jobs: modelJobs})
 	if err != nil {
 		return flags.PrefixUsage("train", err)
@@ -147,7 +151,7 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		err = r.join(ctx)
 	} else {
 		var dir string
-		if dir, err = os.MkdirTemp("", "starwire-train-"); err != nil {
+		if dir, err = makeTrainDir(); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 		defer os.RemoveAll(dir)
@@ -214,6 +218,25 @@ func (f *trainFlags) checkConfig() error {
 	}
 	if err != nil {
 		return flags.Usagef("train: %v", err)
+	}
+	return nil
+}
+
+// checkRegistryDir refuses a --registry_dir that is not a directory:
+// train only reads it, so waiting for tasks to register in a directory
+// that does not exist would most likely wait for a typo.
+func checkRegistryDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return flags.Usagef("train: --registry_dir %s: no such directory (the tasks' serve --registry_dir makes it: start them first, or mkdir it)", dir)
+	case err != nil:
+		return flags.Usagef("train: --registry_dir: %v", err)
+	case !fi.IsDir():
+		return flags.Usagef("train: --registry_dir %s: not a directory", dir)
 	}
 	return nil
 }

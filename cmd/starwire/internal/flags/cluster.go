@@ -2,7 +2,14 @@ package flags
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/starwire/starwire/rpc/cluster"
@@ -23,7 +30,13 @@ type Cluster struct {
 	TLS         TLS
 	Packet      Packet
 	Allowlist   bool
+	// Report, when not nil, is told every WaitReportEvery of a wait for
+	// --registry_dir's tasks which of them are not registered yet.
+	Report func(msg string)
 }
+
+// WaitReportEvery is the interval between a registry wait's reports.
+const WaitReportEvery = 5 * time.Second
 
 // Register adds the flags to fs.
 func (c *Cluster) Register(fs *flag.FlagSet) {
@@ -140,11 +153,67 @@ func (c *Cluster) wait(ctx context.Context, ps, workers int) (cluster.Roster, er
 	if ps <= 0 || workers <= 0 {
 		return cluster.Roster{}, Usagef("--registry_dir needs --ps and --workers > 0")
 	}
+	jobs := map[string]int{"ps": ps, "worker": workers}
 	ctx, cancel := context.WithTimeout(ctx, c.WaitTimeout)
 	defer cancel()
-	roster, err := cluster.Wait(ctx, c.RegistryDir, map[string]int{"ps": ps, "worker": workers})
+	if c.Report != nil {
+		var wg sync.WaitGroup
+		wg.Go(func() { c.reportWaiting(ctx, jobs) })
+		defer wg.Wait()
+		defer cancel() // ends the reports before wg.Wait
+	}
+	roster, err := cluster.Wait(ctx, c.RegistryDir, jobs)
 	if err != nil {
 		return cluster.Roster{}, err
 	}
 	return roster, nil
 }
+
+// reportWaiting tells c.Report every WaitReportEvery, until ctx is done,
+// the tasks of jobs not registered in the registry directory.
+func (c *Cluster) reportWaiting(ctx context.Context, jobs map[string]int) {
+	start := time.Now()
+	t := time.NewTicker(WaitReportEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		missing, total := unregistered(c.RegistryDir, jobs)
+		if len(missing) == 0 {
+			continue // all there: Wait returns at its next scan
+		}
+		const show = 8
+		n, more := len(missing), ""
+		if n > show {
+			more = fmt.Sprintf(" and %d more", n-show)
+			missing = missing[:show]
+		}
+		c.Report(fmt.Sprintf("waiting for %d of %d tasks to register in %s (%v of --cluster_wait %v): %s%s",
+			n, total, c.RegistryDir, time.Since(start).Round(time.Second), c.WaitTimeout, strings.Join(missing, ", "), more))
+	}
+}
+
+// unregistered lists, in job and task order, the tasks of jobs without a
+// valid entry in dir ("stale" marks an entry whose owner is gone), and
+// counts the tasks of jobs.
+func unregistered(dir string, jobs map[string]int) (missing []string, total int) {
+	for _, job := range slices.Sorted(maps.Keys(jobs)) {
+		for task := range jobs[job] {
+			total++
+			if _, err := cluster.Lookup(dir, job, task); err != nil {
+				name := shortTaskName(job, task)
+				if errors.Is(err, cluster.ErrStale) {
+					name += " (stale entry)"
+				}
+				missing = append(missing, name)
+			}
+		}
+	}
+	return missing, total
+}
+
+// shortTaskName writes a task as job:index.
+func shortTaskName(job string, task int) string { return job + ":" + strconv.Itoa(task) }

@@ -2,6 +2,7 @@ package lr
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -69,17 +70,44 @@ func (p *plan) variables(b *builder, s int) (table, accum string) {
 	return table, accum
 }
 
-// initGraph sets parameter server s's table to zeros and its Adagrad
-// accumulator to the initial value.
+// initGraph sets parameter server s's table as TensorFlow's embedding
+// columns initialize theirs, truncated_normal with stddev 1/sqrt(dim),
+// and its Adagrad accumulator to the initial value. A table at zeros
+// would keep its columns identical (each gets the same gradient, as the
+// logit sums them), so that the width would change the traffic and not
+// the model.
 func (p *plan) initGraph(s int) *tfpb.GraphDef {
 	b := newBuilder(p.ps[s])
 	table, accum := p.variables(b, s)
 	rows, dim := p.cfg.shardRows(s), int64(p.cfg.EmbeddingDim)
-	zeros := b.fill("zeros", 0, rows, dim)
 	init := b.fill("accum_init", p.cfg.InitialAccumulator, rows, dim)
-	b.op("table/assign", "AssignVariableOp", attrs{"dtype": typeAttr(wire.DTFloat)}, table, zeros)
+	b.op("table/assign", "AssignVariableOp", attrs{"dtype": typeAttr(wire.DTFloat)}, table, p.tableInit(b, s))
 	b.op("accum/assign", "AssignVariableOp", attrs{"dtype": typeAttr(wire.DTFloat)}, accum, init)
 	return &b.def
+}
+
+// tableInit adds shard s's initial rows. The draw, seeded by the config's
+// seed, is of the whole table, and the shard keeps its ids' rows (s, s+PS,
+// ...): an id starts at the same value whatever the servers, so that the
+// model does not depend on how many hold it. That costs each server the
+// draw of the whole table once, at most what one server alone holds.
+func (p *plan) tableInit(b *builder, s int) string {
+	dim := p.cfg.EmbeddingDim
+	shape := b.constInt32("table_init/shape", int32(p.cfg.Vocab), int32(dim))
+	// seed2 is not 0, so that seed 0 too is a fixed seed pair (both 0 draw
+	// a random one).
+	draw := b.op("table_init/draw", "TruncatedNormal", attrs{"dtype": typeAttr(wire.DTFloat), "T": typeAttr(wire.DTInt32),
+		"seed": intAttr(int64(p.cfg.Seed)), "seed2": intAttr(1)}, shape)
+	stddev := b.constFloat("table_init/stddev", float32(1/math.Sqrt(float64(dim))))
+	all := b.binary("table_init/all", "Mul", draw, stddev)
+	if p.cfg.PS == 1 {
+		return all
+	}
+	ids := b.op("table_init/ids", "Range", attrs{"Tidx": typeAttr(wire.DTInt32)},
+		b.constInt32Scalar("table_init/first", int32(s)), b.constInt32Scalar("table_init/end", int32(p.cfg.Vocab)),
+		b.constInt32Scalar("table_init/stride", int32(p.cfg.PS)))
+	return b.op("table_init", "GatherV2", attrs{"Tparams": typeAttr(wire.DTFloat), "Tindices": typeAttr(wire.DTInt32), "Taxis": typeAttr(wire.DTInt32), "batch_dims": intAttr(0)},
+		all, ids, b.constInt32Scalar("table_init/axis", 0))
 }
 
 // psGraph is parameter server s's partition of replica r's step, as
