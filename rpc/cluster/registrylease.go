@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -38,6 +41,8 @@ type owner struct {
 	PIDNS string `json:"pidns"`
 	PID   int    `json:"pid"`
 	Start uint64 `json:"start"` // clock ticks after boot
+	// Host is the machine's name, for the messages that name an owner.
+	Host string `json:"host,omitempty"`
 }
 
 var (
@@ -53,7 +58,8 @@ func thisProcess() *owner {
 		pidns, err2 := os.Readlink("/proc/self/ns/pid")
 		start, err3 := processStart(os.Getpid())
 		if errors.Join(err1, err2, err3) == nil {
-			self = &owner{Boot: string(bytes.TrimSpace(boot)), PIDNS: pidns, PID: os.Getpid(), Start: start}
+			host, _ := os.Hostname()
+			self = &owner{Boot: string(bytes.TrimSpace(boot)), PIDNS: pidns, PID: os.Getpid(), Start: start, Host: host}
 		}
 	})
 	return self
@@ -119,20 +125,32 @@ func stale(path string, reg registration) error {
 // A Lease keeps a registration valid while its process runs: it renews
 // the registration file's modification time every third of the lease.
 type Lease struct {
-	dir, job string
-	task     int
-	addrs    map[string]string
-	cancel   context.CancelFunc
-	done     chan struct{}
-	mu       sync.Mutex
-	err      error
+	dir    string
+	reg    registration // what it registered, its incarnation with it
+	log    *slog.Logger
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error
 }
+
+// ErrHeld is wrapped by RegisterLease's error when the task's registration
+// belongs to a live task: one task, one owner.
+var ErrHeld = errors.New("registration held by a live task")
 
 // RegisterLease is Register with a lease (DefaultLease when 0): the
 // registration stays valid while the returned Lease renews it, and Wait
 // ignores it once it has gone unrenewed for the lease, as when its process
 // was killed. Close the Lease when the task stops: it stops renewing and
 // deregisters.
+//
+// A task has one owner: when the task's registration is another lease's
+// that is still renewed (by a second process started for a live task, say),
+// RegisterLease refuses, with an error wrapping ErrHeld that names the
+// holder (host, PID, since when). The lease removes and renews only its
+// own registration (its incarnation); when the file vanishes while the
+// task lives, the next renewal writes it back and logs that it did, to
+// slog's default logger.
 func RegisterLease(dir, job string, task int, addrs map[string]string, lease time.Duration) (*Lease, error) {
 	if lease <= 0 {
 		lease = DefaultLease
@@ -140,21 +158,61 @@ func RegisterLease(dir, job string, task int, addrs map[string]string, lease tim
 	if lease < 3*time.Millisecond {
 		return nil, fmt.Errorf("cluster: register %s: lease %v too short", TaskName(job, task), lease)
 	}
-	if err := register(dir, job, task, addrs, lease); err != nil {
+	path := filepath.Join(dir, registryFile(job, task))
+	if held, err := readRegistration(path); err == nil && held.Incarnation != 0 && held.Job == job && held.Task == task && stale(path, held) == nil {
+		return nil, fmt.Errorf("cluster: register %s in %s: %w: %s", TaskName(job, task), dir, ErrHeld, held.holder(path))
+	}
+	reg := registration{Job: job, Task: task, Addrs: maps.Clone(addrs), Owner: thisProcess(), LeaseMS: lease.Milliseconds(),
+		Incarnation: newIncarnation(), Since: time.Now().UTC().Format(time.RFC3339)}
+	if err := write(dir, reg); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Lease{dir: dir, job: job, task: task, addrs: maps.Clone(addrs), cancel: cancel, done: make(chan struct{})}
+	l := &Lease{dir: dir, reg: reg, log: slog.Default(), cancel: cancel, done: make(chan struct{})}
 	go l.renew(ctx, lease/3)
 	return l, nil
 }
 
+// newIncarnation returns a number no other lease's registration holds,
+// but by a chance of one in 2^64.
+func newIncarnation() uint64 {
+	for {
+		if n := rand.Uint64(); n != 0 {
+			return n
+		}
+	}
+}
+
+// holder describes who holds reg, read from path: "host h, pid p, since
+// t, renewed 3s ago".
+func (reg registration) holder(path string) string {
+	var parts []string
+	if o := reg.Owner; o != nil {
+		if o.Host != "" {
+			parts = append(parts, "host "+o.Host)
+		}
+		parts = append(parts, "pid "+strconv.Itoa(o.PID))
+	}
+	if reg.Since != "" {
+		parts = append(parts, "since "+reg.Since)
+	}
+	if info, err := os.Stat(path); err == nil {
+		parts = append(parts, "renewed "+time.Since(info.ModTime()).Round(time.Second).String()+" ago")
+	}
+	if len(parts) == 0 {
+		return "an unnamed process"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // renew touches the registration file every interval until ctx ends, or
-// until the file no longer holds the lease's addresses (replaced by
-// another process, or removed): then there is nothing of its own to keep.
+// until the file holds another lease's registration (its own lease ran
+// out and another process registered the task): then there is nothing of
+// its own to keep. A file that vanished is written back.
 func (l *Lease) renew(ctx context.Context, every time.Duration) {
 	defer close(l.done)
-	path := filepath.Join(l.dir, registryFile(l.job, l.task))
+	path := filepath.Join(l.dir, registryFile(l.reg.Job, l.reg.Task))
+	name := TaskName(l.reg.Job, l.reg.Task)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -164,16 +222,20 @@ func (l *Lease) renew(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 		reg, err := readRegistration(path)
-		if err == nil && !maps.Equal(reg.Addrs, l.addrs) {
-			err = errors.New("replaced by another registration")
-		}
-		if err == nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err = write(l.dir, l.reg); err == nil {
+				l.log.Warn("cluster: the task's registration vanished while it lives; wrote it back", "task", name, "path", path)
+			}
+		case err == nil && reg.Incarnation != l.reg.Incarnation:
+			err = fmt.Errorf("replaced by another registration (%s)", reg.holder(path))
+		case err == nil:
 			now := time.Now()
 			err = os.Chtimes(path, now, now)
 		}
 		if err != nil {
 			l.mu.Lock()
-			l.err = fmt.Errorf("cluster: renew %s's registration: %w", TaskName(l.job, l.task), err)
+			l.err = fmt.Errorf("cluster: renew %s's registration: %w", name, err)
 			l.mu.Unlock()
 			return
 		}
@@ -187,9 +249,10 @@ func (l *Lease) Err() error {
 	return l.err
 }
 
-// Close stops renewing and deregisters (see Deregister).
+// Close stops renewing and removes the lease's registration, if the file
+// still holds it: another's is left alone.
 func (l *Lease) Close() error {
 	l.cancel()
 	<-l.done
-	return Deregister(l.dir, l.job, l.task, l.addrs)
+	return remove(l.dir, l.reg.Job, l.reg.Task, func(reg registration) bool { return reg.Incarnation == l.reg.Incarnation })
 }
