@@ -89,3 +89,18 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("without TF_CONFIG: %v (%T), want a usage error", err, err)
 	}
 }
+
+// TestExistsHintNamesStateDir: "cluster up" over a cluster that exists in
+// a --state_dir of the user's says how to remove it with that directory,
+// since "cluster down" without it finds nothing to remove.
+func TestExistsHintNamesStateDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "c1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := buildCluster(shapeFlags{name: "c1", ps: 1, workers: 1, stateDir: dir}, 0)
+	want := `"starwire cluster down --name c1 --state_dir ` + dir + `"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("cluster up over an existing cluster: %v; want the hint %s", err, want)
+	}
+}
