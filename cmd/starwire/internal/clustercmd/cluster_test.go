@@ -40,6 +40,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"run", "--subnet", "198.18.0.0/30", "--ps", "2"}, "do not fit"},
 		{[]string{"manifests", "--name", "Bad_Name"}, "want a DNS label"},
 		{[]string{"manifests", "--ps", "0"}, "at least one of each"},
+		{[]string{"manifests", "--image", ""}, "--image is empty"},
+		{[]string{"manifests", "--image", "  "}, "--image is empty"},
 		{[]string{"endpoints", "--port_offset", "0"}, "TF_CONFIG gives no cluster"},
 	} {
 		_, err := runCommand(t, tc.args...)
