@@ -3,14 +3,19 @@ package tcp
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
 )
 
 // TLSFiles configures mutual TLS from PEM files, as Kubernetes mounts a
@@ -57,7 +62,7 @@ func (f *TLSFiles) ServerConfig() (*tls.Config, error) {
 				// peer's address, which Go's own check does not give.
 				ClientAuth: tls.RequestClientCert,
 				VerifyConnection: func(cs tls.ConnectionState) error {
-					err := verifyPeer(cs, m.pool, "", x509.ExtKeyUsageClientAuth)
+					err := verifyPeer(cs, m, "", x509.ExtKeyUsageClientAuth)
 					if err != nil {
 						f.refuse(hello.Conn, err)
 					}
@@ -132,35 +137,45 @@ func (f *TLSFiles) ClientConfig() (*tls.Config, error) {
 			if err != nil {
 				return err
 			}
-			return verifyPeer(cs, m.pool, cs.ServerName, x509.ExtKeyUsageServerAuth)
+			return verifyPeer(cs, m, cs.ServerName, x509.ExtKeyUsageServerAuth)
 		},
 	}, nil
 }
 
-// verifyPeer checks the peer's chain against pool, for name when not
+// verifyPeer checks the peer's chain against m's CAs, for name when not
 // empty, with usage: a server's certificate must be for the name dialed.
-func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool, name string, usage x509.ExtKeyUsage) error {
+// A peer that fails is refused for good (wire.Unauthenticated), not
+// retried: its certificate does not change from one dial to the next. A
+// chain of another CA names that CA and the ones trusted here, the usual
+// mistake being a secret of another cluster.
+func verifyPeer(cs tls.ConnectionState, m *tlsMaterial, name string, usage x509.ExtKeyUsage) error {
 	side := "server"
 	if usage == x509.ExtKeyUsageClientAuth {
 		side = "client"
 	}
 	if len(cs.PeerCertificates) == 0 {
-		return fmt.Errorf("tcp: tls: %s presented no certificate", side)
+		return rpc.Errorf(wire.Unauthenticated, "tcp: tls: %s presented no certificate", side)
 	}
 	inter := x509.NewCertPool()
 	for _, c := range cs.PeerCertificates[1:] {
 		inter.AddCert(c)
 	}
-	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
+	leaf := cs.PeerCertificates[0]
+	_, err := leaf.Verify(x509.VerifyOptions{
 		DNSName:       name,
-		Roots:         pool,
+		Roots:         m.pool,
 		Intermediates: inter,
 		KeyUsages:     []x509.ExtKeyUsage{usage},
 	})
-	if err != nil {
-		return fmt.Errorf("tcp: tls: %s certificate: %w", side, err)
+	var unknown x509.UnknownAuthorityError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unknown):
+		return rpc.Errorf(wire.Unauthenticated, "tcp: tls: %s certificate %q is signed by %q, not by a CA of %s (%s): %w",
+			side, leaf.Subject, leaf.Issuer, m.caFile, strings.Join(m.caNames, "; "), err)
 	}
-	return nil
+	return rpc.Errorf(wire.Unauthenticated, "tcp: tls: %s certificate: %w", side, err)
 }
 
 func (f *TLSFiles) reloader() (*tlsReloader, error) {
@@ -173,8 +188,10 @@ func (f *TLSFiles) reloader() (*tlsReloader, error) {
 
 // tlsMaterial is what the files held when last read.
 type tlsMaterial struct {
-	cert tls.Certificate
-	pool *x509.CertPool
+	cert    tls.Certificate
+	pool    *x509.CertPool
+	caFile  string
+	caNames []string // the CAs' subjects, for the messages that name them
 }
 
 type tlsReloader struct {
@@ -228,13 +245,26 @@ func readTLSMaterial(files [3]string) (*tlsMaterial, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: certificate %s, key %s: %v", ErrTLSFiles, files[0], files[1], err)
 	}
-	pem, err := os.ReadFile(files[2])
+	bundle, err := os.ReadFile(files[2])
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTLSFiles, err)
 	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
+	var names []string
+	for rest := bundle; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if b.Type != "CERTIFICATE" || err != nil {
+			continue // as AppendCertsFromPEM skips them
+		}
+		pool.AddCert(c)
+		names = append(names, c.Subject.String())
+	}
+	if len(names) == 0 {
 		return nil, fmt.Errorf("%w: CA bundle %s holds no PEM certificate", ErrTLSFiles, files[2])
 	}
-	return &tlsMaterial{cert: cert, pool: pool}, nil
+	return &tlsMaterial{cert: cert, pool: pool, caFile: files[2], caNames: names}, nil
 }
