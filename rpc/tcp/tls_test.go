@@ -302,3 +302,58 @@ func TestRefusedClientDialsOnce(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestTLSReloadFailureLogged: a rotated certificate file that does not
+// load keeps the previous material and is logged once per change, not on
+// every handshake nor never; loading again is logged too.
+func TestTLSReloadFailureLogged(t *testing.T) {
+	dir := t.TempDir()
+	sf := newTestCA(t, "cluster CA").files(t, dir, "server")
+	var log syncBuffer
+	sf.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	if _, err := sf.ServerConfig(); err != nil {
+		t.Fatal(err)
+	}
+	sf.r.every = 0
+	good, err := os.ReadFile(sf.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotate := func(data []byte, at time.Time) {
+		t.Helper()
+		if err := os.WriteFile(sf.CertFile, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(sf.CertFile, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func(n int) {
+		t.Helper()
+		for range n {
+			if m, err := sf.r.load(); m == nil || err != nil {
+				t.Fatalf("load: %v, %v; want the previous material kept", m, err)
+			}
+		}
+	}
+	warnings := func() int { return strings.Count(log.String(), "changed certificate files do not load") }
+	base := time.Now()
+	rotate([]byte("not a certificate\n"), base.Add(time.Minute))
+	load(5)
+	if n := warnings(); n != 1 {
+		t.Fatalf("%d warnings after 5 handshakes with one bad change, want 1:\n%s", n, log.String())
+	}
+	if !strings.Contains(log.String(), sf.CertFile) {
+		t.Errorf("the warning does not name the file:\n%s", log.String())
+	}
+	rotate([]byte("still not one\n"), base.Add(2*time.Minute))
+	load(3)
+	if n := warnings(); n != 2 {
+		t.Fatalf("%d warnings after a second bad change, want 2:\n%s", n, log.String())
+	}
+	rotate(good, base.Add(3*time.Minute))
+	load(1)
+	if !strings.Contains(log.String(), "loaded again") {
+		t.Errorf("no line says the files load again:\n%s", log.String())
+	}
+}

@@ -180,7 +180,11 @@ func verifyPeer(cs tls.ConnectionState, m *tlsMaterial, name string, usage x509.
 
 func (f *TLSFiles) reloader() (*tlsReloader, error) {
 	f.once.Do(func() {
-		f.r = &tlsReloader{files: [3]string{f.CertFile, f.KeyFile, f.CAFile}, every: time.Second}
+		log := f.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		f.r = &tlsReloader{files: [3]string{f.CertFile, f.KeyFile, f.CAFile}, every: time.Second, log: log}
 		_, f.err = f.r.load()
 	})
 	return f.r, f.err
@@ -197,11 +201,13 @@ type tlsMaterial struct {
 type tlsReloader struct {
 	files [3]string     // cert, key, CA
 	every time.Duration // between looks at the files
+	log   *slog.Logger  // told once of each change that does not load
 
 	mu      sync.Mutex
 	cur     *tlsMaterial
 	stamp   [3]time.Time
 	checked time.Time
+	failed  string // the last change that did not load, as logged
 }
 
 // load returns the files' material, reading them again when they changed.
@@ -218,7 +224,7 @@ func (r *tlsReloader) load() (*tlsMaterial, error) {
 	for i, name := range r.files {
 		st, err := os.Stat(name)
 		if err != nil {
-			return r.keep(fmt.Errorf("%w: %v", ErrTLSFiles, err))
+			return r.keep(stamp, fmt.Errorf("%w: %v", ErrTLSFiles, err))
 		}
 		stamp[i] = st.ModTime()
 	}
@@ -227,17 +233,28 @@ func (r *tlsReloader) load() (*tlsMaterial, error) {
 	}
 	m, err := readTLSMaterial(r.files)
 	if err != nil {
-		return r.keep(err)
+		return r.keep(stamp, err)
 	}
-	r.cur, r.stamp = m, stamp
+	if r.failed != "" {
+		r.log.Info("tcp: tls: certificate files loaded again", "cert", r.files[0])
+	}
+	r.cur, r.stamp, r.failed = m, stamp, ""
 	return m, nil
 }
 
-func (r *tlsReloader) keep(err error) (*tlsMaterial, error) {
-	if r.cur != nil {
-		return r.cur, nil
+// keep answers a look at the files that found them changed but unusable
+// (stamp, their times, err, why): the previous material, if any, and one
+// log line per change, so that a rotated secret that does not parse is
+// heard of, once, while handshakes go on with the old one.
+func (r *tlsReloader) keep(stamp [3]time.Time, err error) (*tlsMaterial, error) {
+	if r.cur == nil {
+		return nil, err
 	}
-	return nil, err
+	if key := fmt.Sprint(stamp, err); key != r.failed {
+		r.failed = key
+		r.log.Warn("tcp: tls: changed certificate files do not load; keeping the previous ones", "err", err)
+	}
+	return r.cur, nil
 }
 
 func readTLSMaterial(files [3]string) (*tlsMaterial, error) {
