@@ -102,23 +102,39 @@ const (
 // its last calls' costs: round-trip time divided by the calls the path had
 // in flight when it was sent (with itself), so that a path carrying many
 // calls at once is judged by the rate it completes them and a lone call by
-// its latency. Every class starts on TCP, and one below learnBelow
-// alternates until both paths have minSamples. A class takes the bypass
-// only once it costs at most bypassMargin of TCP, and goes back once TCP
-// costs less than switchMargin of it: the bypass's reactors poll after
-// each call, which costs the CPUs that a job's other work needs and no
-// call's latency shows (BENCHMARKS.md, "Kernel bypass in real jobs", has
-// the job that ran slower with a narrower margin), so only a clear win is worth it; every probeMin..probeMax calls it sends one
-// over the other path to keep that estimate fresh, probing half as often
-// each time the probe confirms the choice and twice as often when one
-// beats it. A probe that confirms the choice also spaces the next so that
-// probing costs the class at most probeBudget of its time: a call over a
-// path 4× slower costs three calls' time more, so the next such probe
-// waits 300 calls. In a job whose steps wait for each call in turn, a slow
-// probe delays the whole step, which the doubling alone paid for dozens of
-// times per class before its gap grew.
+// its latency.
+//
+// Both paths are measured alike, in runs: a path the class does not use
+// is idle (the bypass's reactors asleep in poll(), TCP's reader parked),
+// and a lone call over it pays the wake-ups the chosen path, busy, never
+// pays; judged by lone probes an idle bypass never looks better, and so
+// stays idle (measured 2026-12-01: 88-99.9% of 64 B-4 KiB calls over TCP
+// where AF_XDP alone carried them 3.9-4.8x faster). So every probe is a
+// burst: probeBurst calls in a row, more while the chosen path has more
+// in flight, so that the probed path reaches the depth the chosen one
+// has; the first of them wakes the path and the estimate, the minimum,
+// is set by the ones that follow, as the chosen path's is. Classes from
+// learnBelow up probe one call at a time (see startBurst).
+//
+// Every class starts on TCP, and one below learnBelow sends a burst over
+// the bypass once TCP has minSamples. A class takes the bypass once it
+// costs at most bypassMargin of TCP, and goes back once TCP costs less
+// than switchMargin of it: the bypass's reactors poll after each call,
+// which costs CPUs that a job's other work needs and no call's latency
+// shows (BENCHMARKS.md, "Path choice measured alike", has the CPU per
+// call of each path that sets the margin). Every probeMin..probeMax
+// calls it sends a burst over the other path to keep that estimate fresh,
+// probing half as often each time a burst confirms the choice and twice
+// as often when one beats it. A burst that confirms the choice also
+// spaces the next so that probing costs the class at most probeBudget of
+// its time: a burst of 4 over a path 4× slower costs twelve calls' time
+// more, so the next waits 1200 calls (probeMax bounds it). In a job whose
+// steps wait for each call in turn, a slow probe delays the whole step,
+// which the doubling alone paid for dozens of times per class.
 const (
 	minSamples   = 3
+	probeBurst   = 4
+	maxBurst     = 64
 	probeMin     = 16
 	probeMax     = 1024
 	probeBudget  = 0.01
@@ -128,10 +144,10 @@ const (
 
 // confirmedGap is the probe gap after a probe that cost ratio times the
 // chosen path's cost confirmed the choice, from the previous gap.
-func confirmedGap(gap uint32, ratio float64) uint32 {
+func confirmedGap(gap uint32, ratio float64, burst int) uint32 {
 	budget := 0.0
 	if ratio > 1 { // and not NaN, from a zero estimate
-		budget = min((ratio-1)/probeBudget, probeMax)
+		budget = min(float64(burst)*(ratio-1)/probeBudget, probeMax)
 	}
 	return uint32(min(max(float64(gap)*2, budget), probeMax))
 }
@@ -205,6 +221,12 @@ type chooser struct {
 	bypass   [numClasses]bool // auto: the class's choice
 	sinceLog [numClasses]uint32
 	probeGap [numClasses]uint32
+	// burst is the calls of the class's probe burst still to send over
+	// the other path; probed, the burst's samples yet to be judged (a
+	// burst is judged once, by its last answer), and burstLen its length.
+	burst    [numClasses]uint8
+	probed   [numClasses]uint8
+	burstLen [numClasses]uint8
 	slots    [inflightSlots]slot
 	inflight [2]int
 	expect   [expectSlots]expected
@@ -268,23 +290,35 @@ func (c *chooser) pick(k int, size int64) bool {
 		return size < c.policy.Threshold
 	}
 	cur := c.bypass[k]
-	cn, on := c.est[b2i(cur)][k].n, c.est[b2i(!cur)][k].n
-	if on < minSamples && on <= cn && classBound(k) < learnBelow {
-		// A small class learns both paths at once: a call costs little
-		// either way. A large one leaves the bypass to the probes, since
-		// a few of its calls over the slower path cost more than a job
-		// with few of them can win back.
+	if c.burst[k] > 0 {
+		c.burst[k]--
 		return !cur
 	}
-	if cn < minSamples {
+	if c.est[b2i(cur)][k].n < minSamples {
 		return cur
 	}
-	c.sinceLog[k]++
-	if c.sinceLog[k] >= c.probeGap[k] {
-		c.sinceLog[k] = 0
-		return !cur
+	// A small class learns the other path at once: a call costs little
+	// either way. A large one waits for its first probe, since a few of
+	// its calls over the slower path cost more than a job with few of
+	// them can win back.
+	learn := c.est[b2i(!cur)][k].n == 0 && classBound(k) < learnBelow
+	if c.sinceLog[k]++; !learn && c.sinceLog[k] < c.probeGap[k] {
+		return cur
 	}
-	return cur
+	c.startBurst(k)
+	return !cur
+}
+
+// startBurst starts a probe burst of class k, this call its first. A
+// class from learnBelow up probes with one call: a wake-up is little of
+// such a call's time, and each call over the slower path costs much.
+func (c *chooser) startBurst(k int) {
+	n := 1
+	if classBound(k) < learnBelow {
+		n = min(probeBurst+c.inflight[b2i(c.bypass[k])], maxBurst)
+	}
+	c.sinceLog[k] = 0
+	c.burst[k], c.probed[k], c.burstLen[k] = uint8(n-1), uint8(n), uint8(n)
 }
 
 func b2i(b bool) int {
@@ -341,24 +375,37 @@ func (c *chooser) answered(h *wire.Header) {
 func (c *chooser) sample(bypass bool, k int, ns float64) {
 	cur := c.bypass[k]
 	c.est[b2i(bypass)][k].add(ns)
-	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
-	if mine.n < minSamples {
+	if bypass == cur || c.probed[k] == 0 {
+		c.decide(k)
 		return
 	}
-	mc := mine.cost()
-	if bypass != cur {
-		if ns < mc*switchMargin {
-			// A probe that beat the choice: the next comes sooner.
+	if c.probed[k]--; c.probed[k] > 0 {
+		return // the burst is judged once its last answer is in
+	}
+	if mine := &c.est[b2i(cur)][k]; mine.n >= minSamples {
+		mc, oc := mine.cost(), c.est[b2i(!cur)][k].cost()
+		if oc < mc*switchMargin {
+			// A burst that beat the choice: the next comes sooner.
 			c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
 		} else {
-			c.probeGap[k] = confirmedGap(c.probeGap[k], ns/mc)
+			c.probeGap[k] = confirmedGap(c.probeGap[k], oc/mc, int(c.burstLen[k]))
 		}
+	}
+	c.decide(k)
+}
+
+// decide chooses class k's path again from its estimates.
+func (c *chooser) decide(k int) {
+	cur := c.bypass[k]
+	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
+	if mine.n < minSamples || other.n < minSamples || c.probed[k] > 0 {
+		return
 	}
 	margin := switchMargin
 	if !cur {
 		margin = bypassMargin
 	}
-	if other.n >= minSamples && other.cost() < mc*margin {
+	if other.cost() < mine.cost()*margin {
 		c.bypass[k] = !cur
 		c.probeGap[k], c.sinceLog[k] = probeMin, 0
 	}

@@ -189,7 +189,8 @@ func TestDescribeClasses(t *testing.T) {
 // TestProbesOfASlowPathAreRare: once a probe finds the other path several
 // times slower, probing costs the class about probeBudget of its time,
 // not the doubling's first dozens of probes; a path slightly slower is
-// still probed as the doubling spaces it.
+// still probed as the doubling spaces it. (1 MiB calls probe one at a
+// time, not in bursts.)
 func TestProbesOfASlowPathAreRare(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -229,7 +230,57 @@ func TestProbesOfASlowPathAreRare(t *testing.T) {
 			}
 		})
 	}
-	if g := confirmedGap(16, 0/1.0); g != 32 {
+	if g := confirmedGap(16, 0/1.0, 1); g != 32 {
 		t.Errorf("a zero ratio gives gap %d, want the doubling's 32", g)
+	}
+}
+
+// TestChooserMeasuresBothPathsWarm: a path's call costs more when the call
+// before it took the other path (its reactors asleep, its reader parked),
+// as on a veth where AF_XDP carries small calls 5× faster than TCP once
+// awake but a lone AF_XDP call after TCP ones pays its wake-ups. The
+// chooser probes in bursts, so the bypass is judged awake as TCP is, and
+// the class moves to it; judged by lone calls it stayed on TCP.
+func TestChooserMeasuresBothPathsWarm(t *testing.T) {
+	cost := map[bool][2]int64{ // [warm, cold] ns
+		false: {40_000, 45_000},
+		true:  {8_000, 60_000},
+	}
+	for _, depth := range []int{1, 8} {
+		c := newChooser(PathPolicy{})
+		var id uint64
+		last := false
+		bypassed := 0
+		for range 2000 / depth {
+			// depth calls in flight at once, answered in turn.
+			ids := make([]uint64, depth)
+			took := make([]bool, depth)
+			for i := range ids {
+				id++
+				ids[i] = id
+				m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 64)}
+				took[i] = c.choose(m, true)
+			}
+			for i, id := range ids {
+				ns := cost[took[i]][1]
+				if took[i] == last {
+					ns = cost[took[i]][0]
+				}
+				last = took[i]
+				if took[i] {
+					bypassed++
+				}
+				c.mu.Lock()
+				c.slots[id%inflightSlots].sent -= ns * int64(depth)
+				c.mu.Unlock()
+				c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: 64})
+			}
+		}
+		if share := float64(bypassed) / 2000; share < 0.9 {
+			t.Errorf("%d in flight: %.1f%% of calls over the bypass, which is 5x faster awake; want >= 90%%", depth, 100*share)
+		}
+		if !c.bypass[0] {
+			t.Errorf("%d in flight: the 64 B class ended on TCP", depth)
+		}
 	}
 }
