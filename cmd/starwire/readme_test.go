@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // readme returns the repository's README.
@@ -96,3 +99,85 @@ func TestREADMECertificates(t *testing.T) {
 		t.Errorf("train with the chief's certificate: exit %d: %s\n%s", code, errOut, out)
 	}
 }
+
+// fencedGo returns the first ```go block after marker in text.
+func fencedGo(t *testing.T, text, marker string) string {
+	t.Helper()
+	i := strings.Index(text, marker)
+	if i < 0 {
+		t.Fatalf("README has no %q", marker)
+	}
+	a := strings.Index(text[i:], "```go\n")
+	if a < 0 {
+		t.Fatalf("README has no Go block after %q", marker)
+	}
+	body := text[i+a+len("```go\n"):]
+	return body[:strings.Index(body, "```")]
+}
+
+// runRecipe runs script with sh in dir, the starwire command in it being
+// the built binary, and returns its output. sh and the jobs it starts in
+// the background are a process group of their own, killed when sh ends
+// (or after 90s), so that no task outlives the test.
+func runRecipe(t *testing.T, dir, script string, env ...string) string {
+	t.Helper()
+	bin := buildBinary(t)
+	script = regexp.MustCompile(`(?m)^starwire `).ReplaceAllString(script, bin+" ")
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command("sh", "-e", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "TF_CONFIG="), env...)
+	cmd.Stdout, cmd.Stderr = out, out // a file: Wait waits for sh alone
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	group := -cmd.Process.Pid
+	timer := time.AfterFunc(90*time.Second, func() { syscall.Kill(group, syscall.SIGKILL) })
+	err = cmd.Wait()
+	timer.Stop()
+	syscall.Kill(group, syscall.SIGKILL)
+	b, rerr := os.ReadFile(out.Name())
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatalf("the README's commands: %v\n%s\n%s", err, script, b)
+	}
+	return string(b)
+}
+
+// TestREADMEMetrics runs the README's /metrics example, its tasks also on
+// the packet path (over kernel UDP, under the tests' ticket) so that its
+// counters are served too, and checks that every starwire metric served
+// is in the README's table.
+func TestREADMEMetrics(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
+	text := readme(t)
+	recipe := indentedBlock(t, text, "A task serves `/metrics` once its cluster is complete")
+	addr, err := cluster.FreePort("tcp", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := t.TempDir()
+	recipe = strings.ReplaceAll(strings.ReplaceAll(recipe, "127.0.0.1:9464", addr), "/tmp/metrics-reg", reg)
+	recipe = regexp.MustCompile(`(?m)^(starwire serve .*?) &$`).ReplaceAllString(recipe, "$1 --transport udp --report 0 &")
+	out := runRecipe(t, t.TempDir(), recipe)
+	served := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^(starwire_[a-z_]+?)(_bucket|_sum|_count)?[{ ]`).FindAllStringSubmatch(out, -1) {
+		served[m[1]] = true
+	}
+	if !served["starwire_afxdp_packets_sent_total"] {
+		t.Fatalf("the packet path's counters were not served:\n%s", out)
+	}
+	for name := range served {
+		if !strings.Contains(text, "| `"+name+"` |") {
+			t.Errorf("/metrics serves %s, which the README's table lacks", name)
+		}
+	}
+}
+
