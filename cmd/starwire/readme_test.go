@@ -181,3 +181,25 @@ func TestREADMEMetrics(t *testing.T) {
 	}
 }
 
+// TestREADMEKnownPorts runs the README's cluster on known ports, every task
+// and train, on ports free here instead of the README's.
+func TestREADMEKnownPorts(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
+	recipe := indentedBlock(t, readme(t), "Every task is started, then train")
+	for _, port := range []string{"2222", "2223", "2224", "2225"} {
+		free, err := cluster.FreePort("tcp", "127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(recipe, ":"+port) {
+			t.Fatalf("the README's cluster does not use port %s:\n%s", port, recipe)
+		}
+		recipe = strings.ReplaceAll(recipe, "127.0.0.1:"+port, free)
+	}
+	// A short run: the README's is the default job.
+	recipe = regexp.MustCompile(`(?m)^(starwire train .*)$`).ReplaceAllString(recipe, "$1 --steps 20 --vocab 5000 --held_out 256 --connect_timeout 30s")
+	if out := runRecipe(t, t.TempDir(), recipe); !strings.Contains(out, "examples/s") {
+		t.Errorf("train on the README's cluster printed no summary:\n%s", out)
+	}
+}
+
