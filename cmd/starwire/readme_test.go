@@ -203,3 +203,25 @@ func TestREADMEKnownPorts(t *testing.T) {
 	}
 }
 
+// TestREADMEGoAPI builds and runs the README's Go program in a module of
+// its own, made by the README's go.mod recipe pointed at this clone.
+func TestREADMEGoAPI(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	text := readme(t)
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(fencedGo(t, text, "Use the Go API")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipe := strings.ReplaceAll(indentedBlock(t, text, "Its `go.mod` takes starwire from a clone"), "/path/to/starwire", root)
+	if !strings.Contains(recipe, root) {
+		t.Fatalf("the recipe does not name the clone's path:\n%s", recipe)
+	}
+	if out := runRecipe(t, dir, recipe); !strings.HasSuffix(out, "hi\n") {
+		t.Errorf("the README's program printed %q, want its echo \"hi\"", out)
+	}
+}
+
