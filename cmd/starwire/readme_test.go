@@ -224,4 +224,3 @@ func TestREADMEGoAPI(t *testing.T) {
 		t.Errorf("the README's program printed %q, want its echo \"hi\"", out)
 	}
 }
-
