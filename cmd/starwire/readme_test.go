@@ -224,3 +224,37 @@ func TestREADMEGoAPI(t *testing.T) {
 		t.Errorf("the README's program printed %q, want its echo \"hi\"", out)
 	}
 }
+
+// TestDockerignoreCoversBuilds: the binaries the README builds in the work
+// tree, and what git ignores, stay out of the image's build context, where
+// a stale binary would ride along into every image build.
+func TestDockerignoreCoversBuilds(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignored := map[string]bool{}
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			ignored[strings.TrimPrefix(l, "/")] = true
+		}
+	}
+	builds := regexp.MustCompile(`go build -o (\S+)`).FindAllStringSubmatch(readme(t), -1)
+	if len(builds) == 0 {
+		t.Fatal("the README builds no binary")
+	}
+	for _, b := range builds {
+		if out := strings.TrimPrefix(b[1], "./"); !strings.HasPrefix(out, "/") && !ignored[out] {
+			t.Errorf(".dockerignore does not exclude %s, which the README builds in the work tree", out)
+		}
+	}
+	gi, err := os.ReadFile(filepath.Join("..", "..", ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(gi), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !ignored[strings.TrimPrefix(l, "/")] {
+			t.Errorf(".dockerignore does not exclude %s, which git ignores", l)
+		}
+	}
+}
