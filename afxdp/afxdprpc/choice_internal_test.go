@@ -284,3 +284,44 @@ func TestChooserMeasuresBothPathsWarm(t *testing.T) {
 		}
 	}
 }
+
+// TestChooserStallDoesNotFlip: with 8 calls in flight over TCP, the faster
+// path here, a stall that delays all eight at once (a CPU taken for a
+// while) does not send the class over the slower bypass on the strength
+// of the bypass's older estimate: the class changes path only when a
+// probe burst is judged.
+func TestChooserStallDoesNotFlip(t *testing.T) {
+	const depth = 8
+	cost := map[bool]int64{false: 10_000, true: 16_000} // ns per call
+	c := newChooser(PathPolicy{})
+	var id uint64
+	bypassed, total := 0, 0
+	for round := range 4000 / depth {
+		ids := make([]uint64, depth)
+		took := make([]bool, depth)
+		for i := range ids {
+			id++
+			ids[i] = id
+			m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 64)}
+			took[i] = c.choose(m, true)
+		}
+		stall := round%40 == 39 // every 320 calls, a round of calls 10x slower
+		for i, id := range ids {
+			ns := cost[took[i]] * depth
+			if stall {
+				ns *= 10
+			}
+			if took[i] {
+				bypassed++
+			}
+			total++
+			c.mu.Lock()
+			c.slots[id%inflightSlots].sent -= ns
+			c.mu.Unlock()
+			c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: 64})
+		}
+	}
+	if share := float64(bypassed) / float64(total); share > 0.03 {
+		t.Errorf("%.1f%% of calls over the bypass, 1.6x slower; want the probe bursts' share, under 3%%", 100*share)
+	}
+}
