@@ -17,9 +17,9 @@ import (
 // change in the machine's load falls on all of them alike; each slice's
 // rate is kept (Measurement.SliceRates), and the ratio of two protocols'
 // rates slice by slice is steadier than that of two whole points measured
-// one after the other. On a machine shared with other work the
-// difference is large: a point measured alone for a second can run at a
-// third of the rate of the next.
+// one after the other, on a machine shared with other work whose load
+// changes from one second to the next (BENCHMARKS.md, "Path choice
+// measured alike").
 
 // slicer is one protocol's connection in a sliced measurement.
 type slicer struct {

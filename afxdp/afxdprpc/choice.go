@@ -108,8 +108,7 @@ const (
 // is idle (the bypass's reactors asleep in poll(), TCP's reader parked),
 // and a lone call over it pays the wake-ups the chosen path, busy, never
 // pays; judged by lone probes an idle bypass never looks better, and so
-// stays idle (measured 2026-12-01: 88-99.9% of 64 B-4 KiB calls over TCP
-// where AF_XDP alone carried them 3.9-4.8x faster). So every probe is a
+// stays idle, however much faster it is awake. So every probe is a
 // burst: probeBurst calls in a row, more while the chosen path has more
 // in flight, so that the probed path reaches the depth the chosen one
 // has; the first of them wakes the path and the estimate, the minimum,
@@ -117,9 +116,11 @@ const (
 // learnBelow up probe one call at a time (see startBurst).
 //
 // A class changes path only when a burst is judged, its fresh samples
-// against the chosen path's (measured 2026-12-01: choosing again at every
-// answer, 8 callers sent 7% of 64 B calls over a slower AF_XDP, each time
-// a stall of the busy TCP path made AF_XDP's older estimate look cheaper).
+// against the chosen path's: choosing again at every answer, a stall of
+// the busy path (all its calls in flight delayed at once) made the other
+// path's older estimate look cheaper, and with many callers sent a share
+// of the calls over the slower path (BENCHMARKS.md, "Path choice measured
+// alike").
 //
 // Every class starts on TCP, and one below learnBelow sends a burst over
 // the bypass once TCP has minSamples. A class takes the bypass once it
