@@ -393,14 +393,27 @@ func (c *chooser) sample(bypass bool, k int, ns float64) {
 	}
 	if mine := &c.est[b2i(cur)][k]; mine.n >= minSamples {
 		mc, oc := mine.cost(), c.est[b2i(!cur)][k].cost()
-		if oc < mc*switchMargin {
-			// A burst that beat the choice: the next comes sooner.
+		if oc < mc*c.margin(k) {
+			// A burst that beat the choice by the margin to switch: the
+			// next comes sooner. One that beat it by less confirms it: a
+			// bypass a little cheaper than TCP is not taken, and probing
+			// it as often as one that will be would send a fifth of the
+			// class's calls over it for good.
 			c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
 		} else {
 			c.probeGap[k] = confirmedGap(c.probeGap[k], oc/mc, int(c.burstLen[k]))
 		}
 	}
 	c.decide(k)
+}
+
+// margin is how much cheaper than class k's chosen path the other must
+// be to be taken.
+func (c *chooser) margin(k int) float64 {
+	if c.bypass[k] {
+		return switchMargin
+	}
+	return bypassMargin
 }
 
 // decide chooses class k's path again from its estimates.
@@ -410,11 +423,7 @@ func (c *chooser) decide(k int) {
 	if mine.n < minSamples || other.n < minSamples || c.probed[k] > 0 {
 		return
 	}
-	margin := switchMargin
-	if !cur {
-		margin = bypassMargin
-	}
-	if other.cost() < mine.cost()*margin {
+	if other.cost() < mine.cost()*c.margin(k) {
 		c.bypass[k] = !cur
 		c.probeGap[k], c.sinceLog[k] = probeMin, 0
 	}

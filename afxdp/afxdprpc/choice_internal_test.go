@@ -325,3 +325,30 @@ func TestChooserStallDoesNotFlip(t *testing.T) {
 		t.Errorf("%.1f%% of calls over the bypass, 1.6x slower; want the probe bursts' share, under 3%%", 100*share)
 	}
 }
+
+// TestProbesOfANearlyFasterPathAreRare: a bypass cheaper than TCP, but not
+// by the margin it needs to be taken, confirms TCP at each probe burst, so
+// the bursts space out as for a slower one; probed as often as a bypass
+// about to be taken, a fifth of the calls went over it for good.
+func TestProbesOfANearlyFasterPathAreRare(t *testing.T) {
+	c := newChooser(PathPolicy{})
+	bypassed := 0
+	for id := uint64(1); id <= 5000; id++ {
+		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 64)}
+		b := c.choose(m, true)
+		ns := int64(40_000)
+		if b {
+			ns, bypassed = 30_000, bypassed+1
+		}
+		c.mu.Lock()
+		c.slots[id%inflightSlots].sent -= ns
+		c.mu.Unlock()
+		c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: 64})
+	}
+	if c.bypass[0] {
+		t.Fatal("the class took a bypass 0.75x of TCP's cost, short of the margin")
+	}
+	if share := float64(bypassed) / 5000; share > 0.02 {
+		t.Errorf("%.1f%% of calls over the bypass as probes; want bursts spaced as for a confirmed choice, under 2%%", 100*share)
+	}
+}
