@@ -68,19 +68,28 @@ func thisProcess() *owner {
 // processStart reads when process pid started (/proc/<pid>/stat's 22nd
 // field, after the command name, which may hold spaces and parentheses).
 func processStart(pid int) (uint64, error) {
+	start, _, err := processStat(pid)
+	return start, err
+}
+
+// processStat reads when process pid started and its state (/proc/<pid>/
+// stat's 3rd field: 'Z' for a zombie, a process that has ended but that
+// its parent has not yet waited for).
+func processStat(pid int) (start uint64, state byte, err error) {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+		return 0, 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
 	f := bytes.Fields(stat[i+1:])
-	if len(f) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	if len(f) < 20 || len(f[0]) != 1 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
 	}
-	return strconv.ParseUint(string(f[19]), 10, 64)
+	start, err = strconv.ParseUint(string(f[19]), 10, 64)
+	return start, f[0][0], err
 }
 
 // gone returns why the process that made reg has ended, or nil when it
@@ -90,7 +99,7 @@ func (o *owner) gone() error {
 	if o == nil || me == nil || o.Boot != me.Boot || o.PIDNS != me.PIDNS {
 		return nil
 	}
-	start, err := processStart(o.PID)
+	start, state, err := processStat(o.PID)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: process %d has ended", ErrStale, o.PID)
@@ -98,6 +107,10 @@ func (o *owner) gone() error {
 		return nil
 	case start != o.Start:
 		return fmt.Errorf("%w: process %d has ended (its PID is another's now)", ErrStale, o.PID)
+	case state == 'Z' || state == 'X':
+		// Killed, and not yet waited for: a task restarted at once must
+		// not be refused for the lease of one that cannot renew it.
+		return fmt.Errorf("%w: process %d has ended (not yet waited for by its parent)", ErrStale, o.PID)
 	}
 	return nil
 }

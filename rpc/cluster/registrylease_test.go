@@ -13,17 +13,27 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/starwire/starwire/internal/testwait"
 )
 
 // helperEnv makes the test binary a task that registers and waits to be
 // killed (see TestMain).
 const helperEnv = "STARWIRE_REGISTRY_HELPER_DIR"
 
+// helperLeaseEnv makes the helper task register with a lease.
+const helperLeaseEnv = "STARWIRE_REGISTRY_HELPER_LEASE"
+
 // TestMain runs the tests, or, in a child process startRegistered starts,
 // the helper task.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperEnv); dir != "" {
-		if err := Register(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:1234"}); err != nil {
+		addrs := map[string]string{AddrGRPC: "127.0.0.1:1234"}
+		err := Register(dir, "ps", 0, addrs)
+		if os.Getenv(helperLeaseEnv) != "" {
+			_, err = RegisterLease(dir, "ps", 0, addrs, time.Minute)
+		}
+		if err != nil {
 			os.Exit(3)
 		}
 		os.Stdout.WriteString("registered\n")
@@ -36,10 +46,10 @@ func TestMain(m *testing.M) {
 
 // startRegistered starts a helper task that registers ps 0 in dir, and
 // returns once it has.
-func startRegistered(t *testing.T, dir string) *exec.Cmd {
+func startRegistered(t *testing.T, dir string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), helperEnv+"="+dir), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -338,4 +348,33 @@ func TestLeaseWritesBackVanished(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestLeaseHeldByAnotherProcess: a second owner in another process is
+// refused while the first lives, naming its pid; once the first is killed
+// (and not yet waited for: a zombie, as a supervisor that restarts a task
+// at once may see it) the task registers again.
+func TestLeaseHeldByAnotherProcess(t *testing.T) {
+	if thisProcess() == nil {
+		t.Skip("no /proc: processes cannot be looked up")
+	}
+	dir := t.TempDir()
+	cmd := startRegistered(t, dir, helperLeaseEnv+"=1")
+	_, err := RegisterLease(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:5678"}, time.Minute)
+	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(cmd.Process.Pid)) {
+		t.Fatalf("a second owner of a live task's registration: %v; want ErrHeld naming pid %d", err, cmd.Process.Pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Killed, not waited for: a zombie once the kernel has ended it.
+	testwait.For(t, 10*time.Second, func() byte {
+		_, state, _ := processStat(cmd.Process.Pid)
+		return state
+	}, func(state byte) bool { return state == 'Z' }, "the killed helper to end")
+	l, err := RegisterLease(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:5678"}, time.Minute)
+	if err != nil {
+		t.Fatalf("registering after the owner was killed: %v", err)
+	}
+	l.Close()
 }
