@@ -12,6 +12,10 @@ RACE_PKGS ?= ./rpc/... ./afxdp/... ./handlers/... ./internal/... ./wire/...
 RACE_SEQUENTIAL ?= wire/status internal/units internal/cpuclock internal/capabilities \
 	internal/packet handlers/tensor handlers/checkpoint/table
 MODULE := github.com/starwire/starwire
+# STATICCHECK_VERSION is the staticcheck (honnef.co/go/tools) that vet runs,
+# installed from the Go module proxy into GOBIN by the tools target.
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK = $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 # Test binaries of up to TEST_P packages run at once in each pass of test
 # (go test's -p, whose default is the number of CPUs): most tests wait on
 # sockets, timers and child processes more than they compute, so a 2-core
@@ -49,7 +53,12 @@ STRESS_PARALLEL ?= 8
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: all build test test-plain test-race test-deploy test-stress flake race bench bench-smoke generate vet fmt demo soak fuzz fuzz-smoke
+# TF_VENV is the virtual environment of the interoperability suite with
+# real TensorFlow (interop/tf), made from its pinned requirements.
+TF_VENV ?= $(CURDIR)/.venv-tf
+TF_PYTHON ?= python3
+
+.PHONY: all build tools test test-tf bench-tf test-plain test-race test-deploy test-stress flake race bench bench-smoke generate vet fmt demo soak fuzz fuzz-smoke
 
 all: build
 
@@ -76,6 +85,22 @@ test-race:
 
 test-stress:
 	$(GO) test -count=1 -p $(STRESS_P) -parallel $(STRESS_PARALLEL) -run '$(STRESS)' -timeout 20m $(STRESS_PKGS) 2>&1 | sed -u 's/^/stress /'
+
+# test-tf runs the interoperability suite: real TensorFlow processes
+# (workers, masters, ps) against starwire tasks, each its own process.
+# STARWIRE_REQUIRE_TF=1 (CI sets it) makes a missing TensorFlow a failure.
+test-tf: $(TF_VENV)/.installed
+	cd interop/tf && $(TF_VENV)/bin/python -m pytest -q $(TF_TESTS)
+
+# bench-tf runs the same job on TensorFlow's ps and on starwire's,
+# alternating, and prints the table BENCHMARKS.md keeps.
+bench-tf: $(TF_VENV)/.installed
+	cd interop/tf && $(TF_VENV)/bin/python bench_tf.py $(BENCH_TF_FLAGS)
+
+$(TF_VENV)/.installed: interop/tf/requirements.txt
+	$(TF_PYTHON) -m venv $(TF_VENV)
+	$(TF_VENV)/bin/pip install -q --disable-pip-version-check -r interop/tf/requirements.txt
+	touch $@
 
 test-deploy:
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./... 2>&1 | sed -u 's/^/deploy /'
@@ -131,8 +156,20 @@ fuzz-smoke:
 generate:
 	$(GO) generate ./...
 
-vet:
+# tools installs the pinned staticcheck, unless it is there already.
+tools:
+	@$(STATICCHECK) -version 2>/dev/null | grep -qF '($(STATICCHECK_VERSION:v%=%))' || \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+# vet runs go vet and staticcheck on both modules (the checks are those of
+# staticcheck's defaults, narrowed by a staticcheck.conf where a package
+# needs it). It also fails when the command links package testing: test
+# helpers live in packages only tests import (internal/netns/netnstest).
+vet: tools
 	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
+	cd deploy && $(STATICCHECK) ./...
+	@deps=$$($(GO) list -deps ./cmd/starwire); ! grep -qx testing <<<"$$deps" || { echo 'cmd/starwire links package testing'; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 
 demo:

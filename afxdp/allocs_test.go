@@ -7,6 +7,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -28,7 +29,7 @@ func TestSteadyStateAllocsXSK(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	steadyStateAllocs(t, openXSK(t, p.A, link.XSKOptions{}), openXSK(t, p.B, link.XSKOptions{}))
 }
 

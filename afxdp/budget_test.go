@@ -22,7 +22,6 @@ import (
 type rawPeer struct {
 	l   *link.MemLink
 	to  netip.AddrPort
-	pkt [protocol.HeaderLen + 256]byte
 	rx  [64]link.Datagram
 	tok map[uint64]uint64 // the tokens of the sessions it opened, by id
 	// sent counts the datagrams send sent: what the endpoint will have
@@ -84,14 +83,6 @@ func (p *rawPeer) authOpen(id, size uint64) (protocol.PacketHeader, []byte) {
 	}
 	p.tok[id] = dialer
 	return protocol.PacketHeader{Type: protocol.TypeOpen, Session: id, Window: 64, Offset: size, Token: dialer}, r.SealOpen(id, size, ts)
-}
-
-// openBare is open without authentication, for endpoints that take it.
-func (p *rawPeer) openBare(t *testing.T, id uint64) {
-	t.Helper()
-	p.send(t, protocol.PacketHeader{Type: protocol.TypeOpen, Session: id, Window: 64, Offset: 1472}, nil)
-	p.await(t, id, "answer to OPEN", func(h protocol.PacketHeader) bool { return h.Flags&protocol.FlagSize != 0 })
-	p.send(t, protocol.PacketHeader{Type: protocol.TypeAck, Session: id, Window: 64}, nil)
 }
 
 // head is the head of a frame carrying one tensor of size bytes, whose

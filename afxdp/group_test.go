@@ -8,6 +8,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/xdp"
 )
 
@@ -66,7 +67,7 @@ func openGroup(t testing.TB, e *netns.End, mode xdp.Mode, opts afxdp.Options) (*
 func TestGroupOverQueues(t *testing.T) {
 	for _, mode := range []xdp.Mode{xdp.ModeNative, xdp.ModeGeneric} {
 		t.Run(mode.String(), func(t *testing.T) {
-			p := netns.NewForTest(t, netns.Options{Queues: 2})
+			p := netnstest.NewForTest(t, netns.Options{Queues: 2})
 			srv, sl := openGroup(t, p.B, mode, afxdp.Options{Ticket: testTicket})
 			cli, _ := openGroup(t, p.A, mode, afxdp.Options{Ticket: testTicket, Backlog: -1})
 			if len(sl) != 2 || len(srv.Endpoints()) != 2 {

@@ -1,6 +1,6 @@
 package afxdp_test
 
-import "github.com/starwire/starwire/afxdp/afxdptest"
+import "github.com/starwire/starwire/internal/afxdptest"
 
 // The fault injection the link tests share, under the names they use.
 type (

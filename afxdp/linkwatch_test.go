@@ -11,6 +11,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -28,7 +29,7 @@ func TestXSKLinkDown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := netns.NewForTest(t, netns.Options{})
+			p := netnstest.NewForTest(t, netns.Options{})
 			srv := afxdp.NewEndpoint(openXSK(t, p.B, link.XSKOptions{}), afxdp.Options{Ticket: testTicket})
 			cli := afxdp.NewEndpoint(openXSK(t, p.A, link.XSKOptions{}), afxdp.Options{Ticket: testTicket, Backlog: -1})
 			t.Cleanup(func() { cli.Close(); srv.Close() })

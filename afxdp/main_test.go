@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
-	"github.com/starwire/starwire/afxdp/afxdptest"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/internal/afxdptest"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
@@ -56,7 +57,7 @@ func (discard) Deliver(in *wire.Inbound)     { in.Release() }
 // within the dead-peer bound, and the dead process's XDP program must be
 // gone from its interface.
 func TestXSKPeerKilled(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	cmd := afxdptest.StartHelper(t, p.B, xskServerRole, "")
 
 	const deadAfter = 500 * time.Millisecond

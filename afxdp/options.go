@@ -97,7 +97,7 @@ type Options struct {
 	// (turn.go), so that a spell whose yields run long lasts a few polls
 	// more; 0 means 20µs, negative sleeps at once. An answer
 	// or the next request usually comes within it, and is caught without
-	// a wake-up (BENCHMARKS.md, "Packet path design").
+	// a wake-up (afxdprpc's BenchmarkTransportProcesses).
 	Spin time.Duration
 	// FrameSpin is how long the reactor keeps polling instead of sleeping
 	// after a packet that left a frame partly received, since the rest
@@ -119,7 +119,8 @@ type Options struct {
 	// goroutine that yields or sleeps hands its P to another thread and
 	// waits to get it back, so pin only where reactors have cores of
 	// their own (on two vCPUs shared with the callers, pinning made
-	// sequential calls several times slower: BENCHMARKS.md).
+	// sequential calls several times slower in afxdprpc's
+	// BenchmarkTransportProcesses).
 	Pin bool
 	// Ticket, when set, is a ticket both ends hold (configured on each):
 	// the endpoint takes OPENs under it, and Dial opens sessions with it.

@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -74,6 +75,10 @@ func (s *session) wantReopen() {
 func (s *session) end(err error) {
 	if s.ended {
 		return
+	}
+	if !errors.Is(err, wire.ErrClosed) {
+		// A link's failure, say: the session is closed all the same.
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	s.ended = true
 	s.mu.Lock()

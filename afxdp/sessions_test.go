@@ -16,6 +16,7 @@ import (
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/afxdp/protocol"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/wire"
 )
@@ -26,16 +27,6 @@ import (
 // (milliseconds) because the race detector on a loaded 2-core machine
 // took over 5s.
 const settle = 30 * time.Second
-
-// waitStats polls ep's counters until cond holds, failing after within.
-func waitStats(t *testing.T, ep *afxdp.Endpoint, within time.Duration, what string, cond func(afxdp.Stats) bool) afxdp.Stats {
-	t.Helper()
-	var st afxdp.Stats
-	if !testwait.Until(within, func() bool { st = ep.Stats(); return cond(st) }) {
-		t.Fatalf("%s: not within %v: %+v", what, within, st)
-	}
-	return st
-}
 
 // acceptAll serves ep as rpc.Server does: a goroutine per accepted Conn
 // running its Receive loop. It returns how many Conns it accepted so far.
@@ -233,7 +224,7 @@ func TestOpenFloodUDP(t *testing.T) {
 // the peer namespace; the well-behaved client dials from the same address,
 // one session more than the flood may have.
 func TestOpenFloodXSK(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	srv := afxdp.NewEndpoint(openXSK(t, p.B, link.XSKOptions{}), floodOptions)
 	var f *flooder
 	var lc *link.UDPLink

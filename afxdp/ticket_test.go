@@ -1,7 +1,6 @@
 package afxdp_test
 
-import "github.com/starwire/starwire/afxdp/afxdptest"
+import "github.com/starwire/starwire/internal/afxdptest"
 
-// The ticket the tests' packet sessions open under, and options holding it.
+// The ticket the tests' packet sessions open under.
 var testTicket = &afxdptest.Ticket
-var withTicket = afxdptest.WithTicket

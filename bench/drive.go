@@ -110,7 +110,7 @@ func driveClosed(ctx context.Context, callers []caller, d time.Duration) driveRe
 // instead, and records how late that was apart (driveResult.late): an
 // idle Go process's timers fire up to a millisecond late (the netpoller
 // sleeps whole milliseconds), which is the client's lateness, not the
-// server's (BENCHMARKS.md, "Fan-in", has what it measured).
+// server's (starwire bench --peers reports it: "late p50/p99").
 func driveOpen(ctx context.Context, callers []caller, d time.Duration, rate float64) driveResult {
 	h, late := newShardedHist(), newShardedHist()
 	var calls, errs atomic.Int64

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 // A tiny fan-in sweep in this process: each point spreads its calls over
@@ -68,7 +68,7 @@ func checkPeers(t *testing.T, ms []Measurement) {
 // A tiny AF_XDP fan-in sweep: the server on its veth end, in this
 // process, the peers' endpoints in the other end's namespace.
 func TestPeersSweepAFXDP(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	ms, err := RunSweep(context.Background(), tinyPeersSweep(3, ProtoAFXDP))
 	if err != nil {
 		t.Fatal(err)

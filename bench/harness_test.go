@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/internal/writecount"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 )
@@ -101,7 +102,8 @@ func runCalls(b *testing.B, inflight, warm int, newCall func() func() error) fig
 	runtime.ReadMemStats(&before)
 	io0 := readIOCounts()
 	cpu0, cpuOK := cpuTime()
-	w0, fr0 := tcp.WriteStats()
+	writecount.Enable()
+	w0, fr0 := writecount.Read()
 	b.ReportAllocs()
 	b.ResetTimer()
 	if inflight == 1 {
@@ -120,7 +122,7 @@ func runCalls(b *testing.B, inflight, warm int, newCall func() func() error) fig
 	b.StopTimer()
 	cpu1, cpuOK1 := cpuTime()
 	io1 := readIOCounts()
-	w1, fr1 := tcp.WriteStats()
+	w1, fr1 := writecount.Read()
 	runtime.ReadMemStats(&after)
 	reportSyscalls(b, io0, io1)
 	if w1 > w0 {

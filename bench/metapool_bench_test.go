@@ -27,7 +27,7 @@ func putMetaBuf(bp *[]byte) {
 // small control requests only, and with one large one (a graph, 1 MiB) in
 // 1000, which neither keeps (both allocate it again: B/op). Compare the
 // pools as a ratio of the same run; on a shared machine, alternate short
-// runs and take medians (BENCHMARKS.md).
+// runs and take medians.
 func BenchmarkMetaPool(b *testing.B) {
 	small := &tfpb.RecvTensorRequest{StepId: 7, RendezvousKey: "/job:ps/replica:0/task:0/device:CPU:0;1;/job:worker/replica:0/task:0/device:CPU:0;w;0:0"}
 	large := &tfpb.RecvTensorRequest{RendezvousKey: string(make([]byte, 1<<20))}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -23,7 +22,7 @@ func BenchmarkEcho64Remote(b *testing.B) {
 func startRemote(b *testing.B) Addrs {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "echoserver")
-	build := exec.Command(goTool(), "build", "-o", bin, "./cmd/echoserver")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/echoserver")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build echoserver: %v\n%s", err, out)
 	}
@@ -79,18 +78,4 @@ func startRemote(b *testing.B) Addrs {
 		b.Fatal("echoserver printed no addresses within 30s")
 	}
 	return Addrs{}
-}
-
-// goTool returns the go command that runs this test, falling back to the
-// one on PATH.
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

@@ -18,8 +18,8 @@ import (
 // rate is kept (Measurement.SliceRates), and the ratio of two protocols'
 // rates slice by slice is steadier than that of two whole points measured
 // one after the other, on a machine shared with other work whose load
-// changes from one second to the next (BENCHMARKS.md, "Path choice
-// measured alike").
+// changes from one second to the next (docs/benchmarks-history.md, "Path
+// choice measured alike").
 
 // slicer is one protocol's connection in a sliced measurement.
 type slicer struct {

@@ -28,13 +28,6 @@ var codeNames = [...]string{
 	"Unauthenticated",
 }
 
-func codeName(c wire.Code) string {
-	if c >= 0 && int(c) < len(codeNames) {
-		return codeNames[c]
-	}
-	return "Unknown"
-}
-
 // side holds the call metrics of one side, client or server.
 type side struct {
 	calls    *prometheus.CounterVec   // method, path, code

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/starwire/starwire/internal/cpuclock"
+	"github.com/starwire/starwire/internal/writecount"
 )
 
 // BenchmarkEcho measures 64-byte calls over one loopback connection, one
@@ -19,7 +20,8 @@ func BenchmarkEcho(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(2 * 64)
 			cpu0 := cpuclock.Self()
-			w0, f0 := StreamWriteStats()
+			writecount.Enable()
+			w0, f0 := writecount.Read()
 			var wg sync.WaitGroup
 			per := b.N / inflight
 			b.ResetTimer()
@@ -45,7 +47,7 @@ func BenchmarkEcho(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 			b.ReportMetric(float64(cpuclock.Self().Sub(cpu0).Total())/float64(b.N), "cpu-ns/op")
-			w1, f1 := StreamWriteStats()
+			w1, f1 := writecount.Read()
 			b.ReportMetric(float64(f1-f0)/float64(max(w1-w0, 1)), "frames/write")
 		})
 	}

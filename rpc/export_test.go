@@ -19,8 +19,7 @@ type StreamOptions struct {
 // tcphook_test.go, an external test file of this package that may import
 // both, sets these in its init, which runs before any test.
 var (
-	NewStream        func(StreamOptions) Transport
-	StreamWriteStats func() (writes, frames uint64)
+	NewStream func(StreamOptions) Transport
 )
 
 // tcpTransport is a TCP transport with the defaults.

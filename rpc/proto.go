@@ -11,8 +11,7 @@ import (
 
 // metaBufs recycles the buffers protobuf metadata is marshalled into.
 // valyala/bytebufferpool, which the design names for this, measured no
-// better (bench's BenchmarkMetaPool; BENCHMARKS.md has the figures), so it
-// stays.
+// better (bench's BenchmarkMetaPool), so it stays.
 var metaBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // maxPooledMeta is the largest metadata buffer kept for reuse, so that a

@@ -10,5 +10,4 @@ func init() {
 	rpc.NewStream = func(o rpc.StreamOptions) rpc.Transport {
 		return &tcp.Transport{Limits: o.Limits, StallTimeout: o.StallTimeout, TLS: o.TLS}
 	}
-	rpc.StreamWriteStats = tcp.WriteStats
 }

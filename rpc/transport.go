@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"errors"
 	"net"
 
 	"github.com/starwire/starwire/wire"
@@ -48,6 +47,9 @@ type Conn interface {
 }
 
 // ErrClosed is wrapped by the errors of a connection that has been closed or
-// has failed: what Send returns then, and what its pending sends complete
-// with. The core treats it as the peer being unavailable.
-var ErrClosed = errors.New("rpc: connection closed")
+// has failed, on every transport (TCP, afxdp's packet sessions, the dual
+// connection): what Send returns then, what its pending sends complete
+// with and what Receive returns. The core treats it as the peer being
+// unavailable. It is wire.ErrClosed, so that transports that import no
+// rpc wrap it too.
+var ErrClosed = wire.ErrClosed

@@ -23,8 +23,7 @@ const (
 // Config array slots.
 const (
 	cfgAllowlist = 0 // non-zero: drop starwire-port packets from peers not in the allow map
-	cfgLoss      = 1 // drop starwire-port packets when a random u32 is below this value
-	numConfig    = 2
+	numConfig    = 1
 )
 
 // Header offsets in an Ethernet frame carrying IPv4.
@@ -97,7 +96,12 @@ func exit(name string, idx Counter, verdict int32) asm.Instructions {
 // pointer derived from the same base, which is what the verifier needs;
 // the IPv4 header length is masked and shifted into [20, 60] before it
 // moves the UDP pointer.
-func instructions() asm.Instructions {
+//
+// loss is the injected loss (Options.Loss) as a threshold on a random
+// u32, an immediate fixed at load: at zero, the program every product
+// path loads, the impairment instructions are not emitted at all, so a
+// steered packet costs no random draw and no lookup for it.
+func instructions(loss uint32) asm.Instructions {
 	var p asm.Instructions
 	add := func(is ...asm.Instruction) { p = append(p, is...) }
 	addAll := func(is asm.Instructions) { p = append(p, is...) }
@@ -150,28 +154,28 @@ func instructions() asm.Instructions {
 		// Allowlist.
 		asm.StoreImm(asm.RFP, stackConfig, cfgAllowlist, asm.Word),
 	)
+	allowed := "redirect"
+	if loss > 0 {
+		allowed = "impair"
+	}
 	addAll(lookup(mapConfig, stackConfig))
 	add(
-		asm.JEq.Imm(asm.R0, 0, "impair"),
+		asm.JEq.Imm(asm.R0, 0, allowed),
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
-		asm.JEq.Imm(asm.R1, 0, "impair"),
+		asm.JEq.Imm(asm.R1, 0, allowed),
 		asm.StoreMem(asm.RFP, stackSrc, asm.R8, asm.Word),
 	)
 	addAll(lookup(mapAllow, stackSrc))
-	add(
-		asm.JEq.Imm(asm.R0, 0, "not_allowed"),
-
+	add(asm.JEq.Imm(asm.R0, 0, "not_allowed"))
+	if loss > 0 {
 		// Injected loss, for tests of the reliable transport.
-		asm.StoreImm(asm.RFP, stackConfig, cfgLoss, asm.Word).WithSymbol("impair"),
-	)
-	addAll(lookup(mapConfig, stackConfig))
+		add(
+			asm.FnGetPrandomU32.Call().WithSymbol("impair"),
+			asm.LoadImm(asm.R7, int64(loss), asm.DWord),
+			asm.JLT.Reg(asm.R0, asm.R7, "impaired"),
+		)
+	}
 	add(
-		asm.JEq.Imm(asm.R0, 0, "redirect"),
-		asm.LoadMem(asm.R7, asm.R0, 0, asm.Word),
-		asm.JEq.Imm(asm.R7, 0, "redirect"),
-		asm.FnGetPrandomU32.Call(),
-		asm.JLT.Reg(asm.R0, asm.R7, "impaired"),
-
 		// To the socket of this RX queue, or to the kernel when there is none.
 		asm.LoadMapPtr(asm.R1, 0).WithReference(mapXSKs).WithSymbol("redirect"),
 		asm.LoadMem(asm.R2, asm.R6, ctxRxQueueIdx, asm.Word),
@@ -185,6 +189,8 @@ func instructions() asm.Instructions {
 	addAll(exit("pass", CounterPassed, xdpPass))
 	addAll(exit("malformed", CounterMalformed, xdpPass))
 	addAll(exit("not_allowed", CounterNotAllowed, xdpDrop))
-	addAll(exit("impaired", CounterImpaired, xdpDrop))
+	if loss > 0 {
+		addAll(exit("impaired", CounterImpaired, xdpDrop))
+	}
 	return p
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/starwire/starwire/internal/netns"
+
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/packet"
 	"github.com/starwire/starwire/internal/xsk"
 	"github.com/starwire/starwire/xdp"
@@ -28,7 +30,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts xdp.Options) *fixture {
 	t.Helper()
-	f := &fixture{pair: netns.NewForTest(t, netns.Options{})}
+	f := &fixture{pair: netnstest.NewForTest(t, netns.Options{})}
 	opts.Ports = []uint16{port}
 	p, err := xdp.Load(opts)
 	if err != nil {
@@ -226,7 +228,7 @@ func TestCloseDetaches(t *testing.T) {
 }
 
 func TestAttachModes(t *testing.T) {
-	pair := netns.NewForTest(t, netns.Options{})
+	pair := netnstest.NewForTest(t, netns.Options{})
 	for _, mode := range []xdp.Mode{xdp.ModeNative, xdp.ModeGeneric} {
 		p, err := xdp.Load(xdp.Options{Ports: []uint16{port}})
 		if err != nil {
@@ -290,7 +292,7 @@ func TestSocketPerQueue(t *testing.T) {
 }
 
 func testSocketPerQueue(t *testing.T, mode xdp.Mode) {
-	pair := netns.NewForTest(t, netns.Options{Queues: 2})
+	pair := netnstest.NewForTest(t, netns.Options{Queues: 2})
 	p, err := xdp.Load(xdp.Options{Ports: []uint16{port}, Queues: 2})
 	if err != nil {
 		t.Fatal(err)

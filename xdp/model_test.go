@@ -9,7 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 // model is the steering decision written plainly in Go, for a program
@@ -83,7 +83,7 @@ func FuzzProgramMatchesModel(f *testing.F) {
 		f.Add(b, false)
 		f.Add(b, true)
 	}
-	netns.Require(f)
+	netnstest.Require(f)
 	allowed := [4]byte(ipA)
 	progs := map[bool]*Program{}
 	for _, on := range []bool{false, true} {

@@ -45,9 +45,10 @@ type Options struct {
 	Queues int
 	// MaxPeers sizes the allowlist (default 4096).
 	MaxPeers int
-	// Loss is a fault-injection knob for tests: the fraction in [0, 1] of
+	// Loss is fault injection for tests: the fraction in [0, 1] of
 	// packets to Ports dropped at random (and counted as Impaired), since
-	// AF_XDP traffic bypasses qdiscs such as netem.
+	// AF_XDP traffic bypasses qdiscs such as netem. It is built into the
+	// program at Load; at zero the program has no impairment code at all.
 	Loss float64
 }
 
@@ -74,6 +75,10 @@ func (o Options) spec() (*ebpf.CollectionSpec, error) {
 	if len(o.Ports) > maxPorts {
 		return nil, fmt.Errorf("xdp: %d ports, at most %d", len(o.Ports), maxPorts)
 	}
+	loss, err := lossThreshold(o.Loss)
+	if err != nil {
+		return nil, err
+	}
 	return &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{
 			mapXSKs:     {Name: mapXSKs, Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(o.Queues)},
@@ -83,7 +88,7 @@ func (o Options) spec() (*ebpf.CollectionSpec, error) {
 			mapCounters: {Name: mapCounters, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(numCounters)},
 		},
 		Programs: map[string]*ebpf.ProgramSpec{
-			progName: {Name: progName, Type: ebpf.XDP, License: "Dual MIT/GPL", Instructions: instructions()},
+			progName: {Name: progName, Type: ebpf.XDP, License: "Dual MIT/GPL", Instructions: instructions(loss)},
 		},
 	}, nil
 }
@@ -125,9 +130,6 @@ func Load(opts Options) (_ *Program, err error) {
 		}
 	}
 	if err := p.SetAllowlist(opts.Allowlist || len(opts.Allow) > 0); err != nil {
-		return nil, err
-	}
-	if err := p.SetLoss(opts.Loss); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -199,16 +201,13 @@ func (p *Program) SetAllowlist(enabled bool) error {
 	return nil
 }
 
-// SetLoss sets the injected loss rate (see Options.Loss).
-func (p *Program) SetLoss(rate float64) error {
+// lossThreshold turns a loss rate (Options.Loss) into the bound a random
+// u32 is dropped below.
+func lossThreshold(rate float64) (uint32, error) {
 	if rate < 0 || rate > 1 || math.IsNaN(rate) {
-		return fmt.Errorf("xdp: loss rate %v outside [0, 1]", rate)
+		return 0, fmt.Errorf("xdp: loss rate %v outside [0, 1]", rate)
 	}
-	v := uint32(min(rate*(1<<32), math.MaxUint32))
-	if err := p.config.Put(uint32(cfgLoss), v); err != nil {
-		return fmt.Errorf("xdp: set loss: %w", err)
-	}
-	return nil
+	return uint32(min(rate*(1<<32), math.MaxUint32)), nil
 }
 
 // Counters returns the counters summed over CPUs.

@@ -1,15 +1,17 @@
 package xdp
 
 import (
+	"math"
 	"net"
 	"net/netip"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 const testPort = 7470
@@ -48,7 +50,7 @@ func udpFrame(t testing.TB, src net.IP, dport uint16, opts ...layers.IPv4Option)
 }
 
 func TestProgramVerdicts(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	starwire := udpFrame(t, ipA, testPort)
 	withOptions := udpFrame(t, ipA, testPort, layers.IPv4Option{OptionType: 1}, layers.IPv4Option{OptionType: 1},
 		layers.IPv4Option{OptionType: 1}, layers.IPv4Option{OptionType: 0})
@@ -132,7 +134,7 @@ func TestProgramVerdicts(t *testing.T) {
 }
 
 func TestLossRate(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	p, err := Load(Options{Ports: []uint16{testPort}, Loss: 0.25})
 	if err != nil {
 		t.Fatal(err)
@@ -153,8 +155,37 @@ func TestLossRate(t *testing.T) {
 	if dropped < runs/4-runs/10 || dropped > runs/4+runs/10 {
 		t.Fatalf("%d of %d dropped at loss 0.25", dropped, runs)
 	}
-	if err := p.SetLoss(1.5); err == nil {
-		t.Fatal("SetLoss(1.5) accepted")
+}
+
+// TestNoImpairmentByDefault: the program Load builds for a zero
+// Options.Loss, the one every product path loads, draws no random number
+// and reads nothing for impairment per packet; a loss rate is an
+// immediate, not a map slot, so even a test build reads the config map
+// only for the allowlist.
+func TestNoImpairmentByDefault(t *testing.T) {
+	for _, tt := range []struct {
+		loss  uint32
+		draws int
+	}{{0, 0}, {1 << 30, 1}} {
+		draws, configs, impaired := 0, 0, false
+		for _, ins := range instructions(tt.loss) {
+			if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnGetPrandomU32) {
+				draws++
+			}
+			if ins.Reference() == mapConfig {
+				configs++
+			}
+			impaired = impaired || ins.Symbol() == "impaired"
+		}
+		if draws != tt.draws || configs != 1 || impaired != (tt.loss > 0) {
+			t.Errorf("loss threshold %d: %d random draws (want %d), %d config map loads (want 1), impaired exit %v",
+				tt.loss, draws, tt.draws, configs, impaired)
+		}
+	}
+	for _, rate := range []float64{-0.1, 1.5, math.NaN()} {
+		if _, err := Load(Options{Loss: rate}); err == nil {
+			t.Errorf("Load with loss %v accepted", rate)
+		}
 	}
 }
 
@@ -162,7 +193,7 @@ func TestLoadRejects(t *testing.T) {
 	if _, err := Load(Options{Ports: make([]uint16, 65)}); err == nil {
 		t.Fatal("65 ports accepted")
 	}
-	netns.Require(t)
+	netnstest.Require(t)
 	if _, err := Load(Options{Allow: []netip.Addr{netip.MustParseAddr("2001:db8::1")}}); err == nil {
 		t.Fatal("IPv6 allowlist entry accepted")
 	}

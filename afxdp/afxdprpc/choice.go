@@ -119,16 +119,16 @@ const (
 // against the chosen path's: choosing again at every answer, a stall of
 // the busy path (all its calls in flight delayed at once) made the other
 // path's older estimate look cheaper, and with many callers sent a share
-// of the calls over the slower path (BENCHMARKS.md, "Path choice measured
-// alike").
+// of the calls over the slower path (docs/benchmarks-history.md, "Path
+// choice measured alike").
 //
 // Every class starts on TCP, and one below learnBelow sends a burst over
 // the bypass once TCP has minSamples. A class takes the bypass once it
 // costs at most bypassMargin of TCP, and goes back once TCP costs less
 // than switchMargin of it: the bypass's reactors poll after each call,
 // which costs CPUs that a job's other work needs and no call's latency
-// shows (BENCHMARKS.md, "Path choice measured alike", has the CPU per
-// call of each path that sets the margin). Every probeMin..probeMax
+// shows (docs/benchmarks-history.md, "Path choice measured alike", has the
+// CPU per call of each path that sets the margin). Every probeMin..probeMax
 // calls it sends a burst over the other path to keep that estimate fresh,
 // probing half as often each time a burst confirms the choice and twice
 // as often when one beats it. A burst that confirms the choice also

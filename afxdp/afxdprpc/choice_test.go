@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -232,7 +233,7 @@ func TestDualChoosesPathPerCall(t *testing.T) {
 // TestDualChoosesPathPerCallAFXDP: the same between two network namespaces
 // over veth, both ends on AF_XDP.
 func TestDualChoosesPathPerCallAFXDP(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	const port = 7712
 	srvG, cliG := openXDPIn(t, p.B, port), openXDPIn(t, p.A, port)
 	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathThreshold, Threshold: 4096}}

@@ -16,9 +16,10 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
-	"github.com/starwire/starwire/afxdp/afxdptest"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/internal/afxdptest"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire"
@@ -232,7 +233,7 @@ func TestRPCPollingModes(t *testing.T) {
 
 func TestRPCOverUDPNamespacesClean(t *testing.T) {
 	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	ls, lc := udpPair(t, p)
 	srv, cli := afxdp.NewEndpoint(ls, afxdp.Options{Ticket: testTicket}), afxdp.NewEndpoint(lc, afxdp.Options{Ticket: testTicket, Backlog: -1})
 	t.Cleanup(func() { srv.Close(); cli.Close() })
@@ -251,8 +252,8 @@ func TestRPCOverUDPLoopback(t *testing.T) {
 // whose kernel path loses, reorders and duplicates packets (netem).
 func TestRPCOverUDPNamespaces(t *testing.T) {
 	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
-	netns.Require(t, netns.Netem)
-	p := netns.NewForTest(t, netns.Options{})
+	netnstest.Require(t, netnstest.Netem)
+	p := netnstest.NewForTest(t, netns.Options{})
 	for _, e := range []*netns.End{p.A, p.B} {
 		if err := e.Netem("loss", "5%", "delay", "1ms", "reorder", "25%", "duplicate", "1%"); err != nil {
 			t.Fatal(err)
@@ -269,7 +270,7 @@ func TestRPCOverUDPNamespaces(t *testing.T) {
 // receive sides, for kernels without netem.
 func TestRPCOverUDPImpaired(t *testing.T) {
 	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	ls, lc := udpPair(t, p)
 	imp := afxdptest.Impairment{Loss: 0.05, Reorder: 0.25, Duplicate: 0.01, Seed: 3}
 	is, ic := afxdptest.Impair(ls, imp), afxdptest.Impair(lc, imp)

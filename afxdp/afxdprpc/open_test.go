@@ -6,13 +6,14 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 // TestOpenChoosesPath opens the transport on a veth (AF_XDP) and on
 // loopback (no Ethernet address: kernel UDP), and makes calls between the
 // two paths.
 func TestOpenChoosesPath(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	open := func(e *netns.End, ifname string, opts afxdp.Options) (*afxdp.Group, string, error) {
 		var o afxdp.Opened
 		err := e.Do(func() (err error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
@@ -273,7 +274,7 @@ func TestDualFallsBackToTCPWhenPacketPathFails(t *testing.T) {
 // Between two network namespaces over veth, both ends on AF_XDP: calls move
 // to the AF_XDP path by themselves.
 func TestDualOverAFXDP(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	const port = 7710
 	srvG, cliG := openXDPIn(t, p.B, port), openXDPIn(t, p.A, port)
 	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}

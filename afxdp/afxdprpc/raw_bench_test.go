@@ -22,6 +22,7 @@ import (
 
 	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/packet"
 	"github.com/starwire/starwire/internal/xsk"
 	"github.com/starwire/starwire/xdp"
@@ -203,7 +204,7 @@ func newRawEnv(b *testing.B) *rawEnv { return newRawEnvMTU(b, 0) }
 
 // newRawEnvMTU is newRawEnv over veths with the given MTU (0: the default).
 func newRawEnvMTU(b *testing.B, mtu int) *rawEnv {
-	e := &rawEnv{pair: netns.NewForTest(b, netns.Options{Queues: 1, MTU: mtu})}
+	e := &rawEnv{pair: netnstest.NewForTest(b, netns.Options{Queues: 1, MTU: mtu})}
 	attach := func(end *netns.End) *xdp.Program {
 		p, err := xdp.Load(xdp.Options{Ports: []uint16{rawPort}, Queues: 1})
 		if err != nil {

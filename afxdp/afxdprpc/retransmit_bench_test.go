@@ -11,6 +11,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -25,13 +26,8 @@ import (
 func BenchmarkRetransmits(b *testing.B) {
 	for _, loss := range []float64{0, 0.05} {
 		b.Run(fmt.Sprintf("loss=%g", loss), func(b *testing.B) {
-			p := netns.NewForTest(b, netns.Options{})
-			srv, cli, ls, lc := xskEndpoints(b, p, nil)
-			for _, l := range []*link.XSKLink{ls, lc} {
-				if err := l.Program().SetLoss(loss); err != nil {
-					b.Fatal(err)
-				}
-			}
+			p := netnstest.NewForTest(b, netns.Options{})
+			srv, cli, _, _ := xskEndpoints(b, p, link.XSKOptions{Loss: loss}, nil)
 			c := serveRPC(b, srv, cli)
 			const size = 4 << 20
 			data := pattern(size, 3)

@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -55,7 +56,7 @@ func TestStressBulkAFXDP(t *testing.T) {
 	if raceOn {
 		t.Skip("stress tests run in the pass without the race detector")
 	}
-	pair := netns.NewForTest(t, netns.Options{})
+	pair := netnstest.NewForTest(t, netns.Options{})
 	cmd, err := stress.CommandIn(pair.B.NS, fmt.Sprintf("%s:%d", pair.B.Link, stressPort))
 	if err != nil {
 		t.Fatal(err)
@@ -93,13 +94,13 @@ const equalCalls = 2
 // making equalCalls echoes of 4–16 MiB each, the same sizes and bytes on
 // both (one seed, no short deadlines), each server a process of its own.
 // It reports both servers' peak resident memory (VmHWM) and their ratio,
-// the figure issue 28 bounds at 1.2 (BENCHMARKS.md has it); the test
+// the figure issue 28 bounds at 1.2 (the test logs it); the test
 // fails only past maxEqualRatio, a regression no noise explains.
 func TestStressBulkEqualLoad(t *testing.T) {
 	if raceOn {
 		t.Skip("stress tests run in the pass without the race detector")
 	}
-	pair := netns.NewForTest(t, netns.Options{})
+	pair := netnstest.NewForTest(t, netns.Options{})
 	xcmd, err := stress.CommandIn(pair.B.NS, fmt.Sprintf("%s:%d", pair.B.Link, stressPort))
 	if err != nil {
 		t.Fatal(err)

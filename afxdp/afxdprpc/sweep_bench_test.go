@@ -10,6 +10,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
@@ -53,7 +54,7 @@ const (
 //
 //	go test ./afxdp/afxdprpc -run '^$' -bench DualSizeSweep -benchtime 60x
 func BenchmarkDualSizeSweep(b *testing.B) {
-	p := netns.NewForTest(b, netns.Options{})
+	p := netnstest.NewForTest(b, netns.Options{})
 	const port = 7714
 	srvG, cliG := openXDPIn(b, p.B, port), openXDPIn(b, p.A, port)
 	var addr string

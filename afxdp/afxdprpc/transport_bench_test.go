@@ -10,10 +10,11 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
-	"github.com/starwire/starwire/afxdp/afxdptest"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/internal/afxdptest"
 	"github.com/starwire/starwire/internal/cpuclock"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -102,7 +103,7 @@ func startBenchServer(kind, ifname string, addr netip.Addr, xo link.XSKOptions) 
 // dialing it from A.
 func newBenchEnv(b *testing.B, name string, separate bool) *benchEnv {
 	kind, mtu, xo := benchKind(name)
-	p := netns.NewForTest(b, netns.Options{MTU: mtu})
+	p := netnstest.NewForTest(b, netns.Options{MTU: mtu})
 	env := &benchEnv{}
 	if separate {
 		env.serverPID = afxdptest.StartHelper(b, p.B, benchServerRole, name).Process.Pid

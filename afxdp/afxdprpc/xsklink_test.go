@@ -13,11 +13,12 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/starwire/starwire/afxdp"
-	"github.com/starwire/starwire/afxdp/afxdptest"
 	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/afxdp/link/linktest"
+	"github.com/starwire/starwire/internal/afxdptest"
 	"github.com/starwire/starwire/internal/bufpool"
+	"github.com/starwire/starwire/internal/linktest"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/xdp"
 )
@@ -29,9 +30,9 @@ const xskPort = linktest.XSKPort
 
 // xskEndpoints returns a server endpoint in B and a client endpoint in A,
 // both over AF_XDP, closed (and checked to leave no XDP program) at the end.
-func xskEndpoints(t testing.TB, p *netns.Pair, wrap func(link.Link) link.Link) (srv, cli *afxdp.Endpoint, ls, lc *link.XSKLink) {
+func xskEndpoints(t testing.TB, p *netns.Pair, opts link.XSKOptions, wrap func(link.Link) link.Link) (srv, cli *afxdp.Endpoint, ls, lc *link.XSKLink) {
 	t.Helper()
-	ls, lc = openXSK(t, p.B, link.XSKOptions{}), openXSK(t, p.A, link.XSKOptions{})
+	ls, lc = openXSK(t, p.B, opts), openXSK(t, p.A, opts)
 	var s, c link.Link = ls, lc
 	if wrap != nil {
 		s, c = wrap(s), wrap(c)
@@ -62,14 +63,9 @@ func xskEndpoints(t testing.TB, p *netns.Pair, wrap func(link.Link) link.Link) (
 func TestNothingLeaksAfterClose(t *testing.T) {
 	live := bufpool.Live()
 	t.Run("calls", func(t *testing.T) {
-		p := netns.NewForTest(t, netns.Options{})
+		p := netnstest.NewForTest(t, netns.Options{})
 		imp := afxdptest.Impairment{Reorder: 0.1, Seed: 5}
-		srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link { return afxdptest.Impair(l, imp) })
-		for _, l := range []*link.XSKLink{ls, lc} {
-			if err := l.Program().SetLoss(0.05); err != nil {
-				t.Fatal(err)
-			}
-		}
+		srv, cli, _, _ := xskEndpoints(t, p, link.XSKOptions{Loss: 0.05}, func(l link.Link) link.Link { return afxdptest.Impair(l, imp) })
 		checkRPC(t, serveRPC(t, srv, cli), 200, 8<<20)
 	})
 	if n := bufpool.Live() - live; n != 0 {
@@ -79,8 +75,8 @@ func TestNothingLeaksAfterClose(t *testing.T) {
 
 func TestRPCOverXSK(t *testing.T) {
 	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
-	p := netns.NewForTest(t, netns.Options{})
-	srv, cli, ls, _ := xskEndpoints(t, p, nil)
+	p := netnstest.NewForTest(t, netns.Options{})
+	srv, cli, ls, _ := xskEndpoints(t, p, link.XSKOptions{}, nil)
 	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 	c, err := ls.Program().Counters()
 	if err != nil {
@@ -98,19 +94,14 @@ func TestRPCOverXSK(t *testing.T) {
 // the qdisc layer and XDP runs before it on receive.
 func TestRPCOverXSKImpaired(t *testing.T) {
 	t.Parallel() // its own link or namespaces; waits on its calls more than it computes
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	imp := afxdptest.Impairment{Reorder: 0.25, Duplicate: 0.01, Seed: 11}
 	var wrapped []*afxdptest.ImpairedLink
-	srv, cli, ls, lc := xskEndpoints(t, p, func(l link.Link) link.Link {
+	srv, cli, ls, _ := xskEndpoints(t, p, link.XSKOptions{Loss: 0.05}, func(l link.Link) link.Link {
 		w := afxdptest.Impair(l, imp)
 		wrapped = append(wrapped, w)
 		return w
 	})
-	for _, l := range []*link.XSKLink{ls, lc} {
-		if err := l.Program().SetLoss(0.05); err != nil {
-			t.Fatal(err)
-		}
-	}
 	checkRPC(t, serveRPC(t, srv, cli), 1000, 64<<20)
 	c, err := ls.Program().Counters()
 	if err != nil {
@@ -129,7 +120,7 @@ func TestRPCOverXSKImpaired(t *testing.T) {
 // socket, in both roles: the frames it writes must be valid UDP for the
 // kernel, and its neighbour resolution must find the peer.
 func TestXSKWithKernelUDPPeer(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	t.Run("xsk server", func(t *testing.T) {
 		ls := openXSK(t, p.B, link.XSKOptions{})
 		lc := udpIn(t, p.A, 0, link.UDPOptions{})
@@ -149,8 +140,8 @@ func TestXSKWithKernelUDPPeer(t *testing.T) {
 // TestXSKWithNetemPeer impairs, with netem, what the kernel UDP peer of an
 // AF_XDP endpoint sends (netem cannot touch AF_XDP transmissions).
 func TestXSKWithNetemPeer(t *testing.T) {
-	netns.Require(t, netns.Netem)
-	p := netns.NewForTest(t, netns.Options{})
+	netnstest.Require(t, netnstest.Netem)
+	p := netnstest.NewForTest(t, netns.Options{})
 	if err := p.A.Netem("loss", "5%", "delay", "1ms", "reorder", "25%", "duplicate", "1%"); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +156,7 @@ func TestXSKWithNetemPeer(t *testing.T) {
 // socket to each, and the flows of many clients, which the kernel spreads
 // over the queues, all get through.
 func TestXSKQueues(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{Queues: 2})
+	p := netnstest.NewForTest(t, netns.Options{Queues: 2})
 	// In native mode veth runs XDP on the receive queue matching the
 	// sender's transmit queue; the generic hook sees every packet on queue 0.
 	ls := openXSK(t, p.B, link.XSKOptions{XDPMode: xdp.ModeNative})
@@ -202,7 +193,7 @@ func TestXSKQueues(t *testing.T) {
 
 // TestXSKPcap captures what an AF_XDP link sends and receives.
 func TestXSKPcap(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	var capture bytes.Buffer
 	ls := openXSK(t, p.B, link.XSKOptions{Pcap: &capture})
 	lc := openXSK(t, p.A, link.XSKOptions{})
@@ -252,7 +243,7 @@ func TestXSKPcap(t *testing.T) {
 // AF_XDP link whose 2 KiB frames hold 1750. The session must use the
 // smaller size in both directions.
 func TestXSKSizeAgreement(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{MTU: 9000})
+	p := netnstest.NewForTest(t, netns.Options{MTU: 9000})
 	ls := openXSK(t, p.B, link.XSKOptions{})
 	if ls.MaxPayload() >= 8972 {
 		t.Fatalf("AF_XDP link carries %d bytes", ls.MaxPayload())
@@ -269,7 +260,7 @@ func TestXSKSizeAgreement(t *testing.T) {
 // TestXSKAllow checks that an allowlist lets the listed peer through and
 // drops, in XDP, a peer not on it.
 func TestXSKAllow(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	other := netip.MustParseAddr("198.18.255.254")
 	ls := openXSK(t, p.B, link.XSKOptions{Allow: []netip.Addr{other}})
 	lc := openXSK(t, p.A, link.XSKOptions{})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 // TestLinkAllocs checks the Link contract that moving a datagram allocates
@@ -17,7 +18,7 @@ func TestLinkAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	x := openXSK(t, p.A, link.XSKOptions{})
 	t.Cleanup(func() { x.Close() })
 	var u *link.UDPLink

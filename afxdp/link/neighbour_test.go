@@ -9,6 +9,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/vishvananda/netlink"
 )
@@ -18,7 +19,7 @@ import (
 // ErrLinkClosed, promptly, and Close must not close the netlink handle and
 // the probe socket under them (the race detector reports that).
 func TestResolveRacesClose(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	l := openXSK(t, p.A, link.XSKOptions{})
 	nobody := netip.AddrPortFrom(p.A.Prefix.Addr().Next().Next().Next().Next(), 9)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

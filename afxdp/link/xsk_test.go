@@ -8,8 +8,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/starwire/starwire/afxdp/link"
-	"github.com/starwire/starwire/afxdp/link/linktest"
+	"github.com/starwire/starwire/internal/linktest"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 // The tests' AF_XDP links, on the port linktest steers.
@@ -21,7 +22,7 @@ const xskPort = linktest.XSKPort
 // missing or down interface is refused with ErrUnavailable, as is OpenXSK on
 // it, and nothing stays attached.
 func TestXSKAvailable(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	if err := p.A.Do(func() error { return link.Available(p.A.Link) }); err != nil {
 		t.Fatalf("Available on a usable veth: %v", err)
 	}
@@ -59,7 +60,7 @@ func TestXSKAvailable(t *testing.T) {
 // and binding a socket past it fails (EINVAL): OpenXSK binds the queues in
 // use only.
 func TestXSKVethWithoutQueueCount(t *testing.T) {
-	p := netns.NewForTest(t, netns.Options{}) // its namespaces hold the veth made here
+	p := netnstest.NewForTest(t, netns.Options{}) // its namespaces hold the veth made here
 	for _, args := range [][]string{
 		{"link", "add", "va", "type", "veth", "peer", "name", "vb"},
 		{"addr", "add", "198.19.255.1/32", "dev", "va"},

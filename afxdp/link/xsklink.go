@@ -48,6 +48,11 @@ type XSKOptions struct {
 	// steering program lets through to the sockets; others are dropped
 	// in XDP and counted (xdp.Counters.NotAllowed).
 	Allow []netip.Addr
+	// Loss is fault injection for tests of the reliable protocol: the
+	// fraction of steered packets the steering program drops on receive
+	// (xdp.Options.Loss), since AF_XDP traffic bypasses netem. Zero, the
+	// default, loads the program without impairment code.
+	Loss float64
 }
 
 // XSKLink is a Link over AF_XDP sockets bound to the queues of one
@@ -174,7 +179,7 @@ func OpenXSKLinks(ifname string, opts XSKOptions, n int) (_ []*XSKLink, err erro
 		maxQ = max(maxQ, q+1)
 	}
 	sh := &xskShared{}
-	if sh.prog, err = xdp.Load(xdp.Options{Ports: []uint16{opts.Port}, Queues: max(maxQ, xdp.DefaultQueues), Allow: opts.Allow}); err != nil {
+	if sh.prog, err = xdp.Load(xdp.Options{Ports: []uint16{opts.Port}, Queues: max(maxQ, xdp.DefaultQueues), Allow: opts.Allow, Loss: opts.Loss}); err != nil {
 		return nil, fmt.Errorf("afxdp: open %s: %w: %w", ifname, err, ErrUnavailable)
 	}
 	var links []*XSKLink

@@ -91,7 +91,6 @@ type end struct {
 	maxPay    int
 	up        *recorder
 	promoted  bool     // B: the dialer's first packet after OPEN came
-	held      []*sent  // sends waiting for the session to be usable
 	sent      []*sent  // everything this end sent, by call id
 	ended     error    // why the session ended
 	inflight  [][]byte // packets this end sent, on their way to the other

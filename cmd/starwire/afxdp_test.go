@@ -14,6 +14,7 @@ import (
 
 	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,7 +27,7 @@ import (
 // calls go over TCP.
 func TestPeersOverAFXDP(t *testing.T) {
 	t.Parallel() // runs separate processes, which wait more than they compute
-	p := netns.NewForTest(t, netns.Options{Queues: 1})
+	p := netnstest.NewForTest(t, netns.Options{Queues: 1})
 	bin := buildBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -109,7 +110,7 @@ func TestPeersOverAFXDP(t *testing.T) {
 // TestTrainLocalAFXDP trains on the in-process cluster with each task in
 // its own namespace and the workers' RecvTensor calls over AF_XDP.
 func TestTrainLocalAFXDP(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	code, out, errOut := runMain(t, "train", "--afxdp", "on", "--steps", "100", "--vocab", "5000", "--held_out", "1024")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -137,7 +138,7 @@ func TestTrainLocalAFXDP(t *testing.T) {
 // cluster takes a P for each reactor the CPU plan lets spin; with one CPU
 // none may spin, and it takes none.
 func TestTrainLocalAFXDPPolling(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	t.Setenv("WORKER_ENABLE_POLLING", "true")
 	t.Setenv("PS_ENABLE_POLLING", "true")
 	// The host's record of spinning reactors (a lock file per CPU) lives

@@ -23,7 +23,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// The capacity note's inputs (BENCHMARKS.md, "Capacity"): what one more
+// The capacity note's inputs: what one more
 // peer costs a parameter server. Each test logs its figure (go test -v
 // -run TestCapacity ./cmd/starwire) and fails if it grows past a bound far
 // above it.

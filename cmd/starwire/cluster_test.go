@@ -18,6 +18,7 @@ import (
 
 	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/vishvananda/netlink"
 )
 
@@ -66,7 +67,7 @@ func checkGone(t *testing.T, stateDir, name string, linksBefore []string) {
 // the auto policy picks), then over TCP; and
 // leaves nothing behind.
 func TestClusterRun(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	bin := buildBinary(t)
 	stateDir, name := t.TempDir(), clusterName(t, "r")
 	links := rootLinks(t)
@@ -123,7 +124,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // TestClusterRunInterrupted stops a run with SIGINT while it trains: it
 // exits with 130 and removes everything, its tasks included.
 func TestClusterRunInterrupted(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	bin := buildBinary(t)
 	stateDir, name := t.TempDir(), clusterName(t, "i")
 	links := rootLinks(t)
@@ -154,7 +155,7 @@ func TestClusterRunInterrupted(t *testing.T) {
 // TestClusterRunKilled kills a run with SIGKILL: its tasks die with it,
 // and the next cluster command removes what it left.
 func TestClusterRunKilled(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	bin := buildBinary(t)
 	stateDir, name := t.TempDir(), clusterName(t, "k")
 	links := rootLinks(t)
@@ -184,7 +185,7 @@ func TestClusterRunKilled(t *testing.T) {
 // TestClusterUpDown leaves a cluster up, trains on it from its chief's
 // namespace as the printed command line does, and takes it down.
 func TestClusterUpDown(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	bin := buildBinary(t)
 	stateDir, name := t.TempDir(), clusterName(t, "u")
 	links := rootLinks(t)

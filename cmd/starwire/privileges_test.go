@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/internal/netns"
+
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 // Capability bits, as capabilities(7) numbers them.
@@ -33,7 +35,7 @@ const (
 // still reach the metrics.
 func TestServeDropsCapabilities(t *testing.T) {
 	t.Parallel() // runs separate processes, which wait more than they compute
-	pair := netns.NewForTest(t, netns.Options{})
+	pair := netnstest.NewForTest(t, netns.Options{})
 	self := netip.AddrPortFrom(pair.B.Addr, 2222).String()
 	peer := netip.AddrPortFrom(pair.A.Addr, 2222).String()
 	em := filepath.Join(t.TempDir(), "endpoint_map")

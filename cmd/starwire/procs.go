@@ -17,7 +17,7 @@ import (
 // step's critical path waits until some kernel's run ends. With one P more,
 // the thread that takes the woken goroutine competes for a CPU in the
 // kernel's scheduler, which preempts at once, so the step waits less
-// (BENCHMARKS.md, "Issue 11: a spare P for the local cluster"). A task run
+// (starwire train's examples/s, old and new builds alternating). A task run
 // alone (starwire serve) keeps the runtime's own count.
 //
 // When a task's AF_XDP reactor busy-polls (*_ENABLE_POLLING=true), the
@@ -25,8 +25,8 @@ import (
 // never parks, so it holds a P for good, and without one more the tasks'
 // network goroutines would again wait for a kernel's run. Reactors that
 // poll adaptively (the default) park when idle and take no P of their
-// own: a P for them only doubled the context switches (BENCHMARKS.md,
-// "Issue 11: a P only for spinning reactors").
+// own: a P for them only doubled the context switches (perf stat of
+// starwire train).
 type spareProc struct {
 	Before, After int
 	CPUs          int

@@ -29,6 +29,7 @@ type serveFlags struct {
 	host, iface, net   string
 	afxdpPath          string
 	checkpointDir      string
+	recordDir          string
 	report             time.Duration
 	stdout             io.Writer
 	metrics            flags.Metrics
@@ -48,6 +49,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	fs.StringVar(&f.iface, "afxdp_iface", "", "carry this task's calls to its peers over AF_XDP on this interface, whose address is the task's starwire host (every task must); --transport still carries the calls it receives from drivers")
 	flags.RegisterAFXDPPath(fs, &f.afxdpPath, "calls to peers (with --afxdp_iface and --transport tcp)")
 	fs.StringVar(&f.net, "transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
+	fs.StringVar(&f.recordDir, "record_dir", "", "write every request the task receives over gRPC to this directory, one binary protobuf file each (NNNNN-Method.pb, the first 10000): what a TensorFlow master sent, kept as test data (default: none)")
 	fs.StringVar(&f.checkpointDir, "checkpoint_dir", "", "the directory the task's SaveV2, RestoreV2 and MergeV2Checkpoints read and write (created if missing); a graph's checkpoint prefixes must lie inside it, relative ones are taken under it (default: checkpoints refused)")
 	fs.DurationVar(&f.report, "report", 10*time.Second, "interval between the lines saying what the task did (0: none)")
 	f.Cluster.Register(fs)
@@ -116,6 +118,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	defer stop()
 	s.Metrics, s.Pcap, s.PacketAuth, s.AFXDPPath = m, f.pcap.File, auth, policy
 	s.CheckpointDir = f.checkpointDir
+	s.RecordDir = f.recordDir
 	if f.RegistryDir != "" {
 		f.Guard(s, set, flags.Need{PS: f.ps, Workers: f.workers})
 		s.Lookup = func(task string) (tasks.Addrs, error) {

@@ -43,6 +43,9 @@ type stepScratch struct {
 	pending []int
 	ready   []int
 	done    chan asyncDone
+	// dead marks, by node id, the nodes a dead tensor reached and the
+	// executor skipped: their control edges carry deadness on.
+	dead []bool
 }
 
 func (g *Graph) getScratch() *stepScratch {
@@ -52,6 +55,7 @@ func (g *Graph) getScratch() *stepScratch {
 	return &stepScratch{
 		vals: make([]ops.Value, g.numOuts), ins: make([]ops.Value, g.numIns), ctxs: make([]ops.Context, len(g.nodes)),
 		pending: make([]int, len(g.nodes)), ready: make([]int, 0, len(g.nodes)), done: make(chan asyncDone, len(g.nodes)),
+		dead: make([]bool, len(g.nodes)),
 	}
 }
 
@@ -63,6 +67,7 @@ func (g *Graph) putScratch(sc *stepScratch) {
 	clear(sc.vals)
 	clear(sc.ins)
 	clear(sc.ctxs)
+	clear(sc.dead)
 	g.scratch.Put(sc)
 }
 
@@ -344,9 +349,12 @@ func (s *step) execute() error {
 	return nil
 }
 
-// run gathers n's inputs and runs its kernel. When a data input is dead,
-// the kernel is skipped and every output is dead, except for _Send, which
-// passes deadness on to its receiver.
+// run gathers n's inputs and runs its kernel, unless a dead tensor
+// reaches it, as TensorFlow's executor decides: a node is dead when one
+// of its data inputs is dead or one of its control inputs was a dead
+// node; a Merge (Spec.Merges) only when all its data inputs are. A dead
+// node's kernel is skipped and its outputs are dead, except for _Send,
+// which passes deadness on to its receiver.
 func (s *step) run(n *node) error {
 	var start time.Time
 	if s.stats != nil {
@@ -355,25 +363,43 @@ func (s *step) run(n *node) error {
 	off := s.g.inOff[n.id]
 	c := &s.ctxs[n.id]
 	*c = ops.Context{Ctx: s.ctx, Step: s.id, Feeds: s.feeds, In: s.ins[off : off+len(n.inputs) : off+len(n.inputs)], Out: s.outputs(n)}
-	dead := false
+	deadIn, liveIn := -1, false
 	for i, e := range n.inputs {
 		c.In[i] = s.outputs(s.g.nodes[e.node])[e.port]
-		dead = dead || c.In[i].T.Dead
+		if c.In[i].T.Dead {
+			if deadIn < 0 {
+				deadIn = i
+			}
+		} else {
+			liveIn = true
+		}
+	}
+	dead := deadIn >= 0
+	if n.spec.Merges {
+		dead = !liveIn
+	} else {
+		for _, ctl := range n.controls {
+			dead = dead || s.dead[ctl]
+		}
 	}
 	var err error
-	if dead && n.Op != "_Send" {
+	switch {
+	case !dead:
+		err = c.Run(n.kernel)
+	case n.Op == "_Send":
+		if deadIn < 0 { // dead by a control input: what it sends is dead
+			c.In[0] = ops.Value{T: wire.Tensor{DType: c.In[0].T.DType, Dead: true}, Set: true}
+		}
+		err = c.Run(n.kernel)
+	default:
+		s.dead[n.id] = true
 		dt := wire.DTFloat
-		for _, in := range c.In {
-			if in.T.Dead {
-				dt = in.T.DType
-				break
-			}
+		if deadIn >= 0 {
+			dt = c.In[deadIn].T.DType
 		}
 		for i := range c.Out {
 			c.Out[i] = ops.Value{T: wire.Tensor{DType: dt, Dead: true}, Set: true}
 		}
-	} else {
-		err = c.Run(n.kernel)
 	}
 	if s.stats != nil && err == nil {
 		s.statsMu.Lock()

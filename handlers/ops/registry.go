@@ -18,6 +18,11 @@ type Spec struct {
 	// it, a RecvTensor call among them, and may so write to the network:
 	// the executor runs it without a compute token (see Env.Compute).
 	Sends bool
+	// Merges marks an op that forwards the live one of its data inputs
+	// (Merge): the executor runs it when at least one is live, and makes
+	// it dead only when all are; the deadness of its control inputs does
+	// not reach it.
+	Merges bool
 	// Build checks n's attributes and inputs against env, sets n's outputs
 	// (and, for feeds and fetches, their keys and types) and returns the
 	// kernel.

@@ -1,4 +1,4 @@
-package netns
+package netns_test
 
 import (
 	"errors"
@@ -9,13 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
 )
 
 // udpExchange sends n datagrams from a to b and returns how many arrived
 // within the deadline.
-func udpExchange(t *testing.T, p *Pair, n int) int {
+func udpExchange(t *testing.T, p *netns.Pair, n int) int {
 	t.Helper()
 	var srv, cli *net.UDPConn
 	if err := p.B.Do(func() (err error) {
@@ -50,7 +52,7 @@ func udpExchange(t *testing.T, p *Pair, n int) int {
 }
 
 func TestPairCarriesUDP(t *testing.T) {
-	p := NewForTest(t, Options{MTU: 9000})
+	p := netnstest.NewForTest(t, netns.Options{MTU: 9000})
 	if !p.A.Prefix.Contains(p.A.Addr) || !p.A.Prefix.Contains(p.B.Addr) || p.A.Addr == p.B.Addr {
 		t.Fatalf("addresses %v %v in %v", p.A.Addr, p.B.Addr, p.A.Prefix)
 	}
@@ -77,7 +79,7 @@ func TestPairCarriesUDP(t *testing.T) {
 }
 
 func TestQueues(t *testing.T) {
-	p := NewForTest(t, Options{Queues: 2})
+	p := netnstest.NewForTest(t, netns.Options{Queues: 2})
 	err := p.B.Do(func() error {
 		l, err := netlink.LinkByName(p.B.Link)
 		if err != nil {
@@ -94,7 +96,7 @@ func TestQueues(t *testing.T) {
 }
 
 func TestDoRestoresNamespace(t *testing.T) {
-	p := NewForTest(t, Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	before, err := vnetns.Get()
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +125,7 @@ func TestDoRestoresNamespace(t *testing.T) {
 }
 
 func TestGoStaysInNamespace(t *testing.T) {
-	p := NewForTest(t, Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	res := make(chan string, 1)
 	if err := p.B.Go(func() {
 		time.Sleep(10 * time.Millisecond) // paces a park: the goroutine may resume on another thread, which must be in the namespace too
@@ -147,8 +149,8 @@ func TestGoStaysInNamespace(t *testing.T) {
 }
 
 func TestNetemLoss(t *testing.T) {
-	Require(t, Netem)
-	p := NewForTest(t, Options{})
+	netnstest.Require(t, netnstest.Netem)
+	p := netnstest.NewForTest(t, netns.Options{})
 	if err := p.A.Netem("loss", "100%"); err != nil {
 		t.Fatal(err)
 	}
@@ -164,20 +166,20 @@ func TestNetemLoss(t *testing.T) {
 }
 
 func TestNetemReportsMissingQdisc(t *testing.T) {
-	p := NewForTest(t, Options{})
+	p := netnstest.NewForTest(t, netns.Options{})
 	err := p.A.Netem("duplicate", "1%")
-	netemOnce.Do(func() { netemErr = probeNetem() })
-	if (err == nil) != (netemErr == nil) {
-		t.Fatalf("Netem: %v, probe: %v", err, netemErr)
+	probeErr := netns.ProbeNetem()
+	if (err == nil) != (probeErr == nil) {
+		t.Fatalf("Netem: %v, probe: %v", err, probeErr)
 	}
-	if err != nil && !errors.Is(err, ErrNetemUnsupported) {
+	if err != nil && !errors.Is(err, netns.ErrNetemUnsupported) {
 		t.Fatalf("Netem on a kernel without it: %v", err)
 	}
 }
 
 func TestCloseRemovesEverything(t *testing.T) {
-	Require(t)
-	p, err := New(Options{})
+	netnstest.Require(t)
+	p, err := netns.New(netns.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,38 +200,17 @@ func TestCloseRemovesEverything(t *testing.T) {
 	}
 }
 
-func TestOwnerPid(t *testing.T) {
-	tests := []struct {
-		name string
-		pid  int
-		ok   bool
-	}{
-		{"sw-123-4-a", 123, true},
-		{"sw-123-4-b", 123, true},
-		{"sw-123-4-c", 0, false},
-		{"sw-x-4-a", 0, false},
-		{"other-123-4-a", 0, false},
-		{"sw-123-a", 0, false},
-	}
-	for _, tt := range tests {
-		pid, ok := ownerPid(tt.name)
-		if ok != tt.ok || (ok && pid != tt.pid) {
-			t.Errorf("%s: %d %v", tt.name, pid, ok)
-		}
-	}
-}
-
 func TestSweepStale(t *testing.T) {
-	Require(t)
+	netnstest.Require(t)
 	// A pid that cannot exist (above pid_max's ceiling).
 	name := "sw-4194305-1-a"
-	e := &End{NS: name, handle: -1}
-	if err := createNamespaces(e); err != nil {
+	h, err := netns.NewNamed(name)
+	if err != nil {
 		t.Fatal(err)
 	}
-	e.handle.Close()
+	h.Close()
 	t.Cleanup(func() { vnetns.DeleteNamed(name) })
-	if _, err := SweepStale(); err != nil {
+	if _, err := netns.SweepStale(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join("/run/netns", name)); !os.IsNotExist(err) {

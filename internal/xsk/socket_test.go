@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/internal/netns"
+
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/packet"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/internal/xsk"
@@ -26,7 +28,7 @@ type link struct {
 
 func newLinks(t *testing.T, cfg xsk.Config) (a, b *link) {
 	t.Helper()
-	pair := netns.NewForTest(t, netns.Options{})
+	pair := netnstest.NewForTest(t, netns.Options{})
 	open := func(e, peer *netns.End) *link {
 		prog, err := xdp.Load(xdp.Options{Ports: []uint16{port}, Queues: 1})
 		if err != nil {
@@ -244,7 +246,7 @@ func fdCount(t *testing.T) int {
 }
 
 func TestOpenFailsCleanly(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	before := fdCount(t)
 	if _, err := xsk.Open(1<<20, 0, xsk.Config{}); err == nil {
 		t.Fatal("bound to a missing interface")
@@ -283,7 +285,7 @@ func TestClosedSocket(t *testing.T) {
 }
 
 func TestBindOptions(t *testing.T) {
-	pair := netns.NewForTest(t, netns.Options{})
+	pair := netnstest.NewForTest(t, netns.Options{})
 	tests := []struct {
 		name       string
 		cfg        xsk.Config
@@ -326,7 +328,7 @@ func TestBindOptions(t *testing.T) {
 // TestFrameSizeBound: a 2 KiB chunk takes frames up to 2048-256 bytes in
 // copy mode; a larger one is dropped and counted.
 func TestFrameSizeBound(t *testing.T) {
-	pair := netns.NewForTest(t, netns.Options{MTU: 9000})
+	pair := netnstest.NewForTest(t, netns.Options{MTU: 9000})
 	prog, err := xdp.Load(xdp.Options{Ports: []uint16{port}, Queues: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -222,12 +222,33 @@ func (m EndpointMap) StarAddr(spec Spec, job string, task int) (string, error) {
 	return e.addr, nil
 }
 
+// GRPCOnly reports whether job's tasks are TensorFlow processes reached
+// over gRPC under grpc+seastar: a job other than ps and worker (the jobs
+// whose WorkerService starwire serves) of which the map has no task, such
+// as the client job of a TensorFlow master whose feeds workers pull.
+func (m EndpointMap) GRPCOnly(spec Spec, job string) bool {
+	if job == "ps" || job == "worker" {
+		return false
+	}
+	for _, t := range spec.TaskIndices(job) {
+		grpc, _ := spec.Lookup(job, t)
+		if _, ok := m.star[grpc]; ok {
+			return false
+		}
+	}
+	return true
+}
+
 // CheckCluster reports every task of spec the map has no entry for, in
 // one error wrapping ErrNoStarAddr, so a misconfigured launch fails at start
-// rather than at its first call to the missing task.
+// rather than at its first call to the missing task. The tasks of GRPCOnly
+// jobs need none.
 func (m EndpointMap) CheckCluster(spec Spec) error {
 	var missing []string
 	for _, job := range spec.Jobs() {
+		if m.GRPCOnly(spec, job) {
+			continue
+		}
 		for _, t := range spec.TaskIndices(job) {
 			grpc, _ := spec.Lookup(job, t)
 			if _, ok := m.star[grpc]; !ok {

@@ -327,3 +327,30 @@ func BenchmarkParseEndpointMap(b *testing.B) {
 		}
 	}
 }
+
+// TestEndpointMapGRPCOnlyJobs: under grpc+seastar a TensorFlow master's
+// client job needs no starwire address, while ps and worker still do.
+func TestEndpointMapGRPCOnlyJobs(t *testing.T) {
+	spec, err := ParseSpec("ps=127.0.0.1:1;worker=127.0.0.1:2;client=127.0.0.1:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseEndpointMap("map", strings.NewReader("127.0.0.1:1=127.0.0.1:11\n127.0.0.1:2=127.0.0.1:12\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.GRPCOnly(spec, "client") || m.GRPCOnly(spec, "ps") || m.GRPCOnly(spec, "worker") {
+		t.Errorf("GRPCOnly: client %v, ps %v, worker %v; want true, false, false",
+			m.GRPCOnly(spec, "client"), m.GRPCOnly(spec, "ps"), m.GRPCOnly(spec, "worker"))
+	}
+	if err := m.CheckCluster(spec); err != nil {
+		t.Errorf("CheckCluster with a client job: %v", err)
+	}
+	noWorker, err := ParseEndpointMap("map", strings.NewReader("127.0.0.1:1=127.0.0.1:11\n127.0.0.1:3=127.0.0.1:13\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := noWorker.CheckCluster(spec); !errors.Is(err, ErrNoStarAddr) || !strings.Contains(err.Error(), "/job:worker/replica:0/task:0") {
+		t.Errorf("CheckCluster without the worker's address: %v", err)
+	}
+}

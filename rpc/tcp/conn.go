@@ -96,14 +96,8 @@ type conn struct {
 	shim     *cipherShim
 	secured  bool // guarded by mu
 	tlsParts [][]byte
+	hint     string // Transport.PlaintextHint, for a refused plaintext client
 }
-
-// Process-wide write counters: frames per write is how well batching works.
-var tcpWrites, tcpFramesOut atomic.Uint64
-
-// WriteStats returns how many writes the TCP transport has made and how
-// many frames they carried, since the process started.
-func WriteStats() (writes, frames uint64) { return tcpWrites.Load(), tcpFramesOut.Load() }
 
 // newConn sets up nc, a connection the client dialed to address dialed
 // or, with dialed empty, one a server accepted. With t.TLS, a client's
@@ -120,6 +114,7 @@ func newConn(ctx context.Context, nc *net.TCPConn, t *Transport, dialed string) 
 	c.tryFn, c.blockFn, c.peekFn, c.drainFn = c.tryWrite, c.blockingWrite, c.peek, c.drain
 	var src io.Reader = nc
 	if t.TLS != nil {
+		c.hint = t.PlaintextHint
 		if err := c.startTLS(ctx, t.tlsConfig(dialed), dialed != ""); err != nil {
 			nc.Close()
 			return nil, err

@@ -234,7 +234,8 @@ func TestTLSFilesErrors(t *testing.T) {
 // TestPlaintextClientRefused: a starwire client without TLS, on a port that
 // requires it, gets an error saying so rather than a broken connection, with
 // a large request too (its unread bytes must not reset the answer away);
-// the server logs it and keeps serving its TLS clients.
+// the server logs it and keeps serving its TLS clients. The answer ends with
+// the hint the program set (Transport.PlaintextHint).
 func TestPlaintextClientRefused(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, "cluster CA")
@@ -243,7 +244,9 @@ func TestPlaintextClientRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log syncBuffer
-	env := newTestEnvOn(t, &Transport{TLS: cfg}, func(s *rpc.Server) { s.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	const hint = "--certs_here"
+	want := rpc.PlaintextRefusal + " (" + hint + ")"
+	env := newTestEnvOn(t, &Transport{TLS: cfg, PlaintextHint: hint}, func(s *rpc.Server) { s.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
 	good := tlsClient(t, env.addr, ca.files(t, dir, "worker"))
 
 	for _, size := range []int{1, 4 << 20} {
@@ -253,8 +256,8 @@ func TestPlaintextClientRefused(t *testing.T) {
 		err := plain.Call(ctx, mEcho, &rpc.Request{Meta: make([]byte, size)}, &reply)
 		cancel()
 		plain.Close()
-		if !errors.Is(err, rpc.ErrUnauthenticated) || !strings.Contains(err.Error(), rpc.PlaintextRefusal) {
-			t.Errorf("plaintext client, %d-byte request: err = %v, want Unauthenticated: %q", size, err, rpc.PlaintextRefusal)
+		if !errors.Is(err, rpc.ErrUnauthenticated) || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("plaintext client, %d-byte request: err = %v, want Unauthenticated: %q", size, err, want)
 		}
 	}
 	var reply rpc.Reply

@@ -124,7 +124,7 @@ func (c *conn) serverHandshake(r wire.Receiver) error {
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
 	if err := c.tls.HandshakeContext(ctx); err != nil {
-		return fmt.Errorf("tcp: tls handshake with %v: %w", c.nc.RemoteAddr(), refusePlaintext(c.shim, err, r))
+		return fmt.Errorf("tcp: tls handshake with %v: %w", c.nc.RemoteAddr(), refusePlaintext(c.shim, err, r, c.hint))
 	}
 	c.handshakeDone()
 	return nil

@@ -29,6 +29,10 @@ type TLSFiles struct {
 	// second, fourth, ... so that a flood logs a few); nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Hint names where the program takes these files from, such as its
+	// flags, for the answer a plaintext client gets (rpc.PlaintextAnswer,
+	// Transport.PlaintextHint).
+	Hint string
 
 	once    sync.Once
 	r       *tlsReloader

@@ -20,12 +20,12 @@ const plaintextLinger = time.Second
 
 // refusePlaintext answers a starwire client whose first frame came in the
 // clear where a TLS handshake was due: its first call fails with
-// Unauthenticated and rpc.PlaintextRefusal. err is the handshake's error; what
+// Unauthenticated and rpc.PlaintextAnswer(hint). err is the handshake's error; what
 // is returned wraps rpc.ErrPlaintext when the client spoke starwire, and is err
 // otherwise. The answer is written and the client's bytes drained within
 // plaintextLinger, so that closing does not reset the connection before
 // the client reads it.
-func refusePlaintext(s *cipherShim, err error, r wire.Receiver) error {
+func refusePlaintext(s *cipherShim, err error, r wire.Receiver, hint string) error {
 	var rh tls.RecordHeaderError
 	if !errors.As(err, &rh) || binary.LittleEndian.Uint16(rh.RecordHeader[:2]) != wire.Magic {
 		return err
@@ -41,8 +41,9 @@ func refusePlaintext(s *cipherShim, err error, r wire.Receiver) error {
 		}
 	}
 	if h, err := wire.ParseHeader(s.first[:], nil); err == nil && h.Kind == wire.KindRequest {
-		answer := wire.Header{Kind: wire.KindError, CallID: h.CallID, Status: wire.Unauthenticated, MetaLen: uint32(len(rpc.PlaintextRefusal))}
-		nc.Write(append(wire.AppendHeader(nil, &answer), rpc.PlaintextRefusal...))
+		msg := rpc.PlaintextAnswer(hint)
+		answer := wire.Header{Kind: wire.KindError, CallID: h.CallID, Status: wire.Unauthenticated, MetaLen: uint32(len(msg))}
+		nc.Write(append(wire.AppendHeader(nil, &answer), msg...))
 	}
 	nc.CloseWrite()
 	io.Copy(io.Discard, io.LimitReader(nc, 16<<20))

@@ -34,6 +34,10 @@ type Transport struct {
 	// ServerName defaults to the host it dials. See TLSFiles for mutual
 	// TLS from certificate files that are reloaded when they change.
 	TLS *tls.Config
+	// PlaintextHint names, in the answer a plaintext client of a TLS
+	// server gets (rpc.PlaintextAnswer), where the program takes its
+	// certificate files from, such as its flags (TLSFiles.Hint).
+	PlaintextHint string
 }
 
 // Name implements rpc.Transport.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/starwire/starwire/internal/writecount"
 )
 
 // flush is the reactor's entry point.
@@ -165,8 +167,7 @@ func (c *conn) takeBatch() bool {
 	for _, f := range failed {
 		f.m.Complete(f.err)
 	}
-	tcpWrites.Add(1)
-	tcpFramesOut.Add(uint64(len(msgs)))
+	writecount.Add(len(msgs))
 	return true
 }
 

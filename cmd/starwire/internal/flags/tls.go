@@ -66,7 +66,7 @@ func (t *TLS) load() (*tcp.TLSFiles, error) {
 		}
 	}
 	f := &tcp.TLSFiles{CertFile: paths[0], KeyFile: paths[1], CAFile: paths[2],
-		Logger: logline.New(os.Stderr, "starwire: ")}
+		Logger: logline.New(os.Stderr, "starwire: "), Hint: "--tls_dir or $" + cluster.EnvTLSDir}
 	if _, err := f.Config(); err != nil {
 		return nil, Usagef("%v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 func TestRunBothProtocols(t *testing.T) {
@@ -58,7 +58,7 @@ func TestRunBothProtocols(t *testing.T) {
 // TestRunOverAFXDP runs the benchmark with the server in a namespace of
 // its own, reached by every peer over AF_XDP on a veth pair.
 func TestRunOverAFXDP(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	cfg := Config{
 		DataSize:  256 << 10,
 		PushEvery: 20 * time.Millisecond,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -25,7 +26,7 @@ import (
 // task and the peer is not, the verdicts follow.
 func TestAllowlistFromCluster(t *testing.T) {
 	const port = 7799
-	pair := netns.NewForTest(t, netns.Options{})
+	pair := netnstest.NewForTest(t, netns.Options{})
 	peer := pair.A.Addr
 	stranger := pair.B.Addr.Next()
 	err := pair.A.Do(func() error {

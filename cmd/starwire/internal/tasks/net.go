@@ -51,7 +51,7 @@ func (n TCPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, err
 		return nil, nil, nil, err
 	}
 	rs := tcp.NewReactors(cluster.RoleCoreNumber(n.Job, n.Conns))
-	tr := &tcp.Transport{Reactors: rs, TLS: cfg}
+	tr := &tcp.Transport{Reactors: rs, TLS: cfg, PlaintextHint: plaintextHint(n.TLS)}
 	l, err := tr.Listen(bind)
 	if err != nil {
 		rs.Stop()
@@ -74,7 +74,7 @@ func (n TCPNet) Dialer() (rpc.Transport, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &tcp.Transport{TLS: cfg}, nil, nil
+	return &tcp.Transport{TLS: cfg, PlaintextHint: plaintextHint(n.TLS)}, nil, nil
 }
 
 // UDPNet carries starwire with afxdp's reliable packet protocol over kernel

@@ -126,7 +126,7 @@ func (p *Peers) addrsLocked(task string) (Addrs, error) {
 	if a.GRPC, err = p.layout.Cluster.Lookup(job, idx); err != nil {
 		return Addrs{}, err
 	}
-	if p.layout.Protocol.UsesStar() {
+	if p.layout.Protocol.UsesStar() && !p.layout.Endpoints.GRPCOnly(p.layout.Cluster, job) {
 		if a.Star, err = p.layout.Endpoints.StarAddr(p.layout.Cluster, job, idx); err != nil {
 			return Addrs{}, err
 		}
@@ -160,7 +160,9 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 	var c driver.Caller
 	if r, ok := p.routes[task]; ok {
 		c = driver.NewStarCaller(task, rpc.NewClient(r.addr, rpc.ClientOptions{Name: task, Transport: r.transport, Interceptors: p.layout.Interceptors, FailFast: p.layout.FailFast}))
-	} else if p.layout.Protocol.UsesStar() {
+	} else if p.layout.Protocol.UsesStar() && starAddr != "" {
+		// A task of a GRPCOnly job (a TensorFlow process) has no
+		// starwire address: it is reached over gRPC, below.
 		tr, err := p.starTransport()
 		if err != nil {
 			return nil, err
@@ -198,7 +200,7 @@ func (p *Peers) starTransport() (rpc.Transport, error) {
 			return nil, err
 		}
 	}
-	p.star = &tcp.Transport{TLS: cfg}
+	p.star = &tcp.Transport{TLS: cfg, PlaintextHint: plaintextHint(p.layout.TLS)}
 	return p.star, nil
 }
 

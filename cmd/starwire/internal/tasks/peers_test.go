@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -82,5 +83,40 @@ func TestFollowCluster(t *testing.T) {
 	}
 	if a, _ := s.peers.Addrs("/job:ps/replica:0/task:0"); a != reg {
 		t.Errorf("ps at %v after a session named it at an address the registry does not give, want %v", a, reg)
+	}
+}
+
+// TestPeersReachGRPCOnlyJobOverGRPC: under grpc+seastar, the task of a
+// job the endpoint map has no address of (a TensorFlow master's client
+// job) is reached over gRPC, and the cluster's own tasks over starwire.
+func TestPeersReachGRPCOnlyJobOverGRPC(t *testing.T) {
+	l := testLayout(t)
+	spec, err := cluster.ParseSpec("ps=127.0.0.1:1001;worker=127.0.0.1:1002;client=127.0.0.1:1003")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Cluster = spec
+	if err := l.Check(); err != nil {
+		t.Fatalf("Check with a client job: %v", err)
+	}
+	p := NewPeers(l)
+	defer p.Close()
+	const client = "/job:client/replica:0/task:0"
+	if a, err := p.Addrs(client); err != nil || a != (Addrs{GRPC: "127.0.0.1:1003"}) {
+		t.Fatalf("Addrs(client) = %v, %v; want its gRPC address alone", a, err)
+	}
+	c, err := p.Caller(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(*driver.GRPCCaller); !ok {
+		t.Errorf("the client's Caller is %T, want a gRPC one", c)
+	}
+	ps, err := p.Caller("/job:ps/replica:0/task:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ps.(*driver.GRPCCaller); ok {
+		t.Error("the ps's Caller is a gRPC one under grpc+seastar")
 	}
 }

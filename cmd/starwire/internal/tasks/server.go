@@ -17,6 +17,7 @@ import (
 	"github.com/starwire/starwire/cmd/starwire/internal/capture"
 	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/compute"
+	"github.com/starwire/starwire/handlers/record"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -49,6 +50,9 @@ type Server struct {
 	// CheckpointDir, when set before Start, is where the worker's
 	// checkpoint ops read and write (handlers.Options.CheckpointDir).
 	CheckpointDir string
+	// RecordDir, when set before Start, is where every request the task
+	// receives over gRPC is written (package handlers/record).
+	RecordDir string
 	// Pcap, when set before ServeAFXDP, receives the AF_XDP frames.
 	Pcap *capture.File
 	// PacketAuth, set before ServeAFXDP, says who may open sessions with
@@ -156,6 +160,13 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	opts, err := grpcServerOptions(layout.TLS)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Task(), err)
+	}
+	if s.RecordDir != "" {
+		rec, err := record.Interceptor(s.RecordDir)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Task(), err)
+		}
+		opts = append(opts, grpc.ChainUnaryInterceptor(rec))
 	}
 	s.worker = w
 	s.grpcSrv = grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(1<<31-1), grpc.MaxSendMsgSize(1<<31-1))...)

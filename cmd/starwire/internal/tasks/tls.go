@@ -26,6 +26,15 @@ func tlsConfig(f *tcp.TLSFiles) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// plaintextHint is what a plaintext client refused by a server with f is
+// told of where the certificate files go (f.Hint).
+func plaintextHint(f *tcp.TLSFiles) string {
+	if f == nil {
+		return ""
+	}
+	return f.Hint
+}
+
 // grpcCreds returns gRPC's credentials for f, which serve and dial alike;
 // gRPC adds the ALPN protocol "h2" it needs, to the configs
 // GetConfigForClient returns too.

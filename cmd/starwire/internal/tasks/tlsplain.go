@@ -41,7 +41,7 @@ func (c confirmedCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.Aut
 }
 
 // refusePlaintext answers a plaintext gRPC client's first call, in
-// HTTP/2, with status Unauthenticated and rpc.PlaintextRefusal, then a
+// HTTP/2, with status Unauthenticated and rpc.PlaintextAnswer, then a
 // GOAWAY, and lets the client read them before the connection closes; all
 // within a second and a bounded number of frames.
 func (c confirmedCreds) refusePlaintext(raw net.Conn) error {
@@ -51,6 +51,7 @@ func (c confirmedCreds) refusePlaintext(raw net.Conn) error {
 	if c.files != nil {
 		c.files.Refused(raw, err)
 	}
+	msg := rpc.PlaintextAnswer(plaintextHint(c.files))
 	raw.SetDeadline(time.Now().Add(time.Second))
 	fr := http2.NewFramer(raw, raw)
 	fr.WriteSettings()
@@ -60,11 +61,11 @@ func (c confirmedCreds) refusePlaintext(raw net.Conn) error {
 			break
 		}
 		if h, ok := f.(*http2.HeadersFrame); ok {
-			writeRefusal(fr, h.StreamID)
+			writeRefusal(fr, h.StreamID, msg)
 			break
 		}
 	}
-	fr.WriteGoAway(0, http2.ErrCodeInadequateSecurity, []byte(rpc.PlaintextRefusal))
+	fr.WriteGoAway(0, http2.ErrCodeInadequateSecurity, []byte(msg))
 	if tc, ok := raw.(*net.TCPConn); ok {
 		tc.CloseWrite()
 	}
@@ -75,10 +76,10 @@ func (c confirmedCreds) refusePlaintext(raw net.Conn) error {
 // writeRefusal ends stream id with a trailers-only gRPC answer: status
 // Unauthenticated (16) and the refusal, which is printable ASCII without
 // '%' and so needs no percent-encoding in grpc-message.
-func writeRefusal(fr *http2.Framer, id uint32) {
+func writeRefusal(fr *http2.Framer, id uint32, msg string) {
 	var block bytes.Buffer
 	enc := hpack.NewEncoder(&block)
-	for _, f := range [][2]string{{":status", "200"}, {"content-type", "application/grpc"}, {"grpc-status", "16"}, {"grpc-message", rpc.PlaintextRefusal}} {
+	for _, f := range [][2]string{{":status", "200"}, {"content-type", "application/grpc"}, {"grpc-status", "16"}, {"grpc-message", msg}} {
 		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
 	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true})

@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 // TestBuild joins two workers to two servers and checks every link carries
 // UDP between its ends' namespaces.
 func TestBuild(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	ps := []string{"/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"}
 	workers := []string{"/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"}
 	f, err := Build(ps, workers)

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 )
 
 // TestSegment joins three hosts on a bridge, checks a datagram crosses it
 // and is counted, and that deleting one segment leaves another whose name
 // begins the same alone.
 func TestSegment(t *testing.T) {
-	netns.Require(t)
+	netnstest.Require(t)
 	name := "s" + strconv.Itoa(os.Getpid())
 	s, err := BuildSegment(name, netip.MustParsePrefix("198.18.7.0/24"), []string{"a", "b", "c"})
 	if err != nil {

@@ -1,0 +1,1 @@
+Ÿ¦­®ŠÃ v/job:ps/replica:0/task:0/device:CPU:0;6287d1a91e992d98;/job:worker/replica:0/task:0/device:CPU:0;edge_53_init/NoOp;0:08Ä­Åàı„œd

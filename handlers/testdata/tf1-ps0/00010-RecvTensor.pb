@@ -1,0 +1,1 @@
+ûÀÖæÒ¦£/job:ps/replica:0/task:0/device:CPU:0;6287d1a91e992d98;/job:worker/replica:0/task:0/device:CPU:0;edge_28_report_uninitialized_variables_1/VarIsInitializedOp_12;0:08ªÓ«š¹°ÎŸ

@@ -1,0 +1,1 @@
+÷èÂ€šÁ½e /job:ps/replica:0/task:0/device:CPU:0;6287d1a91e992d98;/job:worker/replica:0/task:0/device:CPU:0;edge_20_report_uninitialized_variables/VarIsInitializedOp_4;0:08Á¤’ºï’ÊË

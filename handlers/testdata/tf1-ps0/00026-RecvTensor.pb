@@ -1,0 +1,1 @@
+÷èÂ€šÁ½ež/job:ps/replica:0/task:0/device:CPU:0;6287d1a91e992d98;/job:worker/replica:0/task:0/device:CPU:0;edge_16_report_uninitialized_variables/VarIsInitializedOp;0:08•ƒ‘ì·¢Ÿ¦y

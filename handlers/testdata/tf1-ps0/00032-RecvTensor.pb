@@ -1,0 +1,1 @@
+© ¬«Î‰Îx”/job:ps/replica:0/task:0/device:CPU:0;6287d1a91e992d98;/job:worker/replica:0/task:0/device:CPU:0;edge_18_Func/global_step/cond/else/_1/input/_16;0:08ÓßÂ¹úµq

@@ -1,0 +1,1 @@
+© ¬«Ξ‰Ξx•/job:ps/replica:0/task:0/device:CPU:0;6287d1a91e992d98;/job:worker/replica:0/task:0/device:CPU:0;edge_17_Func/global_step/cond/then/_0/output/_12;0:08ΡΠε―τυ

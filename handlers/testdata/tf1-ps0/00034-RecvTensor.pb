@@ -1,0 +1,1 @@
+© ¬«Î‰ÎxŒ/job:ps/replica:0/task:0/device:CPU:0;6287d1a91e992d98;/job:worker/replica:0/task:0/device:CPU:0;edge_11_global_step/cond/switch_pred/_2;0:08ö§ŽíÀù´“Î

@@ -1,0 +1,1 @@
+ì´Í•ã à.}/job:ps/replica:0/task:0/device:CPU:0;6287d1a91e992d98;/job:ps/replica:0/task:1/device:CPU:0;edge_43_save/ShardedFilename;0:0

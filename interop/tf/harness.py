@@ -1,0 +1,199 @@
+"""Processes of the interoperability suite: starwire and TensorFlow tasks.
+
+Every task runs as a process of its own, on loopback ports picked here,
+its output in a log file; Procs ends them all (SIGKILL to each process
+group) whatever happened. The benchmark script uses the same pieces.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+PY = sys.executable
+
+
+def free_ports(n):
+    """Returns n distinct free loopback TCP ports."""
+    socks, ports = [], []
+    try:
+        while len(ports) < n:
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def build_starwire(out_dir):
+    """Builds cmd/starwire once into out_dir and returns its path."""
+    path = os.path.join(out_dir, "starwire")
+    subprocess.run(["go", "build", "-o", path, "./cmd/starwire"], cwd=REPO, check=True)
+    return path
+
+
+class Proc:
+    """One process of a test, its output in a log file."""
+
+    def __init__(self, name, argv, log_path, env=None, cwd=None):
+        self.name, self.argv, self.log_path = name, argv, log_path
+        self._log = open(log_path, "ab")
+        self.popen = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                      env=env, cwd=cwd, start_new_session=True)
+        self.started = time.monotonic()
+
+    @property
+    def pid(self):
+        return self.popen.pid
+
+    def log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def wait_for(self, pattern, timeout):
+        """Waits until the log matches pattern; fails if the process ends first."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = rx.search(self.log())
+            if m:
+                return m
+            if self.popen.poll() is not None:
+                raise AssertionError("%s exited %s before %r:\n%s" % (
+                    self.name, self.popen.returncode, pattern, tail(self.log())))
+            time.sleep(0.05)
+        raise AssertionError("%s: no %r within %ss:\n%s" % (self.name, pattern, timeout,
+                                                            tail(self.log())))
+
+    def wait(self, timeout):
+        """Waits for the process to end and returns its exit code."""
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("%s still running after %ss:\n%s" % (
+                self.name, timeout, tail(self.log())))
+
+    def kill(self):
+        """SIGKILL to the process group, then reaps it."""
+        if self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            self.popen.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        self._log.close()
+
+    def json_lines(self):
+        """The JSON objects the process printed, one per line."""
+        out = []
+        for line in self.log().splitlines():
+            if line.startswith("{"):
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+        return out
+
+
+def tail(text, n=40):
+    return "\n".join(text.splitlines()[-n:])
+
+
+class Procs:
+    """Starts processes into log_dir and kills them all at close."""
+
+    def __init__(self, log_dir):
+        self.log_dir = log_dir
+        self.procs = []
+        self._n = 0
+
+    def start(self, name, argv, env=None, cwd=None):
+        self._n += 1
+        log = os.path.join(self.log_dir, "%02d-%s.log" % (self._n, name.replace("/", "_")))
+        p = Proc(name, argv, log, env=env, cwd=cwd)
+        self.procs.append(p)
+        return p
+
+    def close(self):
+        for p in self.procs:
+            p.kill()
+
+    def logs(self):
+        return "\n".join("---- %s (%s)\n%s" % (p.name, p.log_path, tail(p.log()))
+                         for p in self.procs)
+
+
+def tf_env():
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
+    # The suite's loopback tasks must not be reached through a proxy.
+    for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "grpc_proxy"):
+        env.pop(k, None)
+    return env
+
+
+def cluster_flag(cluster):
+    """starwire's --cluster value for a {"ps": [...], "worker": [...]} dict."""
+    return ";".join("%s=%s" % (job, ",".join(addrs)) for job, addrs in cluster.items())
+
+
+class Cluster:
+    """The addresses of a job's tasks and how to start each."""
+
+    def __init__(self, procs, starwire, num_ps, num_workers, extra_jobs=None):
+        self.procs, self.starwire = procs, starwire
+        jobs = {"ps": num_ps, "worker": num_workers}
+        jobs.update(extra_jobs or {})
+        ports = iter(free_ports(sum(jobs.values())))
+        self.spec = {job: ["127.0.0.1:%d" % next(ports) for _ in range(n)]
+                     for job, n in jobs.items()}
+        self.ps = {}
+
+    def start_starwire_ps(self, i, checkpoint_dir=None, extra=()):
+        argv = [self.starwire, "serve", "--job", "ps", "--task", str(i), "--protocol", "grpc",
+                "--cluster", cluster_flag(self.spec), "--report", "0"]
+        if checkpoint_dir:
+            argv += ["--checkpoint_dir", checkpoint_dir]
+        p = self.procs.start("starwire-ps%d" % i, argv + list(extra))
+        p.wait_for(r"serving:", 30)
+        self.ps[i] = p
+        return p
+
+    def start_tf_task(self, job, i):
+        argv = [PY, os.path.join(HERE, "tf_server.py"), "--cluster", json.dumps(self.spec),
+                "--job", job, "--task", str(i)]
+        p = self.procs.start("tf-%s%d" % (job, i), argv, env=tf_env())
+        p.wait_for(r"(?m)^ready", 90)
+        return p
+
+    def start_tf_ps(self, i):
+        p = self.start_tf_task("ps", i)
+        self.ps[i] = p
+        return p
+
+    def start_ps(self, kind, checkpoint_dir=None):
+        """Starts every ps, kind "starwire" or "tf"."""
+        for i in range(len(self.spec["ps"])):
+            if kind == "starwire":
+                self.start_starwire_ps(i, checkpoint_dir)
+            else:
+                self.start_tf_ps(i)
+
+    def start_worker(self, i, *args):
+        """Starts job.py as worker i, with job.py's flags in args."""
+        argv = [PY, os.path.join(HERE, "job.py"), "--ps", ",".join(self.spec["ps"]),
+                "--workers", ",".join(self.spec["worker"]), "--task", str(i)] + list(args)
+        return self.procs.start("worker%d" % i, argv, env=tf_env())
