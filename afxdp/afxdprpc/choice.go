@@ -192,12 +192,14 @@ func (e *estimate) cost() float64 {
 const inflightSlots = 1024
 
 type slot struct {
-	id    uint64
-	sent  int64 // ns since the chooser's epoch
-	path  uint8
-	class uint8  // the request's own size class
-	depth uint16 // calls in flight on the path when sent, itself included
-	used  bool
+	id     uint64
+	sent   int64 // ns since the chooser's epoch
+	path   uint8
+	class  uint8  // the request's own size class
+	chosen uint8  // the class its path was chosen by (its expected size's)
+	depth  uint16 // calls in flight on the path when sent, itself included
+	probe  bool   // a call of its class's probe burst
+	used   bool
 }
 
 // expectSlots direct-maps a method and its request's size class to the
@@ -268,18 +270,20 @@ func (c *chooser) choose(m *wire.Message, open bool) bool {
 	if e := &c.expect[expectSlot(m.Header.Method, classOf(req))]; e.method == m.Header.Method && int(e.class) == classOf(req) {
 		size = max(size, e.bytes)
 	}
-	bypass := open && c.pick(classOf(size), size)
+	k := classOf(size)
+	bypass := open && c.pick(k, size)
 	path := viaTCP
 	if bypass {
 		path = viaBypass
 	}
+	probe := c.policy.Mode == PathAuto && bypass != c.bypass[k]
 	s := &c.slots[m.Header.CallID%inflightSlots]
 	if s.used {
 		c.inflight[s.path]--
 	}
 	c.inflight[path]++
-	*s = slot{id: m.Header.CallID, sent: now, path: uint8(path), class: uint8(classOf(req)),
-		depth: uint16(min(c.inflight[path], 1<<16-1)), used: true}
+	*s = slot{id: m.Header.CallID, sent: now, path: uint8(path), class: uint8(classOf(req)), chosen: uint8(k),
+		depth: uint16(min(c.inflight[path], 1<<16-1)), probe: probe, used: true}
 	c.calls[path]++
 	c.bytes[path] += uint64(req)
 	return bypass
@@ -319,6 +323,9 @@ func (c *chooser) pick(k int, size int64) bool {
 // class from learnBelow up probes with one call: a wake-up is little of
 // such a call's time, and each call over the slower path costs much.
 func (c *chooser) startBurst(k int) {
+	if c.probed[k] > 0 {
+		c.judge(k) // the last burst lost an answer: judged as it stands
+	}
 	n := 1
 	if classBound(k) < learnBelow {
 		n = min(probeBurst+c.inflight[b2i(c.bypass[k])], maxBurst)
@@ -362,6 +369,12 @@ func (c *chooser) answered(h *wire.Header) {
 	s.used = false
 	c.inflight[s.path]--
 	c.bytes[s.path] += uint64(n)
+	if s.probe {
+		// Counted by the class that chose the call, whatever the class
+		// of its answer's size, which its sample goes to: a burst whose
+		// answers fell in other classes is judged all the same.
+		defer c.probeAnswered(int(s.chosen))
+	}
 	if h.Kind != wire.KindResponse {
 		return
 	}
@@ -376,33 +389,51 @@ func (c *chooser) answered(h *wire.Header) {
 	}
 }
 
-// sample adds a cost of ns for a call of class k over the bypass or not,
-// and chooses the class's path again.
+// sample adds a cost of ns for a call of class k over the bypass or not.
+// The class's choice is made again when a burst is judged, not here: a
+// stall that delays all of the chosen path's calls in flight at once (a
+// CPU taken for a millisecond) would make the other path's older estimate
+// look better for a moment.
 func (c *chooser) sample(bypass bool, k int, ns float64) {
-	cur := c.bypass[k]
 	c.est[b2i(bypass)][k].add(ns)
-	if bypass == cur || c.probed[k] == 0 {
-		// The choice is made again when a burst is judged, not here: a
-		// stall that delays all of the chosen path's calls in flight at
-		// once (a CPU taken for a millisecond) would make the other
-		// path's older estimate look better for a moment.
+}
+
+// probeAnswered counts an answer to a call of class k's probe burst, and
+// judges the burst once its last is in.
+func (c *chooser) probeAnswered(k int) {
+	if c.probed[k] == 0 {
+		return // a burst already judged, when the next started
+	}
+	if c.probed[k]--; c.probed[k] == 0 {
+		c.judge(k)
+	}
+}
+
+// judge spaces class k's next probe burst by what the last one found, and
+// chooses the class's path again.
+func (c *chooser) judge(k int) {
+	c.probed[k] = 0
+	cur := c.bypass[k]
+	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
+	if mine.n < minSamples {
 		return
 	}
-	if c.probed[k]--; c.probed[k] > 0 {
-		return // the burst is judged once its last answer is in
-	}
-	if mine := &c.est[b2i(cur)][k]; mine.n >= minSamples {
-		mc, oc := mine.cost(), c.est[b2i(!cur)][k].cost()
-		if oc < mc*c.margin(k) {
-			// A burst that beat the choice by the margin to switch: the
-			// next comes sooner. One that beat it by less confirms it: a
-			// bypass a little cheaper than TCP is not taken, and probing
-			// it as often as one that will be would send a fifth of the
-			// class's calls over it for good.
-			c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
-		} else {
-			c.probeGap[k] = confirmedGap(c.probeGap[k], oc/mc, int(c.burstLen[k]))
-		}
+	mc, oc := mine.cost(), other.cost()
+	switch {
+	case other.n == 0:
+		// The burst's answers fell in other classes: this class learned
+		// nothing of the other path, and probing it as often again would
+		// learn nothing more.
+		c.probeGap[k] = confirmedGap(c.probeGap[k], 1, int(c.burstLen[k]))
+	case oc < mc*c.margin(k):
+		// A burst that beat the choice by the margin to switch: the next
+		// comes sooner. One that beat it by less confirms it: a bypass a
+		// little cheaper than TCP is not taken, and probing it as often as
+		// one that will be would send a fifth of the class's calls over it
+		// for good.
+		c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
+	default:
+		c.probeGap[k] = confirmedGap(c.probeGap[k], oc/mc, int(c.burstLen[k]))
 	}
 	c.decide(k)
 }

@@ -352,3 +352,36 @@ func TestProbesOfANearlyFasterPathAreRare(t *testing.T) {
 		t.Errorf("%.1f%% of calls over the bypass as probes; want bursts spaced as for a confirmed choice, under 2%%", 100*share)
 	}
 }
+
+// TestBurstOfMixedAnswersIsJudged: a method whose small requests are
+// answered by tensors of two sizes in turn (as a ps pulls ids and then
+// gradients from a worker) is chosen by the size its answers average,
+// while each answer's sample goes to the class of its own size. The probe
+// bursts are judged all the same, so they space out; counted by the
+// classes their answers fell in, a burst was never judged, and a fourth
+// of the calls went over the bypass for good.
+func TestBurstOfMixedAnswersIsJudged(t *testing.T) {
+	for _, bypassCost := range []int64{60_000, 30_000} { // 1.5x and 0.75x of TCP's
+		c := newChooser(PathPolicy{})
+		bypassed := 0
+		const calls = 8000
+		for id := uint64(1); id <= calls; id++ {
+			ans := uint64(6 << 10) // the expected size settles at 16-20 KiB
+			if id%2 == 0 {
+				ans = 30 << 10
+			}
+			m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 100)}
+			ns := int64(40_000)
+			if c.choose(m, true) {
+				ns, bypassed = bypassCost, bypassed+1
+			}
+			c.mu.Lock()
+			c.slots[id%inflightSlots].sent -= ns
+			c.mu.Unlock()
+			c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: ans})
+		}
+		if share := float64(bypassed) / calls; share > 0.03 {
+			t.Errorf("bypass at %v ns a call against TCP's 40000: %.1f%% of calls over it; want the probes' share, under 3%%", bypassCost, 100*share)
+		}
+	}
+}
