@@ -121,7 +121,7 @@ func TestMutualTLS(t *testing.T) {
 		name, why string
 		client    func(addr string) *rpc.Client
 	}{
-		{"rogue", `client certificate \"CN=rogue\" is signed by \"CN=another CA\", not by a CA of`, func(addr string) *rpc.Client {
+		{"rogue", `client certificate: x509: certificate signed by unknown authority: \"CN=rogue\" is signed by \"CN=another CA\", not by a CA of`, func(addr string) *rpc.Client {
 			return tlsClient(t, addr, other.files(t, dir, "rogue", ca))
 		}},
 		{"nocert", "client presented no certificate", func(addr string) *rpc.Client {

@@ -176,8 +176,8 @@ func verifyPeer(cs tls.ConnectionState, m *tlsMaterial, name string, usage x509.
 	case err == nil:
 		return nil
 	case errors.As(err, &unknown):
-		return rpc.Errorf(wire.Unauthenticated, "tcp: tls: %s certificate %q is signed by %q, not by a CA of %s (%s): %w",
-			side, leaf.Subject, leaf.Issuer, m.caFile, strings.Join(m.caNames, "; "), err)
+		return rpc.Errorf(wire.Unauthenticated, "tcp: tls: %s certificate: %w: %q is signed by %q, not by a CA of %s (%s)",
+			side, err, leaf.Subject.String(), leaf.Issuer.String(), m.caFile, strings.Join(m.caNames, "; "))
 	}
 	return rpc.Errorf(wire.Unauthenticated, "tcp: tls: %s certificate: %w", side, err)
 }
