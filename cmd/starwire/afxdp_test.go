@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/capture"
+	"github.com/starwire/starwire/internal/capture"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/netns/netnstest"
 	"golang.org/x/sys/unix"

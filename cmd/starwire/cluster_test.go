@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/netns/netnstest"
+	"github.com/starwire/starwire/internal/vethnet"
 	"github.com/vishvananda/netlink"
 )
 

@@ -12,8 +12,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/tasks"
 )
 
 // healthCmd probes a task, as Kubernetes' exec probes or an operator

@@ -40,7 +40,7 @@ import (
 
 	"github.com/starwire/starwire/cmd/starwire/internal/clustercmd"
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
-	"github.com/starwire/starwire/cmd/starwire/internal/logline"
+	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
 )

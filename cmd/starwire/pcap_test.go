@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/capture"
+	"github.com/starwire/starwire/internal/capture"
 )
 
 // TestServePcap runs a cluster over the packet protocol on kernel UDP with

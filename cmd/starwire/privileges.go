@@ -8,8 +8,8 @@ import (
 
 	"kernel.org/pub/linux/libs/security/libcap/cap"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/internal/capabilities"
+	"github.com/starwire/starwire/tasks"
 )
 
 // privFlags say whether a serving task gives up its privileges once its

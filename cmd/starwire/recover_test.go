@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -150,6 +151,11 @@ func TestTrainPSRestarted(t *testing.T) {
 				t.Fatalf("train exited %d after ps:0 restarted, want 0:\n%s\nstderr:\n%s", code, p.out.String(), p.stderr.String())
 			}
 			out := p.out.String()
+			// --steps is the global step the run ends at, the steps the
+			// restore undid trained again.
+			if end := fmt.Sprintf("(global step %d)", 2*steps); !strings.Contains(out, "redone: ") || !strings.Contains(out, end) {
+				t.Errorf("the run did not end at global step %d, saying what it redid:\n%s", 2*steps, out)
+			}
 			m := regexp.MustCompile(`(?m)^  global steps undone by recovery: (\d+)$`).FindStringSubmatch(out)
 			if m == nil {
 				t.Errorf("the summary does not count the steps the restore undid:\n%s", out)
@@ -217,6 +223,24 @@ func TestTrainWorkerRestarted(t *testing.T) {
 	p.waitLine(t, regexp.MustCompile(`^recovery: /job:worker/replica:0/task:1 answers again: it rejoins$`), 30*time.Second)
 	if code, _ := p.exited(t, 60*time.Second); code != 0 {
 		t.Fatalf("train exited %d after worker:1 restarted, want 0:\n%s\nstderr:\n%s", code, p.out.String(), p.stderr.String())
+	}
+}
+
+// TestTrainWorkerJoinsLate: under --on_failure recover a worker missing
+// at the start does not fail the run after --connect_timeout: train starts
+// with the other, and the missing worker, started once train is
+// training, joins and the run exits 0.
+func TestTrainWorkerJoinsLate(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
+	c := startRestartCluster(t, t.TempDir(), true)
+	c.kill(t, "worker:1")
+	p := c.train(t, 2000, "--connect_timeout", "3s")
+	p.waitLine(t, regexp.MustCompile(`^recovery: /job:worker/replica:0/task:1 does not answer yet: `), 30*time.Second)
+	p.waitStep(t, 1, 60*time.Second)
+	c.start(t, "worker:1")
+	p.waitLine(t, regexp.MustCompile(`^recovery: /job:worker/replica:0/task:1 answers again: it rejoins$`), 30*time.Second)
+	if code, _ := p.exited(t, 60*time.Second); code != 0 {
+		t.Fatalf("train exited %d after worker:1 joined late, want 0:\n%s\nstderr:\n%s", code, p.out.String(), p.stderr.String())
 	}
 }
 

@@ -9,16 +9,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
-	"github.com/starwire/starwire/cmd/starwire/internal/logline"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
 )
 
 // serveFlags are the flags of "starwire serve".
@@ -116,7 +115,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		return err
 	}
 	defer stop()
-	s.Metrics, s.Pcap, s.PacketAuth, s.AFXDPPath = m, f.pcap.File, auth, policy
+	s.Metrics, s.Pcap, s.PacketAuth, s.AFXDPPath = m, f.pcap.Capture(), auth, policy
 	s.CheckpointDir = f.checkpointDir
 	s.RecordDir = f.recordDir
 	if f.RegistryDir != "" {
@@ -194,7 +193,7 @@ func (f *serveFlags) joinRegistry(ctx context.Context, set map[string]bool, tr f
 		return nil, layout, flags.Usagef("serve: %v", err)
 	}
 	bind := net.JoinHostPort(f.host, "0")
-	s, err := tasks.Listen(f.job, f.index, bind, bind, proto.UsesStar(), withConns(tr.Net, f.ps+f.workers))
+	s, err := tasks.Listen(f.job, f.index, bind, bind, proto.UsesStar(), tasks.SizeFor(tr.Net, f.ps+f.workers))
 	if err != nil {
 		return nil, layout, fmt.Errorf("serve: %w", err)
 	}
@@ -233,17 +232,11 @@ func (f *serveFlags) joinCluster(ctx context.Context, set map[string]bool, tr fl
 	if !joined {
 		return nil, layout, flags.Usagef("serve: give the cluster with --cluster, TF_CONFIG or --registry_dir")
 	}
-	grpcAddr, err := layout.Cluster.Lookup(f.job, f.index)
-	if err != nil {
+	s, err := tasks.ListenAt(layout, f.job, f.index, tr.Net)
+	var le *tasks.LayoutError
+	if errors.As(err, &le) {
 		return nil, layout, flags.Usagef("serve: %v", err)
 	}
-	var starAddr string
-	if layout.Protocol.UsesStar() {
-		if starAddr, err = layout.Endpoints.StarAddr(layout.Cluster, f.job, f.index); err != nil {
-			return nil, layout, flags.Usagef("serve: %v", err)
-		}
-	}
-	s, err := tasks.Listen(f.job, f.index, bindAddr(grpcAddr), bindAddr(starAddr), layout.Protocol.UsesStar(), withConns(tr.Net, layout.Cluster.Len()))
 	if err != nil {
 		return nil, layout, fmt.Errorf("serve: %w", err)
 	}
@@ -340,31 +333,6 @@ func (f *serveFlags) reportUntilDone(ctx context.Context, s *tasks.Server) {
 			s.Task(), calls-lastCalls, float64(bytes-lastBytes)/1e6, s.PeerPath(), f.report, calls)
 		lastCalls, lastBytes = calls, bytes
 	}
-}
-
-// withConns sizes a TCP transport's reactors for conns connections.
-func withConns(n tasks.Net, conns int) tasks.Net {
-	if tcp, ok := n.(tasks.TCPNet); ok {
-		tcp.Conns = conns
-		return tcp
-	}
-	return n
-}
-
-// bindAddr listens on every interface at an address's port when its host
-// is a name rather than an IP, as a cluster spec's hostnames are.
-func bindAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return addr
-	}
-	if net.ParseIP(host) != nil {
-		return addr
-	}
-	if _, err := strconv.Atoi(port); err != nil {
-		return addr
-	}
-	return net.JoinHostPort("", port)
 }
 
 // orEmpty returns prefix+s, or "" when s is empty.

@@ -34,33 +34,52 @@ var errStdoutClosed = &stopError{status: 128 + int(syscall.SIGPIPE)}
 // A stopper cancels a command's context on SIGINT, SIGTERM and SIGHUP, and
 // keeps SIGPIPE from killing the process before its cleanup: with SIGPIPE
 // delivered to a channel, a write to a closed standard output fails with
-// EPIPE instead, which stdoutWriter turns into errStdoutClosed.
+// EPIPE instead, which stdoutWriter turns into errStdoutClosed. A second
+// stopping signal exits at once, with its status: the cleanup the first
+// one started (train's last checkpoint) is not waited for.
 type stopper struct {
 	cancel context.CancelCauseFunc
 	sigs   chan os.Signal
 	done   chan struct{}
 	once   sync.Once
+	exit   func(status int)
 }
 
 func stopOnSignals(parent context.Context) (context.Context, *stopper) {
-	ctx, cancel := context.WithCancelCause(parent)
-	s := &stopper{cancel: cancel, sigs: make(chan os.Signal, 4), done: make(chan struct{})}
+	ctx, s := newStopper(parent, os.Exit)
 	signal.Notify(s.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
-	go func() {
-		for {
-			select {
-			case sig := <-s.sigs:
-				if n := sig.(syscall.Signal); n != syscall.SIGPIPE {
-					cancel(&stopError{sig: n, status: 128 + int(n)})
-				}
-				// SIGPIPE: a socket's peer or standard output went away;
-				// the failed write says which.
-			case <-s.done:
-				return
-			}
-		}
-	}()
+	go s.watch()
 	return ctx, s
+}
+
+func newStopper(parent context.Context, exit func(int)) (context.Context, *stopper) {
+	ctx, cancel := context.WithCancelCause(parent)
+	return ctx, &stopper{cancel: cancel, sigs: make(chan os.Signal, 4), done: make(chan struct{}), exit: exit}
+}
+
+// watch turns the signals into the context's cancellation, and the second
+// into an exit.
+func (s *stopper) watch() {
+	stopped := false
+	for {
+		select {
+		case sig := <-s.sigs:
+			n := sig.(syscall.Signal)
+			switch {
+			case n == syscall.SIGPIPE:
+				// A socket's peer or standard output went away; the
+				// failed write says which.
+			case stopped:
+				s.exit(128 + int(n))
+				return
+			default:
+				stopped = true
+				s.cancel(&stopError{sig: n, status: 128 + int(n)})
+			}
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // release stops watching signals; the context is cancelled.

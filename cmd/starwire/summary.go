@@ -7,8 +7,8 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
 )
 
 // A peerInfo is what a task said about its calls to its peers, or why it
@@ -29,6 +29,9 @@ func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, driver string,
 	}
 	if s.UndoneSteps > 0 {
 		fmt.Fprintf(w, "  global steps undone by recovery: %d\n", s.UndoneSteps)
+		if s.LastStep != 0 {
+			fmt.Fprintf(w, "  redone: %d, so that the run ends at global step %d, as asked\n", s.UndoneSteps, s.GlobalStep)
+		}
 	}
 	fmt.Fprintf(w, "  held-out loss: initial %.4f, final %.4f (hidden model %.4f, click rate alone %.4f)\n", s.InitialLoss, s.FinalLoss, s.BayesLoss, s.BaseRateLoss)
 	fmt.Fprintf(w, "  training loss: first tenth %.4f, last tenth %.4f\n", s.FirstTrainLoss, s.LastTrainLoss)
@@ -93,7 +96,7 @@ func peerPaths(infos []peerInfo, counts bool) string {
 		who := shortTask(i.Task)
 		switch {
 		case i.err != nil:
-			add("unknown", who+": "+shortErr(i.err))
+			add("unknown", who+": "+tasks.ShortError(i.err))
 		case !counts:
 			add(i.PeerPath, who)
 		case len(i.PeerPaths) == 0:

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/tasks"
 )
 
 // TestPeerDeltas: a joined cluster's tasks count since they started; the

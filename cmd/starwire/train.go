@@ -9,17 +9,19 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
-	"github.com/starwire/starwire/cmd/starwire/internal/logline"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
+	"github.com/starwire/starwire/train"
 )
 
 // trainFlags are the flags of "starwire train".
@@ -47,7 +49,7 @@ var modelJobs = []string{"ps", "worker"}
 func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.PS, "ps", f.cfg.PS, "parameter-server tasks of the local cluster (or of --registry_dir's)")
 	fs.IntVar(&f.cfg.Workers, "workers", f.cfg.Workers, "worker tasks of the local cluster (or of --registry_dir's)")
-	fs.IntVar(&f.cfg.Steps, "steps", f.cfg.Steps, "training steps per worker")
+	fs.IntVar(&f.cfg.Steps, "steps", f.cfg.Steps, "training steps per worker: the run ends at the global step it starts from (a checkpoint's) plus steps times workers, and trains again the steps a recovery undoes")
 	fs.StringVar(&f.preset, "preset", "default", `the job's shape before the flags below change it: "default", or "transport" (a wider embedding and more features per example, so that pulling rows dominates a step: see lr.TransportConfig)`)
 	fs.IntVar(&f.cfg.EmbeddingDim, "embedding_dim", f.cfg.EmbeddingDim, "embedding width")
 	fs.IntVar(&f.cfg.Fields, "fields", f.cfg.Fields, "categorical features per example (embedding rows pulled per example)")
@@ -240,7 +242,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	r.restoreProcs = restore
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.Net, Dir: dir, Logger: logger,
-		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.File, TLS: r.layout.TLS, NoAllowlist: !r.f.Allowlist, AFXDPPath: policy,
+		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.Capture(), TLS: r.layout.TLS, NoAllowlist: !r.f.Allowlist, AFXDPPath: policy,
 		CheckpointDir: r.f.ckpt.dir,
 	}, r.f.afxdp)
 	if err != nil {
@@ -252,7 +254,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	}
 	// The master side asks every task for its status over gRPC first, as
 	// TensorFlow's master does whatever the worker protocol.
-	if err := awaitCluster(ctx, r.layout, r.f.connectTimeout); err != nil {
+	if err := tasks.Await(ctx, r.layout, r.f.connectTimeout); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	fmt.Fprintf(r.stdout, "local cluster: %s\n", r.layout.Cluster)
@@ -274,8 +276,20 @@ func (r *trainRun) join(ctx context.Context) error {
 		as = " as " + c.TaskName() + ", the driver"
 	}
 	fmt.Fprintf(r.stdout, "joining cluster: %s%s\n", r.layout.Cluster, as)
-	if err := awaitCluster(ctx, r.layout, r.f.connectTimeout); err != nil {
+	if r.f.onFailure != "recover" {
+		if err := tasks.Await(ctx, r.layout, r.f.connectTimeout); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		return nil
+	}
+	// A worker missing at the start is one lost: the run starts with the
+	// workers that answer, and takes it in when it does.
+	missing, err := tasks.AwaitSome(ctx, r.layout, r.f.connectTimeout, "worker")
+	if err != nil {
 		return fmt.Errorf("train: %w", err)
+	}
+	for _, task := range missing {
+		fmt.Fprintf(r.stdout, "recovery: %s does not answer yet: the other workers take its batches until it joins\n", task)
 	}
 	return nil
 }
@@ -342,9 +356,9 @@ func (r *trainRun) train(ctx context.Context) error {
 			return s.Add(driver.Stats{Calls: c, Bytes: b})
 		})
 	}
-	var saver *saver
+	var saver *train.CheckpointSaverHook
 	if f.onFailure == "recover" {
-		r.recover(job, &rejoiner{r: r, set: r.set, peers: peers, d: d}, &saver, stdout)
+		r.recover(job, r.rejoiner(peers, d), &saver, stdout)
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, f.connectTimeout)
 	err = job.Setup(setupCtx)
@@ -361,6 +375,9 @@ func (r *trainRun) train(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// --steps per worker from the global step restored: the step the run
+	// ends at, whatever a recovery undoes meanwhile.
+	job.StopAtStep(job.GlobalStep() + f.cfg.TotalSteps())
 	fmt.Fprintf(stdout, "training: %s, %s, %d steps per worker, batch %d, vocab %d, embedding_dim %d, seed %d\n",
 		plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"), f.cfg.Steps, f.cfg.BatchSize, f.cfg.Vocab, f.cfg.EmbeddingDim, f.cfg.Seed)
 	// A joined cluster's tasks count their calls since they started: what
@@ -372,9 +389,9 @@ func (r *trainRun) train(ctx context.Context) error {
 	sum, err := job.Run(ctx, display.update)
 	display.finish()
 	if err != nil {
-		return fmt.Errorf("train: %w", err)
+		return errors.Join(fmt.Errorf("train: %w", err), f.ckpt.saveOnStop(ctx, saver, stdout))
 	}
-	if err := saver.finish(ctx, stdout); err != nil {
+	if err := f.ckpt.finish(ctx, saver, stdout); err != nil {
 		return err
 	}
 	infos := r.peerInfos(ctx)
@@ -513,4 +530,13 @@ func startLocal(opts tasks.LocalOptions, mode string) (*tasks.Local, string, err
 	}
 	l, err := tasks.StartLocal(opts)
 	return l, why, err
+}
+
+// endpointPairs lists an endpoint map on one line.
+func endpointPairs(m cluster.EndpointMap) string {
+	var parts []string
+	for g, s := range m.All() {
+		parts = append(parts, g+"="+s)
+	}
+	return strings.Join(parts, " ")
 }

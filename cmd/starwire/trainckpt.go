@@ -8,11 +8,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
+	"github.com/starwire/starwire/train"
 )
 
 // checkpointFlags are train's checkpoint flags, those of TensorFlow's
@@ -55,89 +55,58 @@ func (c *checkpointFlags) prepare() error {
 	return nil
 }
 
-// A saver saves a job's checkpoints as its flags say, as TensorFlow's
-// CheckpointSaverHook does: after a step, when the global step has moved
-// on by --save_checkpoint_steps or --save_checkpoint_secs have passed
-// since the last save, and once more at the end.
-type saver struct {
-	f   *checkpointFlags
-	job *lr.Job
-	mu  sync.Mutex // held while saving
-	// lastStep and lastAt are the last save's (or the start's).
-	lastStep int64
-	lastAt   time.Time
-	saves    int
-	took     time.Duration // the last save's
-	now      func() time.Time
-}
-
 // startCheckpoints restores job from the newest checkpoint of
 // --checkpoint_dir, if any, and returns the saver, installed as the job's
 // AfterStep hook; without --checkpoint_dir it returns nil.
-func (c *checkpointFlags) start(ctx context.Context, job *lr.Job, stdout io.Writer) (*saver, error) {
+func (c *checkpointFlags) start(ctx context.Context, job *lr.Job, stdout io.Writer) (*train.CheckpointSaverHook, error) {
 	if c.dir == "" {
 		return nil, nil
 	}
-	step, prefix, err := job.Restore(ctx, c.dir)
+	h := train.NewCheckpointSaverHook(job, train.SaverOptions{Dir: c.dir, Steps: c.steps, Secs: c.secs, Keep: c.keep,
+		Probe: job.Session().ProbeCheckpointDir})
+	restored, prefix, step, err := h.Begin(ctx)
 	switch {
-	case errors.Is(err, lr.ErrNoCheckpoint):
-		fmt.Fprintf(stdout, "no checkpoint in %s: training from scratch\n", c.dir)
 	case err != nil:
 		return nil, fmt.Errorf("train: %w", err)
+	case !restored:
+		fmt.Fprintf(stdout, "no checkpoint in %s: training from scratch\n", c.dir)
 	default:
 		fmt.Fprintf(stdout, "restored %s (global step %d)\n", filepath.Base(prefix), step)
 	}
-	s := &saver{f: c, job: job, lastStep: job.GlobalStep(), now: time.Now}
-	s.lastAt = s.now()
-	job.AfterStep(s.afterStep)
-	return s, nil
+	job.AfterStep(h.AfterStep)
+	return h, nil
 }
 
-// due says whether a save is due at global step step.
-func (s *saver) due(step int64) bool {
-	return (s.f.steps > 0 && step >= s.lastStep+s.f.steps) ||
-		(s.f.secs > 0 && s.now().Sub(s.lastAt) >= time.Duration(s.f.secs)*time.Second)
-}
-
-// afterStep saves when a save is due; a worker that finds another saving
-// goes on training, as only TensorFlow's chief saves.
-func (s *saver) afterStep(ctx context.Context, step int64) error {
-	if !s.mu.TryLock() {
+// finishCheckpoints saves the final model unless its step is saved
+// already, and says what was saved.
+func (c *checkpointFlags) finish(ctx context.Context, h *train.CheckpointSaverHook, stdout io.Writer) error {
+	if h == nil {
 		return nil
 	}
-	defer s.mu.Unlock()
-	if !s.due(step) {
-		return nil
+	step, err := h.End(ctx)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
-	return s.save(ctx, step)
-}
-
-// save saves the checkpoint of step; s.mu is held.
-func (s *saver) save(ctx context.Context, step int64) error {
-	start := s.now()
-	if _, err := s.job.Save(ctx, s.f.dir, step, s.f.keep); err != nil {
-		return err
-	}
-	s.lastStep, s.lastAt, s.took = step, s.now(), s.now().Sub(start)
-	s.saves++
-	return nil
-}
-
-// finish saves the final model unless its step is saved already, and says
-// what was saved.
-func (s *saver) finish(ctx context.Context, stdout io.Writer) error {
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	step := s.job.GlobalStep()
-	if step != s.lastStep {
-		if err := s.save(ctx, step); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-	}
+	n, took := h.Saves()
 	fmt.Fprintf(stdout, "saved %s (global step %d) in %s; %s saved this run\n",
-		lr.CheckpointPrefix(s.f.dir, step), step, s.took.Round(time.Microsecond), plural(s.saves, "checkpoint"))
+		lr.CheckpointPrefix(c.dir, step), step, took.Round(time.Microsecond), plural(n, "checkpoint"))
 	return nil
+}
+
+// saveOnStopTimeout bounds the save of a run stopped by a signal; a second
+// signal ends the wait at once (see stopper).
+const saveOnStopTimeout = 30 * time.Second
+
+// saveOnStop saves the model when a signal stopped the run (ctx's cause),
+// as a CheckpointSaverHook's end does, so that the steps made are not
+// lost; without --checkpoint_dir, or for another end, it does nothing.
+func (c *checkpointFlags) saveOnStop(ctx context.Context, h *train.CheckpointSaverHook, stdout io.Writer) error {
+	var stopped *stopError
+	if h == nil || !errors.As(context.Cause(ctx), &stopped) || stopped.sig == 0 {
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s: saving a checkpoint before exiting (up to %v; a second signal exits at once)\n", stopped, saveOnStopTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), saveOnStopTimeout)
+	defer cancel()
+	return c.finish(sctx, h, stdout)
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,30 +80,72 @@ func TestCheckpointFlags(t *testing.T) {
 	}
 }
 
-// TestSaverDue: a save is due once the global step has moved on by
-// --save_checkpoint_steps, or --save_checkpoint_secs have passed, and
-// never by a setting of 0.
-func TestSaverDue(t *testing.T) {
-	start := time.Unix(1000, 0)
-	for _, c := range []struct {
-		steps   int64
-		secs    int
-		step    int64
-		elapsed time.Duration
-		due     bool
+// TestTrainProbesCheckpointDir: a ps that cannot save into train's
+// --checkpoint_dir (started without one, or with one that does not cover
+// it) fails the run before its first step, within 5 s of joining the
+// cluster, naming the task and why; without the probe the run trained to
+// the end and lost it at the first save.
+func TestTrainProbesCheckpointDir(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
+	for _, tc := range []struct {
+		name string
+		ps   string // the ps's --checkpoint_dir, "" for none
+		want string
 	}{
-		{100, 0, 199, time.Hour, false},
-		{100, 0, 200, 0, true},
-		{0, 60, 10000, 59 * time.Second, false},
-		{0, 60, 101, time.Minute, true},
-		{100, 60, 150, time.Minute, true},
-		{100, 60, 150, time.Second, false},
-		{0, 0, 1 << 40, 1000 * time.Hour, false},
+		{"no directory", "", "the task has no checkpoint directory"},
+		{"not covered", t.TempDir(), "lies outside the checkpoint directory"},
 	} {
-		now := start.Add(c.elapsed)
-		s := &saver{f: &checkpointFlags{steps: c.steps, secs: c.secs}, lastStep: 100, lastAt: start, now: func() time.Time { return now }}
-		if got := s.due(c.step); got != c.due {
-			t.Errorf("every %d steps / %ds, last at step 100: due at step %d after %v = %v, want %v", c.steps, c.secs, c.step, c.elapsed, got, c.due)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a cluster of its own
+			dir := t.TempDir()
+			for _, task := range []string{"ps:0", "worker:0", "worker:1"} {
+				job, idx, _ := strings.Cut(task, ":")
+				args := []string{"serve", "--job", job, "--task", idx, "--ps", "1", "--workers", "2", "--registry_dir", dir, "--report", "0"}
+				if job == "ps" && tc.ps != "" {
+					args = append(args, "--checkpoint_dir", tc.ps)
+				}
+				startBinary(t, nil, args...)
+			}
+			ckpt := filepath.Join(t.TempDir(), "ckpt")
+			p := startBinary(t, nil, "train", "--registry_dir", dir, "--steps", "1000000", "--checkpoint_dir", ckpt, "--progress", "100ms")
+			p.waitLine(t, regexp.MustCompile(`^joining cluster: `), 30*time.Second)
+			joined := time.Now()
+			code, at := p.exited(t, 30*time.Second)
+			msg, out := p.stderr.String(), p.out.String()
+			if code == 0 || !strings.Contains(msg, "/job:ps/replica:0/task:0 cannot save checkpoints in "+ckpt) || !strings.Contains(msg, tc.want) {
+				t.Fatalf("train exited %d: want an error naming ps:0 and %q\nstdout:\n%s\nstderr:\n%s", code, tc.want, out, msg)
+			}
+			if took := at.Sub(joined); took > 5*time.Second || strings.Contains(out, "\nstep ") {
+				t.Errorf("train failed %v after joining, want before step 1 and within 5 s:\n%s", took, out)
+			}
+		})
+	}
+}
+
+// TestTrainSavesOnSignal: SIGINT in the middle of a run with
+// --checkpoint_dir and no periodic saves leaves a checkpoint of the
+// global step the run stopped at, the newest of the directory, and train
+// exits with SIGINT's status.
+func TestTrainSavesOnSignal(t *testing.T) {
+	t.Parallel() // a process of its own, which waits more than it computes
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	p := startBinary(t, nil, "train", "--afxdp", "off", "--vocab", "1000", "--held_out", "256", "--batch_size", "64",
+		"--steps", "1000000", "--checkpoint_dir", dir, "--save_checkpoint_secs", "0", "--progress", "100ms")
+	p.waitStep(t, 100, 60*time.Second)
+	p.cmd.Process.Signal(syscall.SIGINT)
+	code, _ := p.exited(t, 60*time.Second)
+	out := p.out.String()
+	if code != 128+int(syscall.SIGINT) {
+		t.Fatalf("train exited %d after SIGINT, want %d:\n%s\nstderr:\n%s", code, 128+int(syscall.SIGINT), out, p.stderr.String())
+	}
+	m := regexp.MustCompile(`(?m)^saved (\S+) \(global step (\d+)\) in `).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no checkpoint saved after SIGINT:\n%s", out)
+	}
+	if step := atoi(m[2]); step < 100 || m[1] != filepath.Join(dir, "model.ckpt-"+m[2]) {
+		t.Errorf("saved %s at global step %d: want model.ckpt-<step> of the step stopped at, at least 100", m[1], step)
+	}
+	if latest, err := checkpoint.Latest(dir); err != nil || latest != m[1] {
+		t.Errorf("newest checkpoint %s, %v; want %s", latest, err, m[1])
 	}
 }

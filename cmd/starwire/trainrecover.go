@@ -7,73 +7,29 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
-	"github.com/starwire/starwire/wire/tfpb"
+	"github.com/starwire/starwire/tasks"
+	"github.com/starwire/starwire/train"
 )
 
-// A rejoiner finds a training job's lost tasks again: at their address
-// in the cluster spec, or, with --registry_dir, at the one their
-// registration gives now, which a restarted task (on port 0) changes.
-type rejoiner struct {
-	r     *trainRun
-	set   map[string]bool // the flags given
-	peers *tasks.Peers    // the driver's
-	d     *driver.Driver
-}
-
-// findTimeout bounds one attempt to reach a task.
-const findTimeout = time.Second
-
-// Find implements lr.Rejoiner.
-func (j *rejoiner) Find(ctx context.Context, task string) (string, error) {
-	addrs, err := j.peers.Addrs(task)
-	if err != nil {
-		return "", err
-	}
-	if j.r.f.RegistryDir != "" {
-		if addrs, err = j.registered(task); err != nil {
-			return "", err
+// rejoiner finds the job's lost tasks again: at their address in the
+// cluster spec, or, with --registry_dir, at the one their registration
+// gives now, which a restarted task (on port 0) changes.
+func (r *trainRun) rejoiner(peers *tasks.Peers, d *driver.Driver) *train.PeerRejoiner {
+	j := &train.PeerRejoiner{Peers: peers, Driver: d, Jobs: modelJobs}
+	if dir := r.f.RegistryDir; dir != "" {
+		j.Lookup = func(task string) (tasks.Addrs, error) {
+			job, idx, err := cluster.ParseTaskName(task)
+			if err != nil {
+				return tasks.Addrs{}, err
+			}
+			return registeredAddrs(dir, job, idx, r.layout.Protocol)
 		}
 	}
-	opts, err := j.r.layout.GRPCDialOptions()
-	if err != nil {
-		return addrs.GRPC, err
-	}
-	c, err := driver.DialGRPC(task, addrs.GRPC, opts...)
-	if err != nil {
-		return addrs.GRPC, err
-	}
-	sctx, cancel := context.WithTimeout(ctx, findTimeout)
-	_, err = c.GetStatus(sctx)
-	cancel()
-	c.Close()
-	if err != nil {
-		return addrs.GRPC, fmt.Errorf("at %s: %s", addrs.GRPC, shortErr(err))
-	}
-	// A new Caller, at the same address too: the old one's connection
-	// is broken and it would wait out its backoff.
-	if _, err := j.peers.Repoint(task, addrs); err != nil {
-		return addrs.GRPC, err
-	}
-	nc, err := j.peers.Caller(task)
-	if err != nil {
-		return addrs.GRPC, err
-	}
-	return addrs.GRPC, j.d.Replace(nc)
-}
-
-// registered reads task's registration again.
-func (j *rejoiner) registered(task string) (tasks.Addrs, error) {
-	job, idx, err := cluster.ParseTaskName(task)
-	if err != nil {
-		return tasks.Addrs{}, err
-	}
-	return registeredAddrs(j.r.f.RegistryDir, job, idx, j.r.layout.Protocol)
+	return j
 }
 
 // registeredAddrs reads the addresses task idx of job registered in dir.
@@ -92,27 +48,11 @@ func registeredAddrs(dir, job string, idx int, p cluster.Protocol) (tasks.Addrs,
 	return a, nil
 }
 
-// ServerDef implements lr.Rejoiner: the model's tasks at the addresses
-// the driver calls now.
-func (j *rejoiner) ServerDef() *tfpb.ServerDef {
-	def := &tfpb.ServerDef{Cluster: &tfpb.ClusterDef{}, Protocol: string(j.r.layout.Protocol)}
-	for _, job := range modelJobs {
-		jd := &tfpb.JobDef{Name: job, Tasks: map[int32]string{}}
-		for _, i := range j.r.layout.Cluster.TaskIndices(job) {
-			if a, err := j.peers.Addrs(cluster.TaskName(job, i)); err == nil {
-				jd.Tasks[int32(i)] = a.GRPC
-			}
-		}
-		def.Cluster.Job = append(def.Cluster.Job, jd)
-	}
-	return def
-}
-
 // recover has job recover from lost tasks as --on_failure recover says:
 // restoring from --checkpoint_dir's newest checkpoint when there is one.
-func (r *trainRun) recover(job *lr.Job, j *rejoiner, saver **saver, stdout io.Writer) {
+func (r *trainRun) recover(job *lr.Job, j train.Rejoiner, saver **train.CheckpointSaverHook, stdout io.Writer) {
 	f := r.f
-	o := lr.RecoverOptions{
+	o := train.RecoverOptions{
 		Rejoin:  j,
 		Timeout: f.recoveryTimeout,
 		Log: func(msg string) {
@@ -134,17 +74,10 @@ func (r *trainRun) recover(job *lr.Job, j *rejoiner, saver **saver, stdout io.Wr
 			}
 			fmt.Fprintf(stdout, "recovery: restored every ps from %s (global step %d)\n", filepath.Base(prefix), step)
 			if s := *saver; s != nil {
-				s.restored(step)
+				s.Restored(step)
 			}
 			return step, nil
 		}
 	}
 	job.RecoverTasks(o)
-}
-
-// restored makes the saver count its interval from a restored step.
-func (s *saver) restored(step int64) {
-	s.mu.Lock()
-	s.lastStep, s.lastAt = step, s.now()
-	s.mu.Unlock()
 }

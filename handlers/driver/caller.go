@@ -4,14 +4,21 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
-// A Caller carries WorkerService calls to one task. The two implementations
-// are StarCaller (starwire: protobuf metadata, tensors as raw segments) and
-// GRPCCaller (gRPC: tensors inside TensorProto). Safe for concurrent use.
+// A Caller carries WorkerService calls to one task, a master's and a
+// worker's alike: the master's typed methods, and handlers.Caller's Call,
+// which a worker's calls to its peers take (a remote _Recv's RecvTensor,
+// in starwire's encoding), so that a task's Resolver hands out the same
+// Callers and their traffic is counted with the rest. The two
+// implementations are StarCaller (starwire: protobuf metadata, tensors as
+// raw segments) and GRPCCaller (gRPC: tensors inside TensorProto). No
+// method changes the request it is given. Safe for concurrent use.
 type Caller interface {
+	handlers.Caller
 	// Task returns the name of the task called, "/job:ps/replica:0/task:0".
 	Task() string
 	GetStatus(ctx context.Context) (*tfpb.GetStatusResponse, error)
@@ -19,8 +26,9 @@ type Caller interface {
 	DeleteWorkerSession(ctx context.Context, req *tfpb.DeleteWorkerSessionRequest) error
 	RegisterGraph(ctx context.Context, req *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error)
 	DeregisterGraph(ctx context.Context, req *tfpb.DeregisterGraphRequest) error
-	// RunGraph runs req with feeds (req.Send is replaced by them) and
-	// places the tensors fetched for req.RecvKey in out, in that order.
+	// RunGraph runs req with feeds as its send entries (req.Send must be
+	// empty) and places the tensors fetched for req.RecvKey in out, in
+	// that order.
 	RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, feeds []Feed, out *Fetched) error
 	CleanupGraph(ctx context.Context, req *tfpb.CleanupGraphRequest) error
 	// RecvTensor fetches one rendezvous key's tensor into out.

@@ -229,7 +229,7 @@ func (d *Driver) watched(ctx context.Context, tasks []string, f func(context.Con
 		if errors.Is(err, te) {
 			return err
 		}
-		return fmt.Errorf("%w (the step failed: %v)", te, err)
+		return &StepError{Lost: te, Err: err}
 	}
 	return d.diagnose(ctx, err, tasks...)
 }

@@ -96,7 +96,7 @@ func (tc *testCluster) resolve(task string) (handlers.Caller, error) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if c, ok := tc.peers[task]; ok {
-		return c.(handlers.Caller), nil
+		return c, nil
 	}
 	// A task's handler still running as the test ends (a cleanup, a
 	// transfer) may resolve a peer after the Callers were closed: a gRPC
@@ -119,7 +119,7 @@ func (tc *testCluster) resolve(task string) (handlers.Caller, error) {
 		c = NewStarCaller(task, rpc.NewClient(tc.star[task], rpc.ClientOptions{Transport: &tcp.Transport{}, Name: task}))
 	}
 	tc.peers[task] = c
-	return c.(handlers.Caller), nil
+	return c, nil
 }
 
 func (tc *testCluster) driver(t testing.TB) *Driver {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -125,13 +126,20 @@ func (g *GRPCCaller) CleanupGraph(ctx context.Context, req *tfpb.CleanupGraphReq
 // fetched tensors point into the response's tensor_content.
 func (g *GRPCCaller) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, feeds []Feed, out *Fetched) error {
 	out.Release()
-	req.Send = req.Send[:0]
-	for i := range feeds {
-		tp, err := tensor.ToProto(&feeds[i].Tensor)
-		if err != nil {
-			return fmt.Errorf("driver: RunGraph on %s: feed %q: %w", g.task, feeds[i].Key, err)
+	if len(req.GetSend()) > 0 {
+		return status.Errorf(wire.InvalidArgument, "driver: RunGraph on %s: the request has send entries; pass them as feeds", g.task)
+	}
+	if len(feeds) > 0 {
+		// gRPC carries the feeds inside the request: a copy of it, so that
+		// the caller's stays as it was.
+		req = proto.CloneOf(req)
+		for i := range feeds {
+			tp, err := tensor.ToProto(&feeds[i].Tensor)
+			if err != nil {
+				return fmt.Errorf("driver: RunGraph on %s: feed %q: %w", g.task, feeds[i].Key, err)
+			}
+			req.Send = append(req.Send, &tfpb.NamedTensorProto{Name: feeds[i].Key, Tensor: tp})
 		}
-		req.Send = append(req.Send, &tfpb.NamedTensorProto{Name: feeds[i].Key, Tensor: tp})
 	}
 	resp, err := g.c.RunGraph(ctx, req)
 	if err != nil {

@@ -23,6 +23,21 @@ func (e *TaskError) Error() string { return fmt.Sprintf("%s lost: %v", e.Task, e
 // Unwrap lets errors.Is find ErrTaskLost and the cause.
 func (e *TaskError) Unwrap() []error { return []error{ErrTaskLost, e.Err} }
 
+// A StepError is the error of a step that failed because a task was
+// lost: Lost says which and why, Err is what the step's call returned (a
+// cancellation, a reset connection), which the loss explains. errors.As
+// finds Lost through it; Err is kept for the message, not unwrapped, so
+// that a caller branches on the loss and not on its symptom.
+type StepError struct {
+	Lost *TaskError
+	Err  error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("%v (the step failed: %v)", e.Lost, e.Err) }
+
+// Unwrap returns the loss.
+func (e *StepError) Unwrap() error { return e.Lost }
+
 // health tracks which tasks answer. Each task has a context that is
 // cancelled, with a *TaskError as its cause, when the task is found lost:
 // the calls of steps that involve it are tied to it, so that a step waiting
@@ -286,7 +301,7 @@ func (d *Driver) diagnose(ctx context.Context, err error, tasks ...string) error
 		return err
 	}
 	if perr := d.probe(ctx, tasks...); perr != nil {
-		return fmt.Errorf("%w (the step failed: %v)", perr, err)
+		return stepError(perr, err)
 	}
 	return err
 }
@@ -302,4 +317,13 @@ func (d *Driver) stopWatch() {
 		close(stop)
 		<-done
 	}
+}
+
+// stepError returns the error of a step that failed with err because of
+// lost, a *TaskError (or an error wrapping one, returned as is otherwise).
+func stepError(lost, err error) error {
+	if te, ok := lost.(*TaskError); ok {
+		return &StepError{Lost: te, Err: err}
+	}
+	return fmt.Errorf("%w (the step failed: %v)", lost, err)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -46,6 +47,11 @@ func (f *fakeTask) wait(ctx context.Context) error {
 }
 
 func (f *fakeTask) Task() string { return f.name }
+
+// Call carries no peer calls: the fake tasks run no graphs.
+func (f *fakeTask) Call(context.Context, rpc.Method, *rpc.Request, *rpc.Reply) error {
+	return status.Errorf(wire.Unimplemented, "fake task %s makes no peer calls", f.name)
+}
 func (f *fakeTask) GetStatus(ctx context.Context) (*tfpb.GetStatusResponse, error) {
 	return &tfpb.GetStatusResponse{}, f.wait(ctx)
 }

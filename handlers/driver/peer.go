@@ -15,12 +15,10 @@ import (
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
-// Both Callers also carry a worker's calls to its peers (a remote _Recv's
-// RecvTensor), so that a task's Resolver can hand them out and their
-// traffic is counted with the rest.
+// Both Callers carry a master's calls and a worker's to its peers.
 var (
-	_ handlers.Caller = (*StarCaller)(nil)
-	_ handlers.Caller = (*GRPCCaller)(nil)
+	_ Caller = (*StarCaller)(nil)
+	_ Caller = (*GRPCCaller)(nil)
 )
 
 // Call implements handlers.Caller: it makes any starwire call and counts it.

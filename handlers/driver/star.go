@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/starwire/starwire/handlers"
@@ -81,24 +82,29 @@ func (s *StarCaller) CleanupGraph(ctx context.Context, req *tfpb.CleanupGraphReq
 	return s.callProto(ctx, handlers.MethodCleanupGraph, req, new(tfpb.CleanupGraphResponse))
 }
 
-// RunGraph implements Caller: req.Send names the feeds, whose tensors
-// follow as segments; the response's recv entries name the fetched
-// segments.
+// RunGraph implements Caller: the request's send entries name the feeds,
+// whose tensors follow as segments; the response's recv entries name the
+// fetched segments. The entries are appended to req's encoding, req
+// itself left as it is.
 func (s *StarCaller) RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, feeds []Feed, out *Fetched) error {
 	out.Release()
-	req.Send = req.Send[:0]
+	if len(req.GetSend()) > 0 {
+		return status.Errorf(wire.InvalidArgument, "driver: RunGraph on %s: the request has send entries; pass them as feeds", s.task)
+	}
 	tensors := make([]wire.Tensor, len(feeds))
 	sent := 0
 	for i := range feeds {
-		req.Send = append(req.Send, &tfpb.NamedTensorProto{Name: feeds[i].Key})
 		tensors[i] = feeds[i].Tensor
 		tensors[i].Buf = nil // the feed's owner keeps its reference
 		sent += tensors[i].ByteLen()
 	}
-	meta, err := proto.MarshalOptions{}.Marshal(req)
+	// One buffer for the request and the send entries after it.
+	meta := make([]byte, 0, proto.Size(req)+sendsSize(feeds))
+	meta, err := proto.MarshalOptions{}.MarshalAppend(meta, req)
 	if err != nil {
 		return fmt.Errorf("driver: RunGraph on %s: marshal: %w", s.task, err)
 	}
+	meta = appendSends(meta, feeds)
 	reply := new(rpc.Reply)
 	if err := s.c.Call(ctx, handlers.MethodRunGraph, &rpc.Request{Meta: meta, Tensors: tensors}, reply); err != nil {
 		return err
@@ -157,4 +163,33 @@ func statusInBody(resp *tfpb.RunGraphResponse) error {
 		return status.Errorf(wire.Code(c), "%s", resp.GetStatusErrorMessage())
 	}
 	return nil
+}
+
+// The field numbers of RunGraphRequest.send and NamedTensorProto.name.
+var (
+	runGraphSendField  = (&tfpb.RunGraphRequest{}).ProtoReflect().Descriptor().Fields().ByName("send").Number()
+	namedTensorNameFld = (&tfpb.NamedTensorProto{}).ProtoReflect().Descriptor().Fields().ByName("name").Number()
+)
+
+// sendsSize is the encoded size of appendSends's entries for feeds.
+func sendsSize(feeds []Feed) int {
+	n := 0
+	for i := range feeds {
+		n += protowire.SizeTag(runGraphSendField) + protowire.SizeBytes(protowire.SizeTag(namedTensorNameFld)+protowire.SizeBytes(len(feeds[i].Key)))
+	}
+	return n
+}
+
+// appendSends appends to b, an encoded RunGraphRequest, a send entry per
+// feed naming its key, as req.Send's entries would encode: a message's
+// fields may come in any order, and repeated ones accumulate.
+func appendSends(b []byte, feeds []Feed) []byte {
+	for i := range feeds {
+		key := feeds[i].Key
+		b = protowire.AppendTag(b, runGraphSendField, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(protowire.SizeTag(namedTensorNameFld)+protowire.SizeBytes(len(key))))
+		b = protowire.AppendTag(b, namedTensorNameFld, protowire.BytesType)
+		b = protowire.AppendString(b, key)
+	}
+	return b
 }

@@ -16,9 +16,12 @@
 // ResourceApplyGradientDescent (variable_ops.go); ApplyAdam,
 // ResourceApplyAdam, SparseApplyAdam, ResourceSparseApplyAdam,
 // ApplyMomentum, ResourceApplyMomentum, SparseApplyMomentum,
-// ResourceSparseApplyMomentum (optimizers.go); GatherV2, ResourceGather,
+// ResourceSparseApplyMomentum, ApplyAdagrad, ResourceApplyAdagrad
+// (optimizers.go); Switch, RefSwitch, Merge, RefMerge (control.go); GatherV2, ResourceGather,
 // ResourceScatterAdd, ResourceSparseApplyAdagrad (sparse.go);
-// RandomUniform, RandomStandardNormal, TruncatedNormal (random.go); Cast
+// RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt
+// and their Stateless forms, TensorFlow's Philox streams bit for bit
+// (random*.go); Cast
 // (cast.go); ConcatV2, Pack, Unpack (concat.go); Slice, StridedSlice
 // (slice.go); DynamicPartition, DynamicStitch, ParallelDynamicStitch
 // (partition.go); Unique, UnsortedSegmentSum (segment.go); Less,
@@ -28,7 +31,16 @@
 // StaticRegexFullMatch, Select, SelectV2, PlaceholderWithDefault
 // (select.go); MatMul, Add, AddV2, Sub, Mul, RealDiv,
 // Maximum, Minimum, FloorDiv, FloorMod (with broadcasting), Neg, Sigmoid,
-// SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go).
+// SigmoidGrad, Log, Log1p, Exp, Square, Sqrt, Rsqrt, Sum, Mean (math.go);
+// MutableHashTableV2, MutableHashTableOfTensorsV2, MutableDenseHashTableV2
+// (lookup_table.go), LookupTableFindV2, LookupTableInsertV2,
+// LookupTableRemoveV2, LookupTableSizeV2, LookupTableExportV2,
+// LookupTableImportV2 (lookup_ops.go); KvVarHandleOp,
+// InitializeKvVariableOp, KvVarIsInitializedOp, KvResourceGather,
+// KvResourceSparseApplyAdagrad (kv_variable.go, DeepRec's embedding
+// variables over package embedding); ExpandDims (expanddims.go). Also
+// ResourceScatterSub (scatter.go) and Pow (pow.go), which TensorFlow 2's
+// optimizers run on a ps.
 // Arithmetic supports DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64; ops that
 // only move elements (concatenation, slicing, partitioning, gathers) take
 // any fixed-size dtype; Pack and Select take strings too. Names lists the

@@ -102,11 +102,12 @@ type Value struct {
 	Set   bool // the node computed it
 	v     *variable
 	isRef bool
+	res   resource // a handle of a resource other than a variable
 }
 
 // IsResource reports whether the value is a resource handle, which has no
 // tensor to read.
-func (v *Value) IsResource() bool { return v.v != nil && !v.isRef }
+func (v *Value) IsResource() bool { return (v.v != nil && !v.isRef) || v.res != nil }
 
 // Read returns the value as a tensor with a reference of its own: a copy of
 // a ref's variable, or another reference of the tensor.
@@ -128,7 +129,7 @@ func (c *Context) input(i int) (*wire.Tensor, error) {
 		c.temp = append(c.temp, t)
 		return &c.temp[len(c.temp)-1], nil
 	}
-	if in.v != nil {
+	if in.v != nil || in.res != nil {
 		return nil, status.Errorf(wire.InvalidArgument, "input %d is a resource handle, not a tensor", i)
 	}
 	return &in.T, nil

@@ -12,7 +12,8 @@ import (
 )
 
 // The optimizers' update ops: Adam and Momentum, dense and sparse, on refs
-// (VariableV2) and on resource handles. Their formulas are TensorFlow's
+// (VariableV2) and on resource handles, and dense Adagrad (its sparse
+// forms are in sparse.go). Their formulas are TensorFlow's
 // (training_ops.cc); the sparse Adam ops, which stock TensorFlow lacks, are
 // DeepRec's: a lazy Adam that updates only the rows of the indices.
 
@@ -26,6 +27,9 @@ func init() {
 	registerOp("ResourceApplyMomentum", &Spec{Defaults: adam, Build: buildApply(momentumUpdate, false, false)})
 	registerOp("SparseApplyMomentum", &Spec{Defaults: adam, Build: buildApply(momentumUpdate, true, true)})
 	registerOp("ResourceSparseApplyMomentum", &Spec{Defaults: adam, Build: buildApply(momentumUpdate, false, true)})
+	adagrad := map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "update_slots": boolAttr(true)}
+	registerOp("ApplyAdagrad", &Spec{Defaults: adagrad, Build: buildApply(adagradUpdate, true, false)})
+	registerOp("ResourceApplyAdagrad", &Spec{Defaults: adagrad, Build: buildApply(adagradUpdate, false, false)})
 }
 
 // An update describes one optimizer: its variables (var and its slots),
@@ -38,6 +42,9 @@ type update struct {
 	// runners holds, for each float type, the code that applies the
 	// update to runs of elements (see runnerOf).
 	runners byDType[func(in *applyInputs, nesterov bool) rowRun]
+	// flag is the bool attribute handed to the runners as nesterov:
+	// "use_nesterov" when empty; Adagrad's is "update_slots".
+	flag string
 }
 
 // A rowRun applies an update to the run of elements part picks out of
@@ -78,6 +85,25 @@ var momentumUpdate = &update{
 	// ApplyMomentum(var, accum, lr, grad, momentum);
 	// SparseApplyMomentum(var, accum, lr, grad, indices, momentum).
 	runners: floatTable(runnerOf(momentumRun[float32]), runnerOf(momentumRun[float64])),
+}
+
+var adagradUpdate = &update{
+	name: "Adagrad", vars: 2, scalars: []string{"lr"}, flag: "update_slots",
+	runners: floatTable(runnerOf(adagradRun[float32]), runnerOf(adagradRun[float64])),
+}
+
+// adagradRun is TensorFlow's ApplyAdagrad: s holds lr; updateSlots says
+// whether accum takes g² first.
+func adagradRun[T float32 | float64](vs [][]T, g, s []T, updateSlots bool) {
+	v, acc := vs[0], vs[1]
+	lr := s[0]
+	g = g[:len(v)]
+	for i := range v {
+		if updateSlots {
+			acc[i] += g[i] * g[i]
+		}
+		v[i] -= lr * g[i] / T(math.Sqrt(float64(acc[i])))
+	}
 }
 
 // adamRun is TensorFlow's ApplyAdam on a run of elements: s holds
@@ -143,7 +169,8 @@ func buildApply(u *update, ref, sparse bool) func(*Env, *Node) (Kernel, error) {
 				return nil, err
 			}
 		}
-		nesterov, err := n.attrBool("use_nesterov")
+		flag := cmp.Or(u.flag, "use_nesterov")
+		nesterov, err := n.attrBool(flag)
 		if err != nil {
 			return nil, err
 		}

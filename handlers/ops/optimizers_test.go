@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"math"
 	"testing"
 
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
@@ -108,6 +109,22 @@ func TestAdamAndMomentum(t *testing.T) {
 		)
 	}
 	runCases(t, cases)
+
+	// Adagrad: accum = 1 + g² = [2, 5]; var -= 0.5·g/√accum. Without
+	// update_slots, accum stays 1 and var -= 0.5·g.
+	for _, op := range []string{"ResourceApplyAdagrad", "ApplyAdagrad"} {
+		ref := op == "ApplyAdagrad"
+		adagrad := func(attrs map[string]*tfpb.AttrValue) []*tfpb.NodeDef {
+			return optimizerGraph(ref, op, []string{"var", "acc"}, [][]float32{{1, 2}, {1, 1}}, []int64{2},
+				[]*tfpb.NodeDef{ConstF32("lr", nil, 0.5), grad([]int64{2}, 1, 2)}, attrs)
+		}
+		runCases(t, []opCase{
+			{op, adagrad(Attrs("T", f)), []string{"var/read", "acc/read"},
+				[]wire.Tensor{F32([]int64{2}, 1-0.5/float32(math.Sqrt(2)), 2-1/float32(math.Sqrt(5))), F32([]int64{2}, 2, 5)}},
+			{op + " without update_slots", adagrad(Attrs("T", f, "update_slots", false)), []string{"var/read", "acc/read"},
+				[]wire.Tensor{F32([]int64{2}, 0.5, 1), F32([]int64{2}, 1, 1)}},
+		})
+	}
 
 	uninit := func() []*tfpb.NodeDef {
 		nodes := []*tfpb.NodeDef{

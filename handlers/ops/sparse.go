@@ -365,6 +365,12 @@ func adagradRows[T floating](v, acc, g []T, lr T, idx []int64, rows []int32, wid
 	}
 }
 
+// adagradRow is TensorFlow's Adagrad update of one row. TensorFlow's CPU
+// kernel multiplies by Eigen's vectorized rsqrt, which is not correctly
+// rounded (it refines the processor's approximate reciprocal square root),
+// so the correctly rounded quotient here differs from TensorFlow's in the
+// last bit of a few elements; the accumulators agree to the bit. Matching
+// it would tie the result to one processor's rsqrt.
 func adagradRow[T floating](v, acc, g []T, lr T, updateSlots bool) {
 	acc, g = acc[:len(v)], g[:len(v)]
 	if !updateSlots {

@@ -49,8 +49,9 @@ var variableIDs atomic.Uint64
 // shared name, created by the first step that names them and kept across
 // steps until Cleanup. Safe for concurrent use.
 type Variables struct {
-	mu sync.Mutex
-	m  map[varKey]*variable
+	mu     sync.Mutex
+	m      map[varKey]*variable
+	tables tables // lookup tables and embedding variables (lookup_table.go)
 }
 
 type varKey struct{ container, name string }
@@ -76,9 +77,10 @@ func (vs *Variables) lookup(container, name string, dtype wire.DataType) (*varia
 	return v, nil
 }
 
-// Cleanup drops the variables of the named containers, or all of them when
-// none is named. Steps still holding one keep a working (orphaned) copy.
+// Cleanup drops the variables and lookup tables of the named containers,
+// or all of them when none is named. Steps still holding one keep a working (orphaned) copy.
 func (vs *Variables) Cleanup(containers []string) {
+	vs.tables.cleanup(containers)
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	drop := func(k varKey, v *variable) {

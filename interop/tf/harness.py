@@ -8,6 +8,7 @@ group) whatever happened. The benchmark script uses the same pieces.
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -184,6 +185,16 @@ class Cluster:
         self.ps[i] = p
         return p
 
+    def start_tf_ps_at_once(self):
+        """Starts every ps as TensorFlow's, all before waiting for any:
+        TensorFlow takes its time to start."""
+        argv = [PY, os.path.join(HERE, "tf_server.py"), "--cluster", json.dumps(self.spec),
+                "--job", "ps", "--task"]
+        for i in range(len(self.spec["ps"])):
+            self.ps[i] = self.procs.start("tf-ps%d" % i, argv + [str(i)], env=tf_env())
+        for p in self.ps.values():
+            p.wait_for(r"(?m)^ready", 90)
+
     def start_ps(self, kind, checkpoint_dir=None):
         """Starts every ps, kind "starwire" or "tf"."""
         for i in range(len(self.spec["ps"])):
@@ -197,3 +208,18 @@ class Cluster:
         argv = [PY, os.path.join(HERE, "job.py"), "--ps", ",".join(self.spec["ps"]),
                 "--workers", ",".join(self.spec["worker"]), "--task", str(i)] + list(args)
         return self.procs.start("worker%d" % i, argv, env=tf_env())
+
+
+def copy_checkpoints(src, dst):
+    """Copies the checkpoint directory src to dst, its state file naming
+    the copies: a Saver records absolute paths, which would send a restore
+    from dst back to src's files."""
+    shutil.copytree(src, dst)
+    state = os.path.join(dst, "checkpoint")
+    with open(state) as f:
+        text = f.read()
+    def moved(m):
+        return '%s"%s"' % (m.group(1), os.path.join(dst, os.path.basename(m.group(2))))
+    text = re.sub(r'(_paths?: )"([^"]*)"', moved, text)
+    with open(state, "w") as f:
+        f.write(text)

@@ -38,8 +38,15 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--adagrad_lr", type=float, default=1.0)
     p.add_argument("--adam_lr", type=float, default=0.05)
-    p.add_argument("--export_dir", default=None, help="write a SavedModel here at the end")
-    p.add_argument("--dump_values", default=None, help="write the variables' final values (npz)")
+    p.add_argument("--optimizer", choices=("adagrad+adam", "adagrad"), default="adagrad+adam",
+                   help="Adagrad for the embedding and Adam for the dense part, "
+                   "or Adagrad for every variable")
+    p.add_argument("--report_every", type=int, default=1,
+                   help="print every Nth step's JSON line (and the last)")
+    p.add_argument("--dump_values", default=None,
+                   help="write the global variables' values after the last step here (npz)")
+    p.add_argument("--dump_restored", default=None,
+                   help="write the global variables' values as the session starts here (npz)")
     return p.parse_args(argv)
 
 
@@ -105,9 +112,12 @@ def build(args, cluster, num_workers):
         loss = tf.reduce_mean(
             tf.nn.sigmoid_cross_entropy_with_logits(labels=label, logits=logits))
         emb_vars = [v for v in tf1.trainable_variables() if v.name.startswith("embedding")]
-        opt = TwoOptimizers(tf1.train.AdagradOptimizer(args.adagrad_lr),
-                            tf1.train.AdamOptimizer(args.adam_lr),
-                            emb_vars)
+        if args.optimizer == "adagrad":
+            opt = tf1.train.AdagradOptimizer(args.adagrad_lr)
+        else:
+            opt = TwoOptimizers(tf1.train.AdagradOptimizer(args.adagrad_lr),
+                                tf1.train.AdamOptimizer(args.adam_lr),
+                                emb_vars)
         hooks = []
         if args.sync:
             opt = tf1.train.SyncReplicasOptimizer(
@@ -131,6 +141,35 @@ def poll_readiness_every_second():
     session_manager.SessionManager.__init__ = patched
 
 
+def variable_values(session, variables):
+    """The values of variables fetched through session, by the names a
+    Saver gives them: a partitioned variable's parts join into the whole,
+    as the checkpoint holds it."""
+    out = {}
+    for v, x in zip(variables, session.run(variables)):
+        info = v._get_save_slice_info()
+        if info is None:
+            out[v.op.name] = x
+            continue
+        whole = out.setdefault(info.full_name, np.zeros(info.full_shape, x.dtype))
+        whole[tuple(slice(o, o + n) for o, n in zip(info.var_offset, info.var_shape))] = x
+    return out
+
+
+class DumpRestoredHook(tf1.train.SessionRunHook):
+    """Writes the global variables' values once the session is made:
+    initialized, or restored from the newest checkpoint."""
+
+    def __init__(self, path):
+        self._path = path
+
+    def begin(self):
+        self._vars = tf1.global_variables()
+
+    def after_create_session(self, session, coord):
+        np.savez(self._path, **variable_values(session, self._vars))
+
+
 def main(argv):
     args = parse_args(argv)
     # MonitoredTrainingSession says at INFO which task failed a step and
@@ -144,10 +183,13 @@ def main(argv):
                                   protocol="grpc")
     m = build(args, cluster, len(workers))
     hooks = list(m["hooks"]) + [tf1.train.StopAtStepHook(last_step=args.steps)]
+    if args.dump_restored:
+        hooks.append(DumpRestoredHook(args.dump_restored))
     scaffold = None
     if args.checkpoint_dir:
         scaffold = tf1.train.Scaffold(saver=tf1.train.Saver(sharded=True, max_to_keep=3))
     data = batches(args)
+    n = 0
     # Between-graph replication: this worker's master talks to the ps and
     # to itself only, as TensorFlow's guides set it.
     config = tf1.ConfigProto(device_filters=["/job:ps", "/job:worker/task:%d" % args.task])
@@ -161,7 +203,15 @@ def main(argv):
             ids, label = next(data)
             step, loss, _ = sess.run([m["global_step"], m["loss"], m["train"]],
                                      {m["ids"]: ids, m["label"]: label})
-            print(json.dumps({"step": int(step), "loss": float(loss), "t": time.time()}), flush=True)
+            n += 1
+            if n % args.report_every == 0 or sess.should_stop():
+                print(json.dumps({"step": int(step), "loss": float(loss), "t": time.time()}),
+                      flush=True)
+        if args.dump_values:
+            # Through the session, past the hooks: what the last step left.
+            np.savez(args.dump_values, **sess.run_step_fn(
+                lambda step_context: variable_values(step_context.session,
+                                                 tf1.global_variables())))
     print(json.dumps({"done": True}), flush=True)
 
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
-	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
+	"github.com/starwire/starwire/internal/vethnet"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/vethnet"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 

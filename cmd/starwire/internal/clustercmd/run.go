@@ -17,7 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
-	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
+	"github.com/starwire/starwire/internal/vethnet"
 )
 
 // trainPaths are what "cluster run" trains over: the tasks' calls to

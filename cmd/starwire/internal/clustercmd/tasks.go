@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
-	"github.com/starwire/starwire/cmd/starwire/internal/vethnet"
+	"github.com/starwire/starwire/internal/vethnet"
 )
 
 // A task is a "starwire serve" the cluster command started in a

@@ -5,8 +5,8 @@ import (
 	"flag"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
 )
 
 // Cluster says which cluster a command joins and how: a cluster spec

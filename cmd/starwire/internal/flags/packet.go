@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/starwire/starwire/afxdp"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
 )
 
 // Packet says who may open sessions on a command's packet paths

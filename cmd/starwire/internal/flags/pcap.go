@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/capture"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/internal/capture"
+	"github.com/starwire/starwire/tasks"
 )
 
 // Pcap is --pcap, which train and serve share.
@@ -36,6 +36,15 @@ func (f *Pcap) Open(cmd string, t *Transport) error {
 		t.Net = u
 	}
 	return nil
+}
+
+// Capture returns the file as the tasks take it: nil, not a nil
+// *capture.File, when --pcap is not given.
+func (f *Pcap) Capture() tasks.Capture {
+	if f.File == nil {
+		return nil
+	}
+	return f.File
 }
 
 // Close closes the file and says what it holds.

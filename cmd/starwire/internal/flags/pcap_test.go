@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/tasks"
 )
 
 // TestPcapSaysWhyEmpty: a --pcap file that received no frame says why

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/logline"
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
+	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
+	"github.com/starwire/starwire/tasks"
 )
 
 // TLS turns on mutual TLS for a command's TCP paths (gRPC and

@@ -3,8 +3,8 @@ package flags
 import (
 	"os"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
 )
 
 // Transport is the starwire transport a command uses, and why it is

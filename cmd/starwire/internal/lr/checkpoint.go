@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/driver"
@@ -54,33 +53,18 @@ type ckptState struct {
 	// restoreFrom is the shard count of the checkpoint the restore graphs
 	// read.
 	restoreFrom int
-	// base is the global step the job started from; the job's own
-	// steps count on from it.
-	base atomic.Int64
-	// afterStep, when set, is called after each training step.
-	afterStep func(ctx context.Context, globalStep int64) error
 }
 
 // GlobalStep is the steps done, by all workers together, since the
 // model was initialized: those of a restored checkpoint and this job's.
-func (j *Job) GlobalStep() int64 { return j.ckpt.base.Load() + j.steps.Load() }
+func (j *Job) GlobalStep() int64 { return j.s.GlobalStep() }
 
-// SetGlobalStep sets the global step to n, as Restore does: the job's
-// steps from now on count on from it.
-func (j *Job) SetGlobalStep(n int64) { j.ckpt.base.Store(n - j.steps.Load()) }
+// SetGlobalStep sets the global step to n, as Restore does.
+func (j *Job) SetGlobalStep(n int64) { j.s.SetGlobalStep(n) }
 
 // AfterStep makes every worker call f after each of its training steps
-// with the global step; an error of f ends the job with it. f is called
-// by the workers concurrently. Call it before Run.
-func (j *Job) AfterStep(f func(ctx context.Context, globalStep int64) error) { j.ckpt.afterStep = f }
-
-// afterStep runs the AfterStep hook for the step that made n steps.
-func (j *Job) afterStep(ctx context.Context, n int64) error {
-	if f := j.ckpt.afterStep; f != nil {
-		return f(ctx, j.ckpt.base.Load()+n)
-	}
-	return nil
-}
+// with the global step (train.Session.AfterStep). Call it before Run.
+func (j *Job) AfterStep(f func(ctx context.Context, globalStep int64) error) { j.s.AfterStep(f) }
 
 // CheckpointPrefix is the prefix of the checkpoint of globalStep in dir.
 func CheckpointPrefix(dir string, globalStep int64) string {
@@ -129,7 +113,7 @@ func (j *Job) Save(ctx context.Context, dir string, globalStep int64, keep int) 
 
 // runOnPS runs parts as a step of their own and cleans it up.
 func (j *Job) runOnPS(ctx context.Context, parts ...driver.Partition) error {
-	step := j.nextStep.Add(1)
+	step := j.s.NextStepID()
 	err := j.d.RunPartitions(ctx, step, parts...)
 	if cerr := j.d.CleanupStep(ctx, step, j.psTasks()...); err == nil {
 		err = cerr
@@ -142,13 +126,13 @@ func (j *Job) runOnPS(ctx context.Context, parts ...driver.Partition) error {
 func (j *Job) registerSave(ctx context.Context) error {
 	var save []driver.Graph
 	for s := range j.cfg.PS {
-		g, err := j.d.RegisterGraph(ctx, task(j.plan.ps[s]), j.plan.saveGraph(s))
+		g, err := j.tasks.Register(ctx, task(j.plan.ps[s]), j.plan.saveGraph(s))
 		if err != nil {
 			return err
 		}
 		save = append(save, g)
 	}
-	merge, err := j.d.RegisterGraph(ctx, task(j.plan.ps[0]), j.plan.mergeGraph())
+	merge, err := j.tasks.Register(ctx, task(j.plan.ps[0]), j.plan.mergeGraph())
 	if err != nil {
 		return err
 	}
@@ -181,7 +165,7 @@ func (j *Job) Restore(ctx context.Context, dir string) (globalStep int64, prefix
 	if j.ckpt.restore == nil || j.ckpt.restoreFrom != shards {
 		var gs []driver.Graph
 		for s := range j.cfg.PS {
-			g, err := j.d.RegisterGraph(ctx, task(j.plan.ps[s]), j.plan.restoreGraph(s, shards))
+			g, err := j.tasks.Register(ctx, task(j.plan.ps[s]), j.plan.restoreGraph(s, shards))
 			if err != nil {
 				return 0, "", fmt.Errorf("restore checkpoint %s: %w", prefix, err)
 			}

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
 )
 
 // setupLocal starts an in-process cluster for cfg whose tasks checkpoint

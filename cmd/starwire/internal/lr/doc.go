@@ -1,5 +1,6 @@
-// Package lr trains a sparse logistic-regression model with an embedding
-// table on a parameter-server cluster, through a driver, laid out as
+// Package lr is a sparse logistic-regression model with an embedding
+// table, a train.Model that a train.Session trains on a
+// parameter-server cluster through a driver, laid out as
 // TensorFlow lays out a partitioned embedding: the table is sharded over
 // the parameter servers as fixed_size_partitioner shards it (id lives on
 // server id mod PS, at row id / PS; shard s holds those rows), each a

@@ -2,18 +2,14 @@ package lr
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/clicks"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/train"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -21,7 +17,9 @@ import (
 // Progress is a periodic report of a running job.
 type Progress struct {
 	Elapsed time.Duration
-	// Steps and Examples are totals over all workers, of TotalSteps.
+	// Steps is the run's progress, of TotalSteps: its global steps, all
+	// workers together, less those a recovery undid, which are trained
+	// again. Examples counts the examples of every step done.
 	Steps, Examples, TotalSteps int64
 	// ExamplesPerSec, RPCsPerSec and MBPerSec are rates over the last
 	// interval.
@@ -52,8 +50,12 @@ type Summary struct {
 	LostSteps int64
 	// UndoneSteps are global steps a recovery from a lost parameter
 	// server undid: those since the checkpoint it restored, or all of
-	// them without one (see RecoverTasks). Steps counts them.
+	// them without one (see RecoverTasks). Steps counts them; under
+	// StopAtStep they were trained again.
 	UndoneSteps int64
+	// GlobalStep is the global step the run ended at, and LastStep the
+	// one StopAtStep asked for (0 without it).
+	GlobalStep, LastStep int64
 	// Calls and Bytes count every RPC of the run (driver and task to task)
 	// and the metadata and tensor bytes they moved.
 	Calls, Bytes int64
@@ -65,13 +67,19 @@ type Summary struct {
 // ExamplesPerSec is the training throughput.
 func (s *Summary) ExamplesPerSec() float64 { return float64(s.Examples) / s.Elapsed.Seconds() }
 
-// A Job trains the model over a driver whose Callers reach the tasks.
+// A Job is the model, trained by its train.Session over a driver whose
+// Callers reach the tasks: it builds the graphs for the tasks the
+// session gives it, initializes the table, runs each replica's steps on
+// its batches, evaluates the held-out set and saves and restores
+// checkpoints.
 type Job struct {
 	cfg   Config
 	d     *driver.Driver
+	s     *train.Session
 	stats func() driver.Stats // every RPC of the run, driver's included
 	gen   *clicks.Generator
 	plan  plan
+	tasks *train.Tasks // the last Build's
 
 	inits      []driver.Graph   // [ps]
 	ps         [][]driver.Graph // [replica][ps]
@@ -79,17 +87,7 @@ type Job struct {
 	evalPS     [][]driver.Graph // [replica][ps], without the update
 	evalWorker []driver.Graph
 	taskStats  func(task string) driver.Stats
-	// failover gives a lost worker's steps to the others (see
-	// FailOverWorkers).
-	failover bool
-	rec      *recovery // recover.go; nil without RecoverTasks
-
-	nextStep atomic.Int64
-	steps    atomic.Int64
-	lost     atomic.Int64 // steps that failed with their worker
-	mu       sync.Mutex
-	losses   []float64 // by completion order
-	ckpt     ckptState // checkpoint.go
+	ckpt       ckptState // checkpoint.go
 }
 
 // New prepares a job; stats, when not nil, returns the RPCs of the whole run
@@ -110,98 +108,46 @@ func New(cfg Config, d *driver.Driver, stats func() driver.Stats) (*Job, error) 
 	}
 	j := &Job{cfg: cfg, d: d, stats: stats, gen: gen}
 	j.taskStats = d.TaskStats
-	j.nextStep.Store(int64(rand.Uint32())<<20 + 1)
+	j.s = train.NewSession(d, j, train.Options{PS: cfg.PS, Workers: cfg.Workers, Steps: cfg.Steps})
 	return j, nil
 }
+
+// Session returns the session that trains the job.
+func (j *Job) Session() *train.Session { return j.s }
 
 // CountTasks makes Summary.PSBytes count what f says a task's calls moved,
 // to and from it; by default, only the driver's calls to it are counted.
 // Call it before Run.
 func (j *Job) CountTasks(f func(task string) driver.Stats) { j.taskStats = f }
 
-// Setup asks every task for its status (the incarnations rendezvous keys
-// need), creates the worker sessions, registers every partition and
-// initializes the table.
-func (j *Job) Setup(ctx context.Context) error {
-	if err := j.build(ctx, nil); err != nil {
-		return err
-	}
-	return j.initialize(ctx)
-}
+// Setup asks every task for its status, creates the worker sessions,
+// registers every partition and initializes the table (train.Session's
+// Setup).
+func (j *Job) Setup(ctx context.Context) error { return j.s.Setup(ctx) }
 
-// build asks every task not found lost for its status, creates the
-// sessions (carrying def, when not nil) and registers every partition,
-// replacing the job's graphs, which it deregisters: after a restart the
-// incarnations, and so the rendezvous keys, are new. A lost worker's
-// replica gets no graphs (its steps go over another's). The steps must be
-// paused.
-func (j *Job) build(ctx context.Context, def *tfpb.ServerDef) error {
+// Build registers every partition for t, implementing train.Model: the
+// table's initialization on each parameter server, and, for each live
+// worker's replica, its training and evaluation partitions on the worker
+// and every server. The checkpoint graphs are registered again on their
+// next use.
+func (j *Job) Build(ctx context.Context, t *train.Tasks) error {
 	p := plan{cfg: j.cfg}
 	var live []bool
-	for _, job := range []string{"ps", "worker"} {
-		n := j.cfg.PS
-		if job == "worker" {
-			n = j.cfg.Workers
-		}
-		for i := range n {
-			dev := device(job, i)
-			c, err := j.d.Caller(task(dev))
-			if err != nil {
-				return err
-			}
-			var inc uint64
-			known := job == "worker" && len(j.plan.wInc) > i // a worker the job had
-			lost := known && j.d.Lost(task(dev)) != nil
-			if !lost {
-				st, err := c.GetStatus(ctx)
-				if err != nil {
-					err = fmt.Errorf("driver: GetStatus of %s: %w", task(dev), err)
-					// A worker lost since is left out; a ps is
-					// waited for (see recover).
-					if perr := j.d.Probe(ctx, task(dev)); perr != nil {
-						err = perr
-					}
-					if !known || !errors.Is(err, driver.ErrTaskLost) {
-						return err
-					}
-					lost = true
-				} else if len(st.GetDeviceAttributes()) == 0 {
-					return fmt.Errorf("%s reported no device", dev)
-				} else {
-					inc = st.GetDeviceAttributes()[0].GetIncarnation()
-				}
-			}
-			if lost {
-				inc = j.plan.wInc[i]
-			}
-			if job == "ps" {
-				p.ps, p.psInc = append(p.ps, dev), append(p.psInc, inc)
-			} else {
-				p.workers, p.wInc = append(p.workers, dev), append(p.wInc, inc)
-				live = append(live, !lost)
-			}
-		}
+	for _, ps := range t.PS {
+		p.ps, p.psInc = append(p.ps, ps.Device), append(p.psInc, ps.Incarnation)
 	}
-	if err := j.d.CreateSessions(ctx, def); err != nil {
-		return err
+	for _, w := range t.Workers {
+		p.workers, p.wInc = append(p.workers, w.Device), append(p.wInc, w.Incarnation)
+		live = append(live, w.Live)
 	}
-	var graphs []driver.Graph
 	register := func(dev string, def *tfpb.GraphDef) (driver.Graph, error) {
-		g, err := j.d.RegisterGraph(ctx, task(dev), def)
-		if err == nil {
-			graphs = append(graphs, g)
-		}
-		return g, err
-	}
-	fail := func(err error) error {
-		j.d.Forget(ctx, graphs...)
-		return err
+		return t.Register(ctx, task(dev), def)
 	}
 	var inits []driver.Graph
 	for s := range j.cfg.PS {
 		g, err := register(p.ps[s], p.initGraph(s))
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		inits = append(inits, g)
 	}
@@ -209,74 +155,47 @@ func (j *Job) build(ctx context.Context, def *tfpb.ServerDef) error {
 	// evaluation after training.
 	var psG, evalPS [][]driver.Graph
 	var workerG, evalWorker []driver.Graph
-	for _, train := range []bool{true, false} {
+	for _, training := range []bool{true, false} {
 		for r := range j.cfg.Workers {
 			var ps []driver.Graph
 			var w driver.Graph
 			if live[r] {
 				for s := range j.cfg.PS {
-					g, err := register(p.ps[s], p.psGraph(r, s, train))
+					g, err := register(p.ps[s], p.psGraph(r, s, training))
 					if err != nil {
-						return fail(err)
+						return err
 					}
 					ps = append(ps, g)
 				}
-				g, err := register(p.workers[r], p.workerGraph(r, train))
+				g, err := register(p.workers[r], p.workerGraph(r, training))
 				if err != nil {
-					return fail(err)
+					return err
 				}
 				w = g
 			}
-			if train {
+			if training {
 				psG, workerG = append(psG, ps), append(workerG, w)
 			} else {
 				evalPS, evalWorker = append(evalPS, ps), append(evalWorker, w)
 			}
 		}
 	}
-	old := slices.Clone(j.inits)
-	for _, gs := range [][][]driver.Graph{j.ps, j.evalPS} {
-		for _, g := range gs {
-			old = append(old, g...)
-		}
-	}
-	old = append(old, j.worker...)
-	old = append(old, j.evalWorker...)
 	j.ckpt.mu.Lock()
-	old = append(old, j.ckpt.save...)
-	old = append(old, j.ckpt.restore...)
-	if j.ckpt.save != nil {
-		old = append(old, j.ckpt.merge)
-	}
 	j.ckpt.save, j.ckpt.restore, j.ckpt.restoreFrom = nil, nil, 0
 	j.ckpt.mu.Unlock()
-	old = slices.DeleteFunc(old, func(g driver.Graph) bool { return g.Handle == "" })
-	// A restarted task's graphs are gone with it, and its new graphs may
-	// have their handles: those are dropped, not deregistered.
-	restarted := map[string]bool{}
-	for i, dev := range j.plan.ps {
-		restarted[task(dev)] = p.psInc[i] != j.plan.psInc[i]
-	}
-	for i, dev := range j.plan.workers {
-		restarted[task(dev)] = p.wInc[i] != j.plan.wInc[i]
-	}
-	gone := slices.DeleteFunc(slices.Clone(old), func(g driver.Graph) bool { return !restarted[g.Task] })
-	old = slices.DeleteFunc(old, func(g driver.Graph) bool { return restarted[g.Task] })
-	j.d.Drop(gone...)
-	j.d.Forget(ctx, old...)
-	j.plan, j.inits = p, inits
+	j.plan, j.inits, j.tasks = p, inits, t
 	j.ps, j.worker, j.evalPS, j.evalWorker = psG, workerG, evalPS, evalWorker
 	return nil
 }
 
-// initialize sets every parameter server's variables to their initial
-// values.
-func (j *Job) initialize(ctx context.Context) error {
+// Initialize sets every parameter server's variables to their initial
+// values, implementing train.Model.
+func (j *Job) Initialize(ctx context.Context) error {
 	parts := make([]driver.Partition, len(j.inits))
 	for s, g := range j.inits {
 		parts[s] = driver.Partition{Graph: g}
 	}
-	step := j.nextStep.Add(1)
+	step := j.s.NextStepID()
 	if err := j.d.RunPartitions(ctx, step, parts...); err != nil {
 		return fmt.Errorf("initialize the table: %w", err)
 	}
@@ -299,7 +218,8 @@ func (j *Job) psTasks() []string {
 func workerTask(w int) string { return task(device("worker", w)) }
 
 // Run evaluates the held-out set, trains every worker for cfg.Steps steps
-// concurrently while reporting progress, and evaluates again.
+// concurrently through the session while reporting progress, and
+// evaluates again.
 func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error) {
 	held := j.heldOut()
 	sum := &Summary{BayesLoss: j.gen.BayesLoss(held), BaseRateLoss: baseRateLoss(held)}
@@ -310,31 +230,16 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	start := time.Now()
 	before := j.stats()
 	psBefore := j.psStats()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
 	done := make(chan struct{})
-	if j.rec != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			j.rejoin(ctx, done)
-		}()
-	}
-	var workers sync.WaitGroup
-	for r := range j.cfg.Workers {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			if err := j.train(ctx, r); err != nil {
-				cancel(err)
-			}
-		}()
-	}
-	go func() { workers.Wait(); close(done) }()
-	j.report(done, start, before, progress)
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		j.report(done, start, before, progress)
+	}()
+	err = j.s.Run(ctx)
+	close(done)
+	<-reported
+	if err != nil {
 		return nil, err
 	}
 	sum.Elapsed = time.Since(start)
@@ -343,15 +248,13 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	for s, st := range j.psStats() {
 		sum.PSBytes = append(sum.PSBytes, st.Bytes-psBefore[s].Bytes)
 	}
-	sum.Steps, sum.LostSteps = j.steps.Load(), j.lost.Load()
-	if j.rec != nil {
-		sum.UndoneSteps = j.rec.undone.Load()
-	}
+	sum.Steps, sum.LostSteps = j.s.Steps()
+	sum.UndoneSteps = j.s.UndoneSteps()
+	sum.GlobalStep, sum.LastStep = j.s.GlobalStep(), j.s.LastStep()
 	sum.Examples = sum.Steps * int64(j.cfg.BatchSize)
-	j.mu.Lock()
-	tenth := max(len(j.losses)/10, 1)
-	sum.FirstTrainLoss, sum.LastTrainLoss = mean(j.losses[:tenth]), mean(j.losses[len(j.losses)-tenth:])
-	j.mu.Unlock()
+	losses := j.s.Losses(0)
+	tenth := max(len(losses)/10, 1)
+	sum.FirstTrainLoss, sum.LastTrainLoss = mean(losses[:min(tenth, len(losses))]), mean(losses[max(len(losses)-tenth, 0):])
 	if sum.FinalLoss, sum.Accuracy, err = j.evaluate(ctx, held); err != nil {
 		return nil, fmt.Errorf("evaluate after training: %w", err)
 	}
@@ -372,26 +275,27 @@ func (j *Job) report(done <-chan struct{}, start time.Time, before driver.Stats,
 	t := time.NewTicker(j.cfg.ProgressEvery)
 	defer t.Stop()
 	last, lastAt, lastSteps, lastLosses := before, start, int64(0), 0
+	startStep := j.s.GlobalStep()
 	for {
 		select {
 		case <-done:
 			return
 		case now := <-t.C:
-			st, steps := j.stats(), j.steps.Load()
+			st := j.stats()
+			steps, _ := j.s.Steps()
 			dt := now.Sub(lastAt).Seconds()
-			j.mu.Lock()
-			loss := mean(j.losses[lastLosses:])
-			lastLosses = len(j.losses)
-			j.mu.Unlock()
+			recent := j.s.Losses(lastLosses)
+			loss := mean(recent)
+			lastLosses += len(recent)
 			if progress != nil {
-				waiting, since := j.waitingFor()
+				waiting, since := j.s.Waiting()
 				var waited time.Duration
 				if waiting != "" {
 					waited = now.Sub(since)
 				}
 				progress(Progress{
 					Waiting: waiting, WaitingFor: waited,
-					Elapsed: now.Sub(start), Steps: steps, Examples: steps * int64(j.cfg.BatchSize), TotalSteps: j.cfg.TotalSteps(),
+					Elapsed: now.Sub(start), Steps: max(j.s.GlobalStep()-startStep, 0), Examples: steps * int64(j.cfg.BatchSize), TotalSteps: j.cfg.TotalSteps(),
 					ExamplesPerSec: float64((steps-lastSteps)*int64(j.cfg.BatchSize)) / dt,
 					RPCsPerSec:     float64(st.Calls-last.Calls) / dt,
 					MBPerSec:       float64(st.Bytes-last.Bytes) / dt / 1e6,
@@ -431,147 +335,65 @@ func (j *Job) run(ctx context.Context, r int, step int64, b *clicks.Batch, f *ba
 	return j.d.RunPartitions(ctx, step, parts...)
 }
 
-// FailOverWorkers makes a lost worker lose only its steps in flight: the
-// batches of its replica go on over another worker that answers (its
-// graphs), as TensorFlow's coordinator gives a lost worker's closures to
-// the others. A lost parameter server still fails the run. Call it before
-// Run.
-func (j *Job) FailOverWorkers() { j.failover = true }
+// FailOverWorkers makes a lost worker lose only its steps in flight
+// (train.Session.FailOverWorkers). Call it before Run.
+func (j *Job) FailOverWorkers() { j.s.FailOverWorkers() }
 
-// lostWorker reports whether err is the loss of worker w.
-func (j *Job) lostWorker(err error, w int) bool {
-	var te *driver.TaskError
-	return errors.As(err, &te) && te.Task == workerTask(w)
+// RecoverTasks makes a lost task cost steps, not the job
+// (train.Session.RecoverTasks). Call it before Run.
+func (j *Job) RecoverTasks(o train.RecoverOptions) { j.s.RecoverTasks(o) }
+
+// Replica returns replica r's steps, implementing train.Model: each on a
+// batch of its own stream, drawn ahead (prefetch).
+func (j *Job) Replica(r int) train.Replica {
+	n := j.cfg.Steps
+	if j.s.LastStep() != 0 {
+		n = math.MaxInt // as many as the session takes
+	}
+	return &replica{j: j, batches: prefetch(j.gen.Stream(uint64(r)+1), j.cfg.BatchSize, n, j.cfg.Compute)}
 }
 
-// anyLostWorker reports whether err is the loss of a worker.
-func (j *Job) anyLostWorker(err error) bool {
-	for w := range j.cfg.Workers {
-		if j.lostWorker(err, w) {
-			return true
-		}
-	}
-	return false
+// StopAtStep makes the run end at global step last, steps undone by a
+// recovery trained again (train.Session.StopAtStep). Call it before Run.
+func (j *Job) StopAtStep(last int64) { j.s.StopAtStep(last) }
+
+// replica is one replica's batches and feeds, reused from step to step.
+type replica struct {
+	j       *Job
+	batches *prefetcher
+	b       *clicks.Batch // the next step's, once drawn
+	f       batchFeeds
 }
 
-// liveReplica returns the first replica from r on whose worker no loss is
-// known, or -1.
-func (j *Job) liveReplica(r int) int {
-	for k := range j.cfg.Workers {
-		if w := (r + k) % j.cfg.Workers; j.d.Lost(workerTask(w)) == nil {
-			return w
-		}
+// Next implements train.Replica.
+func (rep *replica) Next(ctx context.Context) error {
+	b, err := rep.batches.next(ctx)
+	if err != nil {
+		return err
 	}
-	return -1
-}
-
-// train runs replica r's steps, over worker r's graphs unless it is lost
-// and failover is on. With RecoverTasks, a step that fails with a lost
-// parameter server waits for the recovery and the worker goes on.
-func (j *Job) train(ctx context.Context, r int) error {
-	batches := prefetch(j.gen.Stream(uint64(r)+1), j.cfg.BatchSize, j.cfg.Steps, j.cfg.Compute)
-	defer batches.close()
-	var f batchFeeds
-	on := r // the replica whose graphs run the steps
-	tasks := append(j.psTasks(), workerTask(on))
-	var cleanup background
-	defer cleanup.wait()
-	for range j.cfg.Steps {
-		b, err := batches.next(ctx)
-		if err != nil {
-			return fmt.Errorf("worker %d: %w", r, err)
-		}
-		gen, err := j.rec.enter()
-		if err != nil {
-			batches.recycle(b)
-			return fmt.Errorf("worker %d: %w", r, err)
-		}
-		if j.rec != nil && on != r && j.d.Lost(workerTask(r)) == nil {
-			// Worker r rejoined.
-			on, tasks = r, append(j.psTasks(), workerTask(r))
-		}
-		step := j.nextStep.Add(1)
-		err = j.run(ctx, on, step, b, &f, true)
-		batches.recycle(b)
-		var loss float64
-		if err == nil {
-			loss = float64(tensor.View[float32](f.out.Tensors[0].Data)[0])
-		}
-		f.out.Release()
-		// The step's cleanup runs while the next step does, as
-		// TensorFlow's master cleans partitions up asynchronously after
-		// each run: one at a time, its error reported by the step after.
-		// A lost task's failed cleanup is not the run's failure when the
-		// job recovers from it.
-		if cerr := cleanup.wait(); err == nil && !j.forgivable(cerr) {
-			err = cerr
-		}
-		stepTasks, failedOver := tasks, err != nil && j.failover && j.lostWorker(err, on)
-		if failedOver {
-			// The parameter servers still hold the step's state.
-			stepTasks = j.psTasks()
-		}
-		cleanup.start(j.rec.track(func() error { return j.d.CleanupStep(ctx, step, stepTasks...) }))
-		if failedOver {
-			j.rec.leave()
-			j.lost.Add(1)
-			if j.rec != nil {
-				j.rec.log("%s lost: replica %d's batches go to another worker until it answers again", workerTask(on), r)
-			}
-			if on = j.liveReplica(on); on < 0 {
-				return fmt.Errorf("worker %d: no worker left: %w", r, err)
-			}
-			tasks = append(j.psTasks(), workerTask(on))
-			continue
-		}
-		if err == nil {
-			j.mu.Lock()
-			j.losses = append(j.losses, loss)
-			j.mu.Unlock()
-			err = j.afterStep(ctx, j.steps.Add(1))
-		} else if j.rec != nil && j.lostPS(err) {
-			j.lost.Add(1)
-		}
-		j.rec.leave()
-		if err != nil && j.rec != nil && j.lostPS(err) {
-			if err := j.recoverFrom(ctx, gen, err); err != nil {
-				return fmt.Errorf("worker %d: %w", r, err)
-			}
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("worker %d: %w", r, err)
-		}
-	}
-	if err := cleanup.wait(); !j.forgivable(err) {
-		return fmt.Errorf("worker %d: %w", r, err)
-	}
+	rep.b = b
 	return nil
 }
 
-// background runs one function at a time on a goroutine of its own.
-type background struct {
-	done chan error
-	busy bool
+// Step implements train.Replica.
+func (rep *replica) Step(ctx context.Context, on int, step int64) (float64, error) {
+	err := rep.j.run(ctx, on, step, rep.b, &rep.f, true)
+	rep.batches.recycle(rep.b)
+	rep.b = nil
+	var loss float64
+	if err == nil {
+		loss = float64(tensor.View[float32](rep.f.out.Tensors[0].Data)[0])
+	}
+	rep.f.out.Release()
+	return loss, err
 }
 
-// start runs f; the previous function must have been waited for.
-func (b *background) start(f func() error) {
-	if b.done == nil {
-		b.done = make(chan error, 1)
+// Close implements train.Replica.
+func (rep *replica) Close() {
+	if rep.b != nil {
+		rep.batches.recycle(rep.b)
 	}
-	b.busy = true
-	go func() { b.done <- f() }()
-}
-
-// wait returns the error of the function started last, once it has
-// ended, or nil when none runs.
-func (b *background) wait() error {
-	if !b.busy {
-		return nil
-	}
-	b.busy = false
-	return <-b.done
+	rep.batches.close()
 }
 
 // heldOut draws the held-out set from a stream no worker trains on.
@@ -589,11 +411,11 @@ func (j *Job) evaluate(ctx context.Context, held *clicks.Batch) (loss, acc float
 	var f batchFeeds
 	var lossSum float64
 	correct := 0
-	r := max(j.liveReplica(0), 0)
+	r := max(j.s.LiveReplica(0), 0)
 	tasks := append(j.psTasks(), workerTask(r))
 	for i := 0; i < held.Len(); i += B {
 		b := clicks.Batch{IDs: held.IDs[i*F : (i+B)*F], Labels: held.Labels[i : i+B]}
-		step := j.nextStep.Add(1)
+		step := j.s.NextStepID()
 		err := j.run(ctx, r, step, &b, &f, false)
 		if err == nil {
 			lossSum += float64(tensor.View[float32](f.out.Tensors[0].Data)[0])
@@ -616,7 +438,7 @@ func (j *Job) evaluate(ctx context.Context, held *clicks.Batch) (loss, acc float
 }
 
 // Close deregisters the graphs and deletes the sessions.
-func (j *Job) Close(ctx context.Context) error { return j.d.Close(ctx) }
+func (j *Job) Close(ctx context.Context) error { return j.s.Close(ctx) }
 
 func floatTensor(v []float32, shape ...int64) wire.Tensor {
 	return wire.Tensor{DType: wire.DTFloat, Shape: shape, Data: tensor.Bytes(v)}

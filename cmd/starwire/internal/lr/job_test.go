@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/tasks"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/tasks"
 )
 
 // trainLocal trains cfg on an in-process cluster over protocol.

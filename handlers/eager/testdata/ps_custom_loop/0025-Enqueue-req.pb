@@ -1,0 +1,1 @@
+	ÅÁÎ~Ó«+KI"X y>Ç{?µa><“ï>%/job:ps/replica:0/task:0/device:CPU:0

@@ -1,0 +1,1 @@
+£ÄÇÆı²Şêp/job:ps/replica:0/task:0/device:CPU:0;eb40e43202c81214;/job:chief/replica:0/task:0/device:CPU:0;edge_2_input;0:08éêÉë’í‹×

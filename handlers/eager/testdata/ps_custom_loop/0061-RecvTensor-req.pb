@@ -1,0 +1,1 @@
+ÆĞ¤Æ«†ıüº/job:ps/replica:0/task:0/device:CPU:0;eb40e43202c81214;/job:worker/replica:0/task:0/device:CPU:0;edge_8_MatMul/ReadVariableOp;0:08ä±èçıŞa

@@ -1,0 +1,1 @@
+ÆÐ¤Æ«†ýüº|/job:ps/replica:0/task:0/device:CPU:0;eb40e43202c81214;/job:worker/replica:0/task:0/device:CPU:0;edge_6_embedding_lookup;0:08¯ Î©º±¦ƒÚ

@@ -1,0 +1,1 @@
+ÿé´ò¦¾ÿç·~/job:ps/replica:0/task:0/device:CPU:0;eb40e43202c81214;/job:worker/replica:0/task:0/device:CPU:0;edge_9_add/ReadVariableOp;0:08é£òäâóŞ3

@@ -1,0 +1,2 @@
+
+r/job:worker/replica:0/task:0/device:CPU:0;4e81e99b76a69859;/job:ps/replica:0/task:0/device:CPU:0;edge_35_mul_1;0:0"OU=K7(=E§e=Å{=

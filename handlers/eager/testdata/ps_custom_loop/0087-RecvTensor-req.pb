@@ -1,0 +1,1 @@
+ÿé´ò¦¾ÿç·”/job:ps/replica:0/task:0/device:CPU:0;eb40e43202c81214;/job:worker/replica:0/task:0/device:CPU:0;edge_42_GroupCrossDeviceControlEdges_0/Identity;0:08¦çÆ­¥ğÿ

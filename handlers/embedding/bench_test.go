@@ -1,0 +1,127 @@
+package embedding
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkTable measures Gather and ApplyAdagrad of batches of 1024
+// random ids (a new batch each call) of a table of 1M rows of 16 floats with an Adagrad slot,
+// against the same work on a fixed table (rows in one slab indexed by
+// id, as a dense variable's gather and sparse Adagrad do it), in the
+// same run. It reports keys per second, CPU nanoseconds per key (the
+// goroutine's own thread time: the machine is shared) and the table's
+// bytes per row.
+func BenchmarkTable(b *testing.B) {
+	const dim, batch = 16, 1024
+	for _, rows := range []int{1 << 20} {
+		tab, err := New(Options{Dim: dim, Slots: []float32{0.1}, Init: Initializer{UniformLimit: 0.01, Seed: 1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		all := make([]int64, rows)
+		for i := range all {
+			all[i] = int64(mix(uint64(i))) // hashed ids, as a model without a vocabulary has them
+		}
+		out := make([]float32, 4096*dim)
+		for lo := 0; lo < rows; lo += 4096 {
+			ids := all[lo:min(lo+4096, rows)]
+			if err := tab.Gather(ids, out[:len(ids)*dim]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// Batches of random rows, a different one each call, so that
+		// rows come from memory as a training job's do, not from a cache
+		// one batch fits in.
+		const batches = 1024
+		r := rand.New(rand.NewPCG(1, 2))
+		allPos := make([]int, batches*batch)
+		allIDs := make([]int64, batches*batch)
+		for i := range allIDs {
+			allPos[i] = r.IntN(rows)
+			allIDs[i] = all[allPos[i]]
+		}
+		var pos []int
+		var ids []int64
+		call := 0
+		next := func() {
+			k := call % batches * batch
+			pos, ids = allPos[k:k+batch], allIDs[k:k+batch]
+			call++
+		}
+		// Written, so that they are memory of their own: never-written
+		// pages all map the kernel's one zero page, which is always cached.
+		vals, acc := make([]float32, rows*dim), make([]float32, rows*dim)
+		for i := range vals {
+			vals[i], acc[i] = float32(i%1000)*1e-4, 0.1
+		}
+		grads := make([]float32, batch*dim)
+		for i := range grads {
+			grads[i] = float32(i%7) * 0.01
+		}
+		out = out[:batch*dim]
+		run := func(name string, f func()) {
+			b.Run(fmt.Sprintf("%s/rows=%d", name, rows), func(b *testing.B) {
+				b.ReportAllocs()
+				cpu := startThreadCPU()
+				for b.Loop() {
+					f()
+				}
+				cpu.report(b, batch)
+				b.ReportMetric(tab.BytesPerRow(), "B/row")
+			})
+		}
+		run("gather", func() { next(); _ = tab.Gather(ids, out) })
+		run("gather-fixed", func() {
+			next()
+			for i, p := range pos {
+				copy(out[i*dim:(i+1)*dim], vals[p*dim:])
+			}
+		})
+		run("adagrad", func() { next(); _, _ = tab.ApplyAdagrad(ids, grads, 0.001, 1) })
+		run("adagrad-fixed", func() {
+			next()
+			for i, p := range pos {
+				v, a, g := vals[p*dim:(p+1)*dim], acc[p*dim:(p+1)*dim], grads[i*dim:(i+1)*dim]
+				for j, gj := range g {
+					a[j] += gj * gj
+					v[j] -= 0.001 * gj / float32(math.Sqrt(float64(a[j])))
+				}
+			}
+		})
+	}
+}
+
+// A threadCPU measures the CPU time of a benchmark's goroutine, locked
+// to its thread: on a machine others load, the time a benchmark waited
+// for a CPU is not the cost of what it measures.
+type threadCPU struct{ start time.Duration }
+
+func startThreadCPU() threadCPU {
+	runtime.LockOSThread()
+	return threadCPU{start: threadTime()}
+}
+
+func threadTime() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// report reports keys per second of wall time and CPU nanoseconds per
+// key, for b.N calls of keys keys each.
+func (c threadCPU) report(b *testing.B, keys int) {
+	cpu := threadTime() - c.start
+	runtime.UnlockOSThread()
+	n := float64(b.N) * float64(keys)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "keys/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/key")
+}

@@ -1,0 +1,32 @@
+// Package embedding holds embedding variables: tables from int64 ids to
+// rows of one dimension for the ids of a sparse model, which have no
+// vocabulary (64-bit hashes of feature strings, most seen once). A row is
+// made on an id's first lookup, or once the id has been looked up often
+// enough (admission); it keeps its lookup count and the global step of its
+// last update beside its value and its optimizer's slots (an Adagrad
+// accumulator); and rows not updated for a number of steps, or whose
+// value's norm fell below a threshold, are evicted when asked. Lookups of
+// ids not yet admitted are counted exactly per id, or in a counting Bloom
+// filter of bounded memory whose false-positive rate BloomFilter states.
+//
+// It is DeepRec's Embedding Variable, the state a ps keeps for it. The ops
+// that drive it from a graph are another layer's.
+//
+// # Concurrency
+//
+// A Table is safe for concurrent use without a table-wide lock: ids are
+// spread over shards, each with a lock of its own, and a call takes each
+// shard's lock once, for the ids that fall in it. A row's value, slots,
+// count and version change together under its shard's lock, so a
+// snapshot, taken shard by shard, holds for every row a value and slots
+// of one moment (the class of bug DeepRec's issue 1023 reports: slots of
+// rows missing from, or newer than, the values saved).
+//
+// # Memory
+//
+// A shard keeps its rows in slabs (values and slots in one []float32, ids,
+// counts and versions in arrays) and finds them through an open-addressing
+// index of its own, so that a table of millions of rows is a few large
+// allocations and a lookup or update allocates nothing per id.
+// Table.BytesPerRow says what a row costs.
+package embedding

@@ -1,0 +1,200 @@
+package embedding
+
+import (
+	"fmt"
+	"math"
+	"sync"
+)
+
+// A shardOrder is the positions of a call's ids grouped by shard, in
+// their order within a shard, so that a call takes each shard's lock once
+// and works the ids of one shard in the order given (duplicates too).
+type shardOrder struct {
+	pos    []int32
+	hashes []uint64
+	rows   []int32 // rows[i] is id i's row, -1 for none, once found
+	start  [numShards + 1]int32
+	sink   float32 // what the loads made ahead of their use read
+}
+
+var orders = sync.Pool{New: func() any { return new(shardOrder) }}
+
+func orderIDs(ids []int64) *shardOrder {
+	o := orders.Get().(*shardOrder)
+	if cap(o.pos) < len(ids) {
+		o.pos, o.hashes, o.rows = make([]int32, len(ids)), make([]uint64, len(ids)), make([]int32, len(ids))
+	}
+	o.pos, o.hashes, o.rows = o.pos[:len(ids)], o.hashes[:len(ids)], o.rows[:len(ids)]
+	var count [numShards]int32
+	for i, id := range ids {
+		h := mix(uint64(id))
+		o.hashes[i] = h
+		count[shardOf(h)]++
+	}
+	o.start[0] = 0
+	for s := range numShards {
+		o.start[s+1] = o.start[s] + count[s]
+	}
+	next := count
+	copy(next[:], o.start[:numShards])
+	for i := range ids {
+		s := shardOf(o.hashes[i])
+		o.pos[next[s]] = int32(i)
+		next[s]++
+	}
+	return o
+}
+
+func (o *shardOrder) of(s int) []int32 { return o.pos[o.start[s]:o.start[s+1]] }
+
+func (o *shardOrder) release() { orders.Put(o) }
+
+// each finds the rows of ids and runs f for every id, under its shard's
+// lock, shard by shard; f gets the id's row, or -1 when it has none. With
+// create, an id without a row is counted towards admission, and gets one
+// if admitted.
+//
+// The rows of a batch of random ids are cache misses, one for the index
+// slot and one for the row; worked one id after another, each waits for
+// the last. So each goes in three passes over a shard's ids: load every
+// id's home slot, then find every row (the slots now cached) and load
+// its first float, then run f (the rows cached): the loads of a pass do
+// not depend on each other, and the processor overlaps their misses.
+func (t *Table) each(ids []int64, create bool, f func(sh *shard, i int, r int32)) {
+	o := orderIDs(ids)
+	defer o.release()
+	for s := range t.shards {
+		pos := o.of(s)
+		if len(pos) == 0 {
+			continue
+		}
+		sh := &t.shards[s]
+		sh.mu.Lock()
+		var k int64
+		for _, i := range pos {
+			k += sh.idx.home(o.hashes[i])
+		}
+		var sink float32
+		for _, i := range pos {
+			r, ok := sh.idx.find(ids[i], o.hashes[i])
+			switch {
+			case ok && create:
+				sh.freq[r]++
+			case create:
+				r, ok = t.admit(sh, ids[i], o.hashes[i])
+			}
+			if !ok {
+				o.rows[i] = -1
+				continue
+			}
+			o.rows[i] = r
+			sink += sh.data[int(r)*t.stride]
+		}
+		for _, i := range pos {
+			f(sh, int(i), o.rows[i])
+		}
+		sh.mu.Unlock()
+		o.sink += sink + float32(k&1)
+	}
+}
+
+// Gather writes the value of each id's row into out, len(ids)*Dim
+// floats, counting the lookup. An id without a row gets one if this
+// lookup admits it; until then it reads the initializer's value.
+func (t *Table) Gather(ids []int64, out []float32) error {
+	d := t.opts.Dim
+	if len(out) != len(ids)*d {
+		return fmt.Errorf("embedding: gather of %d ids into %d floats of rows of %d: %w", len(ids), len(out), d, ErrMismatch)
+	}
+	t.each(ids, true, func(sh *shard, i int, r int32) {
+		dst := out[i*d : (i+1)*d]
+		if r < 0 {
+			t.opts.Init.fill(ids[i], dst)
+			return
+		}
+		copy(dst, t.row(sh, r)[:d])
+	})
+	return nil
+}
+
+// admit counts a lookup of id, which has no row, and makes its row once
+// its lookups reach FilterFreq; the caller holds sh.mu.
+func (t *Table) admit(sh *shard, id int64, h uint64) (int32, bool) {
+	if t.opts.FilterFreq <= 1 {
+		return t.add(sh, id, h, 1), true
+	}
+	if sh.bloom != nil {
+		if n := sh.bloom.add(h); n >= t.opts.FilterFreq {
+			return t.add(sh, id, h, n), true
+		}
+		return 0, false
+	}
+	n := sh.pending[id] + 1
+	if n < t.opts.FilterFreq {
+		sh.pending[id] = n
+		return 0, false
+	}
+	delete(sh.pending, id)
+	return t.add(sh, id, h, n), true
+}
+
+// ApplyAdagrad updates the rows of ids with their gradients grads,
+// len(ids)*Dim floats, as TensorFlow's SparseApplyAdagrad does: for each
+// id in order, accum += g*g, then value -= lr * g / sqrt(accum), slot 0
+// being the accumulator; the row's version becomes step. Gradients of ids
+// without a row (not admitted) are dropped. It returns the number of
+// gradients applied.
+func (t *Table) ApplyAdagrad(ids []int64, grads []float32, lr float32, step int64) (int, error) {
+	return t.ApplyAdagradSlot(0, ids, grads, lr, step)
+}
+
+// ApplyAdagradSlot is ApplyAdagrad with slot k as the accumulator.
+func (t *Table) ApplyAdagradSlot(k int, ids []int64, grads []float32, lr float32, step int64) (int, error) {
+	d := t.opts.Dim
+	if len(grads) != len(ids)*d {
+		return 0, fmt.Errorf("embedding: %d gradient floats for %d ids of %d: %w", len(grads), len(ids), d, ErrMismatch)
+	}
+	if k < 0 || k >= len(t.opts.Slots) {
+		return 0, fmt.Errorf("embedding: Adagrad's accumulator is slot %d, the table has %d: %w", k, len(t.opts.Slots), ErrMismatch)
+	}
+	lo := (1 + k) * d
+	applied := 0
+	t.each(ids, false, func(sh *shard, i int, r int32) {
+		if r < 0 {
+			return
+		}
+		row, g := t.row(sh, r), grads[i*d:(i+1)*d]
+		v, acc := row[:d], row[lo:lo+d]
+		for j, gj := range g {
+			acc[j] += gj * gj
+			v[j] -= lr * gj / float32(math.Sqrt(float64(acc[j])))
+		}
+		sh.version[r] = step
+		applied++
+	})
+	return applied, nil
+}
+
+// Evict removes the rows not updated for more than stepsToLive steps
+// before step (when stepsToLive > 0) and the rows whose value's L2 norm
+// is below minL2 (when minL2 > 0), DeepRec's eviction at save time, and
+// returns how many it removed.
+func (t *Table) Evict(step, stepsToLive int64, minL2 float64) int {
+	n := 0
+	for s := range t.shards {
+		sh := &t.shards[s]
+		sh.mu.Lock()
+		for r := int32(0); r < int32(len(sh.ids)); {
+			stale := stepsToLive > 0 && step-sh.version[r] > stepsToLive
+			small := minL2 > 0 && l2(t.row(sh, r)[:t.opts.Dim]) < minL2
+			if stale || small {
+				t.drop(sh, r) // the last row moves to r: look at r again
+				n++
+				continue
+			}
+			r++
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}

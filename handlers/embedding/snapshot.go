@@ -1,0 +1,120 @@
+package embedding
+
+import (
+	"fmt"
+	"slices"
+)
+
+// A Snapshot is a table's contents, as a checkpoint holds them under
+// DeepRec's names (<var>-keys, -values, -freqs, -versions, and the slots'
+// and the _filtered tensors of ids not yet admitted). Row i is IDs[i],
+// Values[i*Dim:][:Dim], each slot's Slots[s][i*Dim:][:Dim], Freqs[i] and
+// Versions[i].
+type Snapshot struct {
+	Dim      int
+	IDs      []int64
+	Values   []float32
+	Slots    [][]float32
+	Freqs    []int64
+	Versions []int64
+	// FilteredIDs are the ids looked up but not admitted, FilteredFreqs
+	// their lookups. A table counting them in a Bloom filter has none: its
+	// snapshot leaves the filter out, and a restore starts it empty.
+	FilteredIDs   []int64
+	FilteredFreqs []int64
+}
+
+// Snapshot returns the table's contents. It takes the shards one at a
+// time, so concurrent calls go on in the others; every row's value,
+// slots, count and version are of one moment.
+func (t *Table) Snapshot() *Snapshot {
+	d := t.opts.Dim
+	s := &Snapshot{Dim: d, Slots: make([][]float32, len(t.opts.Slots))}
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		s.IDs = append(s.IDs, sh.ids...)
+		s.Freqs = append(s.Freqs, sh.freq...)
+		s.Versions = append(s.Versions, sh.version...)
+		for r := range sh.ids {
+			row := t.row(sh, int32(r))
+			s.Values = append(s.Values, row[:d]...)
+			for k := range s.Slots {
+				s.Slots[k] = append(s.Slots[k], row[(1+k)*d:(2+k)*d]...)
+			}
+		}
+		for id, n := range sh.pending {
+			s.FilteredIDs = append(s.FilteredIDs, id)
+			s.FilteredFreqs = append(s.FilteredFreqs, n)
+		}
+		sh.mu.Unlock()
+	}
+	return s
+}
+
+// check reports what in s does not fit t, naming the tensor.
+func (t *Table) check(s *Snapshot) error {
+	n, d := len(s.IDs), t.opts.Dim
+	switch {
+	case s.Dim != d:
+		return fmt.Errorf("embedding: snapshot of dimension %d for a table of %d: %w", s.Dim, d, ErrMismatch)
+	case len(s.Values) != n*d:
+		return fmt.Errorf("embedding: %d keys but %d values of %d: %w", n, len(s.Values), d, ErrMismatch)
+	case len(s.Slots) != len(t.opts.Slots):
+		return fmt.Errorf("embedding: %d slots for a table of %d: %w", len(s.Slots), len(t.opts.Slots), ErrMismatch)
+	case len(s.Freqs) != n || len(s.Versions) != n:
+		return fmt.Errorf("embedding: %d keys but %d freqs and %d versions: %w", n, len(s.Freqs), len(s.Versions), ErrMismatch)
+	case len(s.FilteredIDs) != len(s.FilteredFreqs):
+		return fmt.Errorf("embedding: %d filtered keys but %d filtered freqs: %w", len(s.FilteredIDs), len(s.FilteredFreqs), ErrMismatch)
+	}
+	for k, slot := range s.Slots {
+		if len(slot) != n*d {
+			return fmt.Errorf("embedding: %d keys but %d values of slot %d: %w", n, len(slot), k, ErrMismatch)
+		}
+	}
+	sorted := slices.Clone(s.IDs)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return fmt.Errorf("embedding: key %d is in the snapshot twice: %w", sorted[i], ErrMismatch)
+		}
+	}
+	return nil
+}
+
+// Restore replaces the table's contents with s's. A snapshot that does
+// not fit is refused before anything changes; otherwise the new shards are
+// built beside the old and swapped in under every shard's lock, so no call
+// sees a table half restored.
+func (t *Table) Restore(s *Snapshot) error {
+	if err := t.check(s); err != nil {
+		return err
+	}
+	fresh, _ := New(t.opts)
+	d := t.opts.Dim
+	for i, id := range s.IDs {
+		h := mix(uint64(id))
+		sh := &fresh.shards[shardOf(h)]
+		r := fresh.add(sh, id, h, s.Freqs[i])
+		sh.version[r] = s.Versions[i]
+		row := fresh.row(sh, r)
+		copy(row[:d], s.Values[i*d:])
+		for k := range s.Slots {
+			copy(row[(1+k)*d:(2+k)*d], s.Slots[k][i*d:])
+		}
+	}
+	for i, id := range s.FilteredIDs {
+		fresh.shards[shardOf(mix(uint64(id)))].pending[id] = s.FilteredFreqs[i]
+	}
+	for i := range t.shards {
+		t.shards[i].mu.Lock()
+	}
+	for i := range t.shards {
+		sh, f := &t.shards[i], &fresh.shards[i]
+		sh.idx, sh.ids, sh.data, sh.freq, sh.version, sh.pending, sh.bloom = f.idx, f.ids, f.data, f.freq, f.version, f.pending, f.bloom
+	}
+	for i := range t.shards {
+		t.shards[i].mu.Unlock()
+	}
+	return nil
+}

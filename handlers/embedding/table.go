@@ -1,0 +1,246 @@
+package embedding
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
+
+// shardBits is log2 of the number of shards of a table.
+const shardBits = 6
+
+const numShards = 1 << shardBits
+
+// ErrMismatch is wrapped by the errors of calls whose arguments do not fit
+// the table: lengths of ids and values, or a snapshot of another shape.
+var ErrMismatch = errors.New("embedding: mismatch")
+
+// Options describe a table. The zero value but Dim is a table whose rows
+// start at zero, are made on first lookup, and keep no optimizer slot.
+type Options struct {
+	// Dim is the number of values of a row.
+	Dim int
+	// Slots are the optimizer slots each row keeps beside its value, Dim
+	// values each, by their initial value: Adagrad keeps one, its
+	// accumulator, starting at initial_accumulator_value.
+	Slots []float32
+	// Init makes the value of a new row.
+	Init Initializer
+	// FilterFreq is the number of lookups of an id before its row is made
+	// (DeepRec's counter filter). Until then a lookup answers the
+	// initializer's value for the id and an update of it is dropped. 0
+	// and 1 make a row on the first lookup.
+	FilterFreq int64
+	// Bloom, when set, counts the lookups of ids without a row in a
+	// counting Bloom filter rather than exactly, per id (see BloomFilter).
+	Bloom *BloomFilter
+}
+
+// An Initializer makes the value of a new row: Constant everywhere; or,
+// with UniformLimit set, values drawn uniformly from [-UniformLimit,
+// UniformLimit) by a hash of Seed, the id and the element, so that a row
+// starts the same whichever step, ps or restart makes it; or, with Rows
+// set, row id mod n of those n rows of Dim values (DeepRec's default value
+// matrix of default_value_dim rows).
+type Initializer struct {
+	Constant     float32
+	UniformLimit float32
+	Seed         uint64
+	Rows         []float32
+}
+
+// fill writes the initial value of id's row into dst.
+func (in *Initializer) fill(id int64, dst []float32) {
+	if d := len(dst); len(in.Rows) >= d {
+		n := uint64(len(in.Rows) / d)
+		copy(dst, in.Rows[int(uint64(id)%n)*d:])
+		return
+	}
+	if in.UniformLimit <= 0 {
+		for i := range dst {
+			dst[i] = in.Constant
+		}
+		return
+	}
+	base := mix(in.Seed ^ mix(uint64(id)))
+	for i := range dst {
+		u := float32(mix(base+uint64(i))>>40) / (1 << 24) // in [0, 1)
+		dst[i] = (2*u - 1) * in.UniformLimit
+	}
+}
+
+// mix is splitmix64's finalizer: a bijection of uint64 whose every output
+// bit depends on every input bit.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// A Table is an embedding variable: see the package doc. Safe for
+// concurrent use.
+type Table struct {
+	opts   Options
+	stride int // floats of a row: its value, then each slot
+	shards [numShards]shard
+}
+
+// A shard holds the rows of the ids whose hash's top bits are its number.
+// Row r is ids[r], data[r*stride:][:stride], freq[r], version[r]; the
+// index maps an id to its row. Everything is guarded by mu.
+type shard struct {
+	mu      sync.Mutex
+	idx     index
+	ids     []int64
+	data    []float32
+	freq    []int64
+	version []int64
+	pending map[int64]int64 // lookups of ids not yet admitted, without Bloom
+	bloom   *bloom          // with Bloom
+	_       cpu.CacheLinePad
+}
+
+// New returns an empty table.
+func New(opts Options) (*Table, error) {
+	if opts.Dim <= 0 {
+		return nil, fmt.Errorf("embedding: dimension %d: %w", opts.Dim, ErrMismatch)
+	}
+	if b := opts.Bloom; b != nil && (b.Counters <= 0 || b.Hashes <= 0) {
+		return nil, fmt.Errorf("embedding: a Bloom filter of %d counters and %d hashes: %w", b.Counters, b.Hashes, ErrMismatch)
+	}
+	opts.Slots = append([]float32(nil), opts.Slots...)
+	opts.Init.Rows = append([]float32(nil), opts.Init.Rows...)
+	if len(opts.Init.Rows)%opts.Dim != 0 {
+		return nil, fmt.Errorf("embedding: initial rows of %d floats for rows of %d: %w", len(opts.Init.Rows), opts.Dim, ErrMismatch)
+	}
+	t := &Table{opts: opts, stride: opts.Dim * (1 + len(opts.Slots))}
+	for i := range t.shards {
+		t.shards[i].idx.init(8)
+		t.shards[i].pending = map[int64]int64{}
+		if opts.Bloom != nil {
+			t.shards[i].bloom = opts.Bloom.shard()
+		}
+	}
+	return t, nil
+}
+
+// Dim is the number of values of a row.
+func (t *Table) Dim() int { return t.opts.Dim }
+
+// Slots returns the number of optimizer slots of a row.
+func (t *Table) Slots() int { return len(t.opts.Slots) }
+
+// ErrNotEmpty is returned by SetSlotInit on a table that has rows.
+var ErrNotEmpty = errors.New("embedding: the table has rows")
+
+// SetSlotInit sets the initial value of slot k of rows yet to be made,
+// which may be set only while the table has none: DeepRec initializes an
+// optimizer's slots after the variable they belong to.
+func (t *Table) SetSlotInit(k int, v float32) error {
+	if k < 0 || k >= len(t.opts.Slots) {
+		return fmt.Errorf("embedding: slot %d of a table of %d: %w", k, len(t.opts.Slots), ErrMismatch)
+	}
+	for i := range t.shards {
+		t.shards[i].mu.Lock()
+		defer t.shards[i].mu.Unlock()
+	}
+	for i := range t.shards {
+		if len(t.shards[i].ids) > 0 {
+			return fmt.Errorf("embedding: set slot %d's initial value: %w", k, ErrNotEmpty)
+		}
+	}
+	t.opts.Slots[k] = v
+	return nil
+}
+
+// Len returns the number of rows.
+func (t *Table) Len() int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		n += len(sh.ids)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// BytesPerRow returns the memory the table holds per row: the slabs,
+// index and Bloom filter it allocated, divided by its rows (0 when it has
+// none). The exact counts of ids not yet admitted are left out.
+func (t *Table) BytesPerRow() float64 {
+	bytes, rows := 0, 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		rows += len(sh.ids)
+		bytes += 8*(cap(sh.ids)+cap(sh.freq)+cap(sh.version)) + 4*cap(sh.data) + 16*len(sh.idx.slots)
+		if sh.bloom != nil {
+			bytes += len(sh.bloom.counts)
+		}
+		sh.mu.Unlock()
+	}
+	if rows == 0 {
+		return 0
+	}
+	return float64(bytes) / float64(rows)
+}
+
+// shardOf returns the shard of an id's hash h.
+func shardOf(h uint64) int { return int(h >> (64 - shardBits)) }
+
+// row returns row r's floats in sh: its value, then each slot.
+func (t *Table) row(sh *shard, r int32) []float32 {
+	return sh.data[int(r)*t.stride : (int(r)+1)*t.stride]
+}
+
+// add appends a row for id, made by the initializer, with its slots at
+// their initial values, and returns it; the caller holds sh.mu.
+func (t *Table) add(sh *shard, id int64, h uint64, freq int64) int32 {
+	r := int32(len(sh.ids))
+	sh.ids = append(sh.ids, id)
+	sh.freq = append(sh.freq, freq)
+	sh.version = append(sh.version, 0)
+	sh.data = append(sh.data, make([]float32, t.stride)...)
+	row := t.row(sh, r)
+	t.opts.Init.fill(id, row[:t.opts.Dim])
+	for s, v := range t.opts.Slots {
+		slot := row[(1+s)*t.opts.Dim : (2+s)*t.opts.Dim]
+		for i := range slot {
+			slot[i] = v
+		}
+	}
+	sh.idx.insert(id, h, r)
+	return r
+}
+
+// drop removes row r of sh, moving the last row into its place; the
+// caller holds sh.mu.
+func (t *Table) drop(sh *shard, r int32) {
+	id := sh.ids[r]
+	sh.idx.remove(id, mix(uint64(id)))
+	last := int32(len(sh.ids) - 1)
+	if r != last {
+		moved := sh.ids[last]
+		sh.ids[r], sh.freq[r], sh.version[r] = moved, sh.freq[last], sh.version[last]
+		copy(t.row(sh, r), t.row(sh, last))
+		sh.idx.setRow(moved, mix(uint64(moved)), r)
+	}
+	sh.ids, sh.freq, sh.version = sh.ids[:last], sh.freq[:last], sh.version[:last]
+	sh.data = sh.data[:int(last)*t.stride]
+}
+
+// l2 returns the L2 norm of v.
+func l2(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
+}

@@ -1,0 +1,423 @@
+package ops
+
+import (
+	"bytes"
+	"sync"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/status"
+)
+
+// tableShards is the number of shards of a MutableHashTable, each with a
+// lock of its own, so that steps looking up and inserting keys of
+// different shards do not wait for each other (TensorFlow's table has one
+// lock for all).
+const tableShards = 32
+
+// A hashTable is TensorFlow's MutableHashTable: every key maps to a value
+// of valueShape (MutableHashTableV2: scalars; OfTensorsV2: vectors).
+//
+// Keys are spread over shards by a hash; each shard keeps its values in
+// one slab, row r holding the value of keys[r], so that a table of
+// millions of rows is a few large allocations rather than one per key,
+// and a lookup copies rows out of the slab without allocating. Removing a
+// key moves the shard's last row into its place.
+//
+// A call takes the lock of each shard its keys fall in once, in shard
+// order, one at a time: a batch is not atomic against another step's
+// batch (in TensorFlow it is), but every key is, and export and import
+// take every shard's lock at once so that they see or replace one
+// consistent table.
+type hashTable[K tableKey] struct {
+	tableMeta
+	keys     keyCodec[K]
+	width    int // value elements per key
+	rowBytes int // bytes of a value; 0 for string values
+	shards   [tableShards]hashShard[K]
+}
+
+type hashShard[K tableKey] struct {
+	mu    sync.RWMutex
+	index map[K]int32 // the row of each key
+	keys  []K         // keys[r] is row r's key
+	vals  []byte      // fixed-size values: row r is vals[r*rowBytes:][:rowBytes]
+	strs  [][]byte    // string values: row r is strs[r*width:][:width]
+	_     cpu.CacheLinePad
+}
+
+// newHashTable makes an empty table described by m.
+func newHashTable(m tableMeta) (lookupTable, error) {
+	if m.keyType == wire.DTString {
+		return newHashTableOf(m, stringKeys), nil
+	}
+	return newHashTableOf(m, intKeys(m.keyType)), nil
+}
+
+func newHashTableOf[K tableKey](m tableMeta, keys keyCodec[K]) *hashTable[K] {
+	width, _ := tensor.NumElements(m.valueShape)
+	t := &hashTable[K]{tableMeta: m, keys: keys, width: int(width), rowBytes: int(width) * m.valueType.Size()}
+	for i := range t.shards {
+		t.shards[i].index = map[K]int32{}
+	}
+	return t
+}
+
+// shardOf returns the shard number of k: the high bits of its hash,
+// mixed, so that sequential ids spread evenly.
+func (t *hashTable[K]) shardOf(k K) int { return int((t.keys.hash(k) * 0x9e3779b97f4a7c15) >> 59) }
+
+func (t *hashTable[K]) shard(k K) *hashShard[K] { return &t.shards[t.shardOf(k)] }
+
+// A shardOrder is the positions of a call's keys grouped by shard, in
+// their order within a shard, so that a call takes each shard's lock
+// once rather than once per key: a lock is an atomic instruction, which
+// also keeps the processor from overlapping one key's cache misses with
+// the next's.
+type shardOrder struct {
+	pos   []int32
+	of    []uint8                // of[i] is key i's shard
+	start [tableShards + 1]int32 // shard s's positions are pos[start[s]:start[s+1]]
+}
+
+var shardOrders = sync.Pool{New: func() any { return new(shardOrder) }}
+
+// order groups the n keys s holds by shard; release the order once done.
+func (t *hashTable[K]) order(s *keyScratch, n int) *shardOrder {
+	o := shardOrders.Get().(*shardOrder)
+	if cap(o.pos) < n {
+		o.pos, o.of = make([]int32, n), make([]uint8, n)
+	}
+	o.pos, o.of = o.pos[:n], o.of[:n]
+	var count [tableShards]int32
+	for i := range n {
+		sh := t.shardOf(t.keys.at(s, i))
+		o.of[i] = uint8(sh)
+		count[sh]++
+	}
+	o.start[0] = 0
+	for sh := range tableShards {
+		o.start[sh+1] = o.start[sh] + count[sh]
+	}
+	next := count // reused as each shard's next free slot
+	copy(next[:], o.start[:tableShards])
+	for i := range n {
+		sh := o.of[i]
+		o.pos[next[sh]] = int32(i)
+		next[sh]++
+	}
+	return o
+}
+
+// keysOf returns the positions of shard sh's keys.
+func (o *shardOrder) keysOf(sh int) []int32 { return o.pos[o.start[sh]:o.start[sh+1]] }
+
+func (o *shardOrder) release() { shardOrders.Put(o) }
+
+func (t *hashTable[K]) find(keys, defaults *wire.Tensor, outShape []int64) (wire.Tensor, error) {
+	s := getKeyScratch()
+	defer s.put()
+	n, err := t.keys.read(keys, s)
+	if err != nil {
+		return wire.Tensor{}, err
+	}
+	if t.rowBytes == 0 {
+		return t.findStrings(s, n, defaults, outShape)
+	}
+	out, err := tensor.New(t.valueType, outShape)
+	if err != nil {
+		return out, err
+	}
+	rb := t.rowBytes
+	perKey := len(defaults.Data) == len(out.Data) // one default per key
+	o := t.order(s, n)
+	defer o.release()
+	for si := range t.shards {
+		sh := &t.shards[si]
+		sh.mu.RLock()
+		for _, i := range o.keysOf(si) {
+			dst := out.Data[int(i)*rb : (int(i)+1)*rb]
+			r, ok := sh.index[t.keys.at(s, int(i))]
+			switch {
+			case ok:
+				copy(dst, sh.vals[int(r)*rb:])
+			case perKey:
+				copy(dst, defaults.Data[int(i)*rb:])
+			default:
+				copy(dst, defaults.Data)
+			}
+		}
+		sh.mu.RUnlock()
+	}
+	return out, nil
+}
+
+// findStrings is find for a table of string values. A shard's elements
+// are never changed in place (an insert stores new ones), so they may be
+// read after its lock is released.
+func (t *hashTable[K]) findStrings(s *keyScratch, n int, defaults *wire.Tensor, outShape []int64) (wire.Tensor, error) {
+	def, err := stringElems(defaults)
+	if err != nil {
+		return wire.Tensor{}, err
+	}
+	w := t.width
+	perKey := len(def) == n*w
+	elems := make([][]byte, n*w)
+	for i := range n {
+		k := t.keys.at(s, i)
+		dst := elems[i*w : (i+1)*w]
+		sh := t.shard(k)
+		sh.mu.RLock()
+		r, ok := sh.index[k]
+		if ok {
+			copy(dst, sh.strs[int(r)*w:])
+		}
+		sh.mu.RUnlock()
+		switch {
+		case ok:
+		case perKey:
+			copy(dst, def[i*w:])
+		default:
+			copy(dst, def)
+		}
+	}
+	return encodeStringTensor(outShape, elems)
+}
+
+// values returns the elements of a string values tensor, or nil for one
+// of fixed-size elements.
+func (t *hashTable[K]) values(values *wire.Tensor) ([][]byte, error) {
+	if t.rowBytes != 0 {
+		return nil, nil
+	}
+	return stringElems(values)
+}
+
+// insert sets each key's value; of keys given twice, the last value
+// stays, as in TensorFlow.
+func (t *hashTable[K]) insert(keys, values *wire.Tensor) error {
+	s := getKeyScratch()
+	defer s.put()
+	n, err := t.keys.read(keys, s)
+	if err != nil {
+		return err
+	}
+	strs, err := t.values(values)
+	if err != nil {
+		return err
+	}
+	o := t.order(s, n)
+	defer o.release()
+	for si := range t.shards {
+		sh := &t.shards[si]
+		keys := o.keysOf(si)
+		if len(keys) == 0 {
+			continue
+		}
+		sh.mu.Lock()
+		for _, i := range keys {
+			t.set(sh, t.keys.at(s, int(i)), values, strs, int(i))
+		}
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+// set writes row i of values (or of strs) as k's value in sh, whose lock
+// the caller holds for writing.
+func (t *hashTable[K]) set(sh *hashShard[K], k K, values *wire.Tensor, strs [][]byte, i int) {
+	r, ok := sh.index[k]
+	if !ok {
+		r = int32(len(sh.keys))
+		k = t.keys.own(k)
+		sh.index[k] = r
+		sh.keys = append(sh.keys, k)
+		if t.rowBytes != 0 {
+			sh.vals = append(sh.vals, make([]byte, t.rowBytes)...)
+		} else {
+			sh.strs = append(sh.strs, make([][]byte, t.width)...)
+		}
+	}
+	if t.rowBytes != 0 {
+		rb := t.rowBytes
+		copy(sh.vals[int(r)*rb:(int(r)+1)*rb], values.Data[i*rb:])
+		return
+	}
+	w := t.width
+	for j := range w {
+		sh.strs[int(r)*w+j] = bytes.Clone(strs[i*w+j])
+	}
+}
+
+func (t *hashTable[K]) remove(keys *wire.Tensor) error {
+	s := getKeyScratch()
+	defer s.put()
+	n, err := t.keys.read(keys, s)
+	if err != nil {
+		return err
+	}
+	o := t.order(s, n)
+	defer o.release()
+	for si := range t.shards {
+		sh := &t.shards[si]
+		keys := o.keysOf(si)
+		if len(keys) == 0 {
+			continue
+		}
+		sh.mu.Lock()
+		for _, i := range keys {
+			t.delete(sh, t.keys.at(s, int(i)))
+		}
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+// delete removes k from sh, whose lock the caller holds for writing,
+// moving the last row into k's.
+func (t *hashTable[K]) delete(sh *hashShard[K], k K) {
+	r, ok := sh.index[k]
+	if !ok {
+		return
+	}
+	delete(sh.index, k)
+	last := int32(len(sh.keys) - 1)
+	if r != last {
+		moved := sh.keys[last]
+		sh.keys[r] = moved
+		sh.index[moved] = r
+		if t.rowBytes != 0 {
+			rb := t.rowBytes
+			copy(sh.vals[int(r)*rb:(int(r)+1)*rb], sh.vals[int(last)*rb:])
+		} else {
+			copy(sh.strs[int(r)*t.width:(int(r)+1)*t.width], sh.strs[int(last)*t.width:])
+		}
+	}
+	var zero K
+	sh.keys[last] = zero
+	sh.keys = sh.keys[:last]
+	if t.rowBytes != 0 {
+		sh.vals = sh.vals[:int(last)*t.rowBytes]
+	} else {
+		clear(sh.strs[int(last)*t.width:])
+		sh.strs = sh.strs[:int(last)*t.width]
+	}
+}
+
+func (t *hashTable[K]) size() int64 {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.RLock()
+		n += len(sh.keys)
+		sh.mu.RUnlock()
+	}
+	return int64(n)
+}
+
+// lockAll takes every shard's lock, for reading or writing, in shard
+// order; unlockAll releases them.
+func (t *hashTable[K]) lockAll(write bool) {
+	for i := range t.shards {
+		if write {
+			t.shards[i].mu.Lock()
+		} else {
+			t.shards[i].mu.RLock()
+		}
+	}
+}
+
+func (t *hashTable[K]) unlockAll(write bool) {
+	for i := range t.shards {
+		if write {
+			t.shards[i].mu.Unlock()
+		} else {
+			t.shards[i].mu.RUnlock()
+		}
+	}
+}
+
+// export returns keys [n] and values [n, valueShape...], shard by shard:
+// TensorFlow's order is its map's, unspecified too.
+func (t *hashTable[K]) export() (keys, values wire.Tensor, err error) {
+	t.lockAll(false)
+	defer t.unlockAll(false)
+	n := 0
+	for i := range t.shards {
+		n += len(t.shards[i].keys)
+	}
+	all := make([]K, 0, n)
+	for i := range t.shards {
+		all = append(all, t.shards[i].keys...)
+	}
+	if keys, err = t.keys.encode(all, []int64{int64(n)}); err != nil {
+		return keys, values, err
+	}
+	shape := append([]int64{int64(n)}, t.valueShape...)
+	if t.rowBytes == 0 {
+		elems := make([][]byte, 0, n*t.width)
+		for i := range t.shards {
+			elems = append(elems, t.shards[i].strs...)
+		}
+		values, err = encodeStringTensor(shape, elems)
+	} else if values, err = tensor.New(t.valueType, shape); err == nil {
+		off := 0
+		for i := range t.shards {
+			off += copy(values.Data[off:], t.shards[i].vals)
+		}
+	}
+	if err != nil {
+		keys.Buf.Release()
+	}
+	return keys, values, err
+}
+
+func (t *hashTable[K]) checkImport(keys, values *wire.Tensor) error {
+	return checkKeysAndValues(&t.tableMeta, keys, values)
+}
+
+// importValues replaces the table's contents: the new shards are built
+// beside the old ones, then swapped in under every lock.
+func (t *hashTable[K]) importValues(keys, values *wire.Tensor) error {
+	s := getKeyScratch()
+	defer s.put()
+	n, err := t.keys.read(keys, s)
+	if err != nil {
+		return err
+	}
+	strs, err := t.values(values)
+	if err != nil {
+		return err
+	}
+	fresh := newHashTableOf(t.tableMeta, t.keys)
+	for i := range n {
+		k := t.keys.at(s, i)
+		t.set(fresh.shard(k), k, values, strs, i)
+	}
+	t.lockAll(true)
+	defer t.unlockAll(true)
+	for i := range t.shards {
+		sh, f := &t.shards[i], &fresh.shards[i]
+		sh.index, sh.keys, sh.vals, sh.strs = f.index, f.keys, f.vals, f.strs
+	}
+	return nil
+}
+
+// checkKeysAndValues is TensorFlow's check of an insert's or import's
+// tensors: dtypes of the table's, keys ending with the key shape, and
+// values of the keys' shape with each key's shape replaced by a value's.
+func checkKeysAndValues(m *tableMeta, keys, values *wire.Tensor) error {
+	if err := checkKeyTypes(m, keys, values); err != nil {
+		return err
+	}
+	if err := checkKeyShape(m, keys); err != nil {
+		return err
+	}
+	want := valuesShape(m, keys.Shape)
+	if !sameShape(values.Shape, want) {
+		return status.Errorf(wire.InvalidArgument, "table %s: expected shape %v for value, got %v", m.name, tfShape(want), tfShape(values.Shape))
+	}
+	return nil
+}

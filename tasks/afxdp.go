@@ -1,0 +1,127 @@
+package tasks
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+
+	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/internal/logline"
+	"github.com/starwire/starwire/rpc/cluster"
+	"github.com/starwire/starwire/rpc/tcp"
+)
+
+// ServeAFXDP opens an AF_XDP endpoint on interface iface at the UDP port
+// of the task's starwire address, serves the worker service on it as well,
+// and makes the task's calls to its peers (a remote _Recv's RecvTensor, the
+// bulk of the traffic) go over it: when the starwire transport is TCP,
+// each call over AF_XDP or TCP as AFXDPPath picks for its size (a dual
+// connection per peer, see peerDuals), otherwise every call over AF_XDP.
+// The driver's calls stay on the stream transport, as control traffic.
+// Every task of the cluster must do the same, with its starwire address on
+// its own interface. Call it before Start; an error wrapping
+// link.ErrUnavailable means this machine or interface cannot, and the task
+// keeps its stream transport.
+func (s *Server) ServeAFXDP(iface string) error {
+	if s.starL == nil {
+		return fmt.Errorf("%s: AF_XDP needs the starwire worker service (protocol grpc+seastar)", s.Task())
+	}
+	ap, err := netip.ParseAddrPort(s.StarAddr)
+	if err != nil {
+		return fmt.Errorf("%s: starwire address %s: %w", s.Task(), s.StarAddr, err)
+	}
+	ep, err := s.addAFXDP(iface, ap.Port(), nil)
+	if err != nil {
+		return err
+	}
+	if got := ep.Addr(); got != ap {
+		return fmt.Errorf("%s: %s has address %v, not the starwire address %v", s.Task(), iface, got.Addr(), ap.Addr())
+	}
+	s.PeerTransport = fmt.Sprintf("AF_XDP on %s (UDP port %d)", iface, ap.Port())
+	if tt, ok := s.starTr.(*tcp.Transport); ok {
+		s.peerDuals = newPeerDuals(tt, ep, s.AFXDPPath)
+		s.peerTr = s.peerDuals
+		s.PeerTransport += " or TCP, per call (" + s.AFXDPPath.String() + ")"
+		return nil
+	}
+	s.peerTr = afxdprpc.Transport(ep)
+	return nil
+}
+
+// addAFXDP opens an AF_XDP endpoint on iface at UDP port, inside the
+// namespace do runs its function in (nil: this thread's), and serves the
+// worker service on it once the task starts. The server closes it.
+func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error) (*afxdp.Endpoint, error) {
+	if do == nil {
+		do = func(f func() error) error { return f() }
+	}
+	var xl *link.XSKLink
+	err := do(func() (err error) {
+		xo := link.XSKOptions{Port: port}
+		if s.Pcap != nil {
+			xo.Pcap = s.Pcap.Stream()
+		}
+		xl, err = link.OpenXSK(iface, xo)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Task(), err)
+	}
+	// DeepRec's *_ENABLE_POLLING and *_DISABLE_PIN_CORES tune the reactor.
+	busy, pollSet := cluster.PacketPolling(s.Job)
+	ep := afxdp.NewEndpoint(xl, s.PacketAuth.options(afxdp.TaskOptions(busy, pollSet, cluster.PinPacketReactors(s.Job), 0)))
+	l, err := afxdprpc.Transport(ep).Listen("")
+	if err != nil {
+		ep.Close()
+		return nil, fmt.Errorf("%s: %w", s.Task(), err)
+	}
+	s.xdpLs = append(s.xdpLs, l)
+	s.xdpEPs = append(s.xdpEPs, ep)
+	return ep, nil
+}
+
+// fabricRoute makes s's calls to peer go through the fabric link whose end
+// in s is ep and whose end in peer has address far. When s's starwire
+// transport is TCP, each call goes whole over the link's AF_XDP session or
+// over TCP to peer's starwire address, whichever policy picks for its size
+// (a dual connection, afxdprpc.Dual); otherwise over AF_XDP alone.
+func (s *Server) fabricRoute(peer *Server, ep *afxdp.Endpoint, far netip.Addr, policy afxdprpc.PathPolicy) (dual bool) {
+	if s.routes == nil {
+		s.routes = make(map[string]route)
+	}
+	packet := netip.AddrPortFrom(far, xdpPort).String()
+	r := route{afxdprpc.Transport(ep), packet}
+	if tt, ok := s.starTr.(*tcp.Transport); ok && peer.StarAddr != "" {
+		d := afxdprpc.Dual(tt, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Packet: packet, Policy: policy, Logger: quietLogger})
+		s.duals = append(s.duals, d)
+		r, dual = route{d, peer.StarAddr}, true
+	}
+	s.routes[peer.Task()] = r
+	return dual
+}
+
+// quietLogger keeps a dual connection's choice of path out of the output
+// while it works; failures still show.
+var quietLogger = logline.New(os.Stderr, "starwire: ")
+
+// PathStats returns, for each of the task's dual connections to its peers,
+// the calls and bytes each path carried and the current crossover.
+func (s *Server) PathStats() []afxdprpc.PathStats {
+	var out []afxdprpc.PathStats
+	for _, d := range s.duals {
+		out = append(out, d.Stats()...)
+	}
+	return out
+}
+
+// PeerPathTotals returns, for each peer a task serving AF_XDP called over
+// dual connections (ServeAFXDP), what those connections carried over each
+// path, the closed ones too; nil without them.
+func (s *Server) PeerPathTotals() []afxdprpc.PathStats {
+	if s.peerDuals == nil {
+		return nil
+	}
+	return s.peerDuals.totals()
+}

@@ -1,0 +1,149 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/starwire/starwire/handlers/checkpoint"
+)
+
+// A Checkpointer saves and restores a model's variables in a checkpoint
+// directory, as TensorFlow's Saver does; GlobalStep is the model's global
+// step now. Save and Restore are called one at a time.
+type Checkpointer interface {
+	// Save saves the model as of globalStep into dir, keeps the newest
+	// keep checkpoints (keep <= 0 keeps all) and returns the prefix.
+	Save(ctx context.Context, dir string, globalStep int64, keep int) (prefix string, err error)
+	// Restore restores the newest checkpoint of dir and returns its global
+	// step and prefix; an error wrapping checkpoint.ErrNoCheckpoint says
+	// that dir holds none.
+	Restore(ctx context.Context, dir string) (globalStep int64, prefix string, err error)
+	GlobalStep() int64
+}
+
+// SaverOptions say where and when a CheckpointSaverHook saves.
+type SaverOptions struct {
+	// Dir is the checkpoint directory, absolute; the tasks that save must
+	// be able to write it.
+	Dir string
+	// Steps and Secs save every Steps global steps or every Secs seconds,
+	// whichever comes first; 0 turns either off.
+	Steps int64
+	Secs  int
+	// Keep is how many of the newest checkpoints are kept (0: all).
+	Keep int
+	// Probe, when set, is called by Begin first: it checks that every task
+	// that saves can save into Dir (Session.ProbeCheckpointDir).
+	Probe func(ctx context.Context, dir string) error
+	// Now, when set, is the hook's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// A CheckpointSaverHook saves a model's checkpoints as TensorFlow's
+// CheckpointSaverHook does: after a step, when the global step has moved
+// on by Steps or Secs have passed since the last save, and once more at
+// the end. Safe for concurrent use: a worker that finds another saving
+// goes on training, as only TensorFlow's chief saves.
+type CheckpointSaverHook struct {
+	m    Checkpointer
+	opts SaverOptions
+	mu   sync.Mutex // held while saving
+	// lastStep and lastAt are the last save's (or the start's).
+	lastStep int64
+	lastAt   time.Time
+	saves    int
+	took     time.Duration // the last save's
+}
+
+// NewCheckpointSaverHook returns the hook that saves m as o says.
+func NewCheckpointSaverHook(m Checkpointer, o SaverOptions) *CheckpointSaverHook {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &CheckpointSaverHook{m: m, opts: o}
+}
+
+// Begin probes the directory (SaverOptions.Probe), restores the model
+// from its newest checkpoint, if any, and counts the intervals from
+// there. restored says whether there was one; prefix and step are its.
+func (h *CheckpointSaverHook) Begin(ctx context.Context) (restored bool, prefix string, step int64, err error) {
+	if h.opts.Probe != nil {
+		if err := h.opts.Probe(ctx, h.opts.Dir); err != nil {
+			return false, "", 0, err
+		}
+	}
+	step, prefix, err = h.m.Restore(ctx, h.opts.Dir)
+	switch {
+	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		err = nil
+	case err != nil:
+		return false, "", 0, err
+	default:
+		restored = true
+	}
+	h.Restored(h.m.GlobalStep())
+	return restored, prefix, step, nil
+}
+
+// Restored counts the intervals from step, a checkpoint restored.
+func (h *CheckpointSaverHook) Restored(step int64) {
+	h.mu.Lock()
+	h.lastStep, h.lastAt = step, h.opts.Now()
+	h.mu.Unlock()
+}
+
+// due says whether a save is due at global step step.
+func (h *CheckpointSaverHook) due(step int64) bool {
+	return (h.opts.Steps > 0 && step >= h.lastStep+h.opts.Steps) ||
+		(h.opts.Secs > 0 && h.opts.Now().Sub(h.lastAt) >= time.Duration(h.opts.Secs)*time.Second)
+}
+
+// AfterStep saves when a save is due at global step step, unless another
+// caller is saving.
+func (h *CheckpointSaverHook) AfterStep(ctx context.Context, step int64) error {
+	if !h.mu.TryLock() {
+		return nil
+	}
+	defer h.mu.Unlock()
+	if !h.due(step) {
+		return nil
+	}
+	_, err := h.save(ctx, step)
+	return err
+}
+
+// save saves the checkpoint of step; h.mu is held.
+func (h *CheckpointSaverHook) save(ctx context.Context, step int64) (string, error) {
+	start := h.opts.Now()
+	prefix, err := h.m.Save(ctx, h.opts.Dir, step, h.opts.Keep)
+	if err != nil {
+		return "", err
+	}
+	h.lastStep, h.lastAt, h.took = step, h.opts.Now(), h.opts.Now().Sub(start)
+	h.saves++
+	return prefix, nil
+}
+
+// End saves the final model unless its global step is saved already, and
+// returns the global step saved.
+func (h *CheckpointSaverHook) End(ctx context.Context) (step int64, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	step = h.m.GlobalStep()
+	if step != h.lastStep {
+		if _, err := h.save(ctx, step); err != nil {
+			return step, err
+		}
+	}
+	return step, nil
+}
+
+// Saves returns how many checkpoints the hook saved, and how long the
+// last save took.
+func (h *CheckpointSaverHook) Saves() (n int, last time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.saves, h.took
+}

@@ -1,0 +1,254 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// TestSessionFailsOverLostWorker: with FailOverWorkers, a worker lost in
+// the middle of the run costs the step in flight; its replica's other
+// steps run on the worker left, and the run ends.
+func TestSessionFailsOverLostWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		w1 := c.task(WorkerTask(1), 1)
+		d := driver.New("failover-test", c.task("/job:ps/replica:0/task:0", 1), c.task(WorkerTask(0), 1), w1)
+		d.Watch(2 * time.Second)
+		s, _ := newFakeSession(d, 1, 2, 10)
+		s.FailOverWorkers()
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step == 4 {
+				c.killNext.Store(w1)
+			}
+			return nil
+		})
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		done, lost := s.Steps()
+		if lost != 1 || done != 19 || s.GlobalStep() != 19 {
+			t.Errorf("steps %d, lost %d, global step %d: want 19, 1 and 19", done, lost, s.GlobalStep())
+		}
+		if n := len(s.Losses(0)); n != 19 {
+			t.Errorf("%d losses, want one per step done, 19", n)
+		}
+	})
+}
+
+// TestSessionRecoversLostPS: with RecoverTasks, a parameter server lost
+// and found again restarted (a new incarnation) has the session build
+// the model again, initialize it, restore it and go on from the global
+// step restored, counting the steps undone.
+func TestSessionRecoversLostPS(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		ps := c.task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("recover-test", ps, c.task(WorkerTask(0), 1))
+		d.Watch(2 * time.Second)
+		s, m := newFakeSession(d, 1, 1, 12)
+		var restores atomic.Int32
+		s.RecoverTasks(RecoverOptions{
+			Rejoin: &restarting{c: c, d: d},
+			Every:  100 * time.Millisecond,
+			Restore: func(context.Context) (int64, error) {
+				restores.Add(1)
+				return 2, nil
+			},
+		})
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step == 5 && restores.Load() == 0 {
+				c.killNext.Store(ps)
+			}
+			return nil
+		})
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		done, lost := s.Steps()
+		if restores.Load() != 1 || m.builds.Load() != 2 || m.inits.Load() != 2 {
+			t.Fatalf("restored %d times, built %d, initialized %d: want 1, 2 and 2", restores.Load(), m.builds.Load(), m.inits.Load())
+		}
+		if lost != 1 || done != 11 {
+			t.Errorf("steps %d, lost %d: want 11 and 1", done, lost)
+		}
+		// Restored to 2 after step 5: 3 undone, 6 more done since.
+		if s.UndoneSteps() != 3 || s.GlobalStep() != 2+6 {
+			t.Errorf("undone %d, global step %d: want 3 and 8", s.UndoneSteps(), s.GlobalStep())
+		}
+	})
+}
+
+// restarting finds a lost task restarted: a new incarnation.
+type restarting struct {
+	c *fakeCluster
+	d *driver.Driver
+}
+
+func (r *restarting) Find(_ context.Context, task string) (string, error) {
+	old, err := r.d.Caller(task)
+	if err != nil {
+		return "", err
+	}
+	return "fake:" + task, r.d.Replace(r.c.task(task, old.(*fakeTask).inc+1))
+}
+
+func (r *restarting) ServerDef() *tfpb.ServerDef { return nil }
+
+// TestSessionStopsAtStep: under StopAtStep, a run whose parameter server
+// is lost and restored to an older global step trains the steps undone
+// and the step lost again, and ends at exactly the step asked for, with
+// two replicas taking steps as they go.
+func TestSessionStopsAtStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		ps := c.task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("stop-test", ps, c.task(WorkerTask(0), 1), c.task(WorkerTask(1), 1))
+		d.Watch(2 * time.Second)
+		s, _ := newFakeSession(d, 1, 2, 1)
+		var restores atomic.Int32
+		s.RecoverTasks(RecoverOptions{
+			Rejoin: &restarting{c: c, d: d},
+			Every:  100 * time.Millisecond,
+			Restore: func(context.Context) (int64, error) {
+				restores.Add(1)
+				return 2, nil
+			},
+		})
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step == 7 && restores.Load() == 0 {
+				c.killNext.Store(ps)
+			}
+			return nil
+		})
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		s.SetGlobalStep(3) // as a checkpoint restored before the run
+		s.StopAtStep(3 + 20)
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		done, lost := s.Steps()
+		if restores.Load() != 1 || lost < 1 {
+			t.Fatalf("restored %d times, %d steps lost: want 1 and some", restores.Load(), lost)
+		}
+		if s.GlobalStep() != 23 || s.UndoneSteps() < 5 || done != 20+s.UndoneSteps() {
+			t.Errorf("global step %d, steps %d, undone %d: want 23, and 20 plus those undone (at least 5)", s.GlobalStep(), done, s.UndoneSteps())
+		}
+	})
+}
+
+// TestSessionStartsWithoutMissingWorker: under RecoverTasks a worker that
+// does not answer at the start is one lost: the run starts with the
+// other, and the missing worker joins once it answers, its graphs built,
+// and runs its replica's steps again.
+func TestSessionStartsWithoutMissingWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		w1 := c.task(WorkerTask(1), 1)
+		w1.dead.Store(true)
+		d := driver.New("late-test", c.task("/job:ps/replica:0/task:0", 1), c.task(WorkerTask(0), 1), w1)
+		d.Watch(2 * time.Second)
+		s, m := newFakeSession(d, 1, 2, 1)
+		late := &lateWorker{c: c, d: d, task: w1.name}
+		var logs []string
+		var mu sync.Mutex
+		s.RecoverTasks(RecoverOptions{Rejoin: late, Every: 100 * time.Millisecond, Log: func(msg string) {
+			mu.Lock()
+			logs = append(logs, msg)
+			mu.Unlock()
+		}})
+		s.StopAtStep(200)
+		var joinedAt atomic.Int64
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step == 20 {
+				late.up.Store(true)
+			}
+			if joinedAt.Load() == 0 && m.worker[1].Handle != "" {
+				joinedAt.Store(step)
+			}
+			return nil
+		})
+		m.pace = 10 * time.Millisecond // so that the rejoin finds steps to run
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatalf("setup with a worker missing: %v", err)
+		}
+		defer s.Close(ctx)
+		if m.worker[1].Handle != "" {
+			t.Fatal("the missing worker got graphs at the start")
+		}
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		mu.Lock()
+		log := strings.Join(logs, "\n")
+		mu.Unlock()
+		if !strings.Contains(log, w1.name+" answers again: it rejoins") || joinedAt.Load() == 0 || s.GlobalStep() != 200 {
+			t.Errorf("joined at step %d, global step %d: want the worker to join and the run to end at 200\nrecovery: %s", joinedAt.Load(), s.GlobalStep(), log)
+		}
+		if d.Lost(w1.name) != nil {
+			t.Errorf("the late worker is still lost: %v", d.Lost(w1.name))
+		}
+	})
+}
+
+// lateWorker finds task once up is set: a task started late.
+type lateWorker struct {
+	c    *fakeCluster
+	d    *driver.Driver
+	task string
+	up   atomic.Bool
+}
+
+func (r *lateWorker) Find(_ context.Context, task string) (string, error) {
+	if task != r.task || !r.up.Load() {
+		return "fake:" + task, errors.New("connection refused")
+	}
+	return "fake:" + task, r.d.Replace(r.c.task(task, 2))
+}
+
+func (r *lateWorker) ServerDef() *tfpb.ServerDef { return nil }
+
+// TestSessionStopAtStepEvenSteps: an unbroken run under StopAtStep gives
+// every replica its own Options.Steps, however fast each goes.
+func TestSessionStopAtStepEvenSteps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		d := driver.New("even-test", c.task("/job:ps/replica:0/task:0", 1), c.task(WorkerTask(0), 1), c.task(WorkerTask(1), 1))
+		s, m := newFakeSession(d, 1, 2, 50)
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		s.StopAtStep(100)
+		if err := s.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if a, b := m.ran[0].Load(), m.ran[1].Load(); a != 50 || b != 50 || s.GlobalStep() != 100 {
+			t.Errorf("replicas ran %d and %d steps to global step %d: want 50 each, to 100", a, b, s.GlobalStep())
+		}
+	})
+}
