@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/rpc/tcp"
 )
 
 // The UDP ports of the AF_XDP points' server and client links.
@@ -23,7 +26,13 @@ const (
 // xdpNet is what AF_XDP points run over: a veth pair between two network
 // namespaces the sweep makes, servers on end A, clients on end B. XDP never
 // sees loopback traffic, so AF_XDP needs an interface at each end.
-type xdpNet struct{ pair *netns.Pair }
+type xdpNet struct {
+	pair *netns.Pair
+	// client is end B's endpoint, opened by the first dial and shared by
+	// every client after it: an AF_XDP socket owns its interface queue, so
+	// the clients of a sliced measurement, connected at once, share one.
+	client *afxdp.Endpoint
+}
 
 // newXDPNet makes the pair, or says why AF_XDP is unavailable here.
 func newXDPNet() (*xdpNet, error) {
@@ -41,7 +50,12 @@ func newXDPNet() (*xdpNet, error) {
 	return &xdpNet{pair: p}, nil
 }
 
-func (x *xdpNet) Close() error { return x.pair.Close() }
+func (x *xdpNet) Close() error {
+	if x.client != nil {
+		x.client.Close()
+	}
+	return x.pair.Close()
+}
 
 // request is the spawn request of the AF_XDP server: on end A, started in
 // A's namespace.
@@ -53,22 +67,60 @@ func (x *xdpNet) request(cores int) SpawnRequest {
 }
 
 // ServeXDP serves the starwire contender over AF_XDP on interface iface
-// at UDP port port, in the calling thread's network namespace.
+// at UDP port port, in the calling thread's network namespace, and the dual
+// contenders beside it: a dual listener (afxdprpc.Dual) on TCP at the
+// interface's address whose packet path is that same endpoint. A session
+// opened straight to the endpoint (ProtoAFXDP) and one a dual client opens
+// after its hello are served alike; one endpoint serves both, since an
+// AF_XDP socket owns its interface queue.
 func ServeXDP(iface string, port uint16) (*Targets, error) {
+	ip, err := ifaceAddr(iface)
+	if err != nil {
+		return nil, err
+	}
 	xl, err := link.OpenXSK(iface, link.XSKOptions{Port: port})
 	if err != nil {
 		return nil, fmt.Errorf("bench: serve %s on %s: %w", ProtoAFXDP, iface, err)
 	}
 	ep := afxdp.NewEndpoint(xl, fanInServer)
-	l, err := afxdprpc.Transport(ep).Listen("")
+	dual := afxdprpc.Dual(&tcp.Transport{}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Logger: quiet})
+	l, err := dual.Listen(net.JoinHostPort(ip.String(), "0"))
 	if err != nil {
 		ep.Close()
 		return nil, fmt.Errorf("bench: serve %s: %w", ProtoAFXDP, err)
 	}
 	s := NewStarwireServer()
 	go s.Serve(l)
-	return &Targets{Addrs: map[string]string{ProtoAFXDP: ep.Addr().String()}, closers: []io.Closer{ep, s}}, nil
+	addrs := map[string]string{ProtoAFXDP: ep.Addr().String()}
+	for _, p := range DualProtocols {
+		addrs[p] = l.Addr().String()
+	}
+	return &Targets{Addrs: addrs, closers: []io.Closer{ep, s}}, nil
 }
+
+// ifaceAddr is interface name's IPv4 address.
+func ifaceAddr(name string) (netip.Addr, error) {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("bench: serve on %s: %w", name, err)
+	}
+	as, err := ifc.Addrs()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("bench: serve on %s: %w", name, err)
+	}
+	for _, a := range as {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP.To4()); ok && n.IP.To4() != nil {
+				return ip, nil
+			}
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("bench: serve on %s: the interface has no IPv4 address", name)
+}
+
+// quiet is the dual transports' logger: which path a connection takes is
+// what the sweep measures and reports, so the log lines add nothing.
+var quiet = slog.New(slog.DiscardHandler)
 
 // fanInServer is how the packet path's servers take a fan-in sweep's
 // peers: sessions from a few addresses, a thousand of which may open at
@@ -76,18 +128,39 @@ func ServeXDP(iface string, port uint16) (*Targets, error) {
 // would take them.
 var fanInServer = afxdp.Options{Ticket: PacketTicket, MaxPeerSessions: 4096, Backlog: 4096}
 
-// dial opens a client over AF_XDP on end B.
-func (x *xdpNet) dial(addr string) (conn, error) {
-	var xl *link.XSKLink
-	err := x.pair.B.Do(func() (err error) {
-		xl, err = link.OpenXSK(x.pair.B.Link, link.XSKOptions{Port: xdpClientPort})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bench: dial %s: %w", ProtoAFXDP, err)
+// dial opens a client of protocol proto on end B, over the endpoint all
+// of them share: over AF_XDP alone, or a dual connection under the
+// contender's path policy.
+func (x *xdpNet) dial(proto, addr string) (conn, error) {
+	if x.client == nil {
+		var xl *link.XSKLink
+		err := x.pair.B.Do(func() (err error) {
+			xl, err = link.OpenXSK(x.pair.B.Link, link.XSKOptions{Port: xdpClientPort})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("bench: dial %s: %w", proto, err)
+		}
+		x.client = afxdp.NewEndpoint(xl, afxdp.Options{Ticket: PacketTicket, Backlog: -1})
 	}
-	ep := afxdp.NewEndpoint(xl, afxdp.Options{Ticket: PacketTicket, Backlog: -1})
-	return &starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Transport(ep)}), ep: ep}, nil
+	ep := x.client
+	policy := dualPolicy(proto)
+	if policy == nil {
+		return &starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Transport(ep)})}, nil
+	}
+	dual := afxdprpc.Dual(&nsTCP{end: x.pair.B}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: *policy, Logger: quiet})
+	return dualConn{&starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: dual})}, dual}, nil
+}
+
+// nsTCP dials TCP from a namespace's end; the connection stays there.
+type nsTCP struct {
+	tcp.Transport
+	end *netns.End
+}
+
+func (n *nsTCP) Dial(ctx context.Context, addr string) (c rpc.Conn, err error) {
+	err = n.end.Do(func() error { c, err = n.Transport.Dial(ctx, addr); return err })
+	return c, err
 }
 
 // A fan-in sweep serves starwire-afxdp as the other sweep does, on end A

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/starwire/starwire/internal/cpuclock"
 )
 
 // A Workload is what each call of a sweep does.
@@ -79,7 +83,19 @@ type Measurement struct {
 	// of the latencies.
 	LateP50 float64 `json:"late_p50_us,omitempty"`
 	LateP99 float64 `json:"late_p99_us,omitempty"`
-	Err     string  `json:"error,omitempty"`
+	// CPUPerCall is the CPU time (user and system) the client and server
+	// processes used over the measured window per call, in µs, in steps
+	// of 10 ms in all (/proc): what a job whose CPUs are busy pays per
+	// call, polling reactors included, which latency does not show.
+	CPUPerCall float64 `json:"cpu_us_per_call,omitempty"`
+	// SliceRates, in a sliced measurement (SweepConfig.Slices), are the
+	// calls/s of each slice, in the order they ran: slice i of every
+	// protocol of a setting ran in the same round.
+	SliceRates []float64 `json:"slice_calls_per_sec,omitempty"`
+	// AFXDPShare, for a dual contender, is the share of the measured
+	// window's calls that went over AF_XDP.
+	AFXDPShare float64 `json:"afxdp_share,omitempty"`
+	Err        string  `json:"error,omitempty"`
 }
 
 // payload is the bytes one call of w moves (both ways for echo and the
@@ -152,7 +168,11 @@ type SweepConfig struct {
 	Rate        float64 // open loop: calls/s in all
 	Duration    time.Duration
 	Warmup      time.Duration
-	Spawn       Spawner // nil: InProcess
+	// Slices, when above 1, measures the protocols of each setting at
+	// once, in turns: Slices rounds of Duration/Slices each (closed loop
+	// only; see measureSliced).
+	Slices int
+	Spawn  Spawner // nil: InProcess
 	// MaxInflightBytes skips points whose calls in flight would hold more
 	// payload than this at once (64 MiB × 256 callers is 16 GiB a side);
 	// 0 means 1 GiB.
@@ -217,6 +237,10 @@ func (c *SweepConfig) check() error {
 		return errors.New("bench: an open loop needs a rate (calls/s)")
 	case c.Duration <= 0:
 		return errors.New("bench: a sweep needs a duration per point")
+	case c.Slices > 1 && (c.Loop != LoopClosed || len(c.Peers) > 0):
+		return errors.New("bench: sliced points run a closed loop, not a fan-in sweep")
+	case c.Slices > 1 && c.Duration/time.Duration(c.Slices) < time.Millisecond:
+		return fmt.Errorf("bench: %d slices of a %v point are shorter than 1ms", c.Slices, c.Duration)
 	}
 	for _, n := range c.Concurrency {
 		if n < 1 || n > 4096 {
@@ -257,11 +281,13 @@ func RunSweep(ctx context.Context, cfg SweepConfig) ([]Measurement, error) {
 	var xnet *xdpNet
 	for _, p := range cfg.Protocols {
 		err := Available(p)
-		if p == ProtoAFXDP && err == nil {
+		if overVeth(p) && err == nil && xnet == nil {
 			if xnet, err = newXDPNet(); err == nil {
 				defer xnet.Close()
-				continue // served apart, on the veth pair
 			}
+		}
+		if overVeth(p) && err == nil {
+			continue // served apart, on the veth pair
 		}
 		if err != nil {
 			unavailable[p] = err
@@ -283,8 +309,28 @@ func RunSweep(ctx context.Context, cfg SweepConfig) ([]Measurement, error) {
 				stop()
 				return out, err
 			}
-			addrs[ProtoAFXDP] = xaddrs[ProtoAFXDP]
+			for p, a := range xaddrs {
+				if overVeth(p) {
+					addrs[p] = a
+				}
+			}
+			addrs[xdpPIDKey] = xaddrs[PIDKey]
 			stop = func(a, b func()) func() { return func() { a(); b() } }(stop, xstop)
+		}
+		for i < len(points) && points[i].Cores == cores && cfg.Slices > 1 {
+			j := i + 1
+			for j < len(points) && sameSetting(points[i], points[j]) {
+				j++
+			}
+			if cfg.Progress != nil {
+				cfg.Progress(i, len(points), points[i])
+			}
+			if ctx.Err() != nil {
+				stop()
+				return out, ctx.Err()
+			}
+			out = append(out, measureSliced(ctx, points[i:j], addrs, cfg, xnet, unavailable)...)
+			i = j
 		}
 		for ; i < len(points) && points[i].Cores == cores; i++ {
 			p := points[i]
@@ -299,7 +345,11 @@ func RunSweep(ctx context.Context, cfg SweepConfig) ([]Measurement, error) {
 				out = append(out, Measurement{Point: p, Err: err.Error()})
 				continue
 			}
-			out = append(out, measure(ctx, p, addrs[p.Protocol], cfg, xnet))
+			pid := addrs[PIDKey]
+			if overVeth(p.Protocol) {
+				pid = addrs[xdpPIDKey]
+			}
+			out = append(out, measure(ctx, p, addrs[p.Protocol], pid, cfg, xnet))
 		}
 		stop()
 	}
@@ -316,23 +366,33 @@ func Available(p string) error {
 	switch p {
 	case ProtoGRPC, ProtoTCP, ProtoUDP:
 		return nil
-	case ProtoAFXDP:
+	case ProtoAFXDP, ProtoDualAuto, ProtoDualTCP, ProtoDualAFXDP:
 		if os.Geteuid() != 0 {
 			return fmt.Errorf("bench: %s needs root (network namespaces, AF_XDP sockets): %w", p, ErrUnavailable)
 		}
 		return nil
 	}
-	return fmt.Errorf("bench: unknown protocol %q (want %s)", p, strings.Join(Protocols, ", "))
+	return fmt.Errorf("bench: unknown protocol %q (want %s)", p, strings.Join(append(slices.Clone(Protocols), DualProtocols...), ", "))
 }
 
-// measure runs one point against the server at addr: a connection, one
-// caller per call in flight, a warm-up, then the measurement.
-func measure(ctx context.Context, p Point, addr string, cfg SweepConfig, xnet *xdpNet) Measurement {
+// sameSetting reports whether points a and b differ at most in protocol.
+func sameSetting(a, b Point) bool {
+	a.Protocol = b.Protocol
+	return a == b
+}
+
+// xdpPIDKey keys the veth server's process id among a sweep's addresses.
+const xdpPIDKey = "xdp-pid"
+
+// measure runs one point against the server at addr, run by process pid: a
+// connection, one caller per call in flight, a warm-up, then the
+// measurement.
+func measure(ctx context.Context, p Point, addr, pid string, cfg SweepConfig, xnet *xdpNet) Measurement {
 	m := Measurement{Point: p}
 	var c conn
 	var err error
-	if p.Protocol == ProtoAFXDP {
-		c, err = xnet.dial(addr)
+	if overVeth(p.Protocol) {
+		c, err = xnet.dial(p.Protocol, addr)
 	} else {
 		c, err = dial(p.Protocol, addr)
 	}
@@ -354,13 +414,36 @@ func measure(ctx context.Context, p Point, addr string, cfg SweepConfig, xnet *x
 			return m
 		}
 	}
+	pc, _ := c.(pathCounter)
+	var before [2]uint64
+	if pc != nil {
+		var open bool
+		if before[0], before[1], open = pc.pathCalls(); !open {
+			m.Err = "the packet path did not open during the warm-up"
+			return m
+		}
+	}
+	server, _ := strconv.Atoi(pid)
+	if server == os.Getpid() {
+		server = 0 // in this process: counted as its own
+	}
+	cpu0, cpuErr := cpuclock.SelfAnd(server)
 	var r driveResult
 	if p.Loop == LoopOpen {
 		r = driveOpen(ctx, callers, cfg.Duration, p.Rate)
 	} else {
 		r = driveClosed(ctx, callers, cfg.Duration)
 	}
+	cpu1, err := cpuclock.SelfAnd(server)
 	m.Calls, m.Errors, m.Seconds = r.calls, r.errors, r.elapsed.Seconds()
+	if cpuErr == nil && err == nil && m.Calls > 0 {
+		m.CPUPerCall = float64(cpu1.Sub(cpu0).Total()) / 1e3 / float64(m.Calls)
+	}
+	if pc != nil {
+		tcp, bypass, _ := pc.pathCalls()
+		tcp, bypass = tcp-before[0], bypass-before[1]
+		m.AFXDPShare = float64(bypass) / float64(max(tcp+bypass, 1))
+	}
 	if r.firstErr != nil {
 		m.Err = r.firstErr.Error()
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -64,7 +65,7 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := ReadReport(&js)
-	if err != nil || len(back.Measurements) != len(ms) || back.Measurements[3] != ms[3] {
+	if err != nil || len(back.Measurements) != len(ms) || !reflect.DeepEqual(back.Measurements[3], ms[3]) {
 		t.Fatalf("JSON round trip: %v", err)
 	}
 }
@@ -123,5 +124,59 @@ func TestSweepConfigErrors(t *testing.T) {
 	}
 	if _, err := ParseSize("lots"); err == nil {
 		t.Error("ParseSize(lots): no error")
+	}
+}
+
+// TestSlicedSweep: with Slices, a setting's protocols are measured in turns
+// (each point has a rate per slice, and its totals are theirs), and the
+// dual contenders carry their calls over the paths their policies say
+// (as root: they run over a veth pair).
+func TestSlicedSweep(t *testing.T) {
+	protos := []string{ProtoTCP, ProtoUDP}
+	if os.Geteuid() == 0 {
+		protos = append(protos, DualProtocols...)
+	}
+	cfg := SweepConfig{
+		Protocols:   protos,
+		Workloads:   []Workload{WorkRecvTensor},
+		Sizes:       map[Workload][]int{WorkRecvTensor: {4096}},
+		Concurrency: []int{2},
+		Loop:        LoopClosed,
+		Duration:    80 * time.Millisecond,
+		Warmup:      20 * time.Millisecond,
+		Slices:      4,
+	}
+	ms, err := RunSweep(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != len(protos) {
+		t.Fatalf("%d measurements, want %d", len(ms), len(protos))
+	}
+	for _, m := range ms {
+		if m.Err != "" {
+			t.Errorf("%s: %s", m.Protocol, m.Err)
+			continue
+		}
+		var sum float64
+		for _, r := range m.SliceRates {
+			sum += r
+		}
+		if len(m.SliceRates) != cfg.Slices || m.Calls == 0 || sum <= 0 || m.P50 <= 0 {
+			t.Errorf("%s: %d slice rates %v, %d calls, p50 %v", m.Protocol, len(m.SliceRates), m.SliceRates, m.Calls, m.P50)
+		}
+		switch m.Protocol {
+		case ProtoDualTCP:
+			if m.AFXDPShare != 0 {
+				t.Errorf("%s: %.2f of its calls over AF_XDP, want none", m.Protocol, m.AFXDPShare)
+			}
+		case ProtoDualAFXDP:
+			if m.AFXDPShare != 1 {
+				t.Errorf("%s: %.2f of its calls over AF_XDP, want all", m.Protocol, m.AFXDPShare)
+			}
+		}
+	}
+	if err := (&SweepConfig{Protocols: protos, Workloads: cfg.Workloads, Concurrency: cfg.Concurrency, Loop: LoopOpen, Rate: 10, Duration: time.Second, Slices: 2}).check(); err == nil {
+		t.Error("slices with an open loop accepted")
 	}
 }

@@ -26,8 +26,42 @@ const (
 	protoListSep = ","
 )
 
-// Protocols are the protocols a sweep can run, in the order it runs them.
+// The dual connection's contenders: one client transport (TCP with an
+// AF_XDP session beside it, afxdprpc.Dual) to one dual server over the
+// sweep's veth pair, under each path policy. They differ only in the
+// policy, so that their ratios measure the path choice alone.
+const (
+	ProtoDualAuto  = "dual-auto"  // afxdprpc.PathAuto: the chooser picks per call
+	ProtoDualTCP   = "dual-tcp"   // afxdprpc.PathTCPOnly: every call over TCP
+	ProtoDualAFXDP = "dual-afxdp" // afxdprpc.PathBypass: every call over AF_XDP
+)
+
+// Protocols are the protocols a sweep can run by default, in the order it
+// runs them.
 var Protocols = []string{ProtoGRPC, ProtoTCP, ProtoUDP, ProtoAFXDP}
+
+// DualProtocols are the dual connection's contenders.
+var DualProtocols = []string{ProtoDualAuto, ProtoDualTCP, ProtoDualAFXDP}
+
+// overVeth reports whether protocol p runs over the sweep's veth pair,
+// served by ServeXDP.
+func overVeth(p string) bool {
+	return p == ProtoAFXDP || dualPolicy(p) != nil
+}
+
+// dualPolicy is the path policy of dual contender p, nil for another
+// protocol.
+func dualPolicy(p string) *afxdprpc.PathPolicy {
+	switch p {
+	case ProtoDualAuto:
+		return &afxdprpc.PathPolicy{Mode: afxdprpc.PathAuto}
+	case ProtoDualTCP:
+		return &afxdprpc.PathPolicy{Mode: afxdprpc.PathTCPOnly}
+	case ProtoDualAFXDP:
+		return &afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}
+	}
+	return nil
+}
 
 // ErrUnavailable marks a protocol this machine cannot run (AF_XDP without
 // root or a veth); the sweep leaves it out and says why.
@@ -100,7 +134,7 @@ func ServeTargets(protos []string, cores int) (*Targets, error) {
 			go s.Serve(l)
 			t.closers = append(t.closers, s)
 			t.Addrs[p] = ep.Addr().String()
-		case ProtoAFXDP:
+		case ProtoAFXDP, ProtoDualAuto, ProtoDualTCP, ProtoDualAFXDP:
 			return fail(fmt.Errorf("bench: %s is served on its own interface, by ServeXDP", p))
 		default:
 			return fail(Available(p))
@@ -174,6 +208,23 @@ func dial(proto, addr string) (conn, error) {
 type starConn struct {
 	c  *rpc.Client
 	ep io.Closer
+}
+
+// dualConn is a dual contender's connection, which counts its paths.
+type dualConn struct {
+	*starConn
+	dual *afxdprpc.DualTransport
+}
+
+// A pathCounter is a connection that counts the calls each path carried:
+// TCP's and AF_XDP's, and whether its packet path is open.
+type pathCounter interface {
+	pathCalls() (tcp, afxdp uint64, open bool)
+}
+
+func (d dualConn) pathCalls() (tcp, bypass uint64, open bool) {
+	st := d.dual.Totals()
+	return st.TCPCalls, st.BypassCalls, st.Bypass != ""
 }
 
 func (s *starConn) Close() error {

@@ -182,7 +182,7 @@ func (c *Client) call(ctx context.Context, m Method, req *Request, resp *Reply, 
 	if err != nil {
 		cc.unsent(k)
 		c.broken(cc, err)
-		return c.fail(m, Errorf(wire.Unavailable, "%w", err))
+		return c.fail(m, Errorf(failCode(err), "%w", err))
 	}
 	if k.reads && !cc.sr.Answers(path) {
 		cc.handBack(k)
@@ -268,7 +268,7 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 			lastErr := c.lastErr
 			c.mu.Unlock()
 			if c.opts.FailFast {
-				return nil, Errorf(wire.Unavailable, "%v", lastErr)
+				return nil, Errorf(failCode(lastErr), "%v", lastErr)
 			}
 			t := time.NewTimer(delay)
 			select {
@@ -285,13 +285,21 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 		// looking it up again could find it gone and dial another, and a
 		// peer that closes every connection it accepts would be dialed
 		// in a loop for as long as the call lasts.
-		if cc := c.dial(ctx); cc != nil {
+		cc, err := c.dial(ctx)
+		if cc != nil {
 			return cc, nil
+		}
+		if CodeOf(err) == wire.Unauthenticated {
+			// The peer's certificate, or this end's, was refused: the
+			// next dial would be refused alike, so the call fails now
+			// (later calls still dial again, after the backoff).
+			return nil, err
 		}
 	}
 }
 
-func (c *Client) dial(ctx context.Context) *clientConn {
+// dial connects, or returns nil and why it could not.
+func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	conn, err := c.opts.Transport.Dial(ctx, c.addr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -299,17 +307,27 @@ func (c *Client) dial(ctx context.Context) *clientConn {
 	c.dialing = nil
 	if err != nil {
 		c.failedLocked(err)
-		return nil
+		return nil, err
 	}
 	if c.closed {
 		conn.Close()
-		return nil
+		return nil, nil
 	}
 	c.lastErr = nil
 	c.redialed++
 	c.cc = newClientConn(c, conn)
 	go c.cc.receive()
-	return c.cc
+	return c.cc, nil
+}
+
+// failCode is the code of a call that fails for err, the last attempt to
+// connect: Unavailable, which callers retry, unless the peer refused this
+// end for good.
+func failCode(err error) wire.Code {
+	if CodeOf(err) == wire.Unauthenticated {
+		return wire.Unauthenticated
+	}
+	return wire.Unavailable
 }
 
 // failedLocked records a failed attempt to connect and when to try again.

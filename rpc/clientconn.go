@@ -153,7 +153,7 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 	defer cc.mu.Unlock()
 	if cc.err != nil {
 		<-cc.sem
-		return nil, Errorf(wire.Unavailable, "%w", cc.err)
+		return nil, Errorf(failCode(cc.err), "%w", cc.err)
 	}
 	var k *call
 	if n := len(cc.free); n > 0 {
@@ -400,7 +400,7 @@ func (k *call) Sent(_ *wire.Message, err error) {
 	cc.mu.Lock()
 	k.sent = true
 	if err != nil && !k.answered && !k.abandoned {
-		k.answered, k.err = true, Errorf(wire.Unavailable, "send: %w", err)
+		k.answered, k.err = true, Errorf(failCode(err), "send: %w", err)
 	}
 	// A request withdrawn in time never gets here; one that went out
 	// whole after its caller gave up is cancelled now.
@@ -550,7 +550,7 @@ func (cc *clientConn) receive() {
 		}
 		k.receiving = false // the transport released what it was filling
 		if !k.answered && !k.abandoned {
-			k.answered, k.err = true, Errorf(wire.Unavailable, "%w", cc.err)
+			k.answered, k.err = true, Errorf(failCode(err), "%w", cc.err)
 		}
 		k.settleLocked()
 	}

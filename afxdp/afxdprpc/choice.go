@@ -102,23 +102,45 @@ const (
 // its last calls' costs: round-trip time divided by the calls the path had
 // in flight when it was sent (with itself), so that a path carrying many
 // calls at once is judged by the rate it completes them and a lone call by
-// its latency. Every class starts on TCP, and one below learnBelow
-// alternates until both paths have minSamples. A class takes the bypass
-// only once it costs at most bypassMargin of TCP, and goes back once TCP
-// costs less than switchMargin of it: the bypass's reactors poll after
-// each call, which costs the CPUs that a job's other work needs and no
-// call's latency shows (on a loaded 2-CPU host, starwire train lost more
-// to the reactors' polling than its calls gained), so only a clear win is worth it; every probeMin..probeMax calls it sends one
-// over the other path to keep that estimate fresh, probing half as often
-// each time the probe confirms the choice and twice as often when one
-// beats it. A probe that confirms the choice also spaces the next so that
-// probing costs the class at most probeBudget of its time: a call over a
-// path 4× slower costs three calls' time more, so the next such probe
-// waits 300 calls. In a job whose steps wait for each call in turn, a slow
-// probe delays the whole step, which the doubling alone paid for dozens of
-// times per class before its gap grew.
+// its latency.
+//
+// Both paths are measured alike, in runs: a path the class does not use
+// is idle (the bypass's reactors asleep in poll(), TCP's reader parked),
+// and a lone call over it pays the wake-ups the chosen path, busy, never
+// pays; judged by lone probes an idle bypass never looks better, and so
+// stays idle, however much faster it is awake. So every probe is a
+// burst: probeBurst calls in a row, more while the chosen path has more
+// in flight, so that the probed path reaches the depth the chosen one
+// has; the first of them wakes the path and the estimate, the minimum,
+// is set by the ones that follow, as the chosen path's is. Classes from
+// learnBelow up probe one call at a time (see startBurst).
+//
+// A class changes path only when a burst is judged, its fresh samples
+// against the chosen path's: choosing again at every answer, a stall of
+// the busy path (all its calls in flight delayed at once) made the other
+// path's older estimate look cheaper, and with many callers sent a share
+// of the calls over the slower path (docs/benchmarks-history.md, "Path
+// choice measured alike").
+//
+// Every class starts on TCP, and one below learnBelow sends a burst over
+// the bypass once TCP has minSamples. A class takes the bypass once it
+// costs at most bypassMargin of TCP, and goes back once TCP costs less
+// than switchMargin of it: the bypass's reactors poll after each call,
+// which costs CPUs that a job's other work needs and no call's latency
+// shows (docs/benchmarks-history.md, "Path choice measured alike", has the
+// CPU per call of each path that sets the margin). Every probeMin..probeMax
+// calls it sends a burst over the other path to keep that estimate fresh,
+// probing half as often each time a burst confirms the choice and twice
+// as often when one beats it. A burst that confirms the choice also
+// spaces the next so that probing costs the class at most probeBudget of
+// its time: a burst of 4 over a path 4× slower costs twelve calls' time
+// more, so the next waits 1200 calls (probeMax bounds it). In a job whose
+// steps wait for each call in turn, a slow probe delays the whole step,
+// which the doubling alone paid for dozens of times per class.
 const (
 	minSamples   = 3
+	probeBurst   = 4
+	maxBurst     = 64
 	probeMin     = 16
 	probeMax     = 1024
 	probeBudget  = 0.01
@@ -128,10 +150,10 @@ const (
 
 // confirmedGap is the probe gap after a probe that cost ratio times the
 // chosen path's cost confirmed the choice, from the previous gap.
-func confirmedGap(gap uint32, ratio float64) uint32 {
+func confirmedGap(gap uint32, ratio float64, burst int) uint32 {
 	budget := 0.0
 	if ratio > 1 { // and not NaN, from a zero estimate
-		budget = min((ratio-1)/probeBudget, probeMax)
+		budget = min(float64(burst)*(ratio-1)/probeBudget, probeMax)
 	}
 	return uint32(min(max(float64(gap)*2, budget), probeMax))
 }
@@ -170,12 +192,14 @@ func (e *estimate) cost() float64 {
 const inflightSlots = 1024
 
 type slot struct {
-	id    uint64
-	sent  int64 // ns since the chooser's epoch
-	path  uint8
-	class uint8  // the request's own size class
-	depth uint16 // calls in flight on the path when sent, itself included
-	used  bool
+	id     uint64
+	sent   int64 // ns since the chooser's epoch
+	path   uint8
+	class  uint8  // the request's own size class
+	chosen uint8  // the class its path was chosen by (its expected size's)
+	depth  uint16 // calls in flight on the path when sent, itself included
+	probe  bool   // a call of its class's probe burst
+	used   bool
 }
 
 // expectSlots direct-maps a method and its request's size class to the
@@ -205,6 +229,12 @@ type chooser struct {
 	bypass   [numClasses]bool // auto: the class's choice
 	sinceLog [numClasses]uint32
 	probeGap [numClasses]uint32
+	// burst is the calls of the class's probe burst still to send over
+	// the other path; probed, the burst's samples yet to be judged (a
+	// burst is judged once, by its last answer), and burstLen its length.
+	burst    [numClasses]uint8
+	probed   [numClasses]uint8
+	burstLen [numClasses]uint8
 	slots    [inflightSlots]slot
 	inflight [2]int
 	expect   [expectSlots]expected
@@ -240,18 +270,20 @@ func (c *chooser) choose(m *wire.Message, open bool) bool {
 	if e := &c.expect[expectSlot(m.Header.Method, classOf(req))]; e.method == m.Header.Method && int(e.class) == classOf(req) {
 		size = max(size, e.bytes)
 	}
-	bypass := open && c.pick(classOf(size), size)
+	k := classOf(size)
+	bypass := open && c.pick(k, size)
 	path := viaTCP
 	if bypass {
 		path = viaBypass
 	}
+	probe := c.policy.Mode == PathAuto && bypass != c.bypass[k]
 	s := &c.slots[m.Header.CallID%inflightSlots]
 	if s.used {
 		c.inflight[s.path]--
 	}
 	c.inflight[path]++
-	*s = slot{id: m.Header.CallID, sent: now, path: uint8(path), class: uint8(classOf(req)),
-		depth: uint16(min(c.inflight[path], 1<<16-1)), used: true}
+	*s = slot{id: m.Header.CallID, sent: now, path: uint8(path), class: uint8(classOf(req)), chosen: uint8(k),
+		depth: uint16(min(c.inflight[path], 1<<16-1)), probe: probe, used: true}
 	c.calls[path]++
 	c.bytes[path] += uint64(req)
 	return bypass
@@ -268,23 +300,38 @@ func (c *chooser) pick(k int, size int64) bool {
 		return size < c.policy.Threshold
 	}
 	cur := c.bypass[k]
-	cn, on := c.est[b2i(cur)][k].n, c.est[b2i(!cur)][k].n
-	if on < minSamples && on <= cn && classBound(k) < learnBelow {
-		// A small class learns both paths at once: a call costs little
-		// either way. A large one leaves the bypass to the probes, since
-		// a few of its calls over the slower path cost more than a job
-		// with few of them can win back.
+	if c.burst[k] > 0 {
+		c.burst[k]--
 		return !cur
 	}
-	if cn < minSamples {
+	if c.est[b2i(cur)][k].n < minSamples {
 		return cur
 	}
-	c.sinceLog[k]++
-	if c.sinceLog[k] >= c.probeGap[k] {
-		c.sinceLog[k] = 0
-		return !cur
+	// A small class learns the other path at once: a call costs little
+	// either way. A large one waits for its first probe, since a few of
+	// its calls over the slower path cost more than a job with few of
+	// them can win back.
+	learn := c.est[b2i(!cur)][k].n == 0 && classBound(k) < learnBelow
+	if c.sinceLog[k]++; !learn && c.sinceLog[k] < c.probeGap[k] {
+		return cur
 	}
-	return cur
+	c.startBurst(k)
+	return !cur
+}
+
+// startBurst starts a probe burst of class k, this call its first. A
+// class from learnBelow up probes with one call: a wake-up is little of
+// such a call's time, and each call over the slower path costs much.
+func (c *chooser) startBurst(k int) {
+	if c.probed[k] > 0 {
+		c.judge(k) // the last burst lost an answer: judged as it stands
+	}
+	n := 1
+	if classBound(k) < learnBelow {
+		n = min(probeBurst+c.inflight[b2i(c.bypass[k])], maxBurst)
+	}
+	c.sinceLog[k] = 0
+	c.burst[k], c.probed[k], c.burstLen[k] = uint8(n-1), uint8(n), uint8(n)
 }
 
 func b2i(b bool) int {
@@ -322,6 +369,12 @@ func (c *chooser) answered(h *wire.Header) {
 	s.used = false
 	c.inflight[s.path]--
 	c.bytes[s.path] += uint64(n)
+	if s.probe {
+		// Counted by the class that chose the call, whatever the class
+		// of its answer's size, which its sample goes to: a burst whose
+		// answers fell in other classes is judged all the same.
+		defer c.probeAnswered(int(s.chosen))
+	}
 	if h.Kind != wire.KindResponse {
 		return
 	}
@@ -336,29 +389,72 @@ func (c *chooser) answered(h *wire.Header) {
 	}
 }
 
-// sample adds a cost of ns for a call of class k over the bypass or not,
-// and chooses the class's path again.
+// sample adds a cost of ns for a call of class k over the bypass or not.
+// The class's choice is made again when a burst is judged, not here: a
+// stall that delays all of the chosen path's calls in flight at once (a
+// CPU taken for a millisecond) would make the other path's older estimate
+// look better for a moment.
 func (c *chooser) sample(bypass bool, k int, ns float64) {
-	cur := c.bypass[k]
 	c.est[b2i(bypass)][k].add(ns)
+}
+
+// probeAnswered counts an answer to a call of class k's probe burst, and
+// judges the burst once its last is in.
+func (c *chooser) probeAnswered(k int) {
+	if c.probed[k] == 0 {
+		return // a burst already judged, when the next started
+	}
+	if c.probed[k]--; c.probed[k] == 0 {
+		c.judge(k)
+	}
+}
+
+// judge spaces class k's next probe burst by what the last one found, and
+// chooses the class's path again.
+func (c *chooser) judge(k int) {
+	c.probed[k] = 0
+	cur := c.bypass[k]
 	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
 	if mine.n < minSamples {
 		return
 	}
-	mc := mine.cost()
-	if bypass != cur {
-		if ns < mc*switchMargin {
-			// A probe that beat the choice: the next comes sooner.
-			c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
-		} else {
-			c.probeGap[k] = confirmedGap(c.probeGap[k], ns/mc)
-		}
+	mc, oc := mine.cost(), other.cost()
+	switch {
+	case other.n == 0:
+		// The burst's answers fell in other classes: this class learned
+		// nothing of the other path, and probing it as often again would
+		// learn nothing more.
+		c.probeGap[k] = confirmedGap(c.probeGap[k], 1, int(c.burstLen[k]))
+	case oc < mc*c.margin(k):
+		// A burst that beat the choice by the margin to switch: the next
+		// comes sooner. One that beat it by less confirms it: a bypass a
+		// little cheaper than TCP is not taken, and probing it as often as
+		// one that will be would send a fifth of the class's calls over it
+		// for good.
+		c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
+	default:
+		c.probeGap[k] = confirmedGap(c.probeGap[k], oc/mc, int(c.burstLen[k]))
 	}
-	margin := switchMargin
-	if !cur {
-		margin = bypassMargin
+	c.decide(k)
+}
+
+// margin is how much cheaper than class k's chosen path the other must
+// be to be taken.
+func (c *chooser) margin(k int) float64 {
+	if c.bypass[k] {
+		return switchMargin
 	}
-	if other.n >= minSamples && other.cost() < mc*margin {
+	return bypassMargin
+}
+
+// decide chooses class k's path again from its estimates.
+func (c *chooser) decide(k int) {
+	cur := c.bypass[k]
+	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
+	if mine.n < minSamples || other.n < minSamples || c.probed[k] > 0 {
+		return
+	}
+	if other.cost() < mine.cost()*c.margin(k) {
 		c.bypass[k] = !cur
 		c.probeGap[k], c.sinceLog[k] = probeMin, 0
 	}

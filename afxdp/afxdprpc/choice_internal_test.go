@@ -189,7 +189,8 @@ func TestDescribeClasses(t *testing.T) {
 // TestProbesOfASlowPathAreRare: once a probe finds the other path several
 // times slower, probing costs the class about probeBudget of its time,
 // not the doubling's first dozens of probes; a path slightly slower is
-// still probed as the doubling spaces it.
+// still probed as the doubling spaces it. (1 MiB calls probe one at a
+// time, not in bursts.)
 func TestProbesOfASlowPathAreRare(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -229,7 +230,158 @@ func TestProbesOfASlowPathAreRare(t *testing.T) {
 			}
 		})
 	}
-	if g := confirmedGap(16, 0/1.0); g != 32 {
+	if g := confirmedGap(16, 0/1.0, 1); g != 32 {
 		t.Errorf("a zero ratio gives gap %d, want the doubling's 32", g)
+	}
+}
+
+// TestChooserMeasuresBothPathsWarm: a path's call costs more when the call
+// before it took the other path (its reactors asleep, its reader parked),
+// as on a veth where AF_XDP carries small calls 5× faster than TCP once
+// awake but a lone AF_XDP call after TCP ones pays its wake-ups. The
+// chooser probes in bursts, so the bypass is judged awake as TCP is, and
+// the class moves to it; judged by lone calls it stayed on TCP.
+func TestChooserMeasuresBothPathsWarm(t *testing.T) {
+	cost := map[bool][2]int64{ // [warm, cold] ns
+		false: {40_000, 45_000},
+		true:  {8_000, 60_000},
+	}
+	for _, depth := range []int{1, 8} {
+		c := newChooser(PathPolicy{})
+		var id uint64
+		last := false
+		bypassed := 0
+		for range 2000 / depth {
+			// depth calls in flight at once, answered in turn.
+			ids := make([]uint64, depth)
+			took := make([]bool, depth)
+			for i := range ids {
+				id++
+				ids[i] = id
+				m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 64)}
+				took[i] = c.choose(m, true)
+			}
+			for i, id := range ids {
+				ns := cost[took[i]][1]
+				if took[i] == last {
+					ns = cost[took[i]][0]
+				}
+				last = took[i]
+				if took[i] {
+					bypassed++
+				}
+				c.mu.Lock()
+				c.slots[id%inflightSlots].sent -= ns * int64(depth)
+				c.mu.Unlock()
+				c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: 64})
+			}
+		}
+		if share := float64(bypassed) / 2000; share < 0.9 {
+			t.Errorf("%d in flight: %.1f%% of calls over the bypass, which is 5x faster awake; want >= 90%%", depth, 100*share)
+		}
+		if !c.bypass[0] {
+			t.Errorf("%d in flight: the 64 B class ended on TCP", depth)
+		}
+	}
+}
+
+// TestChooserStallDoesNotFlip: with 8 calls in flight over TCP, the faster
+// path here, a stall that delays all eight at once (a CPU taken for a
+// while) does not send the class over the slower bypass on the strength
+// of the bypass's older estimate: the class changes path only when a
+// probe burst is judged.
+func TestChooserStallDoesNotFlip(t *testing.T) {
+	const depth = 8
+	cost := map[bool]int64{false: 10_000, true: 16_000} // ns per call
+	c := newChooser(PathPolicy{})
+	var id uint64
+	bypassed, total := 0, 0
+	for round := range 4000 / depth {
+		ids := make([]uint64, depth)
+		took := make([]bool, depth)
+		for i := range ids {
+			id++
+			ids[i] = id
+			m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 64)}
+			took[i] = c.choose(m, true)
+		}
+		stall := round%40 == 39 // every 320 calls, a round of calls 10x slower
+		for i, id := range ids {
+			ns := cost[took[i]] * depth
+			if stall {
+				ns *= 10
+			}
+			if took[i] {
+				bypassed++
+			}
+			total++
+			c.mu.Lock()
+			c.slots[id%inflightSlots].sent -= ns
+			c.mu.Unlock()
+			c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: 64})
+		}
+	}
+	if share := float64(bypassed) / float64(total); share > 0.03 {
+		t.Errorf("%.1f%% of calls over the bypass, 1.6x slower; want the probe bursts' share, under 3%%", 100*share)
+	}
+}
+
+// TestProbesOfANearlyFasterPathAreRare: a bypass cheaper than TCP, but not
+// by the margin it needs to be taken, confirms TCP at each probe burst, so
+// the bursts space out as for a slower one; probed as often as a bypass
+// about to be taken, a fifth of the calls went over it for good.
+func TestProbesOfANearlyFasterPathAreRare(t *testing.T) {
+	c := newChooser(PathPolicy{})
+	bypassed := 0
+	for id := uint64(1); id <= 5000; id++ {
+		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 64)}
+		b := c.choose(m, true)
+		ns := int64(40_000)
+		if b {
+			ns, bypassed = 30_000, bypassed+1
+		}
+		c.mu.Lock()
+		c.slots[id%inflightSlots].sent -= ns
+		c.mu.Unlock()
+		c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: 64})
+	}
+	if c.bypass[0] {
+		t.Fatal("the class took a bypass 0.75x of TCP's cost, short of the margin")
+	}
+	if share := float64(bypassed) / 5000; share > 0.02 {
+		t.Errorf("%.1f%% of calls over the bypass as probes; want bursts spaced as for a confirmed choice, under 2%%", 100*share)
+	}
+}
+
+// TestBurstOfMixedAnswersIsJudged: a method whose small requests are
+// answered by tensors of two sizes in turn (as a ps pulls ids and then
+// gradients from a worker) is chosen by the size its answers average,
+// while each answer's sample goes to the class of its own size. The probe
+// bursts are judged all the same, so they space out; counted by the
+// classes their answers fell in, a burst was never judged, and a fourth
+// of the calls went over the bypass for good.
+func TestBurstOfMixedAnswersIsJudged(t *testing.T) {
+	for _, bypassCost := range []int64{60_000, 30_000} { // 1.5x and 0.75x of TCP's
+		c := newChooser(PathPolicy{})
+		bypassed := 0
+		const calls = 8000
+		for id := uint64(1); id <= calls; id++ {
+			ans := uint64(6 << 10) // the expected size settles at 16-20 KiB
+			if id%2 == 0 {
+				ans = 30 << 10
+			}
+			m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 100)}
+			ns := int64(40_000)
+			if c.choose(m, true) {
+				ns, bypassed = bypassCost, bypassed+1
+			}
+			c.mu.Lock()
+			c.slots[id%inflightSlots].sent -= ns
+			c.mu.Unlock()
+			c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: ans})
+		}
+		if share := float64(bypassed) / calls; share > 0.03 {
+			t.Errorf("bypass at %v ns a call against TCP's 40000: %.1f%% of calls over it; want the probes' share, under 3%%", bypassCost, 100*share)
+		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 type benchFlags struct {
 	protocols, workloads, sizes, concurrency, cores, loop, out string
 	peers, peersClient                                         string
-	clientProcs                                                int
+	clientProcs, slices                                        int
 	rate                                                       float64
 	duration, warmup                                           time.Duration
 	inProcess, smoke, serve                                    bool
@@ -38,7 +38,7 @@ type benchFlags struct {
 func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&f.protocols, "protocols", strings.Join(bench.Protocols, ","), "protocols to compare")
+	fs.StringVar(&f.protocols, "protocols", strings.Join(bench.Protocols, ","), "protocols to compare; also "+strings.Join(bench.DualProtocols, ", ")+": one dual connection (TCP and AF_XDP, over a veth pair, as root) choosing per call, on TCP only, on AF_XDP only")
 	fs.StringVar(&f.workloads, "workloads", "echo,recvtensor,fuse,psmix", `workloads: "echo" (small RPC), "recvtensor" (a tensor answers), "fuse" (8 tensors answer one call), "psmix" (a parameter-server step: control call, two pulls, one push)`)
 	fs.StringVar(&f.sizes, "sizes", "", "sizes to sweep, such as 64,4KiB,16MiB (default: per workload, echo 64B–64KiB, recvtensor 4KiB–64MiB)")
 	fs.StringVar(&f.concurrency, "concurrency", "1,16,64,256", "calls in flight to sweep")
@@ -47,6 +47,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Float64Var(&f.rate, "rate", 0, "open loop: calls per second, in all")
 	fs.DurationVar(&f.duration, "duration", 2*time.Second, "measuring time per point")
 	fs.DurationVar(&f.warmup, "warmup", 200*time.Millisecond, "unmeasured calls before each point")
+	fs.IntVar(&f.slices, "slices", 1, "above 1: connect a setting's protocols at once and measure them in turns, this many slices of --duration/N each, so that the machine's load falls on all alike (each slice's rate goes into results.json); closed loop only")
 	fs.BoolVar(&f.inProcess, "inprocess", false, "run the servers in this process (flatters the figures: the layout users deploy is separate processes)")
 	fs.StringVar(&f.out, "out", "bench-results", "directory for results.json")
 	fs.BoolVar(&f.smoke, "smoke", false, "a tiny sweep that checks every path works (CI), not a measurement: short points, small sizes, concurrency 1,8 unless --concurrency is given")
@@ -104,7 +105,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 
 // config turns the flags into a sweep.
 func (f *benchFlags) config(protos []string) (bench.SweepConfig, error) {
-	cfg := bench.SweepConfig{Protocols: protos, Loop: f.loop, Rate: f.rate, Duration: f.duration, Warmup: f.warmup}
+	cfg := bench.SweepConfig{Protocols: protos, Loop: f.loop, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Slices: f.slices}
 	for _, w := range splitList(f.workloads) {
 		cfg.Workloads = append(cfg.Workloads, bench.Workload(w))
 		if !containsWorkload(bench.Workloads, bench.Workload(w)) {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -16,13 +18,15 @@ import (
 	"github.com/starwire/starwire/wire"
 )
 
-const checkpointUsage = `usage: starwire checkpoint inspect PREFIX [--tensor NAME] [--all]
+const checkpointUsage = `usage: starwire checkpoint inspect PREFIX|DIR [--tensor NAME] [--all]
 
   inspect  list the tensors of the TensorFlow checkpoint under PREFIX (the
-           files PREFIX.index and PREFIX.data-*) as TensorFlow's
-           inspect_checkpoint does: "name (DT_FLOAT) [10,4]" per tensor and
-           the total number of parameters; --all prints every tensor's
-           values, --tensor one tensor's
+           files PREFIX.index and PREFIX.data-*; PREFIX.index itself will
+           do), or the newest one of directory DIR (named by its
+           "checkpoint" file, as tf.train.latest_checkpoint finds it), as
+           TensorFlow's inspect_checkpoint does: "name (DT_FLOAT) [10,4]"
+           per tensor and the total number of parameters; --all prints
+           every tensor's values, --tensor one tensor's
 `
 
 // checkpointCmd runs "starwire checkpoint <subcommand>".
@@ -68,6 +72,10 @@ func checkpointInspect(args []string, stdout io.Writer) error {
 	if prefix == "" {
 		return flags.Usagef("checkpoint inspect: give the checkpoint's PREFIX")
 	}
+	prefix, err := checkpointPrefix(prefix)
+	if err != nil {
+		return err
+	}
 	r, err := checkpoint.Open(prefix)
 	if err != nil {
 		return err
@@ -95,6 +103,29 @@ func checkpointInspect(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "# Total number of params: %d\n", totalParams(r))
 	return nil
+}
+
+// dataShard matches the end of a data file's name: ".data-00000-of-00001".
+var dataShard = regexp.MustCompile(`\.data-[0-9]{5}-of-[0-9]{5}$`)
+
+// checkpointPrefix reads what the user named as TensorFlow's tools do: a
+// checkpoint's prefix, one of its files (PREFIX.index, PREFIX.data-*), or
+// a directory, whose "checkpoint" file names its newest checkpoint.
+func checkpointPrefix(arg string) (string, error) {
+	if info, err := os.Stat(arg); err == nil && info.IsDir() {
+		p, err := checkpoint.Latest(arg)
+		if err != nil {
+			return "", fmt.Errorf("checkpoint inspect: %s is a directory, and its newest checkpoint cannot be found: %w", arg, err)
+		}
+		return p, nil
+	}
+	if p, ok := strings.CutSuffix(arg, ".index"); ok {
+		return p, nil
+	}
+	if loc := dataShard.FindStringIndex(arg); loc != nil {
+		return arg[:loc[0]], nil
+	}
+	return arg, nil
 }
 
 func printTensor(w io.Writer, r *checkpoint.Reader, name string) error {

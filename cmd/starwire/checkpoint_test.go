@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,6 +48,43 @@ func TestCheckpointInspect(t *testing.T) {
 	}
 	if code, _, errs := runCapture("checkpoint", "frob"); code != 2 || !strings.Contains(errs, `unknown subcommand "frob"`) {
 		t.Errorf("checkpoint frob: exit %d, %s", code, errs)
+	}
+}
+
+// TestCheckpointInspectNames: the checkpoint may be named as TensorFlow's
+// tools take it: its prefix, its index or data file, or the directory,
+// whose "checkpoint" file names the newest; a directory without one says
+// so.
+func TestCheckpointInspectNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, ext := range []string{".index", ".data-00000-of-00001"} {
+		b, err := os.ReadFile(tfCheckpoint + ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "model.ckpt-5"+ext), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := "model_checkpoint_path: \"model.ckpt-5\"\nall_model_checkpoint_paths: \"model.ckpt-5\"\n"
+	if err := os.WriteFile(filepath.Join(dir, checkpoint.StateFile), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const want = "a (DT_FLOAT) []\nb (DT_FLOAT) []\nc (DT_FLOAT) []\n\n# Total number of params: 3\n"
+	for _, arg := range []string{
+		filepath.Join(dir, "model.ckpt-5"),
+		filepath.Join(dir, "model.ckpt-5.index"),
+		filepath.Join(dir, "model.ckpt-5.data-00000-of-00001"),
+		dir,
+		tfCheckpoint + ".index",
+	} {
+		if code, out, errs := runCapture("checkpoint", "inspect", arg); code != 0 || out != want {
+			t.Errorf("inspect %s: exit %d, stdout:\n%s\nstderr: %s", arg, code, out, errs)
+		}
+	}
+	empty := t.TempDir()
+	if code, _, errs := runCapture("checkpoint", "inspect", empty); code != 1 || !strings.Contains(errs, "is a directory") || !strings.Contains(errs, checkpoint.StateFile) {
+		t.Errorf("inspect of a directory without a checkpoint file: exit %d, %s", code, errs)
 	}
 }
 

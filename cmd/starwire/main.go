@@ -94,7 +94,7 @@ func usage() string {
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
-	b.WriteString("\nrun \"starwire <command> -h\" for a command's flags and environment variables")
+	b.WriteString("\nrun \"starwire <command> -h\" for a command's flags and environment variables,\n\"starwire --version\" for the build's version and revision")
 	return b.String()
 }
 
@@ -115,6 +115,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usage())
+		return 0
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, version())
 		return 0
 	}
 	cmd, ok := lookupCommand(args[0])

@@ -45,3 +45,13 @@ func TestTrainJoinPacketTicket(t *testing.T) {
 		t.Errorf("train --transport udp on a cluster, without a ticket: exit %d: %s", code, errOut)
 	}
 }
+
+// TestServeUnknownIface: an --afxdp_iface that does not exist is a usage
+// error at once, not a task serving over TCP as if none had been named.
+func TestServeUnknownIface(t *testing.T) {
+	code, _, errOut := runBinary(t, []string{cluster.EnvPacketTicketFile + "="}, "serve", "--job", "ps", "--cluster", "ps=127.0.0.1:1;worker=127.0.0.1:2",
+		"--afxdp_iface", "noeth9", "--insecure_packet_path")
+	if code != 2 || !strings.Contains(errOut, `--afxdp_iface "noeth9": no such interface`) {
+		t.Errorf("serve --afxdp_iface noeth9: exit %d: %s", code, errOut)
+	}
+}

@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/starwire/starwire/rpc/cluster"
 )
 
 // readme returns the repository's README.
@@ -94,5 +97,164 @@ func TestREADMECertificates(t *testing.T) {
 		"--vocab", "5000", "--held_out", "256", "--connect_timeout", "20s", "--tls_dir", filepath.Join(dir, "tls", "chief"))
 	if code != 0 || !strings.Contains(out, "mutual TLS") {
 		t.Errorf("train with the chief's certificate: exit %d: %s\n%s", code, errOut, out)
+	}
+}
+
+// fencedGo returns the first ```go block after marker in text.
+func fencedGo(t *testing.T, text, marker string) string {
+	t.Helper()
+	i := strings.Index(text, marker)
+	if i < 0 {
+		t.Fatalf("README has no %q", marker)
+	}
+	a := strings.Index(text[i:], "```go\n")
+	if a < 0 {
+		t.Fatalf("README has no Go block after %q", marker)
+	}
+	body := text[i+a+len("```go\n"):]
+	return body[:strings.Index(body, "```")]
+}
+
+// runRecipe runs script with sh in dir, the starwire command in it being
+// the built binary, and returns its output. sh and the jobs it starts in
+// the background are a process group of their own, killed when sh ends
+// (or after 90s), so that no task outlives the test.
+func runRecipe(t *testing.T, dir, script string, env ...string) string {
+	t.Helper()
+	bin := buildBinary(t)
+	script = regexp.MustCompile(`(?m)^starwire `).ReplaceAllString(script, bin+" ")
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command("sh", "-e", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "TF_CONFIG="), env...)
+	cmd.Stdout, cmd.Stderr = out, out // a file: Wait waits for sh alone
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	group := -cmd.Process.Pid
+	timer := time.AfterFunc(90*time.Second, func() { syscall.Kill(group, syscall.SIGKILL) })
+	err = cmd.Wait()
+	timer.Stop()
+	syscall.Kill(group, syscall.SIGKILL)
+	b, rerr := os.ReadFile(out.Name())
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatalf("the README's commands: %v\n%s\n%s", err, script, b)
+	}
+	return string(b)
+}
+
+// TestREADMEMetrics runs the README's /metrics example, its tasks also on
+// the packet path (over kernel UDP, under the tests' ticket) so that its
+// counters are served too, and checks that every starwire metric served
+// is in the README's table.
+func TestREADMEMetrics(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
+	text := readme(t)
+	recipe := indentedBlock(t, text, "A task serves `/metrics` once its cluster is complete")
+	addr, err := cluster.FreePort("tcp", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := t.TempDir()
+	recipe = strings.ReplaceAll(strings.ReplaceAll(recipe, "127.0.0.1:9464", addr), "/tmp/metrics-reg", reg)
+	recipe = regexp.MustCompile(`(?m)^(starwire serve .*?) &$`).ReplaceAllString(recipe, "$1 --transport udp --report 0 &")
+	out := runRecipe(t, t.TempDir(), recipe)
+	served := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^(starwire_[a-z_]+?)(_bucket|_sum|_count)?[{ ]`).FindAllStringSubmatch(out, -1) {
+		served[m[1]] = true
+	}
+	if !served["starwire_afxdp_packets_sent_total"] {
+		t.Fatalf("the packet path's counters were not served:\n%s", out)
+	}
+	for name := range served {
+		if !strings.Contains(text, "| `"+name+"` |") {
+			t.Errorf("/metrics serves %s, which the README's table lacks", name)
+		}
+	}
+}
+
+// TestREADMEKnownPorts runs the README's cluster on known ports, every task
+// and train, on ports free here instead of the README's.
+func TestREADMEKnownPorts(t *testing.T) {
+	t.Parallel() // runs separate processes, which wait more than they compute
+	recipe := indentedBlock(t, readme(t), "Every task is started, then train")
+	for _, port := range []string{"2222", "2223", "2224", "2225"} {
+		free, err := cluster.FreePort("tcp", "127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(recipe, ":"+port) {
+			t.Fatalf("the README's cluster does not use port %s:\n%s", port, recipe)
+		}
+		recipe = strings.ReplaceAll(recipe, "127.0.0.1:"+port, free)
+	}
+	// A short run: the README's is the default job.
+	recipe = regexp.MustCompile(`(?m)^(starwire train .*)$`).ReplaceAllString(recipe, "$1 --steps 20 --vocab 5000 --held_out 256 --connect_timeout 30s")
+	if out := runRecipe(t, t.TempDir(), recipe); !strings.Contains(out, "examples/s") {
+		t.Errorf("train on the README's cluster printed no summary:\n%s", out)
+	}
+}
+
+// TestREADMEGoAPI builds and runs the README's Go program in a module of
+// its own, made by the README's go.mod recipe pointed at this clone.
+func TestREADMEGoAPI(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	text := readme(t)
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(fencedGo(t, text, "Use the Go API")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipe := strings.ReplaceAll(indentedBlock(t, text, "Its `go.mod` takes starwire from a clone"), "/path/to/starwire", root)
+	if !strings.Contains(recipe, root) {
+		t.Fatalf("the recipe does not name the clone's path:\n%s", recipe)
+	}
+	if out := runRecipe(t, dir, recipe); !strings.HasSuffix(out, "hi\n") {
+		t.Errorf("the README's program printed %q, want its echo \"hi\"", out)
+	}
+}
+
+// TestDockerignoreCoversBuilds: the binaries the README builds in the work
+// tree, and what git ignores, stay out of the image's build context, where
+// a stale binary would ride along into every image build.
+func TestDockerignoreCoversBuilds(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignored := map[string]bool{}
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			ignored[strings.TrimPrefix(l, "/")] = true
+		}
+	}
+	builds := regexp.MustCompile(`go build -o (\S+)`).FindAllStringSubmatch(readme(t), -1)
+	if len(builds) == 0 {
+		t.Fatal("the README builds no binary")
+	}
+	for _, b := range builds {
+		if out := strings.TrimPrefix(b[1], "./"); !strings.HasPrefix(out, "/") && !ignored[out] {
+			t.Errorf(".dockerignore does not exclude %s, which the README builds in the work tree", out)
+		}
+	}
+	gi, err := os.ReadFile(filepath.Join("..", "..", ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(gi), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !ignored[strings.TrimPrefix(l, "/")] {
+			t.Errorf(".dockerignore does not exclude %s, which git ignores", l)
+		}
 	}
 }

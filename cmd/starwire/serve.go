@@ -81,6 +81,9 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
+	if err := flags.CheckIface("serve", f.iface); err != nil {
+		return err
+	}
 	if (f.net == "udp" || f.iface != "") && !auth.Shared() {
 		return flags.Usagef("serve: the packet path (--transport udp, --afxdp_iface) opens sessions only under the ticket every task holds: give --packet_ticket_file (or $%s; openssl rand -hex 40 makes one), or --insecure_packet_path", cluster.EnvPacketTicketFile)
 	}

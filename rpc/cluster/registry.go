@@ -53,6 +53,11 @@ type registration struct {
 	// its lease in milliseconds, 0 for none (see stale).
 	Owner   *owner `json:"owner,omitempty"`
 	LeaseMS int64  `json:"lease_ms,omitempty"`
+	// Incarnation tells one Lease's registration from every other's, so
+	// that a task removes or renews only its own; Since is when it
+	// registered (RFC 3339). Both are set by RegisterLease alone.
+	Incarnation uint64 `json:"incarnation,omitempty"`
+	Since       string `json:"since,omitempty"`
 }
 
 // Register publishes the addresses of task task of job in the registry
@@ -76,10 +81,16 @@ func Register(dir, job string, task int, addrs map[string]string) error {
 }
 
 func register(dir, job string, task int, addrs map[string]string, lease time.Duration) error {
+	return write(dir, registration{Job: job, Task: task, Addrs: addrs, Owner: thisProcess(), LeaseMS: lease.Milliseconds()})
+}
+
+// write publishes reg in dir.
+func write(dir string, reg registration) error {
+	job, task, addrs := reg.Job, reg.Task, reg.Addrs
 	if err := checkRegistration(job, task, addrs); err != nil {
 		return fmt.Errorf("cluster: register %s in %s: %w", TaskName(job, task), dir, err)
 	}
-	data, err := json.Marshal(registration{Job: job, Task: task, Addrs: addrs, Owner: thisProcess(), LeaseMS: lease.Milliseconds()})
+	data, err := json.Marshal(reg)
 	if err != nil {
 		return fmt.Errorf("cluster: register %s: %w", TaskName(job, task), err)
 	}
@@ -420,6 +431,12 @@ func AdvertiseAddr(host string, bound net.Addr) (string, error) {
 // between the check and the removal is removed; launches that reuse a
 // directory must not overlap.)
 func Deregister(dir, job string, task int, addrs map[string]string) error {
+	return remove(dir, job, task, func(reg registration) bool { return maps.Equal(reg.Addrs, addrs) })
+}
+
+// remove removes the registration of task task of job from dir when mine
+// says it is the caller's.
+func remove(dir, job string, task int, mine func(registration) bool) error {
 	path := filepath.Join(dir, registryFile(job, task))
 	reg, err := readRegistration(path)
 	switch {
@@ -427,7 +444,7 @@ func Deregister(dir, job string, task int, addrs map[string]string) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("cluster: deregister %s: %w", TaskName(job, task), err)
-	case reg.Job != job || reg.Task != task || !maps.Equal(reg.Addrs, addrs):
+	case reg.Job != job || reg.Task != task || !mine(reg):
 		return nil
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,17 +13,27 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/starwire/starwire/internal/testwait"
 )
 
 // helperEnv makes the test binary a task that registers and waits to be
 // killed (see TestMain).
 const helperEnv = "STARWIRE_REGISTRY_HELPER_DIR"
 
+// helperLeaseEnv makes the helper task register with a lease.
+const helperLeaseEnv = "STARWIRE_REGISTRY_HELPER_LEASE"
+
 // TestMain runs the tests, or, in a child process startRegistered starts,
 // the helper task.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperEnv); dir != "" {
-		if err := Register(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:1234"}); err != nil {
+		addrs := map[string]string{AddrGRPC: "127.0.0.1:1234"}
+		err := Register(dir, "ps", 0, addrs)
+		if os.Getenv(helperLeaseEnv) != "" {
+			_, err = RegisterLease(dir, "ps", 0, addrs, time.Minute)
+		}
+		if err != nil {
 			os.Exit(3)
 		}
 		os.Stdout.WriteString("registered\n")
@@ -35,10 +46,10 @@ func TestMain(m *testing.M) {
 
 // startRegistered starts a helper task that registers ps 0 in dir, and
 // returns once it has.
-func startRegistered(t *testing.T, dir string) *exec.Cmd {
+func startRegistered(t *testing.T, dir string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), helperEnv+"="+dir), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -248,4 +259,122 @@ func TestLease(t *testing.T) {
 			t.Errorf("Close removed the replacement: %v %v", reg, err)
 		}
 	})
+}
+
+// TestLeaseOneOwner: a second lease for a task whose registration a live
+// lease holds is refused, naming the holder, and leaves the holder's
+// registration as it was; once the holder's lease ran out another may take
+// the task, and the first lease's Close then leaves the new registration
+// alone.
+func TestLeaseOneOwner(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ps.0.json")
+	first, err := RegisterLease(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:1000"}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	_, err = RegisterLease(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:2000"}, time.Minute)
+	if !errors.Is(err, ErrHeld) {
+		t.Fatalf("second lease of a live task's registration: %v, want ErrHeld", err)
+	}
+	host, _ := os.Hostname()
+	for _, want := range []string{TaskName("ps", 0), "pid " + strconv.Itoa(os.Getpid()), "host " + host, "since " + first.reg.Since} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if reg, err := readRegistration(path); err != nil || reg.Incarnation != first.reg.Incarnation {
+		t.Fatalf("the refused lease touched the holder's registration: %+v %v", reg, err)
+	}
+
+	// The holder stops renewing (paused, or on a machine cut off): its
+	// lease runs out, and a new owner takes the task.
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, past, past); err != nil {
+		t.Fatal(err)
+	}
+	second, err := RegisterLease(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:2000"}, time.Minute)
+	if err != nil {
+		t.Fatalf("a lease of a registration whose lease ran out: %v", err)
+	}
+	defer second.Close()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if reg, err := readRegistration(path); err != nil || reg.Incarnation != second.reg.Incarnation {
+		t.Fatalf("the first lease's Close removed the second's registration: %+v %v", reg, err)
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the owner's Close left its registration: %v", err)
+	}
+}
+
+// TestLeaseWritesBackVanished: a live task whose registration file was
+// removed (by a stray cleanup, or a second task's Close before owners were
+// told apart) writes it back at its next renewal, the same registration,
+// and logs that it did.
+func TestLeaseWritesBackVanished(t *testing.T) {
+	var logged strings.Builder
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 30 * time.Millisecond
+		dir := t.TempDir()
+		path := filepath.Join(dir, "ps.0.json")
+		l, err := RegisterLease(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:1000"}, lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(lease / 3) // synctest's clock: one renewal interval passes
+		synctest.Wait()
+		reg, err := readRegistration(path)
+		if err != nil || reg.Incarnation != l.reg.Incarnation || reg.Addrs[AddrGRPC] != "127.0.0.1:1000" {
+			t.Fatalf("after a renewal the registration is %+v, %v; want the lease's own back", reg, err)
+		}
+		if err := l.Err(); err != nil {
+			t.Errorf("the lease stopped: %v", err)
+		}
+		if !strings.Contains(logged.String(), "vanished") || !strings.Contains(logged.String(), TaskName("ps", 0)) {
+			t.Errorf("no log line says the registration was written back: %q", logged.String())
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestLeaseHeldByAnotherProcess: a second owner in another process is
+// refused while the first lives, naming its pid; once the first is killed
+// (and not yet waited for: a zombie, as a supervisor that restarts a task
+// at once may see it) the task registers again.
+func TestLeaseHeldByAnotherProcess(t *testing.T) {
+	if thisProcess() == nil {
+		t.Skip("no /proc: processes cannot be looked up")
+	}
+	dir := t.TempDir()
+	cmd := startRegistered(t, dir, helperLeaseEnv+"=1")
+	_, err := RegisterLease(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:5678"}, time.Minute)
+	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(cmd.Process.Pid)) {
+		t.Fatalf("a second owner of a live task's registration: %v; want ErrHeld naming pid %d", err, cmd.Process.Pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Killed, not waited for: a zombie once the kernel has ended it.
+	testwait.For(t, 10*time.Second, func() byte {
+		_, state, _ := processStat(cmd.Process.Pid)
+		return state
+	}, func(state byte) bool { return state == 'Z' }, "the killed helper to end")
+	l, err := RegisterLease(dir, "ps", 0, map[string]string{AddrGRPC: "127.0.0.1:5678"}, time.Minute)
+	if err != nil {
+		t.Fatalf("registering after the owner was killed: %v", err)
+	}
+	l.Close()
 }

@@ -97,6 +97,7 @@ type conn struct {
 	secured  bool // guarded by mu
 	tlsParts [][]byte
 	hint     string // Transport.PlaintextHint, for a refused plaintext client
+	dialer   bool   // the client's end, which a TLS peer may refuse on its first read
 }
 
 // newConn sets up nc, a connection the client dialed to address dialed
@@ -114,7 +115,7 @@ func newConn(ctx context.Context, nc *net.TCPConn, t *Transport, dialed string) 
 	c.tryFn, c.blockFn, c.peekFn, c.drainFn = c.tryWrite, c.blockingWrite, c.peek, c.drain
 	var src io.Reader = nc
 	if t.TLS != nil {
-		c.hint = t.PlaintextHint
+		c.hint, c.dialer = t.PlaintextHint, dialed != ""
 		if err := c.startTLS(ctx, t.tlsConfig(dialed), dialed != ""); err != nil {
 			nc.Close()
 			return nil, err

@@ -42,7 +42,7 @@ func (c *conn) Receive(r wire.Receiver) error {
 			err = ld.WaitLent(c.closed)
 		}
 		if err != nil {
-			return c.fail(err)
+			return c.fail(refusedByPeer(c, err))
 		}
 	}
 }

@@ -104,6 +104,16 @@ func TestMutualTLS(t *testing.T) {
 		}
 	}
 	refused("client that trusts another CA", tlsClient(t, addr, other.files(t, dir, "lost")))
+	// Refused at the first handshake, naming the CA that signed the
+	// server's certificate and the ones this client trusts, not retried
+	// until the call's deadline.
+	var reply rpc.Reply
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := tlsClient(t, addr, other.files(t, dir, "lost2")).Call(ctx, mEcho, &rpc.Request{Meta: []byte("x")}, &reply)
+	cancel()
+	if rpc.CodeOf(err) != wire.Unauthenticated || !strings.Contains(err.Error(), `signed by "CN=cluster CA"`) || !strings.Contains(err.Error(), "(CN=another CA)") {
+		t.Errorf("client that trusts another CA: %v (code %v); want Unauthenticated at once, naming both CAs", err, rpc.CodeOf(err))
+	}
 
 	// A server says whom it refused and why. Each refused client has a
 	// server of its own, whose count and log are that client's alone.
@@ -111,7 +121,7 @@ func TestMutualTLS(t *testing.T) {
 		name, why string
 		client    func(addr string) *rpc.Client
 	}{
-		{"rogue", "client certificate: x509: certificate signed by unknown authority", func(addr string) *rpc.Client {
+		{"rogue", `client certificate: x509: certificate signed by unknown authority: \"CN=rogue\" is signed by \"CN=another CA\", not by a CA of`, func(addr string) *rpc.Client {
 			return tlsClient(t, addr, other.files(t, dir, "rogue", ca))
 		}},
 		{"nocert", "client presented no certificate", func(addr string) *rpc.Client {
@@ -125,7 +135,16 @@ func TestMutualTLS(t *testing.T) {
 		sf := ca.files(t, dir, "server-for-"+rc.name)
 		var log syncBuffer
 		sf.Logger = slog.New(slog.NewTextHandler(&log, nil))
-		refused(rc.name, rc.client(tlsServer(t, sf)))
+		c := rc.client(tlsServer(t, sf))
+		refused(rc.name, c)
+		// The client hears its certificate was refused, for good.
+		var reply rpc.Reply
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := c.Call(ctx, mEcho, &rpc.Request{Meta: []byte("x")}, &reply)
+		cancel()
+		if rpc.CodeOf(err) != wire.Unauthenticated || !strings.Contains(err.Error(), "refused this end's certificate") {
+			t.Errorf("%s: a second call: %v (code %v); want Unauthenticated, the server refusing this end's certificate", rc.name, err, rpc.CodeOf(err))
+		}
 		if n := sf.Refusals(); n != 1 {
 			t.Errorf("%s: the server counted %d refusals, want 1", rc.name, n)
 		}
@@ -257,8 +276,9 @@ func TestPlaintextClientRefused(t *testing.T) {
 
 // A refused TLS 1.3 client learns of its refusal only after its own
 // handshake is done, when the connection it has dialed already fails: the
-// call reports the refusal, and neither it nor the next call dials again
-// before the backoff has passed.
+// call reports the refusal (Unauthenticated: dialing again would be
+// refused alike), and neither it nor the next call dials again before the
+// backoff has passed.
 func TestRefusedClientDialsOnce(t *testing.T) {
 	dir := t.TempDir()
 	ca, other := newTestCA(t, "cluster CA"), newTestCA(t, "another CA")
@@ -275,13 +295,68 @@ func TestRefusedClientDialsOnce(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			err := c.Call(ctx, mEcho, &rpc.Request{Meta: []byte("x")}, &reply)
 			cancel()
-			if rpc.CodeOf(err) != wire.Unavailable || !strings.Contains(err.Error(), "tls") {
-				t.Fatalf("round %d, call %d: err = %v, want Unavailable with the TLS refusal", round, i, err)
+			if rpc.CodeOf(err) != wire.Unauthenticated || !strings.Contains(err.Error(), "refused this end's certificate") {
+				t.Fatalf("round %d, call %d: err = %v, want Unauthenticated with the TLS refusal", round, i, err)
 			}
 		}
 		if n, st := sf.Refusals(), c.Stats(); n != 1 || st.Reconnects != 0 {
 			t.Fatalf("round %d: the server refused %d connections, the client reconnected %d times; want 1 and 0", round, n, st.Reconnects)
 		}
 		c.Close()
+	}
+}
+
+// TestTLSReloadFailureLogged: a rotated certificate file that does not
+// load keeps the previous material and is logged once per change, not on
+// every handshake nor never; loading again is logged too.
+func TestTLSReloadFailureLogged(t *testing.T) {
+	dir := t.TempDir()
+	sf := newTestCA(t, "cluster CA").files(t, dir, "server")
+	var log syncBuffer
+	sf.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	if _, err := sf.ServerConfig(); err != nil {
+		t.Fatal(err)
+	}
+	sf.r.every = 0
+	good, err := os.ReadFile(sf.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotate := func(data []byte, at time.Time) {
+		t.Helper()
+		if err := os.WriteFile(sf.CertFile, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(sf.CertFile, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func(n int) {
+		t.Helper()
+		for range n {
+			if m, err := sf.r.load(); m == nil || err != nil {
+				t.Fatalf("load: %v, %v; want the previous material kept", m, err)
+			}
+		}
+	}
+	warnings := func() int { return strings.Count(log.String(), "changed certificate files do not load") }
+	base := time.Now()
+	rotate([]byte("not a certificate\n"), base.Add(time.Minute))
+	load(5)
+	if n := warnings(); n != 1 {
+		t.Fatalf("%d warnings after 5 handshakes with one bad change, want 1:\n%s", n, log.String())
+	}
+	if !strings.Contains(log.String(), sf.CertFile) {
+		t.Errorf("the warning does not name the file:\n%s", log.String())
+	}
+	rotate([]byte("still not one\n"), base.Add(2*time.Minute))
+	load(3)
+	if n := warnings(); n != 2 {
+		t.Fatalf("%d warnings after a second bad change, want 2:\n%s", n, log.String())
+	}
+	rotate(good, base.Add(3*time.Minute))
+	load(1)
+	if !strings.Contains(log.String(), "loaded again") {
+		t.Errorf("no line says the files load again:\n%s", log.String())
 	}
 }

@@ -3,14 +3,17 @@ package tcp
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -214,4 +217,27 @@ func (c *conn) writeTLSOnce(fd uintptr) (n, full int, err error) {
 		err = fmt.Errorf("tcp: write to %v: %w", c.nc.RemoteAddr(), err)
 	}
 	return n, full, err
+}
+
+// refusedAlerts are the TLS alerts by which a peer refuses this end's
+// certificate (RFC 8446, 6.2): bad, unsupported, revoked, expired or
+// unknown certificate, unknown CA, certificate required.
+var refusedAlerts = map[uint64]bool{42: true, 43: true, 44: true, 45: true, 46: true, 48: true, 116: true}
+
+// refusedByPeer marks err, a TLS client connection's read error, as refused for
+// good (wire.Unauthenticated) when the peer sent an alert that refuses this
+// end's certificate: a TLS 1.3 server checks a client's certificate after
+// the client's handshake is done, so the client hears of it on its first
+// read, and dialing again would be refused alike.
+func refusedByPeer(c *conn, err error) error {
+	var op *net.OpError
+	if c.tls == nil || !c.dialer || !errors.As(err, &op) || op.Op != "remote error" || op.Err == nil {
+		return err
+	}
+	// crypto/tls reports a peer's alert as an OpError around a value of
+	// its unexported alert type, a uint8.
+	if v := reflect.ValueOf(op.Err); v.Kind() != reflect.Uint8 || !refusedAlerts[v.Uint()] {
+		return err
+	}
+	return rpc.Errorf(wire.Unauthenticated, "tcp: tls: %v refused this end's certificate, see its log for why: %w", c.nc.RemoteAddr(), err)
 }

@@ -3,14 +3,19 @@ package tcp
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/wire"
 )
 
 // TLSFiles configures mutual TLS from PEM files, as Kubernetes mounts a
@@ -61,7 +66,7 @@ func (f *TLSFiles) ServerConfig() (*tls.Config, error) {
 				// peer's address, which Go's own check does not give.
 				ClientAuth: tls.RequestClientCert,
 				VerifyConnection: func(cs tls.ConnectionState) error {
-					err := verifyPeer(cs, m.pool, "", x509.ExtKeyUsageClientAuth)
+					err := verifyPeer(cs, m, "", x509.ExtKeyUsageClientAuth)
 					if err != nil {
 						f.refuse(hello.Conn, err)
 					}
@@ -136,40 +141,54 @@ func (f *TLSFiles) ClientConfig() (*tls.Config, error) {
 			if err != nil {
 				return err
 			}
-			return verifyPeer(cs, m.pool, cs.ServerName, x509.ExtKeyUsageServerAuth)
+			return verifyPeer(cs, m, cs.ServerName, x509.ExtKeyUsageServerAuth)
 		},
 	}, nil
 }
 
-// verifyPeer checks the peer's chain against pool, for name when not
+// verifyPeer checks the peer's chain against m's CAs, for name when not
 // empty, with usage: a server's certificate must be for the name dialed.
-func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool, name string, usage x509.ExtKeyUsage) error {
+// A peer that fails is refused for good (wire.Unauthenticated), not
+// retried: its certificate does not change from one dial to the next. A
+// chain of another CA names that CA and the ones trusted here, the usual
+// mistake being a secret of another cluster.
+func verifyPeer(cs tls.ConnectionState, m *tlsMaterial, name string, usage x509.ExtKeyUsage) error {
 	side := "server"
 	if usage == x509.ExtKeyUsageClientAuth {
 		side = "client"
 	}
 	if len(cs.PeerCertificates) == 0 {
-		return fmt.Errorf("tcp: tls: %s presented no certificate", side)
+		return rpc.Errorf(wire.Unauthenticated, "tcp: tls: %s presented no certificate", side)
 	}
 	inter := x509.NewCertPool()
 	for _, c := range cs.PeerCertificates[1:] {
 		inter.AddCert(c)
 	}
-	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
+	leaf := cs.PeerCertificates[0]
+	_, err := leaf.Verify(x509.VerifyOptions{
 		DNSName:       name,
-		Roots:         pool,
+		Roots:         m.pool,
 		Intermediates: inter,
 		KeyUsages:     []x509.ExtKeyUsage{usage},
 	})
-	if err != nil {
-		return fmt.Errorf("tcp: tls: %s certificate: %w", side, err)
+	var unknown x509.UnknownAuthorityError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unknown):
+		return rpc.Errorf(wire.Unauthenticated, "tcp: tls: %s certificate: %w: %q is signed by %q, not by a CA of %s (%s)",
+			side, err, leaf.Subject.String(), leaf.Issuer.String(), m.caFile, strings.Join(m.caNames, "; "))
 	}
-	return nil
+	return rpc.Errorf(wire.Unauthenticated, "tcp: tls: %s certificate: %w", side, err)
 }
 
 func (f *TLSFiles) reloader() (*tlsReloader, error) {
 	f.once.Do(func() {
-		f.r = &tlsReloader{files: [3]string{f.CertFile, f.KeyFile, f.CAFile}, every: time.Second}
+		log := f.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		f.r = &tlsReloader{files: [3]string{f.CertFile, f.KeyFile, f.CAFile}, every: time.Second, log: log}
 		_, f.err = f.r.load()
 	})
 	return f.r, f.err
@@ -177,18 +196,22 @@ func (f *TLSFiles) reloader() (*tlsReloader, error) {
 
 // tlsMaterial is what the files held when last read.
 type tlsMaterial struct {
-	cert tls.Certificate
-	pool *x509.CertPool
+	cert    tls.Certificate
+	pool    *x509.CertPool
+	caFile  string
+	caNames []string // the CAs' subjects, for the messages that name them
 }
 
 type tlsReloader struct {
 	files [3]string     // cert, key, CA
 	every time.Duration // between looks at the files
+	log   *slog.Logger  // told once of each change that does not load
 
 	mu      sync.Mutex
 	cur     *tlsMaterial
 	stamp   [3]time.Time
 	checked time.Time
+	failed  string // the last change that did not load, as logged
 }
 
 // load returns the files' material, reading them again when they changed.
@@ -205,7 +228,7 @@ func (r *tlsReloader) load() (*tlsMaterial, error) {
 	for i, name := range r.files {
 		st, err := os.Stat(name)
 		if err != nil {
-			return r.keep(fmt.Errorf("%w: %v", ErrTLSFiles, err))
+			return r.keep(stamp, fmt.Errorf("%w: %v", ErrTLSFiles, err))
 		}
 		stamp[i] = st.ModTime()
 	}
@@ -214,17 +237,28 @@ func (r *tlsReloader) load() (*tlsMaterial, error) {
 	}
 	m, err := readTLSMaterial(r.files)
 	if err != nil {
-		return r.keep(err)
+		return r.keep(stamp, err)
 	}
-	r.cur, r.stamp = m, stamp
+	if r.failed != "" {
+		r.log.Info("tcp: tls: certificate files loaded again", "cert", r.files[0])
+	}
+	r.cur, r.stamp, r.failed = m, stamp, ""
 	return m, nil
 }
 
-func (r *tlsReloader) keep(err error) (*tlsMaterial, error) {
-	if r.cur != nil {
-		return r.cur, nil
+// keep answers a look at the files that found them changed but unusable
+// (stamp, their times, err, why): the previous material, if any, and one
+// log line per change, so that a rotated secret that does not parse is
+// heard of, once, while handshakes go on with the old one.
+func (r *tlsReloader) keep(stamp [3]time.Time, err error) (*tlsMaterial, error) {
+	if r.cur == nil {
+		return nil, err
 	}
-	return nil, err
+	if key := fmt.Sprint(stamp, err); key != r.failed {
+		r.failed = key
+		r.log.Warn("tcp: tls: changed certificate files do not load; keeping the previous ones", "err", err)
+	}
+	return r.cur, nil
 }
 
 func readTLSMaterial(files [3]string) (*tlsMaterial, error) {
@@ -232,13 +266,26 @@ func readTLSMaterial(files [3]string) (*tlsMaterial, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: certificate %s, key %s: %v", ErrTLSFiles, files[0], files[1], err)
 	}
-	pem, err := os.ReadFile(files[2])
+	bundle, err := os.ReadFile(files[2])
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTLSFiles, err)
 	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
+	var names []string
+	for rest := bundle; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if b.Type != "CERTIFICATE" || err != nil {
+			continue // as AppendCertsFromPEM skips them
+		}
+		pool.AddCert(c)
+		names = append(names, c.Subject.String())
+	}
+	if len(names) == 0 {
 		return nil, fmt.Errorf("%w: CA bundle %s holds no PEM certificate", ErrTLSFiles, files[2])
 	}
-	return &tlsMaterial{cert: cert, pool: pool}, nil
+	return &tlsMaterial{cert: cert, pool: pool, caFile: files[2], caNames: names}, nil
 }

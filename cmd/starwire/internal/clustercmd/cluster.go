@@ -137,12 +137,19 @@ func up(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	c.printHosts(stdout)
 	fmt.Fprintf(stdout, "train on it:  %s\n", c.trainHint())
-	downCmd := "starwire cluster down --name " + c.Name
-	if s.stateDir != defaultStateDir {
-		downCmd += " --state_dir " + s.stateDir
-	}
-	fmt.Fprintf(stdout, "remove it:    %s\n", downCmd)
+	fmt.Fprintf(stdout, "remove it:    %s\n", downCommand(c.Name, s.stateDir))
 	return nil
+}
+
+// downCommand is the command that removes cluster name kept in stateDir:
+// a hint that leaves out a --state_dir the cluster was made with finds no
+// cluster to remove, and following it loops.
+func downCommand(name, stateDir string) string {
+	cmd := "starwire cluster down --name " + name
+	if stateDir != defaultStateDir {
+		cmd += " --state_dir " + stateDir
+	}
+	return cmd
 }
 
 // down stops a cluster's tasks and deletes its namespaces.

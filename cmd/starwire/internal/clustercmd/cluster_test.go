@@ -40,6 +40,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"run", "--subnet", "198.18.0.0/30", "--ps", "2"}, "do not fit"},
 		{[]string{"manifests", "--name", "Bad_Name"}, "want a DNS label"},
 		{[]string{"manifests", "--ps", "0"}, "at least one of each"},
+		{[]string{"manifests", "--image", ""}, "--image is empty"},
+		{[]string{"manifests", "--image", "  "}, "--image is empty"},
 		{[]string{"endpoints", "--port_offset", "0"}, "TF_CONFIG gives no cluster"},
 	} {
 		_, err := runCommand(t, tc.args...)
@@ -87,5 +89,20 @@ func TestEndpoints(t *testing.T) {
 	var ue *flags.UsageError
 	if _, err := runCommand(t, "endpoints", "--out", filepath.Join(t.TempDir(), "m")); !errors.As(err, &ue) || !strings.Contains(err.Error(), "TF_CONFIG gives no cluster") {
 		t.Errorf("without TF_CONFIG: %v (%T), want a usage error", err, err)
+	}
+}
+
+// TestExistsHintNamesStateDir: "cluster up" over a cluster that exists in
+// a --state_dir of the user's says how to remove it with that directory,
+// since "cluster down" without it finds nothing to remove.
+func TestExistsHintNamesStateDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "c1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := buildCluster(shapeFlags{name: "c1", ps: 1, workers: 1, stateDir: dir}, 0)
+	want := `"starwire cluster down --name c1 --state_dir ` + dir + `"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("cluster up over an existing cluster: %v; want the hint %s", err, want)
 	}
 }

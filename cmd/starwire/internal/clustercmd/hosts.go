@@ -65,10 +65,10 @@ var errNeedsRoot = errors.New("needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to m
 func buildCluster(s shapeFlags, owner int) (_ *testCluster, err error) {
 	c := &testCluster{Name: s.name, Owner: owner, Subnet: s.prefix.String(), Protocol: s.protocol, dir: filepath.Join(s.stateDir, s.name)}
 	if _, err := os.Stat(c.dir); err == nil {
-		return nil, fmt.Errorf("cluster %s exists (%s): remove it with \"starwire cluster down --name %s\"", s.name, c.dir, s.name)
+		return nil, fmt.Errorf("cluster %s exists (%s): remove it with %q", s.name, c.dir, downCommand(s.name, s.stateDir))
 	}
 	if ns, _ := vethnet.SegmentNamespaces(s.name); len(ns) > 0 {
-		return nil, fmt.Errorf("namespaces of a cluster %s exist (%s): remove them with \"starwire cluster down --name %s\"", s.name, strings.Join(ns, " "), s.name)
+		return nil, fmt.Errorf("namespaces of a cluster %s exist (%s): remove them with %q", s.name, strings.Join(ns, " "), downCommand(s.name, s.stateDir))
 	}
 	var names []string
 	addr := s.prefix.Addr()

@@ -66,8 +66,10 @@ func manifests(_ context.Context, args []string, stdout io.Writer) error {
 		return flags.Usagef("cluster manifests: --ps %d --workers %d: want at least one of each", ps, workers)
 	case steps < 1:
 		return flags.Usagef("cluster manifests: --steps %d: want at least 1", steps)
+	case strings.TrimSpace(c.Image) == "":
+		return flags.Usagef("cluster manifests: --image is empty: want a container image, such as starwire:latest (deploy/Dockerfile)")
 	case strings.ContainsAny(c.Image, " \t\n\"'"):
-		return flags.Usagef("cluster manifests: --image %q", c.Image)
+		return flags.Usagef("cluster manifests: --image %q: want an image reference without spaces or quotes", c.Image)
 	}
 	c.GRPCPort, c.StarPort = testGRPCPort, testStarPort
 	c.MapDir = "/etc/starwire"

@@ -56,6 +56,11 @@ func (f *Pcap) Close(cmd string, stdout io.Writer) error {
 	if err := f.File.Close(); err != nil {
 		return fmt.Errorf("%s: --pcap: %w", cmd, err)
 	}
+	if n == 0 {
+		// An empty file alone reads as a capture that failed.
+		fmt.Fprintf(stdout, "pcap: 0 frames in %s: no frame went over the packet path, which is all --pcap captures (AF_XDP links, --transport udp's datagrams); calls over TCP are not in it\n", f.Path)
+		return nil
+	}
 	fmt.Fprintf(stdout, "pcap: %d frames in %s\n", n, f.Path)
 	return nil
 }
