@@ -6,11 +6,11 @@ func init() {
 	registerOp("ResourceScatterSub", &Spec{Build: buildResourceScatter(subOp)})
 }
 
-// buildResourceScatter builds ResourceScatterSub(resource, indices,
-// updates): row indices[i] of the variable becomes row op updates[i],
-// duplicate indices applying in turn. TensorFlow 2's
+// buildResourceScatter builds ResourceScatterAdd and ResourceScatterSub
+// (resource, indices, updates): row indices[i] of the variable becomes
+// row op updates[i], duplicate indices applying in turn. TensorFlow 2's
 // Variable.scatter_sub and the optimizers' sparse updates of embeddings
-// make ResourceScatterSub; ResourceScatterAdd is in sparse.go.
+// make ResourceScatterSub; ResourceScatterAdd is registered in sparse.go.
 func buildResourceScatter(op binaryKind) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
 		if err := n.wantInputs(3); err != nil {
@@ -38,6 +38,8 @@ func buildResourceScatter(op binaryKind) func(*Env, *Node) (Kernel, error) {
 				return err
 			}
 			return v.sparse(func(t *wire.Tensor) error {
+				// Checked here, so that an uninitialized variable is
+				// reported as such first.
 				if err := v.checkDType(dt); err != nil {
 					return err
 				}

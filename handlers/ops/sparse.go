@@ -12,7 +12,7 @@ import (
 func init() {
 	registerOp("GatherV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0)}, Build: buildGatherV2})
 	registerOp("ResourceGather", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0), "validate_indices": boolAttr(true)}, Build: buildResourceGather})
-	registerOp("ResourceScatterAdd", &Spec{Build: buildResourceScatterAdd})
+	registerOp("ResourceScatterAdd", &Spec{Build: buildResourceScatter(addOp)})
 	registerOp("ResourceSparseApplyAdagrad", &Spec{Defaults: map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "update_slots": boolAttr(true)}, Build: buildSparseApplyAdagrad})
 }
 
@@ -215,53 +215,6 @@ func buildResourceGather(_ *Env, n *Node) (Kernel, error) {
 		}
 		c.setOut(0, r)
 		return nil
-	}, nil
-}
-
-func buildResourceScatterAdd(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(3); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrTypeIn("dtype", numericTypes...)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
-		return nil, err
-	}
-	return func(c *Context) error {
-		v, it, err := c.variableAndInput()
-		if err != nil {
-			return err
-		}
-		idx, buf, err := readIndices(it)
-		if err != nil {
-			return err
-		}
-		defer buf.release()
-		u, err := c.typed(2, dt)
-		if err != nil {
-			return err
-		}
-		return v.sparse(func(t *wire.Tensor) error {
-			// Checked here, so that an uninitialized variable is
-			// reported as such first.
-			if err := v.checkDType(dt); err != nil {
-				return err
-			}
-			l, err := scatterRows("updates", u, t, it.Shape, idx)
-			if err != nil {
-				return err
-			}
-			for i, x := range idx {
-				row := &wire.Tensor{DType: dt, Data: t.Data[int(x)*l.rowBytes : int(x+1)*l.rowBytes]}
-				upd := &wire.Tensor{DType: dt, Data: u.Data[i*l.rowBytes : (i+1)*l.rowBytes]}
-				v.lockRow(x)
-				elementwise(addOp, row, row, upd)
-				v.unlockRow(x)
-			}
-			return nil
-		})
 	}, nil
 }
 
