@@ -99,7 +99,7 @@ func (c *slicer) open(ctx context.Context, addr, pid string, cfg SweepConfig, xn
 	c.pc, _ = c.c.(pathCounter)
 	if c.pc != nil {
 		var open bool
-		if c.before[0], c.before[1], open = c.pc.pathCalls(); !open {
+		if c.before[0], c.before[1], open = awaitPacketPath(ctx, c.callers, c.pc, cfg.Warmup); !open {
 			c.m.Err = "the packet path did not open during the warm-up"
 			return
 		}

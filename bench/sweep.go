@@ -418,7 +418,7 @@ func measure(ctx context.Context, p Point, addr, pid string, cfg SweepConfig, xn
 	var before [2]uint64
 	if pc != nil {
 		var open bool
-		if before[0], before[1], open = pc.pathCalls(); !open {
+		if before[0], before[1], open = awaitPacketPath(ctx, callers, pc, cfg.Warmup); !open {
 			m.Err = "the packet path did not open during the warm-up"
 			return m
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
@@ -295,4 +296,23 @@ func (g grpcConn) caller(w Workload, size int) (caller, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("bench: unknown workload %q", w)
+}
+
+// packetPathWait bounds how long a dual contender's warm-up goes on for its
+// packet path to open: the hello and the session's handshake can take
+// longer than a short warm-up on a loaded machine.
+const packetPathWait = 10 * time.Second
+
+// awaitPacketPath returns pc's path counts once its packet path is open,
+// calling with callers a warm-up (at least 20 ms) at a time while it is not,
+// for at most packetPathWait; open is false when it never opened.
+func awaitPacketPath(ctx context.Context, callers []caller, pc pathCounter, warmup time.Duration) (tcp, bypass uint64, open bool) {
+	warmup = max(warmup, 20*time.Millisecond)
+	deadline := time.Now().Add(packetPathWait)
+	for {
+		if tcp, bypass, open = pc.pathCalls(); open || time.Now().After(deadline) || ctx.Err() != nil {
+			return tcp, bypass, open
+		}
+		driveClosed(ctx, callers, warmup)
+	}
 }
