@@ -59,8 +59,7 @@ def parse_args(argv):
     p.add_argument("--batch", type=int, default=512)
     p.add_argument("--optimizer", default="adagrad+adam",
                    help="job.py's --optimizer: the embedding always takes Adagrad; "
-                   "\"adagrad\" puts the dense layer on Adagrad too, which needs a dense "
-                   "ResourceApplyAdagrad kernel on the ps")
+                   "\"adagrad\" puts the dense layer on Adagrad too")
     p.add_argument("--warmup", type=int, default=100, help="global steps before the window")
     p.add_argument("--window", type=float, default=40.0, help="seconds timed")
     p.add_argument("--report_every", type=int, default=5, help="job.py's --report_every")

@@ -40,3 +40,19 @@ def test_quick_bench_prints_the_table(starwire, tmp_path):
     # starwire reads and writes its sockets with read/write/writev, so
     # /proc's rchar+wchar sees its traffic.
     assert float(dict(zip(header, rows[1]))["rw B/step"]) > 0, out.stdout
+
+
+@pytest.mark.timeout(900)
+def test_quick_ps_strategy_bench_prints_the_table(starwire, tmp_path):
+    import bench_ps_strategy
+    out = subprocess.run(
+        [harness.PY, os.path.join(harness.HERE, "bench_ps_strategy.py"), "--quick",
+         "--starwire", starwire],
+        capture_output=True, text=True, timeout=860, env=harness.tf_env())
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    header, rows = table(out.stdout)
+    assert tuple(header) == bench_ps_strategy.COLUMNS
+    assert [r[0] for r in rows] == ["tf", "starwire"]
+    for r in rows:
+        figures = dict(zip(header, r))
+        assert float(figures["steps/s"]) > 0 and float(figures["CPU s/step"]) > 0, (r, out.stdout)
