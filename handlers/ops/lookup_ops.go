@@ -69,15 +69,23 @@ func valuesShape(m *tableMeta, keyShape []int64) []int64 {
 	return append(s, m.valueShape...)
 }
 
+// keyValueTypes checks that n has inputs data inputs and reads the key and
+// value dtypes a table op names in its attributes keyAttr and valueAttr.
+func keyValueTypes(n *Node, inputs int, keyAttr, valueAttr string) (k, v wire.DataType, err error) {
+	if err := n.wantInputs(inputs); err != nil {
+		return 0, 0, err
+	}
+	if k, err = n.attrType(keyAttr); err != nil {
+		return 0, 0, err
+	}
+	if v, err = n.attrType(valueAttr); err != nil {
+		return 0, 0, err
+	}
+	return k, v, nil
+}
+
 func buildLookupFind(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(3); err != nil {
-		return nil, err
-	}
-	tin, err := n.attrType("Tin")
-	if err != nil {
-		return nil, err
-	}
-	tout, err := n.attrType("Tout")
+	tin, tout, err := keyValueTypes(n, 3, "Tin", "Tout")
 	if err != nil {
 		return nil, err
 	}
@@ -129,14 +137,7 @@ func (c *Context) twoInputs() (*wire.Tensor, *wire.Tensor, error) {
 // LookupTableImportV2, which first empties the table (a restore).
 func buildLookupWrite(replace bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(3); err != nil {
-			return nil, err
-		}
-		tin, err := n.attrType("Tin")
-		if err != nil {
-			return nil, err
-		}
-		tout, err := n.attrType("Tout")
+		tin, tout, err := keyValueTypes(n, 3, "Tin", "Tout")
 		if err != nil {
 			return nil, err
 		}
@@ -211,14 +212,7 @@ func buildLookupSize(_ *Env, n *Node) (Kernel, error) {
 }
 
 func buildLookupExport(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	tk, err := n.attrType("Tkeys")
-	if err != nil {
-		return nil, err
-	}
-	tv, err := n.attrType("Tvalues")
+	tk, tv, err := keyValueTypes(n, 1, "Tkeys", "Tvalues")
 	if err != nil {
 		return nil, err
 	}
