@@ -31,12 +31,18 @@ def lose_ps(cluster, kind, ckpt):
     ready = time.time()
     assert w.wait(300) == 0, w.log()[-4000:]
     recs = [r for r in w.json_lines() if "step" in r]
-    after = [r for r in recs if r["t"] > killed]
-    assert after, "no step after the kill"
-    before = max(r["step"] for r in recs if r["t"] <= killed)
-    return {"kind": kind, "recovery_secs": after[0]["t"] - killed,
-            "ps_start_secs": ready - killed, "after_ps_ready_secs": after[0]["t"] - ready, "killed_after": before,
-            "resumed_at": after[0]["step"], "last_step": recs[-1]["step"],
+    # The first step of the recreated session: where the global step went
+    # back to a checkpoint's. Steps the worker printed just after kill()
+    # returned may have run before the ps died, so the printing time alone
+    # does not tell.
+    back = [i for i in range(1, len(recs))
+            if recs[i]["step"] <= recs[i - 1]["step"] and recs[i]["t"] > killed]
+    assert back, "the global step never went back to a checkpoint's"
+    before, resumed = recs[back[0] - 1], recs[back[0]]
+    return {"kind": kind, "recovery_secs": resumed["t"] - killed,
+            "ps_start_secs": ready - killed, "after_ps_ready_secs": resumed["t"] - ready,
+            "killed_after": before["step"], "resumed_at": resumed["step"],
+            "last_step": recs[-1]["step"],
             "log": w.log()}
 
 
