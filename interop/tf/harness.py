@@ -7,6 +7,7 @@ group) whatever happened. The benchmark script uses the same pieces.
 
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -20,19 +21,52 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 PY = sys.executable
 
 
-def free_ports(n):
-    """Returns n distinct free loopback TCP ports."""
-    socks, ports = [], []
+_HANDED_OUT = set()
+
+
+def _ephemeral_range():
+    """The kernel's range for the local ports of outgoing connections."""
     try:
-        while len(ports) < n:
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _bindable(port):
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        s = socket.socket(socket.AF_INET, kind)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        finally:
             s.close()
-    return ports
+    return True
+
+
+def free_ports(n):
+    """Returns n distinct loopback ports, free for TCP and UDP now.
+
+    They come from below the kernel's ephemeral range: a port bind(0)
+    picked is one an outgoing connection of some other task (TensorFlow
+    opens many) may take as its local port before the task that was given
+    it binds it. No port is handed out twice in one run.
+    """
+    lo, _ = _ephemeral_range()
+    first = max(1024, lo - 20000)
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    ports = []
+    for _ in range(100 * n + 1000):
+        if len(ports) == n:
+            return ports
+        port = rng.randrange(first, lo)
+        if port in _HANDED_OUT or not _bindable(port):
+            continue
+        _HANDED_OUT.add(port)
+        ports.append(port)
+    raise RuntimeError("no %d free ports in [%d, %d)" % (n, first, lo))
 
 
 def build_starwire(out_dir):

@@ -124,8 +124,42 @@ def build(args, cluster, num_workers):
                 opt, replicas_to_aggregate=num_workers, total_num_replicas=num_workers)
             hooks.append(opt.make_session_run_hook(args.task == 0))
         train = opt.minimize(loss, global_step=global_step)
+    if num_workers > 1:
+        # Made last, so that a one-worker graph (the one compared with
+        # TensorFlow's ps step by step) is the same with or without it.
+        with tf1.device(device):
+            hooks.append(WorkersBarrierHook(num_workers))
     return dict(ids=ids, label=label, loss=loss, train=train, global_step=global_step,
                 hooks=hooks, logits=logits, emb=emb, emb_vars=emb_vars)
+
+
+class WorkersBarrierHook(tf1.train.SessionRunHook):
+    """Holds every worker's first step until all of them have a session.
+
+    Without it the chief trains alone while the other workers still import
+    TensorFlow, and a short job ends before they join. A counter on the ps
+    counts the workers that arrived; it is left out of checkpoints, and a
+    session made again after a lost ps does not wait again.
+    """
+
+    def __init__(self, num_workers, timeout_secs=180):
+        self._n, self._timeout = num_workers, timeout_secs
+        self.counter = tf1.get_variable("workers_ready", [], tf.int64,
+                                        initializer=tf1.zeros_initializer(), trainable=False)
+        self._arrive = tf1.assign_add(self.counter, 1)
+        self._done = False
+
+    def after_create_session(self, session, coord):
+        if self._done:
+            return
+        self._done = True
+        session.run(self._arrive)
+        deadline = time.monotonic() + self._timeout
+        while session.run(self.counter) < self._n:
+            if time.monotonic() > deadline:
+                raise RuntimeError("%d workers did not arrive within %ss"
+                                   % (self._n, self._timeout))
+            time.sleep(0.05)
 
 
 def poll_readiness_every_second():
@@ -187,7 +221,10 @@ def main(argv):
         hooks.append(DumpRestoredHook(args.dump_restored))
     scaffold = None
     if args.checkpoint_dir:
-        scaffold = tf1.train.Scaffold(saver=tf1.train.Saver(sharded=True, max_to_keep=3))
+        barrier = [h.counter for h in hooks if isinstance(h, WorkersBarrierHook)]
+        saved = [v for v in tf1.global_variables() if all(v is not b for b in barrier)]
+        scaffold = tf1.train.Scaffold(saver=tf1.train.Saver(saved, sharded=True,
+                                                            max_to_keep=3))
     data = batches(args)
     n = 0
     # Between-graph replication: this worker's master talks to the ps and
