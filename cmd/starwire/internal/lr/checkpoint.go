@@ -2,6 +2,7 @@ package lr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -38,6 +39,11 @@ const (
 	// directory, followed by "-<global step>".
 	CheckpointBasename = "model.ckpt"
 )
+
+// ErrHashCheckpoint is returned by Save and Restore with the hash
+// embedding: a parameter server's Saver does not yet save embedding
+// variables.
+var ErrHashCheckpoint = errors.New("checkpoints of the hash embedding are not supported yet: the parameter servers' Saver does not save embedding variables")
 
 // ErrNoCheckpoint is returned by Restore when the directory holds no
 // checkpoint; it is checkpoint.ErrNoCheckpoint.
@@ -77,6 +83,9 @@ func CheckpointPrefix(dir string, globalStep int64) string {
 // dir (its checkpoint directory covers it), and dir must be this
 // process's too: the state file is written here.
 func (j *Job) Save(ctx context.Context, dir string, globalStep int64, keep int) (string, error) {
+	if j.cfg.hash() {
+		return "", fmt.Errorf("save checkpoint: %w", ErrHashCheckpoint)
+	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("save checkpoint: %w", err)
@@ -148,6 +157,9 @@ func (j *Job) registerSave(ctx context.Context) error {
 // servers: true of the local cluster and of a shared directory. Call it
 // after Setup and before Run.
 func (j *Job) Restore(ctx context.Context, dir string) (globalStep int64, prefix string, err error) {
+	if j.cfg.hash() {
+		return 0, "", fmt.Errorf("restore checkpoint: %w", ErrHashCheckpoint)
+	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return 0, "", fmt.Errorf("restore checkpoint: %w", err)
