@@ -25,9 +25,10 @@ import (
 // Adagrad's accumulator and Adam's moments are), and must be set before
 // the primary has rows.
 //
-// Not here yet: KvResourceGather's is_use_default_value_tensor, eviction
-// by steps_to_live and l2_weight_threshold (the table can, no op asks it
-// to), double values, KvResourceExport and KvResourceImportV2.
+// Eviction by steps_to_live and l2_weight_threshold runs when SaveV2
+// saves the variable (kv_checkpoint.go, with KvResourceExport and
+// KvResourceImportV2). Not here yet: KvResourceGather's
+// is_use_default_value_tensor, double values.
 
 func init() {
 	registerOp("KvVarHandleOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"container": stringAttr(""), "shared_name": stringAttr("")}, Build: buildKvVarHandle})
@@ -67,9 +68,14 @@ type kvVar struct {
 	primary  *kvVar           // a slot's primary
 	slot     int              // a slot's index in its primary's table
 	init     bool
-	// Kept for eviction at save time, which no op asks for yet.
+	// For eviction at save time (SaveV2 with has_ev).
 	stepsToLive int64
 	minL2       float64
+	// A primary's slots as KvResourceImportV2 named them, so that the
+	// primary's import reads them too, whichever import runs first, and
+	// the checkpoint its rows were last imported from.
+	slotsSaved   map[int]kvSlotSaved
+	restoredFrom string
 }
 
 func (v *kvVar) resourceName() string { return v.name }
@@ -244,6 +250,11 @@ func buildInitializeKvVariable(_ *Env, n *Node) (Kernel, error) {
 func (v *kvVar) initPrimary(k kvInit, rows []float32) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	return v.initPrimaryLocked(k, rows)
+}
+
+// initPrimaryLocked is initPrimary with v.mu held.
+func (v *kvVar) initPrimaryLocked(k kvInit, rows []float32) error {
 	if v.init {
 		return nil // DeepRec's LookupOrCreate: a second initialization keeps the table
 	}
