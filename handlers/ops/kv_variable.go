@@ -14,7 +14,8 @@ import (
 
 // DeepRec's embedding variable ops, as a DeepRec graph places them on the
 // ps: KvVarHandleOp, InitializeKvVariableOp, KvVarIsInitializedOp,
-// KvResourceGather and KvResourceSparseApplyAdagrad, with DeepRec's names,
+// KvResourceGather, KvResourceSparseApplyAdagrad and (kv_adam.go)
+// KvResourceSparseApplyAdam, with DeepRec's names,
 // inputs and attributes, over an embedding.Table (package embedding).
 //
 // DeepRec keeps an optimizer's slot as an embedding variable of its own
