@@ -48,6 +48,9 @@ func buildKvSparseApplyAdam(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
+		if err := v.wantKeys(keyType); err != nil {
+			return err
+		}
 		var in [10]*wire.Tensor
 		for i := range in {
 			dt := wire.DTFloat

@@ -292,6 +292,10 @@ func TestKvImportRefusals(t *testing.T) {
 		return k
 	}()...)
 	badOffsets := I32([]int64{1001}, make([]int32, 1001)...)
+	fewValues := F32([]int64{49, kvDim}, make([]float32, 49*kvDim)...)
+	shortVersions := I64([]int64{10}, make([]int64, 10)...)
+	spoil("few_values", "emb-values", &fewValues)
+	spoil("short_versions", "emb/Adagrad-versions", &shortVersions)
 	spoil("short_freqs", "emb-freqs", &short)
 	spoil("int32_keys", "emb-keys", &i32keys)
 	spoil("wide_values", "emb-values", &wide)
@@ -302,6 +306,8 @@ func TestKvImportRefusals(t *testing.T) {
 		{"int32_keys", `embedding variable /emb: checkpoint int32_keys: tensor "emb-keys" is int32, want int64`},
 		{"wide_values", `embedding variable /emb: checkpoint wide_values: tensor "emb-values" is [50,3], want [50,2]`},
 		{"slot_keys", "embedding variable /emb/Adagrad: checkpoint slot_keys:"},
+		{"few_values", `embedding variable /emb: checkpoint few_values: tensor "emb-values" is [49,2], want [50,2] for 50 keys`},
+		{"short_versions", `embedding variable /emb/Adagrad: checkpoint short_versions: tensor "emb/Adagrad-versions" holds 10 elements for 50 keys`},
 		{"bad_offsets", `embedding variable /emb: checkpoint bad_offsets: "emb": embedding: partition_offset runs from 0 to 0 over 50 rows`},
 	}
 	for _, tc := range cases {

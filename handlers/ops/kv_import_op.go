@@ -28,6 +28,7 @@ type kvSlotSaved struct {
 
 // A kvImport is what one KvResourceImportV2 node asks.
 type kvImport struct {
+	keyType      wire.DataType
 	init         kvInit
 	partID       int
 	partNum      int
@@ -39,7 +40,8 @@ func kvImportAttrs(env *Env, n *Node) (*kvImport, error) {
 	if err := n.wantInputs(6); err != nil {
 		return nil, err
 	}
-	if _, _, err := kvVarAttrs(n, true); err != nil {
+	keyType, _, err := kvVarAttrs(n, true)
+	if err != nil {
 		return nil, err
 	}
 	init, err := kvInitAttrs(n)
@@ -65,7 +67,7 @@ func kvImportAttrs(env *Env, n *Node) (*kvImport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kvImport{init: init, partID: int(id), partNum: int(num), resetVersion: reset, root: root}, nil
+	return &kvImport{keyType: keyType, init: init, partID: int(id), partNum: int(num), resetVersion: reset, root: root}, nil
 }
 
 // buildKvResourceImportV2 builds KvResourceImportV2(prefix, resource_self,
@@ -89,6 +91,9 @@ func buildKvResourceImportV2(env *Env, n *Node) (Kernel, error) {
 		}
 		primary, err := c.kvVarInput(2)
 		if err != nil {
+			return err
+		}
+		if err := self.wantKeys(imp.keyType); err != nil {
 			return err
 		}
 		defaults, err := kvDefaultValues(c, 3, self)

@@ -81,6 +81,14 @@ type kvVar struct {
 
 func (v *kvVar) resourceName() string { return v.name }
 
+// wantKeys refuses a node whose key dtype, dt, is not v's.
+func (v *kvVar) wantKeys(dt wire.DataType) error {
+	if dt != v.keyType {
+		return status.Errorf(wire.InvalidArgument, "embedding variable %s takes %v keys, the node gives %v", v.name, v.keyType, dt)
+	}
+	return nil
+}
+
 // kvTable returns the table a variable's rows are in, and the slot of it
 // the variable is (-1 for a primary).
 func (v *kvVar) kvTable() (*embedding.Table, int, error) {
@@ -215,7 +223,8 @@ func buildInitializeKvVariable(_ *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(4); err != nil {
 		return nil, err
 	}
-	if _, _, err := kvVarAttrs(n, true); err != nil {
+	keyType, _, err := kvVarAttrs(n, true)
+	if err != nil {
 		return nil, err
 	}
 	k, err := kvInitAttrs(n)
@@ -225,6 +234,9 @@ func buildInitializeKvVariable(_ *Env, n *Node) (Kernel, error) {
 	return func(c *Context) error {
 		self, err := c.kvVarInput(0)
 		if err != nil {
+			return err
+		}
+		if err := self.wantKeys(keyType); err != nil {
 			return err
 		}
 		primary, err := c.kvVarInput(1)
@@ -362,6 +374,9 @@ func buildKvResourceGather(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
+		if err := v.wantKeys(keyType); err != nil {
+			return err
+		}
 		ids, err := c.typed(1, keyType)
 		if err != nil {
 			return err
@@ -408,6 +423,9 @@ func buildKvSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 	return func(c *Context) error {
 		v, err := c.kvVarInput(0)
 		if err != nil {
+			return err
+		}
+		if err := v.wantKeys(keyType); err != nil {
 			return err
 		}
 		acc, err := c.kvVarInput(1)
