@@ -28,7 +28,7 @@ import (
 //
 // Eviction by steps_to_live and l2_weight_threshold runs when SaveV2
 // saves the variable (kv_checkpoint.go, with KvResourceExport and
-// KvResourceImportV2). Not here yet: KvResourceGather's
+// KvResourceImportV2), or when a graph runs KvResourceEvict. Not here yet: KvResourceGather's
 // is_use_default_value_tensor, double values.
 
 func init() {
