@@ -19,9 +19,12 @@ type Snapshot struct {
 	Versions []int64
 	// FilteredIDs are the ids looked up but not admitted, FilteredFreqs
 	// their lookups. A table counting them in a Bloom filter has none: its
-	// snapshot leaves the filter out, and a restore starts it empty.
+	// snapshot holds the filter's counters instead, in Bloom.
 	FilteredIDs   []int64
 	FilteredFreqs []int64
+	// Bloom is the counting Bloom filter's counters, of a table that has
+	// one (see bloomsnapshot.go).
+	Bloom []uint8
 }
 
 // Snapshot returns the table's contents. It takes the shards one at a
@@ -46,6 +49,9 @@ func (t *Table) Snapshot() *Snapshot {
 		for id, n := range sh.pending {
 			s.FilteredIDs = append(s.FilteredIDs, id)
 			s.FilteredFreqs = append(s.FilteredFreqs, n)
+		}
+		if sh.bloom != nil {
+			s.Bloom = append(s.Bloom, sh.bloom.counts...)
 		}
 		sh.mu.Unlock()
 	}
@@ -122,6 +128,7 @@ func (t *Table) Restore(s *Snapshot) error {
 	for i, id := range s.FilteredIDs {
 		fresh.shards[shardOf(mix(uint64(id)))].pending[id] = s.FilteredFreqs[i]
 	}
+	fresh.restoreBloom(s.Bloom)
 	for i := range t.shards {
 		t.shards[i].mu.Lock()
 	}

@@ -22,6 +22,9 @@ import (
 //	N-keys_filtered, N-freqs_filtered, N-versions_filtered: the ids looked
 //	                    up but not yet admitted, and their lookups
 //	N-partition_filter_offset [1001] int32
+//	N-bloom_counters    [m] uint8: a primary's counting Bloom filter, when
+//	                    it counts the ids not admitted in one (starwire's;
+//	                    DeepRec saves no filter)
 //
 // with the rows grouped by part (embedding.SavedParts, the partition rule
 // is there). A slot is saved as a variable of its own, as DeepRec saves
@@ -44,6 +47,7 @@ const (
 	kvFreqsFiltered   = "-freqs_filtered"
 	kvVersionFiltered = "-versions_filtered"
 	kvFilterOffsets   = "-partition_filter_offset"
+	kvBloom           = "-bloom_counters"
 	kvPartStr         = "part_"
 )
 
@@ -103,6 +107,12 @@ func writeKv(w *checkpoint.Writer, name string, v *kvVar, slot int, s *kvSaved) 
 		{kvFreqsFiltered, bytesTensor(wire.DTInt64, snap.FilteredFreqs, m)},
 		{kvOffsets, bytesTensor(wire.DTInt32, s.offsets, int64(len(s.offsets)))},
 		{kvFilterOffsets, bytesTensor(wire.DTInt32, s.filteredOffsets, int64(len(s.filteredOffsets)))},
+	}
+	if slot < 0 && snap.Bloom != nil {
+		ts = append(ts, struct {
+			suffix string
+			t      *wire.Tensor
+		}{kvBloom, bytesTensor(wire.DTUint8, snap.Bloom, int64(len(snap.Bloom)))})
 	}
 	for _, t := range ts {
 		if err := w.Add(name+t.suffix, t.t); err != nil {

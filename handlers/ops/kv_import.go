@@ -129,6 +129,23 @@ func (k *kvReader) piece(dst *embedding.Snapshot, name string, id, num int) erro
 	if err := piece.Select(dst, offsets, filtered, id, num); err != nil {
 		return k.errorf(wire.InvalidArgument, "%q: %v", name, err)
 	}
+	return k.bloom(dst, name)
+}
+
+// bloom adds the Bloom filter counters saved with the piece name to
+// dst's: a restore from several pieces takes the counters of all.
+func (k *kvReader) bloom(dst *embedding.Snapshot, name string) error {
+	counts, _, err := kvRead[uint8](k, name+kvBloom, wire.DTUint8, true)
+	switch {
+	case err != nil || counts == nil:
+		return err
+	case dst.Bloom == nil:
+		dst.Bloom = counts
+	case len(dst.Bloom) != len(counts):
+		return k.errorf(wire.InvalidArgument, "tensor %q holds %d counters, another piece %d", name+kvBloom, len(counts), len(dst.Bloom))
+	default:
+		embedding.MergeBloom(dst.Bloom, counts)
+	}
 	return nil
 }
 
