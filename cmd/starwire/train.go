@@ -58,7 +58,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cfg.Embedding, "embedding", f.cfg.Embedding, `the embedding table: "fixed", --vocab rows the features are hashed into, or "hash", ids of the 64-bit space (each feature's string hashed, no vocabulary) in an embedding variable on each ps whose rows are made on first lookup`)
 	fs.IntVar(&f.cfg.Values, "values", f.cfg.Values, "raw values per field of the click data: 0 draws --vocab values hashed into --vocab ids that share their hidden weights; N gives every feature a weight of its own, its id its string's hash with --embedding hash, field×N+value mod --vocab with the fixed table (with --embedding hash, 0 is 100000)")
 	fs.Int64Var(&f.cfg.FilterFreq, "filter_freq", f.cfg.FilterFreq, "with --embedding hash, lookups of an id before its row is made; until then it reads the initial value and its gradients are dropped (0: every id at once)")
-	fs.Int64Var(&f.cfg.StepsToLive, "steps_to_live", f.cfg.StepsToLive, "with --embedding hash, global steps a row may go without an update before it is evicted, at a checkpoint's save (0: never)")
+	fs.Int64Var(&f.cfg.StepsToLive, "steps_to_live", f.cfg.StepsToLive, "with --embedding hash and --checkpoint_dir, global steps a row may go without an update before it is evicted, at each checkpoint's save (0: never)")
 	fs.Uint64Var(&f.cfg.Seed, "seed", f.cfg.Seed, "seed of the synthetic data and hidden model")
 	fs.IntVar(&f.cfg.HeldOut, "held_out", f.cfg.HeldOut, "held-out examples evaluated before and after training")
 	fs.Var((*float32Value)(&f.cfg.LearningRate), "learning_rate", "Adagrad learning rate, a positive `float`")
@@ -226,10 +226,8 @@ func (f *trainFlags) checkEmbedding(set map[string]bool) error {
 	switch {
 	case set["vocab"]:
 		return flags.Usagef("train: --vocab sizes the fixed table, and --embedding hash has none: --values sets the click data's values per field")
-	case f.ckpt.dir != "":
-		return flags.Usagef("train: --checkpoint_dir with --embedding hash: %v", lr.ErrHashCheckpoint)
-	case f.cfg.StepsToLive > 0:
-		return flags.Usagef("train: --steps_to_live evicts rows when a checkpoint is saved, and --embedding hash cannot save checkpoints yet (%v)", lr.ErrHashCheckpoint)
+	case f.cfg.StepsToLive > 0 && f.ckpt.dir == "":
+		return flags.Usagef("train: --steps_to_live evicts rows when a checkpoint is saved: give --checkpoint_dir")
 	}
 	if f.cfg.Values == 0 {
 		f.cfg.Values = lr.DefaultConfig().Vocab

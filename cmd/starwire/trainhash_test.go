@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -37,8 +38,7 @@ func TestTrainHashEmbeddingFlags(t *testing.T) {
 		{[]string{"--embedding", "dense"}, `train: --embedding "dense", want "fixed" or "hash"`},
 		{[]string{"--embedding", "hash", "--filter_freq", "-2"}, "train: --filter_freq -2, want >= 0"},
 		{[]string{"--embedding", "hash", "--vocab", "5000"}, "train: --vocab sizes the fixed table, and --embedding hash has none: --values sets the click data's values per field"},
-		{[]string{"--embedding", "hash", "--checkpoint_dir", t.TempDir()}, "train: --checkpoint_dir with --embedding hash: checkpoints of the hash embedding are not supported yet"},
-		{[]string{"--embedding", "hash", "--steps_to_live", "100"}, "train: --steps_to_live evicts rows when a checkpoint is saved, and --embedding hash cannot save checkpoints yet"},
+		{[]string{"--embedding", "hash", "--steps_to_live", "100"}, "train: --steps_to_live evicts rows when a checkpoint is saved: give --checkpoint_dir"},
 		{[]string{"--values", "-1"}, "train: --values -1, want >= 0"},
 	} {
 		code, _, errOut := runMain(t, append([]string{"train"}, tc.args...)...)
@@ -62,5 +62,34 @@ func TestREADMEHashEmbedding(t *testing.T) {
 	}
 	if initial, final := heldOutLoss(t, out); final >= initial {
 		t.Errorf("%s: held-out loss %.4f -> %.4f", cmd, initial, final)
+	}
+}
+
+// TestTrainHashEmbeddingCheckpoints: a run with --embedding hash saves
+// its checkpoints in --checkpoint_dir, evicting with --steps_to_live, and
+// the next run, on another number of ps tasks, restores the newest and
+// goes on from its global step.
+func TestTrainHashEmbeddingCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"train", "--embedding", "hash", "--values", "2000", "--steps", "100", "--held_out", "1024", "--afxdp", "off",
+		"--checkpoint_dir", dir, "--save_checkpoint_steps", "50", "--steps_to_live", "1000"}
+	code, out, errOut := runMain(t, append(args, "--ps", "2")...)
+	if code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, errOut)
+	}
+	_, first := heldOutLoss(t, out)
+	if !strings.Contains(out, "model.ckpt-200 (global step 200) in ") {
+		t.Fatalf("first run saved no checkpoint at step 200:\n%s\n%s", out, errOut)
+	}
+	code, out, errOut = runMain(t, append(args, "--ps", "1")...)
+	if code != 0 {
+		t.Fatalf("second run: exit %d: %s", code, errOut)
+	}
+	initial, _ := heldOutLoss(t, out)
+	if !strings.Contains(out, "restored model.ckpt-200 (global step 200)") {
+		t.Errorf("second run did not restore the first's checkpoint:\n%s", out)
+	}
+	if math.Abs(initial-first) > 1e-3 {
+		t.Errorf("second run's initial held-out loss %.4f, the first's final %.4f", initial, first)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/starwire/starwire/handlers/embedding"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -114,20 +115,30 @@ func (p *plan) initGraph(s int) *tfpb.GraphDef {
 // are, its accumulator at the initial value. Every server draws the same
 // matrix, so that an id starts at the same value whatever the servers.
 func (p *plan) initKv(b *builder, table, accum string) {
-	dim := p.cfg.EmbeddingDim
-	draw := b.op("default_value/draw", "TruncatedNormal", attrs{"dtype": typeAttr(wire.DTFloat), "T": typeAttr(wire.DTInt32),
-		"seed": intAttr(int64(p.cfg.Seed)), "seed2": intAttr(1)}, b.constInt32("default_value/shape", defaultRows, int32(dim)))
-	defaults := b.binary("default_value", "Mul", draw, b.constFloat("default_value/stddev", float32(1/math.Sqrt(float64(dim)))))
-	empty := b.constInt64("empty_key", -1)
-	kv := func(slotIndex int64) attrs {
-		return attrs{"dtype": typeAttr(wire.DTFloat), "Tkeys": typeAttr(wire.DTInt64), "shape": shapeAttr(int64(dim)),
-			"slot_num": intAttr(1), "slot_index": intAttr(slotIndex), "emb_index": intAttr(0), "block_num": intAttr(1),
-			"filter_freq": intAttr(p.cfg.FilterFreq), "steps_to_live": intAttr(p.cfg.StepsToLive), "default_value_dim": intAttr(defaultRows)}
-	}
+	defaults, accumInit, empty := p.kvInputs(b, "")
 	// The slot first: its initial value must be known before the table
 	// has rows.
-	b.op("accum/init", "InitializeKvVariableOp", kv(1), accum, table, b.fill("accum_init", p.cfg.InitialAccumulator, 1, int64(dim)), empty)
-	b.op("table/init", "InitializeKvVariableOp", kv(0), table, table, defaults, empty)
+	b.op("accum/init", "InitializeKvVariableOp", p.kvAttrs(1), accum, table, accumInit, empty)
+	b.op("table/init", "InitializeKvVariableOp", p.kvAttrs(0), table, table, defaults, empty)
+}
+
+// kvInputs adds the values an embedding variable's initialization (or
+// import) takes, their names under scope: the default value matrix, the
+// accumulator's initial value and the empty key.
+func (p *plan) kvInputs(b *builder, scope string) (defaults, accumInit, empty string) {
+	dim := p.cfg.EmbeddingDim
+	draw := b.op(scope+"default_value/draw", "TruncatedNormal", attrs{"dtype": typeAttr(wire.DTFloat), "T": typeAttr(wire.DTInt32),
+		"seed": intAttr(int64(p.cfg.Seed)), "seed2": intAttr(1)}, b.constInt32(scope+"default_value/shape", defaultRows, int32(dim)))
+	defaults = b.binary(scope+"default_value", "Mul", draw, b.constFloat(scope+"default_value/stddev", float32(1/math.Sqrt(float64(dim)))))
+	return defaults, b.fill(scope+"accum_init", p.cfg.InitialAccumulator, 1, int64(dim)), b.constInt64(scope+"empty_key", -1)
+}
+
+// kvAttrs are the attributes of the table's (slotIndex 0) or its
+// accumulator's (1) InitializeKvVariableOp and KvResourceImportV2.
+func (p *plan) kvAttrs(slotIndex int64) attrs {
+	return attrs{"dtype": typeAttr(wire.DTFloat), "Tkeys": typeAttr(wire.DTInt64), "shape": shapeAttr(int64(p.cfg.EmbeddingDim)),
+		"slot_num": intAttr(1), "slot_index": intAttr(slotIndex), "emb_index": intAttr(0), "block_num": intAttr(1),
+		"filter_freq": intAttr(p.cfg.FilterFreq), "steps_to_live": intAttr(p.cfg.StepsToLive), "default_value_dim": intAttr(defaultRows)}
 }
 
 // tableInit adds shard s's initial rows. The draw, seeded by the config's
@@ -219,8 +230,15 @@ func (p *plan) lookup(b *builder, r int, ids string) (rows, idx, count, parts st
 	var positions []string
 	if P > 1 {
 		nps := b.constInt64("num_shards", int64(P))
+		// An embedding variable's id is on the server its checkpoint
+		// restores it to (embedding.PartitionOf): its saved part, id mod
+		// 1000, mod the servers; id mod PS when PS divides 1000.
+		key := uniq
+		if p.cfg.hash() {
+			key = b.op("shard/part", "FloorMod", attrs{"T": typeAttr(wire.DTInt64)}, uniq, b.constInt64("saved_parts", embedding.SavedParts))
+		}
 		parts = b.op("shard", "Cast", attrs{"SrcT": typeAttr(wire.DTInt64), "DstT": typeAttr(wire.DTInt32), "Truncate": boolAttr(false)},
-			b.op("shard/mod", "FloorMod", attrs{"T": typeAttr(wire.DTInt64)}, uniq, nps))
+			b.op("shard/mod", "FloorMod", attrs{"T": typeAttr(wire.DTInt64)}, key, nps))
 		// A fixed table's shard holds id at row id / PS; an embedding
 		// variable's is keyed by the id itself.
 		local := uniq

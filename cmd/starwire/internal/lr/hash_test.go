@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
@@ -86,8 +87,7 @@ func TestHashEmbeddingSettings(t *testing.T) {
 // TestHashEmbeddingRecovers stops ps 0 of two mid-run and starts it
 // again, empty: with no checkpoint to restore, the job initializes every
 // server's embedding variable again (the one that lived keeps its rows,
-// its slot too) and trains on from global step 0 to the end. Checkpoints
-// of the hash embedding are refused, naming why.
+// its slot too) and trains on from global step 0 to the end.
 func TestHashEmbeddingRecovers(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Embedding, cfg.PS, cfg.Steps, cfg.Values, cfg.HeldOut = EmbeddingHash, 2, 200, 2000, 1024
@@ -118,9 +118,6 @@ func TestHashEmbeddingRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer job.Close(ctx)
-	if _, err := job.Save(ctx, t.TempDir(), 0, 0); !errors.Is(err, ErrHashCheckpoint) {
-		t.Errorf("save of a hash embedding: %v, want ErrHashCheckpoint", err)
-	}
 	var once sync.Once
 	job.AfterStep(func(ctx context.Context, step int64) error {
 		if step >= 150 {
@@ -145,5 +142,73 @@ func TestHashEmbeddingRecovers(t *testing.T) {
 	}
 	if sum.FinalLoss > 0.9*sum.InitialLoss {
 		t.Errorf("held-out loss %.4f -> %.4f after the recovery", sum.InitialLoss, sum.FinalLoss)
+	}
+}
+
+// hashJob sets up a job of cfg on a fresh in-process cluster whose tasks
+// may use dir for checkpoints.
+func hashJob(t *testing.T, ctx context.Context, cfg Config, dir string) *Job {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	local, err := tasks.StartLocal(tasks.LocalOptions{PS: cfg.PS, Workers: cfg.Workers, Protocol: cluster.ProtocolGRPCSeastar, Dir: t.TempDir(), Logger: logger, CheckpointDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(local.Close)
+	_, callers := callersOf(t, local)
+	job, err := New(cfg, driver.New("hash-ckpt-"+t.Name(), callers...), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { job.Close(context.Background()) })
+	return job
+}
+
+// TestHashEmbeddingCheckpoint saves a hash embedding trained on two
+// parameter servers and restores it into one and into three: each
+// restored model's held-out loss before training is the saved model's
+// after, the global step the checkpoint's; and a restore into a job of
+// another width is refused before anything runs.
+func TestHashEmbeddingCheckpoint(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := DefaultConfig()
+	cfg.Embedding, cfg.PS, cfg.Steps, cfg.Values, cfg.HeldOut, cfg.FilterFreq = EmbeddingHash, 2, 100, 2000, 1024, 2
+	dir := t.TempDir()
+	saved := hashJob(t, ctx, cfg, dir)
+	sum, err := saved.Run(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := saved.Save(ctx, dir, saved.GlobalStep(), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range []int{1, 3} {
+		c := cfg
+		c.PS, c.Steps = ps, 1
+		job := hashJob(t, ctx, c, dir)
+		step, _, err := job.Restore(ctx, dir)
+		if err != nil {
+			t.Fatalf("restore into %d ps: %v", ps, err)
+		}
+		if step != sum.GlobalStep {
+			t.Errorf("restored into %d ps at global step %d, saved at %d", ps, step, sum.GlobalStep)
+		}
+		held := job.heldOut()
+		loss, _, err := job.evaluate(ctx, held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(loss-sum.FinalLoss) > 1e-5 {
+			t.Errorf("restored into %d ps: held-out loss %.6f, the saved model's %.6f", ps, loss, sum.FinalLoss)
+		}
+	}
+	wide := cfg
+	wide.EmbeddingDim = 4
+	if _, _, err := hashJob(t, ctx, wide, dir).Restore(ctx, dir); !errors.Is(err, checkpoint.ErrMismatch) {
+		t.Errorf("restore of rows of 8 into rows of 4: %v, want ErrMismatch", err)
 	}
 }
