@@ -13,6 +13,7 @@ import (
 
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
 	"github.com/starwire/starwire/train"
@@ -210,5 +211,50 @@ func TestHashEmbeddingCheckpoint(t *testing.T) {
 	wide.EmbeddingDim = 4
 	if _, _, err := hashJob(t, ctx, wide, dir).Restore(ctx, dir); !errors.Is(err, checkpoint.ErrMismatch) {
 		t.Errorf("restore of rows of 8 into rows of 4: %v, want ErrMismatch", err)
+	}
+}
+
+// TestHashEmbeddingEvictsAtSave: with StepsToLive the checkpoint holds
+// only rows updated within it of the save's global step: fewer than
+// without, and none older.
+func TestHashEmbeddingEvictsAtSave(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	saved := func(stepsToLive int64) (rows int, oldest, step int64) {
+		cfg := DefaultConfig()
+		cfg.Embedding, cfg.PS, cfg.Steps, cfg.Values, cfg.HeldOut, cfg.StepsToLive = EmbeddingHash, 2, 100, 2000, 256, stepsToLive
+		dir := t.TempDir()
+		job := hashJob(t, ctx, cfg, dir)
+		if _, err := job.Run(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		step = job.GlobalStep()
+		prefix, err := job.Save(ctx, dir, step, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := checkpoint.Open(prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		oldest = step
+		for s := range cfg.PS {
+			v, err := r.Read(tableName(s) + "-versions")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range tensor.View[int64](v.Data) {
+				oldest = min(oldest, x)
+				rows++
+			}
+		}
+		return rows, oldest, step
+	}
+	all, _, _ := saved(0)
+	kept, oldest, step := saved(20)
+	t.Logf("rows saved: %d, with steps_to_live 20 %d (oldest version %d at step %d)", all, kept, oldest, step)
+	if kept == 0 || kept >= all || step-oldest > 20 {
+		t.Errorf("steps_to_live 20 at step %d saved %d rows of %d, the oldest of version %d", step, kept, all, oldest)
 	}
 }
