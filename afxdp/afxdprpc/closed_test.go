@@ -10,16 +10,34 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/rpctest"
 	"github.com/starwire/starwire/rpc/tcp"
 )
 
-// TestErrClosed: the errors of a packet session, and of a dual
-// connection, closed by either end wrap rpc.ErrClosed, as TCP's do
-// (rpctest.CheckClosed).
+// TestErrClosed: the errors of a packet session, over an in-memory link
+// and over AF_XDP (an endpoint and a group of reactors), and of a dual
+// connection, with a packet path and with TCP only, closed by either end
+// wrap rpc.ErrClosed, as TCP's do (rpctest.CheckClosed).
 func TestErrClosed(t *testing.T) {
 	for _, closer := range []string{"client", "server"} {
+		t.Run("xsk/"+closer+" closes", func(t *testing.T) {
+			p := netnstest.NewForTest(t, netns.Options{})
+			srvEP, cliEP, _, _ := xskEndpoints(t, p, link.XSKOptions{}, nil)
+			checkClosed(t, afxdprpc.Transport(cliEP), afxdprpc.Transport(srvEP), srvEP.Addr().String(), closer)
+		})
+		t.Run("xdp group/"+closer+" closes", func(t *testing.T) {
+			p := netnstest.NewForTest(t, netns.Options{})
+			const port = 7716
+			srvG, cliG := openXDPIn(t, p.B, port), openXDPIn(t, p.A, port)
+			checkClosed(t, afxdprpc.Transport(cliG), afxdprpc.Transport(srvG), srvG.Addr().String(), closer)
+		})
+		t.Run("dual tcp only/"+closer+" closes", func(t *testing.T) {
+			opts := afxdprpc.DualOptions{Logger: slog.New(slog.DiscardHandler)}
+			checkClosed(t, afxdprpc.Dual(&tcp.Transport{}, nil, opts), afxdprpc.Dual(&tcp.Transport{}, nil, opts), "127.0.0.1:0", closer)
+		})
 		t.Run("packet/"+closer+" closes", func(t *testing.T) {
 			a, b := netip.MustParseAddrPort("198.18.1.1:1"), netip.MustParseAddrPort("198.18.1.2:1")
 			la, lb := link.MemPair(a, b, link.MemOptions{})
