@@ -23,7 +23,7 @@ func (t *twoNames) Dial(ctx context.Context, addr string) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc := &namingConn{Conn: c, Reader: c.(readside.Reader)}
+	nc := &namingConn{Conn: c, Reader: c.(readside.Reader), w: c.(Withdrawer), p: c.(ProgressConn)}
 	t.conns = append(t.conns, nc)
 	return nc, nil
 }
@@ -31,6 +31,8 @@ func (t *twoNames) Dial(ctx context.Context, addr string) (Conn, error) {
 type namingConn struct {
 	Conn
 	readside.Reader
+	w    Withdrawer
+	p    ProgressConn
 	mu   sync.Mutex
 	sent int
 	// Turns at the read side a caller took, and those taken while the
@@ -58,10 +60,18 @@ func (c *namingConn) ReadTurnUntil(r wire.Receiver) (bool, error) {
 	return c.Reader.ReadTurnUntil(r)
 }
 
+// What namingConn forwards of the TCP connection's capabilities: all of
+// them (internal/seamtest, which checks the module's other wrappers,
+// imports rpc, so rpc's own tests cannot use it).
 var (
 	_ PathSender      = (*namingConn)(nil)
 	_ readside.Reader = (*namingConn)(nil)
+	_ Withdrawer      = (*namingConn)(nil)
+	_ ProgressConn    = (*namingConn)(nil)
 )
+
+func (c *namingConn) Withdraw(m *wire.Message) Withdrawal { return c.w.Withdraw(m) }
+func (c *namingConn) Progress() (in, out uint64)          { return c.p.Progress() }
 
 func (c *namingConn) SendPath(m *wire.Message) (string, error) {
 	path := "tcp"

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/internal/readside"
 	"github.com/starwire/starwire/internal/seamtest"
 	"github.com/starwire/starwire/internal/tlstest"
@@ -16,10 +17,11 @@ import (
 	"github.com/starwire/starwire/wire"
 )
 
-// TestWrappersForward: the dual connection, the hello answerer and the
-// receivers they hand the TCP reader forward every capability of the
-// seam the TCP connection, or the core's receiver, they wrap offers, over
-// plain TCP and over TLS, but for those each says in its doc it drops.
+// TestWrappersForward: the dual connection, the hello answerer, the
+// receivers they hand the TCP reader and the packet session's rpc.Conn
+// forward every capability of the seam the TCP connection, the session
+// or the core's receiver they wrap offers, over plain TCP and over TLS,
+// but for those each says in its doc it drops.
 func TestWrappersForward(t *testing.T) {
 	ca := tlstest.NewCA(t, "seam-ca")
 	files := ca.Dir(t, t.TempDir())
@@ -38,6 +40,9 @@ func TestWrappersForward(t *testing.T) {
 			seamtest.CheckForwards(t, srv, srv.Conn, serverConnDrops...)
 		})
 	}
+
+	// A session as an rpc.Conn forwards the session's own capabilities.
+	seamtest.CheckForwards(t, &packetConn{}, (*afxdp.Conn)(nil))
 
 	client, server := seamtest.Receivers(t)
 	seamtest.CheckForwards(t, newHelloReader(&dualConn{}, client), client)
