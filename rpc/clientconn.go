@@ -56,7 +56,7 @@ type clientConn struct {
 	afterStop   func() bool     // ends the reading caller's AfterFunc, if it has one
 	interruptFn func()          // cc.interruptIfEnded, made once
 	// The last call's context could end, and the last answer was longer
-	// than such a caller reads (see SelfReader.readTurnUntil): then the
+	// than such a caller reads (see readside.Reader.ReadTurnUntil): then the
 	// next such call is likely to hand the read side back, and the
 	// receiving goroutine keeps it.
 	lastCancellable, lastLong bool
