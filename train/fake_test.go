@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,13 +21,20 @@ import (
 type fakeCluster struct {
 	// killNext, when set, dies at its next RunGraph.
 	killNext atomic.Pointer[fakeTask]
+	// restartNext, when set, restarts at its next RunGraph, which fails
+	// as the connection broken by the restart: the same Caller reaches
+	// the new incarnation at once, which has none of the graphs
+	// registered before.
+	restartNext atomic.Pointer[fakeTask]
 
 	mu      sync.Mutex
 	handles int
 }
 
 func (c *fakeCluster) task(name string, inc uint64) *fakeTask {
-	return &fakeTask{c: c, name: name, inc: inc}
+	f := &fakeTask{c: c, name: name}
+	f.inc.Store(inc)
+	return f
 }
 
 // fakeTask is a Caller of one incarnation of a task; dead, it fails every
@@ -34,8 +42,11 @@ func (c *fakeCluster) task(name string, inc uint64) *fakeTask {
 type fakeTask struct {
 	c            *fakeCluster
 	name         string
-	inc          uint64
+	inc          atomic.Uint64
 	dead, closed atomic.Bool
+	// gone is the last graph handle number registered before the task
+	// last restarted.
+	gone atomic.Int64
 }
 
 func (f *fakeTask) check() error {
@@ -58,7 +69,7 @@ func (f *fakeTask) GetStatus(context.Context) (*tfpb.GetStatusResponse, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	return &tfpb.GetStatusResponse{DeviceAttributes: []*tfpb.DeviceAttributes{{Name: f.name + "/device:CPU:0", Incarnation: f.inc}}}, nil
+	return &tfpb.GetStatusResponse{DeviceAttributes: []*tfpb.DeviceAttributes{{Name: f.name + "/device:CPU:0", Incarnation: f.inc.Load()}}}, nil
 }
 func (f *fakeTask) CreateWorkerSession(context.Context, *tfpb.CreateWorkerSessionRequest) error {
 	return f.check()
@@ -84,6 +95,16 @@ func (f *fakeTask) RunGraph(_ context.Context, req *tfpb.RunGraphRequest, _ []dr
 	}
 	if err := f.check(); err != nil {
 		return err
+	}
+	if f.c.restartNext.CompareAndSwap(f, nil) {
+		f.c.mu.Lock()
+		f.gone.Store(int64(f.c.handles))
+		f.c.mu.Unlock()
+		f.inc.Add(1)
+		return status.Errorf(wire.Unavailable, "connection reset by peer")
+	}
+	if n, _ := strconv.ParseInt(strings.TrimPrefix(req.GraphHandle, "g"), 10, 64); n <= f.gone.Load() {
+		return status.Errorf(wire.Aborted, "graph handle %s not found", req.GraphHandle)
 	}
 	if len(req.RecvKey) > 0 {
 		out.Keys = append(out.Keys[:0], req.RecvKey...)

@@ -129,7 +129,7 @@ func (r *holdingRejoiner) Find(_ context.Context, task string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	inc := old.(*fakeTask).inc
+	inc := old.(*fakeTask).inc.Load()
 	if !worker {
 		inc++
 	}

@@ -108,7 +108,7 @@ func (r *restarting) Find(_ context.Context, task string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "fake:" + task, r.d.Replace(r.c.task(task, old.(*fakeTask).inc+1))
+	return "fake:" + task, r.d.Replace(r.c.task(task, old.(*fakeTask).inc.Load()+1))
 }
 
 func (r *restarting) ServerDef() *tfpb.ServerDef { return nil }
@@ -252,3 +252,72 @@ func TestSessionStopAtStepEvenSteps(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionRecoversPSRestartedFasterThanProbe: a parameter server that
+// restarts in the middle of a step and answers again at once, a new
+// incarnation behind the same Caller, fails the step with the broken
+// connection's Unavailable while the probe of the step's tasks already
+// answers. The session expects each task's incarnation: the probe finds
+// it changed, the ps restarted, and the session recovers as from a lost
+// ps (build, initialize, restore) where the run failed with Unavailable.
+func TestSessionRecoversPSRestartedFasterThanProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeCluster{}
+		ps := c.task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("fast-restart-test", ps, c.task(WorkerTask(0), 1))
+		d.Watch(2 * time.Second)
+		s, m := newFakeSession(d, 1, 1, 12)
+		s.StopAtStep(12)
+		var restores atomic.Int32
+		var logs []string
+		s.RecoverTasks(RecoverOptions{
+			Rejoin: answering{d},
+			Every:  100 * time.Millisecond,
+			Restore: func(context.Context) (int64, error) {
+				restores.Add(1)
+				return 2, nil
+			},
+			Log: func(msg string) { logs = append(logs, msg) },
+		})
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step == 5 && restores.Load() == 0 {
+				c.restartNext.Store(ps)
+			}
+			return nil
+		})
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		err := s.Run(ctx)
+		log := strings.Join(logs, "\n")
+		if err != nil {
+			t.Fatalf("run: %v\nrecovery: %s", err, log)
+		}
+		if ps.inc.Load() != 2 || !strings.Contains(log, ps.name+" lost: restarted: incarnation 0x2, was 0x1") {
+			t.Fatalf("ps incarnation %d: want the ps restarted once and the recovery to say so\nrecovery: %s", ps.inc.Load(), log)
+		}
+		if restores.Load() != 1 || m.builds.Load() != 2 || m.inits.Load() != 2 {
+			t.Fatalf("restored %d times, built %d, initialized %d: want 1, 2 and 2\nrecovery: %s", restores.Load(), m.builds.Load(), m.inits.Load(), log)
+		}
+		// Restored to 2 after step 5: 3 undone, trained again to 12.
+		if _, lost := s.Steps(); lost != 1 || s.UndoneSteps() != 3 || s.GlobalStep() != 12 {
+			t.Errorf("lost %d, undone %d, global step %d: want 1, 3 and 12", lost, s.UndoneSteps(), s.GlobalStep())
+		}
+	})
+}
+
+// answering finds a lost task at its Caller, once it answers.
+type answering struct{ d *driver.Driver }
+
+func (a answering) Find(ctx context.Context, task string) (string, error) {
+	c, err := a.d.Caller(task)
+	if err != nil {
+		return "", err
+	}
+	_, err = c.GetStatus(ctx)
+	return "fake:" + task, err
+}
+
+func (answering) ServerDef() *tfpb.ServerDef { return nil }
