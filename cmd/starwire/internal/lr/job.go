@@ -236,14 +236,16 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	start := time.Now()
 	before := j.stats()
 	psBefore := j.psStats()
-	done := make(chan struct{})
+	hook := train.NewProgressHook(j.s, train.ProgressOptions{Every: j.cfg.ProgressEvery, Stats: j.stats}, j.progress(progress))
+	hook.Begin()
+	rctx, stop := context.WithCancel(ctx)
 	reported := make(chan struct{})
 	go func() {
 		defer close(reported)
-		j.report(done, start, before, progress)
+		hook.Run(rctx)
 	}()
 	err = j.s.Run(ctx)
-	close(done)
+	stop()
 	<-reported
 	if err != nil {
 		return nil, err
@@ -276,40 +278,22 @@ func (j *Job) psStats() []driver.Stats {
 	return out
 }
 
-// report calls progress every interval until done is closed.
-func (j *Job) report(done <-chan struct{}, start time.Time, before driver.Stats, progress func(Progress)) {
-	t := time.NewTicker(j.cfg.ProgressEvery)
-	defer t.Stop()
-	last, lastAt, lastSteps, lastLosses := before, start, int64(0), 0
-	startStep := j.s.GlobalStep()
-	for {
-		select {
-		case <-done:
+// progress turns the session's reports into the job's, for progress;
+// nil reports nothing.
+func (j *Job) progress(progress func(Progress)) func(train.Progress) {
+	batch := int64(j.cfg.BatchSize)
+	return func(p train.Progress) {
+		if progress == nil {
 			return
-		case now := <-t.C:
-			st := j.stats()
-			steps, _ := j.s.Steps()
-			dt := now.Sub(lastAt).Seconds()
-			recent := j.s.Losses(lastLosses)
-			loss := mean(recent)
-			lastLosses += len(recent)
-			if progress != nil {
-				waiting, since := j.s.Waiting()
-				var waited time.Duration
-				if waiting != "" {
-					waited = now.Sub(since)
-				}
-				progress(Progress{
-					Waiting: waiting, WaitingFor: waited,
-					Elapsed: now.Sub(start), Steps: max(j.s.GlobalStep()-startStep, 0), Examples: steps * int64(j.cfg.BatchSize), TotalSteps: j.cfg.TotalSteps(),
-					ExamplesPerSec: float64((steps-lastSteps)*int64(j.cfg.BatchSize)) / dt,
-					RPCsPerSec:     float64(st.Calls-last.Calls) / dt,
-					MBPerSec:       float64(st.Bytes-last.Bytes) / dt / 1e6,
-					Loss:           loss,
-				})
-			}
-			last, lastAt, lastSteps = st, now, steps
 		}
+		progress(Progress{
+			Waiting: p.Waiting, WaitingFor: p.WaitingFor,
+			Elapsed: p.Elapsed, Steps: p.Steps, Examples: p.Done * batch, TotalSteps: j.cfg.TotalSteps(),
+			ExamplesPerSec: p.PerSec(p.DoneInInterval * batch),
+			RPCsPerSec:     p.PerSec(p.Calls),
+			MBPerSec:       p.PerSec(p.Bytes) / 1e6,
+			Loss:           p.Loss,
+		})
 	}
 }
 
