@@ -294,6 +294,12 @@ func (v *kvVar) initSlot(primary *kvVar, k kvInit, rows []float32) error {
 	if slot < 0 {
 		return status.Errorf(wire.InvalidArgument, "embedding variable %s: slot_index %d of primary %s, want 1 or more", v.name, k.slotIndex, primary.name)
 	}
+	v.mu.Lock()
+	again := v.init && v.primary == primary && v.slot == slot
+	v.mu.Unlock()
+	if again {
+		return nil // as a primary's: a second initialization keeps the slot
+	}
 	if slices.ContainsFunc(rows, func(x float32) bool { return x != rows[0] }) {
 		return status.Errorf(wire.Unimplemented, "embedding variable %s: slot initial values that vary by row", v.name)
 	}
@@ -368,6 +374,11 @@ func buildKvResourceGather(_ *Env, n *Node) (Kernel, error) {
 	if useTensor, err := n.attrBool("is_use_default_value_tensor"); err != nil || useTensor {
 		return nil, errors.Join(err, status.Errorf(wire.Unimplemented, "is_use_default_value_tensor is not supported"))
 	}
+	// An inference's lookup makes no row and counts no lookup.
+	inference, err := n.attrBool("is_inference")
+	if err != nil {
+		return nil, err
+	}
 	n.NumOutputs = 1
 	return func(c *Context) error {
 		v, err := c.kvVarInput(0)
@@ -392,7 +403,11 @@ func buildKvResourceGather(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		if err := t.Gather(kvIDs(ids), tensor.View[float32](out.Data)); err != nil {
+		lookup := t.Gather
+		if inference {
+			lookup = t.Find
+		}
+		if err := lookup(kvIDs(ids), tensor.View[float32](out.Data)); err != nil {
 			out.Buf.Release()
 			return status.Errorf(wire.InvalidArgument, "embedding variable %s: %v", v.name, err)
 		}

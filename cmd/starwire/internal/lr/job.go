@@ -102,6 +102,12 @@ func New(cfg Config, d *driver.Driver, stats func() driver.Stats) (*Job, error) 
 	}
 	gc := clicks.DefaultConfig(cfg.Vocab, cfg.Seed)
 	gc.Fields = cfg.Fields
+	switch {
+	case cfg.hash():
+		gc.IDs, gc.Values = clicks.Hash64, cfg.values()
+	case cfg.Values != 0:
+		gc.IDs, gc.Values = clicks.Enumerated, cfg.Values
+	}
 	gen, err := clicks.New(gc)
 	if err != nil {
 		return nil, err
@@ -295,6 +301,10 @@ func (j *Job) progress(progress func(Progress)) func(train.Progress) {
 type batchFeeds struct {
 	feeds []driver.Feed
 	out   driver.Fetched
+	// With the hash embedding, the servers' feeds of a training step:
+	// the global step.
+	psFeeds    [][]driver.Feed
+	globalStep [1]int64
 }
 
 // run runs one step of replica r on batch b: worker r's partition, fed the
@@ -314,9 +324,24 @@ func (j *Job) run(ctx context.Context, r int, step int64, b *clicks.Batch, f *ba
 		Fetches: []string{j.plan.fetchLink(r, fetchLoss).key(), j.plan.fetchLink(r, fetchProb).key()},
 	})
 	for s := range j.cfg.PS {
-		parts = append(parts, driver.Partition{Graph: ps[s]})
+		parts = append(parts, driver.Partition{Graph: ps[s], Feeds: j.psFeeds(r, s, f, train)})
 	}
 	return j.d.RunPartitions(ctx, step, parts...)
+}
+
+// psFeeds returns server s's feeds in replica r's step: with the hash
+// embedding's training, the global step its rows' versions take.
+func (j *Job) psFeeds(r, s int, f *batchFeeds, train bool) []driver.Feed {
+	if !j.cfg.hash() || !train {
+		return nil
+	}
+	if len(f.psFeeds) != j.cfg.PS {
+		f.psFeeds = make([][]driver.Feed, j.cfg.PS)
+	}
+	f.globalStep[0] = j.s.GlobalStep()
+	gs := wire.Tensor{DType: wire.DTInt64, Data: tensor.Bytes(f.globalStep[:])}
+	f.psFeeds[s] = append(f.psFeeds[s][:0], driver.Feed{Key: j.plan.globalStepLink(r, s).key(), Tensor: gs})
+	return f.psFeeds[s]
 }
 
 // FailOverWorkers makes a lost worker lose only its steps in flight
