@@ -240,6 +240,8 @@ type chooser struct {
 	expect   [expectSlots]expected
 	calls    [2]uint64
 	bytes    [2]uint64
+	// classCalls counts the calls each class chose a path for.
+	classCalls [numClasses]uint64
 }
 
 func newChooser(p PathPolicy) *chooser {
@@ -286,6 +288,7 @@ func (c *chooser) choose(m *wire.Message, open bool) bool {
 		depth: uint16(min(c.inflight[path], 1<<16-1)), probe: probe, used: true}
 	c.calls[path]++
 	c.bytes[path] += uint64(req)
+	c.classCalls[k]++
 	return bypass
 }
 
@@ -501,6 +504,27 @@ type PathStats struct {
 	// Bypassed describes the call sizes that go over the bypass now:
 	// "none", "all", or ranges such as "size≤4KiB, 16KiB<size≤32KiB".
 	Bypassed string
+	// Classes are, under PathAuto, the size classes that carried calls,
+	// smallest first: why each takes the path it does.
+	Classes []ClassChoice
+}
+
+// A ClassChoice is one size class's choice of path under PathAuto, and
+// the measurements that made it.
+type ClassChoice struct {
+	// Sizes of the class's calls are in (Above, AtMost]; AtMost is 0 for
+	// the last class, which has no bound.
+	Above, AtMost int64
+	// Calls counts the calls the class chose a path for.
+	Calls uint64
+	// Bypass says whether the class's calls take the bypass now.
+	Bypass bool
+	// TCPCost and BypassCost are each path's measured time per call (its
+	// estimate), 0 while unmeasured.
+	TCPCost, BypassCost time.Duration
+	// Margin is the share of the chosen path's cost the other must cost
+	// less than to be taken.
+	Margin float64
 }
 
 func (c *chooser) stats() PathStats {
@@ -523,7 +547,28 @@ func (c *chooser) stats() PathStats {
 		}
 	}
 	st.Bypassed = describeClasses(on)
+	if c.policy.Mode == PathAuto {
+		st.Classes = c.classChoices()
+	}
 	return st
+}
+
+// classChoices reports the classes that carried calls.
+func (c *chooser) classChoices() []ClassChoice {
+	var out []ClassChoice
+	for k := range numClasses {
+		if c.classCalls[k] == 0 {
+			continue
+		}
+		cc := ClassChoice{Above: max(classBound(k)-1, 0), Calls: c.classCalls[k], Bypass: c.bypass[k],
+			TCPCost:    time.Duration(c.est[viaTCP][k].cost()),
+			BypassCost: time.Duration(c.est[viaBypass][k].cost()), Margin: c.margin(k)}
+		if k < numClasses-1 {
+			cc.AtMost = classBound(k+1) - 1
+		}
+		out = append(out, cc)
+	}
+	return out
 }
 
 // describeClasses writes the sizes of the classes set in on as ranges.
