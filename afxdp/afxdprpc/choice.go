@@ -124,11 +124,8 @@ const (
 //
 // Every class starts on TCP, and one below learnBelow sends a burst over
 // the bypass once TCP has minSamples. A class takes the bypass once it
-// costs at most bypassMargin of TCP, and goes back once TCP costs less
-// than switchMargin of it: the bypass's reactors poll after each call,
-// which costs CPUs that a job's other work needs and no call's latency
-// shows (docs/benchmarks-history.md, "Path choice measured alike", has the
-// CPU per call of each path that sets the margin). Every probeMin..probeMax
+// costs less than TCP by the margin the CPU it adds asks (choicecpu.go),
+// and goes back once TCP costs less by the same measure. Every probeMin..probeMax
 // calls it sends a burst over the other path to keep that estimate fresh,
 // probing half as often each time a burst confirms the choice and twice
 // as often when one beats it. A burst that confirms the choice also
@@ -138,14 +135,12 @@ const (
 // steps wait for each call in turn, a slow probe delays the whole step,
 // which the doubling alone paid for dozens of times per class.
 const (
-	minSamples   = 3
-	probeBurst   = 4
-	maxBurst     = 64
-	probeMin     = 16
-	probeMax     = 1024
-	probeBudget  = 0.01
-	switchMargin = 0.9
-	bypassMargin = 0.5
+	minSamples  = 3
+	probeBurst  = 4
+	maxBurst    = 64
+	probeMin    = 16
+	probeMax    = 1024
+	probeBudget = 0.01
 )
 
 // confirmedGap is the probe gap after a probe that cost ratio times the
@@ -238,14 +233,21 @@ type chooser struct {
 	slots    [inflightSlots]slot
 	inflight [2]int
 	expect   [expectSlots]expected
-	calls    [2]uint64
-	bytes    [2]uint64
+	// cpu reads the process's CPU time (processCPU); window is each
+	// class's CPU window open, cpuUsed what each path's windows used, and
+	// answers counts the connection's answers, which windows divide by.
+	cpu     func() time.Duration
+	window  [numClasses]cpuWindow
+	cpuUsed [2][numClasses]cpuRecord
+	answers uint64
+	calls   [2]uint64
+	bytes   [2]uint64
 	// classCalls counts the calls each class chose a path for.
 	classCalls [numClasses]uint64
 }
 
 func newChooser(p PathPolicy) *chooser {
-	c := &chooser{policy: p, epoch: time.Now()}
+	c := &chooser{policy: p, epoch: time.Now(), cpu: processCPU}
 	for i := range c.bypass {
 		c.probeGap[i] = probeMin
 	}
@@ -307,6 +309,9 @@ func (c *chooser) pick(k int, size int64) bool {
 		c.burst[k]--
 		return !cur
 	}
+	if !c.window[k].open && c.classCalls[k] == 0 {
+		c.openCPUWindow(k, b2i(cur)) // the class's first call
+	}
 	if c.est[b2i(cur)][k].n < minSamples {
 		return cur
 	}
@@ -335,6 +340,7 @@ func (c *chooser) startBurst(k int) {
 	}
 	c.sinceLog[k] = 0
 	c.burst[k], c.probed[k], c.burstLen[k] = uint8(n-1), uint8(n), uint8(n)
+	c.switchCPUWindow(k, b2i(!c.bypass[k]))
 }
 
 func b2i(b bool) int {
@@ -370,6 +376,7 @@ func (c *chooser) answered(h *wire.Header) {
 		return
 	}
 	s.used = false
+	c.answers++
 	c.inflight[s.path]--
 	c.bytes[s.path] += uint64(n)
 	if s.probe {
@@ -416,6 +423,7 @@ func (c *chooser) probeAnswered(k int) {
 // chooses the class's path again.
 func (c *chooser) judge(k int) {
 	c.probed[k] = 0
+	defer c.burstEnded(k)
 	cur := c.bypass[k]
 	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
 	if mine.n < minSamples {
@@ -439,15 +447,6 @@ func (c *chooser) judge(k int) {
 		c.probeGap[k] = confirmedGap(c.probeGap[k], oc/mc, int(c.burstLen[k]))
 	}
 	c.decide(k)
-}
-
-// margin is how much cheaper than class k's chosen path the other must
-// be to be taken.
-func (c *chooser) margin(k int) float64 {
-	if c.bypass[k] {
-		return switchMargin
-	}
-	return bypassMargin
 }
 
 // decide chooses class k's path again from its estimates.
@@ -525,6 +524,10 @@ type ClassChoice struct {
 	// Margin is the share of the chosen path's cost the other must cost
 	// less than to be taken.
 	Margin float64
+	// CPURatio is the process's CPU per call over the bypass over that
+	// over TCP, measured for the class and bounded as the margin uses
+	// it; 0 while unmeasured (the margin then assumes priorCPURatio).
+	CPURatio float64
 }
 
 func (c *chooser) stats() PathStats {
@@ -563,6 +566,9 @@ func (c *chooser) classChoices() []ClassChoice {
 		cc := ClassChoice{Above: max(classBound(k)-1, 0), Calls: c.classCalls[k], Bypass: c.bypass[k],
 			TCPCost:    time.Duration(c.est[viaTCP][k].cost()),
 			BypassCost: time.Duration(c.est[viaBypass][k].cost()), Margin: c.margin(k)}
+		if r, ok := c.cpuRatio(k); ok {
+			cc.CPURatio = r
+		}
 		if k < numClasses-1 {
 			cc.AtMost = classBound(k+1) - 1
 		}

@@ -97,6 +97,7 @@ type classVerdict struct {
 	above, atMost int64
 	calls, bypass uint64  // calls, and those of connections where it takes AF_XDP
 	lo, hi        float64 // AF_XDP's cost over TCP's, least and most; 0 unmeasured
+	cpuLo, cpuHi  float64 // AF_XDP's CPU per call over TCP's; 0 unmeasured
 	margin        float64 // the least share of TCP's cost AF_XDP must beat
 }
 
@@ -127,6 +128,12 @@ func mergeClasses(stats []afxdprpc.PathStats) []classVerdict {
 			}
 			if v.margin == 0 || margin < v.margin {
 				v.margin = margin
+			}
+			if c.CPURatio > 0 {
+				if v.cpuLo == 0 || c.CPURatio < v.cpuLo {
+					v.cpuLo = c.CPURatio
+				}
+				v.cpuHi = max(v.cpuHi, c.CPURatio)
 			}
 			if c.TCPCost > 0 && c.BypassCost > 0 {
 				r := float64(c.BypassCost) / float64(c.TCPCost)
@@ -164,27 +171,45 @@ func autoReason(classes []classVerdict) string {
 	return strings.Join(parts, "; ")
 }
 
-// costs says what AF_XDP cost against TCP in classes, and below what share
-// of TCP's cost it is taken (or kept, for classes on it).
+// costs says what AF_XDP cost against TCP in classes, in time and CPU per
+// call, and below what share of TCP's time it is taken (or kept, for
+// classes on it), leaving out classes of under 1% of their calls.
 func costs(classes []classVerdict, verb string) string {
-	lo, hi, margin := 0.0, 0.0, 0.0
+	var lo, hi, cpuLo, cpuHi, margin float64
+	least := func(a, b float64) float64 {
+		if b > 0 && (a == 0 || b < a) {
+			return b
+		}
+		return a
+	}
+	var calls uint64
 	for _, v := range classes {
-		if v.lo > 0 && (lo == 0 || v.lo < lo) {
-			lo = v.lo
+		calls += v.calls
+	}
+	for _, v := range classes {
+		if v.calls*100 < calls {
+			continue // a class of a few calls, measured by fewer
 		}
-		hi = max(hi, v.hi)
-		if v.margin > 0 && (margin == 0 || v.margin < margin) {
-			margin = v.margin
-		}
+		lo, hi = least(lo, v.lo), max(hi, v.hi)
+		cpuLo, cpuHi = least(cpuLo, v.cpuLo), max(cpuHi, v.cpuHi)
+		margin = least(margin, v.margin)
 	}
 	if lo == 0 {
 		return " (AF_XDP not probed yet)"
 	}
-	took := fmt.Sprintf("%.2f×", lo)
-	if hi > lo*1.005 {
-		took = fmt.Sprintf("%.2f–%.2f×", lo, hi)
+	cpu := "its CPU per call not measured yet"
+	if cpuLo > 0 {
+		cpu = "used " + ratios(cpuLo, cpuHi) + " TCP's CPU per call"
 	}
-	return fmt.Sprintf(" (AF_XDP took %s TCP's time per call; it is %s below %.2f×)", took, verb, margin)
+	return fmt.Sprintf(" (AF_XDP took %s TCP's time per call and %s; it is %s below %.2f×)", ratios(lo, hi), cpu, verb, margin)
+}
+
+// ratios writes the range lo..hi: "0.48×", or "0.48–2.39×".
+func ratios(lo, hi float64) string {
+	if hi > lo*1.005 {
+		return fmt.Sprintf("%.2f–%.2f×", lo, hi)
+	}
+	return fmt.Sprintf("%.2f×", lo)
 }
 
 // sizeRanges writes the classes' sizes as ranges, "size≤4KiB,

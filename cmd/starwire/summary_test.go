@@ -93,8 +93,10 @@ func TestSummaryPathLine(t *testing.T) {
 func TestPathReason(t *testing.T) {
 	const us = time.Microsecond
 	onTCP := afxdprpc.PathStats{Policy: "auto", Classes: []afxdprpc.ClassChoice{
-		{Above: 0, AtMost: 64, Calls: 900, TCPCost: 40 * us, BypassCost: 60 * us, Margin: 0.5},
-		{Above: 16 << 10, AtMost: 32 << 10, Calls: 100, TCPCost: 100 * us, BypassCost: 300 * us, Margin: 0.5},
+		{Above: 0, AtMost: 64, Calls: 900, TCPCost: 40 * us, BypassCost: 60 * us, Margin: 0.45, CPURatio: 2},
+		// A class of a few calls is listed, its measurements left out.
+		{Above: 4 << 10, AtMost: 8 << 10, Calls: 5, TCPCost: 100 * us, BypassCost: 10 * us, Margin: 0.9, CPURatio: 1},
+		{Above: 16 << 10, AtMost: 32 << 10, Calls: 100, TCPCost: 100 * us, BypassCost: 300 * us, Margin: 0.36, CPURatio: 2.5},
 	}}
 	mixed := afxdprpc.PathStats{Policy: "auto", Classes: []afxdprpc.ClassChoice{
 		{Above: 0, AtMost: 64, Calls: 900, Bypass: true, TCPCost: 40 * us, BypassCost: 10 * us, Margin: 0.8},
@@ -111,10 +113,10 @@ func TestPathReason(t *testing.T) {
 		{"off", "--afxdp off", nil, "AF_XDP off (--afxdp off)"},
 		{"fixed", "", []afxdprpc.PathStats{{Policy: "below 64KiB"}}, "--afxdp_path below 64KiB: the tasks' calls to each other take the path it names, unmeasured"},
 		{"tcp faster", "", []afxdprpc.PathStats{onTCP, onTCP},
-			"auto: TCP measured faster for every size of the calls (≤32KiB) on this machine (AF_XDP took 1.50–3.00× TCP's time per call; it is taken below 0.50×)"},
+			"auto: TCP measured faster for every size of the calls (≤32KiB) on this machine (AF_XDP took 1.50–3.00× TCP's time per call and used 2.00–2.50× TCP's CPU per call; it is taken below 0.36×)"},
 		{"mixed", "", []afxdprpc.PathStats{mixed},
-			"auto: AF_XDP measured faster for calls of size≤128B on this machine (AF_XDP took 0.25–0.50× TCP's time per call; it is kept below 1.25×); " +
-				"TCP measured faster for calls of 16KiB<size≤32KiB on this machine (AF_XDP took 3.00× TCP's time per call; it is taken below 0.40×)"},
+			"auto: AF_XDP measured faster for calls of size≤128B on this machine (AF_XDP took 0.25–0.50× TCP's time per call and its CPU per call not measured yet; it is kept below 1.25×); " +
+				"TCP measured faster for calls of 16KiB<size≤32KiB on this machine (AF_XDP took 3.00× TCP's time per call and its CPU per call not measured yet; it is taken below 0.40×)"},
 	} {
 		if got := pathReason(tt.fallback, tt.stats); got != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)

@@ -445,6 +445,7 @@ func (r *trainRun) route() routeNote {
 			stats = append(stats, s.PathStats()...)
 		}
 		n.why = pathReason(r.tr.Fallback, stats)
+
 	}
 	return n
 }
