@@ -113,7 +113,7 @@ const (
 // in flight, so that the probed path reaches the depth the chosen one
 // has; the first of them wakes the path and the estimate, the minimum,
 // is set by the ones that follow, as the chosen path's is. Classes from
-// learnBelow up probe one call at a time (see startBurst).
+// learnBelow up probe the bypass one call at a time (see startBurst).
 //
 // A class changes path only when a burst is judged, its fresh samples
 // against the chosen path's: choosing again at every answer, a stall of
@@ -328,15 +328,24 @@ func (c *chooser) pick(k int, size int64) bool {
 }
 
 // startBurst starts a probe burst of class k, this call its first. A
-// class from learnBelow up probes with one call: a wake-up is little of
-// such a call's time, and each call over the slower path costs much.
+// class from learnBelow up on TCP probes the bypass with one call: a
+// wake-up is little of such a call's time, and each call over the slower
+// path costs much. On the bypass it probes TCP with as many calls as the
+// bypass has in flight: one TCP call, judged by its latency against the
+// bypass's cost at depth (its round trip over the calls in flight), looks
+// slower than TCP is, and with 8 callers a class of 64 KiB calls that had
+// gone over an AF_XDP 4x slower stayed there (BENCHMARKS.md).
 func (c *chooser) startBurst(k int) {
 	if c.probed[k] > 0 {
 		c.judge(k) // the last burst lost an answer: judged as it stands
 	}
+	depth := c.inflight[b2i(c.bypass[k])]
 	n := 1
-	if classBound(k) < learnBelow {
-		n = min(probeBurst+c.inflight[b2i(c.bypass[k])], maxBurst)
+	switch {
+	case classBound(k) < learnBelow:
+		n = min(probeBurst+depth, maxBurst)
+	case c.bypass[k]:
+		n = min(depth+1, maxBurst)
 	}
 	c.sinceLog[k] = 0
 	c.burst[k], c.probed[k], c.burstLen[k] = uint8(n-1), uint8(n), uint8(n)

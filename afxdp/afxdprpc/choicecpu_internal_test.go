@@ -122,3 +122,101 @@ func TestProcessCPUAllocatesNothing(t *testing.T) {
 		t.Fatalf("the process's CPU clock went from %v to %v while it spun", a, b)
 	}
 }
+
+// queueLink models callers that keep depth calls in flight on one
+// connection, in fake time: each path serves its calls in turn, svc each,
+// and a call's answer arrives lat after its service ends, so a path's
+// rate with calls queued is 1/svc and a lone call takes svc+lat. Each
+// answer costs the process its path's CPU.
+type queueLink struct {
+	lat, svc [2]time.Duration
+	cpu      [2]time.Duration // CPU per call, by path
+	used     time.Duration    // the process's CPU clock
+	busy     [2]time.Time     // when each path's service of its calls ends
+}
+
+// run makes n calls answered by 64 KiB tensors (and their metadata), depth in flight, and returns the
+// share that took the bypass.
+func (l *queueLink) run(c *chooser, first uint64, n, depth int) float64 {
+	type call struct {
+		id uint64
+		at time.Time // its answer
+	}
+	var flight []call
+	id, bypassed := first, 0
+	send := func() {
+		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 9, CallID: id}, Meta: make([]byte, 64)}
+		p := b2i(c.choose(m, true))
+		bypassed += p
+		l.used += l.cpu[p]
+		now := time.Now()
+		if l.busy[p].Before(now) {
+			l.busy[p] = now
+		}
+		l.busy[p] = l.busy[p].Add(l.svc[p])
+		flight = append(flight, call{id, l.busy[p].Add(l.lat[p])})
+		id++
+	}
+	for range depth {
+		send()
+	}
+	for sent := depth; len(flight) > 0; {
+		next := 0
+		for i := range flight {
+			if flight[i].at.Before(flight[next].at) {
+				next = i
+			}
+		}
+		cl := flight[next]
+		flight = append(flight[:next], flight[next+1:]...)
+		time.Sleep(time.Until(cl.at))
+		c.answered(&wire.Header{Kind: wire.KindResponse, Method: 9, CallID: cl.id, PayloadLen: 64<<10 + 64})
+		if sent < n {
+			send()
+			sent++
+		}
+	}
+	return float64(bypassed) / float64(n)
+}
+
+// TestSlowBypassLeftAtDepth: a class of large calls with 8 in flight,
+// sent over a bypass 4× slower than TCP at that depth and 4× TCP's CPU
+// per call (as AF_XDP against TCP with 64 KiB answers over veth), goes
+// back to TCP. Probed by one TCP call, TCP was judged by its lone latency
+// (435µs) against the bypass's cost at depth (140µs a call) and looked
+// slower than it is, even with the margin the CPU ratio gives: the class
+// stayed on the slower path. Probed by as many calls as the bypass has in
+// flight, TCP is measured at the same depth.
+func TestSlowBypassLeftAtDepth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const us = time.Microsecond
+		// TCP: 35µs a call with calls queued, alone 435µs, 10µs of CPU;
+		// the bypass: 140µs a call, 40µs of CPU.
+		l := &queueLink{lat: [2]time.Duration{400 * us, 400 * us}, svc: [2]time.Duration{35 * us, 140 * us},
+			cpu: [2]time.Duration{10 * us, 40 * us}}
+		c := newChooser(PathPolicy{})
+		c.cpu = func() time.Duration { return l.used }
+		l.run(c, 1, 400, 8)
+		k := classOf(64<<10 + 64) // from learnBelow up
+		if c.bypass[k] {
+			t.Fatal("the class took the bypass, 4x slower at depth 8")
+		}
+		c.mu.Lock()
+		// A stall of TCP (all 8 in flight delayed at once) at a judged
+		// probe: its last samples are the stalled calls', and the class
+		// goes over the bypass.
+		for range estimateWindow {
+			c.est[viaTCP][k].add(float64(500 * us))
+		}
+		c.bypass[k], c.probeGap[k], c.sinceLog[k] = true, probeMin, 0
+		c.mu.Unlock()
+		l.run(c, 1000, 2000, 8)
+		if c.bypass[k] {
+			r, _ := c.cpuRatio(k)
+			t.Fatalf("the class stayed on a bypass 4x slower than TCP at depth 8 (CPU ratio measured %.2f)", r)
+		}
+		if got := l.run(c, 5000, 4000, 8); got > 0.05 {
+			t.Errorf("%.1f%% of calls over the slower bypass", 100*got)
+		}
+	})
+}
