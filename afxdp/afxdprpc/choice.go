@@ -113,7 +113,7 @@ const (
 // in flight, so that the probed path reaches the depth the chosen one
 // has; the first of them wakes the path and the estimate, the minimum,
 // is set by the ones that follow, as the chosen path's is. Classes from
-// learnBelow up probe one call at a time (see startBurst).
+// learnBelow up probe the bypass one call at a time (see startBurst).
 //
 // A class changes path only when a burst is judged, its fresh samples
 // against the chosen path's: choosing again at every answer, a stall of
@@ -124,11 +124,8 @@ const (
 //
 // Every class starts on TCP, and one below learnBelow sends a burst over
 // the bypass once TCP has minSamples. A class takes the bypass once it
-// costs at most bypassMargin of TCP, and goes back once TCP costs less
-// than switchMargin of it: the bypass's reactors poll after each call,
-// which costs CPUs that a job's other work needs and no call's latency
-// shows (docs/benchmarks-history.md, "Path choice measured alike", has the
-// CPU per call of each path that sets the margin). Every probeMin..probeMax
+// costs less than TCP by the margin the CPU it adds asks (choicecpu.go),
+// and goes back once TCP costs less by the same measure. Every probeMin..probeMax
 // calls it sends a burst over the other path to keep that estimate fresh,
 // probing half as often each time a burst confirms the choice and twice
 // as often when one beats it. A burst that confirms the choice also
@@ -138,14 +135,12 @@ const (
 // steps wait for each call in turn, a slow probe delays the whole step,
 // which the doubling alone paid for dozens of times per class.
 const (
-	minSamples   = 3
-	probeBurst   = 4
-	maxBurst     = 64
-	probeMin     = 16
-	probeMax     = 1024
-	probeBudget  = 0.01
-	switchMargin = 0.9
-	bypassMargin = 0.5
+	minSamples  = 3
+	probeBurst  = 4
+	maxBurst    = 64
+	probeMin    = 16
+	probeMax    = 1024
+	probeBudget = 0.01
 )
 
 // confirmedGap is the probe gap after a probe that cost ratio times the
@@ -238,12 +233,21 @@ type chooser struct {
 	slots    [inflightSlots]slot
 	inflight [2]int
 	expect   [expectSlots]expected
-	calls    [2]uint64
-	bytes    [2]uint64
+	// cpu reads the process's CPU time (processCPU); window is each
+	// class's CPU window open, cpuUsed what each path's windows used, and
+	// answers counts the connection's answers, which windows divide by.
+	cpu     func() time.Duration
+	window  [numClasses]cpuWindow
+	cpuUsed [2][numClasses]cpuRecord
+	answers uint64
+	calls   [2]uint64
+	bytes   [2]uint64
+	// classCalls counts the calls each class chose a path for.
+	classCalls [numClasses]uint64
 }
 
 func newChooser(p PathPolicy) *chooser {
-	c := &chooser{policy: p, epoch: time.Now()}
+	c := &chooser{policy: p, epoch: time.Now(), cpu: processCPU}
 	for i := range c.bypass {
 		c.probeGap[i] = probeMin
 	}
@@ -286,6 +290,7 @@ func (c *chooser) choose(m *wire.Message, open bool) bool {
 		depth: uint16(min(c.inflight[path], 1<<16-1)), probe: probe, used: true}
 	c.calls[path]++
 	c.bytes[path] += uint64(req)
+	c.classCalls[k]++
 	return bypass
 }
 
@@ -304,6 +309,9 @@ func (c *chooser) pick(k int, size int64) bool {
 		c.burst[k]--
 		return !cur
 	}
+	if !c.window[k].open && c.classCalls[k] == 0 {
+		c.openCPUWindow(k, b2i(cur)) // the class's first call
+	}
 	if c.est[b2i(cur)][k].n < minSamples {
 		return cur
 	}
@@ -320,18 +328,28 @@ func (c *chooser) pick(k int, size int64) bool {
 }
 
 // startBurst starts a probe burst of class k, this call its first. A
-// class from learnBelow up probes with one call: a wake-up is little of
-// such a call's time, and each call over the slower path costs much.
+// class from learnBelow up on TCP probes the bypass with one call: a
+// wake-up is little of such a call's time, and each call over the slower
+// path costs much. On the bypass it probes TCP with as many calls as the
+// bypass has in flight: one TCP call, judged by its latency against the
+// bypass's cost at depth (its round trip over the calls in flight), looks
+// slower than TCP is, and with 8 callers a class of 64 KiB calls that had
+// gone over an AF_XDP 4x slower stayed there (BENCHMARKS.md).
 func (c *chooser) startBurst(k int) {
 	if c.probed[k] > 0 {
 		c.judge(k) // the last burst lost an answer: judged as it stands
 	}
+	depth := c.inflight[b2i(c.bypass[k])]
 	n := 1
-	if classBound(k) < learnBelow {
-		n = min(probeBurst+c.inflight[b2i(c.bypass[k])], maxBurst)
+	switch {
+	case classBound(k) < learnBelow:
+		n = min(probeBurst+depth, maxBurst)
+	case c.bypass[k]:
+		n = min(depth+1, maxBurst)
 	}
 	c.sinceLog[k] = 0
 	c.burst[k], c.probed[k], c.burstLen[k] = uint8(n-1), uint8(n), uint8(n)
+	c.switchCPUWindow(k, b2i(!c.bypass[k]))
 }
 
 func b2i(b bool) int {
@@ -367,6 +385,7 @@ func (c *chooser) answered(h *wire.Header) {
 		return
 	}
 	s.used = false
+	c.answers++
 	c.inflight[s.path]--
 	c.bytes[s.path] += uint64(n)
 	if s.probe {
@@ -413,6 +432,7 @@ func (c *chooser) probeAnswered(k int) {
 // chooses the class's path again.
 func (c *chooser) judge(k int) {
 	c.probed[k] = 0
+	defer c.burstEnded(k)
 	cur := c.bypass[k]
 	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
 	if mine.n < minSamples {
@@ -436,15 +456,6 @@ func (c *chooser) judge(k int) {
 		c.probeGap[k] = confirmedGap(c.probeGap[k], oc/mc, int(c.burstLen[k]))
 	}
 	c.decide(k)
-}
-
-// margin is how much cheaper than class k's chosen path the other must
-// be to be taken.
-func (c *chooser) margin(k int) float64 {
-	if c.bypass[k] {
-		return switchMargin
-	}
-	return bypassMargin
 }
 
 // decide chooses class k's path again from its estimates.
@@ -501,6 +512,31 @@ type PathStats struct {
 	// Bypassed describes the call sizes that go over the bypass now:
 	// "none", "all", or ranges such as "size≤4KiB, 16KiB<size≤32KiB".
 	Bypassed string
+	// Classes are, under PathAuto, the size classes that carried calls,
+	// smallest first: why each takes the path it does.
+	Classes []ClassChoice
+}
+
+// A ClassChoice is one size class's choice of path under PathAuto, and
+// the measurements that made it.
+type ClassChoice struct {
+	// Sizes of the class's calls are in (Above, AtMost]; AtMost is 0 for
+	// the last class, which has no bound.
+	Above, AtMost int64
+	// Calls counts the calls the class chose a path for.
+	Calls uint64
+	// Bypass says whether the class's calls take the bypass now.
+	Bypass bool
+	// TCPCost and BypassCost are each path's measured time per call (its
+	// estimate), 0 while unmeasured.
+	TCPCost, BypassCost time.Duration
+	// Margin is the share of the chosen path's cost the other must cost
+	// less than to be taken.
+	Margin float64
+	// CPURatio is the process's CPU per call over the bypass over that
+	// over TCP, measured for the class and bounded as the margin uses
+	// it; 0 while unmeasured (the margin then assumes priorCPURatio).
+	CPURatio float64
 }
 
 func (c *chooser) stats() PathStats {
@@ -523,7 +559,31 @@ func (c *chooser) stats() PathStats {
 		}
 	}
 	st.Bypassed = describeClasses(on)
+	if c.policy.Mode == PathAuto {
+		st.Classes = c.classChoices()
+	}
 	return st
+}
+
+// classChoices reports the classes that carried calls.
+func (c *chooser) classChoices() []ClassChoice {
+	var out []ClassChoice
+	for k := range numClasses {
+		if c.classCalls[k] == 0 {
+			continue
+		}
+		cc := ClassChoice{Above: max(classBound(k)-1, 0), Calls: c.classCalls[k], Bypass: c.bypass[k],
+			TCPCost:    time.Duration(c.est[viaTCP][k].cost()),
+			BypassCost: time.Duration(c.est[viaBypass][k].cost()), Margin: c.margin(k)}
+		if r, ok := c.cpuRatio(k); ok {
+			cc.CPURatio = r
+		}
+		if k < numClasses-1 {
+			cc.AtMost = classBound(k+1) - 1
+		}
+		out = append(out, cc)
+	}
+	return out
 }
 
 // describeClasses writes the sizes of the classes set in on as ranges.

@@ -5,11 +5,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -256,5 +259,70 @@ func TestDockerignoreCoversBuilds(t *testing.T) {
 		if l = strings.TrimSpace(l); l != "" && !ignored[strings.TrimPrefix(l, "/")] {
 			t.Errorf(".dockerignore does not exclude %s, which git ignores", l)
 		}
+	}
+}
+
+// summaryPath matches the summary's path line: each path's share of calls
+// (their count) and of bytes.
+var summaryPath = regexp.MustCompile(`^path: ((?:[^;%]+ \d+\.\d% of calls \(\d+\), \d+\.\d% of bytes(?:; |$))+)`)
+
+// summaryWhy matches the summary's why line, in each of its forms.
+var summaryWhy = regexp.MustCompile(`^why: the driver's calls over \S+ \(--transport\); the tasks' calls to each other: ` +
+	`(AF_XDP unavailable: .+|AF_XDP off \(--afxdp off\)|--afxdp_path .+|auto: (AF_XDP|TCP) measured faster for .+ on this machine .+)$`)
+
+// TestREADMEFirstScreen runs the README's first command, the main job, and
+// checks that its summary says what carried the calls and why, in the
+// lines the README shows and explains: shares that add up to the RPCs the
+// summary counts, and the reason for this machine (as root, AF_XDP's
+// measured choice).
+func TestREADMEFirstScreen(t *testing.T) {
+	t.Parallel() // runs a process, which waits more than it computes
+	text := readme(t)
+	block := strings.Split(strings.TrimSpace(indentedBlock(t, text, "Run the main job")), "\n")
+	if len(block) != 1 || block[0] != "go run ./cmd/starwire train" {
+		t.Fatalf("the README's first command is %q", block)
+	}
+	shown := strings.Split(strings.TrimSpace(indentedBlock(t, text, "Its summary\nends with what carried the job's calls and why")), "\n")
+	if len(shown) != 2 || !summaryPath.MatchString(shown[0]) || !summaryWhy.MatchString(shown[1]) {
+		t.Fatalf("the README's summary lines are not train's:\n%s", strings.Join(shown, "\n"))
+	}
+	code, out, errOut := runBinary(t, nil, "train")
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s\n%s", code, out, errOut)
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimPrefix(l, "  ")
+		for _, p := range []string{"path: ", "why: ", "RPCs "} {
+			if strings.HasPrefix(l, p) {
+				lines[p] = l
+			}
+		}
+	}
+	m := summaryPath.FindStringSubmatch(lines["path: "])
+	if m == nil || !summaryWhy.MatchString(lines["why: "]) {
+		t.Fatalf("train's summary has no path and why lines as the README shows:\n%s", out)
+	}
+	var calls, share int64
+	for _, c := range regexp.MustCompile(`(\d+)\.(\d)% of calls \((\d+)\)`).FindAllStringSubmatch(m[1], -1) {
+		n, _ := strconv.ParseInt(c[3], 10, 64)
+		p, _ := strconv.ParseInt(c[1]+c[2], 10, 64)
+		calls, share = calls+n, share+p
+	}
+	if rpcs := regexp.MustCompile(`RPCs \(.*\): (\d+) `).FindStringSubmatch(lines["RPCs "]); rpcs == nil || rpcs[1] != strconv.FormatInt(calls, 10) {
+		t.Errorf("the path line counts %d calls, the summary %q", calls, lines["RPCs "])
+	}
+	if share < 998 || share > 1002 {
+		t.Errorf("the path line's shares add up to %.1f%%: %s", float64(share)/10, lines["path: "])
+	}
+	want := "auto: "
+	switch {
+	case os.Geteuid() != 0:
+		want = "AF_XDP unavailable: AF_XDP needs root"
+	case netns.Probe() != nil && os.Getenv(netnstest.RequireEnv) != "1":
+		want = "AF_XDP unavailable: AF_XDP setup failed"
+	}
+	if !strings.Contains(lines["why: "], "the tasks' calls to each other: "+want) {
+		t.Errorf("why line %q, want the reason %q here", lines["why: "], want)
 	}
 }

@@ -18,10 +18,20 @@ type peerInfo struct {
 	err error
 }
 
+// A routeNote says what carried a job's calls: the protocol, the driver's
+// transport (described, and the path name its calls count under), and why
+// the tasks' calls to each other took the paths they did.
+type routeNote struct {
+	protocol   cluster.Protocol
+	driver     string // "starwire over TCP"
+	driverPath string // "TCP"
+	why        string
+}
+
 // printSummary prints the run's outcome. infos say what carried the
 // tasks' calls to each other; local says they ran in this process, whose
 // RPC counts already include those calls.
-func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, driver string, infos []peerInfo, local bool) {
+func printSummary(w io.Writer, s *lr.Summary, route routeNote, infos []peerInfo, local bool) {
 	fmt.Fprintf(w, "summary:\n")
 	fmt.Fprintf(w, "  steps %d, examples %d in %.2fs: %.0f examples/s\n", s.Steps, s.Examples, s.Elapsed.Seconds(), s.ExamplesPerSec())
 	if s.LostSteps > 0 {
@@ -53,8 +63,10 @@ func printSummary(w io.Writer, s *lr.Summary, p cluster.Protocol, driver string,
 	if len(s.PSBytes) > 0 {
 		fmt.Fprintf(w, "  bytes per ps task (%s): %s\n", psWhich(local), psBytes(s.PSBytes))
 	}
-	fmt.Fprintf(w, "  protocol: %s; driver's calls over %s\n", p, driver)
+	fmt.Fprintf(w, "  protocol: %s; driver's calls over %s\n", route.protocol, route.driver)
 	fmt.Fprintf(w, "  tasks' calls to each other: %s\n", peerPaths(infos, true))
+	fmt.Fprintf(w, "  path: %s\n", describeShares(jobPaths(calls, bytes, route.driverPath, infos)))
+	fmt.Fprintf(w, "  why: the driver's calls over %s (--transport); the tasks' calls to each other: %s\n", route.driverPath, route.why)
 }
 
 // psWhich says what the bytes per ps task count.

@@ -446,11 +446,33 @@ func (r *trainRun) train(ctx context.Context) error {
 	if r.local == nil {
 		infos = peerDeltas(infosBefore, infos)
 	}
-	printSummary(stdout, sum, r.layout.Protocol, flags.DriverPath(r.layout.Protocol, r.tr), infos, r.local != nil)
+	printSummary(stdout, sum, r.route(), infos, r.local != nil)
 	if r.local != nil {
 		printPathStats(stdout, r.local)
 	}
 	return nil
+}
+
+// route says what carried the job's calls, and why.
+func (r *trainRun) route() routeNote {
+	n := routeNote{protocol: r.layout.Protocol, driver: flags.DriverPath(r.layout.Protocol, r.tr), driverPath: "gRPC"}
+	if r.layout.Protocol.UsesStar() {
+		n.driverPath = r.tr.Net.Name()
+	}
+	switch {
+	case r.local == nil:
+		n.why = "chosen by each task (its serve report says how)"
+	case !r.layout.Protocol.UsesStar():
+		n.why = "gRPC, as protocol " + string(r.layout.Protocol) + " has no starwire worker service"
+	default:
+		var stats []afxdprpc.PathStats
+		for _, s := range r.local.Servers {
+			stats = append(stats, s.PathStats()...)
+		}
+		n.why = pathReason(r.tr.Fallback, stats)
+
+	}
+	return n
 }
 
 // printPathStats says, for each task's dual connections to its peers, how
