@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 )
@@ -83,7 +84,7 @@ func ServeXDP(iface string, port uint16) (*Targets, error) {
 		return nil, fmt.Errorf("bench: serve %s on %s: %w", ProtoAFXDP, iface, err)
 	}
 	ep := afxdp.NewEndpoint(xl, fanInServer)
-	dual := afxdprpc.Dual(&tcp.Transport{}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Logger: quiet})
+	dual := afxdprpc.Dual(&tcp.Transport{}, ep, afxdprpc.DualOptions{Path: netpath.AFXDP, Logger: quiet})
 	l, err := dual.Listen(net.JoinHostPort(ip.String(), "0"))
 	if err != nil {
 		ep.Close()
@@ -148,7 +149,7 @@ func (x *xdpNet) dial(proto, addr string) (conn, error) {
 	if policy == nil {
 		return &starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Transport(ep)})}, nil
 	}
-	dual := afxdprpc.Dual(&nsTCP{end: x.pair.B}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: *policy, Logger: quiet})
+	dual := afxdprpc.Dual(&nsTCP{end: x.pair.B}, ep, afxdprpc.DualOptions{Path: netpath.AFXDP, Policy: *policy, Logger: quiet})
 	return dualConn{&starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: dual})}, dual}, nil
 }
 

@@ -3,6 +3,7 @@ package rpc
 import (
 	"errors"
 
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -73,7 +74,7 @@ type SelfReader interface {
 	// a PathSender named it; the core passes "" for a plain Send) arrives
 	// on the read side this Conn lends. A caller whose answer comes
 	// elsewhere hands the read side back instead of reading it.
-	Answers(path string) bool
+	Answers(path netpath.Path) bool
 	// ReadTurn reads and delivers one frame to r for a caller holding the
 	// read side, waiting for it as long as it takes; first it sends the
 	// answers held for a batch that has been delivered.
@@ -121,7 +122,7 @@ type DeliveryClock interface {
 // says which one it uses now (Client.Stats).
 type PathConn interface {
 	Conn
-	Path() string
+	Path() netpath.Path
 }
 
 // A PathSender is a Conn that chooses a path per message and says which
@@ -131,7 +132,7 @@ type PathConn interface {
 // went over, or was queued on when it returned.
 type PathSender interface {
 	Conn
-	SendPath(m *wire.Message) (path string, err error)
+	SendPath(m *wire.Message) (path netpath.Path, err error)
 }
 
 // A Throttle is a Receiver that holds a connection's reader back while it

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -61,11 +62,11 @@ var (
 	_ SelfReader = (*namingConn)(nil)
 )
 
-func (c *namingConn) SendPath(m *wire.Message) (string, error) {
-	path := "tcp"
+func (c *namingConn) SendPath(m *wire.Message) (netpath.Path, error) {
+	path := netpath.TCP
 	if m.Header.Kind == wire.KindRequest {
 		c.mu.Lock()
-		path = [2]string{"even", "odd"}[c.sent%2]
+		path = [2]netpath.Path{"even", "odd"}[c.sent%2]
 		c.sent++
 		c.mu.Unlock()
 	}
@@ -75,7 +76,7 @@ func (c *namingConn) SendPath(m *wire.Message) (string, error) {
 // Answers says the read side lent carries the answers of "even" requests
 // only, so a caller that sent an "odd" one hands it back and the
 // receiving goroutine reads that answer.
-func (c *namingConn) Answers(path string) bool { return path == "even" }
+func (c *namingConn) Answers(path netpath.Path) bool { return path == "even" }
 
 // TestClientInfoPathIsTheCallsPath: a client interceptor sees the path the
 // connection reported for each call's request, not one for the
@@ -93,7 +94,7 @@ func TestClientInfoPathIsTheCallsPath(t *testing.T) {
 	}
 	go srv.Serve(l)
 	var mu sync.Mutex
-	seen := map[string]int{}
+	seen := map[netpath.Path]int{}
 	tr := &twoNames{Transport: tcpTransport()}
 	c := NewClient(l.Addr().String(), ClientOptions{Transport: tr, Interceptors: []ClientInterceptor{
 		func(ctx context.Context, info *ClientInfo, req *Request, reply *Reply, invoke Invoker) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/logline"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
 )
@@ -94,7 +95,7 @@ func (s *Server) fabricRoute(peer *Server, ep *afxdp.Endpoint, far netip.Addr, p
 	packet := netip.AddrPortFrom(far, xdpPort).String()
 	r := route{afxdprpc.Transport(ep), packet}
 	if tt, ok := s.starTr.(*tcp.Transport); ok && peer.StarAddr != "" {
-		d := afxdprpc.Dual(tt, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Packet: packet, Policy: policy, Logger: quietLogger})
+		d := afxdprpc.Dual(tt, ep, afxdprpc.DualOptions{Path: netpath.AFXDP, Packet: packet, Policy: policy, Logger: quietLogger})
 		s.duals = append(s.duals, d)
 		r, dual = route{d, peer.StarAddr}, true
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/internal/units"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -485,7 +486,7 @@ type PathStats struct {
 	Policy string
 	// Bypass says what the bypass runs over ("afxdp", "udp"), empty while
 	// the connection has none.
-	Bypass string
+	Bypass netpath.Path
 	// Calls and Bytes count the calls each path carried and the bytes of
 	// their requests and answers (beyond frame headers).
 	TCPCalls, BypassCalls uint64

@@ -10,6 +10,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/rpctest"
 	"github.com/starwire/starwire/rpc/tcp"
@@ -32,7 +33,7 @@ func TestErrClosed(t *testing.T) {
 		t.Run("dual/"+closer+" closes", func(t *testing.T) {
 			srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 			cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
-			opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass},
+			opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass},
 				Logger: slog.New(slog.DiscardHandler)}
 			srv := afxdprpc.Dual(&tcp.Transport{}, srvEP, opts)
 			opts.Packet = srvEP.Addr().String()

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -206,7 +207,7 @@ func (c *conn) readPayload(in *wire.Inbound, r wire.Receiver) error {
 func (c *conn) SelfReading() bool { return c.tls == nil }
 
 // Answers implements rpc.SelfReader: every answer arrives on the one stream.
-func (c *conn) Answers(string) bool { return true }
+func (c *conn) Answers(netpath.Path) bool { return true }
 
 // Fail implements rpc.SelfReader.
 func (c *conn) Fail(err error) error { return c.fail(err) }

@@ -11,6 +11,7 @@ import (
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/internal/vethnet"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
@@ -96,7 +97,7 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 		if err != nil {
 			return nil, err
 		}
-		dual := afxdprpc.Dual(&tcp.Transport{}, cep, afxdprpc.DualOptions{Path: afxdp.PathXDP,
+		dual := afxdprpc.Dual(&tcp.Transport{}, cep, afxdprpc.DualOptions{Path: netpath.AFXDP,
 			Packet: netip.AddrPortFrom(l.PS.Addr, xdpPort).String(), Policy: policy, Logger: quietLogger})
 		x.peers = append(x.peers, xdpPeer{dual, tl.Addr().String()})
 	}
