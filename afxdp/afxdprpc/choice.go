@@ -1,7 +1,6 @@
 package afxdprpc
 
 import (
-	"fmt"
 	"math/bits"
 	"slices"
 	"strings"
@@ -12,62 +11,6 @@ import (
 	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
-
-// A PathPolicy says which calls of an upgraded connection take the packet
-// path (the bypass) and which stay on TCP. The zero value is PathAuto.
-type PathPolicy struct {
-	Mode PathMode
-	// Threshold, for PathThreshold: calls whose larger side (request, or
-	// the answer expected) is smaller take the bypass, the rest TCP.
-	Threshold int64
-}
-
-// PathMode is how a PathPolicy chooses.
-type PathMode uint8
-
-const (
-	// PathAuto measures both paths by size class from the calls
-	// themselves and sends each call over the one faster for its size.
-	PathAuto PathMode = iota
-	// PathThreshold sends calls below PathPolicy.Threshold over the
-	// bypass and the rest over TCP.
-	PathThreshold
-	// PathBypass sends every call over the bypass once it is open.
-	PathBypass
-	// PathTCPOnly keeps every call on TCP.
-	PathTCPOnly
-)
-
-// ParsePathPolicy reads a policy as users write it: "auto", "bypass"
-// (always), "tcp" (never), or a size ("64KiB", "1MiB", "65536") below
-// which calls take the bypass, in internal/units' grammar of sizes.
-func ParsePathPolicy(s string) (PathPolicy, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "auto":
-		return PathPolicy{}, nil
-	case "bypass", "always":
-		return PathPolicy{Mode: PathBypass}, nil
-	case "tcp", "never":
-		return PathPolicy{Mode: PathTCPOnly}, nil
-	}
-	n, err := units.ParseSize(s)
-	if err != nil || n <= 0 {
-		return PathPolicy{}, fmt.Errorf("afxdprpc: path policy %q: want auto, bypass, tcp or a size such as 64KiB", s)
-	}
-	return PathPolicy{Mode: PathThreshold, Threshold: n}, nil
-}
-
-func (p PathPolicy) String() string {
-	switch p.Mode {
-	case PathThreshold:
-		return "below " + formatSize(p.Threshold)
-	case PathBypass:
-		return "bypass"
-	case PathTCPOnly:
-		return "tcp"
-	}
-	return "auto"
-}
 
 func formatSize(n int64) string { return units.FormatSize(n) }
 

@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/metrics"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
 	"github.com/starwire/starwire/train"
@@ -260,7 +260,7 @@ type trainRun struct {
 // startLocal starts the in-process cluster, its endpoint map in dir.
 func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	logger := logline.New(os.Stderr, "starwire: train: ")
-	policy, _ := afxdprpc.ParsePathPolicy(r.f.afxdpPath) // checked
+	policy, _ := netpath.ParsePolicy(r.f.afxdpPath) // checked
 	procs, restore := addSpareProc()
 	r.restoreProcs = restore
 	local, why, err := startLocal(tasks.LocalOptions{

@@ -3,7 +3,7 @@ package flags
 import (
 	"flag"
 
-	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc/cluster"
 )
 
@@ -14,8 +14,8 @@ func RegisterAFXDPPath(fs *flag.FlagSet, p *string, calls string) {
 }
 
 // ParseAFXDPPath parses --afxdp_path for command cmd.
-func ParseAFXDPPath(cmd, s string) (afxdprpc.PathPolicy, error) {
-	p, err := afxdprpc.ParsePathPolicy(s)
+func ParseAFXDPPath(cmd, s string) (netpath.Policy, error) {
+	p, err := netpath.ParsePolicy(s)
 	if err != nil {
 		return p, Usagef(`%s: --afxdp_path %q, want "auto", "bypass", "tcp" or a size such as 64KiB`, cmd, s)
 	}

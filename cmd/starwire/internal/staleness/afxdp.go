@@ -53,7 +53,7 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("staleness: afxdp: %w", err)
 	}
-	policy, err := afxdprpc.ParsePathPolicy(cluster.AFXDPPath())
+	policy, err := netpath.ParsePolicy(cluster.AFXDPPath())
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("staleness: %w", err)
