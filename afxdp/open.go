@@ -21,7 +21,7 @@ type Opened struct {
 	Fallback error
 }
 
-// Open starts the packet transport on ifname's IPv4 address and port, in the
+// Open starts the packet protocol on ifname's IPv4 address and port, in the
 // calling thread's network namespace: a Group with
 // Reactors(opts.Reactors, queues) reactors over AF_XDP when Available says
 // it can be used, otherwise one endpoint over a kernel UDP socket, and why

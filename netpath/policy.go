@@ -7,9 +7,9 @@ import (
 	"github.com/starwire/starwire/internal/units"
 )
 
-// A Policy says which calls of a connection that has both a packet
-// session and TCP take the packet session and which stay on TCP. The zero
-// value is PolicyAuto.
+// A Policy says which calls of a dual connection (one with both a packet
+// session, afxdp or udp, and TCP) take the packet session and which stay
+// on TCP. The zero value is PolicyAuto.
 type Policy struct {
 	Mode PolicyMode
 	// Threshold, for PolicyThreshold: calls whose larger side (request, or
@@ -36,19 +36,20 @@ const (
 )
 
 // PolicyAccepts says what ParsePolicy reads, as "want ..." ends an error.
-const PolicyAccepts = "auto, bypass, tcp, or a size such as 64KiB or 65536"
+const PolicyAccepts = "auto, afxdp, tcp, or a size such as 64KiB or 65536 (bypass and always are aliases of afxdp, never of tcp)"
 
 // ParsePolicy reads a policy as users write it, in flags and in
-// STARWIRE_AFXDP_PATH: "auto" or "" (PolicyAuto), "bypass" or "always"
-// (every call), "tcp" or "never" (none), or a positive size ("64KiB",
+// STARWIRE_AFXDP_PATH: "auto" or "" (PolicyAuto), "afxdp" (every call
+// over the packet session), "tcp" (none), or a positive size ("64KiB",
 // "1MiB", "65536", internal/units' grammar) below which calls take the
-// packet session. Words are read in any case, around any space. It is
-// the one reader of the grammar.
+// packet session. "bypass" and "always", older names of "afxdp", and
+// "never", of "tcp", are read as aliases. Words are read in any case,
+// around any space. It is the one reader of the grammar.
 func ParsePolicy(s string) (Policy, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "auto":
 		return Policy{}, nil
-	case "bypass", "always":
+	case "afxdp", "bypass", "always":
 		return Policy{Mode: PolicyAFXDP}, nil
 	case "tcp", "never":
 		return Policy{Mode: PolicyTCP}, nil
@@ -60,14 +61,14 @@ func ParsePolicy(s string) (Policy, error) {
 	return Policy{Mode: PolicyThreshold, Threshold: n}, nil
 }
 
-// String writes the policy as summaries show it: "auto", "bypass", "tcp",
+// String writes the policy as summaries show it: "auto", "afxdp", "tcp",
 // or "below 64KiB".
 func (p Policy) String() string {
 	switch p.Mode {
 	case PolicyThreshold:
 		return "below " + units.FormatSize(p.Threshold)
 	case PolicyAFXDP:
-		return "bypass"
+		return "afxdp"
 	case PolicyTCP:
 		return "tcp"
 	}

@@ -6,6 +6,8 @@ func TestParsePolicy(t *testing.T) {
 	for in, want := range map[string]Policy{
 		"":       {},
 		"auto":   {},
+		"afxdp":  {Mode: PolicyAFXDP},
+		"AFXDP":  {Mode: PolicyAFXDP},
 		"Bypass": {Mode: PolicyAFXDP},
 		"always": {Mode: PolicyAFXDP},
 		"tcp":    {Mode: PolicyTCP},

@@ -58,7 +58,7 @@ func TestHelloTicketOverTLS(t *testing.T) {
 	}
 	srvEP := &issuing{Endpoint: udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})}
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1})
-	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}}
 	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{TLS: cfg}, srvEP, opts), "127.0.0.1:0")
 
 	// Without the hello's ticket, the packet endpoint opens nothing.

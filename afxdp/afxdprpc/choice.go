@@ -236,7 +236,7 @@ func (c *chooser) choose(m *wire.Message, open bool) bool {
 // pick applies the policy to a call of size bytes in class k.
 func (c *chooser) pick(k int, size int64) bool {
 	switch c.policy.Mode {
-	case PathBypass:
+	case PathAFXDP:
 		return true
 	case PathTCPOnly:
 		return false
@@ -408,7 +408,7 @@ func (c *chooser) decide(k int) {
 // call does, -1 when none does.
 func (c *chooser) crossover() int64 {
 	switch c.policy.Mode {
-	case PathBypass:
+	case PathAFXDP:
 		return -1
 	case PathTCPOnly:
 		return 0
@@ -460,7 +460,7 @@ func (c *chooser) stats() PathStats {
 			if !on[k] {
 				st.TCPClasses = append(st.TCPClasses, classBound(k))
 			}
-		case PathBypass:
+		case PathAFXDP:
 			on[k] = true
 		case PathThreshold:
 			on[k] = classBound(k) < c.policy.Threshold

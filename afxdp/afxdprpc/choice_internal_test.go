@@ -97,7 +97,7 @@ func TestChooserPolicies(t *testing.T) {
 		closedSmallBypass bool
 	}{
 		{PathPolicy{Mode: PathThreshold, Threshold: 4096}, true, false, 4096, false},
-		{PathPolicy{Mode: PathBypass}, true, true, -1, false},
+		{PathPolicy{Mode: PathAFXDP}, true, true, -1, false},
 		{PathPolicy{Mode: PathTCPOnly}, false, false, 0, false},
 	} {
 		c := newChooser(tt.p)

@@ -33,7 +33,7 @@ func TestErrClosed(t *testing.T) {
 		t.Run("dual/"+closer+" closes", func(t *testing.T) {
 			srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 			cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
-			opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass},
+			opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP},
 				Logger: slog.New(slog.DiscardHandler)}
 			srv := afxdprpc.Dual(&tcp.Transport{}, srvEP, opts)
 			opts.Packet = srvEP.Addr().String()

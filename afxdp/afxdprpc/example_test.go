@@ -27,9 +27,9 @@ func ExampleDual() {
 	srvEP := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: &ticket})
 	defer cliEP.Close()
 	defer srvEP.Close()
-	// Every call over the packet path once it is open (PathBypass); the
+	// Every call over the packet path once it is open (PathAFXDP); the
 	// default measures both paths and picks per size.
-	opts := afxdprpc.DualOptions{Path: netpath.AFXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass},
+	opts := afxdprpc.DualOptions{Path: netpath.AFXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP},
 		Logger: slog.New(slog.DiscardHandler)}
 
 	echo := rpc.NewMethod("Echo")

@@ -183,7 +183,7 @@ func TestDualMovesCallsToPacketPath(t *testing.T) {
 	var logs logBuffer
 	// Every call, as the policy says (auto mode sends a few over TCP to
 	// time it: see choice_test.go).
-	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Logger: logs.logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Logger: logs.logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}}
 	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvEP, opts), "127.0.0.1:0")
 	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)})
 	defer c.Close()
@@ -278,7 +278,7 @@ func TestDualOverAFXDP(t *testing.T) {
 	p := netnstest.NewForTest(t, netns.Options{})
 	const port = 7710
 	srvG, cliG := openXDPIn(t, p.B, port), openXDPIn(t, p.A, port)
-	opts := afxdprpc.DualOptions{Path: netpath.AFXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	opts := afxdprpc.DualOptions{Path: netpath.AFXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}}
 	var addr string
 	if err := p.B.Do(func() error {
 		addr = serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvG, opts), p.B.Addr.String()+":0")
@@ -307,7 +307,7 @@ func TestDualOverAFXDP(t *testing.T) {
 func TestDualTotalsKeepClosedConnections(t *testing.T) {
 	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
-	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Logger: (&logBuffer{}).logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Logger: (&logBuffer{}).logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}}
 	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvEP, opts), "127.0.0.1:0")
 	tr := afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)
 	var bypass, tcp uint64
@@ -330,7 +330,7 @@ func TestDualTotalsKeepClosedConnections(t *testing.T) {
 		t.Fatalf("Totals: %d calls over the bypass, %d over TCP; the connections counted %d and %d (at least 40 over the bypass)",
 			got.BypassCalls, got.TCPCalls, bypass, tcp)
 	}
-	if got.Policy != "bypass" {
-		t.Fatalf("Totals' policy %q, want bypass", got.Policy)
+	if got.Policy != "afxdp" {
+		t.Fatalf("Totals' policy %q, want afxdp", got.Policy)
 	}
 }

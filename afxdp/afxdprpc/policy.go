@@ -14,6 +14,6 @@ type PathMode = netpath.PolicyMode
 const (
 	PathAuto      = netpath.PolicyAuto
 	PathThreshold = netpath.PolicyThreshold
-	PathBypass    = netpath.PolicyAFXDP
+	PathAFXDP     = netpath.PolicyAFXDP
 	PathTCPOnly   = netpath.PolicyTCP
 )

@@ -63,7 +63,7 @@ func openPacketBudget(t *testing.T, s *rpc.Server) (*rpc.Client, func() afxdp.St
 func openDualBudget(t *testing.T, s *rpc.Server) (*rpc.Client, func() afxdp.Stats) {
 	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
-	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}}
 	l, err := afxdprpc.Dual(&tcp.Transport{}, srvEP, opts).Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ var sweepPolicies = [sweepClients]struct {
 	policy afxdprpc.PathPolicy
 }{
 	{"tcp", afxdprpc.PathPolicy{Mode: afxdprpc.PathTCPOnly}},
-	{"afxdp", afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}},
+	{"afxdp", afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}},
 	{"dual", afxdprpc.PathPolicy{}},
 	{"tcp-control", afxdprpc.PathPolicy{Mode: afxdprpc.PathTCPOnly}},
 }

@@ -80,7 +80,7 @@ var EnvVars = []EnvVar{
 	{EnvWorkerDisablePin, "true", boolAccepts,
 		"the same for a worker task", checkBool},
 	{EnvAFXDPPath, "auto: each call over the path measured faster for its size", pathAccepts,
-		"which calls between tasks joined by AF_XDP take it rather than TCP: auto, bypass (all), tcp (none), or those below a size", checkPath},
+		"which calls between tasks joined by AF_XDP take it rather than TCP: auto, afxdp (all), tcp (none), or those below a size; bypass and always are aliases of afxdp, never of tcp", checkPath},
 	{EnvTLSDir, "unset: no TLS unless the files are named", "a directory holding tls.crt, tls.key and ca.crt",
 		"mutual TLS 1.3 on gRPC and starwire's TCP transport with the files of this directory (a mounted kubernetes.io/tls secret)", checkTLSDir},
 	{EnvTLSCert, "$STARWIRE_TLS_DIR/tls.crt", fileAccepts,

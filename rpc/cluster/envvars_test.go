@@ -180,7 +180,7 @@ func TestPathPolicyEnvCheck(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s not described", EnvAFXDPPath)
 	}
-	for _, s := range []string{"auto", "AUTO", "bypass", "tcp", "never", "64KiB", "1MiB", "4096", "0", "-1", "fast",
+	for _, s := range []string{"auto", "AUTO", "afxdp", "bypass", "always", "tcp", "never", "64KiB", "1MiB", "4096", "0", "-1", "fast",
 		"4 KiB", "1.5MiB", "2G", "8589934592GiB", "99999999999GiB"} {
 		_, err := netpath.ParsePolicy(s)
 		if accepted := v.Check(s) == nil; accepted != (err == nil) {
