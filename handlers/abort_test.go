@@ -9,7 +9,6 @@ import (
 
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/internal/testwait"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -23,7 +22,7 @@ func TestOpErrorAbortsOtherPartition(t *testing.T) {
 	ctx := testCtx(t)
 	f := wire.DTFloat
 	psDev, wkDev, wkInc := c.ps.w.Device(), c.worker.w.Device(), c.worker.w.Incarnation()
-	wkReg, err := c.worker.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+	wkReg, err := c.worker.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
 		ConstF32("x", []int64{2}, 1, 2),
 		ConstI32("idx", []int64{1}, 5),
 		ConstI32("axis", nil, 0),
@@ -33,7 +32,7 @@ func TestOpErrorAbortsOtherPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	psReg, err := c.ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+	psReg, err := c.ps.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
 		RecvNode("g", "g:0", f, wkDev, wkInc, psDev),
 		NodeDef("use", "Neg", In("g"), Attrs("T", f)),
 	)})
@@ -43,17 +42,17 @@ func TestOpErrorAbortsOtherPartition(t *testing.T) {
 	start := time.Now()
 	psErr := make(chan error, 1)
 	go func() {
-		var reply rpc.Reply
-		defer reply.Release()
-		_, err := c.ps.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: psReg.GraphHandle, StepId: 42}, nil, &reply)
+		var out Fetched
+		defer out.Release()
+		err := c.ps.star.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: psReg.GraphHandle, StepId: 42}, nil, &out)
 		psErr <- err
 	}()
 	// Fail the worker's step only once the ps's RecvTensor waits in the
 	// worker's rendezvous, so that the abort has a waiter to reach.
 	testwait.Eventually(t, Settle, func() bool { _, keys := c.worker.w.Rendezvous().Len(); return keys == 1 }, "the ps's RecvTensor to wait")
-	var reply rpc.Reply
-	defer reply.Release()
-	_, wkErr := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: 42}, nil, &reply)
+	var out Fetched
+	defer out.Release()
+	wkErr := c.worker.star.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: 42}, nil, &out)
 	if !errors.Is(wkErr, status.ErrInvalidArgument) || !strings.Contains(wkErr.Error(), `node "bad_gather"`) {
 		t.Fatalf("worker: %v", wkErr)
 	}
@@ -69,7 +68,7 @@ func TestOpErrorAbortsOtherPartition(t *testing.T) {
 		t.Fatalf("abort took %v", d)
 	}
 	for _, task := range []*testTask{c.ps, c.worker} {
-		task.wc.CleanupGraph(ctx, 42)
+		task.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: 42})
 		if steps, keys := task.w.Rendezvous().Len(); steps != 0 || keys != 0 {
 			t.Fatalf("%s: %d steps, %d keys after cleanup", task.w.Task(), steps, keys)
 		}
@@ -82,7 +81,7 @@ func TestCleanupGraphStopsWaitingStep(t *testing.T) {
 	task := startTask(t, Options{Job: "ps"})
 	ctx := testCtx(t)
 	dev, inc := task.w.Device(), task.w.Incarnation()
-	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+	reg, err := task.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
 		RecvNode("r", "never:0", wire.DTFloat, dev, inc, dev),
 	)})
 	if err != nil {
@@ -90,13 +89,13 @@ func TestCleanupGraphStopsWaitingStep(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		var reply rpc.Reply
-		defer reply.Release()
-		_, err := task.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 5, RecvKey: []string{"r"}}, nil, &reply)
+		var out Fetched
+		defer out.Release()
+		err := task.star.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 5, RecvKey: []string{"r"}}, nil, &out)
 		done <- err
 	}()
 	testwait.Eventually(t, Settle, func() bool { _, keys := task.w.Rendezvous().Len(); return keys == 1 }, "the _Recv to wait")
-	if err := task.wc.CleanupGraph(ctx, 5); err != nil {
+	if err := task.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: 5}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -121,14 +120,14 @@ func TestFedTensorOutlivesCall(t *testing.T) {
 	ctx := testCtx(t)
 	f := wire.DTFloat
 	psDev, wkDev, wkInc := c.ps.w.Device(), c.worker.w.Device(), c.worker.w.Incarnation()
-	wkReg, err := c.worker.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+	wkReg, err := c.worker.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
 		FeedNode("x", "x:0", f, wkDev),
 		SendNode("x/_send", "x", "x:0", f, wkDev, wkInc, psDev),
 	)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	psReg, err := c.ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+	psReg, err := c.ps.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
 		RecvNode("x", "x:0", f, wkDev, wkInc, psDev),
 		NodeDef("y", "Identity", In("x"), Attrs("T", f)),
 	)})
@@ -138,32 +137,32 @@ func TestFedTensorOutlivesCall(t *testing.T) {
 	xKey := FeedKey("x:0", wkDev)
 	for step := int64(300); step < 310; step++ {
 		x := F32([]int64{2, 3}, 1, 2, 3, 4, 5, float32(step))
-		var reply rpc.Reply
-		if _, err := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: step,
-			Send: []*tfpb.NamedTensorProto{{Name: xKey}}}, []wire.Tensor{x}, &reply); err != nil {
+		var out Fetched
+		if err := c.worker.star.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: step},
+			[]Feed{{Key: xKey, Tensor: x}}, &out); err != nil {
 			t.Fatal(err)
 		}
-		reply.Release()
+		out.Release()
 		x.Buf.Release()
 		// Another call on the same connection, with shapes of its own.
 		other := F32([]int64{7, 1, 1}, 9, 9, 9, 9, 9, 9, 9)
-		if _, err := c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: step + 1000,
-			Send: []*tfpb.NamedTensorProto{{Name: xKey}}}, []wire.Tensor{other}, &reply); err != nil {
+		if err := c.worker.star.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: wkReg.GraphHandle, StepId: step + 1000},
+			[]Feed{{Key: xKey, Tensor: other}}, &out); err != nil {
 			t.Fatal(err)
 		}
-		reply.Release()
+		out.Release()
 		other.Buf.Release()
-		if _, err := c.ps.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: psReg.GraphHandle, StepId: step, RecvKey: []string{"y"}}, nil, &reply); err != nil {
+		if err := c.ps.star.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: psReg.GraphHandle, StepId: step, RecvKey: []string{"y"}}, nil, &out); err != nil {
 			t.Fatal(err)
 		}
-		y := reply.Tensors[0]
+		y := out.Tensors[0]
 		if !slices.Equal(y.Shape, []int64{2, 3}) || !ApproxEqual(Floats(&y), []float32{1, 2, 3, 4, 5, float32(step)}) {
 			t.Fatalf("step %d: ps received %v%v", step, y.Shape, Floats(&y))
 		}
-		reply.Release()
+		out.Release()
 		for _, task := range []*testTask{c.ps, c.worker} {
-			task.wc.CleanupGraph(ctx, step)
-			task.wc.CleanupGraph(ctx, step+1000)
+			task.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: step})
+			task.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: step + 1000})
 		}
 	}
 }

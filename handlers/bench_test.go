@@ -8,7 +8,6 @@ import (
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -28,7 +27,7 @@ func BenchmarkRunGraph(b *testing.B) {
 		FetchNode("y/_send", "y", "y:0", wire.DTFloat, dev, 1),
 	)
 	ctx := context.Background()
-	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: g})
+	reg, err := task.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: g})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,16 +38,16 @@ func BenchmarkRunGraph(b *testing.B) {
 		b.Run(fmt.Sprintf("starwire/%dKiB", 4*n>>10), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(2 * len(x.Data)))
-			var reply rpc.Reply
+			var out Fetched
+			feeds := []Feed{{Key: xKey, Tensor: x}}
 			step := int64(0)
 			for b.Loop() {
 				step++
-				req := &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: step,
-					Send: []*tfpb.NamedTensorProto{{Name: xKey}}, RecvKey: []string{yKey}}
-				if _, err := task.wc.RunGraph(ctx, req, []wire.Tensor{x}, &reply); err != nil {
+				req := &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: step, RecvKey: []string{yKey}}
+				if err := task.star.RunGraph(ctx, req, feeds, &out); err != nil {
 					b.Fatal(err)
 				}
-				reply.Release()
+				out.Release()
 				task.w.rendezvous.Cleanup(step, errStepCleaned)
 			}
 		})
@@ -85,7 +84,7 @@ func BenchmarkRecvTensor(b *testing.B) {
 			dst := wire.Tensor{Shape: make([]int64, 0, 4)}
 			for b.Loop() {
 				task.w.rendezvous.Send(1, key, tensor.Ref(x))
-				if _, err := task.wc.RecvTensorInto(ctx, 1, key, &dst); err != nil {
+				if _, err := recvTensorInto(ctx, task.star, 1, key, &dst); err != nil {
 					b.Fatal(err)
 				}
 				dst.Buf.Release()
@@ -127,26 +126,26 @@ func BenchmarkFuseRecvTensor(b *testing.B) {
 	b.Run("fused", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(n * int64(len(x.Data)))
-		var reply rpc.Reply
+		var out Fetched
 		for b.Loop() {
 			queue()
-			if _, err := task.wc.FuseRecvTensor(ctx, 1, keys, &reply); err != nil {
+			if err := task.star.FuseRecvTensor(ctx, 1, keys, &out); err != nil {
 				b.Fatal(err)
 			}
-			reply.Release()
+			out.Release()
 		}
 	})
 	b.Run("separate", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(n * int64(len(x.Data)))
-		var reply rpc.Reply
+		var out Fetched
 		for b.Loop() {
 			queue()
 			for _, k := range keys {
-				if _, err := task.wc.RecvTensor(ctx, 1, k, &reply); err != nil {
+				if err := task.star.RecvTensor(ctx, &tfpb.RecvTensorRequest{StepId: 1, RendezvousKey: k}, &out); err != nil {
 					b.Fatal(err)
 				}
-				reply.Release()
+				out.Release()
 			}
 		}
 	})

@@ -5,7 +5,10 @@
 //
 // A Worker serves one task. Register puts every WorkerService method, plus
 // the FuseRecvTensor extension, on a starwire rpc.Server; GRPCService serves
-// the same state over gRPC; WorkerClient calls a Worker over starwire.
+// the same state over gRPC. StarCaller and GRPCCaller are the one client of
+// WorkerService, over starwire and over gRPC: a master's typed calls, and
+// a worker's calls to its peers (Caller, which a Resolver returns), in the
+// encoding below. No client changes the request it is given.
 //
 // The work is done by the packages below it, which know nothing of RPC:
 // graph checks and runs the registered partitions, ops holds their kernels
@@ -28,8 +31,10 @@
 //     no content, and the tensor follows as the frame's one raw segment. A
 //     dead tensor has is_dead set and an empty segment. Both ends decode in
 //     place: the serving worker answers from its rendezvous without
-//     allocating, and a pulling worker lands the bytes through Reply.Alloc
-//     (RecvTensorInto).
+//     allocating, and a pulling worker (a remote _Recv) lands the bytes
+//     through Reply.Alloc. GRPCCaller presents a gRPC peer's answers in
+//     the same encoding, so that a worker's pull decodes one encoding
+//     whatever the protocol.
 //   - FuseRecvTensor: the request metadata is a sequence of
 //     RecvTensorRequest messages, each preceded by its length as a uvarint
 //     (protobuf's length-delimited framing); the response metadata is the

@@ -30,9 +30,8 @@ func Example() {
 	}
 	go srv.Serve(l)
 	defer srv.Close()
-	client := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: &tcp.Transport{}})
-	defer client.Close()
-	wc := handlers.NewWorkerClient(client)
+	wc := handlers.NewStarCaller(w.Task(), rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: &tcp.Transport{}}))
+	defer wc.Close()
 
 	const master = "/job:localhost/replica:0/task:0/device:CPU:0"
 	dev := w.Device()
@@ -61,15 +60,15 @@ func Example() {
 	copy(tensor.View[float32](x.Data), []float32{-2, 0, 2})
 	feed := rendezvous.CreateKey(master, 1, dev, "x:0", rendezvous.FrameIter{})
 	fetch := rendezvous.CreateKey(dev, w.Incarnation(), master, "y:0", rendezvous.FrameIter{})
-	var reply rpc.Reply
-	defer reply.Release()
-	_, err = wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 1,
-		Send: []*tfpb.NamedTensorProto{{Name: feed}}, RecvKey: []string{fetch}}, []wire.Tensor{x}, &reply)
+	var out handlers.Fetched
+	defer out.Release()
+	err = wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 1, RecvKey: []string{fetch}},
+		[]handlers.Feed{{Key: feed, Tensor: x}}, &out)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%.3f\n", tensor.View[float32](reply.Tensors[0].Data))
-	if err := wc.CleanupGraph(ctx, 1); err != nil {
+	fmt.Printf("%.3f\n", tensor.View[float32](out.Tensors[0].Data))
+	if err := wc.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: 1}); err != nil {
 		panic(err)
 	}
 	// Output: [0.119 0.500 0.881]

@@ -21,8 +21,9 @@ import (
 type testTask struct {
 	w      *Worker
 	addr   string
+	gaddr  string // gRPC
 	client *rpc.Client
-	wc     *WorkerClient
+	star   *StarCaller // owns client
 	grpc   tfpb.WorkerServiceClient
 	conn   *grpc.ClientConn
 }
@@ -64,7 +65,7 @@ func startTask(t testing.TB, opts Options) *testTask {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return &testTask{w: w, addr: l.Addr().String(), client: client, wc: NewWorkerClient(client), grpc: tfpb.NewWorkerServiceClient(cc), conn: cc}
+	return &testTask{w: w, addr: l.Addr().String(), gaddr: gl.Addr().String(), client: client, star: NewStarCaller(w.Task(), client), grpc: tfpb.NewWorkerServiceClient(cc), conn: cc}
 }
 
 func testCtx(t testing.TB) context.Context {

@@ -1,18 +1,11 @@
 package handlers
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/starwire/starwire/handlers/compute"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire/tfpb"
 )
-
-// A Caller makes starwire calls to one peer; *rpc.Client is one.
-type Caller interface {
-	Call(ctx context.Context, m rpc.Method, req *rpc.Request, resp *rpc.Reply) error
-}
 
 // A Resolver returns the Caller for a task named like
 // "/job:ps/replica:0/task:0". A _Recv whose source device lives on another

@@ -94,7 +94,7 @@ func logisticGraphs(c *cluster) (ps, worker *tfpb.GraphDef) {
 // accumulators at 0.1 (a one-value Const broadcast to the whole shape).
 func initPS(t *testing.T, ctx context.Context, ps *testTask) {
 	f := wire.DTFloat
-	reg, err := ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+	reg, err := ps.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
 		NodeDef("emb", "VarHandleOp", nil, Attrs("dtype", f, "shape", []int64{vocab, 1})),
 		NodeDef("acc", "VarHandleOp", nil, Attrs("dtype", f, "shape", []int64{vocab, 1})),
 		ConstF32("zeros", []int64{vocab, 1}),
@@ -105,9 +105,9 @@ func initPS(t *testing.T, ctx context.Context, ps *testTask) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reply rpc.Reply
-	defer reply.Release()
-	if _, err := ps.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 1}, nil, &reply); err != nil {
+	var out Fetched
+	defer out.Release()
+	if err := ps.star.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 1}, nil, &out); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -123,11 +123,11 @@ type trainer struct {
 
 func newTrainer(t *testing.T, ctx context.Context, c *cluster) *trainer {
 	psG, wkG := logisticGraphs(c)
-	psReg, err := c.ps.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: psG})
+	psReg, err := c.ps.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: psG})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wkReg, err := c.worker.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: wkG})
+	wkReg, err := c.worker.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: wkG})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,30 +144,29 @@ func (tr *trainer) step(ctx context.Context, id int64, ids []int64, ys []float32
 	defer yT.Buf.Release()
 	psErr := make(chan error, 1)
 	go func() {
-		var reply rpc.Reply
-		defer reply.Release()
-		_, err := tr.c.ps.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: tr.psH, StepId: id}, nil, &reply)
+		var out Fetched
+		defer out.Release()
+		err := tr.c.ps.star.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: tr.psH, StepId: id}, nil, &out)
 		psErr <- err
 	}()
-	var reply rpc.Reply
-	defer reply.Release()
-	_, err := tr.c.worker.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: tr.wkH, StepId: id,
-		Send: []*tfpb.NamedTensorProto{{Name: tr.idsKey}, {Name: tr.yKey}}, RecvKey: []string{tr.lossKey}},
-		[]wire.Tensor{idsT, yT}, &reply)
+	var out Fetched
+	defer out.Release()
+	err := tr.c.worker.star.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: tr.wkH, StepId: id, RecvKey: []string{tr.lossKey}},
+		[]Feed{{Key: tr.idsKey, Tensor: idsT}, {Key: tr.yKey, Tensor: yT}}, &out)
 	if err != nil {
 		// A failed partition: clean the step up so the other one stops.
-		tr.c.ps.wc.CleanupGraph(ctx, id)
-		tr.c.worker.wc.CleanupGraph(ctx, id)
+		tr.c.ps.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: id})
+		tr.c.worker.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: id})
 		<-psErr
 		return 0, err
 	}
 	if err := <-psErr; err != nil {
 		return 0, err
 	}
-	loss := tensor.View[float32](reply.Tensors[0].Data)[0]
+	loss := tensor.View[float32](out.Tensors[0].Data)[0]
 	if tr.cleanupEachRun {
-		tr.c.ps.wc.CleanupGraph(ctx, id)
-		tr.c.worker.wc.CleanupGraph(ctx, id)
+		tr.c.ps.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: id})
+		tr.c.worker.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: id})
 	}
 	return loss, nil
 }
@@ -188,19 +187,19 @@ func batchFor(step int) ([]int64, []float32) {
 func readVariable(t *testing.T, ctx context.Context, task *testTask, name string, shape []int64) []float32 {
 	t.Helper()
 	f := wire.DTFloat
-	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+	reg, err := task.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
 		NodeDef(name, "VarHandleOp", nil, Attrs("dtype", f, "shape", shape)),
 		NodeDef("read", "ReadVariableOp", In(name), Attrs("dtype", f)),
 	)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reply rpc.Reply
-	defer reply.Release()
-	if _, err := task.wc.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 999999, RecvKey: []string{"read"}}, nil, &reply); err != nil {
+	var out Fetched
+	defer out.Release()
+	if err := task.star.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: 999999, RecvKey: []string{"read"}}, nil, &out); err != nil {
 		t.Fatal(err)
 	}
-	return Floats(&reply.Tensors[0])
+	return Floats(&out.Tensors[0])
 }
 
 func TestTwoPartitionTraining(t *testing.T) {

@@ -105,16 +105,6 @@ func (p *pull) take(dst *wire.Tensor) (int64, error) {
 // sameMemory reports whether a and b start at the same byte.
 func sameMemory(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
 
-// RecvTensorInto fetches one tensor from the remote rendezvous into dst, as
-// a worker's remote _Recv does: the response is decoded in place and the
-// bytes land directly in dst.Data when it has exactly their length, else in
-// a pooled buffer put in dst.Buf (nil on entry; the caller releases it).
-// dst.Shape's storage is reused. Once warm it allocates nothing. It returns
-// the response's send_start_micros.
-func (c *WorkerClient) RecvTensorInto(ctx context.Context, step int64, key string, dst *wire.Tensor) (int64, error) {
-	return recvTensorInto(ctx, c.c, step, key, dst)
-}
-
 // remoteRecv pulls a tensor from task's rendezvous with RecvTensor, for a
 // remote _Recv (it is the ops.Env's RemoteRecv). The tensor lands in a
 // pooled buffer whose reference moves to the caller.

@@ -113,7 +113,22 @@ func parseRecvTensorResponse(b []byte) (recvTensorResponse, error) {
 	return r, nil
 }
 
-// appendRecvTensorRequest encodes a RecvTensorRequest for step and key.
+// appendFused appends msg to b as one entry of a FuseRecvTensor request
+// or response: its length as a uvarint, then its bytes.
+func appendFused(b, msg []byte) []byte { return protowire.AppendBytes(b, msg) }
+
+// nextFused splits the first entry of a FuseRecvTensor request or response
+// off b.
+func nextFused(b []byte) (msg, rest []byte, err error) {
+	m, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return nil, b, protowire.ParseError(n)
+	}
+	return m, b[n:], nil
+}
+
+// appendRecvTensorRequest encodes a RecvTensorRequest for step and key:
+// every client's RecvTensor and FuseRecvTensor requests over starwire.
 func appendRecvTensorRequest(dst []byte, step int64, key string) []byte {
 	if step != 0 {
 		dst = protowire.AppendTag(dst, fieldRecvStepID, protowire.VarintType)
@@ -235,11 +250,11 @@ func (w *Worker) handleFuseRecvTensor(ctx context.Context, in *wire.Inbound, res
 	b := in.Meta
 	var scratch []byte
 	for i := 0; len(b) > 0; i++ {
-		m, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return status.Errorf(wire.InvalidArgument, "FuseRecvTensor: request %d: %v", i, protowire.ParseError(n))
+		m, rest, err := nextFused(b)
+		if err != nil {
+			return status.Errorf(wire.InvalidArgument, "FuseRecvTensor: request %d: %v", i, err)
 		}
-		b = b[n:]
+		b = rest
 		req, err := parseRecvTensorRequest(m)
 		if err != nil {
 			return status.Errorf(wire.InvalidArgument, "FuseRecvTensor: request %d: %v", i, err)
@@ -253,7 +268,7 @@ func (w *Worker) handleFuseRecvTensor(ctx context.Context, in *wire.Inbound, res
 		t = onWire(t)
 		resp.Tensors = append(resp.Tensors, t)
 		scratch = appendRecvTensorResponse(scratch[:0], &t, start)
-		resp.Meta = protowire.AppendBytes(resp.Meta, scratch)
+		resp.Meta = appendFused(resp.Meta, scratch)
 	}
 	return nil
 }

@@ -97,8 +97,8 @@ func TestRecvTensorChecksKey(t *testing.T) {
 	task := startTask(t, Options{Job: "ps", Incarnation: 0x1234})
 	ctx := testCtx(t)
 	dst := "/job:worker/replica:0/task:0/device:CPU:0"
-	var reply rpc.Reply
-	defer reply.Release()
+	var out Fetched
+	defer out.Release()
 	tests := []struct {
 		name, key string
 		code      error
@@ -110,7 +110,7 @@ func TestRecvTensorChecksKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := task.wc.RecvTensor(ctx, 1, tt.key, &reply)
+			err := task.star.RecvTensor(ctx, &tfpb.RecvTensorRequest{StepId: 1, RendezvousKey: tt.key}, &out)
 			if !errors.Is(err, tt.code) || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("err = %v, want %v containing %q", err, tt.code, tt.msg)
 			}
@@ -123,7 +123,7 @@ func TestRecvTensorChecksKey(t *testing.T) {
 	// An unpadded incarnation is still this worker's.
 	unpadded := task.w.Device() + ";1234;" + dst + ";t;0:0"
 	task.w.rendezvous.Send(1, unpadded, F32([]int64{1}, 9))
-	if _, err := task.wc.RecvTensor(ctx, 1, unpadded, &reply); err != nil {
+	if err := task.star.RecvTensor(ctx, &tfpb.RecvTensorRequest{StepId: 1, RendezvousKey: unpadded}, &out); err != nil {
 		t.Fatalf("unpadded incarnation: %v", err)
 	}
 }
@@ -143,25 +143,25 @@ func TestFuseRecvTensor(t *testing.T) {
 		}
 		task.w.rendezvous.Send(4, k, F32([]int64{int64(i + 1)}, 1, 2, 3))
 	}
-	var reply rpc.Reply
-	defer reply.Release()
-	resps, err := task.wc.FuseRecvTensor(ctx, 4, keys, &reply)
+	var out Fetched
+	defer out.Release()
+	err := task.star.FuseRecvTensor(ctx, 4, keys, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resps) != 3 || !ApproxEqual(Floats(&reply.Tensors[0]), []float32{1}) || !ApproxEqual(Floats(&reply.Tensors[2]), []float32{1, 2, 3}) {
-		t.Fatalf("responses %v, tensors %v", resps, reply.Tensors)
+	if len(out.Tensors) != 3 || !ApproxEqual(Floats(&out.Tensors[0]), []float32{1}) || !ApproxEqual(Floats(&out.Tensors[2]), []float32{1, 2, 3}) {
+		t.Fatalf("responses for %v, tensors %v", out.Keys, out.Tensors)
 	}
-	if !resps[1].GetIsDead() || resps[0].GetIsDead() {
-		t.Fatalf("deadness %v %v", resps[0].GetIsDead(), resps[1].GetIsDead())
+	if !out.Tensors[1].Dead || out.Tensors[0].Dead {
+		t.Fatalf("deadness %v %v", out.Tensors[0].Dead, out.Tensors[1].Dead)
 	}
 	// A key that never comes fails the call at its deadline.
 	short, cancel := context.WithTimeout(ctx, 50e6)
 	defer cancel()
-	if _, err := task.wc.FuseRecvTensor(short, 4, keys[:1], &reply); !errors.Is(err, status.ErrDeadlineExceeded) {
+	if err := task.star.FuseRecvTensor(short, 4, keys[:1], &out); !errors.Is(err, status.ErrDeadlineExceeded) {
 		t.Fatalf("fuse of a consumed key: %v", err)
 	}
-	task.wc.CleanupGraph(ctx, 4)
+	task.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: 4})
 }
 
 // TestRecvTensorPullAllocs measures a worker pulling a tensor that is

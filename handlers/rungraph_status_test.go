@@ -25,11 +25,11 @@ func TestRunGraphErrorsInResponseBody(t *testing.T) {
 	ctx := testCtx(t)
 	dev, inc := task.w.Device(), task.w.Incarnation()
 	f := wire.DTFloat
-	feedReg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: feedGraph(task.w)})
+	feedReg, err := task.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: feedGraph(task.w)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	varReg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
+	varReg, err := task.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: GraphDef(
 		NodeDef("v", "VarHandleOp", nil, Attrs("dtype", f, "shape", []int64{2})),
 		NodeDef("read", "ReadVariableOp", In("v"), Attrs("dtype", f)),
 		FetchNode("read/_send", "read", "read:0", f, dev, inc),
@@ -60,7 +60,7 @@ func TestRunGraphErrorsInResponseBody(t *testing.T) {
 			t.Run(tr.name+"/"+tt.name, func(t *testing.T) {
 				req := proto.CloneOf(tt.req)
 				req.StepId = int64(100 + i)
-				defer task.wc.CleanupGraph(ctx, req.StepId)
+				defer task.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: req.StepId})
 				err := tr.call(ctx, MethodRunGraph, req, new(tfpb.RunGraphResponse))
 				if tr.code(err) != tt.code || !strings.Contains(err.Error(), tt.msg) {
 					t.Fatalf("without store_errors_in_response_body: %v (code %v), want %v containing %q", err, tr.code(err), tt.code, tt.msg)

@@ -7,7 +7,6 @@ import (
 
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -31,36 +30,35 @@ func feedGraph(w *Worker) *tfpb.GraphDef {
 func TestRunGraphFeedsOverStarwire(t *testing.T) {
 	task := startTask(t, Options{Job: "worker"})
 	ctx := testCtx(t)
-	reg, err := task.wc.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: feedGraph(task.w)})
+	reg, err := task.star.RegisterGraph(ctx, &tfpb.RegisterGraphRequest{GraphDef: feedGraph(task.w)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dev, inc := task.w.Device(), task.w.Incarnation()
 	good := F32([]int64{3, 2}, 1, 1, 2, 0, 0, 3)
 	defer good.Buf.Release()
-	run := func(step int64, sends map[string]wire.Tensor, fetch string) (*tfpb.RunGraphResponse, []float32, error) {
+	run := func(step int64, sends map[string]wire.Tensor, fetch string) ([]string, []float32, error) {
 		req := &tfpb.RunGraphRequest{GraphHandle: reg.GraphHandle, StepId: step, RecvKey: []string{fetch}}
-		var ts []wire.Tensor
+		var feeds []Feed
 		for k, v := range sends {
-			req.Send = append(req.Send, &tfpb.NamedTensorProto{Name: k})
-			ts = append(ts, v)
+			feeds = append(feeds, Feed{Key: k, Tensor: v})
 		}
-		var reply rpc.Reply
-		defer reply.Release()
-		resp, err := task.wc.RunGraph(ctx, req, ts, &reply)
-		defer task.wc.CleanupGraph(ctx, step)
+		var out Fetched
+		defer out.Release()
+		err := task.star.RunGraph(ctx, req, feeds, &out)
+		defer task.star.CleanupGraph(ctx, &tfpb.CleanupGraphRequest{StepId: step})
 		if err != nil {
 			return nil, nil, err
 		}
-		return resp, Floats(&reply.Tensors[0]), nil
+		return out.Keys, Floats(&out.Tensors[0]), nil
 	}
 	xKey, zKey := FeedKey("x:0", dev), FetchKey("z:0", dev, inc)
-	resp, got, err := run(1, map[string]wire.Tensor{xKey: good}, zKey)
+	recv, got, err := run(1, map[string]wire.Tensor{xKey: good}, zKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ApproxEqual(got, []float32{3, 2, 6}) || resp.Recv[0].GetName() != zKey {
-		t.Fatalf("z = %v (recv %v)", got, resp.Recv)
+	if !ApproxEqual(got, []float32{3, 2, 6}) || recv[0] != zKey {
+		t.Fatalf("z = %v (recv %v)", got, recv)
 	}
 
 	badDType := I64([]int64{3, 2})

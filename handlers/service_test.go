@@ -73,11 +73,11 @@ func TestEveryMethodOnBothTransports(t *testing.T) {
 					t.Fatalf("RunGraph: %v %v", rr, err)
 				}
 			} else {
-				var reply rpc.Reply
-				if _, err := task.wc.RunGraph(ctx, run, nil, &reply); err != nil || !ApproxEqual(Floats(&reply.Tensors[0]), []float32{3}) {
-					t.Fatalf("RunGraph: %v %v", reply.Tensors, err)
+				var out Fetched
+				if err := task.star.RunGraph(ctx, run, nil, &out); err != nil || !ApproxEqual(Floats(&out.Tensors[0]), []float32{3}) {
+					t.Fatalf("RunGraph: %v %v", out.Tensors, err)
 				}
-				reply.Release()
+				out.Release()
 			}
 			if err := tr.call(ctx, MethodCleanupGraph, &tfpb.CleanupGraphRequest{StepId: 3}, new(tfpb.CleanupGraphResponse)); err != nil {
 				t.Fatal(err)
@@ -120,11 +120,11 @@ func TestEveryMethodOnBothTransports(t *testing.T) {
 				}
 				x.Buf.Release()
 			} else {
-				var reply rpc.Reply
-				if _, err := task.wc.RecvTensor(ctx, step, key, &reply); err != nil || !ApproxEqual(Floats(&reply.Tensors[0]), []float32{4, 5}) {
+				var out Fetched
+				if err := task.star.RecvTensor(ctx, &tfpb.RecvTensorRequest{StepId: step, RendezvousKey: key}, &out); err != nil || !ApproxEqual(Floats(&out.Tensors[0]), []float32{4, 5}) {
 					t.Fatalf("RecvTensor: %v", err)
 				}
-				reply.Release()
+				out.Release()
 			}
 			task.w.rendezvous.Cleanup(step, errStepCleaned)
 
@@ -236,7 +236,7 @@ func TestMalformedRequests(t *testing.T) {
 		reply.Release()
 	}
 	// The worker still serves.
-	if _, err := task.wc.GetStatus(ctx); err != nil {
+	if _, err := task.star.GetStatus(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/starwire/starwire/internal/readside"
 	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
@@ -12,7 +13,7 @@ import (
 // twoNames is a transport over TCP whose connections name a path per
 // request, "even" and "odd" in turn, as a transport with two paths does,
 // and forward the TCP connection's self-read on purpose: the shape of a
-// wrapper outside this package, written against the exported seam.
+// wrapper outside this package, written against the seam.
 type twoNames struct {
 	Transport
 	conns []*namingConn // dialed, one at a time
@@ -23,13 +24,16 @@ func (t *twoNames) Dial(ctx context.Context, addr string) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc := &namingConn{SelfReader: c.(SelfReader)}
+	nc := &namingConn{Conn: c, Reader: c.(readside.Reader), w: c.(Withdrawer), p: c.(ProgressConn)}
 	t.conns = append(t.conns, nc)
 	return nc, nil
 }
 
 type namingConn struct {
-	SelfReader
+	Conn
+	readside.Reader
+	w    Withdrawer
+	p    ProgressConn
 	mu   sync.Mutex
 	sent int
 	// Turns at the read side a caller took, and those taken while the
@@ -49,18 +53,26 @@ func (c *namingConn) turn() {
 
 func (c *namingConn) ReadTurn(r wire.Receiver) error {
 	c.turn()
-	return c.SelfReader.ReadTurn(r)
+	return c.Reader.ReadTurn(r)
 }
 
 func (c *namingConn) ReadTurnUntil(r wire.Receiver) (bool, error) {
 	c.turn()
-	return c.SelfReader.ReadTurnUntil(r)
+	return c.Reader.ReadTurnUntil(r)
 }
 
+// What namingConn forwards of the TCP connection's capabilities: all of
+// them (internal/seamtest, which checks the module's other wrappers,
+// imports rpc, so rpc's own tests cannot use it).
 var (
-	_ PathSender = (*namingConn)(nil)
-	_ SelfReader = (*namingConn)(nil)
+	_ PathSender      = (*namingConn)(nil)
+	_ readside.Reader = (*namingConn)(nil)
+	_ Withdrawer      = (*namingConn)(nil)
+	_ ProgressConn    = (*namingConn)(nil)
 )
+
+func (c *namingConn) Withdraw(m *wire.Message) Withdrawal { return c.w.Withdraw(m) }
+func (c *namingConn) Progress() (in, out uint64)          { return c.p.Progress() }
 
 func (c *namingConn) SendPath(m *wire.Message) (netpath.Path, error) {
 	path := netpath.TCP
@@ -70,13 +82,13 @@ func (c *namingConn) SendPath(m *wire.Message) (netpath.Path, error) {
 		c.sent++
 		c.mu.Unlock()
 	}
-	return path, c.SelfReader.Send(m)
+	return path, c.Conn.Send(m)
 }
 
 // Answers says the read side lent carries the answers of "even" requests
 // only, so a caller that sent an "odd" one hands it back and the
 // receiving goroutine reads that answer.
-func (c *namingConn) Answers(path netpath.Path) bool { return path == "even" }
+func (c *namingConn) Answers(path string) bool { return path == "even" }
 
 // TestClientInfoPathIsTheCallsPath: a client interceptor sees the path the
 // connection reported for each call's request, not one for the

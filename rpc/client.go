@@ -185,7 +185,7 @@ func (c *Client) call(ctx context.Context, m Method, req *Request, resp *Reply, 
 		c.broken(cc, err)
 		return c.fail(m, Errorf(failCode(err), "%w", err))
 	}
-	if k.reads && !cc.sr.Answers(path) {
+	if k.reads && !cc.sr.Answers(string(path)) {
 		cc.handBack(k)
 	}
 	if k.reads {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/internal/monoclock"
+	"github.com/starwire/starwire/internal/readside"
 	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
@@ -35,7 +36,7 @@ type clientConn struct {
 	kaErr  error // why keepalive closed the connection
 
 	// The read side (see lend), for a connection that can lend it (sr).
-	sr       SelfReader
+	sr       readside.Reader
 	resume   chan struct{} // hands the read side back to the receiving goroutine
 	reading  readSide
 	awaiting int       // answers due: requests sent and not answered
@@ -56,7 +57,7 @@ type clientConn struct {
 	afterStop   func() bool     // ends the reading caller's AfterFunc, if it has one
 	interruptFn func()          // cc.interruptIfEnded, made once
 	// The last call's context could end, and the last answer was longer
-	// than such a caller reads (see SelfReader.readTurnUntil): then the
+	// than such a caller reads (see readside.Reader.ReadTurnUntil): then the
 	// next such call is likely to hand the read side back, and the
 	// receiving goroutine keeps it.
 	lastCancellable, lastLong bool
@@ -87,7 +88,7 @@ func newClientConn(c *Client, conn Conn) *clientConn {
 	cc := &clientConn{c: c, conn: conn, sem: make(chan struct{}, c.opts.MaxInflight), gone: make(chan struct{})}
 	cc.ps, _ = conn.(PathSender)
 	cc.path = connPath(conn, c.opts.Transport.Name())
-	if sr, ok := conn.(SelfReader); ok && sr.SelfReading() {
+	if sr, ok := conn.(readside.Reader); ok && sr.SelfReading() {
 		cc.sr, cc.resume = sr, make(chan struct{}, 1)
 	}
 	cc.ka = startProber(conn, c.opts.Keepalive, &cc.frames, cc.busy, cc.keepaliveFailed)
@@ -238,7 +239,7 @@ func (cc *clientConn) checkIdle(k *call) error {
 	var err error
 	stopped := false
 	for !stopped {
-		if err = cc.sr.Check(); !errors.Is(err, ErrUnread) {
+		if err = cc.sr.Check(); !errors.Is(err, readside.ErrUnread) {
 			break
 		}
 		if k.ctxDone == nil {
@@ -560,7 +561,7 @@ func (cc *clientConn) receive() {
 
 func (cc *clientConn) Woke() bool { return cc.woken.Load() && cc.woken.Swap(false) }
 
-// Unrun implements Waker.
+// Unrun implements readside.Waker.
 func (cc *clientConn) Unrun() bool { return cc.waking.Load() > 0 }
 
 // Alloc implements wire.Receiver.
@@ -640,7 +641,7 @@ func (cc *clientConn) deliver(in *wire.Inbound, lend bool) (lent bool) {
 	return lent
 }
 
-// MayLend implements Lender.
+// MayLend implements readside.Lender.
 func (cc *clientConn) MayLend(in *wire.Inbound) bool {
 	if cc.sr == nil || (in.Header.Kind != wire.KindResponse && in.Header.Kind != wire.KindError) {
 		return false
@@ -655,10 +656,10 @@ func (cc *clientConn) MayLend(in *wire.Inbound) bool {
 // because of a long answer (see lastLong).
 func (cc *clientConn) keepsLong() bool { return cc.lastLong && cc.lastCancellable }
 
-// DeliverLending implements Lender.
+// DeliverLending implements readside.Lender.
 func (cc *clientConn) DeliverLending(in *wire.Inbound) bool { return cc.deliver(in, true) }
 
-// WaitLent implements Lender.
+// WaitLent implements readside.Lender.
 func (cc *clientConn) WaitLent(closed <-chan struct{}) error {
 	if !cc.swept {
 		cc.swept = true
@@ -673,7 +674,7 @@ func (cc *clientConn) WaitLent(closed <-chan struct{}) error {
 }
 
 // interrupted sorts the error of a turn at the read side: the deadline
-// SelfReader.Interrupt sets ends the turn (os.ErrDeadlineExceeded, the
+// readside.Reader.Interrupt sets ends the turn (os.ErrDeadlineExceeded, the
 // error a Go socket read past its deadline returns); any other error fails
 // the connection.
 func interrupted(err error) (stopped bool, _ error) {

@@ -3,7 +3,7 @@ package rpc
 import "context"
 
 // A caller whose context can end may read its own answer too: when the
-// context ends, its read is interrupted (see SelfReader.interrupt), which
+// context ends, its read is interrupted (see readside.Reader.Interrupt), which
 // readTurnUntil leaves at a frame boundary. Who interrupts depends on how
 // the context is shared:
 //

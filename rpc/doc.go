@@ -11,10 +11,13 @@
 // The seam between the core and a transport is Transport, Listener and
 // Conn (transport.go) and wire.Receiver, plus the capabilities in
 // capabilities.go that a connection or a receiver may offer beyond them
-// (a caller reading its own answer, read-side flow control, the path each
-// call took, ...). A transport in its own package, or a wrapper of a
+// (read-side flow control, the path each call took, taking a request
+// back, ...). A transport in its own package, or a wrapper of a
 // connection, offers or forwards each of those by implementing the
-// exported interface, checked at compile time. What the core shares with
-// every transport stays here: ErrClosed, ErrUnread, the plaintext refusal
+// exported interface, checked at compile time and, for the module's
+// wrappers, by internal/seamtest. A caller reading its own answer off a
+// stream connection is the core's business with rpc/tcp
+// (internal/readside), not part of this API. What the core shares with
+// every transport stays here: ErrClosed, the plaintext refusal
 // (ErrPlaintext, PlaintextRefusal, PlaintextWatcher).
 package rpc

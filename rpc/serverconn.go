@@ -159,7 +159,7 @@ func (sc *serverConn) track(call *serverCall) {
 
 func (sc *serverConn) Woke() bool { return sc.woken.Load() && sc.woken.Swap(false) }
 
-// Unrun implements Waker: the reader does not wait for workers, whose
+// Unrun implements readside.Waker: the reader does not wait for workers, whose
 // handlers may take long.
 func (sc *serverConn) Unrun() bool { return false }
 

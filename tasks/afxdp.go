@@ -1,16 +1,17 @@
 package tasks
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
-	"os"
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/afxdpfabric"
-	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/internal/vethnet"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
 )
@@ -99,22 +100,68 @@ func (s *Server) serveEndpoint(ep *afxdp.Endpoint) error {
 // over TCP to peer's starwire address, whichever policy picks for its size
 // (a dual connection, afxdprpc.Dual); otherwise over AF_XDP alone.
 func (s *Server) fabricRoute(f *afxdpfabric.Fabric, peer *Server, ep *afxdp.Endpoint, far vethnet.End, policy afxdprpc.PathPolicy) (dual bool) {
+	packet := f.Packet(far)
+	if tt, ok := s.starTr.(*tcp.Transport); ok && peer.StarAddr != "" {
+		// Made by Start, which has the logger.
+		s.dualRoutes = append(s.dualRoutes, dualRoute{peer: peer.Task(), addr: peer.StarAddr, tcp: tt, ep: ep,
+			opts: afxdprpc.DualOptions{Path: netpath.AFXDP, Packet: packet, Policy: policy}})
+		return true
+	}
 	if s.routes == nil {
 		s.routes = make(map[string]route)
 	}
-	r := route{afxdprpc.Transport(ep), f.Packet(far)}
-	if tt, ok := s.starTr.(*tcp.Transport); ok && peer.StarAddr != "" {
-		d := f.Dual(tt, ep, far, policy, quietLogger)
-		s.duals = append(s.duals, d)
-		r, dual = route{d, peer.StarAddr}, true
-	}
-	s.routes[peer.Task()] = r
-	return dual
+	s.routes[peer.Task()] = route{afxdprpc.Transport(ep), packet}
+	return false
 }
 
-// quietLogger keeps a dual connection's choice of path out of the output
-// while it works; failures still show.
-var quietLogger = logline.New(os.Stderr, "starwire: ")
+// A dualRoute is a route over a dual connection to peer, at its starwire
+// address addr over TCP and over ep, as opts say.
+type dualRoute struct {
+	peer, addr string
+	tcp        *tcp.Transport
+	ep         *afxdp.Endpoint
+	opts       afxdprpc.DualOptions
+}
+
+// startDuals makes the task's dual connections to its peers, routes
+// their calls through them, and has them log to logger: only warnings and
+// errors, so that their choice of path stays out of the output while it
+// works, and failures show.
+func (s *Server) startDuals(peers *Peers, logger *slog.Logger) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = slog.New(minLevel{logger.Handler(), slog.LevelWarn})
+	for _, r := range s.dualRoutes {
+		o := r.opts
+		o.Logger = logger
+		d := afxdprpc.Dual(r.tcp, r.ep, o)
+		s.duals = append(s.duals, d)
+		peers.Route(r.peer, d, r.addr)
+	}
+	if s.peerDuals != nil {
+		s.peerDuals.logger = logger
+	}
+}
+
+// minLevel is a slog.Handler that passes on the records of level min and
+// above only.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(attrs), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
+}
 
 // PathStats returns, for each of the task's dual connections to its peers,
 // the calls and bytes each path carried and the current crossover.

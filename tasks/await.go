@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire"
@@ -53,7 +53,7 @@ func await(ctx context.Context, l Layout, timeout time.Duration, optional string
 	}
 	for {
 		for task, addr := range pending {
-			c, err := driver.DialGRPC(task, addr, opts...)
+			c, err := handlers.DialGRPC(task, addr, opts...)
 			if err == nil {
 				callCtx, cancel := context.WithTimeout(ctx, time.Second)
 				_, err = c.GetStatus(callCtx)

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,9 @@ type peerDuals struct {
 	tcp    *tcp.Transport
 	ep     *afxdp.Endpoint
 	policy afxdprpc.PathPolicy
+	// logger, set by Start before the task dials a peer, is the dual
+	// connections'.
+	logger *slog.Logger
 
 	mu    sync.Mutex
 	duals map[string]*afxdprpc.DualTransport // by the peer's address
@@ -58,7 +62,7 @@ func (p *peerDuals) dual(addr string) *afxdprpc.DualTransport {
 	defer p.mu.Unlock()
 	d := p.duals[addr]
 	if d == nil {
-		d = afxdprpc.Dual(p.tcp, p.ep, afxdprpc.DualOptions{Path: netpath.AFXDP, Packet: addr, Policy: p.policy, Logger: quietLogger})
+		d = afxdprpc.Dual(p.tcp, p.ep, afxdprpc.DualOptions{Path: netpath.AFXDP, Packet: addr, Policy: p.policy, Logger: p.logger})
 		p.duals[addr] = d
 	}
 	return d

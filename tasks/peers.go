@@ -159,7 +159,7 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 	grpcAddr, starAddr := addrs.GRPC, addrs.Star
 	var c driver.Caller
 	if r, ok := p.routes[task]; ok {
-		c = driver.NewStarCaller(task, rpc.NewClient(r.addr, rpc.ClientOptions{Name: task, Transport: r.transport, Interceptors: p.layout.Interceptors, FailFast: p.layout.FailFast}))
+		c = handlers.NewStarCaller(task, rpc.NewClient(r.addr, rpc.ClientOptions{Name: task, Transport: r.transport, Interceptors: p.layout.Interceptors, FailFast: p.layout.FailFast}))
 	} else if p.layout.Protocol.UsesStar() && starAddr != "" {
 		// A task of a GRPCOnly job (a TensorFlow process) has no
 		// starwire address: it is reached over gRPC, below.
@@ -167,13 +167,13 @@ func (p *Peers) Caller(task string) (driver.Caller, error) {
 		if err != nil {
 			return nil, err
 		}
-		c = driver.NewStarCaller(task, rpc.NewClient(starAddr, rpc.ClientOptions{Name: task, Transport: tr, Interceptors: p.layout.Interceptors, FailFast: p.layout.FailFast}))
+		c = handlers.NewStarCaller(task, rpc.NewClient(starAddr, rpc.ClientOptions{Name: task, Transport: tr, Interceptors: p.layout.Interceptors, FailFast: p.layout.FailFast}))
 	} else {
 		opts, err := p.layout.GRPCDialOptions()
 		if err != nil {
 			return nil, err
 		}
-		gc, err := driver.DialGRPC(task, grpcAddr, opts...)
+		gc, err := handlers.DialGRPC(task, grpcAddr, opts...)
 		if err != nil {
 			return nil, err
 		}

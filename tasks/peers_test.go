@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -109,14 +109,14 @@ func TestPeersReachGRPCOnlyJobOverGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.(*driver.GRPCCaller); !ok {
+	if _, ok := c.(*handlers.GRPCCaller); !ok {
 		t.Errorf("the client's Caller is %T, want a gRPC one", c)
 	}
 	ps, err := p.Caller("/job:ps/replica:0/task:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := ps.(*driver.GRPCCaller); ok {
+	if _, ok := ps.(*handlers.GRPCCaller); ok {
 		t.Error("the ps's Caller is a gRPC one under grpc+seastar")
 	}
 }

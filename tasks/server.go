@@ -85,7 +85,10 @@ type Server struct {
 	xdpEPs []io.Closer
 	peerTr rpc.Transport    // overrides starTr for peer calls
 	routes map[string]route // overrides the layout for some peers
-	duals  []*afxdprpc.DualTransport
+	// dualRoutes override the layout for some peers over dual
+	// connections, which Start makes: duals.
+	dualRoutes []dualRoute
+	duals      []*afxdprpc.DualTransport
 	// peerDuals carries the calls to peers of a task serving AF_XDP over
 	// TCP too (ServeAFXDP); nil otherwise.
 	peerDuals *peerDuals
@@ -204,6 +207,7 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	for task, r := range s.routes {
 		peers.Route(task, r.transport, r.addr)
 	}
+	s.startDuals(peers, logger)
 	s.peers, s.logger = peers, logger
 	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Cluster: s.followCluster,
 		Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir})

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/starwire/starwire/handlers"
-	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/internal/tlstest"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc"
@@ -93,7 +92,7 @@ func TestMutualTLSRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "tls: bad certificate") {
 			t.Errorf("starwire client with %s: err = %v, want a TLS refusal", bad.name, err)
 		}
-		gc, err := driver.DialGRPC(s.Task(), s.GRPCAddr, creds)
+		gc, err := handlers.DialGRPC(s.Task(), s.GRPCAddr, creds)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +125,7 @@ func TestMutualTLSRefuses(t *testing.T) {
 	if !errors.Is(err, rpc.ErrUnauthenticated) || !strings.Contains(err.Error(), rpc.PlaintextRefusal) {
 		t.Errorf("a plaintext starwire client: err = %v, want Unauthenticated: %s", err, rpc.PlaintextRefusal)
 	}
-	pg, err := driver.DialGRPC(s.Task(), s.GRPCAddr)
+	pg, err := handlers.DialGRPC(s.Task(), s.GRPCAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,79 @@ import (
 func TestRecoverPSOfPublicTasks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	j := startPublicJob(t, ctx)
+	stopped := make(chan struct{})
+	var once sync.Once
+	j.s.AfterStep(func(context.Context, int64) error {
+		if done, _ := j.s.Steps(); done == 20 {
+			once.Do(func() {
+				go func() {
+					j.local.Servers[0].Close()
+					close(stopped)
+				}()
+			})
+		}
+		return nil
+	})
+	ran := make(chan error, 1)
+	go func() { ran <- j.s.Run(ctx) }()
+	// Started again once the session waits for it, as a process restarted
+	// after its loss was seen.
+	<-stopped
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		task, _ := j.s.Waiting()
+		return task != ""
+	}, "the session to wait for the stopped ps")
+	if err := restartPS(j.local, j.logger); err != nil {
+		t.Fatalf("restart the ps: %v", err)
+	}
+	j.check(t, <-ran)
+}
+
+// TestRecoverPSRestartedAtOnce: a parameter server stopped and started
+// again at once, at its addresses, may answer the driver's probe, a new
+// incarnation, before the step it broke has failed with the broken
+// connection's Unavailable; the session takes the new incarnation for the
+// restart it is and recovers, as from a ps found lost.
+func TestRecoverPSRestartedAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	j := startPublicJob(t, ctx)
+	restarted := make(chan error, 1)
+	var once sync.Once
+	j.s.AfterStep(func(context.Context, int64) error {
+		if done, _ := j.s.Steps(); done == 20 {
+			once.Do(func() {
+				go func() {
+					j.local.Servers[0].Close()
+					restarted <- restartPS(j.local, j.logger)
+				}()
+			})
+		}
+		return nil
+	})
+	err := j.s.Run(ctx)
+	if rerr := <-restarted; rerr != nil {
+		t.Fatalf("restart the ps: %v", rerr)
+	}
+	j.check(t, err)
+}
+
+// publicJob is a session of the example's model on public task servers
+// of one ps and one worker, set up to recover its ps.
+type publicJob struct {
+	s      *train.Session
+	local  *tasks.Local
+	logger *slog.Logger
+
+	mu   sync.Mutex
+	logs []string
+}
+
+const publicSteps = 60
+
+func startPublicJob(t *testing.T, ctx context.Context) *publicJob {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	local, err := tasks.StartLocal(tasks.LocalOptions{PS: 1, Workers: 1, Protocol: cluster.ProtocolGRPCSeastar, Dir: t.TempDir(), Logger: logger})
 	if err != nil {
@@ -34,7 +107,7 @@ func TestRecoverPSOfPublicTasks(t *testing.T) {
 	layout := local.Layout
 	layout.FailFast = true
 	peers := tasks.NewPeers(layout)
-	defer peers.Close()
+	t.Cleanup(peers.Close)
 	var callers []driver.Caller
 	for _, task := range []string{cluster.TaskName("ps", 0), cluster.TaskName("worker", 0)} {
 		c, err := peers.Caller(task)
@@ -45,64 +118,44 @@ func TestRecoverPSOfPublicTasks(t *testing.T) {
 	}
 	d := driver.New("recover-public", callers...)
 	d.Watch(2 * time.Second)
-	const steps = 60
 	m := &numberModel{target: 3, rate: 0.05}
-	s := train.NewSession(d, m, train.Options{PS: 1, Workers: 1, Steps: steps})
-	s.StopAtStep(steps)
+	s := train.NewSession(d, m, train.Options{PS: 1, Workers: 1, Steps: publicSteps})
+	s.StopAtStep(publicSteps)
 	m.s = s
-	var mu sync.Mutex
-	var logs []string
+	j := &publicJob{s: s, local: local, logger: logger}
 	s.RecoverTasks(train.RecoverOptions{
 		Rejoin:  &train.PeerRejoiner{Peers: peers, Driver: d, Jobs: []string{"ps", "worker"}},
 		Timeout: 20 * time.Second,
 		Every:   20 * time.Millisecond,
 		Log: func(msg string) {
-			mu.Lock()
-			logs = append(logs, msg)
-			mu.Unlock()
+			j.mu.Lock()
+			j.logs = append(j.logs, msg)
+			j.mu.Unlock()
 		},
-	})
-	stopped := make(chan struct{})
-	var once sync.Once
-	s.AfterStep(func(context.Context, int64) error {
-		if done, _ := s.Steps(); done == 20 {
-			once.Do(func() {
-				go func() {
-					local.Servers[0].Close()
-					close(stopped)
-				}()
-			})
-		}
-		return nil
 	})
 	if err := s.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
-	// Started again once the session waits for it, as a process restarted
-	// after its loss was seen: one back before the driver's probe answers
-	// it and the step fails with the broken connection's Unavailable.
-	<-stopped
-	testwait.Eventually(t, 20*time.Second, func() bool {
-		task, _ := s.Waiting()
-		return task != ""
-	}, "the session to wait for the stopped ps")
-	if err := restartPS(local, logger); err != nil {
-		t.Fatalf("restart the ps: %v", err)
-	}
-	err = <-ran
-	mu.Lock()
-	log := strings.Join(logs, "\n")
-	mu.Unlock()
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return j
+}
+
+// check checks the end of a run that recovered from the restart of its
+// ps after step 20: err, the run's, is nil, the run ended at exactly the
+// steps asked for, trained again those the restart undid, and learned.
+func (j *publicJob) check(t *testing.T, err error) {
+	t.Helper()
+	s := j.s
+	j.mu.Lock()
+	log := strings.Join(j.logs, "\n")
+	j.mu.Unlock()
 	if err != nil {
 		t.Fatalf("run: %v\nrecovery: %s", err, log)
 	}
 	done, lost := s.Steps()
-	if s.GlobalStep() != steps || s.UndoneSteps() < 20 || done != steps+s.UndoneSteps() || !strings.Contains(log, "no checkpoint to restore") {
+	if s.GlobalStep() != publicSteps || s.UndoneSteps() < 20 || done != publicSteps+s.UndoneSteps() || !strings.Contains(log, "no checkpoint to restore") {
 		t.Fatalf("global step %d, steps %d, lost %d, undone %d: want the run to end at %d, the steps before the restart (20 or more) undone and trained again\nrecovery: %s",
-			s.GlobalStep(), done, lost, s.UndoneSteps(), steps, log)
+			s.GlobalStep(), done, lost, s.UndoneSteps(), publicSteps, log)
 	}
 	// From w = 0 again, 60 steps bring the loss to 9 * 0.81^60, 3e-5.
 	if losses := s.Losses(0); losses[len(losses)-1] > 1e-4 {

@@ -2,107 +2,13 @@ package train
 
 import (
 	"context"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/tensor"
-	"github.com/starwire/starwire/rpc"
-	"github.com/starwire/starwire/wire"
-	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
-
-// fakeCluster makes the Callers of tasks that run no graphs: a
-// partition's fetches are answered with a loss of 0.5 each.
-type fakeCluster struct {
-	// killNext, when set, dies at its next RunGraph.
-	killNext atomic.Pointer[fakeTask]
-
-	mu      sync.Mutex
-	handles int
-}
-
-func (c *fakeCluster) task(name string, inc uint64) *fakeTask {
-	return &fakeTask{c: c, name: name, inc: inc}
-}
-
-// fakeTask is a Caller of one incarnation of a task; dead, it fails every
-// call at once.
-type fakeTask struct {
-	c            *fakeCluster
-	name         string
-	inc          uint64
-	dead, closed atomic.Bool
-}
-
-func (f *fakeTask) check() error {
-	if f.closed.Load() {
-		return status.Errorf(wire.Unavailable, "client closed")
-	}
-	if f.dead.Load() {
-		return status.Errorf(wire.Unavailable, "connection reset by peer")
-	}
-	return nil
-}
-
-func (f *fakeTask) Task() string { return f.name }
-
-// Call carries no peer calls: the fake tasks run no graphs.
-func (f *fakeTask) Call(context.Context, rpc.Method, *rpc.Request, *rpc.Reply) error {
-	return status.Errorf(wire.Unimplemented, "fake task %s makes no peer calls", f.name)
-}
-func (f *fakeTask) GetStatus(context.Context) (*tfpb.GetStatusResponse, error) {
-	if err := f.check(); err != nil {
-		return nil, err
-	}
-	return &tfpb.GetStatusResponse{DeviceAttributes: []*tfpb.DeviceAttributes{{Name: f.name + "/device:CPU:0", Incarnation: f.inc}}}, nil
-}
-func (f *fakeTask) CreateWorkerSession(context.Context, *tfpb.CreateWorkerSessionRequest) error {
-	return f.check()
-}
-func (f *fakeTask) DeleteWorkerSession(context.Context, *tfpb.DeleteWorkerSessionRequest) error {
-	return f.check()
-}
-func (f *fakeTask) RegisterGraph(context.Context, *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
-	if err := f.check(); err != nil {
-		return nil, err
-	}
-	f.c.mu.Lock()
-	defer f.c.mu.Unlock()
-	f.c.handles++
-	return &tfpb.RegisterGraphResponse{GraphHandle: "g" + strconv.Itoa(f.c.handles)}, nil
-}
-func (f *fakeTask) DeregisterGraph(context.Context, *tfpb.DeregisterGraphRequest) error {
-	return f.check()
-}
-func (f *fakeTask) RunGraph(_ context.Context, req *tfpb.RunGraphRequest, _ []driver.Feed, out *driver.Fetched) error {
-	if f.c.killNext.CompareAndSwap(f, nil) {
-		f.dead.Store(true)
-	}
-	if err := f.check(); err != nil {
-		return err
-	}
-	if len(req.RecvKey) > 0 {
-		out.Keys = append(out.Keys[:0], req.RecvKey...)
-		out.Tensors = out.Tensors[:0]
-		for range req.RecvKey {
-			out.Tensors = append(out.Tensors, wire.Tensor{DType: wire.DTFloat, Data: tensor.Bytes([]float32{0.5})})
-		}
-	}
-	return nil
-}
-func (f *fakeTask) CleanupGraph(context.Context, *tfpb.CleanupGraphRequest) error { return f.check() }
-func (f *fakeTask) RecvTensor(context.Context, *tfpb.RecvTensorRequest, *driver.Fetched) error {
-	return f.check()
-}
-func (f *fakeTask) Stats() driver.Stats { return driver.Stats{} }
-func (f *fakeTask) Close() error {
-	f.closed.Store(true)
-	return nil
-}
 
 // fakeModel registers one empty graph per parameter server to initialize,
 // and per live replica one on worker and one on parameter server 0 for

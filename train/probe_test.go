@@ -1,13 +1,21 @@
 package train_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -77,4 +85,85 @@ func startSession(t *testing.T, ctx context.Context, dir string) *train.Session 
 	}
 	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
+}
+
+// readOnlyDirEnv, when set, names the directory that the test process,
+// started by TestProbeReadOnlyCheckpointDir in a mount namespace of its
+// own, mounts read-only over itself before it probes it.
+const readOnlyDirEnv = "STARWIRE_TEST_READONLY_DIR"
+
+// noMountNS marks the output of a test process that could not mount.
+const noMountNS = "mount namespace unavailable: "
+
+// TestProbeReadOnlyCheckpointDir: a checkpoint directory the parameter
+// server cannot write, read-only, fails the probe within 5 s, naming the
+// task and why, where the run would otherwise be lost at its first save.
+// Root writes through permission bits, so the directory is a read-only
+// bind mount of itself, made in a mount namespace of the test's own (a
+// test process started again in it), which ends with the process.
+func TestProbeReadOnlyCheckpointDir(t *testing.T) {
+	if dir := os.Getenv(readOnlyDirEnv); dir != "" {
+		probeReadOnly(t, dir)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestProbeReadOnlyCheckpointDir$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), readOnlyDirEnv+"="+t.TempDir())
+	// Go makes the new namespace's mounts private before it runs the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	out, err := cmd.CombinedOutput()
+	if i := bytes.Index(out, []byte(noMountNS)); i >= 0 || errors.Is(err, syscall.EPERM) {
+		why := fmt.Sprint(err)
+		if i >= 0 {
+			why, _, _ = strings.Cut(string(out[i+len(noMountNS):]), "\n")
+		}
+		requireMountNS(t, why)
+		return
+	}
+	if err != nil || !bytes.Contains(out, []byte("--- PASS: TestProbeReadOnlyCheckpointDir")) {
+		t.Fatalf("the probe in a mount namespace: %v\n%s", err, out)
+	}
+	if _, after, ok := bytes.Cut(out, []byte("probe failed after ")); ok {
+		line, _, _ := bytes.Cut(after, []byte("\n"))
+		t.Logf("in the mount namespace, the probe failed after %s", line)
+	}
+}
+
+// requireMountNS skips t, which needs to mount in a mount namespace of
+// its own (root), except under CI=true or STARWIRE_REQUIRE_MOUNTNS=1,
+// where it fails: CI runs as root, and a test that skipped there would
+// check nothing.
+func requireMountNS(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" || os.Getenv("STARWIRE_REQUIRE_MOUNTNS") == "1" {
+		t.Fatalf("the test needs a mount namespace and a read-only bind mount (root): %s", why)
+	}
+	t.Skipf("no mount namespace here, the read-only directory is not tested (STARWIRE_REQUIRE_MOUNTNS=1 makes this a failure): %s", why)
+}
+
+// probeReadOnly, in a mount namespace of its own, mounts dir read-only
+// over itself and probes it.
+func probeReadOnly(t *testing.T, dir string) {
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("%sbind mount %s: %v", noMountNS, dir, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Skipf("%sremount %s read-only: %v", noMountNS, dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "x"), nil, 0o600); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("write into the read-only mount: %v, want EROFS", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := startSession(t, ctx, dir)
+	pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer pcancel()
+	start := time.Now()
+	err := s.ProbeCheckpointDir(pctx, dir)
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "/job:ps/replica:0/task:0 cannot save checkpoints in "+dir) || !strings.Contains(err.Error(), "read-only file system") {
+		t.Fatalf("probe of a read-only directory after %v: %v, want ps:0 named and the file system read-only", took, err)
+	}
+	t.Logf("probe failed after %v: %v", took, err)
 }

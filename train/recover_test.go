@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/handlers/driver/drivertest"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -46,9 +47,9 @@ func (never) ServerDef() *tfpb.ServerDef                   { return nil }
 // can.
 func TestRejoinFindsOnlyLostWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &fakeCluster{}
-		ps, w1 := c.task("/job:ps/replica:0/task:0", 1), c.task(WorkerTask(1), 1)
-		d := driver.New("rejoin-test", ps, c.task(WorkerTask(0), 1), w1)
+		c := &drivertest.Cluster{}
+		ps, w1 := c.Task("/job:ps/replica:0/task:0", 1), c.Task(WorkerTask(1), 1)
+		d := driver.New("rejoin-test", ps, c.Task(WorkerTask(0), 1), w1)
 		d.Watch(2 * time.Second)
 		job, _ := newFakeSession(d, 1, 2, 12)
 		rj := &holdingRejoiner{c: c, d: d, entered: make(chan struct{}), release: make(chan struct{})}
@@ -58,8 +59,8 @@ func TestRejoinFindsOnlyLostWorkers(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer job.Close(ctx)
-		w1.dead.Store(true)
-		if err := d.Probe(ctx, w1.name); err == nil {
+		w1.Kill()
+		if err := d.Probe(ctx, w1.Task()); err == nil {
 			t.Fatal("the dead worker answers a probe")
 		}
 		done, rejoined := make(chan struct{}), make(chan struct{})
@@ -70,8 +71,8 @@ func TestRejoinFindsOnlyLostWorkers(t *testing.T) {
 		<-rj.entered
 		// The ps is lost: a recovery starts, as from a step that met the
 		// loss, and runs until it ends or waits for rejoin's Find.
-		ps.dead.Store(true)
-		perr := d.Probe(ctx, ps.name)
+		ps.Kill()
+		perr := d.Probe(ctx, ps.Task())
 		if perr == nil {
 			t.Fatal("the dead ps answers a probe")
 		}
@@ -92,8 +93,8 @@ func TestRejoinFindsOnlyLostWorkers(t *testing.T) {
 		if rj.live > 0 {
 			t.Errorf("Find replaced, and closed, the Caller of a worker already revived %d times", rj.live)
 		}
-		if job.rec.err != nil || d.Lost(w1.name) != nil {
-			t.Errorf("after the recovery and rejoin: %v, worker lost: %v", job.rec.err, d.Lost(w1.name))
+		if job.rec.err != nil || d.Lost(w1.Task()) != nil {
+			t.Errorf("after the recovery and rejoin: %v, worker lost: %v", job.rec.err, d.Lost(w1.Task()))
 		}
 	})
 }
@@ -102,7 +103,7 @@ func TestRejoinFindsOnlyLostWorkers(t *testing.T) {
 // as it was (same incarnation, a new connection). Its first Find of a
 // worker, rejoin's, closes entered and waits for release.
 type holdingRejoiner struct {
-	c                *fakeCluster
+	c                *drivertest.Cluster
 	d                *driver.Driver
 	entered, release chan struct{}
 
@@ -129,7 +130,7 @@ func (r *holdingRejoiner) Find(_ context.Context, task string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	inc := old.(*fakeTask).inc
+	inc := old.(*drivertest.Task).Incarnation()
 	if !worker {
 		inc++
 	}
@@ -138,7 +139,7 @@ func (r *holdingRejoiner) Find(_ context.Context, task string) (string, error) {
 		r.live++
 		r.mu.Unlock()
 	}
-	return "fake:" + task, r.d.Replace(r.c.task(task, inc))
+	return "fake:" + task, r.d.Replace(r.c.Task(task, inc))
 }
 
 func (r *holdingRejoiner) ServerDef() *tfpb.ServerDef { return nil }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
@@ -45,7 +46,7 @@ func (j *PeerRejoiner) Find(ctx context.Context, task string) (addr string, err 
 	if err != nil {
 		return addrs.GRPC, err
 	}
-	c, err := driver.DialGRPC(task, addrs.GRPC, opts...)
+	c, err := handlers.DialGRPC(task, addrs.GRPC, opts...)
 	if err != nil {
 		return addrs.GRPC, err
 	}

@@ -284,6 +284,9 @@ func (s *Session) status(ctx context.Context, job string, i int, prev *Tasks) (T
 		return t, fmt.Errorf("%s reported no device", t.Device)
 	default:
 		t.Incarnation = st.GetDeviceAttributes()[0].GetIncarnation()
+		// The graphs built now are this incarnation's: a probe that finds
+		// another finds the task restarted, however fast it came back.
+		s.d.ExpectIncarnation(name, t.Incarnation)
 	}
 	return t, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/handlers/driver/drivertest"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -19,15 +20,15 @@ import (
 // steps run on the worker left, and the run ends.
 func TestSessionFailsOverLostWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &fakeCluster{}
-		w1 := c.task(WorkerTask(1), 1)
-		d := driver.New("failover-test", c.task("/job:ps/replica:0/task:0", 1), c.task(WorkerTask(0), 1), w1)
+		c := &drivertest.Cluster{}
+		w1 := c.Task(WorkerTask(1), 1)
+		d := driver.New("failover-test", c.Task("/job:ps/replica:0/task:0", 1), c.Task(WorkerTask(0), 1), w1)
 		d.Watch(2 * time.Second)
 		s, _ := newFakeSession(d, 1, 2, 10)
 		s.FailOverWorkers()
 		s.AfterStep(func(_ context.Context, step int64) error {
 			if step == 4 {
-				c.killNext.Store(w1)
+				c.KillNext(w1)
 			}
 			return nil
 		})
@@ -55,9 +56,9 @@ func TestSessionFailsOverLostWorker(t *testing.T) {
 // step restored, counting the steps undone.
 func TestSessionRecoversLostPS(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &fakeCluster{}
-		ps := c.task("/job:ps/replica:0/task:0", 1)
-		d := driver.New("recover-test", ps, c.task(WorkerTask(0), 1))
+		c := &drivertest.Cluster{}
+		ps := c.Task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("recover-test", ps, c.Task(WorkerTask(0), 1))
 		d.Watch(2 * time.Second)
 		s, m := newFakeSession(d, 1, 1, 12)
 		var restores atomic.Int32
@@ -71,7 +72,7 @@ func TestSessionRecoversLostPS(t *testing.T) {
 		})
 		s.AfterStep(func(_ context.Context, step int64) error {
 			if step == 5 && restores.Load() == 0 {
-				c.killNext.Store(ps)
+				c.KillNext(ps)
 			}
 			return nil
 		})
@@ -99,7 +100,7 @@ func TestSessionRecoversLostPS(t *testing.T) {
 
 // restarting finds a lost task restarted: a new incarnation.
 type restarting struct {
-	c *fakeCluster
+	c *drivertest.Cluster
 	d *driver.Driver
 }
 
@@ -108,7 +109,7 @@ func (r *restarting) Find(_ context.Context, task string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "fake:" + task, r.d.Replace(r.c.task(task, old.(*fakeTask).inc+1))
+	return "fake:" + task, r.d.Replace(r.c.Task(task, old.(*drivertest.Task).Incarnation()+1))
 }
 
 func (r *restarting) ServerDef() *tfpb.ServerDef { return nil }
@@ -119,9 +120,9 @@ func (r *restarting) ServerDef() *tfpb.ServerDef { return nil }
 // two replicas taking steps as they go.
 func TestSessionStopsAtStep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &fakeCluster{}
-		ps := c.task("/job:ps/replica:0/task:0", 1)
-		d := driver.New("stop-test", ps, c.task(WorkerTask(0), 1), c.task(WorkerTask(1), 1))
+		c := &drivertest.Cluster{}
+		ps := c.Task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("stop-test", ps, c.Task(WorkerTask(0), 1), c.Task(WorkerTask(1), 1))
 		d.Watch(2 * time.Second)
 		s, _ := newFakeSession(d, 1, 2, 1)
 		var restores atomic.Int32
@@ -135,7 +136,7 @@ func TestSessionStopsAtStep(t *testing.T) {
 		})
 		s.AfterStep(func(_ context.Context, step int64) error {
 			if step == 7 && restores.Load() == 0 {
-				c.killNext.Store(ps)
+				c.KillNext(ps)
 			}
 			return nil
 		})
@@ -165,13 +166,13 @@ func TestSessionStopsAtStep(t *testing.T) {
 // and runs its replica's steps again.
 func TestSessionStartsWithoutMissingWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &fakeCluster{}
-		w1 := c.task(WorkerTask(1), 1)
-		w1.dead.Store(true)
-		d := driver.New("late-test", c.task("/job:ps/replica:0/task:0", 1), c.task(WorkerTask(0), 1), w1)
+		c := &drivertest.Cluster{}
+		w1 := c.Task(WorkerTask(1), 1)
+		w1.Kill()
+		d := driver.New("late-test", c.Task("/job:ps/replica:0/task:0", 1), c.Task(WorkerTask(0), 1), w1)
 		d.Watch(2 * time.Second)
 		s, m := newFakeSession(d, 1, 2, 1)
-		late := &lateWorker{c: c, d: d, task: w1.name}
+		late := &lateWorker{c: c, d: d, task: w1.Task()}
 		var logs []string
 		var mu sync.Mutex
 		s.RecoverTasks(RecoverOptions{Rejoin: late, Every: 100 * time.Millisecond, Log: func(msg string) {
@@ -205,18 +206,18 @@ func TestSessionStartsWithoutMissingWorker(t *testing.T) {
 		mu.Lock()
 		log := strings.Join(logs, "\n")
 		mu.Unlock()
-		if !strings.Contains(log, w1.name+" answers again: it rejoins") || joinedAt.Load() == 0 || s.GlobalStep() != 200 {
+		if !strings.Contains(log, w1.Task()+" answers again: it rejoins") || joinedAt.Load() == 0 || s.GlobalStep() != 200 {
 			t.Errorf("joined at step %d, global step %d: want the worker to join and the run to end at 200\nrecovery: %s", joinedAt.Load(), s.GlobalStep(), log)
 		}
-		if d.Lost(w1.name) != nil {
-			t.Errorf("the late worker is still lost: %v", d.Lost(w1.name))
+		if d.Lost(w1.Task()) != nil {
+			t.Errorf("the late worker is still lost: %v", d.Lost(w1.Task()))
 		}
 	})
 }
 
 // lateWorker finds task once up is set: a task started late.
 type lateWorker struct {
-	c    *fakeCluster
+	c    *drivertest.Cluster
 	d    *driver.Driver
 	task string
 	up   atomic.Bool
@@ -226,7 +227,7 @@ func (r *lateWorker) Find(_ context.Context, task string) (string, error) {
 	if task != r.task || !r.up.Load() {
 		return "fake:" + task, errors.New("connection refused")
 	}
-	return "fake:" + task, r.d.Replace(r.c.task(task, 2))
+	return "fake:" + task, r.d.Replace(r.c.Task(task, 2))
 }
 
 func (r *lateWorker) ServerDef() *tfpb.ServerDef { return nil }
@@ -235,8 +236,8 @@ func (r *lateWorker) ServerDef() *tfpb.ServerDef { return nil }
 // every replica its own Options.Steps, however fast each goes.
 func TestSessionStopAtStepEvenSteps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &fakeCluster{}
-		d := driver.New("even-test", c.task("/job:ps/replica:0/task:0", 1), c.task(WorkerTask(0), 1), c.task(WorkerTask(1), 1))
+		c := &drivertest.Cluster{}
+		d := driver.New("even-test", c.Task("/job:ps/replica:0/task:0", 1), c.Task(WorkerTask(0), 1), c.Task(WorkerTask(1), 1))
 		s, m := newFakeSession(d, 1, 2, 50)
 		ctx := t.Context()
 		if err := s.Setup(ctx); err != nil {
@@ -252,3 +253,72 @@ func TestSessionStopAtStepEvenSteps(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionRecoversPSRestartedFasterThanProbe: a parameter server that
+// restarts in the middle of a step and answers again at once, a new
+// incarnation behind the same Caller, fails the step with the broken
+// connection's Unavailable while the probe of the step's tasks already
+// answers. The session expects each task's incarnation: the probe finds
+// it changed, the ps restarted, and the session recovers as from a lost
+// ps (build, initialize, restore) where the run failed with Unavailable.
+func TestSessionRecoversPSRestartedFasterThanProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &drivertest.Cluster{}
+		ps := c.Task("/job:ps/replica:0/task:0", 1)
+		d := driver.New("fast-restart-test", ps, c.Task(WorkerTask(0), 1))
+		d.Watch(2 * time.Second)
+		s, m := newFakeSession(d, 1, 1, 12)
+		s.StopAtStep(12)
+		var restores atomic.Int32
+		var logs []string
+		s.RecoverTasks(RecoverOptions{
+			Rejoin: answering{d},
+			Every:  100 * time.Millisecond,
+			Restore: func(context.Context) (int64, error) {
+				restores.Add(1)
+				return 2, nil
+			},
+			Log: func(msg string) { logs = append(logs, msg) },
+		})
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step == 5 && restores.Load() == 0 {
+				c.RestartNext(ps)
+			}
+			return nil
+		})
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		err := s.Run(ctx)
+		log := strings.Join(logs, "\n")
+		if err != nil {
+			t.Fatalf("run: %v\nrecovery: %s", err, log)
+		}
+		if ps.Incarnation() != 2 || !strings.Contains(log, ps.Task()+" lost: restarted: incarnation 0x2, was 0x1") {
+			t.Fatalf("ps incarnation %d: want the ps restarted once and the recovery to say so\nrecovery: %s", ps.Incarnation(), log)
+		}
+		if restores.Load() != 1 || m.builds.Load() != 2 || m.inits.Load() != 2 {
+			t.Fatalf("restored %d times, built %d, initialized %d: want 1, 2 and 2\nrecovery: %s", restores.Load(), m.builds.Load(), m.inits.Load(), log)
+		}
+		// Restored to 2 after step 5: 3 undone, trained again to 12.
+		if _, lost := s.Steps(); lost != 1 || s.UndoneSteps() != 3 || s.GlobalStep() != 12 {
+			t.Errorf("lost %d, undone %d, global step %d: want 1, 3 and 12", lost, s.UndoneSteps(), s.GlobalStep())
+		}
+	})
+}
+
+// answering finds a lost task at its Caller, once it answers.
+type answering struct{ d *driver.Driver }
+
+func (a answering) Find(ctx context.Context, task string) (string, error) {
+	c, err := a.d.Caller(task)
+	if err != nil {
+		return "", err
+	}
+	_, err = c.GetStatus(ctx)
+	return "fake:" + task, err
+}
+
+func (answering) ServerDef() *tfpb.ServerDef { return nil }

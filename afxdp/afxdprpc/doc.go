@@ -5,9 +5,10 @@
 // exists so that neither rpc nor afxdp imports the other.
 //
 // A dual connection offers the core what a plain TCP connection does on
-// its TCP half (rpc.SelfReader, and the receiver's rpc.Lender and
-// rpc.Waker passed through to the TCP reader), so a call that stays on TCP
-// costs what it costs there, and reports the path each request took
+// its TCP half (the lent read side of internal/readside, and the
+// receiver's readside.Lender and readside.Waker passed through to the TCP
+// reader), so a call that stays on TCP costs what it costs there, and
+// reports the path each request took
 // (rpc.PathSender), which is what ClientInfo.Path, the metrics' path
 // labels and train's summary count.
 //

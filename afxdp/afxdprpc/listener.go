@@ -4,6 +4,7 @@ import (
 	"net"
 	"sync"
 
+	"github.com/starwire/starwire/internal/readside"
 	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -82,7 +83,7 @@ func (l *dualListener) Addr() net.Addr { return l.tcp.Addr() }
 // hello with this end's capabilities and a ticket to open a packet session
 // with, which it revokes when the connection ends; everything else reaches
 // the server. It forwards rpc.ProgressConn and names its path
-// (rpc.PathConn); it offers no rpc.SelfReader or rpc.Withdrawer, which the
+// (rpc.PathConn); it offers no readside.Reader or rpc.Withdrawer, which the
 // core asks of client connections only, and no rpc.DeliveryClock, which a
 // TCP connection does not have.
 type helloAnswerer struct {
@@ -134,22 +135,22 @@ func (c *helloAnswerer) Path() netpath.Path { return netpath.TCP }
 
 // answerReader passes a server's TCP frames through to its receiver,
 // except the hello, which it answers. It forwards the receiver's
-// rpc.Throttle (read-side flow control), rpc.Waker and
+// rpc.Throttle (read-side flow control), readside.Waker and
 // rpc.PlaintextWatcher, so that the TCP reader treats the server as it
-// does on a plain connection; not rpc.Lender, which a server's receiver
+// does on a plain connection; not readside.Lender, which a server's receiver
 // does not offer.
 type answerReader struct {
 	c  *helloAnswerer
 	r  wire.Receiver
 	t  rpc.Throttle
-	wk rpc.Waker
+	wk readside.Waker
 	pw rpc.PlaintextWatcher
 }
 
 func newAnswerReader(c *helloAnswerer, r wire.Receiver) *answerReader {
 	a := &answerReader{c: c, r: r}
 	a.t, _ = r.(rpc.Throttle)
-	a.wk, _ = r.(rpc.Waker)
+	a.wk, _ = r.(readside.Waker)
 	a.pw, _ = r.(rpc.PlaintextWatcher)
 	return a
 }
@@ -160,7 +161,7 @@ var (
 	_ rpc.PathConn     = (*helloAnswerer)(nil)
 
 	_ rpc.Throttle         = (*answerReader)(nil)
-	_ rpc.Waker            = (*answerReader)(nil)
+	_ readside.Waker       = (*answerReader)(nil)
 	_ rpc.PlaintextWatcher = (*answerReader)(nil)
 )
 
@@ -177,11 +178,11 @@ func (a *answerReader) WaitRoom(payload uint64, closed <-chan struct{}) error {
 	return nil
 }
 
-// Woke implements rpc.Waker; without the receiver's word, the reader
+// Woke implements readside.Waker; without the receiver's word, the reader
 // yields as it would to a receiver that is no Waker.
 func (a *answerReader) Woke() bool { return a.wk == nil || a.wk.Woke() }
 
-// Unrun implements rpc.Waker.
+// Unrun implements readside.Waker.
 func (a *answerReader) Unrun() bool { return a.wk != nil && a.wk.Unrun() }
 
 // PlaintextRefused implements rpc.PlaintextWatcher.

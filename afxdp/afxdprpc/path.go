@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/internal/readside"
 	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
@@ -153,7 +154,7 @@ func (d *dual) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
 		return nil, err
 	}
 	c := &dualConn{d: d, tcp: tc, peer: addr, ch: newChooser(d.opts.Policy)}
-	c.sr, _ = tc.(rpc.SelfReader)
+	c.sr, _ = tc.(readside.Reader)
 	if d.opts.Packet == "" {
 		if err := tc.Send(&wire.Message{Header: wire.Header{Kind: wire.KindHello}, Meta: d.local().encode()}); err != nil {
 			tc.Close()
@@ -189,7 +190,7 @@ func (d *dual) Listen(addr string) (rpc.Listener, error) {
 // calls to a packet session.
 //
 // Its TCP half is the stream transport's connection as it is: the read
-// side is lent to callers (rpc.SelfReader) for the calls that go over TCP,
+// side is lent to callers (readside.Reader) for the calls that go over TCP,
 // and the receiver's Lender and Waker reach the TCP reader through
 // helloReader, so a call that stays on TCP costs what it costs on a plain
 // connection. It offers no rpc.DeliveryClock: the core reads that on
@@ -198,7 +199,7 @@ func (d *dual) Listen(addr string) (rpc.Listener, error) {
 type dualConn struct {
 	d    *dual
 	tcp  rpc.Conn
-	sr   rpc.SelfReader // tcp, when it lends its read side
+	sr   readside.Reader // tcp, when it lends its read side
 	peer string
 	r    wire.Receiver
 	hr   *helloReader // what the TCP half delivers to
@@ -296,26 +297,26 @@ func (c *dualConn) Withdraw(m *wire.Message) rpc.Withdrawal {
 // client counts the frames of both paths itself.
 func (c *dualConn) Progress() (in, out uint64) { return progress(c.tcp) }
 
-// SelfReading implements rpc.SelfReader: the TCP half's read side is lent
+// SelfReading implements readside.Reader: the TCP half's read side is lent
 // when the stream transport lends it.
 func (c *dualConn) SelfReading() bool { return c.sr != nil && c.sr.SelfReading() }
 
-// Answers implements rpc.SelfReader: only the answers to requests sent
+// Answers implements readside.Reader: only the answers to requests sent
 // over TCP arrive on the read side lent.
-func (c *dualConn) Answers(path netpath.Path) bool { return path == netpath.TCP }
+func (c *dualConn) Answers(path string) bool { return netpath.Path(path) == netpath.TCP }
 
-// ReadTurn implements rpc.SelfReader. The frame goes through helloReader,
+// ReadTurn implements readside.Reader. The frame goes through helloReader,
 // as the receiving goroutine's would, so the hello and the chooser's
 // timing see it; r is the receiver Receive was given.
 func (c *dualConn) ReadTurn(r wire.Receiver) error { return c.sr.ReadTurn(c.hr) }
 
-// ReadTurnUntil implements rpc.SelfReader as ReadTurn does.
+// ReadTurnUntil implements readside.Reader as ReadTurn does.
 func (c *dualConn) ReadTurnUntil(r wire.Receiver) (stopped bool, err error) {
 	return c.sr.ReadTurnUntil(c.hr)
 }
 
 // Interrupt, ResumeReads, WholeLimit, Leave, Check and Fail implement
-// rpc.SelfReader with the TCP half's.
+// readside.Reader with the TCP half's.
 func (c *dualConn) Interrupt()           { c.sr.Interrupt() }
 func (c *dualConn) ResumeReads()         { c.sr.ResumeReads() }
 func (c *dualConn) WholeLimit() uint64   { return c.sr.WholeLimit() }
@@ -323,17 +324,17 @@ func (c *dualConn) Leave() bool          { return c.sr.Leave() }
 func (c *dualConn) Check() error         { return c.sr.Check() }
 func (c *dualConn) Fail(err error) error { return c.sr.Fail(err) }
 
-// What the dual connection forwards of rpc's capabilities (see the type's
+// What the dual connection forwards of the core's capabilities (see the type's
 // doc for what it does not).
 var (
 	_ rpc.PathSender   = (*dualConn)(nil)
 	_ rpc.PathConn     = (*dualConn)(nil)
-	_ rpc.SelfReader   = (*dualConn)(nil)
+	_ readside.Reader  = (*dualConn)(nil)
 	_ rpc.Withdrawer   = (*dualConn)(nil)
 	_ rpc.ProgressConn = (*dualConn)(nil)
 
-	_ rpc.Lender = (*helloReader)(nil)
-	_ rpc.Waker  = (*helloReader)(nil)
+	_ readside.Lender = (*helloReader)(nil)
+	_ readside.Waker  = (*helloReader)(nil)
 )
 
 func progress(c rpc.Conn) (in, out uint64) {
@@ -444,32 +445,32 @@ func (c *dualConn) leavePacket(p *afxdp.Conn, err error) {
 
 // helloReader passes the TCP half's frames through to the client's
 // receiver, except the peer's hello, which starts the path choice; the
-// chooser sees each answer first. It forwards the receiver's rpc.Lender
-// and rpc.Waker, so that the TCP reader lends and yields as it does for a
+// chooser sees each answer first. It forwards the receiver's readside.Lender
+// and readside.Waker, so that the TCP reader lends and yields as it does for a
 // plain connection; not rpc.Throttle, which a client's receiver does not
 // offer.
 type helloReader struct {
 	c  *dualConn
 	r  wire.Receiver
-	ld rpc.Lender // r, when it lends the read side
-	wk rpc.Waker  // r, when it says whom it woke
+	ld readside.Lender // r, when it lends the read side
+	wk readside.Waker  // r, when it says whom it woke
 }
 
 func newHelloReader(c *dualConn, r wire.Receiver) *helloReader {
 	h := &helloReader{c: c, r: r}
-	h.ld, _ = r.(rpc.Lender)
-	h.wk, _ = r.(rpc.Waker)
+	h.ld, _ = r.(readside.Lender)
+	h.wk, _ = r.(readside.Waker)
 	return h
 }
 
 func (h *helloReader) Alloc(in *wire.Inbound) error { return h.r.Alloc(in) }
 
-// MayLend implements rpc.Lender; a receiver that does not lend never may.
+// MayLend implements readside.Lender; a receiver that does not lend never may.
 func (h *helloReader) MayLend(in *wire.Inbound) bool {
 	return h.ld != nil && in.Header.Kind != wire.KindHello && h.ld.MayLend(in)
 }
 
-// DeliverLending implements rpc.Lender; MayLend said yes, so in is no
+// DeliverLending implements readside.Lender; MayLend said yes, so in is no
 // hello.
 func (h *helloReader) DeliverLending(in *wire.Inbound) bool {
 	if h.c.ch != nil {
@@ -478,14 +479,14 @@ func (h *helloReader) DeliverLending(in *wire.Inbound) bool {
 	return h.ld.DeliverLending(in)
 }
 
-// WaitLent implements rpc.Lender.
+// WaitLent implements readside.Lender.
 func (h *helloReader) WaitLent(closed <-chan struct{}) error { return h.ld.WaitLent(closed) }
 
-// Woke implements rpc.Waker; without the receiver's word, the reader
+// Woke implements readside.Waker; without the receiver's word, the reader
 // yields as it would to a receiver that is no Waker.
 func (h *helloReader) Woke() bool { return h.wk == nil || h.wk.Woke() }
 
-// Unrun implements rpc.Waker.
+// Unrun implements readside.Waker.
 func (h *helloReader) Unrun() bool { return h.wk != nil && h.wk.Unrun() }
 
 func (h *helloReader) Deliver(in *wire.Inbound) {

@@ -1,6 +1,8 @@
 package afxdprpc
 
-import "github.com/starwire/starwire/netpath"
+import (
+	"github.com/starwire/starwire/netpath"
+)
 
 // A PathPolicy says which calls of an upgraded connection take the packet
 // session and which stay on TCP: netpath.Policy, which netpath.ParsePolicy

@@ -59,7 +59,7 @@ func (t *transport) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
 // take a request back (rpc.Withdrawer: afxdp.Conn.Withdraw answers with
 // wire.Withdrawal, rpc's type) and rpc's server to read the clock of a
 // delivery (rpc.DeliveryClock); it names its path (rpc.PathConn). It
-// offers no rpc.SelfReader: the session's reactor delivers every frame.
+// offers no readside.Reader: the session's reactor delivers every frame.
 type packetConn struct {
 	*afxdp.Conn
 	path netpath.Path

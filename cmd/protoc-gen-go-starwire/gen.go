@@ -73,7 +73,9 @@ func generateService(g *protogen.GeneratedFile, s *protogen.Service, o options) 
 	}
 	g.P("}")
 	g.P()
-	generateClient(g, s, ms, modes, methods)
+	if !o.noClient {
+		generateClient(g, s, ms, modes, methods)
+	}
 	generateServer(g, s, ms, modes, methods)
 	return nil
 }

@@ -28,7 +28,9 @@
 // Options (--go-starwire_opt, comma-separated): the standard paths= and
 // module=; method_names=full|short; tensors=M and raw=M, repeatable, M a
 // method name or Service.Method; package=IMPORTPATH generates into that Go
-// package rather than the .proto's (it needs module=).
+// package rather than the .proto's (it needs module=); client=false leaves
+// the client out, for a package that has a hand-written client of its own
+// (starwire's WorkerService: handlers.StarCaller).
 package main
 
 import (
@@ -42,6 +44,7 @@ import (
 // options are the plugin's own parameters.
 type options struct {
 	shortNames   bool
+	noClient     bool
 	tensors, raw map[string]bool
 	importPath   string
 }
@@ -71,6 +74,15 @@ func (o *options) set(name, value string) error {
 		o.raw[value] = true
 	case "package":
 		o.importPath = value
+	case "client":
+		switch value {
+		case "true":
+			o.noClient = false
+		case "false":
+			o.noClient = true
+		default:
+			return fmt.Errorf("client=%q, want true or false", value)
+		}
 	default:
 		return fmt.Errorf("unknown option %q", name)
 	}

@@ -47,7 +47,7 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		{"examples/greeter/greeterpb/greeter.proto", "paths=source_relative",
 			"examples/greeter/greeterpb/greeter_starwire.pb.go", "examples/greeter/greeterpb/greeter_starwire.pb.go"},
 		{"wire/tfpb/worker_service.proto",
-			"module=github.com/starwire/starwire,package=github.com/starwire/starwire/handlers,method_names=short,raw=RunGraph,raw=RecvTensor",
+			"module=github.com/starwire/starwire,package=github.com/starwire/starwire/handlers,method_names=short,raw=RunGraph,raw=RecvTensor,client=false",
 			"handlers/worker_service_starwire.pb.go", "handlers/worker_service_starwire.pb.go"},
 	} {
 		cmd := exec.Command(protoc, "-I", ".", "--plugin=protoc-gen-go-starwire="+bin,
@@ -142,7 +142,15 @@ func TestOptions(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []string{"method_names=long", "colour=blue", "tensors=Scale,raw=Scale"} {
+	// client=false leaves the client out, and only it.
+	got, err := run(t, "paths=source_relative,client=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "GreeterStarwireClient") || !strings.Contains(got, "RegisterGreeterStarwireServer") || !strings.Contains(got, "GreeterStarwireMethods = struct") {
+		t.Errorf("client=false generated:\n%s", got)
+	}
+	for _, bad := range []string{"method_names=long", "colour=blue", "tensors=Scale,raw=Scale", "client=no"} {
 		if _, err := run(t, bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}

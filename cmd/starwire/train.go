@@ -54,7 +54,11 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.cfg.EmbeddingDim, "embedding_dim", f.cfg.EmbeddingDim, "embedding width")
 	fs.IntVar(&f.cfg.Fields, "fields", f.cfg.Fields, "categorical features per example (embedding rows pulled per example)")
 	fs.IntVar(&f.cfg.BatchSize, "batch_size", f.cfg.BatchSize, "examples per step and worker")
-	fs.IntVar(&f.cfg.Vocab, "vocab", f.cfg.Vocab, "hashed feature ids (embedding rows)")
+	fs.IntVar(&f.cfg.Vocab, "vocab", f.cfg.Vocab, "hashed feature ids (embedding rows) of the fixed table")
+	fs.StringVar(&f.cfg.Embedding, "embedding", f.cfg.Embedding, `the embedding table: "fixed", --vocab rows the features are hashed into, or "hash", ids of the 64-bit space (each feature's string hashed, no vocabulary) in an embedding variable on each ps whose rows are made on first lookup`)
+	fs.IntVar(&f.cfg.Values, "values", f.cfg.Values, "raw values per field of the click data: 0 draws --vocab values hashed into --vocab ids that share their hidden weights; N gives every feature a weight of its own, its id its string's hash with --embedding hash, field×N+value mod --vocab with the fixed table (with --embedding hash, 0 is 100000)")
+	fs.Int64Var(&f.cfg.FilterFreq, "filter_freq", f.cfg.FilterFreq, "with --embedding hash, lookups of an id before its row is made; until then it reads the initial value and its gradients are dropped (0: every id at once)")
+	fs.Int64Var(&f.cfg.StepsToLive, "steps_to_live", f.cfg.StepsToLive, "with --embedding hash and --checkpoint_dir, global steps a row may go without an update before it is evicted, at each checkpoint's save (0: never)")
 	fs.Uint64Var(&f.cfg.Seed, "seed", f.cfg.Seed, "seed of the synthetic data and hidden model")
 	fs.IntVar(&f.cfg.HeldOut, "held_out", f.cfg.HeldOut, "held-out examples evaluated before and after training")
 	fs.Var((*float32Value)(&f.cfg.LearningRate), "learning_rate", "Adagrad learning rate, a positive `float`")
@@ -86,6 +90,9 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if err := f.check(); err != nil {
+		return err
+	}
+	if err := f.checkEmbedding(set); err != nil {
 		return err
 	}
 	if err := f.ckpt.prepare(); err != nil {
@@ -203,6 +210,24 @@ func (f *trainFlags) check() error {
 		return err
 	}
 	return f.checkConfig()
+}
+
+// checkEmbedding refuses the flags --embedding hash has no use for, or
+// cannot honor yet; the flags only it takes are lr.Config's to check.
+func (f *trainFlags) checkEmbedding(set map[string]bool) error {
+	if f.cfg.Embedding != lr.EmbeddingHash {
+		return nil
+	}
+	switch {
+	case set["vocab"]:
+		return flags.Usagef("train: --vocab sizes the fixed table, and --embedding hash has none: --values sets the click data's values per field")
+	case f.cfg.StepsToLive > 0 && f.ckpt.dir == "":
+		return flags.Usagef("train: --steps_to_live evicts rows when a checkpoint is saved: give --checkpoint_dir")
+	}
+	if f.cfg.Values == 0 {
+		f.cfg.Values = lr.DefaultConfig().Vocab
+	}
+	return nil
 }
 
 func (f *trainFlags) checkConfig() error {
@@ -396,8 +421,8 @@ func (r *trainRun) train(ctx context.Context) error {
 	// --steps per worker from the global step restored: the step the run
 	// ends at, whatever a recovery undoes meanwhile.
 	job.StopAtStep(job.GlobalStep() + f.cfg.TotalSteps())
-	fmt.Fprintf(stdout, "training: %s, %s, %d steps per worker, batch %d, vocab %d, embedding_dim %d, seed %d\n",
-		plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"), f.cfg.Steps, f.cfg.BatchSize, f.cfg.Vocab, f.cfg.EmbeddingDim, f.cfg.Seed)
+	fmt.Fprintf(stdout, "training: %s, %s, %d steps per worker, batch %d, %s, embedding_dim %d, seed %d\n",
+		plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"), f.cfg.Steps, f.cfg.BatchSize, embeddingNote(f.cfg), f.cfg.EmbeddingDim, f.cfg.Seed)
 	// A joined cluster's tasks count their calls since they started: what
 	// this run made is the difference.
 	var infosBefore []peerInfo
@@ -490,6 +515,19 @@ func (r *trainRun) peerInfos(ctx context.Context) []peerInfo {
 		}
 	}
 	return out
+}
+
+// embeddingNote describes the job's table for the training line: "vocab
+// 100000", or the hash embedding's admission.
+func embeddingNote(c lr.Config) string {
+	if c.Embedding != lr.EmbeddingHash {
+		return "vocab " + strconv.Itoa(c.Vocab)
+	}
+	note := "embedding hash (64-bit ids, " + strconv.Itoa(c.Values) + " values per field"
+	if c.FilterFreq > 1 {
+		note += ", filter_freq " + strconv.FormatInt(c.FilterFreq, 10)
+	}
+	return note + ")"
 }
 
 // plural writes n and noun, with an s unless n is 1: "1 ps task", "2 ps tasks".

@@ -2,10 +2,8 @@ package driver
 
 import (
 	"context"
-	"sync/atomic"
 
 	"github.com/starwire/starwire/handlers"
-	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -14,9 +12,10 @@ import (
 // which a worker's calls to its peers take (a remote _Recv's RecvTensor,
 // in starwire's encoding), so that a task's Resolver hands out the same
 // Callers and their traffic is counted with the rest. The two
-// implementations are StarCaller (starwire: protobuf metadata, tensors as
-// raw segments) and GRPCCaller (gRPC: tensors inside TensorProto). No
-// method changes the request it is given. Safe for concurrent use.
+// implementations are handlers.StarCaller (starwire: protobuf metadata,
+// tensors as raw segments) and handlers.GRPCCaller (gRPC: tensors inside
+// TensorProto). No method changes the request it is given. Safe for
+// concurrent use.
 type Caller interface {
 	handlers.Caller
 	// Task returns the name of the task called, "/job:ps/replica:0/task:0".
@@ -38,60 +37,17 @@ type Caller interface {
 	Close() error
 }
 
-// A Feed is a tensor for a client-terminated _Recv. The tensor's memory
-// must stay unchanged until the RunGraph call returns; the caller keeps
-// ownership of its Buf.
-type Feed struct {
-	Key    string
-	Tensor wire.Tensor
-}
+// Feed, Fetched and Stats are the vocabulary of package handlers'
+// WorkerService clients, named here for the master's code.
+type (
+	Feed    = handlers.Feed
+	Fetched = handlers.Fetched
+	Stats   = handlers.Stats
+)
 
-// Fetched holds the tensors a call returned, in the order asked for. They
-// are valid until Release; a tensor's Buf, when set, is owned by Fetched.
-// A Fetched can be reused after Release.
-type Fetched struct {
-	Keys    []string
-	Tensors []wire.Tensor
-	release func()
-}
-
-// Release returns the fetched tensors' memory.
-func (f *Fetched) Release() {
-	if f.release != nil {
-		f.release()
-		f.release = nil
-	}
-	clear(f.Tensors)
-	f.Keys, f.Tensors = f.Keys[:0], f.Tensors[:0]
-}
-
-// Lookup returns the fetched tensor of key.
-func (f *Fetched) Lookup(key string) (*wire.Tensor, bool) {
-	for i, k := range f.Keys {
-		if k == key {
-			return &f.Tensors[i], true
-		}
-	}
-	return nil, false
-}
-
-// Stats count a Caller's calls and the bytes they moved, both ways: the
-// messages' metadata and tensor bytes (TensorProto bytes for gRPC), not
-// transport framing.
-type Stats struct {
-	Calls int64
-	Bytes int64
-}
-
-// Add returns the sum of s and o.
-func (s Stats) Add(o Stats) Stats { return Stats{Calls: s.Calls + o.Calls, Bytes: s.Bytes + o.Bytes} }
-
-// counter is a Stats updated concurrently.
-type counter struct{ calls, bytes atomic.Int64 }
-
-func (c *counter) add(bytes int) {
-	c.calls.Add(1)
-	c.bytes.Add(int64(bytes))
-}
-
-func (c *counter) stats() Stats { return Stats{Calls: c.calls.Load(), Bytes: c.bytes.Load()} }
+// Both of handlers' clients carry a master's calls and a worker's to its
+// peers.
+var (
+	_ Caller = (*handlers.StarCaller)(nil)
+	_ Caller = (*handlers.GRPCCaller)(nil)
+)

@@ -83,13 +83,13 @@ func newTestCluster(t testing.TB, protocol string) *testCluster {
 // caller returns a new Caller of task over the cluster's protocol.
 func (tc *testCluster) caller(t testing.TB, task string) Caller {
 	if tc.protocol == "grpc" {
-		c, err := DialGRPC(task, tc.grpc[task])
+		c, err := handlers.DialGRPC(task, tc.grpc[task])
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-	return NewStarCaller(task, rpc.NewClient(tc.star[task], rpc.ClientOptions{Transport: &tcp.Transport{}, Name: task}))
+	return handlers.NewStarCaller(task, rpc.NewClient(tc.star[task], rpc.ClientOptions{Transport: &tcp.Transport{}, Name: task}))
 }
 
 func (tc *testCluster) resolve(task string) (handlers.Caller, error) {
@@ -110,13 +110,13 @@ func (tc *testCluster) resolve(task string) (handlers.Caller, error) {
 	}
 	var c Caller
 	if tc.protocol == "grpc" {
-		gc, err := DialGRPC(task, tc.grpc[task])
+		gc, err := handlers.DialGRPC(task, tc.grpc[task])
 		if err != nil {
 			return nil, err
 		}
 		c = gc
 	} else {
-		c = NewStarCaller(task, rpc.NewClient(tc.star[task], rpc.ClientOptions{Transport: &tcp.Transport{}, Name: task}))
+		c = handlers.NewStarCaller(task, rpc.NewClient(tc.star[task], rpc.ClientOptions{Transport: &tcp.Transport{}, Name: task}))
 	}
 	tc.peers[task] = c
 	return c, nil

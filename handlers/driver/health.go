@@ -6,11 +6,19 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/starwire/starwire/wire/tfpb"
 )
 
 // ErrTaskLost is wrapped by the error of a step that failed because a task
 // died or stopped answering (see Watch).
 var ErrTaskLost = errors.New("task lost")
+
+// ErrRestarted is wrapped by the *TaskError of a task that answers a
+// probe with another incarnation than the one expected (see
+// ExpectIncarnation): it restarted, its sessions, graphs and variables
+// gone, faster than a probe found it not answering.
+var ErrRestarted = errors.New("restarted")
 
 // A TaskError says which task was lost and why.
 type TaskError struct {
@@ -65,6 +73,9 @@ type taskHealth struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	lost   *TaskError // nil while it answers
+	// incarnation is the one expected (ExpectIncarnation), 0 for none;
+	// restartedTo is the one a probe found instead, which lost says.
+	incarnation, restartedTo uint64
 }
 
 func newTaskHealth() *taskHealth {
@@ -124,8 +135,9 @@ func (d *Driver) watch(stop <-chan struct{}, done chan<- struct{}) {
 }
 
 // Probe asks tasks for their status, as the watch does (see Watch), and
-// returns the *TaskError of the first that does not answer, now marked
-// lost; nil when all answer or the driver is not watching.
+// returns the *TaskError of the first that does not answer, or answers
+// restarted (see ExpectIncarnation), now marked lost; nil when all answer
+// or the driver is not watching.
 func (d *Driver) Probe(ctx context.Context, tasks ...string) error {
 	if d.health.timeout == 0 {
 		return nil
@@ -134,8 +146,8 @@ func (d *Driver) Probe(ctx context.Context, tasks ...string) error {
 }
 
 // probe asks tasks for their status, each bounded by the probe timeout,
-// marks those that do not answer as lost, and returns the first of them
-// as a *TaskError (nil when all answer).
+// marks those that do not answer, or answer restarted, as lost, and
+// returns the first of them as a *TaskError (nil when all answer).
 func (d *Driver) probe(ctx context.Context, tasks ...string) error {
 	errs := make([]error, len(tasks))
 	var wg sync.WaitGroup
@@ -160,9 +172,15 @@ func (d *Driver) probe(ctx context.Context, tasks ...string) error {
 		go func() {
 			defer wg.Done()
 			pctx, cancel := context.WithTimeout(ctx, d.health.timeout/2)
-			_, err := c.GetStatus(pctx)
+			st, err := c.GetStatus(pctx)
 			cancel()
-			if err != nil && ctx.Err() == nil {
+			if err == nil {
+				if te := d.checkIncarnation(task, th, st); te != nil {
+					errs[i] = te
+				}
+				return
+			}
+			if ctx.Err() == nil {
 				if errors.Is(pctx.Err(), context.DeadlineExceeded) {
 					err = fmt.Errorf("no answer to a status probe in %v: %w", d.health.timeout/2, err)
 				}
@@ -179,6 +197,54 @@ func (d *Driver) probe(ctx context.Context, tasks ...string) error {
 		}
 	}
 	return nil
+}
+
+// ExpectIncarnation records that the caller's sessions and graphs on
+// task are those of its incarnation inc (GetStatus's): a probe that finds
+// another incarnation finds the task restarted, and so lost, with an
+// error wrapping ErrRestarted, even though it answers. A task found lost
+// because it restarted to inc is revived: the caller builds for the
+// restarted task (see Revive), whose Caller reached it. inc 0 expects
+// none.
+func (d *Driver) ExpectIncarnation(task string, inc uint64) {
+	h := &d.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	th := h.taskLocked(task)
+	if th.lost != nil {
+		if th.restartedTo == 0 || th.restartedTo != inc {
+			return
+		}
+		th = newTaskHealth()
+		h.tasks[task] = th
+	}
+	th.incarnation = inc
+}
+
+// checkIncarnation marks task lost, restarted, when st, its answer to a
+// probe, has another incarnation than the one expected of th, its state
+// when the probe began; it returns the task's *TaskError (the first cause
+// found), nil when the task did not restart or was revived since.
+func (d *Driver) checkIncarnation(task string, th *taskHealth, st *tfpb.GetStatusResponse) *TaskError {
+	devs := st.GetDeviceAttributes()
+	if len(devs) == 0 {
+		return nil
+	}
+	inc := devs[0].GetIncarnation()
+	h := &d.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.taskLocked(task) != th || th.incarnation == 0 || th.incarnation == inc {
+		return nil
+	}
+	// Lost already (another probe found the restart, or the task's
+	// silence before it): the loss first found is the task's.
+	if th.lost == nil {
+		th.restartedTo = inc
+		th.lost = &TaskError{Task: task, Err: fmt.Errorf("%w: incarnation %#x, was %#x", ErrRestarted, inc, th.incarnation)}
+		th.cancel(th.lost)
+	}
+	return th.lost
 }
 
 // markLost records task as lost, unless it was revived since th was its

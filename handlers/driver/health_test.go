@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,5 +312,68 @@ func TestProbeAcrossReviveSparesRevivedTask(t *testing.T) {
 	}
 	if te := d.Lost(ps.name); te != nil {
 		t.Fatalf("the revived ps is lost: %v", te)
+	}
+}
+
+// incTask is a fakeTask that answers GetStatus with its incarnation.
+type incTask struct {
+	*fakeTask
+	inc atomic.Uint64
+}
+
+func (f *incTask) GetStatus(ctx context.Context) (*tfpb.GetStatusResponse, error) {
+	if err := f.wait(ctx); err != nil {
+		return nil, err
+	}
+	return &tfpb.GetStatusResponse{DeviceAttributes: []*tfpb.DeviceAttributes{{Name: f.name + "/device:CPU:0", Incarnation: f.inc.Load()}}}, nil
+}
+
+// TestProbeFindsRestartedTask: a task that answers a probe with another
+// incarnation than the one expected restarted, faster than a probe found
+// it not answering: it is lost, with an error wrapping ErrRestarted, and
+// the steps tied to it fail with it. Expecting the new incarnation revives
+// it; expecting another does not, nor does a task expected of no
+// incarnation count as restarted.
+func TestProbeFindsRestartedTask(t *testing.T) {
+	ps := &incTask{fakeTask: &fakeTask{name: "/job:ps/replica:0/task:0"}}
+	wk := &incTask{fakeTask: &fakeTask{name: "/job:worker/replica:0/task:0"}}
+	ps.inc.Store(1)
+	wk.inc.Store(7)
+	d := New("s", ps, wk)
+	// No periodic probe within the test: only its own probes run.
+	d.Watch(time.Hour)
+	defer d.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d.ExpectIncarnation(ps.name, 1)
+	if err := d.Probe(ctx, ps.name, wk.name); err != nil {
+		t.Fatalf("probe of the tasks as expected: %v", err)
+	}
+	ps.inc.Store(2)
+	wk.inc.Store(8)
+	err := d.Probe(ctx, ps.name, wk.name)
+	var te *TaskError
+	if !errors.As(err, &te) || te.Task != ps.name || !errors.Is(err, ErrTaskLost) || !errors.Is(err, ErrRestarted) {
+		t.Fatalf("probe of the restarted ps: %v, want its *TaskError wrapping ErrRestarted", err)
+	}
+	if want := ps.name + " lost: restarted: incarnation 0x2, was 0x1"; err.Error() != want {
+		t.Errorf("probe: %q, want %q", err, want)
+	}
+	if d.Lost(wk.name) != nil {
+		t.Errorf("the worker, of no expected incarnation, is lost: %v", d.Lost(wk.name))
+	}
+	if err := d.RunPartitions(ctx, 1, Partition{Graph: Graph{Task: ps.name, Handle: "g"}}); !errors.Is(err, ErrRestarted) {
+		t.Errorf("step on the restarted ps: %v, want its loss", err)
+	}
+	d.ExpectIncarnation(ps.name, 3)
+	if d.Lost(ps.name) == nil {
+		t.Fatal("expecting an incarnation the ps did not restart to revived it")
+	}
+	d.ExpectIncarnation(ps.name, 2)
+	if te := d.Lost(ps.name); te != nil {
+		t.Fatalf("expecting the incarnation the ps restarted to left it lost: %v", te)
+	}
+	if err := d.Probe(ctx, ps.name); err != nil {
+		t.Errorf("probe of the ps as now expected: %v", err)
 	}
 }

@@ -60,31 +60,3 @@ func TestRunGraphKeepsRequest(t *testing.T) {
 		})
 	}
 }
-
-// TestAppendSends: the send entries appended to a request's encoding
-// decode as its Send, and take the room sendsSize makes for them.
-func TestAppendSends(t *testing.T) {
-	feeds := []Feed{{Key: "a"}, {Key: string(make([]byte, 300))}, {Key: ""}}
-	req := &tfpb.RunGraphRequest{GraphHandle: "g", StepId: 3, RecvKey: []string{"r"}}
-	b, err := proto.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := len(b)
-	b = appendSends(b, feeds)
-	if got := len(b) - n; got != sendsSize(feeds) {
-		t.Errorf("appended %d bytes, sendsSize says %d", got, sendsSize(feeds))
-	}
-	var got tfpb.RunGraphRequest
-	if err := proto.Unmarshal(b, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.GetGraphHandle() != "g" || got.GetStepId() != 3 || len(got.GetSend()) != len(feeds) {
-		t.Fatalf("decoded %v", &got)
-	}
-	for i, s := range got.GetSend() {
-		if s.GetName() != feeds[i].Key || s.GetTensor() != nil {
-			t.Errorf("send %d: %q with tensor %v, want %q and none", i, s.GetName(), s.GetTensor(), feeds[i].Key)
-		}
-	}
-}

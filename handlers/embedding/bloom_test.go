@@ -95,3 +95,37 @@ func TestBloomBoundsMemory(t *testing.T) {
 		t.Fatalf("lookups of new ids: %v allocations, %d rows; want 0, 0", allocs, tab.Len())
 	}
 }
+
+// TestBloomCountersRestored checks that a snapshot holds the Bloom
+// filter's counters and a restore takes them back: an id seen twice
+// before the snapshot is admitted by its third lookup after it, in a
+// table of the same filter; one of another filter starts empty.
+func TestBloomCountersRestored(t *testing.T) {
+	opts := Options{Dim: 1, FilterFreq: 3, Bloom: &BloomFilter{Counters: 1 << 16, Hashes: 3}}
+	tab := newTable(t, opts)
+	gather(t, tab, 5, 5)
+	s := tab.Snapshot()
+	if len(s.Bloom) != 1<<16 {
+		t.Fatalf("snapshot of %d counters, want %d", len(s.Bloom), 1<<16)
+	}
+	fresh := newTable(t, opts)
+	if err := fresh.Restore(s); err != nil {
+		t.Fatal(err)
+	}
+	if gather(t, fresh, 5); fresh.Len() != 1 {
+		t.Fatalf("third lookup after the restore: %d rows, want 1", fresh.Len())
+	}
+	other := opts
+	other.Bloom = &BloomFilter{Counters: 1 << 12, Hashes: 3}
+	fresh = newTable(t, other)
+	if err := fresh.Restore(s); err != nil {
+		t.Fatal(err)
+	}
+	if gather(t, fresh, 5); fresh.Len() != 0 {
+		t.Fatalf("a filter of another size took the counters: %d rows, want 0", fresh.Len())
+	}
+	a, b := []uint8{1, 200, 0}, []uint8{2, 100, 0}
+	if MergeBloom(a, b); a[0] != 3 || a[1] != 255 || a[2] != 0 {
+		t.Fatalf("merged counters %v, want [3 255 0]", a)
+	}
+}

@@ -4,7 +4,7 @@
 // made on an id's first lookup, or once the id has been looked up often
 // enough (admission); it keeps its lookup count and the global step of its
 // last update beside its value and its optimizer's slots (an Adagrad
-// accumulator); and rows not updated for a number of steps, or whose
+// accumulator, Adam's moments); and rows not updated for a number of steps, or whose
 // value's norm fell below a threshold, are evicted when asked. Lookups of
 // ids not yet admitted are counted exactly per id, or in a counting Bloom
 // filter of bounded memory whose false-positive rate BloomFilter states.

@@ -19,9 +19,12 @@ type Snapshot struct {
 	Versions []int64
 	// FilteredIDs are the ids looked up but not admitted, FilteredFreqs
 	// their lookups. A table counting them in a Bloom filter has none: its
-	// snapshot leaves the filter out, and a restore starts it empty.
+	// snapshot holds the filter's counters instead, in Bloom.
 	FilteredIDs   []int64
 	FilteredFreqs []int64
+	// Bloom is the counting Bloom filter's counters, of a table that has
+	// one (see bloomsnapshot.go).
+	Bloom []uint8
 }
 
 // Snapshot returns the table's contents. It takes the shards one at a
@@ -47,6 +50,9 @@ func (t *Table) Snapshot() *Snapshot {
 			s.FilteredIDs = append(s.FilteredIDs, id)
 			s.FilteredFreqs = append(s.FilteredFreqs, n)
 		}
+		if sh.bloom != nil {
+			s.Bloom = append(s.Bloom, sh.bloom.counts...)
+		}
 		sh.mu.Unlock()
 	}
 	return s
@@ -54,14 +60,25 @@ func (t *Table) Snapshot() *Snapshot {
 
 // check reports what in s does not fit t, naming the tensor.
 func (t *Table) check(s *Snapshot) error {
-	n, d := len(s.IDs), t.opts.Dim
-	switch {
+	switch d := t.opts.Dim; {
 	case s.Dim != d:
 		return fmt.Errorf("embedding: snapshot of dimension %d for a table of %d: %w", s.Dim, d, ErrMismatch)
-	case len(s.Values) != n*d:
-		return fmt.Errorf("embedding: %d keys but %d values of %d: %w", n, len(s.Values), d, ErrMismatch)
 	case len(s.Slots) != len(t.opts.Slots):
 		return fmt.Errorf("embedding: %d slots for a table of %d: %w", len(s.Slots), len(t.opts.Slots), ErrMismatch)
+	}
+	if err := s.checkLengths(); err != nil {
+		return err
+	}
+	return checkUnique(s.IDs)
+}
+
+// checkLengths reports which of s's tensors disagrees in length with its
+// keys.
+func (s *Snapshot) checkLengths() error {
+	n, d := len(s.IDs), s.Dim
+	switch {
+	case len(s.Values) != n*d:
+		return fmt.Errorf("embedding: %d keys but %d values of %d: %w", n, len(s.Values), d, ErrMismatch)
 	case len(s.Freqs) != n || len(s.Versions) != n:
 		return fmt.Errorf("embedding: %d keys but %d freqs and %d versions: %w", n, len(s.Freqs), len(s.Versions), ErrMismatch)
 	case len(s.FilteredIDs) != len(s.FilteredFreqs):
@@ -72,7 +89,12 @@ func (t *Table) check(s *Snapshot) error {
 			return fmt.Errorf("embedding: %d keys but %d values of slot %d: %w", n, len(slot), k, ErrMismatch)
 		}
 	}
-	sorted := slices.Clone(s.IDs)
+	return nil
+}
+
+// checkUnique reports a key that ids hold twice.
+func checkUnique(ids []int64) error {
+	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i] == sorted[i-1] {
@@ -106,6 +128,7 @@ func (t *Table) Restore(s *Snapshot) error {
 	for i, id := range s.FilteredIDs {
 		fresh.shards[shardOf(mix(uint64(id)))].pending[id] = s.FilteredFreqs[i]
 	}
+	fresh.restoreBloom(s.Bloom)
 	for i := range t.shards {
 		t.shards[i].mu.Lock()
 	}

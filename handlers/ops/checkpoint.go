@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/starwire/starwire/handlers/checkpoint"
+	"github.com/starwire/starwire/handlers/embedding"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
@@ -19,7 +20,10 @@ import (
 // prefixes lie in the checkpoint directory (see resolvePrefix).
 
 func init() {
-	registerOp("SaveV2", &Spec{Build: buildSaveV2})
+	registerOp("SaveV2", &Spec{
+		Defaults: map[string]*tfpb.AttrValue{"has_ev": boolAttr(false), "ev_key_types": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{}}}},
+		Build:    buildSaveV2,
+	})
 	registerOp("RestoreV2", &Spec{Build: buildRestoreV2})
 	registerOp("MergeV2Checkpoints", &Spec{
 		Defaults: map[string]*tfpb.AttrValue{"delete_old_dirs": boolAttr(true), "allow_missing_files": boolAttr(false)},
@@ -100,7 +104,11 @@ func (c *checkpointTarget) parseSpec(i int) (full []int64, s checkpoint.Slice, e
 // buildSaveV2 builds SaveV2(prefix, tensor_names, shape_and_slices,
 // tensors...): one checkpoint, in one data file, under prefix. A tensor
 // with a shape_and_slices spec is that slice of a partitioned variable,
-// saved so that a restore may read any slice of the whole.
+// saved so that a restore may read any slice of the whole. A tensor of
+// dtype resource is an embedding variable's handle, saved as DeepRec's
+// SaveV2 saves it (kv_checkpoint.go); with has_ev, tensor 0 is the global
+// step, and the variables' rows past steps_to_live or below their L2
+// threshold are evicted before they are saved.
 func buildSaveV2(env *Env, n *Node) (Kernel, error) {
 	dtypes, err := n.attrTypeList("dtypes")
 	if err != nil {
@@ -109,14 +117,26 @@ func buildSaveV2(env *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(3 + len(dtypes)); err != nil {
 		return nil, err
 	}
+	hasEV, err := n.attrBool("has_ev")
+	if err != nil {
+		return nil, err
+	}
 	root, err := checkpointRoot(env.CheckpointDir)
 	if err != nil {
 		return nil, err
 	}
 	return func(c *Context) error {
 		ts := make([]*wire.Tensor, 3+len(dtypes))
-		if err := c.inputs(ts); err != nil {
+		if err := c.inputs(ts[:3]); err != nil {
 			return err
+		}
+		for i, dt := range dtypes {
+			if dt == wire.DTResource {
+				continue
+			}
+			if ts[3+i], err = c.input(3 + i); err != nil {
+				return err
+			}
 		}
 		target, err := resolveCheckpoint(root, ts[:3], len(dtypes))
 		if err != nil {
@@ -127,22 +147,17 @@ func buildSaveV2(env *Env, n *Node) (Kernel, error) {
 			return checkpointError(target.prefix, err)
 		}
 		defer w.Abort()
+		step, haveStep := saveStep(hasEV, ts[3:])
+		kv := map[*embedding.Table]*kvSaved{}
 		for i, name := range target.names {
-			t := ts[3+i]
-			if t.DType != dtypes[i] {
-				return status.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v, dtypes says %v", target.prefix, name, t.DType, dtypes[i])
+			if dtypes[i] == wire.DTResource {
+				if err := saveKv(w, kv, target.prefix, string(name), c.In[3+i].res, step, haveStep); err != nil {
+					return err
+				}
+				continue
 			}
-			full, s, err := target.parseSpec(i)
-			if err != nil {
+			if err := saveOne(w, &target, i, ts[3+i], dtypes[i]); err != nil {
 				return err
-			}
-			if full == nil {
-				err = w.Add(string(name), t)
-			} else {
-				err = w.AddSlice(string(name), full, s, t)
-			}
-			if err != nil {
-				return checkpointError(target.prefix, err)
 			}
 		}
 		if err := w.Finish(); err != nil {
@@ -150,6 +165,40 @@ func buildSaveV2(env *Env, n *Node) (Kernel, error) {
 		}
 		return nil
 	}, nil
+}
+
+// saveStep returns the global step a SaveV2 with has_ev gives as its
+// tensor 0.
+func saveStep(hasEV bool, ts []*wire.Tensor) (int64, bool) {
+	if !hasEV || len(ts) == 0 || ts[0] == nil || len(ts[0].Shape) != 0 {
+		return 0, false
+	}
+	v, err := indices(ts[0])
+	if err != nil || len(v) != 1 {
+		return 0, false
+	}
+	return v[0], true
+}
+
+// saveOne adds tensor i of target, t, to w.
+func saveOne(w *checkpoint.Writer, target *checkpointTarget, i int, t *wire.Tensor, dt wire.DataType) error {
+	name := target.names[i]
+	if t.DType != dt {
+		return status.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q is %v, dtypes says %v", target.prefix, name, t.DType, dt)
+	}
+	full, s, err := target.parseSpec(i)
+	if err != nil {
+		return err
+	}
+	if full == nil {
+		err = w.Add(string(name), t)
+	} else {
+		err = w.AddSlice(string(name), full, s, t)
+	}
+	if err != nil {
+		return checkpointError(target.prefix, err)
+	}
+	return nil
 }
 
 // buildRestoreV2 builds RestoreV2(prefix, tensor_names,

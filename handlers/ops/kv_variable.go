@@ -14,7 +14,8 @@ import (
 
 // DeepRec's embedding variable ops, as a DeepRec graph places them on the
 // ps: KvVarHandleOp, InitializeKvVariableOp, KvVarIsInitializedOp,
-// KvResourceGather and KvResourceSparseApplyAdagrad, with DeepRec's names,
+// KvResourceGather, KvResourceSparseApplyAdagrad and (kv_adam.go)
+// KvResourceSparseApplyAdam, with DeepRec's names,
 // inputs and attributes, over an embedding.Table (package embedding).
 //
 // DeepRec keeps an optimizer's slot as an embedding variable of its own
@@ -25,9 +26,10 @@ import (
 // Adagrad's accumulator and Adam's moments are), and must be set before
 // the primary has rows.
 //
-// Not here yet: KvResourceGather's is_use_default_value_tensor, eviction
-// by steps_to_live and l2_weight_threshold (the table can, no op asks it
-// to), double values, KvResourceExport and KvResourceImportV2.
+// Eviction by steps_to_live and l2_weight_threshold runs when SaveV2
+// saves the variable (kv_checkpoint.go, with KvResourceExport and
+// KvResourceImportV2), or when a graph runs KvResourceEvict. Not here yet: KvResourceGather's
+// is_use_default_value_tensor, double values.
 
 func init() {
 	registerOp("KvVarHandleOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"container": stringAttr(""), "shared_name": stringAttr("")}, Build: buildKvVarHandle})
@@ -67,12 +69,25 @@ type kvVar struct {
 	primary  *kvVar           // a slot's primary
 	slot     int              // a slot's index in its primary's table
 	init     bool
-	// Kept for eviction at save time, which no op asks for yet.
+	// For eviction at save time (SaveV2 with has_ev).
 	stepsToLive int64
 	minL2       float64
+	// A primary's slots as KvResourceImportV2 named them, so that the
+	// primary's import reads them too, whichever import runs first, and
+	// the checkpoint its rows were last imported from.
+	slotsSaved   map[int]kvSlotSaved
+	restoredFrom string
 }
 
 func (v *kvVar) resourceName() string { return v.name }
+
+// wantKeys refuses a node whose key dtype, dt, is not v's.
+func (v *kvVar) wantKeys(dt wire.DataType) error {
+	if dt != v.keyType {
+		return status.Errorf(wire.InvalidArgument, "embedding variable %s takes %v keys, the node gives %v", v.name, v.keyType, dt)
+	}
+	return nil
+}
 
 // kvTable returns the table a variable's rows are in, and the slot of it
 // the variable is (-1 for a primary).
@@ -208,7 +223,8 @@ func buildInitializeKvVariable(_ *Env, n *Node) (Kernel, error) {
 	if err := n.wantInputs(4); err != nil {
 		return nil, err
 	}
-	if _, _, err := kvVarAttrs(n, true); err != nil {
+	keyType, _, err := kvVarAttrs(n, true)
+	if err != nil {
 		return nil, err
 	}
 	k, err := kvInitAttrs(n)
@@ -218,6 +234,9 @@ func buildInitializeKvVariable(_ *Env, n *Node) (Kernel, error) {
 	return func(c *Context) error {
 		self, err := c.kvVarInput(0)
 		if err != nil {
+			return err
+		}
+		if err := self.wantKeys(keyType); err != nil {
 			return err
 		}
 		primary, err := c.kvVarInput(1)
@@ -244,6 +263,11 @@ func buildInitializeKvVariable(_ *Env, n *Node) (Kernel, error) {
 func (v *kvVar) initPrimary(k kvInit, rows []float32) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	return v.initPrimaryLocked(k, rows)
+}
+
+// initPrimaryLocked is initPrimary with v.mu held.
+func (v *kvVar) initPrimaryLocked(k kvInit, rows []float32) error {
 	if v.init {
 		return nil // DeepRec's LookupOrCreate: a second initialization keeps the table
 	}
@@ -269,6 +293,12 @@ func (v *kvVar) initSlot(primary *kvVar, k kvInit, rows []float32) error {
 	slot := k.slotIndex - 1
 	if slot < 0 {
 		return status.Errorf(wire.InvalidArgument, "embedding variable %s: slot_index %d of primary %s, want 1 or more", v.name, k.slotIndex, primary.name)
+	}
+	v.mu.Lock()
+	again := v.init && v.primary == primary && v.slot == slot
+	v.mu.Unlock()
+	if again {
+		return nil // as a primary's: a second initialization keeps the slot
 	}
 	if slices.ContainsFunc(rows, func(x float32) bool { return x != rows[0] }) {
 		return status.Errorf(wire.Unimplemented, "embedding variable %s: slot initial values that vary by row", v.name)
@@ -344,10 +374,18 @@ func buildKvResourceGather(_ *Env, n *Node) (Kernel, error) {
 	if useTensor, err := n.attrBool("is_use_default_value_tensor"); err != nil || useTensor {
 		return nil, errors.Join(err, status.Errorf(wire.Unimplemented, "is_use_default_value_tensor is not supported"))
 	}
+	// An inference's lookup makes no row and counts no lookup.
+	inference, err := n.attrBool("is_inference")
+	if err != nil {
+		return nil, err
+	}
 	n.NumOutputs = 1
 	return func(c *Context) error {
 		v, err := c.kvVarInput(0)
 		if err != nil {
+			return err
+		}
+		if err := v.wantKeys(keyType); err != nil {
 			return err
 		}
 		ids, err := c.typed(1, keyType)
@@ -365,7 +403,11 @@ func buildKvResourceGather(_ *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		if err := t.Gather(kvIDs(ids), tensor.View[float32](out.Data)); err != nil {
+		lookup := t.Gather
+		if inference {
+			lookup = t.Find
+		}
+		if err := lookup(kvIDs(ids), tensor.View[float32](out.Data)); err != nil {
 			out.Buf.Release()
 			return status.Errorf(wire.InvalidArgument, "embedding variable %s: %v", v.name, err)
 		}
@@ -396,6 +438,9 @@ func buildKvSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 	return func(c *Context) error {
 		v, err := c.kvVarInput(0)
 		if err != nil {
+			return err
+		}
+		if err := v.wantKeys(keyType); err != nil {
 			return err
 		}
 		acc, err := c.kvVarInput(1)

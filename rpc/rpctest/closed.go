@@ -96,3 +96,92 @@ func (discard) Alloc(in *wire.Inbound) error {
 }
 
 func (discard) Deliver(in *wire.Inbound) { in.Release() }
+
+// A Dialing is a client connection being dialed on a goroutine of its
+// own: a TLS client's dial waits for the server's handshake, which runs in
+// the server's Receive, so the server's end must be receiving before the
+// client's exists.
+type Dialing struct {
+	done chan struct{}
+	c    Conn
+	err  error
+}
+
+// Dial starts dial on a goroutine of its own.
+func Dial(dial func() (Conn, error)) *Dialing {
+	d := &Dialing{done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		d.c, d.err = dial()
+	}()
+	return d
+}
+
+// Conn waits, at most closedWithin, for the dial to end, and returns what
+// it returned.
+func (d *Dialing) Conn() (Conn, error) {
+	select {
+	case <-d.done:
+		return d.c, d.err
+	case <-time.After(closedWithin):
+		return nil, errors.New("rpctest: the dial did not end")
+	}
+}
+
+// CheckClosedDialing is CheckClosed on d, once dialed, and srv, the
+// server's end of its connection, with the client's end closing when
+// clientCloses: srv receives (and a TLS server's handshake runs) while d
+// is still being dialed, and its Send and Close wait for the dial, since a
+// handshake the server ended would fail the dial and leave no client's
+// end to check.
+func CheckClosedDialing(tb testing.TB, d *Dialing, srv Conn, clientCloses bool, closed error) {
+	tb.Helper()
+	cli, s := dialed{d}, dialedFirst{Conn: srv, d: d}
+	if clientCloses {
+		CheckClosed(tb, cli, s, closed)
+	} else {
+		CheckClosed(tb, s, cli, closed)
+	}
+	if _, err := d.Conn(); err != nil {
+		tb.Errorf("dial: %v", err)
+	}
+}
+
+// dialed is a Dialing's connection; its methods wait for the dial and fail
+// as it failed.
+type dialed struct{ d *Dialing }
+
+func (c dialed) conn() Conn {
+	cc, err := c.d.Conn()
+	if err != nil {
+		return failed{err}
+	}
+	return cc
+}
+
+func (c dialed) Send(m *wire.Message) error    { return c.conn().Send(m) }
+func (c dialed) Receive(r wire.Receiver) error { return c.conn().Receive(r) }
+func (c dialed) Close() error                  { return c.conn().Close() }
+
+// dialedFirst is the server's end of a Dialing's connection.
+type dialedFirst struct {
+	Conn
+	d *Dialing
+}
+
+func (c dialedFirst) Send(m *wire.Message) error {
+	c.d.Conn()
+	return c.Conn.Send(m)
+}
+
+func (c dialedFirst) Close() error {
+	c.d.Conn()
+	return c.Conn.Close()
+}
+
+// failed is a connection whose dial failed with err.
+type failed struct{ err error }
+
+func (c failed) Send(*wire.Message) error    { return c.err }
+func (c failed) Receive(wire.Receiver) error { return c.err }
+func (c failed) Close() error                { return nil }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/starwire/starwire/internal/readside"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -75,7 +76,7 @@ type conn struct {
 	// goroutine, or a caller it lent the read side to.
 	hb        [wire.HeaderSize]byte
 	throttle  rpc.Throttle
-	wk        rpc.Waker
+	wk        readside.Waker
 	holding   bool // the reader corked the writer for the batch it delivers
 	delivered int  // frames of the current batch delivered
 	peekFn    func(fd uintptr) bool

@@ -6,20 +6,24 @@
 // connections once callers contend, and no caller or reader ever waits on
 // a full socket. Received frames land in the buffers the receiver chooses.
 //
-// The package meets the core only through package rpc's exported seam: its
-// connection implements rpc.Conn and the optional rpc.Withdrawer,
-// rpc.ProgressConn and rpc.SelfReader, and it asks the receiver the core
-// hands it for rpc.Throttle, rpc.Lender, rpc.Waker and
-// rpc.PlaintextWatcher. rpc never imports this package; a program picks the
+// The package meets the core through package rpc's exported seam and the
+// stream reader's contract with the core, internal/readside: its
+// connection implements rpc.Conn, the optional rpc.Withdrawer and
+// rpc.ProgressConn, and readside.Reader, and it asks the receiver the core
+// hands it for rpc.Throttle, rpc.PlaintextWatcher, readside.Lender and
+// readside.Waker. rpc never imports this package; a program picks the
 // transport (rpc.ClientOptions.Transport, rpc.Server.Serve's listener).
 package tcp
 
-import "github.com/starwire/starwire/rpc"
+import (
+	"github.com/starwire/starwire/internal/readside"
+	"github.com/starwire/starwire/rpc"
+)
 
 // What a connection offers the core, checked at compile time.
 var (
 	_ rpc.Transport    = (*Transport)(nil)
 	_ rpc.Withdrawer   = (*conn)(nil)
 	_ rpc.ProgressConn = (*conn)(nil)
-	_ rpc.SelfReader   = (*conn)(nil)
+	_ readside.Reader  = (*conn)(nil)
 )

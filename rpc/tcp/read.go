@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/starwire/starwire/netpath"
+	"github.com/starwire/starwire/internal/readside"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -25,7 +25,7 @@ const headChunk = 1 << 20
 // socket and never waits for a write: answers are handed to the writer.
 //
 // A Receiver that is a lender may take the read side from Receive as it
-// delivers the last frame of a batch (see rpc.SelfReader); Receive then waits
+// delivers the last frame of a batch (see readside.Reader); Receive then waits
 // until it is handed back.
 func (c *conn) Receive(r wire.Receiver) error {
 	if c.tls != nil && !c.tls.ConnectionState().HandshakeComplete {
@@ -34,8 +34,8 @@ func (c *conn) Receive(r wire.Receiver) error {
 		}
 	}
 	c.throttle, _ = r.(rpc.Throttle)
-	c.wk, _ = r.(rpc.Waker)
-	ld, _ := r.(rpc.Lender)
+	c.wk, _ = r.(readside.Waker)
+	ld, _ := r.(readside.Lender)
 	for {
 		c.endBatch(true)
 		lent, err := c.readOne(r, ld)
@@ -80,7 +80,7 @@ func (c *conn) endBatch(yield bool) {
 // delivers it. Whoever holds the read side calls it. With ld, the receiving
 // goroutine's, the read side may be lent as the frame is delivered (lent):
 // readOne then touches nothing of it after the delivery.
-func (c *conn) readOne(r wire.Receiver, ld rpc.Lender) (lent bool, err error) {
+func (c *conn) readOne(r wire.Receiver, ld readside.Lender) (lent bool, err error) {
 	hb := c.hb[:]
 	if _, err := io.ReadFull(c.br, hb); err != nil {
 		return false, err
@@ -202,14 +202,14 @@ func (c *conn) readPayload(in *wire.Inbound, r wire.Receiver) error {
 	return nil
 }
 
-// SelfReading implements rpc.SelfReader: a TLS connection's reads decrypt
+// SelfReading implements readside.Reader: a TLS connection's reads decrypt
 // records that may hold parts of several frames, so it is never lent.
 func (c *conn) SelfReading() bool { return c.tls == nil }
 
-// Answers implements rpc.SelfReader: every answer arrives on the one stream.
-func (c *conn) Answers(netpath.Path) bool { return true }
+// Answers implements readside.Reader: every answer arrives on the one stream.
+func (c *conn) Answers(string) bool { return true }
 
-// Fail implements rpc.SelfReader.
+// Fail implements readside.Reader.
 func (c *conn) Fail(err error) error { return c.fail(err) }
 
 func (c *conn) ReadTurn(r wire.Receiver) error {
@@ -262,7 +262,7 @@ func (c *conn) Leave() bool {
 
 func (c *conn) Check() error {
 	if c.br.Buffered() > 0 {
-		return rpc.ErrUnread
+		return readside.ErrUnread
 	}
 	c.peeked, c.peekErr = 0, nil
 	if err := c.raw.Read(c.peekFn); err != nil {
@@ -276,7 +276,7 @@ func (c *conn) Check() error {
 	case c.peeked == 0:
 		return io.EOF
 	}
-	return rpc.ErrUnread
+	return readside.ErrUnread
 }
 
 // peek looks, without waiting, whether a byte or the end of the stream

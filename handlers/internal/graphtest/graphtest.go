@@ -37,6 +37,8 @@ func Attrs(kv ...any) map[string]*tfpb.AttrValue {
 			a = &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: int64(v)}}
 		case int64:
 			a = &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: v}}
+		case float32:
+			a = &tfpb.AttrValue{Value: &tfpb.AttrValue_F{F: v}}
 		case string:
 			a = &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte(v)}}
 		case []int64:

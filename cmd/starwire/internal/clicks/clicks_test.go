@@ -130,3 +130,71 @@ func TestFillPausingIsFill(t *testing.T) {
 		}
 	}
 }
+
+// TestFeatureIDs: Enumerated and Hash64 draw the same examples and labels
+// under other ids, one id per feature: Enumerated's in the vocabulary,
+// Hash64's spread over the 64-bit space; and the default data is not
+// theirs (its weights are of hashed ids).
+func TestFeatureIDs(t *testing.T) {
+	cfg := DefaultConfig(1000, 3)
+	cfg.Values = 500
+	cfg.IDs = Enumerated
+	cfg.Vocab = cfg.Fields * cfg.Values
+	enum, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.IDs, cfg.Vocab = Hash64, 0
+	h64, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b Batch
+	enum.Stream(2).Fill(&a, 4096)
+	h64.Stream(2).Fill(&b, 4096)
+	if !slices.Equal(a.Labels, b.Labels) {
+		t.Fatal("enumerated and hash64 ids drew different labels")
+	}
+	if ea, eb := enum.BayesLoss(&a), h64.BayesLoss(&b); ea != eb {
+		t.Errorf("hidden model's loss %v with enumerated ids, %v with hash64", ea, eb)
+	}
+	// The same feature has the same id, and different features different
+	// ids, in both.
+	toHash := map[int64]int64{}
+	negative, big := 0, 0
+	for i, e := range a.IDs {
+		h := b.IDs[i]
+		if e < 0 || e >= int64(enum.Config().Vocab) {
+			t.Fatalf("enumerated id %d outside [0, %d)", e, enum.Config().Vocab)
+		}
+		if prev, ok := toHash[e]; ok && prev != h {
+			t.Fatalf("feature %d has hash64 ids %d and %d", e, prev, h)
+		}
+		toHash[e] = h
+		if h < 0 {
+			negative++
+		}
+		if h > 1<<40 || h < -(1<<40) {
+			big++
+		}
+	}
+	seen := map[int64]bool{}
+	for _, h := range toHash {
+		if seen[h] {
+			t.Fatalf("two features share hash64 id %d", h)
+		}
+		seen[h] = true
+	}
+	if n := len(a.IDs); negative < n/4 || big < n*9/10 {
+		t.Errorf("of %d hash64 ids %d negative and %d beyond ±2^40: not spread over 64 bits", n, negative, big)
+	}
+	var want [32]byte
+	if got, w := h64.ID(3, 17, &want), int64(fnv1a([]byte("f3=17"))); got != w {
+		t.Errorf("id of field 3 value 17 is %d, want FNV-1a of \"f3=17\", %d", got, w)
+	}
+	s := h64.Stream(4)
+	s.Fill(&b, 256)
+	if allocs := testing.AllocsPerRun(10, func() { s.Fill(&b, 256) }); allocs != 0 {
+		t.Errorf("drawing a batch of hash64 ids allocates %v times", allocs)
+	}
+}

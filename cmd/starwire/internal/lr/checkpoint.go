@@ -92,8 +92,8 @@ func (j *Job) Save(ctx context.Context, dir string, globalStep int64, keep int) 
 	parts := make([]driver.Partition, len(j.ckpt.save))
 	for s, g := range j.ckpt.save {
 		feeds := []driver.Feed{{Key: j.plan.ckptLink(s, "save/prefix:0").key(), Tensor: stringTensor(prefix)}}
-		if s == 0 {
-			feeds = append(feeds, driver.Feed{Key: j.plan.ckptLink(0, "save/global_step:0").key(),
+		if s == 0 || j.cfg.hash() {
+			feeds = append(feeds, driver.Feed{Key: j.plan.ckptLink(s, "save/global_step:0").key(),
 				Tensor: wire.Tensor{DType: wire.DTInt64, Data: tensor.Bytes([]int64{globalStep})}})
 		}
 		parts[s] = driver.Partition{Graph: g, Feeds: feeds}
@@ -193,23 +193,14 @@ func (j *Job) inspect(prefix string) (shards int, globalStep int64, err error) {
 		return 0, 0, err
 	}
 	defer r.Close()
-	want := []int64{int64(j.cfg.Vocab), int64(j.cfg.EmbeddingDim)}
-	for _, name := range []string{ckptTable, ckptAccum} {
-		e, ok := r.Entry(name)
-		if !ok {
-			return 0, 0, fmt.Errorf("no tensor %q: %w", name, checkpoint.ErrNotFound)
-		}
-		if e.DType != wire.DTFloat || len(e.Shape) != 2 || e.Shape[0] != want[0] || e.Shape[1] != want[1] {
-			return 0, 0, fmt.Errorf("%q is %v%v, the job's table %v%v: %w", name, e.DType, e.Shape, wire.DTFloat, want, checkpoint.ErrMismatch)
-		}
-		n, err := modShards(e, j.cfg.Vocab)
-		if err != nil {
-			return 0, 0, fmt.Errorf("%q: %w", name, err)
-		}
-		if shards != 0 && n != shards {
-			return 0, 0, fmt.Errorf("%q is saved in %d shards, %q in %d: %w", name, n, ckptTable, shards, checkpoint.ErrMismatch)
-		}
-		shards = n
+	if j.cfg.hash() {
+		// Any number of servers restores any number's pieces.
+		err, shards = j.inspectKv(r), j.cfg.PS
+	} else {
+		shards, err = j.inspectTable(r)
+	}
+	if err != nil {
+		return 0, 0, err
 	}
 	t, err := r.Read(ckptGlobalStep)
 	if err != nil {
@@ -219,6 +210,30 @@ func (j *Job) inspect(prefix string) (shards int, globalStep int64, err error) {
 		return 0, 0, fmt.Errorf("%q is %v%v, want an int64 scalar: %w", ckptGlobalStep, t.DType, t.Shape, checkpoint.ErrMismatch)
 	}
 	return shards, tensor.View[int64](t.Data)[0], nil
+}
+
+// inspectTable checks that r holds the fixed table of the job's shape
+// and returns the number of shards it was saved in.
+func (j *Job) inspectTable(r *checkpoint.Reader) (shards int, err error) {
+	want := []int64{int64(j.cfg.Vocab), int64(j.cfg.EmbeddingDim)}
+	for _, name := range []string{ckptTable, ckptAccum} {
+		e, ok := r.Entry(name)
+		if !ok {
+			return 0, fmt.Errorf("no tensor %q: %w", name, checkpoint.ErrNotFound)
+		}
+		if e.DType != wire.DTFloat || len(e.Shape) != 2 || e.Shape[0] != want[0] || e.Shape[1] != want[1] {
+			return 0, fmt.Errorf("%q is %v%v, the job's table %v%v: %w", name, e.DType, e.Shape, wire.DTFloat, want, checkpoint.ErrMismatch)
+		}
+		n, err := modShards(e, j.cfg.Vocab)
+		if err != nil {
+			return 0, fmt.Errorf("%q: %w", name, err)
+		}
+		if shards != 0 && n != shards {
+			return 0, fmt.Errorf("%q is saved in %d shards, %q in %d: %w", name, n, ckptTable, shards, checkpoint.ErrMismatch)
+		}
+		shards = n
+	}
+	return shards, nil
 }
 
 // modShards returns the number of shards e was saved in, checking that
@@ -272,6 +287,9 @@ func (c Config) sliceSpec(s int) string {
 // ShardedFilename(StringJoin(prefix, "_temp/part"), s, PS), prefix fed; on
 // server 0 with the fed global step.
 func (p *plan) saveGraph(s int) *tfpb.GraphDef {
+	if p.cfg.hash() {
+		return p.saveKvGraph(s)
+	}
 	b := newBuilder(p.ps[s])
 	table, accum := p.variables(b, s)
 	prefix := b.recv("save/prefix", p.ckptLink(s, "save/prefix:0"), wire.DTString, true)
@@ -320,6 +338,9 @@ func (p *plan) mergeGraph() *tfpb.GraphDef {
 // when shards is the job's PS, else the rows of its ids gathered from the
 // whole table.
 func (p *plan) restoreGraph(s, shards int) *tfpb.GraphDef {
+	if p.cfg.hash() {
+		return p.restoreKvGraph(s)
+	}
 	b := newBuilder(p.ps[s])
 	table, accum := p.variables(b, s)
 	prefix := b.recv("restore/prefix", p.ckptLink(s, "restore/prefix:0"), wire.DTString, true)

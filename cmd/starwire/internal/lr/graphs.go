@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/starwire/starwire/handlers/embedding"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -56,14 +57,32 @@ func (p *plan) shardGradsLink(r, s int) link {
 	return link{tensor: "embedding/part_" + itoa(s) + "/grads:0", src: p.workers[r], srcInc: p.wInc[r], dst: p.ps[s]}
 }
 
+// globalStepLink feeds parameter server s, in replica r's step, the
+// global step its updates are of: the rows' versions, by which the hash
+// embedding evicts.
+func (p *plan) globalStepLink(r, s int) link {
+	c, inc := p.client(r)
+	return link{tensor: "global_step:0", src: c, srcInc: inc, dst: p.ps[s]}
+}
+
 // fetch links: worker r to its client.
 func (p *plan) fetchLink(r int, tensor string) link {
 	c, _ := p.client(r)
 	return link{tensor: tensor, src: p.workers[r], srcInc: p.wInc[r], dst: c}
 }
 
-// variables adds handles of parameter server s's table and accumulator.
+// variables adds handles of parameter server s's table and accumulator:
+// resource variables, or with the hash embedding embedding variables
+// (DeepRec's KvVarHandleOp), the accumulator a slot of the table.
 func (p *plan) variables(b *builder, s int) (table, accum string) {
+	if p.cfg.hash() {
+		a := func() attrs {
+			return attrs{"dtype": typeAttr(wire.DTFloat), "Tkeys": typeAttr(wire.DTInt64), "shape": shapeAttr(int64(p.cfg.EmbeddingDim)), "container": strAttr("")}
+		}
+		ta, aa := a(), a()
+		ta["shared_name"], aa["shared_name"] = strAttr(tableName(s)), strAttr(accumName(s))
+		return b.op("table", "KvVarHandleOp", ta), b.op("accum", "KvVarHandleOp", aa)
+	}
 	shape := shapeAttr(p.cfg.shardRows(s), int64(p.cfg.EmbeddingDim))
 	table = b.op("table", "VarHandleOp", attrs{"dtype": typeAttr(wire.DTFloat), "shape": shape, "shared_name": strAttr(tableName(s)), "container": strAttr("")})
 	accum = b.op("accum", "VarHandleOp", attrs{"dtype": typeAttr(wire.DTFloat), "shape": shape, "shared_name": strAttr(accumName(s)), "container": strAttr("")})
@@ -79,11 +98,47 @@ func (p *plan) variables(b *builder, s int) (table, accum string) {
 func (p *plan) initGraph(s int) *tfpb.GraphDef {
 	b := newBuilder(p.ps[s])
 	table, accum := p.variables(b, s)
+	if p.cfg.hash() {
+		p.initKv(b, table, accum)
+		return &b.def
+	}
 	rows, dim := p.cfg.shardRows(s), int64(p.cfg.EmbeddingDim)
 	init := b.fill("accum_init", p.cfg.InitialAccumulator, rows, dim)
 	b.op("table/assign", "AssignVariableOp", attrs{"dtype": typeAttr(wire.DTFloat)}, table, p.tableInit(b, s))
 	b.op("accum/assign", "AssignVariableOp", attrs{"dtype": typeAttr(wire.DTFloat)}, accum, init)
 	return &b.def
+}
+
+// initKv initializes the hash embedding's table and its accumulator slot
+// with DeepRec's InitializeKvVariableOp: a new row starts as row id mod
+// defaultRows of a default value matrix drawn as the fixed table's rows
+// are, its accumulator at the initial value. Every server draws the same
+// matrix, so that an id starts at the same value whatever the servers.
+func (p *plan) initKv(b *builder, table, accum string) {
+	defaults, accumInit, empty := p.kvInputs(b, "")
+	// The slot first: its initial value must be known before the table
+	// has rows.
+	b.op("accum/init", "InitializeKvVariableOp", p.kvAttrs(1), accum, table, accumInit, empty)
+	b.op("table/init", "InitializeKvVariableOp", p.kvAttrs(0), table, table, defaults, empty)
+}
+
+// kvInputs adds the values an embedding variable's initialization (or
+// import) takes, their names under scope: the default value matrix, the
+// accumulator's initial value and the empty key.
+func (p *plan) kvInputs(b *builder, scope string) (defaults, accumInit, empty string) {
+	dim := p.cfg.EmbeddingDim
+	draw := b.op(scope+"default_value/draw", "TruncatedNormal", attrs{"dtype": typeAttr(wire.DTFloat), "T": typeAttr(wire.DTInt32),
+		"seed": intAttr(int64(p.cfg.Seed)), "seed2": intAttr(1)}, b.constInt32(scope+"default_value/shape", defaultRows, int32(dim)))
+	defaults = b.binary(scope+"default_value", "Mul", draw, b.constFloat(scope+"default_value/stddev", float32(1/math.Sqrt(float64(dim)))))
+	return defaults, b.fill(scope+"accum_init", p.cfg.InitialAccumulator, 1, int64(dim)), b.constInt64(scope+"empty_key", -1)
+}
+
+// kvAttrs are the attributes of the table's (slotIndex 0) or its
+// accumulator's (1) InitializeKvVariableOp and KvResourceImportV2.
+func (p *plan) kvAttrs(slotIndex int64) attrs {
+	return attrs{"dtype": typeAttr(wire.DTFloat), "Tkeys": typeAttr(wire.DTInt64), "shape": shapeAttr(int64(p.cfg.EmbeddingDim)),
+		"slot_num": intAttr(1), "slot_index": intAttr(slotIndex), "emb_index": intAttr(0), "block_num": intAttr(1),
+		"filter_freq": intAttr(p.cfg.FilterFreq), "steps_to_live": intAttr(p.cfg.StepsToLive), "default_value_dim": intAttr(defaultRows)}
 }
 
 // tableInit adds shard s's initial rows. The draw, seeded by the config's
@@ -119,6 +174,10 @@ func (p *plan) psGraph(r, s int, train bool) *tfpb.GraphDef {
 	b := newBuilder(p.ps[s])
 	table, accum := p.variables(b, s)
 	ids := b.recv("ids", p.shardIDsLink(r, s), wire.DTInt64, false)
+	if p.cfg.hash() {
+		p.psKv(b, r, s, table, accum, ids, train)
+		return &b.def
+	}
 	rows := b.op("gather", "ResourceGather", attrs{"dtype": typeAttr(wire.DTFloat), "Tindices": typeAttr(wire.DTInt64)}, table, ids)
 	b.send("gather/_send", rows, p.rowsLink(r, s), wire.DTFloat, false)
 	if train {
@@ -128,6 +187,23 @@ func (p *plan) psGraph(r, s int, train bool) *tfpb.GraphDef {
 			table, accum, lr, grads, ids)
 	}
 	return &b.def
+}
+
+// psKv is psGraph's gather and update with the hash embedding:
+// KvResourceGather (an evaluation's with is_inference, which makes no row
+// and counts no lookup), and KvResourceSparseApplyAdagrad at the global
+// step the driver feeds.
+func (p *plan) psKv(b *builder, r, s int, table, accum, ids string, train bool) {
+	rows := b.op("gather", "KvResourceGather", attrs{"dtype": typeAttr(wire.DTFloat), "Tkeys": typeAttr(wire.DTInt64), "is_inference": boolAttr(!train)},
+		table, ids, b.constFloat("gather/default_value", 0))
+	b.send("gather/_send", rows, p.rowsLink(r, s), wire.DTFloat, false)
+	if !train {
+		return
+	}
+	grads := b.recv("grads", p.shardGradsLink(r, s), wire.DTFloat, false)
+	step := b.recv("global_step", p.globalStepLink(r, s), wire.DTInt64, true)
+	b.op("apply", "KvResourceSparseApplyAdagrad", attrs{"T": typeAttr(wire.DTFloat), "Tindices": typeAttr(wire.DTInt64), "Tstep": typeAttr(wire.DTInt64)},
+		table, accum, b.constFloat("learning_rate", p.cfg.LearningRate), grads, ids, step)
 }
 
 // Fetched tensor names of the worker partition.
@@ -154,9 +230,21 @@ func (p *plan) lookup(b *builder, r int, ids string) (rows, idx, count, parts st
 	var positions []string
 	if P > 1 {
 		nps := b.constInt64("num_shards", int64(P))
+		// An embedding variable's id is on the server its checkpoint
+		// restores it to (embedding.PartitionOf): its saved part, id mod
+		// 1000, mod the servers; id mod PS when PS divides 1000.
+		key := uniq
+		if p.cfg.hash() {
+			key = b.op("shard/part", "FloorMod", attrs{"T": typeAttr(wire.DTInt64)}, uniq, b.constInt64("saved_parts", embedding.SavedParts))
+		}
 		parts = b.op("shard", "Cast", attrs{"SrcT": typeAttr(wire.DTInt64), "DstT": typeAttr(wire.DTInt32), "Truncate": boolAttr(false)},
-			b.op("shard/mod", "FloorMod", attrs{"T": typeAttr(wire.DTInt64)}, uniq, nps))
-		local := b.op("shard/row", "FloorDiv", attrs{"T": typeAttr(wire.DTInt64)}, uniq, nps)
+			b.op("shard/mod", "FloorMod", attrs{"T": typeAttr(wire.DTInt64)}, key, nps))
+		// A fixed table's shard holds id at row id / PS; an embedding
+		// variable's is keyed by the id itself.
+		local := uniq
+		if !p.cfg.hash() {
+			local = b.op("shard/row", "FloorDiv", attrs{"T": typeAttr(wire.DTInt64)}, uniq, nps)
+		}
 		split := b.op("shard/ids", "DynamicPartition", attrs{"T": typeAttr(wire.DTInt64), "num_partitions": intAttr(int64(P))}, local, parts)
 		order := b.op("unique/range", "Range", attrs{"Tidx": typeAttr(wire.DTInt32)}, b.constInt32Scalar("zero_i", 0), count, b.constInt32Scalar("one_i", 1))
 		pos := b.op("shard/positions", "DynamicPartition", attrs{"T": typeAttr(wire.DTInt32), "num_partitions": intAttr(int64(P))}, order, parts)

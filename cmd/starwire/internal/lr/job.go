@@ -102,6 +102,12 @@ func New(cfg Config, d *driver.Driver, stats func() driver.Stats) (*Job, error) 
 	}
 	gc := clicks.DefaultConfig(cfg.Vocab, cfg.Seed)
 	gc.Fields = cfg.Fields
+	switch {
+	case cfg.hash():
+		gc.IDs, gc.Values = clicks.Hash64, cfg.values()
+	case cfg.Values != 0:
+		gc.IDs, gc.Values = clicks.Enumerated, cfg.Values
+	}
 	gen, err := clicks.New(gc)
 	if err != nil {
 		return nil, err
@@ -230,14 +236,16 @@ func (j *Job) Run(ctx context.Context, progress func(Progress)) (*Summary, error
 	start := time.Now()
 	before := j.stats()
 	psBefore := j.psStats()
-	done := make(chan struct{})
+	hook := train.NewProgressHook(j.s, train.ProgressOptions{Every: j.cfg.ProgressEvery, Stats: j.stats}, j.progress(progress))
+	hook.Begin()
+	rctx, stop := context.WithCancel(ctx)
 	reported := make(chan struct{})
 	go func() {
 		defer close(reported)
-		j.report(done, start, before, progress)
+		hook.Run(rctx)
 	}()
 	err = j.s.Run(ctx)
-	close(done)
+	stop()
 	<-reported
 	if err != nil {
 		return nil, err
@@ -270,40 +278,22 @@ func (j *Job) psStats() []driver.Stats {
 	return out
 }
 
-// report calls progress every interval until done is closed.
-func (j *Job) report(done <-chan struct{}, start time.Time, before driver.Stats, progress func(Progress)) {
-	t := time.NewTicker(j.cfg.ProgressEvery)
-	defer t.Stop()
-	last, lastAt, lastSteps, lastLosses := before, start, int64(0), 0
-	startStep := j.s.GlobalStep()
-	for {
-		select {
-		case <-done:
+// progress turns the session's reports into the job's, for progress;
+// nil reports nothing.
+func (j *Job) progress(progress func(Progress)) func(train.Progress) {
+	batch := int64(j.cfg.BatchSize)
+	return func(p train.Progress) {
+		if progress == nil {
 			return
-		case now := <-t.C:
-			st := j.stats()
-			steps, _ := j.s.Steps()
-			dt := now.Sub(lastAt).Seconds()
-			recent := j.s.Losses(lastLosses)
-			loss := mean(recent)
-			lastLosses += len(recent)
-			if progress != nil {
-				waiting, since := j.s.Waiting()
-				var waited time.Duration
-				if waiting != "" {
-					waited = now.Sub(since)
-				}
-				progress(Progress{
-					Waiting: waiting, WaitingFor: waited,
-					Elapsed: now.Sub(start), Steps: max(j.s.GlobalStep()-startStep, 0), Examples: steps * int64(j.cfg.BatchSize), TotalSteps: j.cfg.TotalSteps(),
-					ExamplesPerSec: float64((steps-lastSteps)*int64(j.cfg.BatchSize)) / dt,
-					RPCsPerSec:     float64(st.Calls-last.Calls) / dt,
-					MBPerSec:       float64(st.Bytes-last.Bytes) / dt / 1e6,
-					Loss:           loss,
-				})
-			}
-			last, lastAt, lastSteps = st, now, steps
 		}
+		progress(Progress{
+			Waiting: p.Waiting, WaitingFor: p.WaitingFor,
+			Elapsed: p.Elapsed, Steps: p.Steps, Examples: p.Done * batch, TotalSteps: j.cfg.TotalSteps(),
+			ExamplesPerSec: p.PerSec(p.DoneInInterval * batch),
+			RPCsPerSec:     p.PerSec(p.Calls),
+			MBPerSec:       p.PerSec(p.Bytes) / 1e6,
+			Loss:           p.Loss,
+		})
 	}
 }
 
@@ -311,6 +301,10 @@ func (j *Job) report(done <-chan struct{}, start time.Time, before driver.Stats,
 type batchFeeds struct {
 	feeds []driver.Feed
 	out   driver.Fetched
+	// With the hash embedding, the servers' feeds of a training step:
+	// the global step.
+	psFeeds    [][]driver.Feed
+	globalStep [1]int64
 }
 
 // run runs one step of replica r on batch b: worker r's partition, fed the
@@ -330,9 +324,24 @@ func (j *Job) run(ctx context.Context, r int, step int64, b *clicks.Batch, f *ba
 		Fetches: []string{j.plan.fetchLink(r, fetchLoss).key(), j.plan.fetchLink(r, fetchProb).key()},
 	})
 	for s := range j.cfg.PS {
-		parts = append(parts, driver.Partition{Graph: ps[s]})
+		parts = append(parts, driver.Partition{Graph: ps[s], Feeds: j.psFeeds(r, s, f, train)})
 	}
 	return j.d.RunPartitions(ctx, step, parts...)
+}
+
+// psFeeds returns server s's feeds in replica r's step: with the hash
+// embedding's training, the global step its rows' versions take.
+func (j *Job) psFeeds(r, s int, f *batchFeeds, train bool) []driver.Feed {
+	if !j.cfg.hash() || !train {
+		return nil
+	}
+	if len(f.psFeeds) != j.cfg.PS {
+		f.psFeeds = make([][]driver.Feed, j.cfg.PS)
+	}
+	f.globalStep[0] = j.s.GlobalStep()
+	gs := wire.Tensor{DType: wire.DTInt64, Data: tensor.Bytes(f.globalStep[:])}
+	f.psFeeds[s] = append(f.psFeeds[s][:0], driver.Feed{Key: j.plan.globalStepLink(r, s).key(), Tensor: gs})
+	return f.psFeeds[s]
 }
 
 // FailOverWorkers makes a lost worker lose only its steps in flight

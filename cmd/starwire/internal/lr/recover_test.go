@@ -8,18 +8,15 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/starwire/starwire/handlers/driver"
-	"github.com/starwire/starwire/rpc"
+	"github.com/starwire/starwire/handlers/driver/drivertest"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
 	"github.com/starwire/starwire/train"
-	"github.com/starwire/starwire/wire"
-	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -171,13 +168,13 @@ func TestRecoverRestartedPS(t *testing.T) {
 
 // newFakeJob makes a job of 12 steps on one worker and one ps, fake tasks
 // of a fakeCluster that its driver watches; the test sets its recovery.
-func newFakeJob(t *testing.T, name string) (Config, *fakeCluster, *fakeTask, *driver.Driver, *Job) {
+func newFakeJob(t *testing.T, name string) (Config, *fakeCluster, *drivertest.Task, *driver.Driver, *Job) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Steps, cfg.Vocab, cfg.HeldOut, cfg.Workers, cfg.BatchSize = 12, 64, 16, 1, 8
-	c := &fakeCluster{batch: cfg.BatchSize, events: make(chan struct{}, 1)}
-	ps := c.task("/job:ps/replica:0/task:0", 1)
-	d := driver.New(name, ps, c.task(workerTask(0), 1))
+	c := newFakeCluster(cfg.BatchSize)
+	ps := c.Task("/job:ps/replica:0/task:0", 1)
+	d := driver.New(name, ps, c.Task(workerTask(0), 1))
 	d.Watch(2 * time.Second)
 	job, err := New(cfg, d, nil)
 	if err != nil {
@@ -187,14 +184,14 @@ func newFakeJob(t *testing.T, name string) (Config, *fakeCluster, *fakeTask, *dr
 }
 
 // setupKillAt5 sets job up and has ps lost at its next call after step 5.
-func setupKillAt5(t *testing.T, ctx context.Context, job *Job, c *fakeCluster, ps *fakeTask) {
+func setupKillAt5(t *testing.T, ctx context.Context, job *Job, c *fakeCluster, ps *drivertest.Task) {
 	t.Helper()
 	if err := job.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
 	job.AfterStep(func(_ context.Context, step int64) error {
 		if step == 5 {
-			c.killNext.Store(ps)
+			c.KillNext(ps)
 		}
 		return nil
 	})
@@ -214,7 +211,7 @@ func TestRecoveryWaitsForCleanups(t *testing.T) {
 		cfg, c, ps, d, job := newFakeJob(t, "cleanup-test")
 		var logs []string
 		job.RecoverTasks(train.RecoverOptions{
-			Rejoin: &fakeRejoiner{c: c, d: d, ps: ps.name},
+			Rejoin: &fakeRejoiner{c: c, d: d, ps: ps.Task()},
 			Every:  100 * time.Millisecond,
 			Log:    func(msg string) { logs = append(logs, msg) },
 		})
@@ -250,10 +247,10 @@ func TestRecoverRestoresAfterFailedInit(t *testing.T) {
 		_, c, ps, d, job := newFakeJob(t, "reinit-test")
 		// The restarted ps is lost again at its first RunGraph, the
 		// recovery's initialization; found again, it did not restart.
-		rj := &fakeRejoiner{c: c, d: d, ps: ps.name, restarts: 1}
-		rj.found = func(f *fakeTask) {
+		rj := &fakeRejoiner{c: c, d: d, ps: ps.Task(), restarts: 1}
+		rj.found = func(f *drivertest.Task) {
 			if rj.n == 1 {
-				c.killNext.Store(f)
+				c.KillNext(f)
 			}
 		}
 		var logs []string
@@ -286,13 +283,13 @@ func TestRecoverRestoresAfterFailedInit(t *testing.T) {
 	})
 }
 
-// fakeCluster makes the Callers of tasks that run no graphs: a worker's
-// partitions fetch a loss and a batch of probabilities at once. It records
-// the lost ps's cleanup calls, which wait until settle lets them go.
+// fakeCluster is a drivertest.Cluster whose workers' partitions fetch a
+// loss and a batch of probabilities at once. It records the lost ps's
+// cleanup calls, which wait until settle lets them go.
 type fakeCluster struct {
-	batch    int
-	events   chan struct{} // a call waits for settle
-	killNext atomic.Pointer[fakeTask]
+	*drivertest.Cluster
+	batch  int
+	events chan struct{} // a call waits for settle
 
 	mu             sync.Mutex
 	held           []chan struct{} // cleanup calls waiting
@@ -300,7 +297,19 @@ type fakeCluster struct {
 	heldCalls      int
 	finds          int
 	inFlightAtFind int
-	handles        int
+}
+
+// newFakeCluster returns the fakeCluster of workers that fetch batches
+// of batch probabilities.
+func newFakeCluster(batch int) *fakeCluster {
+	c := &fakeCluster{Cluster: &drivertest.Cluster{}, batch: batch, events: make(chan struct{}, 1)}
+	c.Fetch = func(keys []string, out *driver.Fetched) {
+		out.Keys = append(out.Keys[:0], keys...)
+		out.Tensors = append(out.Tensors[:0], floatTensor([]float32{0.5}), floatTensor(make([]float32, batch), int64(batch)))
+	}
+	// A dead task's cleanup calls wait for settle, whatever their context.
+	c.DeadCleanup = func() { c.wait(false) }
+	return c
 }
 
 // run runs job and closes it, settling whenever a call waits and every
@@ -322,10 +331,6 @@ func (c *fakeCluster) run(ctx context.Context, job *Job) (*Summary, error) {
 			c.settle()
 		}
 	}
-}
-
-func (c *fakeCluster) task(name string, inc uint64) *fakeTask {
-	return &fakeTask{c: c, name: name, inc: inc}
 }
 
 // wait blocks until settle lets the caller go, with find for Find.
@@ -364,85 +369,6 @@ func (c *fakeCluster) settle() {
 	}
 }
 
-// fakeTask is a Caller of one incarnation of a task; dead, it fails every
-// call at once, but for CleanupGraph, which first waits for the fake
-// cluster's settle whatever its context: a call to a peer that is gone,
-// whose cancellation has not come through yet.
-type fakeTask struct {
-	c            *fakeCluster
-	name         string
-	inc          uint64
-	dead, closed atomic.Bool
-}
-
-func (f *fakeTask) check() error {
-	if f.closed.Load() {
-		return status.Errorf(wire.Unavailable, "client closed")
-	}
-	if f.dead.Load() {
-		return status.Errorf(wire.Unavailable, "connection reset by peer")
-	}
-	return nil
-}
-
-func (f *fakeTask) Task() string { return f.name }
-
-// Call carries no peer calls: the fake tasks run no graphs.
-func (f *fakeTask) Call(context.Context, rpc.Method, *rpc.Request, *rpc.Reply) error {
-	return status.Errorf(wire.Unimplemented, "fake task %s makes no peer calls", f.name)
-}
-func (f *fakeTask) GetStatus(context.Context) (*tfpb.GetStatusResponse, error) {
-	if err := f.check(); err != nil {
-		return nil, err
-	}
-	return &tfpb.GetStatusResponse{DeviceAttributes: []*tfpb.DeviceAttributes{{Name: f.name + "/device:CPU:0", Incarnation: f.inc}}}, nil
-}
-func (f *fakeTask) CreateWorkerSession(context.Context, *tfpb.CreateWorkerSessionRequest) error {
-	return f.check()
-}
-func (f *fakeTask) DeleteWorkerSession(context.Context, *tfpb.DeleteWorkerSessionRequest) error {
-	return f.check()
-}
-func (f *fakeTask) RegisterGraph(context.Context, *tfpb.RegisterGraphRequest) (*tfpb.RegisterGraphResponse, error) {
-	if err := f.check(); err != nil {
-		return nil, err
-	}
-	f.c.mu.Lock()
-	defer f.c.mu.Unlock()
-	f.c.handles++
-	return &tfpb.RegisterGraphResponse{GraphHandle: "g" + itoa(f.c.handles)}, nil
-}
-func (f *fakeTask) DeregisterGraph(context.Context, *tfpb.DeregisterGraphRequest) error {
-	return f.check()
-}
-func (f *fakeTask) RunGraph(_ context.Context, req *tfpb.RunGraphRequest, _ []driver.Feed, out *driver.Fetched) error {
-	if f.c.killNext.CompareAndSwap(f, nil) {
-		f.dead.Store(true)
-	}
-	if err := f.check(); err != nil {
-		return err
-	}
-	if len(req.RecvKey) > 0 {
-		out.Keys = append(out.Keys[:0], req.RecvKey...)
-		out.Tensors = append(out.Tensors[:0], floatTensor([]float32{0.5}), floatTensor(make([]float32, f.c.batch), int64(f.c.batch)))
-	}
-	return nil
-}
-func (f *fakeTask) CleanupGraph(context.Context, *tfpb.CleanupGraphRequest) error {
-	if f.dead.Load() {
-		f.c.wait(false)
-	}
-	return f.check()
-}
-func (f *fakeTask) RecvTensor(context.Context, *tfpb.RecvTensorRequest, *driver.Fetched) error {
-	return f.check()
-}
-func (f *fakeTask) Stats() driver.Stats { return driver.Stats{} }
-func (f *fakeTask) Close() error {
-	f.closed.Store(true)
-	return nil
-}
-
 // fakeRejoiner finds the lost ps restarted: a new incarnation, once settle
 // lets Find go.
 type fakeRejoiner struct {
@@ -454,7 +380,7 @@ type fakeRejoiner struct {
 	// broke, or it stopped answering for a while, but it did not restart.
 	restarts int
 	// found, when set, is told of each Caller that Find puts in place.
-	found func(*fakeTask)
+	found func(*drivertest.Task)
 
 	n int // Finds of the ps
 }
@@ -469,11 +395,11 @@ func (r *fakeRejoiner) Find(_ context.Context, task string) (string, error) {
 		return "", err
 	}
 	r.n++
-	inc := old.(*fakeTask).inc
+	inc := old.(*drivertest.Task).Incarnation()
 	if r.restarts == 0 || r.n <= r.restarts {
 		inc++
 	}
-	f := r.c.task(task, inc)
+	f := r.c.Task(task, inc)
 	if r.found != nil {
 		r.found(f)
 	}

@@ -1,0 +1,161 @@
+package embedding
+
+import (
+	"fmt"
+	"slices"
+)
+
+// SavedParts is the number of parts a checkpoint of an embedding variable
+// groups its rows in, by id (DeepRec's kSavedPartitionNum): row i of part
+// p is row Offsets[p]+i of the saved tensors, so that a restore reads only
+// the parts it takes.
+//
+// The partition rule: the part of an id is PartOf(id), its id modulo
+// SavedParts (taken non-negative); restoring into partition k of n
+// variables (n ps tasks, or a partitioned variable's n pieces) takes the
+// parts p with p mod n = k, from every piece the checkpoint holds. So an
+// id lands in partition PartOf(id) mod n whatever number of pieces saved
+// it; that is id mod n, DeepRec's "mod" partition of lookups, when n
+// divides SavedParts.
+const SavedParts = 1000
+
+// PartOf returns the saved part of id.
+func PartOf(id int64) int {
+	p := id % SavedParts
+	if p < 0 {
+		p += SavedParts
+	}
+	return int(p)
+}
+
+// PartitionOf returns the partition of n that id is restored into.
+func PartitionOf(id int64, n int) int { return PartOf(id) % n }
+
+// Partition orders s's rows, and its filtered ids, by part, keeping their
+// order within a part, and returns the offsets of each part's first row
+// and first filtered id: SavedParts+1 each, the last being their number.
+// They are the -partition_offset and -partition_filter_offset tensors.
+func (s *Snapshot) Partition() (offsets, filteredOffsets []int32) {
+	perm, offsets := byPart(s.IDs)
+	d := s.Dim
+	s.IDs = permute(s.IDs, perm, 1)
+	s.Values = permute(s.Values, perm, d)
+	for k := range s.Slots {
+		s.Slots[k] = permute(s.Slots[k], perm, d)
+	}
+	s.Freqs = permute(s.Freqs, perm, 1)
+	s.Versions = permute(s.Versions, perm, 1)
+	fperm, filteredOffsets := byPart(s.FilteredIDs)
+	s.FilteredIDs = permute(s.FilteredIDs, fperm, 1)
+	s.FilteredFreqs = permute(s.FilteredFreqs, fperm, 1)
+	return offsets, filteredOffsets
+}
+
+// byPart returns the order of ids by part, stable, and the parts' offsets.
+func byPart(ids []int64) (perm []int32, offsets []int32) {
+	offsets = make([]int32, SavedParts+1)
+	for _, id := range ids {
+		offsets[PartOf(id)+1]++
+	}
+	for p := range SavedParts {
+		offsets[p+1] += offsets[p]
+	}
+	next := slices.Clone(offsets[:SavedParts])
+	perm = make([]int32, len(ids))
+	for i, id := range ids {
+		p := PartOf(id)
+		perm[next[p]] = int32(i)
+		next[p]++
+	}
+	return perm, offsets
+}
+
+// permute returns the rows of width w of src in the order perm gives.
+func permute[T any](src []T, perm []int32, w int) []T {
+	if len(src) != len(perm)*w {
+		return src // a snapshot that does not fit; check refuses it
+	}
+	dst := make([]T, len(src))
+	for i, j := range perm {
+		copy(dst[i*w:(i+1)*w], src[int(j)*w:(int(j)+1)*w])
+	}
+	return dst
+}
+
+// checkOffsets reports whether offsets are SavedParts+1 non-decreasing
+// offsets from 0 to n.
+func checkOffsets(offsets []int32, n int, what string) error {
+	if len(offsets) != SavedParts+1 {
+		return fmt.Errorf("embedding: %s has %d offsets, want %d: %w", what, len(offsets), SavedParts+1, ErrMismatch)
+	}
+	if offsets[0] != 0 || int(offsets[SavedParts]) != n {
+		return fmt.Errorf("embedding: %s runs from %d to %d over %d rows: %w", what, offsets[0], offsets[SavedParts], n, ErrMismatch)
+	}
+	for p := range SavedParts {
+		if offsets[p+1] < offsets[p] {
+			return fmt.Errorf("embedding: %s decreases at part %d: %w", what, p, ErrMismatch)
+		}
+	}
+	return nil
+}
+
+// Select appends to dst the rows, and filtered ids, of s that partition
+// k of n takes (see SavedParts), s being a piece of a checkpoint whose
+// parts begin at offsets and filteredOffsets, as Partition returned them;
+// nil offsets mean a piece saved without them, whose rows are chosen one
+// by one. Rows in a part other than the one its offsets place it in are
+// refused, as are offsets that do not fit s.
+func (s *Snapshot) Select(dst *Snapshot, offsets, filteredOffsets []int32, k, n int) error {
+	if n < 1 || k < 0 || k >= n {
+		return fmt.Errorf("embedding: partition %d of %d: %w", k, n, ErrMismatch)
+	}
+	if err := s.checkLengths(); err != nil {
+		return err
+	}
+	if s.Dim != dst.Dim || len(s.Slots) != len(dst.Slots) {
+		return fmt.Errorf("embedding: a piece of dimension %d with %d slots for one of %d with %d: %w", s.Dim, len(s.Slots), dst.Dim, len(dst.Slots), ErrMismatch)
+	}
+	if err := selectRows(s.IDs, offsets, k, n, "partition_offset", func(i int) { dst.appendRow(s, i) }); err != nil {
+		return err
+	}
+	return selectRows(s.FilteredIDs, filteredOffsets, k, n, "partition_filter_offset", func(i int) {
+		dst.FilteredIDs = append(dst.FilteredIDs, s.FilteredIDs[i])
+		dst.FilteredFreqs = append(dst.FilteredFreqs, s.FilteredFreqs[i])
+	})
+}
+
+// selectRows calls take for each of ids in partition k of n.
+func selectRows(ids []int64, offsets []int32, k, n int, what string, take func(i int)) error {
+	if offsets == nil {
+		for i, id := range ids {
+			if PartitionOf(id, n) == k {
+				take(i)
+			}
+		}
+		return nil
+	}
+	if err := checkOffsets(offsets, len(ids), what); err != nil {
+		return err
+	}
+	for p := k; p < SavedParts; p += n {
+		for i := offsets[p]; i < offsets[p+1]; i++ {
+			if PartOf(ids[i]) != p {
+				return fmt.Errorf("embedding: key %d is in part %d of %s, belongs in %d: %w", ids[i], p, what, PartOf(ids[i]), ErrMismatch)
+			}
+			take(int(i))
+		}
+	}
+	return nil
+}
+
+// appendRow appends row i of src to s.
+func (s *Snapshot) appendRow(src *Snapshot, i int) {
+	d := s.Dim
+	s.IDs = append(s.IDs, src.IDs[i])
+	s.Values = append(s.Values, src.Values[i*d:(i+1)*d]...)
+	for k := range s.Slots {
+		s.Slots[k] = append(s.Slots[k], src.Slots[k][i*d:(i+1)*d]...)
+	}
+	s.Freqs = append(s.Freqs, src.Freqs[i])
+	s.Versions = append(s.Versions, src.Versions[i])
+}
