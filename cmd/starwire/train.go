@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/handlers/compute"
