@@ -393,23 +393,23 @@ func (r *trainRun) train(ctx context.Context) error {
 	if r.local != nil {
 		cfg.Compute = compute.Process
 	}
-	job, err := lr.New(cfg, d, stats)
+	job, err := newTrainJob(cfg, d, stats)
 	if err != nil {
 		return flags.Usagef("train: %v", err)
 	}
 	if r.local != nil {
-		job.CountTasks(func(task string) driver.Stats {
+		job.taskStats = func(task string) driver.Stats {
 			s := d.TaskStats(task)
 			c, b := r.local.TaskPeerStats(task)
 			return s.Add(driver.Stats{Calls: c, Bytes: b})
-		})
+		}
 	}
 	var saver *train.CheckpointSaverHook
 	if f.onFailure == "recover" {
 		r.recover(job, r.rejoiner(peers, d), &saver, stdout)
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, f.connectTimeout)
-	err = job.Setup(setupCtx)
+	err = job.s.Setup(setupCtx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("train: set up: %w%s", err, r.joinHint(err))
@@ -417,7 +417,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		job.Close(ctx)
+		job.s.Close(ctx)
 	}()
 	saver, err = f.ckpt.start(ctx, job, stdout)
 	if err != nil {
@@ -425,7 +425,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	// --steps per worker from the global step restored: the step the run
 	// ends at, whatever a recovery undoes meanwhile.
-	job.StopAtStep(job.GlobalStep() + f.cfg.TotalSteps())
+	job.s.StopAtStep(job.s.GlobalStep() + f.cfg.TotalSteps())
 	fmt.Fprintf(stdout, "training: %s, %s, %d steps per worker, batch %d, %s, embedding_dim %d, seed %d\n",
 		plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"), f.cfg.Steps, f.cfg.BatchSize, embeddingNote(f.cfg), f.cfg.EmbeddingDim, f.cfg.Seed)
 	// A joined cluster's tasks count their calls since they started: what
@@ -434,7 +434,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	if r.local == nil {
 		infosBefore = r.peerInfos(ctx)
 	}
-	sum, err := job.Run(ctx, display.update)
+	sum, err := job.run(ctx, display.update)
 	display.finish()
 	if err != nil {
 		return errors.Join(fmt.Errorf("train: %w", err), f.ckpt.saveOnStop(ctx, saver, stdout))
