@@ -15,6 +15,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/internal/logline"
@@ -379,11 +380,11 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	d := driver.New(fmt.Sprintf("train-%d-%d", os.Getpid(), time.Now().UnixNano()), callers...)
 	d.Watch(f.taskTimeout)
-	stats := func() driver.Stats {
+	stats := func() handlers.Stats {
 		s := d.Stats()
 		if r.local != nil {
 			c, b := r.local.PeerStats()
-			s = s.Add(driver.Stats{Calls: c, Bytes: b})
+			s = s.Add(handlers.Stats{Calls: c, Bytes: b})
 		}
 		return s
 	}
@@ -398,10 +399,10 @@ func (r *trainRun) train(ctx context.Context) error {
 		return flags.Usagef("train: %v", err)
 	}
 	if r.local != nil {
-		job.taskStats = func(task string) driver.Stats {
+		job.taskStats = func(task string) handlers.Stats {
 			s := d.TaskStats(task)
 			c, b := r.local.TaskPeerStats(task)
-			return s.Add(driver.Stats{Calls: c, Bytes: b})
+			return s.Add(handlers.Stats{Calls: c, Bytes: b})
 		}
 	}
 	var saver *train.CheckpointSaverHook

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/train"
 )
@@ -21,8 +22,8 @@ type trainJob struct {
 	// stats returns the RPCs of the whole run (the driver's and those the
 	// tasks make to each other), and taskStats what a task's calls moved,
 	// to and from it; by default the driver's alone are counted.
-	stats     func() driver.Stats
-	taskStats func(task string) driver.Stats
+	stats     func() handlers.Stats
+	taskStats func(task string) handlers.Stats
 }
 
 // A trainProgress is a periodic report of a running job.
@@ -80,7 +81,7 @@ func (s *trainSummary) ExamplesPerSec() float64 { return float64(s.Examples) / s
 
 // newTrainJob makes the model of cfg over d and the session that trains
 // it; stats, when not nil, returns the RPCs of the whole run.
-func newTrainJob(cfg lr.Config, d *driver.Driver, stats func() driver.Stats) (*trainJob, error) {
+func newTrainJob(cfg lr.Config, d *driver.Driver, stats func() handlers.Stats) (*trainJob, error) {
 	m, err := lr.New(cfg, d)
 	if err != nil {
 		return nil, err
@@ -139,9 +140,9 @@ func (j *trainJob) run(ctx context.Context, progress func(trainProgress)) (*trai
 }
 
 // psStats returns what each parameter server's calls have moved so far.
-func (j *trainJob) psStats() []driver.Stats {
+func (j *trainJob) psStats() []handlers.Stats {
 	tasks := j.s.PSTasks()
-	out := make([]driver.Stats, len(tasks))
+	out := make([]handlers.Stats, len(tasks))
 	for s, task := range tasks {
 		out[s] = j.taskStats(task)
 	}

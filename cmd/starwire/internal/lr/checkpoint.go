@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/tensor"
@@ -88,9 +89,9 @@ func (m *Model) Save(ctx context.Context, dir string, globalStep int64, keep int
 	prefix := CheckpointPrefix(dir, globalStep)
 	parts := make([]driver.Partition, len(m.ckpt.save))
 	for s, g := range m.ckpt.save {
-		feeds := []driver.Feed{{Key: m.plan.ckptLink(s, "save/prefix:0").key(), Tensor: stringTensor(prefix)}}
+		feeds := []handlers.Feed{{Key: m.plan.ckptLink(s, "save/prefix:0").key(), Tensor: stringTensor(prefix)}}
 		if s == 0 || m.cfg.hash() {
-			feeds = append(feeds, driver.Feed{Key: m.plan.ckptLink(s, "save/global_step:0").key(),
+			feeds = append(feeds, handlers.Feed{Key: m.plan.ckptLink(s, "save/global_step:0").key(),
 				Tensor: wire.Tensor{DType: wire.DTInt64, Data: tensor.Bytes([]int64{globalStep})}})
 		}
 		parts[s] = driver.Partition{Graph: g, Feeds: feeds}
@@ -98,7 +99,7 @@ func (m *Model) Save(ctx context.Context, dir string, globalStep int64, keep int
 	if err := m.runOnPS(ctx, parts...); err != nil {
 		return "", fmt.Errorf("save checkpoint %s: %w", prefix, err)
 	}
-	merge := driver.Partition{Graph: m.ckpt.merge, Feeds: []driver.Feed{{Key: m.plan.ckptLink(0, "merge/prefix:0").key(), Tensor: stringTensor(prefix)}}}
+	merge := driver.Partition{Graph: m.ckpt.merge, Feeds: []handlers.Feed{{Key: m.plan.ckptLink(0, "merge/prefix:0").key(), Tensor: stringTensor(prefix)}}}
 	if err := m.runOnPS(ctx, merge); err != nil {
 		return "", fmt.Errorf("merge checkpoint %s: %w", prefix, err)
 	}
@@ -172,7 +173,7 @@ func (m *Model) Restore(ctx context.Context, dir string) (globalStep int64, pref
 	}
 	parts := make([]driver.Partition, len(m.ckpt.restore))
 	for s, g := range m.ckpt.restore {
-		parts[s] = driver.Partition{Graph: g, Feeds: []driver.Feed{{Key: m.plan.ckptLink(s, "restore/prefix:0").key(), Tensor: stringTensor(prefix)}}}
+		parts[s] = driver.Partition{Graph: g, Feeds: []handlers.Feed{{Key: m.plan.ckptLink(s, "restore/prefix:0").key(), Tensor: stringTensor(prefix)}}}
 	}
 	if err := m.runOnPS(ctx, parts...); err != nil {
 		return 0, "", fmt.Errorf("restore checkpoint %s: %w", prefix, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
@@ -26,14 +27,14 @@ func trainLocal(t *testing.T, protocol cluster.Protocol, cfg Config) *summary {
 	_, callers := callersOf(t, local)
 	d := driver.New("test-session", callers...)
 	job := newJob(t, cfg, d)
-	job.stats = func() driver.Stats {
+	job.stats = func() handlers.Stats {
 		c, b := local.PeerStats()
-		return d.Stats().Add(driver.Stats{Calls: c, Bytes: b})
+		return d.Stats().Add(handlers.Stats{Calls: c, Bytes: b})
 	}
-	job.taskStats = func(task string) driver.Stats {
+	job.taskStats = func(task string) handlers.Stats {
 		c, _ := d.Caller(task)
 		calls, bytes := local.TaskPeerStats(task)
-		return c.Stats().Add(driver.Stats{Calls: calls, Bytes: bytes})
+		return c.Stats().Add(handlers.Stats{Calls: calls, Bytes: bytes})
 	}
 	if err := job.s.Setup(ctx); err != nil {
 		t.Fatal(err)

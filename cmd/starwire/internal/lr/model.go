@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/starwire/starwire/cmd/starwire/internal/clicks"
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/train"
@@ -161,11 +162,11 @@ func workerTask(w int) string { return task(device("worker", w)) }
 
 // batchFeeds holds one batch's feeds and fetches, reused from step to step.
 type batchFeeds struct {
-	feeds []driver.Feed
-	out   driver.Fetched
+	feeds []handlers.Feed
+	out   handlers.Fetched
 	// With the hash embedding, the servers' feeds of a training step:
 	// the global step.
-	psFeeds    [][]driver.Feed
+	psFeeds    [][]handlers.Feed
 	globalStep [1]int64
 }
 
@@ -174,8 +175,8 @@ type batchFeeds struct {
 // gradients with it. f.out holds the loss and probabilities.
 func (m *Model) run(ctx context.Context, r int, step int64, b *clicks.Batch, f *batchFeeds, train bool) error {
 	f.feeds = append(f.feeds[:0],
-		driver.Feed{Key: m.plan.idsLink(r).key(), Tensor: int64Tensor(b.IDs)},
-		driver.Feed{Key: m.plan.labelsLink(r).key(), Tensor: floatTensor(b.Labels, int64(len(b.Labels)))})
+		handlers.Feed{Key: m.plan.idsLink(r).key(), Tensor: int64Tensor(b.IDs)},
+		handlers.Feed{Key: m.plan.labelsLink(r).key(), Tensor: floatTensor(b.Labels, int64(len(b.Labels)))})
 	worker, ps := m.worker[r], m.ps[r]
 	if !train {
 		worker, ps = m.evalWorker[r], m.evalPS[r]
@@ -193,16 +194,16 @@ func (m *Model) run(ctx context.Context, r int, step int64, b *clicks.Batch, f *
 
 // psFeeds returns server s's feeds in replica r's step: with the hash
 // embedding's training, the global step its rows' versions take.
-func (m *Model) psFeeds(r, s int, f *batchFeeds, train bool) []driver.Feed {
+func (m *Model) psFeeds(r, s int, f *batchFeeds, train bool) []handlers.Feed {
 	if !m.cfg.hash() || !train {
 		return nil
 	}
 	if len(f.psFeeds) != m.cfg.PS {
-		f.psFeeds = make([][]driver.Feed, m.cfg.PS)
+		f.psFeeds = make([][]handlers.Feed, m.cfg.PS)
 	}
 	f.globalStep[0] = m.s.GlobalStep()
 	gs := wire.Tensor{DType: wire.DTInt64, Data: tensor.Bytes(f.globalStep[:])}
-	f.psFeeds[s] = append(f.psFeeds[s][:0], driver.Feed{Key: m.plan.globalStepLink(r, s).key(), Tensor: gs})
+	f.psFeeds[s] = append(f.psFeeds[s][:0], handlers.Feed{Key: m.plan.globalStepLink(r, s).key(), Tensor: gs})
 	return f.psFeeds[s]
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/driver/drivertest"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -296,7 +297,7 @@ type fakeCluster struct {
 // of batch probabilities.
 func newFakeCluster(batch int) *fakeCluster {
 	c := &fakeCluster{Cluster: &drivertest.Cluster{}, batch: batch, events: make(chan struct{}, 1)}
-	c.Fetch = func(keys []string, out *driver.Fetched) {
+	c.Fetch = func(keys []string, out *handlers.Fetched) {
 		out.Keys = append(out.Keys[:0], keys...)
 		out.Tensors = append(out.Tensors[:0], floatTensor([]float32{0.5}), floatTensor(make([]float32, batch), int64(batch)))
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/train"
 )
@@ -17,8 +18,8 @@ type job struct {
 	s *train.Session
 	// stats returns the RPCs of the whole run, and taskStats those of a
 	// task's calls; by default the driver's.
-	stats     func() driver.Stats
-	taskStats func(task string) driver.Stats
+	stats     func() handlers.Stats
+	taskStats func(task string) handlers.Stats
 }
 
 // newJob makes the model of cfg over d and its session.
@@ -57,7 +58,7 @@ func (j *job) run(ctx context.Context) (*summary, error) {
 		return nil, fmt.Errorf("evaluate before training: %w", err)
 	}
 	psTasks := j.s.PSTasks()
-	before, psBefore := j.stats(), make([]driver.Stats, len(psTasks))
+	before, psBefore := j.stats(), make([]handlers.Stats, len(psTasks))
 	for s, task := range psTasks {
 		psBefore[s] = j.taskStats(task)
 	}
