@@ -10,8 +10,8 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/compute"
-	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/internal/afxdpfabric"
 	"github.com/starwire/starwire/internal/vethnet"
 	"github.com/starwire/starwire/metrics"
@@ -229,10 +229,10 @@ func (l *Local) PeerStats() (calls, bytes int64) {
 // made or answered.
 func (l *Local) TaskPeerStats(task string) (calls, bytes int64) {
 	for _, s := range l.Servers {
-		var st driver.Stats
+		var st handlers.Stats
 		if s.Task() == task {
 			c, b := s.PeerStats()
-			st = driver.Stats{Calls: c, Bytes: b}
+			st = handlers.Stats{Calls: c, Bytes: b}
 		} else if s.peers != nil {
 			st = s.peers.StatsTo(task)
 		}

@@ -215,10 +215,10 @@ func (p *Peers) Resolve(task string) (handlers.Caller, error) {
 }
 
 // Stats sums the calls and bytes of every Caller handed out.
-func (p *Peers) Stats() driver.Stats {
+func (p *Peers) Stats() handlers.Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var s driver.Stats
+	var s handlers.Stats
 	for _, c := range p.callers {
 		s = s.Add(c.Stats())
 	}
@@ -227,13 +227,13 @@ func (p *Peers) Stats() driver.Stats {
 
 // StatsTo returns the calls and bytes of the Caller of task, if one was
 // handed out.
-func (p *Peers) StatsTo(task string) driver.Stats {
+func (p *Peers) StatsTo(task string) handlers.Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c := p.callers[task]; c != nil {
 		return c.Stats()
 	}
-	return driver.Stats{}
+	return handlers.Stats{}
 }
 
 // Close closes every Caller handed out.

@@ -3,6 +3,7 @@ package train_test
 import (
 	"context"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/rendezvous"
 	"github.com/starwire/starwire/handlers/tensor"
@@ -58,7 +59,7 @@ func (m *numberModel) Replica(int) train.Replica { return &numberReplica{m: m} }
 
 type numberReplica struct {
 	m   *numberModel
-	out driver.Fetched
+	out handlers.Fetched
 }
 
 // Next has nothing to draw: the target is the input of every step.

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -70,7 +71,7 @@ func (m *fakeModel) Replica(r int) Replica { return &fakeReplica{m: m, r: r} }
 type fakeReplica struct {
 	m   *fakeModel
 	r   int
-	out driver.Fetched
+	out handlers.Fetched
 }
 
 func (r *fakeReplica) Next(context.Context) error {

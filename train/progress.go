@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/handlers"
 )
 
 // Progress is a report of a running session (see ProgressHook): where the
@@ -54,7 +54,7 @@ type ProgressOptions struct {
 	Every time.Duration
 	// Stats, when set, counts the RPCs of the run (the driver's and the
 	// tasks' to each other); nil counts the session's driver's.
-	Stats func() driver.Stats
+	Stats func() handlers.Stats
 	// Now, when set, is the hook's clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -72,7 +72,7 @@ type ProgressHook struct {
 	start, lastAt        time.Time
 	startStep, lastStep  int64
 	lastDone, lastLosses int64
-	lastStats            driver.Stats
+	lastStats            handlers.Stats
 	begun                bool
 }
 

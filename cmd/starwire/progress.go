@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 )
 
 // A progressDisplay shows a training job's progress: on a terminal one bar
@@ -53,7 +51,7 @@ func (d *progressDisplay) interval(lines time.Duration, set bool) time.Duration 
 	return lines
 }
 
-func (d *progressDisplay) update(p lr.Progress) {
+func (d *progressDisplay) update(p trainProgress) {
 	if d.width == 0 {
 		fmt.Fprintln(d.w, progressLine(p))
 		return
@@ -72,7 +70,7 @@ func (d *progressDisplay) finish() {
 
 // progressLine is one report as a line:
 // step 1418/4000 (35.5%)  2516 examples/s  loss 0.4930  1234 RPC/s  12.3 MB/s  1m05s left
-func progressLine(p lr.Progress) string {
+func progressLine(p trainProgress) string {
 	if p.Waiting != "" {
 		return fmt.Sprintf("step %d/%d (%.1f%%)  %s", p.Steps, p.TotalSteps, percent(p), waiting(p))
 	}
@@ -81,7 +79,7 @@ func progressLine(p lr.Progress) string {
 
 // progressBar is one report as a bar of exactly width columns:
 // [########......] 35%  1418/4000 steps  2516 examples/s  loss 0.4930 ...  1m05s left
-func progressBar(p lr.Progress, width int) string {
+func progressBar(p trainProgress, width int) string {
 	tail := fmt.Sprintf(" %3.0f%%  %d/%d steps  %s  %s", percent(p), p.Steps, p.TotalSteps, rates(p), timeLeft(p))
 	if p.Waiting != "" {
 		tail = fmt.Sprintf(" %3.0f%%  %d/%d steps  %s", percent(p), p.Steps, p.TotalSteps, waiting(p))
@@ -101,7 +99,7 @@ func progressBar(p lr.Progress, width int) string {
 	return line + strings.Repeat(" ", max(width-len([]rune(line)), 0))
 }
 
-func percent(p lr.Progress) float64 {
+func percent(p trainProgress) float64 {
 	if p.TotalSteps <= 0 {
 		return 0
 	}
@@ -110,13 +108,13 @@ func percent(p lr.Progress) float64 {
 
 // waiting says what a paused job waits for:
 // waiting for /job:ps/replica:0/task:0, 3.2 s
-func waiting(p lr.Progress) string {
+func waiting(p trainProgress) string {
 	return fmt.Sprintf("waiting for %s, %.1f s", p.Waiting, p.WaitingFor.Seconds())
 }
 
 // rates says how fast the last interval went; an interval without a
 // finished step has no loss to show (its mean is NaN), so it says that.
-func rates(p lr.Progress) string {
+func rates(p trainProgress) string {
 	if math.IsNaN(p.Loss) {
 		if p.Examples == 0 {
 			return "no step completed yet"
@@ -127,7 +125,7 @@ func rates(p lr.Progress) string {
 }
 
 // timeLeft estimates the rest of the run from its average rate so far.
-func timeLeft(p lr.Progress) string {
+func timeLeft(p trainProgress) string {
 	if p.Steps <= 0 || p.Elapsed <= 0 {
 		return "time left unknown"
 	}

@@ -10,11 +10,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 )
 
-var progress35 = lr.Progress{
+var progress35 = trainProgress{
 	Elapsed: 20 * time.Second, Steps: 1400, TotalSteps: 4000, Examples: 1400 * 256,
 	ExamplesPerSec: 17920, Loss: 0.4930, RPCsPerSec: 420, MBPerSec: 12.34,
 }
@@ -25,7 +23,7 @@ func TestProgressLine(t *testing.T) {
 	if got != want {
 		t.Errorf("progressLine = %q\nwant           %q", got, want)
 	}
-	if got := progressLine(lr.Progress{TotalSteps: 10}); !strings.Contains(got, "step 0/10 (0.0%)") || !strings.HasSuffix(got, "time left unknown") {
+	if got := progressLine(trainProgress{TotalSteps: 10}); !strings.Contains(got, "step 0/10 (0.0%)") || !strings.HasSuffix(got, "time left unknown") {
 		t.Errorf("before the first step: %q", got)
 	}
 }
@@ -33,11 +31,11 @@ func TestProgressLine(t *testing.T) {
 // TestProgressNoStep: an interval that finished no step has no loss (its
 // mean is NaN): the line says no step completed instead of "loss NaN".
 func TestProgressNoStep(t *testing.T) {
-	first := lr.Progress{Elapsed: 2 * time.Second, TotalSteps: 4000, Loss: math.NaN()}
+	first := trainProgress{Elapsed: 2 * time.Second, TotalSteps: 4000, Loss: math.NaN()}
 	stalled := progress35
 	stalled.Loss, stalled.ExamplesPerSec = math.NaN(), 0
 	for _, tc := range []struct {
-		p    lr.Progress
+		p    trainProgress
 		want string
 	}{
 		{first, "no step completed yet"},

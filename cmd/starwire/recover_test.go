@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -268,7 +267,7 @@ func TestTrainPSNeverBack(t *testing.T) {
 // TestProgressWaiting: while the job waits for a lost task, progress
 // says so instead of a rate of 0 and a NaN loss.
 func TestProgressWaiting(t *testing.T) {
-	p := lr.Progress{Steps: 1418, TotalSteps: 4000, Loss: math.NaN(), Waiting: "/job:ps/replica:0/task:0", WaitingFor: 3240 * time.Millisecond}
+	p := trainProgress{Steps: 1418, TotalSteps: 4000, Loss: math.NaN(), Waiting: "/job:ps/replica:0/task:0", WaitingFor: 3240 * time.Millisecond}
 	if got, want := progressLine(p), "step 1418/4000 (35.5%)  waiting for /job:ps/replica:0/task:0, 3.2 s"; got != want {
 		t.Errorf("progress line %q, want %q", got, want)
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
 )
@@ -30,7 +29,7 @@ type routeNote struct {
 // printSummary prints the run's outcome. infos say what carried the
 // tasks' calls to each other; local says they ran in this process, whose
 // RPC counts already include those calls.
-func printSummary(w io.Writer, s *lr.Summary, route routeNote, infos []peerInfo, local bool) {
+func printSummary(w io.Writer, s *trainSummary, route routeNote, infos []peerInfo, local bool) {
 	fmt.Fprintf(w, "summary:\n")
 	fmt.Fprintf(w, "  steps %d, examples %d in %.2fs: %.0f examples/s\n", s.Steps, s.Examples, s.Elapsed.Seconds(), s.ExamplesPerSec())
 	if s.LostSteps > 0 {

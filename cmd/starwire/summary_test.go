@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp/afxdprpc"
-	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/tasks"
 )
 
@@ -79,7 +78,7 @@ func TestSummaryPathLine(t *testing.T) {
 	}
 	// 2000 calls and 20 MB in all: the driver's 1000 calls, 10 MB over TCP.
 	var b strings.Builder
-	printSummary(&b, &lr.Summary{Steps: 1, Calls: 2000, Bytes: 20e6, Elapsed: time.Second},
+	printSummary(&b, &trainSummary{Steps: 1, Calls: 2000, Bytes: 20e6, Elapsed: time.Second},
 		routeNote{protocol: "grpc+seastar", driver: "starwire over TCP", driverPath: "TCP", why: "AF_XDP off (--afxdp off)"}, infos, true)
 	want := "  path: TCP 80.0% of calls (1600), 60.0% of bytes; AF_XDP 20.0% of calls (400), 40.0% of bytes\n" +
 		"  why: the driver's calls over TCP (--transport); the tasks' calls to each other: AF_XDP off (--afxdp off)\n"

@@ -15,6 +15,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/internal/logline"
@@ -375,11 +376,11 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	d := driver.New(fmt.Sprintf("train-%d-%d", os.Getpid(), time.Now().UnixNano()), callers...)
 	d.Watch(f.taskTimeout)
-	stats := func() driver.Stats {
+	stats := func() handlers.Stats {
 		s := d.Stats()
 		if r.local != nil {
 			c, b := r.local.PeerStats()
-			s = s.Add(driver.Stats{Calls: c, Bytes: b})
+			s = s.Add(handlers.Stats{Calls: c, Bytes: b})
 		}
 		return s
 	}
@@ -389,23 +390,23 @@ func (r *trainRun) train(ctx context.Context) error {
 	if r.local != nil {
 		cfg.Compute = compute.Process
 	}
-	job, err := lr.New(cfg, d, stats)
+	job, err := newTrainJob(cfg, d, stats)
 	if err != nil {
 		return flags.Usagef("train: %v", err)
 	}
 	if r.local != nil {
-		job.CountTasks(func(task string) driver.Stats {
+		job.taskStats = func(task string) handlers.Stats {
 			s := d.TaskStats(task)
 			c, b := r.local.TaskPeerStats(task)
-			return s.Add(driver.Stats{Calls: c, Bytes: b})
-		})
+			return s.Add(handlers.Stats{Calls: c, Bytes: b})
+		}
 	}
 	var saver *train.CheckpointSaverHook
 	if f.onFailure == "recover" {
 		r.recover(job, r.rejoiner(peers, d), &saver, stdout)
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, f.connectTimeout)
-	err = job.Setup(setupCtx)
+	err = job.s.Setup(setupCtx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("train: set up: %w%s", err, r.joinHint(err))
@@ -413,7 +414,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		job.Close(ctx)
+		job.s.Close(ctx)
 	}()
 	saver, err = f.ckpt.start(ctx, job, stdout)
 	if err != nil {
@@ -421,7 +422,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	}
 	// --steps per worker from the global step restored: the step the run
 	// ends at, whatever a recovery undoes meanwhile.
-	job.StopAtStep(job.GlobalStep() + f.cfg.TotalSteps())
+	job.s.StopAtStep(job.s.GlobalStep() + f.cfg.TotalSteps())
 	fmt.Fprintf(stdout, "training: %s, %s, %d steps per worker, batch %d, %s, embedding_dim %d, seed %d\n",
 		plural(f.cfg.PS, "ps task"), plural(f.cfg.Workers, "worker task"), f.cfg.Steps, f.cfg.BatchSize, embeddingNote(f.cfg), f.cfg.EmbeddingDim, f.cfg.Seed)
 	// A joined cluster's tasks count their calls since they started: what
@@ -430,7 +431,7 @@ func (r *trainRun) train(ctx context.Context) error {
 	if r.local == nil {
 		infosBefore = r.peerInfos(ctx)
 	}
-	sum, err := job.Run(ctx, display.update)
+	sum, err := job.run(ctx, display.update)
 	display.finish()
 	if err != nil {
 		return errors.Join(fmt.Errorf("train: %w", err), f.ckpt.saveOnStop(ctx, saver, stdout))

@@ -58,12 +58,12 @@ func (c *checkpointFlags) prepare() error {
 // startCheckpoints restores job from the newest checkpoint of
 // --checkpoint_dir, if any, and returns the saver, installed as the job's
 // AfterStep hook; without --checkpoint_dir it returns nil.
-func (c *checkpointFlags) start(ctx context.Context, job *lr.Job, stdout io.Writer) (*train.CheckpointSaverHook, error) {
+func (c *checkpointFlags) start(ctx context.Context, job *trainJob, stdout io.Writer) (*train.CheckpointSaverHook, error) {
 	if c.dir == "" {
 		return nil, nil
 	}
 	h := train.NewCheckpointSaverHook(job, train.SaverOptions{Dir: c.dir, Steps: c.steps, Secs: c.secs, Keep: c.keep,
-		Probe: job.Session().ProbeCheckpointDir})
+		Probe: job.s.ProbeCheckpointDir})
 	restored, prefix, step, err := h.Begin(ctx)
 	switch {
 	case err != nil:
@@ -73,7 +73,7 @@ func (c *checkpointFlags) start(ctx context.Context, job *lr.Job, stdout io.Writ
 	default:
 		fmt.Fprintf(stdout, "restored %s (global step %d)\n", filepath.Base(prefix), step)
 	}
-	job.AfterStep(h.AfterStep)
+	job.s.AfterStep(h.AfterStep)
 	return h, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
@@ -50,7 +49,7 @@ func registeredAddrs(dir, job string, idx int, p cluster.Protocol) (tasks.Addrs,
 
 // recover has job recover from lost tasks as --on_failure recover says:
 // restoring from --checkpoint_dir's newest checkpoint when there is one.
-func (r *trainRun) recover(job *lr.Job, j train.Rejoiner, saver **train.CheckpointSaverHook, stdout io.Writer) {
+func (r *trainRun) recover(job *trainJob, j train.Rejoiner, saver **train.CheckpointSaverHook, stdout io.Writer) {
 	f := r.f
 	o := train.RecoverOptions{
 		Rejoin:  j,
@@ -79,5 +78,5 @@ func (r *trainRun) recover(job *lr.Job, j train.Rejoiner, saver **train.Checkpoi
 			return step, nil
 		}
 	}
-	job.RecoverTasks(o)
+	job.s.RecoverTasks(o)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
 )
@@ -45,14 +46,14 @@ func BenchmarkStep(b *testing.B) {
 				feed := wire.Tensor{DType: wire.DTFloat, Shape: []int64{int64(size / 4)}, Data: make([]byte, size)}
 				feedKey := key(workerDev, clientInc, psDev, "x:0")
 				fetchKey := key(workerDev, 1, workerDev, "z:0")
-				var out Fetched
+				var out handlers.Fetched
 				b.SetBytes(int64(2 * size))
 				b.ReportAllocs()
 				step := int64(0)
 				for b.Loop() {
 					step++
 					if err := d.RunPartitions(ctx, step,
-						Partition{Graph: psGraph, Feeds: []Feed{{Key: feedKey, Tensor: feed}}},
+						Partition{Graph: psGraph, Feeds: []handlers.Feed{{Key: feedKey, Tensor: feed}}},
 						Partition{Graph: wGraph, Fetches: []string{fetchKey}, Out: &out}); err != nil {
 						b.Fatal(err)
 					}

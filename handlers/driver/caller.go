@@ -28,22 +28,14 @@ type Caller interface {
 	// RunGraph runs req with feeds as its send entries (req.Send must be
 	// empty) and places the tensors fetched for req.RecvKey in out, in
 	// that order.
-	RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, feeds []Feed, out *Fetched) error
+	RunGraph(ctx context.Context, req *tfpb.RunGraphRequest, feeds []handlers.Feed, out *handlers.Fetched) error
 	CleanupGraph(ctx context.Context, req *tfpb.CleanupGraphRequest) error
 	// RecvTensor fetches one rendezvous key's tensor into out.
-	RecvTensor(ctx context.Context, req *tfpb.RecvTensorRequest, out *Fetched) error
+	RecvTensor(ctx context.Context, req *tfpb.RecvTensorRequest, out *handlers.Fetched) error
 	// Stats returns the calls made so far and the bytes they moved.
-	Stats() Stats
+	Stats() handlers.Stats
 	Close() error
 }
-
-// Feed, Fetched and Stats are the vocabulary of package handlers'
-// WorkerService clients, named here for the master's code.
-type (
-	Feed    = handlers.Feed
-	Fetched = handlers.Fetched
-	Stats   = handlers.Stats
-)
 
 // Both of handlers' clients carry a master's calls and a worker's to its
 // peers.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -24,7 +25,7 @@ type Driver struct {
 
 	cmu     sync.RWMutex // guards callers and retired (see Replace)
 	callers map[string]Caller
-	retired map[string]Stats // of the Callers replaced, by task
+	retired map[string]handlers.Stats // of the Callers replaced, by task
 
 	mu     sync.Mutex
 	graphs []Graph
@@ -72,7 +73,7 @@ func (d *Driver) Replace(c Caller) error {
 	if ok && old != c {
 		d.callers[c.Task()] = c
 		if d.retired == nil {
-			d.retired = make(map[string]Stats)
+			d.retired = make(map[string]handlers.Stats)
 		}
 		d.retired[c.Task()] = d.retired[c.Task()].Add(old.Stats())
 	}
@@ -185,9 +186,9 @@ func (d *Driver) RegisterGraph(ctx context.Context, task string, def *tfpb.Graph
 // nothing is fetched).
 type Partition struct {
 	Graph   Graph
-	Feeds   []Feed
+	Feeds   []handlers.Feed
 	Fetches []string
-	Out     *Fetched
+	Out     *handlers.Fetched
 }
 
 // RunPartitions runs parts concurrently as step step and waits for all of
@@ -279,7 +280,7 @@ func (d *Driver) runPartition(ctx context.Context, step int64, p *Partition) err
 	}
 	out := p.Out
 	if out == nil {
-		out = new(Fetched)
+		out = new(handlers.Fetched)
 		defer out.Release()
 	}
 	if err := c.RunGraph(ctx, req, p.Feeds, out); err != nil {
@@ -332,8 +333,8 @@ func (d *Driver) cleanupStep(ctx context.Context, step int64, tasks ...string) e
 
 // Stats returns the sum of every Caller's calls and bytes, those replaced
 // included.
-func (d *Driver) Stats() Stats {
-	var s Stats
+func (d *Driver) Stats() handlers.Stats {
+	var s handlers.Stats
 	for _, task := range d.order {
 		s = s.Add(d.TaskStats(task))
 	}
@@ -342,7 +343,7 @@ func (d *Driver) Stats() Stats {
 
 // TaskStats returns the calls and bytes of task's Callers, those
 // replaced included.
-func (d *Driver) TaskStats(task string) Stats {
+func (d *Driver) TaskStats(task string) handlers.Stats {
 	d.cmu.RLock()
 	defer d.cmu.RUnlock()
 	s := d.retired[task]

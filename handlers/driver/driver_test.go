@@ -182,10 +182,10 @@ func TestTwoPartitionStep(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					want := floats(float32(step), 2, 3)
-					var out Fetched
+					var out handlers.Fetched
 					defer out.Release()
 					err := d.RunPartitions(ctx, 100+step,
-						Partition{Graph: psGraph, Feeds: []Feed{{Key: feedKey, Tensor: want}}},
+						Partition{Graph: psGraph, Feeds: []handlers.Feed{{Key: feedKey, Tensor: want}}},
 						Partition{Graph: wGraph, Fetches: []string{fetchKey}, Out: &out})
 					if err == nil {
 						err = d.CleanupStep(ctx, 100+step, psTask, workerTask)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
@@ -72,7 +73,7 @@ func (f *fakeTask) DeregisterGraph(context.Context, *tfpb.DeregisterGraphRequest
 
 // RunGraph of a healthy task waits for its peer's tensors, as a
 // partition does: it ends when the step's context does.
-func (f *fakeTask) RunGraph(ctx context.Context, _ *tfpb.RunGraphRequest, _ []Feed, _ *Fetched) error {
+func (f *fakeTask) RunGraph(ctx context.Context, _ *tfpb.RunGraphRequest, _ []handlers.Feed, _ *handlers.Fetched) error {
 	if err := f.wait(ctx); err != nil {
 		return err
 	}
@@ -82,10 +83,10 @@ func (f *fakeTask) RunGraph(ctx context.Context, _ *tfpb.RunGraphRequest, _ []Fe
 func (f *fakeTask) CleanupGraph(ctx context.Context, _ *tfpb.CleanupGraphRequest) error {
 	return f.wait(ctx)
 }
-func (f *fakeTask) RecvTensor(ctx context.Context, _ *tfpb.RecvTensorRequest, _ *Fetched) error {
+func (f *fakeTask) RecvTensor(ctx context.Context, _ *tfpb.RecvTensorRequest, _ *handlers.Fetched) error {
 	return f.wait(ctx)
 }
-func (f *fakeTask) Stats() Stats { return Stats{} }
+func (f *fakeTask) Stats() handlers.Stats { return handlers.Stats{} }
 func (f *fakeTask) Close() error {
 	f.mu.Lock()
 	f.closed = true

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -41,9 +42,9 @@ func TestRunGraphKeepsRequest(t *testing.T) {
 			req := &tfpb.RunGraphRequest{SessionHandle: d.session, CreateWorkerSessionCalled: true, GraphHandle: g.Handle, StepId: 7, RecvKey: []string{fetch}}
 			before := proto.Clone(req)
 			feed := floats(1, 2, 3)
-			var out Fetched
+			var out handlers.Fetched
 			defer out.Release()
-			if err := c.RunGraph(ctx, req, []Feed{{Key: key(workerDev, clientInc, psDev, "x:0"), Tensor: feed}}, &out); err != nil {
+			if err := c.RunGraph(ctx, req, []handlers.Feed{{Key: key(workerDev, clientInc, psDev, "x:0"), Tensor: feed}}, &out); err != nil {
 				t.Fatal(err)
 			}
 			if !proto.Equal(req, before) {

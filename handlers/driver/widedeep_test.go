@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/handlers"
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire"
@@ -389,7 +390,7 @@ func TestWideAndDeepPartitions(t *testing.T) {
 			readyKey := FetchKey("ready:0", p.ps, p.psInc)
 			checkReady := func(want bool) {
 				t.Helper()
-				var out Fetched
+				var out handlers.Fetched
 				defer out.Release()
 				run(Partition{Graph: ready, Fetches: []string{readyKey}, Out: &out})
 				got := out.Tensors[0]
@@ -410,8 +411,8 @@ func TestWideAndDeepPartitions(t *testing.T) {
 			var losses []float32
 			for s := range steps {
 				ids, dense, labels := wdBatchOf(s)
-				var out Fetched
-				run(Partition{Graph: psG}, Partition{Graph: wkG, Out: &out, Fetches: []string{lossKey}, Feeds: []Feed{
+				var out handlers.Fetched
+				run(Partition{Graph: psG}, Partition{Graph: wkG, Out: &out, Fetches: []string{lossKey}, Feeds: []handlers.Feed{
 					{Key: FeedKey("ids:0", p.wk), Tensor: wire.Tensor{DType: wire.DTInt64, Shape: []int64{int64(len(ids))}, Data: tensor.Bytes(ids)}},
 					{Key: FeedKey("dense:0", p.wk), Tensor: wire.Tensor{DType: wire.DTFloat, Shape: []int64{wdBatch, 1}, Data: tensor.Bytes(dense)}},
 					{Key: FeedKey("labels:0", p.wk), Tensor: wire.Tensor{DType: wire.DTFloat, Shape: []int64{wdBatch}, Data: tensor.Bytes(labels)}},
@@ -428,7 +429,7 @@ func TestWideAndDeepPartitions(t *testing.T) {
 			powers := register(psTask, GraphDef(
 				handle(wdVar{"beta1_power", nil}), NodeDef("r", "ReadVariableOp", In("beta1_power"), Attrs("dtype", wire.DTFloat)),
 				FetchNode("r/_send", "r", "r:0", wire.DTFloat, p.ps, p.psInc)))
-			var out Fetched
+			var out handlers.Fetched
 			defer out.Release()
 			run(Partition{Graph: powers, Fetches: []string{FetchKey("r:0", p.ps, p.psInc)}, Out: &out})
 			if got, want := tensor.View[float32](out.Tensors[0].Data)[0], math.Pow(wdBeta1, steps+1); math.Abs(float64(got)-want) > 1e-4 {

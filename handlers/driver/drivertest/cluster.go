@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/rpc"
@@ -21,7 +22,7 @@ import (
 type Cluster struct {
 	// Fetch, when set, places the tensors fetched for keys in out, as a
 	// RunGraph that fetches keys does.
-	Fetch func(keys []string, out *driver.Fetched)
+	Fetch func(keys []string, out *handlers.Fetched)
 	// DeadCleanup, when set, is called by a dead task's CleanupGraph
 	// before it fails: a call to a peer that is gone, whose cancellation
 	// has not come through yet, waits for what the test says.
@@ -121,7 +122,7 @@ func (f *Task) DeregisterGraph(context.Context, *tfpb.DeregisterGraphRequest) er
 
 // RunGraph fetches req.RecvKey (see Cluster.Fetch); a graph registered
 // before f restarted is not found (Aborted).
-func (f *Task) RunGraph(_ context.Context, req *tfpb.RunGraphRequest, _ []driver.Feed, out *driver.Fetched) error {
+func (f *Task) RunGraph(_ context.Context, req *tfpb.RunGraphRequest, _ []handlers.Feed, out *handlers.Fetched) error {
 	if f.c.killNext.CompareAndSwap(f, nil) {
 		f.dead.Store(true)
 	}
@@ -163,12 +164,12 @@ func (f *Task) CleanupGraph(context.Context, *tfpb.CleanupGraphRequest) error {
 }
 
 // RecvTensor fetches nothing; it succeeds while f answers.
-func (f *Task) RecvTensor(context.Context, *tfpb.RecvTensorRequest, *driver.Fetched) error {
+func (f *Task) RecvTensor(context.Context, *tfpb.RecvTensorRequest, *handlers.Fetched) error {
 	return f.check()
 }
 
 // Stats counts nothing.
-func (f *Task) Stats() driver.Stats { return driver.Stats{} }
+func (f *Task) Stats() handlers.Stats { return handlers.Stats{} }
 
 // Close has every call fail from now on, as a closed client's do.
 func (f *Task) Close() error {

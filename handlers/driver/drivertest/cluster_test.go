@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/tfpb"
@@ -27,7 +27,7 @@ func TestTaskKillAndRestart(t *testing.T) {
 		return resp.GetGraphHandle()
 	}
 	run := func(handle string) error {
-		var out driver.Fetched
+		var out handlers.Fetched
 		defer out.Release()
 		err := ps.RunGraph(ctx, &tfpb.RunGraphRequest{GraphHandle: handle, RecvKey: []string{"loss"}}, nil, &out)
 		if err == nil && (len(out.Tensors) != 1 || out.Keys[0] != "loss") {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/tensor"
@@ -43,7 +44,7 @@ const (
 // checkpoint; it is checkpoint.ErrNoCheckpoint.
 var ErrNoCheckpoint = checkpoint.ErrNoCheckpoint
 
-// ckptState is the job's checkpoint graphs, registered on first use, and
+// ckptState is the model's checkpoint graphs, registered on first use, and
 // its global step.
 type ckptState struct {
 	mu      sync.Mutex
@@ -56,15 +57,12 @@ type ckptState struct {
 }
 
 // GlobalStep is the steps done, by all workers together, since the
-// model was initialized: those of a restored checkpoint and this job's.
-func (j *Job) GlobalStep() int64 { return j.s.GlobalStep() }
+// model was initialized: those of a restored checkpoint and this run's
+// (its session's).
+func (m *Model) GlobalStep() int64 { return m.s.GlobalStep() }
 
 // SetGlobalStep sets the global step to n, as Restore does.
-func (j *Job) SetGlobalStep(n int64) { j.s.SetGlobalStep(n) }
-
-// AfterStep makes every worker call f after each of its training steps
-// with the global step (train.Session.AfterStep). Call it before Run.
-func (j *Job) AfterStep(f func(ctx context.Context, globalStep int64) error) { j.s.AfterStep(f) }
+func (m *Model) SetGlobalStep(n int64) { m.s.SetGlobalStep(n) }
 
 // CheckpointPrefix is the prefix of the checkpoint of globalStep in dir.
 func CheckpointPrefix(dir string, globalStep int64) string {
@@ -76,33 +74,33 @@ func CheckpointPrefix(dir string, globalStep int64) string {
 // checkpoint's prefix. Every parameter server must be able to write in
 // dir (its checkpoint directory covers it), and dir must be this
 // process's too: the state file is written here.
-func (j *Job) Save(ctx context.Context, dir string, globalStep int64, keep int) (string, error) {
+func (m *Model) Save(ctx context.Context, dir string, globalStep int64, keep int) (string, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("save checkpoint: %w", err)
 	}
-	j.ckpt.mu.Lock()
-	defer j.ckpt.mu.Unlock()
-	if j.ckpt.save == nil {
-		if err := j.registerSave(ctx); err != nil {
+	m.ckpt.mu.Lock()
+	defer m.ckpt.mu.Unlock()
+	if m.ckpt.save == nil {
+		if err := m.registerSave(ctx); err != nil {
 			return "", fmt.Errorf("save checkpoint: %w", err)
 		}
 	}
 	prefix := CheckpointPrefix(dir, globalStep)
-	parts := make([]driver.Partition, len(j.ckpt.save))
-	for s, g := range j.ckpt.save {
-		feeds := []driver.Feed{{Key: j.plan.ckptLink(s, "save/prefix:0").key(), Tensor: stringTensor(prefix)}}
-		if s == 0 || j.cfg.hash() {
-			feeds = append(feeds, driver.Feed{Key: j.plan.ckptLink(s, "save/global_step:0").key(),
+	parts := make([]driver.Partition, len(m.ckpt.save))
+	for s, g := range m.ckpt.save {
+		feeds := []handlers.Feed{{Key: m.plan.ckptLink(s, "save/prefix:0").key(), Tensor: stringTensor(prefix)}}
+		if s == 0 || m.cfg.hash() {
+			feeds = append(feeds, handlers.Feed{Key: m.plan.ckptLink(s, "save/global_step:0").key(),
 				Tensor: wire.Tensor{DType: wire.DTInt64, Data: tensor.Bytes([]int64{globalStep})}})
 		}
 		parts[s] = driver.Partition{Graph: g, Feeds: feeds}
 	}
-	if err := j.runOnPS(ctx, parts...); err != nil {
+	if err := m.runOnPS(ctx, parts...); err != nil {
 		return "", fmt.Errorf("save checkpoint %s: %w", prefix, err)
 	}
-	merge := driver.Partition{Graph: j.ckpt.merge, Feeds: []driver.Feed{{Key: j.plan.ckptLink(0, "merge/prefix:0").key(), Tensor: stringTensor(prefix)}}}
-	if err := j.runOnPS(ctx, merge); err != nil {
+	merge := driver.Partition{Graph: m.ckpt.merge, Feeds: []handlers.Feed{{Key: m.plan.ckptLink(0, "merge/prefix:0").key(), Tensor: stringTensor(prefix)}}}
+	if err := m.runOnPS(ctx, merge); err != nil {
 		return "", fmt.Errorf("merge checkpoint %s: %w", prefix, err)
 	}
 	if err := checkpoint.Keep(dir, prefix, keep); err != nil {
@@ -112,10 +110,10 @@ func (j *Job) Save(ctx context.Context, dir string, globalStep int64, keep int) 
 }
 
 // runOnPS runs parts as a step of their own and cleans it up.
-func (j *Job) runOnPS(ctx context.Context, parts ...driver.Partition) error {
-	step := j.s.NextStepID()
-	err := j.d.RunPartitions(ctx, step, parts...)
-	if cerr := j.d.CleanupStep(ctx, step, j.psTasks()...); err == nil {
+func (m *Model) runOnPS(ctx context.Context, parts ...driver.Partition) error {
+	step := m.s.NextStepID()
+	err := m.d.RunPartitions(ctx, step, parts...)
+	if cerr := m.d.CleanupStep(ctx, step, m.psTasks()...); err == nil {
 		err = cerr
 	}
 	return err
@@ -123,31 +121,31 @@ func (j *Job) runOnPS(ctx context.Context, parts ...driver.Partition) error {
 
 // registerSave registers the save graphs once, the first save's: a
 // Saver's graph is built once and fed each save's prefix.
-func (j *Job) registerSave(ctx context.Context) error {
+func (m *Model) registerSave(ctx context.Context) error {
 	var save []driver.Graph
-	for s := range j.cfg.PS {
-		g, err := j.tasks.Register(ctx, task(j.plan.ps[s]), j.plan.saveGraph(s))
+	for s := range m.cfg.PS {
+		g, err := m.tasks.Register(ctx, task(m.plan.ps[s]), m.plan.saveGraph(s))
 		if err != nil {
 			return err
 		}
 		save = append(save, g)
 	}
-	merge, err := j.tasks.Register(ctx, task(j.plan.ps[0]), j.plan.mergeGraph())
+	merge, err := m.tasks.Register(ctx, task(m.plan.ps[0]), m.plan.mergeGraph())
 	if err != nil {
 		return err
 	}
-	j.ckpt.save, j.ckpt.merge = save, merge
+	m.ckpt.save, m.ckpt.merge = save, merge
 	return nil
 }
 
-// Restore restores the model from dir's newest checkpoint, sets the job's
+// Restore restores the model from dir's newest checkpoint, sets the model's
 // global step to the checkpoint's and returns it with the checkpoint's
 // prefix. A dir with no checkpoint is an error wrapping ErrNoCheckpoint.
 // The checkpoint is opened in this process too (to learn its global step
 // and shard count), so dir must be visible here as on the parameter
 // servers: true of the local cluster and of a shared directory. Call it
-// after Setup and before Run.
-func (j *Job) Restore(ctx context.Context, dir string) (globalStep int64, prefix string, err error) {
+// after the session's Setup and before its Run.
+func (m *Model) Restore(ctx context.Context, dir string) (globalStep int64, prefix string, err error) {
 	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return 0, "", fmt.Errorf("restore checkpoint: %w", err)
@@ -156,48 +154,48 @@ func (j *Job) Restore(ctx context.Context, dir string) (globalStep int64, prefix
 	if err != nil {
 		return 0, "", fmt.Errorf("restore checkpoint: %w", err)
 	}
-	shards, globalStep, err := j.inspect(prefix)
+	shards, globalStep, err := m.inspect(prefix)
 	if err != nil {
 		return 0, "", fmt.Errorf("restore checkpoint %s: %w", prefix, err)
 	}
-	j.ckpt.mu.Lock()
-	defer j.ckpt.mu.Unlock()
-	if j.ckpt.restore == nil || j.ckpt.restoreFrom != shards {
+	m.ckpt.mu.Lock()
+	defer m.ckpt.mu.Unlock()
+	if m.ckpt.restore == nil || m.ckpt.restoreFrom != shards {
 		var gs []driver.Graph
-		for s := range j.cfg.PS {
-			g, err := j.tasks.Register(ctx, task(j.plan.ps[s]), j.plan.restoreGraph(s, shards))
+		for s := range m.cfg.PS {
+			g, err := m.tasks.Register(ctx, task(m.plan.ps[s]), m.plan.restoreGraph(s, shards))
 			if err != nil {
 				return 0, "", fmt.Errorf("restore checkpoint %s: %w", prefix, err)
 			}
 			gs = append(gs, g)
 		}
-		j.ckpt.restore, j.ckpt.restoreFrom = gs, shards
+		m.ckpt.restore, m.ckpt.restoreFrom = gs, shards
 	}
-	parts := make([]driver.Partition, len(j.ckpt.restore))
-	for s, g := range j.ckpt.restore {
-		parts[s] = driver.Partition{Graph: g, Feeds: []driver.Feed{{Key: j.plan.ckptLink(s, "restore/prefix:0").key(), Tensor: stringTensor(prefix)}}}
+	parts := make([]driver.Partition, len(m.ckpt.restore))
+	for s, g := range m.ckpt.restore {
+		parts[s] = driver.Partition{Graph: g, Feeds: []handlers.Feed{{Key: m.plan.ckptLink(s, "restore/prefix:0").key(), Tensor: stringTensor(prefix)}}}
 	}
-	if err := j.runOnPS(ctx, parts...); err != nil {
+	if err := m.runOnPS(ctx, parts...); err != nil {
 		return 0, "", fmt.Errorf("restore checkpoint %s: %w", prefix, err)
 	}
-	j.SetGlobalStep(globalStep)
+	m.SetGlobalStep(globalStep)
 	return globalStep, prefix, nil
 }
 
 // inspect checks that the checkpoint under prefix holds this job's model
 // and returns the number of shards its table was saved in and its global
 // step.
-func (j *Job) inspect(prefix string) (shards int, globalStep int64, err error) {
+func (m *Model) inspect(prefix string) (shards int, globalStep int64, err error) {
 	r, err := checkpoint.Open(prefix)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer r.Close()
-	if j.cfg.hash() {
+	if m.cfg.hash() {
 		// Any number of servers restores any number's pieces.
-		err, shards = j.inspectKv(r), j.cfg.PS
+		err, shards = m.inspectKv(r), m.cfg.PS
 	} else {
-		shards, err = j.inspectTable(r)
+		shards, err = m.inspectTable(r)
 	}
 	if err != nil {
 		return 0, 0, err
@@ -214,8 +212,8 @@ func (j *Job) inspect(prefix string) (shards int, globalStep int64, err error) {
 
 // inspectTable checks that r holds the fixed table of the job's shape
 // and returns the number of shards it was saved in.
-func (j *Job) inspectTable(r *checkpoint.Reader) (shards int, err error) {
-	want := []int64{int64(j.cfg.Vocab), int64(j.cfg.EmbeddingDim)}
+func (m *Model) inspectTable(r *checkpoint.Reader) (shards int, err error) {
+	want := []int64{int64(m.cfg.Vocab), int64(m.cfg.EmbeddingDim)}
 	for _, name := range []string{ckptTable, ckptAccum} {
 		e, ok := r.Entry(name)
 		if !ok {
@@ -224,7 +222,7 @@ func (j *Job) inspectTable(r *checkpoint.Reader) (shards int, err error) {
 		if e.DType != wire.DTFloat || len(e.Shape) != 2 || e.Shape[0] != want[0] || e.Shape[1] != want[1] {
 			return 0, fmt.Errorf("%q is %v%v, the job's table %v%v: %w", name, e.DType, e.Shape, wire.DTFloat, want, checkpoint.ErrMismatch)
 		}
-		n, err := modShards(e, j.cfg.Vocab)
+		n, err := modShards(e, m.cfg.Vocab)
 		if err != nil {
 			return 0, fmt.Errorf("%q: %w", name, err)
 		}

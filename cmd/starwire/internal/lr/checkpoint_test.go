@@ -20,7 +20,7 @@ import (
 
 // setupLocal starts an in-process cluster for cfg whose tasks checkpoint
 // in dir, and a job set up on it.
-func setupLocal(ctx context.Context, t testing.TB, cfg Config, dir string) *Job {
+func setupLocal(ctx context.Context, t testing.TB, cfg Config, dir string) *job {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	local, err := tasks.StartLocal(tasks.LocalOptions{PS: cfg.PS, Workers: cfg.Workers, Protocol: cluster.ProtocolGRPCSeastar,
@@ -30,14 +30,11 @@ func setupLocal(ctx context.Context, t testing.TB, cfg Config, dir string) *Job 
 	}
 	t.Cleanup(local.Close)
 	_, callers := callersOf(t, local)
-	job, err := New(cfg, driver.New("test-session", callers...), nil)
-	if err != nil {
+	job := newJob(t, cfg, driver.New("test-session", callers...))
+	if err := job.s.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := job.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { job.Close(context.Background()) })
+	t.Cleanup(func() { job.s.Close(context.Background()) })
 	return job
 }
 
@@ -80,7 +77,7 @@ func TestSaveRestore(t *testing.T) {
 	if _, _, err := a.Restore(ctx, dir); !errors.Is(err, ErrNoCheckpoint) {
 		t.Fatalf("restore from an empty dir: %v, want ErrNoCheckpoint", err)
 	}
-	if _, err := a.Run(ctx, nil); err != nil {
+	if _, err := a.run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	step := a.GlobalStep()

@@ -103,31 +103,28 @@ func TestHashEmbeddingRecovers(t *testing.T) {
 	peers, callers := callersOf(t, local)
 	d := driver.New("hash-recover-test", callers...)
 	d.Watch(2 * time.Second)
-	job, err := New(cfg, d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := newJob(t, cfg, d)
 	r := &restarter{t: t, local: local, peers: peers, d: d, logger: logger}
 	var logMu sync.Mutex
 	var logs []string
-	job.RecoverTasks(train.RecoverOptions{Rejoin: r, Timeout: 20 * time.Second, Every: 20 * time.Millisecond, Log: func(msg string) {
+	job.s.RecoverTasks(train.RecoverOptions{Rejoin: r, Timeout: 20 * time.Second, Every: 20 * time.Millisecond, Log: func(msg string) {
 		logMu.Lock()
 		logs = append(logs, msg)
 		logMu.Unlock()
 	}})
-	if err := job.Setup(ctx); err != nil {
+	if err := job.s.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer job.Close(ctx)
+	defer job.s.Close(ctx)
 	var once sync.Once
-	job.AfterStep(func(ctx context.Context, step int64) error {
+	job.s.AfterStep(func(ctx context.Context, step int64) error {
 		if step >= 150 {
 			once.Do(func() { go r.stop() })
 		}
 		return nil
 	})
-	job.StopAtStep(cfg.TotalSteps())
-	sum, err := job.Run(ctx, nil)
+	job.s.StopAtStep(cfg.TotalSteps())
+	sum, err := job.run(ctx)
 	logMu.Lock()
 	log := strings.Join(logs, "\n")
 	logMu.Unlock()
@@ -148,7 +145,7 @@ func TestHashEmbeddingRecovers(t *testing.T) {
 
 // hashJob sets up a job of cfg on a fresh in-process cluster whose tasks
 // may use dir for checkpoints.
-func hashJob(t *testing.T, ctx context.Context, cfg Config, dir string) *Job {
+func hashJob(t *testing.T, ctx context.Context, cfg Config, dir string) *job {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	local, err := tasks.StartLocal(tasks.LocalOptions{PS: cfg.PS, Workers: cfg.Workers, Protocol: cluster.ProtocolGRPCSeastar, Dir: t.TempDir(), Logger: logger, CheckpointDir: dir})
@@ -157,14 +154,11 @@ func hashJob(t *testing.T, ctx context.Context, cfg Config, dir string) *Job {
 	}
 	t.Cleanup(local.Close)
 	_, callers := callersOf(t, local)
-	job, err := New(cfg, driver.New("hash-ckpt-"+t.Name(), callers...), nil)
-	if err != nil {
+	job := newJob(t, cfg, driver.New("hash-ckpt-"+t.Name(), callers...))
+	if err := job.s.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := job.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { job.Close(context.Background()) })
+	t.Cleanup(func() { job.s.Close(context.Background()) })
 	return job
 }
 
@@ -180,7 +174,7 @@ func TestHashEmbeddingCheckpoint(t *testing.T) {
 	cfg.Embedding, cfg.PS, cfg.Steps, cfg.Values, cfg.HeldOut, cfg.FilterFreq = EmbeddingHash, 2, 100, 2000, 1024, 2
 	dir := t.TempDir()
 	saved := hashJob(t, ctx, cfg, dir)
-	sum, err := saved.Run(ctx, nil)
+	sum, err := saved.run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +192,7 @@ func TestHashEmbeddingCheckpoint(t *testing.T) {
 		if step != sum.GlobalStep {
 			t.Errorf("restored into %d ps at global step %d, saved at %d", ps, step, sum.GlobalStep)
 		}
-		held := job.heldOut()
-		loss, _, err := job.evaluate(ctx, held)
+		loss, _, err := job.Evaluate(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +218,7 @@ func TestHashEmbeddingEvictsAtSave(t *testing.T) {
 		cfg.Embedding, cfg.PS, cfg.Steps, cfg.Values, cfg.HeldOut, cfg.StepsToLive = EmbeddingHash, 2, 100, 2000, 256, stepsToLive
 		dir := t.TempDir()
 		job := hashJob(t, ctx, cfg, dir)
-		if _, err := job.Run(ctx, nil); err != nil {
+		if _, err := job.run(ctx); err != nil {
 			t.Fatal(err)
 		}
 		step = job.GlobalStep()

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
 )
 
 // trainLocal trains cfg on an in-process cluster over protocol.
-func trainLocal(t *testing.T, protocol cluster.Protocol, cfg Config) *Summary {
+func trainLocal(t *testing.T, protocol cluster.Protocol, cfg Config) *summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -25,31 +26,28 @@ func trainLocal(t *testing.T, protocol cluster.Protocol, cfg Config) *Summary {
 	t.Cleanup(local.Close)
 	_, callers := callersOf(t, local)
 	d := driver.New("test-session", callers...)
-	stats := func() driver.Stats {
+	job := newJob(t, cfg, d)
+	job.stats = func() handlers.Stats {
 		c, b := local.PeerStats()
-		return d.Stats().Add(driver.Stats{Calls: c, Bytes: b})
+		return d.Stats().Add(handlers.Stats{Calls: c, Bytes: b})
 	}
-	job, err := New(cfg, d, stats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	job.CountTasks(func(task string) driver.Stats {
+	job.taskStats = func(task string) handlers.Stats {
 		c, _ := d.Caller(task)
 		calls, bytes := local.TaskPeerStats(task)
-		return c.Stats().Add(driver.Stats{Calls: calls, Bytes: bytes})
-	})
-	if err := job.Setup(ctx); err != nil {
+		return c.Stats().Add(handlers.Stats{Calls: calls, Bytes: bytes})
+	}
+	if err := job.s.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := job.Run(ctx, nil)
+	sum, err := job.run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := job.Close(ctx); err != nil {
+	if err := job.s.Close(ctx); err != nil {
 		t.Errorf("close: %v", err)
 	}
 	t.Logf("%s: loss %.4f -> %.4f (train %.4f -> %.4f, bayes %.4f, base %.4f), accuracy %.3f, %d steps, %.0f examples/s, %d calls, %d bytes",
-		protocol, sum.InitialLoss, sum.FinalLoss, sum.FirstTrainLoss, sum.LastTrainLoss, sum.BayesLoss, sum.BaseRateLoss, sum.Accuracy, sum.Steps, sum.ExamplesPerSec(), sum.Calls, sum.Bytes)
+		protocol, sum.InitialLoss, sum.FinalLoss, sum.FirstTrainLoss, sum.LastTrainLoss, sum.BayesLoss, sum.BaseRateLoss, sum.Accuracy, sum.Steps, sum.ExamplesPerSec(cfg.BatchSize), sum.Calls, sum.Bytes)
 	return sum
 }
 
@@ -73,7 +71,7 @@ func TestTrainLossDrops(t *testing.T) {
 func TestShardedEmbedding(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Steps, cfg.Vocab, cfg.HeldOut = 100, 5000, 2048
-	var one *Summary
+	var one *summary
 	for _, ps := range []int{1, 2, 4} {
 		cfg.PS = ps
 		sum := trainLocal(t, cluster.ProtocolGRPCSeastar, cfg)

@@ -58,14 +58,14 @@ func (p *plan) restoreKvGraph(s int) *tfpb.GraphDef {
 
 // inspectKv checks that the checkpoint r holds a hash embedding of the
 // job's width.
-func (j *Job) inspectKv(r *checkpoint.Reader) error {
+func (m *Model) inspectKv(r *checkpoint.Reader) error {
 	for _, name := range []string{tableName(0) + "-values", accumName(0) + "-values"} {
 		e, ok := r.Entry(name)
 		if !ok {
 			return fmt.Errorf("no tensor %q (a checkpoint of the hash embedding?): %w", name, checkpoint.ErrNotFound)
 		}
-		if e.DType != wire.DTFloat || len(e.Shape) != 2 || e.Shape[1] != int64(j.cfg.EmbeddingDim) {
-			return fmt.Errorf("%q is %v%v, the job's rows %v[n,%d]: %w", name, e.DType, e.Shape, wire.DTFloat, j.cfg.EmbeddingDim, checkpoint.ErrMismatch)
+		if e.DType != wire.DTFloat || len(e.Shape) != 2 || e.Shape[1] != int64(m.cfg.EmbeddingDim) {
+			return fmt.Errorf("%q is %v%v, the job's rows %v[n,%d]: %w", name, e.DType, e.Shape, wire.DTFloat, m.cfg.EmbeddingDim, checkpoint.ErrMismatch)
 		}
 	}
 	return nil

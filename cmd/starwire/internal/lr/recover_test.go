@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/starwire/starwire/handlers"
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/handlers/driver/drivertest"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -101,14 +102,11 @@ func TestRecoverRestartedPS(t *testing.T) {
 	peers, callers := callersOf(t, local)
 	d := driver.New("recover-test", callers...)
 	d.Watch(2 * time.Second)
-	job, err := New(cfg, d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := newJob(t, cfg, d)
 	r := &restarter{t: t, local: local, peers: peers, d: d, ckpt: ckpt, logger: logger}
 	var logs []string
 	var logMu sync.Mutex
-	job.RecoverTasks(train.RecoverOptions{
+	job.s.RecoverTasks(train.RecoverOptions{
 		Rejoin:  r,
 		Timeout: 20 * time.Second,
 		Every:   20 * time.Millisecond,
@@ -122,13 +120,13 @@ func TestRecoverRestartedPS(t *testing.T) {
 			logMu.Unlock()
 		},
 	})
-	if err := job.Setup(ctx); err != nil {
+	if err := job.s.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer job.Close(ctx)
+	defer job.s.Close(ctx)
 	// Saved at global step 200, the ps is stopped at 300 of 600.
 	var once, saved sync.Once
-	job.AfterStep(func(ctx context.Context, step int64) error {
+	job.s.AfterStep(func(ctx context.Context, step int64) error {
 		if step >= 200 {
 			var err error
 			saved.Do(func() { _, err = job.Save(ctx, ckpt, step, 0) })
@@ -141,7 +139,7 @@ func TestRecoverRestartedPS(t *testing.T) {
 		}
 		return nil
 	})
-	sum, err := job.Run(ctx, nil)
+	sum, err := job.run(ctx)
 	if err != nil {
 		t.Fatalf("run: %v\nrecovery: %s", err, strings.Join(logs, "\n"))
 	}
@@ -168,7 +166,7 @@ func TestRecoverRestartedPS(t *testing.T) {
 
 // newFakeJob makes a job of 12 steps on one worker and one ps, fake tasks
 // of a fakeCluster that its driver watches; the test sets its recovery.
-func newFakeJob(t *testing.T, name string) (Config, *fakeCluster, *drivertest.Task, *driver.Driver, *Job) {
+func newFakeJob(t *testing.T, name string) (Config, *fakeCluster, *drivertest.Task, *driver.Driver, *job) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Steps, cfg.Vocab, cfg.HeldOut, cfg.Workers, cfg.BatchSize = 12, 64, 16, 1, 8
@@ -176,20 +174,16 @@ func newFakeJob(t *testing.T, name string) (Config, *fakeCluster, *drivertest.Ta
 	ps := c.Task("/job:ps/replica:0/task:0", 1)
 	d := driver.New(name, ps, c.Task(workerTask(0), 1))
 	d.Watch(2 * time.Second)
-	job, err := New(cfg, d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg, c, ps, d, job
+	return cfg, c, ps, d, newJob(t, cfg, d)
 }
 
 // setupKillAt5 sets job up and has ps lost at its next call after step 5.
-func setupKillAt5(t *testing.T, ctx context.Context, job *Job, c *fakeCluster, ps *drivertest.Task) {
+func setupKillAt5(t *testing.T, ctx context.Context, job *job, c *fakeCluster, ps *drivertest.Task) {
 	t.Helper()
-	if err := job.Setup(ctx); err != nil {
+	if err := job.s.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	job.AfterStep(func(_ context.Context, step int64) error {
+	job.s.AfterStep(func(_ context.Context, step int64) error {
 		if step == 5 {
 			c.KillNext(ps)
 		}
@@ -210,7 +204,7 @@ func TestRecoveryWaitsForCleanups(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg, c, ps, d, job := newFakeJob(t, "cleanup-test")
 		var logs []string
-		job.RecoverTasks(train.RecoverOptions{
+		job.s.RecoverTasks(train.RecoverOptions{
 			Rejoin: &fakeRejoiner{c: c, d: d, ps: ps.Task()},
 			Every:  100 * time.Millisecond,
 			Log:    func(msg string) { logs = append(logs, msg) },
@@ -255,7 +249,7 @@ func TestRecoverRestoresAfterFailedInit(t *testing.T) {
 		}
 		var logs []string
 		restores := 0
-		job.RecoverTasks(train.RecoverOptions{
+		job.s.RecoverTasks(train.RecoverOptions{
 			Rejoin: rj,
 			Every:  100 * time.Millisecond,
 			Restore: func(context.Context) (int64, error) {
@@ -303,7 +297,7 @@ type fakeCluster struct {
 // of batch probabilities.
 func newFakeCluster(batch int) *fakeCluster {
 	c := &fakeCluster{Cluster: &drivertest.Cluster{}, batch: batch, events: make(chan struct{}, 1)}
-	c.Fetch = func(keys []string, out *driver.Fetched) {
+	c.Fetch = func(keys []string, out *handlers.Fetched) {
 		out.Keys = append(out.Keys[:0], keys...)
 		out.Tensors = append(out.Tensors[:0], floatTensor([]float32{0.5}), floatTensor(make([]float32, batch), int64(batch)))
 	}
@@ -314,13 +308,13 @@ func newFakeCluster(batch int) *fakeCluster {
 
 // run runs job and closes it, settling whenever a call waits and every
 // other goroutine of the bubble is blocked.
-func (c *fakeCluster) run(ctx context.Context, job *Job) (*Summary, error) {
+func (c *fakeCluster) run(ctx context.Context, job *job) (*summary, error) {
 	done := make(chan error, 1)
-	var sum *Summary
+	var sum *summary
 	go func() {
 		var err error
-		sum, err = job.Run(ctx, nil)
-		done <- errors.Join(err, job.Close(ctx))
+		sum, err = job.run(ctx)
+		done <- errors.Join(err, job.s.Close(ctx))
 	}()
 	for {
 		select {
