@@ -114,7 +114,7 @@ func (h *CheckpointSaverHook) Restore(ctx context.Context) (step int64, prefix s
 	}
 	h.mu.Lock()
 	h.lastStep, h.lastAt = step, h.opts.Now()
-	h.incr = incrState{base: base, prev: prefix, prevStep: step, at: h.lastAt}
+	h.incr = incrState{base: base, prev: prefix, prevStep: step, at: h.lastAt, saves: h.incr.saves}
 	h.mu.Unlock()
 	return step, prefix, nil
 }
@@ -159,7 +159,7 @@ func (h *CheckpointSaverHook) save(ctx context.Context, step int64) (string, err
 	}
 	h.lastStep, h.lastAt, h.took = step, h.opts.Now(), h.opts.Now().Sub(start)
 	h.saves++
-	h.incr = incrState{base: prefix, prev: prefix, prevStep: step, at: h.lastAt}
+	h.incr = incrState{base: prefix, prev: prefix, prevStep: step, at: h.lastAt, saves: h.incr.saves}
 	if h.incrementing() {
 		if err := checkpoint.PruneIncrements(h.opts.Dir); err != nil {
 			return "", err
