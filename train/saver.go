@@ -39,6 +39,17 @@ type SaverOptions struct {
 	Probe func(ctx context.Context, dir string) error
 	// Now, when set, is the hook's clock; nil means time.Now.
 	Now func() time.Time
+	// IncrSteps and IncrSecs save an increment (IncrementalCheckpointer)
+	// every IncrSteps global steps or IncrSecs seconds after the last save
+	// of either kind, between full checkpoints; 0 and 0 save none.
+	IncrSteps int64
+	IncrSecs  int
+	// InFlight is how many global steps a step's reading of the global
+	// step (the version of the rows it updates) may lag the global step
+	// when it applies: an increment takes the rows changed since the last
+	// save's step less InFlight. Too small loses updates, too large saves
+	// a few rows twice.
+	InFlight int64
 }
 
 // A CheckpointSaverHook saves a model's checkpoints as TensorFlow's
@@ -55,6 +66,7 @@ type CheckpointSaverHook struct {
 	lastAt   time.Time
 	saves    int
 	took     time.Duration // the last save's
+	incr     incrState
 }
 
 // NewCheckpointSaverHook returns the hook that saves m as o says.
@@ -74,23 +86,44 @@ func (h *CheckpointSaverHook) Begin(ctx context.Context) (restored bool, prefix 
 			return false, "", 0, err
 		}
 	}
-	step, prefix, err = h.m.Restore(ctx, h.opts.Dir)
+	step, prefix, err = h.Restore(ctx)
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
-		err = nil
+		h.Restored(h.m.GlobalStep())
+		return false, "", 0, nil
 	case err != nil:
 		return false, "", 0, err
-	default:
-		restored = true
 	}
-	h.Restored(h.m.GlobalStep())
-	return restored, prefix, step, nil
+	return true, prefix, step, nil
+}
+
+// Restore restores the model from the newest full checkpoint and, when
+// the model saves increments, every later increment of it, oldest first,
+// and counts the intervals from there; it returns the global step and
+// prefix of the last checkpoint applied.
+func (h *CheckpointSaverHook) Restore(ctx context.Context) (step int64, prefix string, err error) {
+	step, prefix, err = h.m.Restore(ctx, h.opts.Dir)
+	if err != nil {
+		return 0, "", err
+	}
+	base := prefix
+	if im, ok := h.m.(IncrementalCheckpointer); ok {
+		if step, prefix, err = h.applyIncrements(ctx, im, base, step); err != nil {
+			return 0, "", err
+		}
+	}
+	h.mu.Lock()
+	h.lastStep, h.lastAt = step, h.opts.Now()
+	h.incr = incrState{base: base, prev: prefix, prevStep: step, at: h.lastAt, saves: h.incr.saves}
+	h.mu.Unlock()
+	return step, prefix, nil
 }
 
 // Restored counts the intervals from step, a checkpoint restored.
 func (h *CheckpointSaverHook) Restored(step int64) {
 	h.mu.Lock()
 	h.lastStep, h.lastAt = step, h.opts.Now()
+	h.incr.prevStep, h.incr.at = step, h.lastAt
 	h.mu.Unlock()
 }
 
@@ -107,11 +140,14 @@ func (h *CheckpointSaverHook) AfterStep(ctx context.Context, step int64) error {
 		return nil
 	}
 	defer h.mu.Unlock()
-	if !h.due(step) {
-		return nil
+	switch {
+	case h.due(step):
+		_, err := h.save(ctx, step)
+		return err
+	case h.incrDue(step):
+		return h.saveIncrement(ctx, step)
 	}
-	_, err := h.save(ctx, step)
-	return err
+	return nil
 }
 
 // save saves the checkpoint of step; h.mu is held.
@@ -123,6 +159,12 @@ func (h *CheckpointSaverHook) save(ctx context.Context, step int64) (string, err
 	}
 	h.lastStep, h.lastAt, h.took = step, h.opts.Now(), h.opts.Now().Sub(start)
 	h.saves++
+	h.incr = incrState{base: prefix, prev: prefix, prevStep: step, at: h.lastAt, saves: h.incr.saves}
+	if h.incrementing() {
+		if err := checkpoint.PruneIncrements(h.opts.Dir); err != nil {
+			return "", err
+		}
+	}
 	return prefix, nil
 }
 

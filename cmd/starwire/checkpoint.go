@@ -19,6 +19,7 @@ import (
 )
 
 const checkpointUsage = `usage: starwire checkpoint inspect PREFIX|DIR [--tensor NAME] [--all]
+       starwire checkpoint inspect DIR --list
 
   inspect  list the tensors of the TensorFlow checkpoint under PREFIX (the
            files PREFIX.index and PREFIX.data-*; PREFIX.index itself will
@@ -26,7 +27,10 @@ const checkpointUsage = `usage: starwire checkpoint inspect PREFIX|DIR [--tensor
            "checkpoint" file, as tf.train.latest_checkpoint finds it), as
            TensorFlow's inspect_checkpoint does: "name (DT_FLOAT) [10,4]"
            per tensor and the total number of parameters; --all prints
-           every tensor's values, --tensor one tensor's
+           every tensor's values, --tensor one tensor's; --list lists
+           DIR's checkpoints instead, oldest first: each full one its
+           state file keeps and the increments saved after it (under
+           .incremental_checkpoint), with global step and size on disk
 `
 
 // checkpointCmd runs "starwire checkpoint <subcommand>".
@@ -48,6 +52,7 @@ func checkpointInspect(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("checkpoint inspect", flag.ContinueOnError)
 	tensor := fs.String("tensor", "", "print the values of this tensor only")
 	all := fs.Bool("all", false, "print the values of every tensor")
+	list := fs.Bool("list", false, "list the full checkpoints of DIR and their increments")
 	fs.SetOutput(io.Discard)
 	// The prefix may come before or after the flags.
 	var prefix string
@@ -71,6 +76,9 @@ func checkpointInspect(args []string, stdout io.Writer) error {
 	}
 	if prefix == "" {
 		return flags.Usagef("checkpoint inspect: give the checkpoint's PREFIX")
+	}
+	if *list {
+		return listCheckpoints(stdout, prefix)
 	}
 	prefix, err := checkpointPrefix(prefix)
 	if err != nil {

@@ -217,14 +217,24 @@ func (f *trainFlags) check() error {
 // checkEmbedding refuses the flags --embedding hash has no use for, or
 // cannot honor yet; the flags only it takes are lr.Config's to check.
 func (f *trainFlags) checkEmbedding(set map[string]bool) error {
+	incr := f.ckpt.incrSteps > 0 || f.ckpt.incrSecs > 0
 	if f.cfg.Embedding != lr.EmbeddingHash {
+		if incr {
+			return flags.Usagef("train: increments save the rows of --embedding hash changed since the last save; the fixed table's checkpoints are full")
+		}
 		return nil
 	}
+	// A worker's step reads the global step (its rows' version) when it
+	// starts; a few more may be in flight, and prefetched, when a save
+	// begins.
+	f.ckpt.inFlight = 4 * int64(f.cfg.Workers)
 	switch {
 	case set["vocab"]:
 		return flags.Usagef("train: --vocab sizes the fixed table, and --embedding hash has none: --values sets the click data's values per field")
 	case f.cfg.StepsToLive > 0 && f.ckpt.dir == "":
 		return flags.Usagef("train: --steps_to_live evicts rows when a checkpoint is saved: give --checkpoint_dir")
+	case incr && f.ckpt.dir == "":
+		return flags.Usagef("train: increments are saved in --checkpoint_dir: give it")
 	}
 	if f.cfg.Values == 0 {
 		f.cfg.Values = lr.DefaultConfig().Vocab

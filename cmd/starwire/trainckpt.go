@@ -22,6 +22,11 @@ type checkpointFlags struct {
 	steps int64
 	secs  int
 	keep  int
+	// Increments between full checkpoints, of the hash embedding alone;
+	// inFlight is train.SaverOptions.InFlight, the job's to set.
+	incrSteps int64
+	incrSecs  int
+	inFlight  int64
 }
 
 func (c *checkpointFlags) register(fs *flag.FlagSet) {
@@ -29,6 +34,8 @@ func (c *checkpointFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.steps, "save_checkpoint_steps", 0, "save a checkpoint every N global steps (0: by --save_checkpoint_secs alone)")
 	fs.IntVar(&c.secs, "save_checkpoint_secs", 600, "save a checkpoint every S seconds (0: by --save_checkpoint_steps alone); one is saved at the end in any case")
 	fs.IntVar(&c.keep, "keep_checkpoint_max", 5, "checkpoints kept, the newest (0: all)")
+	fs.Int64Var(&c.incrSteps, "save_incremental_checkpoint_steps", 0, "with --embedding hash, save between full checkpoints an increment every N global steps: the embedding rows changed since the last save, and the global step (0: by --save_incremental_checkpoint_secs alone); a restore takes the newest full checkpoint and each of its increments")
+	fs.IntVar(&c.incrSecs, "save_incremental_checkpoint_secs", 0, "with --embedding hash, save an increment every S seconds after the last save (0: by --save_incremental_checkpoint_steps alone)")
 }
 
 // prepare checks the flags, makes the directory absolute, as the tasks
@@ -41,6 +48,10 @@ func (c *checkpointFlags) prepare() error {
 		return flags.Usagef("train: --save_checkpoint_secs %d, want >= 0", c.secs)
 	case c.keep < 0:
 		return flags.Usagef("train: --keep_checkpoint_max %d, want >= 0", c.keep)
+	case c.incrSteps < 0:
+		return flags.Usagef("train: --save_incremental_checkpoint_steps %d, want >= 0", c.incrSteps)
+	case c.incrSecs < 0:
+		return flags.Usagef("train: --save_incremental_checkpoint_secs %d, want >= 0", c.incrSecs)
 	case c.dir == "":
 		return nil
 	}
@@ -63,7 +74,7 @@ func (c *checkpointFlags) start(ctx context.Context, job *trainJob, stdout io.Wr
 		return nil, nil
 	}
 	h := train.NewCheckpointSaverHook(job, train.SaverOptions{Dir: c.dir, Steps: c.steps, Secs: c.secs, Keep: c.keep,
-		Probe: job.s.ProbeCheckpointDir})
+		Probe: job.s.ProbeCheckpointDir, IncrSteps: c.incrSteps, IncrSecs: c.incrSecs, InFlight: c.inFlight})
 	restored, prefix, step, err := h.Begin(ctx)
 	switch {
 	case err != nil:
@@ -88,8 +99,12 @@ func (c *checkpointFlags) finish(ctx context.Context, h *train.CheckpointSaverHo
 		return fmt.Errorf("train: %w", err)
 	}
 	n, took := h.Saves()
-	fmt.Fprintf(stdout, "saved %s (global step %d) in %s; %s saved this run\n",
-		lr.CheckpointPrefix(c.dir, step), step, took.Round(time.Microsecond), plural(n, "checkpoint"))
+	incr := ""
+	if c.incrSteps > 0 || c.incrSecs > 0 {
+		incr = " and " + plural(h.Increments(), "increment")
+	}
+	fmt.Fprintf(stdout, "saved %s (global step %d) in %s; %s%s saved this run\n",
+		lr.CheckpointPrefix(c.dir, step), step, took.Round(time.Microsecond), plural(n, "checkpoint"), incr)
 	return nil
 }
 

@@ -67,14 +67,15 @@ func (r *trainRun) recover(job *trainJob, j train.Rejoiner, saver **train.Checkp
 	}
 	if f.ckpt.dir != "" {
 		o.Restore = func(ctx context.Context) (int64, error) {
-			step, prefix, err := job.Restore(ctx, f.ckpt.dir)
+			restore := func(ctx context.Context) (int64, string, error) { return job.Restore(ctx, f.ckpt.dir) }
+			if s := *saver; s != nil {
+				restore = s.Restore // the full checkpoint and its increments
+			}
+			step, prefix, err := restore(ctx)
 			if err != nil {
 				return 0, err
 			}
 			fmt.Fprintf(stdout, "recovery: restored every ps from %s (global step %d)\n", filepath.Base(prefix), step)
-			if s := *saver; s != nil {
-				s.Restored(step)
-			}
 			return step, nil
 		}
 	}

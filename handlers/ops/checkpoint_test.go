@@ -55,7 +55,7 @@ func restoreOutputs(n int) []string {
 }
 
 // envIn returns a task's Env whose checkpoint directory is dir.
-func envIn(t *testing.T, dir string) *ops.Env {
+func envIn(t testing.TB, dir string) *ops.Env {
 	env := NewEnv(t)
 	env.CheckpointDir = dir
 	return env

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"path/filepath"
 	"slices"
 
 	"github.com/starwire/starwire/handlers/checkpoint"
@@ -24,6 +25,7 @@ func init() {
 type kvSlotSaved struct {
 	v    *kvVar
 	name string // its tensors' name in the checkpoint
+	path string // for an increment's slot, the increment's
 }
 
 // A kvImport is what one KvResourceImportV2 node asks.
@@ -166,7 +168,7 @@ func (v *kvVar) importPrimary(imp *kvImport, defaults []float32, k *kvReader, na
 		v.poisonLocked()
 		return status.Errorf(wire.InvalidArgument, "embedding variable %s: checkpoint %s: %v", v.name, k.prefix, err)
 	}
-	v.restoredFrom = path
+	v.restoredFrom, v.applied = path, filepath.Base(path)
 	return nil
 }
 
@@ -182,28 +184,40 @@ func (v *kvVar) fillSlots(s *embedding.Snapshot, imp *kvImport, k *kvReader, pat
 			continue
 		}
 		sk := &kvReader{r: k.r, prefix: k.prefix, v: saved.v}
-		rows, err := sk.rows(saved.name, imp.partID, imp.partNum)
+		vals, err := sk.alignedRows(saved.name, v.name, s.IDs, imp)
 		if err != nil {
 			return err
-		}
-		at := make(map[int64]int, len(rows.IDs))
-		for i, id := range rows.IDs {
-			at[id] = i
-		}
-		if len(at) != len(s.IDs) {
-			return sk.errorf(wire.InvalidArgument, "%q holds %d keys, %s has %d rows", saved.name+kvKeys, len(at), v.name, len(s.IDs))
-		}
-		vals := make([]float32, len(s.IDs)*d)
-		for i, id := range s.IDs {
-			j, ok := at[id]
-			if !ok {
-				return sk.errorf(wire.InvalidArgument, "key %d of %s has no row in %q", id, v.name, saved.name+kvKeys)
-			}
-			copy(vals[i*d:(i+1)*d], rows.Values[j*d:(j+1)*d])
 		}
 		s.Slots[slot] = vals
 	}
 	return nil
+}
+
+// alignedRows reads the slot saved as name, of the primary named
+// primary, and returns its rows in the order of ids, which must be the
+// slot's keys.
+func (k *kvReader) alignedRows(name, primary string, ids []int64, imp *kvImport) ([]float32, error) {
+	d := k.v.dim
+	rows, err := k.rows(name, imp.partID, imp.partNum)
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[int64]int, len(rows.IDs))
+	for i, id := range rows.IDs {
+		at[id] = i
+	}
+	if len(at) != len(ids) {
+		return nil, k.errorf(wire.InvalidArgument, "%q holds %d keys, %s has %d rows", name+kvKeys, len(at), primary, len(ids))
+	}
+	vals := make([]float32, len(ids)*d)
+	for i, id := range ids {
+		j, ok := at[id]
+		if !ok {
+			return nil, k.errorf(wire.InvalidArgument, "key %d of %s has no row in %q", id, primary, name+kvKeys)
+		}
+		copy(vals[i*d:(i+1)*d], rows.Values[j*d:(j+1)*d])
+	}
+	return vals, nil
 }
 
 // poisonLocked leaves v, a primary, uninitialized after a refused import,
@@ -216,7 +230,7 @@ func (v *kvVar) poisonLocked() {
 			v.slotInit[k] = v.table.SlotInit(k)
 		}
 	}
-	v.table, v.init, v.restoredFrom = nil, false, ""
+	v.table, v.init, v.restoredFrom, v.applied = nil, false, "", ""
 }
 
 // importSlot makes v a slot of primary and sets its values from the

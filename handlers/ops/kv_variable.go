@@ -77,6 +77,11 @@ type kvVar struct {
 	// the checkpoint its rows were last imported from.
 	slotsSaved   map[int]kvSlotSaved
 	restoredFrom string
+	// For increments (kv_incremental.go): the base name of the last
+	// checkpoint applied, full or increment, and the slots' increments
+	// staged for the primary's import.
+	applied   string
+	incrSlots map[int]kvSlotSaved
 }
 
 func (v *kvVar) resourceName() string { return v.name }

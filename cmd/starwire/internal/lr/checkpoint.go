@@ -54,6 +54,9 @@ type ckptState struct {
 	// restoreFrom is the shard count of the checkpoint the restore graphs
 	// read.
 	restoreFrom int
+	// incrSave and incrApply are the increments' graphs, by ps
+	// (incremental.go).
+	incrSave, incrApply []driver.Graph
 }
 
 // GlobalStep is the steps done, by all workers together, since the

@@ -1,0 +1,114 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/starwire/starwire/handlers/checkpoint"
+	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/wire"
+)
+
+// fakeIncremental saves full checkpoints and increments as bundles of
+// their global step, and records what it was asked.
+type fakeIncremental struct {
+	t     *testing.T
+	step  int64
+	calls []string // "full 30", "incr 40 since 28 base model.ckpt-30 prev model.ckpt-30", "apply ..."
+}
+
+func (m *fakeIncremental) write(prefix string, step int64) {
+	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
+		m.t.Fatal(err)
+	}
+	w, err := checkpoint.NewWriter(prefix, 0, 1)
+	if err == nil {
+		err = w.Add("global_step", &wire.Tensor{DType: wire.DTInt64, Data: tensor.Bytes([]int64{step})})
+	}
+	if err == nil {
+		err = w.Finish()
+	}
+	if err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+func (m *fakeIncremental) Save(_ context.Context, dir string, step int64, keep int) (string, error) {
+	prefix := filepath.Join(dir, "model.ckpt-"+strconv.FormatInt(step, 10))
+	m.write(prefix, step)
+	m.calls = append(m.calls, fmt.Sprint("full ", step))
+	return prefix, checkpoint.Keep(dir, prefix, keep)
+}
+
+func (m *fakeIncremental) Restore(_ context.Context, dir string) (int64, string, error) {
+	p, err := checkpoint.Latest(dir)
+	if err != nil {
+		return 0, "", err
+	}
+	step, _ := strconv.ParseInt(p[strings.LastIndexByte(p, '-')+1:], 10, 64)
+	m.step = step
+	return step, p, nil
+}
+
+func (m *fakeIncremental) GlobalStep() int64 { return m.step }
+
+func (m *fakeIncremental) SaveIncrement(_ context.Context, prefix string, step, since int64, base, prev string) error {
+	m.write(prefix, step)
+	m.calls = append(m.calls, fmt.Sprintf("incr %d since %d base %s prev %s", step, since, base, prev))
+	return nil
+}
+
+func (m *fakeIncremental) ApplyIncrement(_ context.Context, prefix string) (int64, error) {
+	step, _ := strconv.ParseInt(prefix[strings.LastIndexByte(prefix, '-')+1:], 10, 64)
+	m.calls = append(m.calls, "apply "+filepath.Base(prefix))
+	m.step = step
+	return step, nil
+}
+
+// TestSaverIncrements: increments are saved between full checkpoints
+// once one exists, each since the last save's step less InFlight and
+// naming its base and the save before it; a full checkpoint starts a new
+// chain and deletes the increments of the ones it drops; a restore
+// applies the newest full checkpoint's increments, oldest first.
+func TestSaverIncrements(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m := &fakeIncremental{t: t}
+	opts := SaverOptions{Dir: dir, Steps: 30, IncrSteps: 10, InFlight: 2, Keep: 1}
+	h := NewCheckpointSaverHook(m, opts)
+	if restored, _, _, err := h.Begin(ctx); err != nil || restored {
+		t.Fatalf("begin: %v, %v", restored, err)
+	}
+	for _, step := range []int64{10, 20, 30, 35, 40, 50, 60, 70, 75} {
+		m.step = step
+		if err := h.AfterStep(ctx, step); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"full 30", "incr 40 since 28 base model.ckpt-30 prev model.ckpt-30",
+		"incr 50 since 38 base model.ckpt-30 prev incr-model.ckpt-40", "full 60", "incr 70 since 58 base model.ckpt-60 prev model.ckpt-60"}
+	if !slices.Equal(m.calls, want) {
+		t.Fatalf("saves:\n%s\nwant:\n%s", strings.Join(m.calls, "\n"), strings.Join(want, "\n"))
+	}
+	if n := h.Increments(); n != 3 {
+		t.Errorf("Increments() = %d, want 3", n)
+	}
+	if _, err := os.Stat(checkpoint.IncrementsDir(dir, "model.ckpt-30")); !os.IsNotExist(err) {
+		t.Errorf("the increments of model.ckpt-30, dropped by --keep 1, are there: %v", err)
+	}
+
+	r := &fakeIncremental{t: t}
+	restored, prefix, step, err := NewCheckpointSaverHook(r, opts).Begin(ctx)
+	if err != nil || !restored || step != 70 || filepath.Base(prefix) != "incr-model.ckpt-70" {
+		t.Fatalf("restore: %v %s at %d, %v; want incr-model.ckpt-70 at 70", restored, prefix, step, err)
+	}
+	if want := []string{"apply incr-model.ckpt-70"}; !slices.Equal(r.calls, want) {
+		t.Fatalf("restore applied %v, want %v", r.calls, want)
+	}
+}
