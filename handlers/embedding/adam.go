@@ -49,7 +49,7 @@ func (t *Table) ApplyAdam(m, v int, ids []int64, grads []float32, p AdamParams, 
 			vv[j] = b2*vv[j] + (1-b2)*gj*gj
 			val[j] -= float32(lr * float64(mm[j]) / (math.Sqrt(float64(vv[j])) + eps))
 		}
-		sh.version[r] = step
+		*t.version(sh, r) = step
 		applied++
 	})
 	return applied, nil

@@ -21,14 +21,15 @@ func (t *Table) ChangedSince(since int64) *Snapshot {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		for r, v := range sh.version {
+		for r := range int32(len(sh.ids)) {
+			v := *t.version(sh, r)
 			if v < since {
 				continue
 			}
 			s.IDs = append(s.IDs, sh.ids[r])
-			s.Freqs = append(s.Freqs, sh.freq[r])
+			s.Freqs = append(s.Freqs, *t.freq(sh, r))
 			s.Versions = append(s.Versions, v)
-			row := t.row(sh, int32(r))
+			row := t.row(sh, r)
 			s.Values = append(s.Values, row[:d]...)
 			for k := range s.Slots {
 				s.Slots[k] = append(s.Slots[k], row[(1+k)*d:(2+k)*d]...)
@@ -66,7 +67,7 @@ func (t *Table) Apply(s *Snapshot) error {
 				delete(sh.pending, id)
 				r = t.add(sh, id, h, 0)
 			}
-			sh.freq[r], sh.version[r] = s.Freqs[i], s.Versions[i]
+			*t.freq(sh, r), *t.version(sh, r) = s.Freqs[i], s.Versions[i]
 			row := t.row(sh, r)
 			copy(row[:d], s.Values[int(i)*d:])
 			for k := range s.Slots {

@@ -79,7 +79,7 @@ func (t *Table) each(ids []int64, create bool, f func(sh *shard, i int, r int32)
 			r, ok := sh.idx.find(ids[i], o.hashes[i])
 			switch {
 			case ok && create:
-				sh.freq[r]++
+				*t.freq(sh, r)++
 			case create:
 				r, ok = t.admit(sh, ids[i], o.hashes[i])
 			}
@@ -88,7 +88,7 @@ func (t *Table) each(ids []int64, create bool, f func(sh *shard, i int, r int32)
 				continue
 			}
 			o.rows[i] = r
-			sink += sh.data[int(r)*t.stride]
+			sink += sh.data[int(r)*t.stride+metaFloats]
 		}
 		for _, i := range pos {
 			f(sh, int(i), o.rows[i])
@@ -169,7 +169,7 @@ func (t *Table) ApplyAdagradSlot(k int, ids []int64, grads []float32, lr float32
 			acc[j] += gj * gj
 			v[j] -= lr * gj / float32(math.Sqrt(float64(acc[j])))
 		}
-		sh.version[r] = step
+		*t.version(sh, r) = step
 		applied++
 	})
 	return applied, nil
@@ -185,7 +185,7 @@ func (t *Table) Evict(step, stepsToLive int64, minL2 float64) int {
 		sh := &t.shards[s]
 		sh.mu.Lock()
 		for r := int32(0); r < int32(len(sh.ids)); {
-			stale := stepsToLive > 0 && step-sh.version[r] > stepsToLive
+			stale := stepsToLive > 0 && step-*t.version(sh, r) > stepsToLive
 			small := minL2 > 0 && l2(t.row(sh, r)[:t.opts.Dim]) < minL2
 			if stale || small {
 				t.drop(sh, r) // the last row moves to r: look at r again

@@ -37,9 +37,9 @@ func (t *Table) Snapshot() *Snapshot {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		s.IDs = append(s.IDs, sh.ids...)
-		s.Freqs = append(s.Freqs, sh.freq...)
-		s.Versions = append(s.Versions, sh.version...)
 		for r := range sh.ids {
+			s.Freqs = append(s.Freqs, *t.freq(sh, int32(r)))
+			s.Versions = append(s.Versions, *t.version(sh, int32(r)))
 			row := t.row(sh, int32(r))
 			s.Values = append(s.Values, row[:d]...)
 			for k := range s.Slots {
@@ -118,7 +118,7 @@ func (t *Table) Restore(s *Snapshot) error {
 		h := mix(uint64(id))
 		sh := &fresh.shards[shardOf(h)]
 		r := fresh.add(sh, id, h, s.Freqs[i])
-		sh.version[r] = s.Versions[i]
+		*fresh.version(sh, r) = s.Versions[i]
 		row := fresh.row(sh, r)
 		copy(row[:d], s.Values[i*d:])
 		for k := range s.Slots {
@@ -134,7 +134,7 @@ func (t *Table) Restore(s *Snapshot) error {
 	}
 	for i := range t.shards {
 		sh, f := &t.shards[i], &fresh.shards[i]
-		sh.idx, sh.ids, sh.data, sh.freq, sh.version, sh.pending, sh.bloom = f.idx, f.ids, f.data, f.freq, f.version, f.pending, f.bloom
+		sh.idx, sh.ids, sh.data, sh.pending, sh.bloom = f.idx, f.ids, f.data, f.pending, f.bloom
 	}
 	for i := range t.shards {
 		t.shards[i].mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -87,20 +88,25 @@ func mix(x uint64) uint64 {
 // concurrent use.
 type Table struct {
 	opts   Options
-	stride int // floats of a row: its value, then each slot
+	width  int // floats of a row's value and slots
+	stride int // floats of a row in its shard's slab: see shard
 	shards [numShards]shard
 }
 
 // A shard holds the rows of the ids whose hash's top bits are its number.
-// Row r is ids[r], data[r*stride:][:stride], freq[r], version[r]; the
-// index maps an id to its row. Everything is guarded by mu.
+// Row r is ids[r] and data[r*stride:][:stride]: its lookup count and the
+// version of its last update (an int64 each, in the room of 4 floats),
+// then its value and each slot (and a float of padding when they are of
+// an odd number, so that every row's count is 8-byte aligned). The count
+// and version sit beside the value, on its page and mostly its cache
+// line, rather than in arrays of their own: a lookup of a random id then
+// touches the memory of two places, the index slot and the row, not
+// three. The index maps an id to its row. Everything is guarded by mu.
 type shard struct {
 	mu      sync.Mutex
 	idx     index
 	ids     []int64
 	data    []float32
-	freq    []int64
-	version []int64
 	pending map[int64]int64 // lookups of ids not yet admitted, without Bloom
 	bloom   *bloom          // with Bloom
 	_       cpu.CacheLinePad
@@ -119,7 +125,8 @@ func New(opts Options) (*Table, error) {
 	if len(opts.Init.Rows)%opts.Dim != 0 {
 		return nil, fmt.Errorf("embedding: initial rows of %d floats for rows of %d: %w", len(opts.Init.Rows), opts.Dim, ErrMismatch)
 	}
-	t := &Table{opts: opts, stride: opts.Dim * (1 + len(opts.Slots))}
+	width := opts.Dim * (1 + len(opts.Slots))
+	t := &Table{opts: opts, width: width, stride: metaFloats + width + width%2}
 	for i := range t.shards {
 		t.shards[i].idx.init(8)
 		t.shards[i].pending = map[int64]int64{}
@@ -180,7 +187,7 @@ func (t *Table) BytesPerRow() float64 {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		rows += len(sh.ids)
-		bytes += 8*(cap(sh.ids)+cap(sh.freq)+cap(sh.version)) + 4*cap(sh.data) + 16*len(sh.idx.slots)
+		bytes += 8*cap(sh.ids) + 4*cap(sh.data) + 16*len(sh.idx.slots)
 		if sh.bloom != nil {
 			bytes += len(sh.bloom.counts)
 		}
@@ -195,9 +202,23 @@ func (t *Table) BytesPerRow() float64 {
 // shardOf returns the shard of an id's hash h.
 func shardOf(h uint64) int { return int(h >> (64 - shardBits)) }
 
+// metaFloats is the floats of a row's room for its count and version.
+const metaFloats = 4
+
 // row returns row r's floats in sh: its value, then each slot.
 func (t *Table) row(sh *shard, r int32) []float32 {
-	return sh.data[int(r)*t.stride : (int(r)+1)*t.stride]
+	lo := int(r)*t.stride + metaFloats
+	return sh.data[lo : lo+t.width]
+}
+
+// freq returns row r's lookup count in sh.
+func (t *Table) freq(sh *shard, r int32) *int64 {
+	return (*int64)(unsafe.Pointer(&sh.data[int(r)*t.stride]))
+}
+
+// version returns the global step of row r's last update in sh.
+func (t *Table) version(sh *shard, r int32) *int64 {
+	return (*int64)(unsafe.Pointer(&sh.data[int(r)*t.stride+2]))
 }
 
 // add appends a row for id, made by the initializer, with its slots at
@@ -205,9 +226,8 @@ func (t *Table) row(sh *shard, r int32) []float32 {
 func (t *Table) add(sh *shard, id int64, h uint64, freq int64) int32 {
 	r := int32(len(sh.ids))
 	sh.ids = append(sh.ids, id)
-	sh.freq = append(sh.freq, freq)
-	sh.version = append(sh.version, 0)
 	sh.data = append(sh.data, make([]float32, t.stride)...)
+	*t.freq(sh, r) = freq
 	row := t.row(sh, r)
 	t.opts.Init.fill(id, row[:t.opts.Dim])
 	for s, v := range t.opts.Slots {
@@ -228,11 +248,11 @@ func (t *Table) drop(sh *shard, r int32) {
 	last := int32(len(sh.ids) - 1)
 	if r != last {
 		moved := sh.ids[last]
-		sh.ids[r], sh.freq[r], sh.version[r] = moved, sh.freq[last], sh.version[last]
-		copy(t.row(sh, r), t.row(sh, last))
+		sh.ids[r] = moved
+		copy(sh.data[int(r)*t.stride:(int(r)+1)*t.stride], sh.data[int(last)*t.stride:])
 		sh.idx.setRow(moved, mix(uint64(moved)), r)
 	}
-	sh.ids, sh.freq, sh.version = sh.ids[:last], sh.freq[:last], sh.version[:last]
+	sh.ids = sh.ids[:last]
 	sh.data = sh.data[:int(last)*t.stride]
 }
 
