@@ -13,7 +13,9 @@ import (
 
 func init() {
 	registerOp("Unique", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_idx": typeAttr(wire.DTInt32)}, Build: buildUnique, Outputs: []string{"y", "idx"}})
-	registerOp("UnsortedSegmentSum", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tnumsegments": typeAttr(wire.DTInt32)}, Build: buildUnsortedSegmentSum})
+	registerOp("UnsortedSegmentSum", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tnumsegments": typeAttr(wire.DTInt32)},
+		Inputs: exactly(3), Types: []TypeAttr{segmentSumByDType.attr("T"), typeIn("Tindices", indexTypes...), typeIn("Tnumsegments", indexTypes...)},
+		NumOutputs: exactly(1), Build: buildUnsortedSegmentSum})
 }
 
 // buildUnique builds Unique(x): y holds x's distinct elements in the order
@@ -90,17 +92,7 @@ func unique[T numeric](dt wire.DataType, x []T, idx *wire.Tensor) (wire.Tensor, 
 // id is s; negative ids are dropped, as TensorFlow drops them, and
 // segments without rows are zero.
 func buildUnsortedSegmentSum(_ *Env, n *Node) (Kernel, error) {
-	dt, run, err := segmentSumByDType.forSignature(n, 3)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tnumsegments", indexTypes...); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	dt, run := segmentSumByDType.of(n, "T")
 	return func(c *Context) error {
 		data, err := c.typed(0, dt)
 		if err != nil {

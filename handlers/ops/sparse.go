@@ -13,7 +13,8 @@ func init() {
 	registerOp("GatherV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0)}, Build: buildGatherV2})
 	registerOp("ResourceGather", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0), "validate_indices": boolAttr(true)}, Build: buildResourceGather})
 	registerOp("ResourceScatterAdd", &Spec{Build: buildResourceScatter(addOp)})
-	registerOp("ResourceSparseApplyAdagrad", &Spec{Defaults: map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "update_slots": boolAttr(true)}, Build: buildSparseApplyAdagrad})
+	registerOp("ResourceSparseApplyAdagrad", &Spec{Defaults: map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "update_slots": boolAttr(true)},
+		Inputs: exactly(5), Types: []TypeAttr{adagradByDType.attr("T"), typeIn("Tindices", indexTypes...)}, Build: buildSparseApplyAdagrad})
 }
 
 // rowLayout describes a tensor as rows along its first (or axis-th)
@@ -222,13 +223,7 @@ func buildResourceGather(_ *Env, n *Node) (Kernel, error) {
 // index i with gradient row g, accum[i] += g² (when update_slots), then
 // var[i] -= lr · g / √accum[i].
 func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
-	dt, run, err := adagradByDType.forSignature(n, 5)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
-		return nil, err
-	}
+	dt, run := adagradByDType.of(n, "T")
 	updateSlots, err := n.attrBool("update_slots")
 	if err != nil {
 		return nil, err
