@@ -141,3 +141,7 @@ func (s *Spec) Kernel(env *Env, n *Node) (Kernel, error) {
 func (n *Node) typeOf(name string) wire.DataType {
 	return wire.DataType(n.Attrs[name].GetType())
 }
+
+// intOf is the value of int attribute name, which a declared Count read
+// and bounded.
+func (n *Node) intOf(name string) int64 { return n.Attrs[name].GetI() }
