@@ -12,7 +12,8 @@ import (
 // looks each id up once and sums the gradients of its repeats.
 
 func init() {
-	registerOp("Unique", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_idx": typeAttr(wire.DTInt32)}, Build: buildUnique, Outputs: []string{"y", "idx"}})
+	registerOp("Unique", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_idx": typeAttr(wire.DTInt32)},
+		Inputs: exactly(1), Types: []TypeAttr{uniqueByDType.attr("T"), typeIn("out_idx", indexTypes...)}, Build: buildUnique, Outputs: []string{"y", "idx"}})
 	registerOp("UnsortedSegmentSum", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tnumsegments": typeAttr(wire.DTInt32)},
 		Inputs: exactly(3), Types: []TypeAttr{segmentSumByDType.attr("T"), typeIn("Tindices", indexTypes...), typeIn("Tnumsegments", indexTypes...)},
 		NumOutputs: exactly(1), Build: buildUnsortedSegmentSum})
@@ -21,18 +22,8 @@ func init() {
 // buildUnique builds Unique(x): y holds x's distinct elements in the order
 // they first appear, and idx[i] is the position of x[i] in y.
 func buildUnique(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	dt, run, err := uniqueByDType.forAttr(n, "T")
-	if err != nil {
-		return nil, err
-	}
-	out, err := n.attrTypeIn("out_idx", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 2
+	dt, run := uniqueByDType.of(n, "T")
+	out := n.typeOf("out_idx")
 	return func(c *Context) error {
 		x, err := c.typed(0, dt)
 		if err != nil {
