@@ -214,7 +214,7 @@ func (s *Service) runOp(ctx context.Context, c *serverContext, op *tfpb.Operatio
 		n.Attrs[k] = v
 	}
 	res := s.anonymous(c, n)
-	kernel, err := spec.Build(s.opts.Env, n)
+	kernel, err := spec.Kernel(s.opts.Env, n)
 	if err != nil {
 		return fail(status.Errorf(wire.InvalidArgument, "%v", err))
 	}

@@ -160,7 +160,7 @@ func build(nodes []*tfpb.NodeDef, env *ops.Env) (*Graph, error) {
 	}
 	for i, nd := range nodes {
 		n := g.nodes[i]
-		k, err := n.spec.Build(env, &n.Node)
+		k, err := n.spec.Kernel(env, &n.Node)
 		if err != nil {
 			return nil, graphError(nd, "%v", err)
 		}

@@ -121,16 +121,6 @@ func (n *Node) wantInputs(k int) error {
 	return nil
 }
 
-// wantSignature checks the signature most arithmetic ops share: inputs
-// data inputs, and an element type attribute T that is one of allowed,
-// which it returns.
-func (n *Node) wantSignature(inputs int, allowed ...wire.DataType) (wire.DataType, error) {
-	if err := n.wantInputs(inputs); err != nil {
-		return 0, err
-	}
-	return n.attrTypeIn("T", allowed...)
-}
-
 // Attribute values for op defaults.
 func typeAttr(dt wire.DataType) *tfpb.AttrValue {
 	return &tfpb.AttrValue{Value: &tfpb.AttrValue_Type{Type: tfpb.DataType(dt)}}

@@ -13,30 +13,31 @@ import (
 )
 
 func init() {
-	registerOp("Const", &Spec{Build: buildConst})
-	registerOp("Placeholder", &Spec{Defaults: map[string]*tfpb.AttrValue{"shape": unknownShapeAttr()}, Build: buildNamedFeed("dtype")})
-	registerOp("_Arg", &Spec{Build: buildNamedFeed("T")})
-	registerOp("_Retval", &Spec{Build: buildRetval})
-	registerOp("Identity", &Spec{Build: buildIdentity})
-	registerOp("StopGradient", &Spec{Build: buildIdentity})
-	registerOp("NoOp", &Spec{Build: buildNoOp})
-	registerOp("Shape", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_type": typeAttr(wire.DTInt32)}, Build: buildShape})
-	registerOp("Reshape", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tshape": typeAttr(wire.DTInt32)}, Build: buildReshape})
-	registerOp("ZerosLike", &Spec{Build: buildZerosLike})
-	registerOp("Fill", &Spec{Defaults: map[string]*tfpb.AttrValue{"index_type": typeAttr(wire.DTInt32)}, Build: buildFill})
-	registerOp("IdentityN", &Spec{Build: buildIdentityN})
-	registerOp("Size", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_type": typeAttr(wire.DTInt32)}, Build: buildSize})
-	registerOp("Range", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tidx": typeAttr(wire.DTInt32)}, Build: buildRange})
+	one := exactly(1)
+	registerOp("Const", &Spec{Inputs: exactly(0), Types: []TypeAttr{anyType("dtype")}, NumOutputs: one, Build: buildConst})
+	registerOp("Placeholder", &Spec{Defaults: map[string]*tfpb.AttrValue{"shape": unknownShapeAttr()},
+		Inputs: exactly(0), Types: []TypeAttr{anyType("dtype")}, NumOutputs: one, Build: buildNamedFeed("dtype")})
+	registerOp("_Arg", &Spec{Inputs: exactly(0), Types: []TypeAttr{anyType("T")}, NumOutputs: one, Build: buildNamedFeed("T")})
+	registerOp("_Retval", &Spec{Inputs: one, Types: []TypeAttr{anyType("T")}, Build: buildNoOp})
+	registerOp("Identity", &Spec{Inputs: one, Types: []TypeAttr{anyType("T")}, NumOutputs: one, Build: buildIdentity})
+	registerOp("StopGradient", &Spec{Inputs: one, Types: []TypeAttr{anyType("T")}, NumOutputs: one, Build: buildIdentity})
+	registerOp("NoOp", &Spec{Inputs: exactly(0), Build: buildNoOp})
+	registerOp("Shape", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_type": typeAttr(wire.DTInt32)},
+		Inputs: one, Types: []TypeAttr{typeIn("out_type", indexTypes...)}, NumOutputs: one, Build: buildShape})
+	registerOp("Reshape", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tshape": typeAttr(wire.DTInt32)},
+		Inputs: exactly(2), Types: []TypeAttr{anyType("T"), typeIn("Tshape", indexTypes...)}, NumOutputs: one, Build: buildReshape})
+	registerOp("ZerosLike", &Spec{Inputs: one, Types: []TypeAttr{typeIn("T", numericTypes...)}, NumOutputs: one, Build: buildZerosLike})
+	registerOp("Fill", &Spec{Defaults: map[string]*tfpb.AttrValue{"index_type": typeAttr(wire.DTInt32)},
+		Inputs: exactly(2), Types: []TypeAttr{typeIn("T", numericTypes...), typeIn("index_type", indexTypes...)}, NumOutputs: one, Build: buildFill})
+	registerOp("IdentityN", &Spec{Inputs: byList("T"), NumOutputs: byList("T"), Build: buildIdentityN})
+	registerOp("Size", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_type": typeAttr(wire.DTInt32)},
+		Inputs: one, Types: []TypeAttr{typeIn("out_type", indexTypes...)}, NumOutputs: one, Build: buildSize})
+	registerOp("Range", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tidx": typeAttr(wire.DTInt32)},
+		Inputs: exactly(3), Types: []TypeAttr{rangeByDType.attr("Tidx")}, NumOutputs: one, Build: buildRange})
 }
 
 func buildConst(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(0); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrType("dtype")
-	if err != nil {
-		return nil, err
-	}
+	dt := n.typeOf("dtype")
 	v, err := attrValue[*tfpb.AttrValue_Tensor](n, "value", "a tensor")
 	if err != nil {
 		return nil, err
@@ -53,7 +54,6 @@ func buildConst(_ *Env, n *Node) (Kernel, error) {
 	constant := tensor.Owned(t.DType, t.Shape, len(t.Data))
 	copy(constant.Data, t.Data)
 	t.Buf.Release()
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		c.setOut(0, constant)
 		return nil
@@ -63,20 +63,13 @@ func buildConst(_ *Env, n *Node) (Kernel, error) {
 // buildNamedFeed builds Placeholder and _Arg, fed by node name.
 func buildNamedFeed(typeAttrName string) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(0); err != nil {
-			return nil, err
-		}
-		dt, err := n.attrType(typeAttrName)
-		if err != nil {
-			return nil, err
-		}
-		n.FeedType = dt
+		n.FeedType = n.typeOf(typeAttrName)
 		if n.Op == "Placeholder" {
+			var err error
 			if n.FeedShape, err = n.attrShape("shape"); err != nil {
 				return nil, err
 			}
 		}
-		n.NumOutputs = 1
 		return func(c *Context) error {
 			t, ok := c.Feeds[n.Name]
 			if !ok {
@@ -88,24 +81,7 @@ func buildNamedFeed(typeAttrName string) func(*Env, *Node) (Kernel, error) {
 	}
 }
 
-func buildRetval(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrType("T"); err != nil {
-		return nil, err
-	}
-	return func(*Context) error { return nil }, nil
-}
-
-func buildIdentity(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrType("T"); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildIdentity(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		if in := c.In[0]; in.v != nil && !in.isRef {
 			c.Out[0] = in // a resource handle passes through as is
@@ -120,22 +96,14 @@ func buildIdentity(_ *Env, n *Node) (Kernel, error) {
 	}, nil
 }
 
-func buildNoOp(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(0); err != nil {
-		return nil, err
-	}
+// buildNoOp builds NoOp, and _Retval, which the executor reads its input
+// from without running anything.
+func buildNoOp(*Env, *Node) (Kernel, error) {
 	return func(*Context) error { return nil }, nil
 }
 
 func buildShape(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	out, err := n.attrTypeIn("out_type", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	out := n.typeOf("out_type")
 	return func(c *Context) error {
 		t, err := c.input(0)
 		if err != nil {
@@ -150,37 +118,35 @@ func buildShape(_ *Env, n *Node) (Kernel, error) {
 	}, nil
 }
 
-func buildReshape(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrType("T"); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tshape", indexTypes...); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildReshape(*Env, *Node) (Kernel, error) {
+	return reshapeKernel(func(t, st *wire.Tensor) ([]int64, error) {
+		dims, err := indices(st)
+		if err != nil || len(st.Shape) > 1 {
+			return nil, status.Errorf(wire.InvalidArgument, "shape must be a vector of int32 or int64, is %v%v", st.DType, st.Shape)
+		}
+		total, _ := t.NumElements()
+		return inferShape(dims, total)
+	}), nil
+}
+
+// reshapeKernel is the kernel of an op (Reshape, ExpandDims) whose output
+// is input 0 under the shape that shape computes from it and input 1: a
+// view sharing input 0's memory.
+func reshapeKernel(shape func(t, arg *wire.Tensor) ([]int64, error)) Kernel {
 	return func(c *Context) error {
 		var in [2]*wire.Tensor
 		if err := c.inputs(in[:]); err != nil {
 			return err
 		}
-		t, st := in[0], in[1]
-		dims, err := indices(st)
-		if err != nil || len(st.Shape) > 1 {
-			return status.Errorf(wire.InvalidArgument, "shape must be a vector of int32 or int64, is %v%v", st.DType, st.Shape)
-		}
-		total, _ := t.NumElements()
-		shape, err := inferShape(dims, total)
+		s, err := shape(in[0], in[1])
 		if err != nil {
 			return err
 		}
-		r := tensor.Ref(*t)
-		r.Shape = shape
+		r := tensor.Ref(*in[0])
+		r.Shape = s
 		c.setOut(0, r)
 		return nil
-	}, nil
+	}
 }
 
 // inferShape fills in Reshape's one -1 dimension so that the shape holds
@@ -211,11 +177,7 @@ func inferShape(dims []int64, total int64) ([]int64, error) {
 	return shape, nil
 }
 
-func buildZerosLike(_ *Env, n *Node) (Kernel, error) {
-	if _, err := n.wantSignature(1, numericTypes...); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildZerosLike(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		t, err := c.input(0)
 		if err != nil {
@@ -231,14 +193,7 @@ func buildZerosLike(_ *Env, n *Node) (Kernel, error) {
 	}, nil
 }
 
-func buildFill(_ *Env, n *Node) (Kernel, error) {
-	if _, err := n.wantSignature(2, numericTypes...); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("index_type", indexTypes...); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildFill(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		var in [2]*wire.Tensor
 		if err := c.inputs(in[:]); err != nil {
@@ -297,15 +252,7 @@ func setIndex(t *wire.Tensor, i int, v int64) {
 
 // buildIdentityN forwards each input as the output of the same index;
 // function calls become one when inlined.
-func buildIdentityN(_ *Env, n *Node) (Kernel, error) {
-	types, err := n.attrTypeList("T")
-	if err != nil {
-		return nil, err
-	}
-	if err := n.wantInputs(len(types)); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = len(types)
+func buildIdentityN(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		for i, in := range c.In {
 			if in.v != nil && !in.isRef {
@@ -323,14 +270,7 @@ func buildIdentityN(_ *Env, n *Node) (Kernel, error) {
 }
 
 func buildSize(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	out, err := n.attrTypeIn("out_type", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	out := n.typeOf("out_type")
 	return func(c *Context) error {
 		t, err := c.input(0)
 		if err != nil {
@@ -350,14 +290,7 @@ func buildSize(_ *Env, n *Node) (Kernel, error) {
 // buildRange builds Range(start, limit, delta): start, start+delta, ...
 // up to limit, excluded.
 func buildRange(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(3); err != nil {
-		return nil, err
-	}
-	dt, run, err := rangeByDType.forAttr(n, "Tidx")
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	dt, run := rangeByDType.of(n, "Tidx")
 	return func(c *Context) error {
 		var in [3]*wire.Tensor
 		if err := c.typedInputs(dt, in[:]); err != nil {

@@ -12,22 +12,13 @@ import (
 // whether it is non-zero, and bool is 0 or 1.
 
 func init() {
-	registerOp("Cast", &Spec{Defaults: map[string]*tfpb.AttrValue{"Truncate": boolAttr(false)}, Build: buildCast})
+	registerOp("Cast", &Spec{Defaults: map[string]*tfpb.AttrValue{"Truncate": boolAttr(false)},
+		Inputs: exactly(1), Types: []TypeAttr{castByDType.attr("SrcT"), typeIn("DstT", castTypes...)}, NumOutputs: exactly(1), Build: buildCast})
 }
 
 func buildCast(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	src, casts, err := castByDType.forAttr(n, "SrcT")
-	if err != nil {
-		return nil, err
-	}
-	dst, run, err := casts.forAttr(n, "DstT")
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	src, casts := castByDType.of(n, "SrcT")
+	dst, run := casts.of(n, "DstT")
 	return func(c *Context) error {
 		t, err := c.typed(0, src)
 		if err != nil {

@@ -24,7 +24,7 @@ const (
 func init() {
 	for name, op := range map[string]compareKind{"Less": lessOp, "LessEqual": lessEqualOp, "Greater": greaterOp,
 		"GreaterEqual": greaterEqualOp, "Equal": equalOp, "NotEqual": notEqualOp} {
-		registerOp(name, &Spec{Build: buildCompare(op)})
+		registerOp(name, &Spec{Inputs: exactly(2), Types: []TypeAttr{compareByDType.attr("T")}, NumOutputs: exactly(1), Build: buildCompare(op)})
 	}
 }
 
@@ -37,11 +37,7 @@ var compareByDType = numericTable(compareTensors[float32], compareTensors[float6
 
 func buildCompare(op compareKind) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		dt, run, err := compareByDType.forSignature(n, 2)
-		if err != nil {
-			return nil, err
-		}
-		n.NumOutputs = 1
+		dt, run := compareByDType.of(n, "T")
 		return func(c *Context) error {
 			var in [2]*wire.Tensor
 			if err := c.typedInputs(dt, in[:]); err != nil {

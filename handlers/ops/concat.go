@@ -13,9 +13,11 @@ import (
 // They move elements as bytes, so they take any fixed-size dtype.
 
 func init() {
-	registerOp("ConcatV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tidx": typeAttr(wire.DTInt32)}, Build: buildConcat})
-	registerOp("Pack", &Spec{Defaults: map[string]*tfpb.AttrValue{"axis": intAttr(0)}, Build: buildPack})
-	registerOp("Unpack", &Spec{Defaults: map[string]*tfpb.AttrValue{"axis": intAttr(0)}, Build: buildUnpack})
+	registerOp("ConcatV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tidx": typeAttr(wire.DTInt32)},
+		Inputs: byInt("N", 1).plus(1), Types: []TypeAttr{fixedSize("T"), typeIn("Tidx", indexTypes...)}, NumOutputs: exactly(1), Build: buildConcat})
+	registerOp("Pack", &Spec{Defaults: map[string]*tfpb.AttrValue{"axis": intAttr(0)}, Inputs: byInt("N", 1), NumOutputs: exactly(1), Build: buildPack})
+	registerOp("Unpack", &Spec{Defaults: map[string]*tfpb.AttrValue{"axis": intAttr(0)},
+		Inputs: exactly(1), Types: []TypeAttr{fixedSize("T")}, NumOutputs: byInt("num", 0), Build: buildUnpack})
 }
 
 // fixedType reads the element type attribute name of an op that moves
@@ -69,24 +71,7 @@ func joinAlong(r *wire.Tensor, parts []*wire.Tensor, axis int) {
 }
 
 func buildConcat(_ *Env, n *Node) (Kernel, error) {
-	num, err := n.attrInt("N")
-	if err != nil {
-		return nil, err
-	}
-	if num < 1 {
-		return nil, fmt.Errorf("N is %d, want at least 1", num)
-	}
-	if err := n.wantInputs(int(num) + 1); err != nil {
-		return nil, err
-	}
-	dt, err := n.fixedType("T")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tidx", indexTypes...); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	num, dt := n.intOf("N"), n.typeOf("T")
 	return func(c *Context) error {
 		parts := make([]*wire.Tensor, num)
 		if err := c.typedInputs(dt, parts); err != nil {
@@ -132,16 +117,7 @@ func buildConcat(_ *Env, n *Node) (Kernel, error) {
 
 // buildPack builds Pack: N tensors of one shape stacked along a new axis.
 func buildPack(_ *Env, n *Node) (Kernel, error) {
-	num, err := n.attrInt("N")
-	if err != nil {
-		return nil, err
-	}
-	if num < 1 {
-		return nil, fmt.Errorf("N is %d, want at least 1", num)
-	}
-	if err := n.wantInputs(int(num)); err != nil {
-		return nil, err
-	}
+	num := n.intOf("N")
 	dt, err := n.attrType("T")
 	if err != nil {
 		return nil, err
@@ -155,7 +131,6 @@ func buildPack(_ *Env, n *Node) (Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		parts := make([]*wire.Tensor, num)
 		if err := c.typedInputs(dt, parts); err != nil {
@@ -194,25 +169,11 @@ func buildPack(_ *Env, n *Node) (Kernel, error) {
 // buildUnpack builds Unpack: a tensor split along axis into num tensors
 // without that axis.
 func buildUnpack(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	num, err := n.attrInt("num")
-	if err != nil {
-		return nil, err
-	}
-	if num < 0 {
-		return nil, fmt.Errorf("num is %d", num)
-	}
-	dt, err := n.fixedType("T")
-	if err != nil {
-		return nil, err
-	}
+	num, dt := n.intOf("num"), n.typeOf("T")
 	axisAttr, err := n.attrInt("axis")
 	if err != nil {
 		return nil, err
 	}
-	n.NumOutputs = int(num)
 	return func(c *Context) error {
 		t, err := c.typed(0, dt)
 		if err != nil {

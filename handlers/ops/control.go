@@ -14,24 +14,18 @@ import (
 // another variable). Loops (Enter, Exit, NextIteration) are not supported.
 
 func init() {
-	registerOp("Switch", &Spec{Build: buildSwitch})
-	registerOp("RefSwitch", &Spec{Build: buildSwitch})
-	registerOp("Merge", &Spec{Build: buildMerge, Merges: true})
-	registerOp("RefMerge", &Spec{Build: buildMerge, Merges: true})
+	t := []TypeAttr{anyType("T")}
+	registerOp("Switch", &Spec{Inputs: exactly(2), Types: t, NumOutputs: exactly(2), Build: buildSwitch})
+	registerOp("RefSwitch", &Spec{Inputs: exactly(2), Types: t, NumOutputs: exactly(2), Build: buildSwitch})
+	registerOp("Merge", &Spec{Inputs: byInt("N", 1), Types: t, NumOutputs: exactly(2), Build: buildMerge, Merges: true})
+	registerOp("RefMerge", &Spec{Inputs: byInt("N", 1), Types: t, NumOutputs: exactly(2), Build: buildMerge, Merges: true})
 }
 
 // buildSwitch: output_false (0) and output_true (1); the one pred does not
 // pick is dead. The data passes as a Value, so that a resource handle or a
 // ref stays one.
 func buildSwitch(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrType("T")
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 2
+	dt := n.typeOf("T")
 	return func(c *Context) error {
 		p, err := c.typed(1, wire.DTBool)
 		if err != nil {
@@ -53,21 +47,7 @@ func buildSwitch(_ *Env, n *Node) (Kernel, error) {
 // buildMerge: output (0), the first live input, and value_index (1), its
 // index. The executor runs a Merge once its inputs have all arrived and one
 // of them is live (Spec.Merges).
-func buildMerge(_ *Env, n *Node) (Kernel, error) {
-	k, err := n.attrInt("N")
-	if err != nil {
-		return nil, err
-	}
-	if k < 1 {
-		return nil, status.Errorf(wire.InvalidArgument, "attr N is %d, want at least 1", k)
-	}
-	if err := n.wantInputs(int(k)); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrType("T"); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 2
+func buildMerge(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		for i := range c.In {
 			if c.In[i].T.Dead {

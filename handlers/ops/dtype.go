@@ -107,15 +107,19 @@ func (t byDType[F]) forAttr(n *Node, name string) (wire.DataType, F, error) {
 	return dt, f, nil
 }
 
-// forSignature checks the signature most arithmetic ops share, as
-// wantSignature does, with t's type set: inputs data inputs and an element
-// type attribute T, which it returns with its code.
-func (t byDType[F]) forSignature(n *Node, inputs int) (wire.DataType, F, error) {
-	if err := n.wantInputs(inputs); err != nil {
-		var zero F
-		return 0, zero, err
+// attr declares type attribute name with t's type set, for a Spec whose
+// builder then takes its code with of.
+func (t byDType[F]) attr(name string) TypeAttr { return typeIn(name, t.types...) }
+
+// of returns the value of type attribute name, which the spec declares
+// with t.attr, and its code.
+func (t byDType[F]) of(n *Node, name string) (wire.DataType, F) {
+	dt := n.typeOf(name)
+	f, ok := t.lookup(dt)
+	if !ok {
+		panic(fmt.Sprintf("ops: %s: attr %q is %v, outside the type set %v its spec declares", n.Op, name, dt, t.types))
 	}
-	return t.forAttr(n, "T")
+	return dt, f
 }
 
 // forTensor returns the code for t's dtype, or an InvalidArgument error

@@ -136,7 +136,7 @@ func buildKernel(b *testing.B, kc kernelCase) (ops.Kernel, *ops.Context) {
 	}
 	maps.Copy(attrs, kc.attrs)
 	n := &ops.Node{Name: "k", Op: kc.op, Attrs: attrs, NumInputs: len(kc.inputs)}
-	k, err := spec.Build(&ops.Env{}, n)
+	k, err := spec.Kernel(&ops.Env{}, n)
 	if err != nil {
 		b.Fatal(fmt.Errorf("build %s: %w", kc.name, err))
 	}

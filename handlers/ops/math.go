@@ -12,17 +12,19 @@ import (
 func init() {
 	for name, op := range map[string]binaryKind{"Add": addOp, "AddV2": addOp, "Sub": subOp, "Mul": mulOp, "RealDiv": divOp, "Maximum": maxOp,
 		"Minimum": minOp, "FloorDiv": floorDivOp, "FloorMod": floorModOp} {
-		registerOp(name, &Spec{Build: buildBinary(op)})
+		registerOp(name, &Spec{Inputs: exactly(2), Types: []TypeAttr{binaryTable(op).attr("T")}, NumOutputs: exactly(1), Build: buildBinary(op)})
 	}
 	for name, op := range map[string]unaryKind{"Neg": negOp, "Sigmoid": sigmoidOp, "Log": logOp, "Exp": expOp, "Square": squareOp, "Log1p": log1pOp,
 		"Sqrt": sqrtOp, "Rsqrt": rsqrtOp} {
-		registerOp(name, &Spec{Build: buildUnary(op)})
+		registerOp(name, &Spec{Inputs: exactly(1), Types: []TypeAttr{unaryTable(op).attr("T")}, NumOutputs: exactly(1), Build: buildUnary(op)})
 	}
-	registerOp("SigmoidGrad", &Spec{Build: buildSigmoidGrad})
+	registerOp("SigmoidGrad", &Spec{Inputs: exactly(2), Types: []TypeAttr{sigmoidGradByDType.attr("T")}, NumOutputs: exactly(1), Build: buildSigmoidGrad})
 	red := map[string]*tfpb.AttrValue{"keep_dims": boolAttr(false), "Tidx": typeAttr(wire.DTInt32)}
-	registerOp("Sum", &Spec{Defaults: red, Build: buildReduce(false)})
-	registerOp("Mean", &Spec{Defaults: red, Build: buildReduce(true)})
-	registerOp("MatMul", &Spec{Defaults: map[string]*tfpb.AttrValue{"transpose_a": boolAttr(false), "transpose_b": boolAttr(false)}, Build: buildMatMul})
+	reduce := []TypeAttr{reduceByDType.attr("T"), typeIn("Tidx", indexTypes...)}
+	registerOp("Sum", &Spec{Defaults: red, Inputs: exactly(2), Types: reduce, NumOutputs: exactly(1), Build: buildReduce(false)})
+	registerOp("Mean", &Spec{Defaults: red, Inputs: exactly(2), Types: reduce, NumOutputs: exactly(1), Build: buildReduce(true)})
+	registerOp("MatMul", &Spec{Defaults: map[string]*tfpb.AttrValue{"transpose_a": boolAttr(false), "transpose_b": boolAttr(false)},
+		Inputs: exactly(2), Types: []TypeAttr{matMulByDType.attr("T")}, NumOutputs: exactly(1), Build: buildMatMul})
 }
 
 type binaryKind int
@@ -47,25 +49,26 @@ func binaryTensors[T numeric](op binaryKind, r, a, b wire.Tensor, out []int64) {
 
 var binaryByDType = numericTable(binaryTensors[float32], binaryTensors[float64], binaryTensors[int32], binaryTensors[int64])
 
+// binaryTable is the code of op for the types it supports: real division
+// has no integer form.
+func binaryTable(op binaryKind) byDType[func(binaryKind, wire.Tensor, wire.Tensor, wire.Tensor, []int64)] {
+	if op == divOp {
+		return binaryByDType.floats()
+	}
+	return binaryByDType
+}
+
 // intZeroByDType finds a zero divisor, which FloorDiv and FloorMod refuse
 // for integers; floats divide by zero into infinities.
 var intZeroByDType = indexTable(hasZero[int32], hasZero[int64])
 
 func buildBinary(op binaryKind) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		table := binaryByDType
-		if op == divOp {
-			table = table.floats()
-		}
-		dt, run, err := table.forSignature(n, 2)
-		if err != nil {
-			return nil, err
-		}
+		dt, run := binaryTable(op).of(n, "T")
 		var zeroDivisor func(wire.Tensor) bool
 		if op == floorDivOp || op == floorModOp {
 			zeroDivisor, _ = intZeroByDType.lookup(dt)
 		}
-		n.NumOutputs = 1
 		return func(c *Context) error {
 			var in [2]*wire.Tensor
 			if err := c.typedInputs(dt, in[:]); err != nil {
@@ -322,18 +325,19 @@ func intUnaryTensors[T int32 | int64](op unaryKind) func(r, a wire.Tensor) {
 
 var unaryByDType = numericTable(unaryTensors[float32], unaryTensors[float64], intUnaryTensors[int32], intUnaryTensors[int64])
 
+// unaryTable is the code of op for the types it supports: only Neg and
+// Square have integer forms.
+func unaryTable(op unaryKind) byDType[func(unaryKind) func(r, a wire.Tensor)] {
+	if op != negOp && op != squareOp {
+		return unaryByDType.floats()
+	}
+	return unaryByDType
+}
+
 func buildUnary(op unaryKind) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		table := unaryByDType
-		if op != negOp && op != squareOp {
-			table = table.floats()
-		}
-		dt, code, err := table.forSignature(n, 1)
-		if err != nil {
-			return nil, err
-		}
+		dt, code := unaryTable(op).of(n, "T")
 		run := code(op)
-		n.NumOutputs = 1
 		return func(c *Context) error {
 			a, err := c.typed(0, dt)
 			if err != nil {
@@ -365,13 +369,12 @@ func mapInto[T numeric](r, a []T, f func(T) T) {
 	}
 }
 
+// sigmoidGradByDType is the arithmetic SigmoidGrad runs, on real numbers.
+var sigmoidGradByDType = elementwiseByDType.floats()
+
 // buildSigmoidGrad builds SigmoidGrad(y, dy) = dy * y * (1 - y).
 func buildSigmoidGrad(_ *Env, n *Node) (Kernel, error) {
-	dt, run, err := elementwiseByDType.floats().forSignature(n, 2)
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	dt, run := sigmoidGradByDType.of(n, "T")
 	return func(c *Context) error {
 		var in [2]*wire.Tensor
 		if err := c.typedInputs(dt, in[:]); err != nil {
@@ -401,18 +404,11 @@ var reduceByDType = numericTable(reduceTensors[float32], reduceTensors[float64],
 // buildReduce builds Sum and Mean over the axes given by input 1.
 func buildReduce(mean bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		dt, run, err := reduceByDType.forSignature(n, 2)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := n.attrTypeIn("Tidx", indexTypes...); err != nil {
-			return nil, err
-		}
+		dt, run := reduceByDType.of(n, "T")
 		keep, err := n.attrBool("keep_dims")
 		if err != nil {
 			return nil, err
 		}
-		n.NumOutputs = 1
 		return func(c *Context) error {
 			a, err := c.typed(0, dt)
 			if err != nil {
@@ -623,10 +619,7 @@ func matMulTensors[T numeric](r, a, b wire.Tensor, d matDims) {
 var matMulByDType = numericTable(matMulTensors[float32], matMulTensors[float64], matMulTensors[int32], matMulTensors[int64])
 
 func buildMatMul(_ *Env, n *Node) (Kernel, error) {
-	dt, run, err := matMulByDType.forSignature(n, 2)
-	if err != nil {
-		return nil, err
-	}
+	dt, run := matMulByDType.of(n, "T")
 	ta, err := n.attrBool("transpose_a")
 	if err != nil {
 		return nil, err
@@ -635,7 +628,6 @@ func buildMatMul(_ *Env, n *Node) (Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		var in [2]*wire.Tensor
 		if err := c.typedInputs(dt, in[:]); err != nil {

@@ -19,17 +19,17 @@ import (
 
 func init() {
 	adam := map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "use_nesterov": boolAttr(false)}
-	registerOp("ApplyAdam", &Spec{Defaults: adam, Build: buildApply(adamUpdate, true, false)})
-	registerOp("ResourceApplyAdam", &Spec{Defaults: adam, Build: buildApply(adamUpdate, false, false)})
-	registerOp("SparseApplyAdam", &Spec{Defaults: adam, Build: buildApply(adamUpdate, true, true)})
-	registerOp("ResourceSparseApplyAdam", &Spec{Defaults: adam, Build: buildApply(adamUpdate, false, true)})
-	registerOp("ApplyMomentum", &Spec{Defaults: adam, Build: buildApply(momentumUpdate, true, false)})
-	registerOp("ResourceApplyMomentum", &Spec{Defaults: adam, Build: buildApply(momentumUpdate, false, false)})
-	registerOp("SparseApplyMomentum", &Spec{Defaults: adam, Build: buildApply(momentumUpdate, true, true)})
-	registerOp("ResourceSparseApplyMomentum", &Spec{Defaults: adam, Build: buildApply(momentumUpdate, false, true)})
+	registerOp("ApplyAdam", applySpec(adam, adamUpdate, true, false))
+	registerOp("ResourceApplyAdam", applySpec(adam, adamUpdate, false, false))
+	registerOp("SparseApplyAdam", applySpec(adam, adamUpdate, true, true))
+	registerOp("ResourceSparseApplyAdam", applySpec(adam, adamUpdate, false, true))
+	registerOp("ApplyMomentum", applySpec(adam, momentumUpdate, true, false))
+	registerOp("ResourceApplyMomentum", applySpec(adam, momentumUpdate, false, false))
+	registerOp("SparseApplyMomentum", applySpec(adam, momentumUpdate, true, true))
+	registerOp("ResourceSparseApplyMomentum", applySpec(adam, momentumUpdate, false, true))
 	adagrad := map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "update_slots": boolAttr(true)}
-	registerOp("ApplyAdagrad", &Spec{Defaults: adagrad, Build: buildApply(adagradUpdate, true, false)})
-	registerOp("ResourceApplyAdagrad", &Spec{Defaults: adagrad, Build: buildApply(adagradUpdate, false, false)})
+	registerOp("ApplyAdagrad", applySpec(adagrad, adagradUpdate, true, false))
+	registerOp("ResourceApplyAdagrad", applySpec(adagrad, adagradUpdate, false, false))
 }
 
 // An update describes one optimizer: its variables (var and its slots),
@@ -148,34 +148,37 @@ type applyInputs struct {
 	idxT    *wire.Tensor
 }
 
+// applySpec is the Spec of one optimizer op, as buildApply builds it: the
+// variables, the scalars, the gradient (and the momentum, and the indices
+// of a sparse update) as data inputs; an element type T; the ref of var as
+// output when the variables are refs.
+func applySpec(defaults map[string]*tfpb.AttrValue, u *update, ref, sparse bool) *Spec {
+	inputs := u.vars + len(u.scalars) + 1
+	if u == momentumUpdate {
+		inputs++ // momentum
+	}
+	types := []TypeAttr{u.runners.attr("T")}
+	if sparse {
+		inputs++
+		types = append(types, typeIn("Tindices", indexTypes...))
+	}
+	outputs := 0
+	if ref {
+		outputs = 1
+	}
+	return &Spec{Defaults: defaults, Inputs: exactly(inputs), Types: types, NumOutputs: exactly(outputs), Build: buildApply(u, ref, sparse)}
+}
+
 // buildApply builds one optimizer op: ref says whether the variables are
 // VariableV2 refs (the op then outputs var's ref) or resource handles,
 // sparse whether a gradient row comes with each index.
 func buildApply(u *update, ref, sparse bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		inputs := u.vars + len(u.scalars) + 1
-		if u == momentumUpdate {
-			inputs++ // momentum
-		}
-		if sparse {
-			inputs++
-		}
-		dt, _, err := u.runners.forSignature(n, inputs)
-		if err != nil {
-			return nil, err
-		}
-		if sparse {
-			if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
-				return nil, err
-			}
-		}
+		dt, _ := u.runners.of(n, "T")
 		flag := cmp.Or(u.flag, "use_nesterov")
 		nesterov, err := n.attrBool(flag)
 		if err != nil {
 			return nil, err
-		}
-		if ref {
-			n.NumOutputs = 1
 		}
 		return func(c *Context) error {
 			in, err := c.applyInputs(u, dt, ref, sparse)

@@ -14,9 +14,10 @@ import (
 // take any fixed-size dtype.
 
 func init() {
-	registerOp("DynamicPartition", &Spec{Build: buildDynamicPartition})
-	registerOp("DynamicStitch", &Spec{Build: buildDynamicStitch})
-	registerOp("ParallelDynamicStitch", &Spec{Build: buildDynamicStitch})
+	t := []TypeAttr{fixedSize("T")}
+	registerOp("DynamicPartition", &Spec{Inputs: exactly(2), Types: t, NumOutputs: byInt("num_partitions", 1), Build: buildDynamicPartition})
+	registerOp("DynamicStitch", &Spec{Inputs: byInt("N", 1).times(2), Types: t, NumOutputs: exactly(1), Build: buildDynamicStitch})
+	registerOp("ParallelDynamicStitch", &Spec{Inputs: byInt("N", 1).times(2), Types: t, NumOutputs: exactly(1), Build: buildDynamicStitch})
 }
 
 // prefixRows checks that idx's shape is a prefix of data's and returns the
@@ -35,21 +36,7 @@ func prefixRows(data *wire.Tensor, idxShape []int64, what string) (int, error) {
 // buildDynamicPartition builds DynamicPartition(data, partitions): output
 // i holds, in order, the rows of data whose partition is i.
 func buildDynamicPartition(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	dt, err := n.fixedType("T")
-	if err != nil {
-		return nil, err
-	}
-	num, err := n.attrInt("num_partitions")
-	if err != nil {
-		return nil, err
-	}
-	if num < 1 {
-		return nil, fmt.Errorf("num_partitions is %d, want at least 1", num)
-	}
-	n.NumOutputs = int(num)
+	dt, num := n.typeOf("T"), n.intOf("num_partitions")
 	return func(c *Context) error {
 		data, err := c.typed(0, dt)
 		if err != nil {
@@ -92,21 +79,7 @@ func buildDynamicPartition(_ *Env, n *Node) (Kernel, error) {
 // indices[m][i] of the output is data[m]'s row i; a later index wins over
 // an earlier one, and rows no index names are zero.
 func buildDynamicStitch(_ *Env, n *Node) (Kernel, error) {
-	num, err := n.attrInt("N")
-	if err != nil {
-		return nil, err
-	}
-	if num < 1 {
-		return nil, fmt.Errorf("N is %d, want at least 1", num)
-	}
-	if err := n.wantInputs(2 * int(num)); err != nil {
-		return nil, err
-	}
-	dt, err := n.fixedType("T")
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	num, dt := n.intOf("N"), n.typeOf("T")
 	return func(c *Context) error {
 		N := int(num)
 		idx := make([]*wire.Tensor, N)
@@ -115,6 +88,7 @@ func buildDynamicStitch(_ *Env, n *Node) (Kernel, error) {
 		}
 		data := make([]*wire.Tensor, N)
 		for m := range data {
+			var err error // the kernel's own: steps run it at once
 			if data[m], err = c.typed(N+m, dt); err != nil {
 				return err
 			}

@@ -1,21 +1,14 @@
 package ops
 
 func init() {
-	registerOp("PlaceholderWithDefault", &Spec{Build: buildPlaceholderWithDefault})
+	registerOp("PlaceholderWithDefault", &Spec{Inputs: exactly(1), Types: []TypeAttr{anyType("dtype")}, NumOutputs: exactly(1), Build: buildPlaceholderWithDefault})
 }
 
 // buildPlaceholderWithDefault builds PlaceholderWithDefault(input): its
 // input, unless fed. TensorFlow's Saver graphs hold the checkpoint prefix
 // in one. A fed one never reaches a kernel: the master turns a fed tensor
 // into a _Recv of the feed.
-func buildPlaceholderWithDefault(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrType("dtype"); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildPlaceholderWithDefault(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		t, err := c.input(0)
 		if err != nil {

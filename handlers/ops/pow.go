@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	registerOp("Pow", &Spec{Build: buildPow})
+	registerOp("Pow", &Spec{Inputs: exactly(2), Types: []TypeAttr{powByDType.attr("T")}, NumOutputs: exactly(1), Build: buildPow})
 }
 
 // powTensors computes r = a^b under broadcasting, r of the broadcast
@@ -39,11 +39,7 @@ var powByDType = floatTable(powTensors[float32], powTensors[float64])
 // buildPow builds Pow(x, y) for floating dtypes, with broadcasting: the
 // optimizers' bias corrections (Adam's beta1^t) run it on the ps.
 func buildPow(_ *Env, n *Node) (Kernel, error) {
-	dt, run, err := powByDType.forSignature(n, 2)
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	dt, run := powByDType.of(n, "T")
 	return func(c *Context) error {
 		var in [2]*wire.Tensor
 		if err := c.typedInputs(dt, in[:]); err != nil {

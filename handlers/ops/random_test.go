@@ -122,7 +122,7 @@ func (c *tfRandomCase) build(t testing.TB) (ops.Kernel, *ops.Context) {
 	all := maps.Clone(spec.Defaults)
 	maps.Copy(all, attrs)
 	n := &ops.Node{Name: "r", Op: c.Op, Attrs: all, NumInputs: len(inputs)}
-	k, err := spec.Build(&ops.Env{}, n)
+	k, err := spec.Kernel(&ops.Env{}, n)
 	if err != nil {
 		t.Fatalf("build %s: %v", c, err)
 	}
@@ -341,7 +341,7 @@ func TestRandomBadInputs(t *testing.T) {
 			attrs := maps.Clone(spec.Defaults)
 			maps.Copy(attrs, tc.attrs)
 			n := &ops.Node{Name: "r", Op: tc.op, Attrs: attrs, NumInputs: len(tc.inputs)}
-			k, err := spec.Build(&ops.Env{}, n)
+			k, err := spec.Kernel(&ops.Env{}, n)
 			if err != nil {
 				t.Fatal(err)
 			}

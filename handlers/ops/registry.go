@@ -11,6 +11,14 @@ import (
 // are registered once, at init, and only read afterwards.
 type Spec struct {
 	Defaults map[string]*tfpb.AttrValue
+	// Inputs, Types and NumOutputs declare the prologue most builders
+	// share (see Kernel): how many data inputs a node has, the type
+	// attributes it must carry and the types they may hold, and how many
+	// outputs its kernel makes. Undeclared, Build checks them itself;
+	// NumOutputs defaults to len(Outputs) when Outputs names them.
+	Inputs     Count
+	Types      []TypeAttr
+	NumOutputs Count
 	// Async ops may wait (for a tensor from another partition), so the
 	// executor runs them on goroutines of their own.
 	Async bool
@@ -23,9 +31,10 @@ type Spec struct {
 	// it dead only when all are; the deadness of its control inputs does
 	// not reach it.
 	Merges bool
-	// Build checks n's attributes and inputs against env, sets n's outputs
-	// (and, for feeds and fetches, their keys and types) and returns the
-	// kernel.
+	// Build checks n's attributes and inputs against env beyond what the
+	// spec declares, sets n's outputs when the spec does not (and, for
+	// feeds and fetches, their keys and types) and returns the kernel.
+	// Callers go through Kernel, which runs the declared checks first.
 	Build func(env *Env, n *Node) (Kernel, error)
 	// Outputs names the op's output arguments, in order, when it has
 	// several, each one tensor (Unique's y and idx): function bodies

@@ -12,25 +12,18 @@ import (
 // looks each id up once and sums the gradients of its repeats.
 
 func init() {
-	registerOp("Unique", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_idx": typeAttr(wire.DTInt32)}, Build: buildUnique, Outputs: []string{"y", "idx"}})
-	registerOp("UnsortedSegmentSum", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tnumsegments": typeAttr(wire.DTInt32)}, Build: buildUnsortedSegmentSum})
+	registerOp("Unique", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_idx": typeAttr(wire.DTInt32)},
+		Inputs: exactly(1), Types: []TypeAttr{uniqueByDType.attr("T"), typeIn("out_idx", indexTypes...)}, Build: buildUnique, Outputs: []string{"y", "idx"}})
+	registerOp("UnsortedSegmentSum", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tnumsegments": typeAttr(wire.DTInt32)},
+		Inputs: exactly(3), Types: []TypeAttr{segmentSumByDType.attr("T"), typeIn("Tindices", indexTypes...), typeIn("Tnumsegments", indexTypes...)},
+		NumOutputs: exactly(1), Build: buildUnsortedSegmentSum})
 }
 
 // buildUnique builds Unique(x): y holds x's distinct elements in the order
 // they first appear, and idx[i] is the position of x[i] in y.
 func buildUnique(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	dt, run, err := uniqueByDType.forAttr(n, "T")
-	if err != nil {
-		return nil, err
-	}
-	out, err := n.attrTypeIn("out_idx", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 2
+	dt, run := uniqueByDType.of(n, "T")
+	out := n.typeOf("out_idx")
 	return func(c *Context) error {
 		x, err := c.typed(0, dt)
 		if err != nil {
@@ -90,17 +83,7 @@ func unique[T numeric](dt wire.DataType, x []T, idx *wire.Tensor) (wire.Tensor, 
 // id is s; negative ids are dropped, as TensorFlow drops them, and
 // segments without rows are zero.
 func buildUnsortedSegmentSum(_ *Env, n *Node) (Kernel, error) {
-	dt, run, err := segmentSumByDType.forSignature(n, 3)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tnumsegments", indexTypes...); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	dt, run := segmentSumByDType.of(n, "T")
 	return func(c *Context) error {
 		data, err := c.typed(0, dt)
 		if err != nil {

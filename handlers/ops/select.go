@@ -19,15 +19,12 @@ import (
 // scalar, of that shape, or a vector along t's first dimension.
 
 func init() {
-	registerOp("Select", &Spec{Build: buildSelect(false)})
-	registerOp("SelectV2", &Spec{Build: buildSelect(true)})
+	registerOp("Select", &Spec{Inputs: exactly(3), NumOutputs: exactly(1), Build: buildSelect(false)})
+	registerOp("SelectV2", &Spec{Inputs: exactly(3), NumOutputs: exactly(1), Build: buildSelect(true)})
 }
 
 func buildSelect(v2 bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(3); err != nil {
-			return nil, err
-		}
 		dt, err := n.attrType("T")
 		if err != nil {
 			return nil, err
@@ -35,7 +32,6 @@ func buildSelect(v2 bool) func(*Env, *Node) (Kernel, error) {
 		if dt != wire.DTString && dt.Size() == 0 {
 			return nil, status.Errorf(wire.InvalidArgument, "attr \"T\" is %v: Select takes tensors of fixed-size types or strings", dt)
 		}
-		n.NumOutputs = 1
 		return func(c *Context) error {
 			cond, err := c.typed(0, wire.DTBool)
 			if err != nil {

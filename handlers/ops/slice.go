@@ -12,12 +12,12 @@ import (
 // new axes and indexed, dropped, axes). Both move elements as bytes.
 
 func init() {
-	registerOp("Slice", &Spec{Build: buildSlice})
+	registerOp("Slice", &Spec{Inputs: exactly(3), Types: sliceTypes, NumOutputs: exactly(1), Build: buildSlice})
 	masks := map[string]*tfpb.AttrValue{}
 	for _, m := range []string{"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"} {
 		masks[m] = intAttr(0)
 	}
-	registerOp("StridedSlice", &Spec{Defaults: masks, Build: buildStridedSlice})
+	registerOp("StridedSlice", &Spec{Defaults: masks, Inputs: exactly(4), Types: sliceTypes, NumOutputs: exactly(1), Build: buildStridedSlice})
 }
 
 // A box is the part of a tensor a slice takes: per dimension, the first
@@ -56,18 +56,12 @@ func (b *box) take(dst []byte, t *wire.Tensor) {
 	}
 }
 
+// sliceTypes are the type attributes of Slice and StridedSlice: the
+// elements, moved as bytes, and the begin, end (or size) and strides.
+var sliceTypes = []TypeAttr{fixedSize("T"), typeIn("Index", indexTypes...)}
+
 func buildSlice(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(3); err != nil {
-		return nil, err
-	}
-	dt, err := n.fixedType("T")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Index", indexTypes...); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	dt := n.typeOf("T")
 	return func(c *Context) error {
 		t, err := c.typed(0, dt)
 		if err != nil {
@@ -249,17 +243,9 @@ func (s *stridedSpec) dense(b *box, d, i int, dim int64) error {
 }
 
 func buildStridedSlice(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(4); err != nil {
-		return nil, err
-	}
-	dt, err := n.fixedType("T")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Index", indexTypes...); err != nil {
-		return nil, err
-	}
+	dt := n.typeOf("T")
 	var spec stridedSpec
+	var err error
 	for _, m := range []struct {
 		name string
 		dst  *int64
@@ -268,7 +254,6 @@ func buildStridedSlice(_ *Env, n *Node) (Kernel, error) {
 			return nil, err
 		}
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		t, err := c.typed(0, dt)
 		if err != nil {

@@ -10,10 +10,13 @@ import (
 )
 
 func init() {
-	registerOp("GatherV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0)}, Build: buildGatherV2})
-	registerOp("ResourceGather", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0), "validate_indices": boolAttr(true)}, Build: buildResourceGather})
+	registerOp("GatherV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0)},
+		Inputs: exactly(3), Types: []TypeAttr{anyType("Tparams"), typeIn("Tindices", indexTypes...), typeIn("Taxis", indexTypes...)}, NumOutputs: exactly(1), Build: buildGatherV2})
+	registerOp("ResourceGather", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0), "validate_indices": boolAttr(true)},
+		Inputs: exactly(2), Types: []TypeAttr{anyType("dtype"), typeIn("Tindices", indexTypes...)}, NumOutputs: exactly(1), Build: buildResourceGather})
 	registerOp("ResourceScatterAdd", &Spec{Build: buildResourceScatter(addOp)})
-	registerOp("ResourceSparseApplyAdagrad", &Spec{Defaults: map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "update_slots": boolAttr(true)}, Build: buildSparseApplyAdagrad})
+	registerOp("ResourceSparseApplyAdagrad", &Spec{Defaults: map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "update_slots": boolAttr(true)},
+		Inputs: exactly(5), Types: []TypeAttr{adagradByDType.attr("T"), typeIn("Tindices", indexTypes...)}, Build: buildSparseApplyAdagrad})
 }
 
 // rowLayout describes a tensor as rows along its first (or axis-th)
@@ -63,22 +66,9 @@ func gatherShape(params, idxShape []int64, axis int) []int64 {
 }
 
 func buildGatherV2(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(3); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrType("Tparams"); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Taxis", indexTypes...); err != nil {
-		return nil, err
-	}
 	if err := n.rejectBatchDims(); err != nil {
 		return nil, err
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		var in [3]*wire.Tensor
 		if err := c.inputs(in[:]); err != nil {
@@ -157,20 +147,10 @@ func (v *variable) sparse(f func(t *wire.Tensor) error) error {
 }
 
 func buildResourceGather(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrType("dtype")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
-		return nil, err
-	}
+	dt := n.typeOf("dtype")
 	if err := n.rejectBatchDims(); err != nil {
 		return nil, err
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		v, it, err := c.variableAndInput()
 		if err != nil {
@@ -222,13 +202,7 @@ func buildResourceGather(_ *Env, n *Node) (Kernel, error) {
 // index i with gradient row g, accum[i] += g² (when update_slots), then
 // var[i] -= lr · g / √accum[i].
 func buildSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
-	dt, run, err := adagradByDType.forSignature(n, 5)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
-		return nil, err
-	}
+	dt, run := adagradByDType.of(n, "T")
 	updateSlots, err := n.attrBool("update_slots")
 	if err != nil {
 		return nil, err

@@ -16,16 +16,19 @@ func init() {
 	registerOp("ReadVariableOp", &Spec{Build: buildReadVariable})
 	registerOp("Assign", &Spec{Defaults: map[string]*tfpb.AttrValue{"validate_shape": boolAttr(true), "use_locking": boolAttr(true)}, Build: buildAssign})
 	registerOp("AssignVariableOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"validate_shape": boolAttr(false)}, Build: buildAssignVariable})
-	registerOp("AssignAddVariableOp", &Spec{Build: buildAssignUpdate(addOp)})
-	registerOp("AssignSubVariableOp", &Spec{Build: buildAssignUpdate(subOp)})
+	numericDType := []TypeAttr{typeIn("dtype", numericTypes...)}
+	registerOp("AssignAddVariableOp", &Spec{Inputs: exactly(2), Types: numericDType, Build: buildAssignUpdate(addOp)})
+	registerOp("AssignSubVariableOp", &Spec{Inputs: exactly(2), Types: numericDType, Build: buildAssignUpdate(subOp)})
 	refUpdate := map[string]*tfpb.AttrValue{"use_locking": boolAttr(false)}
-	registerOp("AssignAdd", &Spec{Defaults: refUpdate, Build: buildRefUpdate(addOp)})
-	registerOp("AssignSub", &Spec{Defaults: refUpdate, Build: buildRefUpdate(subOp)})
+	numeric := []TypeAttr{typeIn("T", numericTypes...)}
+	registerOp("AssignAdd", &Spec{Defaults: refUpdate, Inputs: exactly(2), Types: numeric, NumOutputs: exactly(1), Build: buildRefUpdate(addOp)})
+	registerOp("AssignSub", &Spec{Defaults: refUpdate, Inputs: exactly(2), Types: numeric, NumOutputs: exactly(1), Build: buildRefUpdate(subOp)})
 	registerOp("VarIsInitializedOp", &Spec{Build: buildIsInitialized(false)})
 	registerOp("IsVariableInitialized", &Spec{Build: buildIsInitialized(true)})
 	gd := map[string]*tfpb.AttrValue{"use_locking": boolAttr(false)}
-	registerOp("ApplyGradientDescent", &Spec{Defaults: gd, Build: buildApplyGradientDescent(true)})
-	registerOp("ResourceApplyGradientDescent", &Spec{Defaults: gd, Build: buildApplyGradientDescent(false)})
+	descent := []TypeAttr{descentByDType.attr("T")}
+	registerOp("ApplyGradientDescent", &Spec{Defaults: gd, Inputs: exactly(3), Types: descent, NumOutputs: exactly(1), Build: buildApplyGradientDescent(true)})
+	registerOp("ResourceApplyGradientDescent", &Spec{Defaults: gd, Inputs: exactly(3), Types: descent, Build: buildApplyGradientDescent(false)})
 }
 
 // withDefaults merges default tables.
@@ -157,12 +160,6 @@ func buildAssignVariable(_ *Env, n *Node) (Kernel, error) {
 // buildAssignUpdate builds AssignAddVariableOp and AssignSubVariableOp.
 func buildAssignUpdate(op binaryKind) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(2); err != nil {
-			return nil, err
-		}
-		if _, err := n.attrTypeIn("dtype", numericTypes...); err != nil {
-			return nil, err
-		}
 		return func(c *Context) error {
 			v, d, err := c.variableAndInput()
 			if err != nil {
@@ -182,12 +179,6 @@ func buildAssignUpdate(op binaryKind) func(*Env, *Node) (Kernel, error) {
 // is its output) and ResourceApplyGradientDescent: var -= alpha * delta.
 func buildApplyGradientDescent(ref bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if _, _, err := descentByDType.forSignature(n, 3); err != nil {
-			return nil, err
-		}
-		if ref {
-			n.NumOutputs = 1
-		}
 		return func(c *Context) error {
 			if c.In[0].v == nil || c.In[0].isRef != ref {
 				return status.Errorf(wire.InvalidArgument, "input 0 is not a variable %s", map[bool]string{true: "ref", false: "handle"}[ref])
@@ -246,10 +237,6 @@ func axpy[T floating](y []T, a T, x []T) {
 // output is the ref.
 func buildRefUpdate(op binaryKind) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if _, err := n.wantSignature(2, numericTypes...); err != nil {
-			return nil, err
-		}
-		n.NumOutputs = 1
 		return func(c *Context) error {
 			if !c.In[0].isRef {
 				return status.Errorf(wire.InvalidArgument, "input 0 is not a variable ref")

@@ -1,0 +1,106 @@
+package ops
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/starwire/starwire/wire"
+	"github.com/starwire/starwire/wire/tfpb"
+)
+
+// TestSpecKernelChecks runs Spec.Kernel's declared checks on a spec of
+// every kind of declaration: N pairs of inputs and one more, a type list
+// counting the outputs, a type attribute with a type set and a fixed-size
+// one. Build must run only when they all pass, and see NumOutputs set.
+func TestSpecKernelChecks(t *testing.T) {
+	errBuild := errors.New("built")
+	var built *Node
+	spec := &Spec{
+		Inputs:     byInt("N", 1).times(2).plus(1),
+		Types:      []TypeAttr{typeIn("T", floatTypes...), fixedSize("Tdata"), anyType("Tany")},
+		NumOutputs: byList("dtypes").plus(1),
+		Build: func(_ *Env, n *Node) (Kernel, error) {
+			built = n
+			return nil, errBuild
+		},
+	}
+	good := func() map[string]*tfpb.AttrValue {
+		return map[string]*tfpb.AttrValue{
+			"N": intAttr(2), "T": typeAttr(wire.DTDouble), "Tdata": typeAttr(wire.DTInt32), "Tany": typeAttr(wire.DTString),
+			"dtypes": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{Type: []tfpb.DataType{tfpb.DataType(wire.DTFloat), tfpb.DataType(wire.DTInt64)}}}},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		inputs int
+		edit   func(map[string]*tfpb.AttrValue)
+		want   string // "" when Build runs
+	}{
+		{"good", 5, func(map[string]*tfpb.AttrValue) {}, ""},
+		{"inputs", 4, func(map[string]*tfpb.AttrValue) {}, "has 4 data inputs, want 5"},
+		{"N missing", 5, func(a map[string]*tfpb.AttrValue) { delete(a, "N") }, `missing attr "N"`},
+		{"N too small", 1, func(a map[string]*tfpb.AttrValue) { a["N"] = intAttr(0) }, "N is 0, want at least 1"},
+		{"N too large", 5, func(a map[string]*tfpb.AttrValue) { a["N"] = intAttr(1 << 40) }, "N is 1099511627776, want at most 65536"},
+		{"N a bool", 5, func(a map[string]*tfpb.AttrValue) { a["N"] = boolAttr(true) }, `attr "N" is not an int`},
+		{"T outside its set", 5, func(a map[string]*tfpb.AttrValue) { a["T"] = typeAttr(wire.DTInt32) }, `attr "T" is int32, want one of [float double]`},
+		{"Tdata a string", 5, func(a map[string]*tfpb.AttrValue) { a["Tdata"] = typeAttr(wire.DTString) }, `attr "Tdata" is string: only fixed-size types are supported`},
+		{"Tany missing", 5, func(a map[string]*tfpb.AttrValue) { delete(a, "Tany") }, `missing attr "Tany"`},
+		{"dtypes not a list", 5, func(a map[string]*tfpb.AttrValue) { a["dtypes"] = intAttr(1) }, `attr "dtypes" is not a list`},
+		// The inputs are checked before the types, as the builders did.
+		{"inputs before types", 3, func(a map[string]*tfpb.AttrValue) { delete(a, "T") }, "has 3 data inputs, want 5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			built = nil
+			attrs := good()
+			tc.edit(attrs)
+			n := &Node{Name: "n", Op: "Test", Attrs: attrs, NumInputs: tc.inputs}
+			_, err := spec.Kernel(&Env{}, n)
+			if tc.want == "" {
+				if !errors.Is(err, errBuild) || built != n {
+					t.Fatalf("Kernel = %v, Build ran on %v; want Build's error from n", err, built)
+				}
+				if n.NumOutputs != 3 {
+					t.Errorf("NumOutputs = %d, want 3", n.NumOutputs)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || built != nil {
+				t.Fatalf("Kernel = %v (Build ran: %t), want %q before Build", err, built != nil, tc.want)
+			}
+		})
+	}
+}
+
+// TestSpecKernelNamedOutputs checks that a spec naming its outputs and
+// declaring no count makes one output a name.
+func TestSpecKernelNamedOutputs(t *testing.T) {
+	spec := &Spec{Outputs: []string{"y", "idx"}, Build: func(*Env, *Node) (Kernel, error) { return nil, nil }}
+	n := &Node{Name: "n", Op: "Test"}
+	if _, err := spec.Kernel(&Env{}, n); err != nil || n.NumOutputs != 2 {
+		t.Fatalf("Kernel = %v, NumOutputs %d; want nil, 2", err, n.NumOutputs)
+	}
+}
+
+// TestTableAttrMatchesOf checks that a type a table declares is one its
+// of finds code for, for the tables the arithmetic specs declare.
+func TestTableAttrMatchesOf(t *testing.T) {
+	for op := range floorModOp + 1 {
+		table := binaryTable(op)
+		for _, dt := range table.attr("T").allowed {
+			n := &Node{Op: "Test", Attrs: map[string]*tfpb.AttrValue{"T": typeAttr(dt)}}
+			if got, f := table.of(n, "T"); got != dt || f == nil {
+				t.Errorf("binary %d: of(%v) = %v, %v", op, dt, got, f != nil)
+			}
+		}
+	}
+	if got := binaryTable(divOp).attr("T").allowed; len(got) != 2 {
+		t.Errorf("RealDiv declares %v, want the float types", got)
+	}
+	if got := unaryTable(sigmoidOp).attr("T").allowed; len(got) != 2 {
+		t.Errorf("Sigmoid declares %v, want the float types", got)
+	}
+	if got := unaryTable(negOp).attr("T").allowed; len(got) != 4 {
+		t.Errorf("Neg declares %v, want the numeric types", got)
+	}
+}
