@@ -59,6 +59,9 @@ func (t *Table) Apply(s *Snapshot) error {
 		}
 		sh := &t.shards[sn]
 		sh.mu.Lock()
+		if t.observer != nil {
+			t.observer.Replaced()
+		}
 		for _, i := range pos {
 			id, h := s.IDs[i], o.hashes[i]
 			r, ok := sh.idx.find(id, h)

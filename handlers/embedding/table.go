@@ -89,6 +89,8 @@ type Table struct {
 	opts   Options
 	stride int // floats of a row: its value, then each slot
 	shards [numShards]shard
+	// observer hears of evictions and restores (observer.go).
+	observer Observer
 }
 
 // A shard holds the rows of the ids whose hash's top bits are its number.
