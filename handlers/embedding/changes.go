@@ -59,8 +59,8 @@ func (t *Table) Apply(s *Snapshot) error {
 		}
 		sh := &t.shards[sn]
 		sh.mu.Lock()
-		if t.observer != nil {
-			t.observer.Replaced()
+		if o := t.observing(); o != nil {
+			o.Replaced()
 		}
 		for _, i := range pos {
 			id, h := s.IDs[i], o.hashes[i]

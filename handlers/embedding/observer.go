@@ -18,9 +18,23 @@ type Observer interface {
 	Replaced()
 }
 
-// Observe sets the table's observer (nil: none). Set it before the table
-// is shared: the table reads it without a lock.
-func (t *Table) Observe(o Observer) { t.observer = o }
+// Observe sets the table's observer (nil: none). Changes made while it
+// is being set may be reported to the old one.
+func (t *Table) Observe(o Observer) {
+	if o == nil {
+		t.observer.Store(nil)
+		return
+	}
+	t.observer.Store(&o)
+}
+
+// observing returns the table's observer, nil for none.
+func (t *Table) observing() Observer {
+	if o := t.observer.Load(); o != nil {
+		return *o
+	}
+	return nil
+}
 
 // Remove deletes the rows of ids, with their slots, skipping ids without a
 // row, and returns how many it removed: a follower of a change stream

@@ -184,12 +184,13 @@ func (t *Table) Evict(step, stepsToLive int64, minL2 float64) int {
 	for s := range t.shards {
 		sh := &t.shards[s]
 		sh.mu.Lock()
-		var gone []int64 // for the observer
+		o := t.observing()
+		var gone []int64 // for o
 		for r := int32(0); r < int32(len(sh.ids)); {
 			stale := stepsToLive > 0 && step-sh.version[r] > stepsToLive
 			small := minL2 > 0 && l2(t.row(sh, r)[:t.opts.Dim]) < minL2
 			if stale || small {
-				if t.observer != nil {
+				if o != nil {
 					gone = append(gone, sh.ids[r])
 				}
 				t.drop(sh, r) // the last row moves to r: look at r again
@@ -199,7 +200,7 @@ func (t *Table) Evict(step, stepsToLive int64, minL2 float64) int {
 			r++
 		}
 		if len(gone) > 0 {
-			t.observer.Evicted(gone)
+			o.Evicted(gone)
 		}
 		sh.mu.Unlock()
 	}

@@ -136,8 +136,8 @@ func (t *Table) Restore(s *Snapshot) error {
 		sh, f := &t.shards[i], &fresh.shards[i]
 		sh.idx, sh.ids, sh.data, sh.freq, sh.version, sh.pending, sh.bloom = f.idx, f.ids, f.data, f.freq, f.version, f.pending, f.bloom
 	}
-	if t.observer != nil {
-		t.observer.Replaced()
+	if o := t.observing(); o != nil {
+		o.Replaced()
 	}
 	for i := range t.shards {
 		t.shards[i].mu.Unlock()

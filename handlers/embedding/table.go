@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/cpu"
 )
@@ -90,7 +91,7 @@ type Table struct {
 	stride int // floats of a row: its value, then each slot
 	shards [numShards]shard
 	// observer hears of evictions and restores (observer.go).
-	observer Observer
+	observer atomic.Pointer[Observer]
 }
 
 // A shard holds the rows of the ids whose hash's top bits are its number.

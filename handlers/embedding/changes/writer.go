@@ -115,18 +115,22 @@ func (w *Writer) Next() int64 {
 
 // Track adds table t to the export under name, observing it (a table
 // has one observer: a table is tracked by one writer). Its first export
-// holds all its rows.
-func (w *Writer) Track(name string, t *embedding.Table) error {
+// holds all its rows. Tracking the table a name has is nothing; another
+// table under it (a variable made again) takes its place, sent in full.
+func (w *Writer) Track(name string, t *embedding.Table) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	i, found := slices.BinarySearchFunc(w.tables, name, func(tr *tracked, n string) int { return strings.Compare(tr.name, n) })
-	if found {
-		return fmt.Errorf("changes: table %q is tracked already", name)
+	if found && w.tables[i].t == t {
+		return
 	}
 	tr := &tracked{name: name, t: t, full: true}
 	t.Observe(tr)
+	if found {
+		w.tables[i] = tr
+		return
+	}
 	w.tables = slices.Insert(w.tables, i, tr)
-	return nil
 }
 
 // Export writes the next version: for each tracked table the rows
