@@ -68,7 +68,7 @@ func TestKvStreamExportOp(t *testing.T) {
 			t.Fatalf("after version %d the follower has %v, the ps %v", want, got, ps)
 		}
 	}
-	step(1, 7) // a base; updates from step 7 on are the next version's
+	step(1, 7)                                           // a base; updates from step 7 on are the next version's
 	kvStep(t, env, []int64{2, 3}, []float32{1, 1, 1, 1}) // 3 is new
 	step(2, 8)
 	evict := GraphDef(kvHandle("emb"), ConstI64("step", nil, 13),

@@ -424,3 +424,30 @@ func partPath(t *testing.T, dir string, v int64) string {
 	}
 	return filepath.Join(dir, m.Parts[0].File)
 }
+
+// TestTrackAgain: tracking a table again is nothing; another table under
+// the name takes its place, sent in full.
+func TestTrackAgain(t *testing.T) {
+	dir := t.TempDir()
+	ps := newTable(t)
+	w, _ := NewWriter(dir)
+	w.Track("emb", ps)
+	update(t, ps, []int64{1, 2}, 1)
+	mustExport(t, w, 2)
+	w.Track("emb", ps)
+	update(t, ps, []int64{2}, 2)
+	if m := mustExport(t, w, 3); m.Base || m.Parts[0].Rows != 1 {
+		t.Fatalf("after tracking the table again: %+v, want 1 row, not a base", m)
+	}
+	again := newTable(t)
+	update(t, again, []int64{7}, 3)
+	w.Track("emb", again)
+	if m := mustExport(t, w, 4); !m.Base || m.Parts[0].Rows != 1 {
+		t.Fatalf("after tracking a new table: %+v, want a base of 1 row", m)
+	}
+	f := NewFollower(dir)
+	if _, err := f.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	wantEqual(t, again, f.Table("emb"))
+}
