@@ -1,7 +1,33 @@
-// Package afxdp is starwire's packet transport: endpoints that run the
+// Package afxdp runs starwire's packet protocol: endpoints that run the
 // reliable packet protocol (package protocol) over a link (package link:
 // AF_XDP sockets, a kernel UDP socket, an in-memory pair), and hand its
 // sessions out as Conns, which package afxdprpc adapts to rpc.Transport.
+//
+// # Glossary
+//
+// One name per thing, in code, flags, metrics labels and documents:
+//
+//   - afxdp (netpath.AFXDP, AF_XDP in prose): the path of calls carried by
+//     the packet protocol over AF_XDP sockets, bypassing the kernel's
+//     network stack. Flags: --afxdp (auto, on, off), --afxdp_iface,
+//     --afxdp_path; metrics label path="afxdp". Older documents call it
+//     the bypass, the kernel-bypass path or the packet path; the policy
+//     words "bypass" and "always" are read as aliases of "afxdp".
+//   - udp (netpath.UDP): the same protocol over a kernel UDP socket, where
+//     AF_XDP is unavailable (Open's fallback) or chosen (--transport udp).
+//   - tcp (netpath.TCP): the stream path, package rpc/tcp.
+//   - packet protocol: this package's reliable protocol (package protocol),
+//     which both afxdp and udp run; a packet session is one of its
+//     sessions (a Conn), and the packet path, where a document still says
+//     so, is whichever of afxdp or udp a packet session runs over. A
+//     packet transport (as opposed to a stream transport such as rpc/tcp)
+//     is an rpc.Transport over the protocol: afxdprpc.Transport.
+//   - dual connection (afxdprpc.Dual, the transport named "dual"): a
+//     connection that starts on tcp and, once both ends advertise a packet
+//     endpoint, carries each call whole over tcp or the packet session, as
+//     the path policy (netpath.Policy: --afxdp_path, STARWIRE_AFXDP_PATH)
+//     chooses. It is a transport, not a path: each call reports the path
+//     that carried it.
 //
 // # Pieces
 //

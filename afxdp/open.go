@@ -7,24 +7,21 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/starwire/starwire/afxdp/link"
-)
-
-// Paths Open reports.
-const (
-	PathXDP = "afxdp" // AF_XDP sockets on the interface's queues
-	PathUDP = "udp"   // a kernel UDP socket: AF_XDP is unavailable there
+	"github.com/starwire/starwire/netpath"
 )
 
 // Opened is what Open started, and on which path.
 type Opened struct {
 	Group *Group
-	Path  string // PathXDP or PathUDP
-	// Fallback says why the path is not PathXDP (nil when it is), for a
+	// Path is netpath.AFXDP (AF_XDP sockets on the interface's queues) or
+	// netpath.UDP (a kernel UDP socket: AF_XDP is unavailable there).
+	Path netpath.Path
+	// Fallback says why the path is not netpath.AFXDP (nil when it is), for a
 	// log line: AF_XDP being unavailable is not an error.
 	Fallback error
 }
 
-// Open starts the packet transport on ifname's IPv4 address and port, in the
+// Open starts the packet protocol on ifname's IPv4 address and port, in the
 // calling thread's network namespace: a Group with
 // Reactors(opts.Reactors, queues) reactors over AF_XDP when Available says
 // it can be used, otherwise one endpoint over a kernel UDP socket, and why
@@ -40,7 +37,7 @@ func Open(ifname string, port uint16, opts Options, xo link.XSKOptions) (Opened,
 			for i, l := range links {
 				ls[i] = l
 			}
-			return Opened{Group: NewGroup(ls, opts), Path: PathXDP}, nil
+			return Opened{Group: NewGroup(ls, opts), Path: netpath.AFXDP}, nil
 		}
 		fallback = err
 	}
@@ -52,7 +49,7 @@ func Open(ifname string, port uint16, opts Options, xo link.XSKOptions) (Opened,
 	if err != nil {
 		return Opened{Fallback: fallback}, err
 	}
-	return Opened{Group: NewGroup([]link.Link{l}, opts), Path: PathUDP, Fallback: fallback}, nil
+	return Opened{Group: NewGroup([]link.Link{l}, opts), Path: netpath.UDP, Fallback: fallback}, nil
 }
 
 // ifaceAddr returns ifname's first IPv4 address.

@@ -12,7 +12,9 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/internal/afxdpfabric"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 )
@@ -78,12 +80,11 @@ func ServeXDP(iface string, port uint16) (*Targets, error) {
 	if err != nil {
 		return nil, err
 	}
-	xl, err := link.OpenXSK(iface, link.XSKOptions{Port: port})
+	ep, err := afxdpfabric.OpenEndpoint(iface, link.XSKOptions{Port: port}, fanInServer, nil)
 	if err != nil {
 		return nil, fmt.Errorf("bench: serve %s on %s: %w", ProtoAFXDP, iface, err)
 	}
-	ep := afxdp.NewEndpoint(xl, fanInServer)
-	dual := afxdprpc.Dual(&tcp.Transport{}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Logger: quiet})
+	dual := afxdprpc.Dual(&tcp.Transport{}, ep, afxdprpc.DualOptions{Path: netpath.AFXDP, Logger: quiet})
 	l, err := dual.Listen(net.JoinHostPort(ip.String(), "0"))
 	if err != nil {
 		ep.Close()
@@ -133,22 +134,19 @@ var fanInServer = afxdp.Options{Ticket: PacketTicket, MaxPeerSessions: 4096, Bac
 // contender's path policy.
 func (x *xdpNet) dial(proto, addr string) (conn, error) {
 	if x.client == nil {
-		var xl *link.XSKLink
-		err := x.pair.B.Do(func() (err error) {
-			xl, err = link.OpenXSK(x.pair.B.Link, link.XSKOptions{Port: xdpClientPort})
-			return err
-		})
+		ep, err := afxdpfabric.OpenEndpoint(x.pair.B.Link, link.XSKOptions{Port: xdpClientPort},
+			afxdp.Options{Ticket: PacketTicket, Backlog: -1}, x.pair.B.Do)
 		if err != nil {
 			return nil, fmt.Errorf("bench: dial %s: %w", proto, err)
 		}
-		x.client = afxdp.NewEndpoint(xl, afxdp.Options{Ticket: PacketTicket, Backlog: -1})
+		x.client = ep
 	}
 	ep := x.client
 	policy := dualPolicy(proto)
 	if policy == nil {
 		return &starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Transport(ep)})}, nil
 	}
-	dual := afxdprpc.Dual(&nsTCP{end: x.pair.B}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: *policy, Logger: quiet})
+	dual := afxdprpc.Dual(&nsTCP{end: x.pair.B}, ep, afxdprpc.DualOptions{Path: netpath.AFXDP, Policy: *policy, Logger: quiet})
 	return dualConn{&starConn{c: rpc.NewClient(addr, rpc.ClientOptions{Transport: dual})}, dual}, nil
 }
 

@@ -34,7 +34,7 @@ const (
 const (
 	ProtoDualAuto  = "dual-auto"  // afxdprpc.PathAuto: the chooser picks per call
 	ProtoDualTCP   = "dual-tcp"   // afxdprpc.PathTCPOnly: every call over TCP
-	ProtoDualAFXDP = "dual-afxdp" // afxdprpc.PathBypass: every call over AF_XDP
+	ProtoDualAFXDP = "dual-afxdp" // afxdprpc.PathAFXDP: every call over AF_XDP
 )
 
 // Protocols are the protocols a sweep can run by default, in the order it
@@ -59,7 +59,7 @@ func dualPolicy(p string) *afxdprpc.PathPolicy {
 	case ProtoDualTCP:
 		return &afxdprpc.PathPolicy{Mode: afxdprpc.PathTCPOnly}
 	case ProtoDualAFXDP:
-		return &afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}
+		return &afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}
 	}
 	return nil
 }

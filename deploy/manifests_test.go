@@ -139,6 +139,26 @@ func TestGeneratedManifests(t *testing.T) {
 	checkCluster(t, data, "ctr", "train", map[string]int{"chief": 1, "ps": 3, "worker": 5}, false)
 }
 
+// TestManifestsAFXDPModes: --afxdp takes serve's values; "on" makes each
+// task refuse to start without AF_XDP, "off" is the old "false".
+func TestManifestsAFXDPModes(t *testing.T) {
+	sizes := map[string]int{"chief": 1, "ps": 2, "worker": 2}
+	on := manifests(t, "--afxdp", "on")
+	checkCluster(t, on, "starwire", "default", sizes, true)
+	for _, p := range decode(t, on).pods {
+		args := p.Spec.Containers[0].Args
+		if i := slices.Index(args, "--afxdp"); (args[0] == "serve") != (i > 0 && i+1 < len(args) && args[i+1] == "on") {
+			t.Errorf("pod %s: args %q with --afxdp on", p.Name, args)
+		}
+	}
+	if off := manifests(t, "--afxdp", "off"); !bytes.Equal(off, manifests(t, "--afxdp=false")) {
+		t.Error("--afxdp off and --afxdp=false make different manifests")
+	}
+	if auto := manifests(t, "--afxdp", "auto"); !bytes.Equal(auto, manifests(t)) {
+		t.Error("--afxdp auto is not the default")
+	}
+}
+
 // checkCluster decodes the manifests and checks they make the cluster
 // asked for, and that the cluster spec and the endpoint map the tasks
 // compute agree with the Services.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
@@ -112,7 +113,8 @@ func (c inflightCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // get returns the series of m over path, creating it on first use.
-func (s *side) get(m rpc.Method, path string) *series {
+func (s *side) get(m rpc.Method, p netpath.Path) *series {
+	path := string(p)
 	k := seriesKey{m.ID, path}
 	if x := (*s.series.Load())[k]; x != nil {
 		return x
@@ -201,6 +203,9 @@ func tensorBytes(ts []wire.Tensor) int {
 	return n
 }
 
+// pathNone labels the calls that failed before they had a connection.
+const pathNone netpath.Path = "none"
+
 // ClientInterceptor returns an interceptor that counts a Client's calls.
 func (m *Metrics) ClientInterceptor() rpc.ClientInterceptor {
 	s := m.client
@@ -213,7 +218,7 @@ func (m *Metrics) ClientInterceptor() rpc.ClientInterceptor {
 		g.n.Add(-1)
 		path := info.Path
 		if path == "" {
-			path = "none" // failed before it had a connection
+			path = pathNone // failed before it had a connection
 		}
 		x := s.get(info.Method, path)
 		x.done(codeOf(err), d)

@@ -17,6 +17,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/cpuclock"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -183,8 +184,8 @@ func TestScrapeCountsCalls(t *testing.T) {
 	ea, eb := afxdp.NewEndpoint(la, afxdp.Options{Ticket: &testTicket}), afxdp.NewEndpoint(lb, afxdp.Options{Ticket: &testTicket})
 	defer ea.Close()
 	defer eb.Close()
-	m.AddEndpoint("client", afxdp.PathUDP, ea)
-	m.AddEndpoint("server", afxdp.PathUDP, eb)
+	m.AddEndpoint("client", netpath.UDP, ea)
+	m.AddEndpoint("server", netpath.UDP, eb)
 	m.AddXDP("veth0", fakeXDP{xdp.Counters{Redirected: 10, NotAllowed: 3}})
 	pl, err := afxdprpc.Transport(eb).Listen("")
 	if err != nil {

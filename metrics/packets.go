@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/xdp"
 )
 
@@ -22,8 +23,9 @@ type XDPCounters interface {
 }
 
 type endpoint struct {
-	name, path string
-	src        EndpointStats
+	name string
+	path netpath.Path
+	src  EndpointStats
 }
 
 type program struct {
@@ -73,8 +75,9 @@ func newDesc(name, help string) *prometheus.Desc {
 }
 
 // AddEndpoint exports the counters of an afxdp endpoint or group as
-// endpoint=name (unique in m), path=path ("afxdp" or "udp", as afxdp.Open says).
-func (m *Metrics) AddEndpoint(name, path string, e EndpointStats) {
+// endpoint=name (unique in m), path=path (netpath.AFXDP or UDP, as afxdp.Open
+// says).
+func (m *Metrics) AddEndpoint(name string, path netpath.Path, e EndpointStats) {
 	c := m.packets
 	c.mu.Lock()
 	c.endpoints = append(c.endpoints, endpoint{name, path, e})
@@ -107,7 +110,7 @@ func (c *packetCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, e := range eps {
 		s := e.src.Stats()
 		for _, d := range afxdpDescs {
-			ch <- prometheus.MustNewConstMetric(d.desc, prometheus.CounterValue, float64(d.get(s)), e.name, e.path)
+			ch <- prometheus.MustNewConstMetric(d.desc, prometheus.CounterValue, float64(d.get(s)), e.name, string(e.path))
 		}
 	}
 	for _, p := range progs {

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"github.com/starwire/starwire/internal/readside"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -72,7 +73,7 @@ type DeliveryClock interface {
 // says which one it uses now (Client.Stats).
 type PathConn interface {
 	Conn
-	Path() string
+	Path() netpath.Path
 }
 
 // A PathSender is a Conn that chooses a path per message and says which
@@ -82,7 +83,7 @@ type PathConn interface {
 // went over, or was queued on when it returned.
 type PathSender interface {
 	Conn
-	SendPath(m *wire.Message) (path string, err error)
+	SendPath(m *wire.Message) (path netpath.Path, err error)
 }
 
 // A Throttle is a Receiver that holds a connection's reader back while it

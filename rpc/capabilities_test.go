@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/starwire/starwire/internal/readside"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -73,11 +74,11 @@ var (
 func (c *namingConn) Withdraw(m *wire.Message) Withdrawal { return c.w.Withdraw(m) }
 func (c *namingConn) Progress() (in, out uint64)          { return c.p.Progress() }
 
-func (c *namingConn) SendPath(m *wire.Message) (string, error) {
-	path := "tcp"
+func (c *namingConn) SendPath(m *wire.Message) (netpath.Path, error) {
+	path := netpath.TCP
 	if m.Header.Kind == wire.KindRequest {
 		c.mu.Lock()
-		path = [2]string{"even", "odd"}[c.sent%2]
+		path = [2]netpath.Path{"even", "odd"}[c.sent%2]
 		c.sent++
 		c.mu.Unlock()
 	}
@@ -105,7 +106,7 @@ func TestClientInfoPathIsTheCallsPath(t *testing.T) {
 	}
 	go srv.Serve(l)
 	var mu sync.Mutex
-	seen := map[string]int{}
+	seen := map[netpath.Path]int{}
 	tr := &twoNames{Transport: tcpTransport()}
 	c := NewClient(l.Addr().String(), ClientOptions{Transport: tr, Interceptors: []ClientInterceptor{
 		func(ctx context.Context, info *ClientInfo, req *Request, reply *Reply, invoke Invoker) error {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -184,7 +185,7 @@ func (c *Client) call(ctx context.Context, m Method, req *Request, resp *Reply, 
 		c.broken(cc, err)
 		return c.fail(m, Errorf(failCode(err), "%w", err))
 	}
-	if k.reads && !cc.sr.Answers(path) {
+	if k.reads && !cc.sr.Answers(string(path)) {
 		cc.handBack(k)
 	}
 	if k.reads {
@@ -224,8 +225,8 @@ func (c *Client) Close() error {
 
 // Stats describes a client's connection.
 type Stats struct {
-	Transport  string // the transport the client dials with
-	Path       string // the path calls take now, for transports that choose one per peer
+	Transport  string       // the transport the client dials with
+	Path       netpath.Path // the path calls take now, for transports that choose one per peer
 	Connected  bool
 	Reconnects int // connections made after the first
 }
@@ -234,7 +235,7 @@ type Stats struct {
 func (c *Client) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Transport: c.opts.Transport.Name(), Path: c.opts.Transport.Name(), Connected: c.cc != nil, Reconnects: max(c.redialed-1, 0)}
+	st := Stats{Transport: c.opts.Transport.Name(), Path: netpath.Path(c.opts.Transport.Name()), Connected: c.cc != nil, Reconnects: max(c.redialed-1, 0)}
 	if c.cc != nil {
 		if pc, ok := c.cc.conn.(PathConn); ok {
 			st.Path = pc.Path()

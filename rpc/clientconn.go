@@ -11,6 +11,7 @@ import (
 
 	"github.com/starwire/starwire/internal/monoclock"
 	"github.com/starwire/starwire/internal/readside"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -22,7 +23,7 @@ type clientConn struct {
 	c      *Client
 	conn   Conn
 	ps     PathSender    // conn, when it chooses a path per message
-	path   string        // the path of every call otherwise
+	path   netpath.Path  // the path of every call otherwise
 	sem    chan struct{} // one token per slot in use
 	frames atomic.Uint64 // frames received, for keepalive
 	ka     *prober
@@ -193,7 +194,7 @@ func (cc *clientConn) acquire(ctx context.Context) (*call, error) {
 
 // send sends a call's request and returns the path that carries it: the
 // one the connection chose, when it chooses per message (PathSender).
-func (cc *clientConn) send(m *wire.Message) (path string, err error) {
+func (cc *clientConn) send(m *wire.Message) (path netpath.Path, err error) {
 	if cc.ps == nil {
 		return cc.path, cc.conn.Send(m)
 	}

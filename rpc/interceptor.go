@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -24,12 +25,12 @@ type ClientInfo struct {
 	Method Method
 	// Peer is the client's name for the peer (ClientOptions.Name).
 	Peer string
-	// Path is the path the call took ("tcp", "afxdp", "udp"), as the
+	// Path is the path the call took (netpath.TCP, AFXDP, UDP), as the
 	// transport that carried its request reports it (PathSender), else
 	// the connection's: set by the invoker as it sends the request, so an
 	// interceptor reads it after invoke returns; empty when the call
 	// failed before.
-	Path string
+	Path netpath.Path
 }
 
 // An Invoker performs a call; the last one of a chain sends it.
@@ -44,8 +45,9 @@ type ServerInfo struct {
 	Method Method
 	// Peer is the caller's address.
 	Peer net.Addr
-	// Path is the path the call came over ("tcp", "afxdp", ...).
-	Path string
+	// Path is the path the call came over (netpath.TCP, AFXDP, UDP, or
+	// the network of a connection that does not say).
+	Path netpath.Path
 	// Inline says the handler runs on the connection's goroutine, where an
 	// interceptor must not block either.
 	Inline bool
@@ -108,11 +110,11 @@ func (c *Client) invoke(ctx context.Context, info *ClientInfo, req *Request, res
 
 // connPath names the path calls on c take: what a PathConn says, else the
 // transport's name.
-func connPath(c Conn, transport string) string {
+func connPath(c Conn, transport string) netpath.Path {
 	if pc, ok := c.(PathConn); ok {
 		return pc.Path()
 	}
-	return transport
+	return netpath.Path(transport)
 }
 
 // serverInfo returns the ServerInfo of a call of m on sc, kept in the call.
@@ -123,15 +125,15 @@ func (call *serverCall) serverInfo(m *method) *ServerInfo {
 
 // serverConnPath names the path of a connection a server accepted: what a
 // PathConn says, else the kind of socket under it.
-func serverConnPath(c Conn) string {
+func serverConnPath(c Conn) netpath.Path {
 	if pc, ok := c.(PathConn); ok {
 		return pc.Path()
 	}
 	switch c.LocalAddr().(type) {
 	case *net.TCPAddr:
-		return "tcp"
+		return netpath.TCP
 	case *net.UDPAddr:
-		return "afxdp" // the packet protocol, over AF_XDP or kernel UDP
+		return netpath.AFXDP // the packet protocol, over AF_XDP or kernel UDP
 	}
-	return c.LocalAddr().Network()
+	return netpath.Path(c.LocalAddr().Network())
 }

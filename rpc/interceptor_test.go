@@ -46,15 +46,15 @@ func TestInterceptorsRunInOrder(t *testing.T) {
 	}
 	client := func(name string) ClientInterceptor {
 		return func(ctx context.Context, info *ClientInfo, req *Request, reply *Reply, invoke Invoker) error {
-			record(name + " before " + info.Method.Name + " path=" + info.Path)
+			record(name + " before " + info.Method.Name + " path=" + string(info.Path))
 			err := invoke(ctx, info, req, reply)
-			record(name + " after path=" + info.Path + " reply=" + string(reply.Meta))
+			record(name + " after path=" + string(info.Path) + " reply=" + string(reply.Meta))
 			return err
 		}
 	}
 	server := func(name string) ServerInterceptor {
 		return func(ctx context.Context, info *ServerInfo, req *wire.Inbound, resp *Response, next ServerHandler) error {
-			record(name + " before " + info.Method.Name + " path=" + info.Path)
+			record(name + " before " + info.Method.Name + " path=" + string(info.Path))
 			if info.Peer == nil {
 				t.Error("no peer address in ServerInfo")
 			}

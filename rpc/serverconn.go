@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
 
@@ -21,7 +22,7 @@ type serverConn struct {
 	clock DeliveryClock // conn, when it tells the time of a delivery; nil otherwise
 	host  string        // the peer's address without its port
 	peer  net.Addr
-	path  string // for interceptors
+	path  netpath.Path // for interceptors
 	ka    *prober
 
 	recvBudget, sendBudget int64

@@ -9,6 +9,9 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/internal/afxdpfabric"
+	"github.com/starwire/starwire/internal/vethnet"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
 )
@@ -51,48 +54,57 @@ func (s *Server) ServeAFXDP(iface string) error {
 }
 
 // addAFXDP opens an AF_XDP endpoint on iface at UDP port, inside the
-// namespace do runs its function in (nil: this thread's), and serves the
+// namespace in runs its function in (nil: this thread's), and serves the
 // worker service on it once the task starts. The server closes it.
-func (s *Server) addAFXDP(iface string, port uint16, do func(func() error) error) (*afxdp.Endpoint, error) {
-	if do == nil {
-		do = func(f func() error) error { return f() }
-	}
-	var xl *link.XSKLink
-	err := do(func() (err error) {
-		xo := link.XSKOptions{Port: port}
-		if s.Pcap != nil {
-			xo.Pcap = s.Pcap.Stream()
-		}
-		xl, err = link.OpenXSK(iface, xo)
-		return err
-	})
+func (s *Server) addAFXDP(iface string, port uint16, in func(func() error) error) (*afxdp.Endpoint, error) {
+	xo, opts := s.endpointOptions()
+	xo.Port = port
+	ep, err := afxdpfabric.OpenEndpoint(iface, xo, opts, in)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Task(), err)
 	}
-	// DeepRec's *_ENABLE_POLLING and *_DISABLE_PIN_CORES tune the reactor.
-	busy, pollSet := cluster.PacketPolling(s.Job)
-	ep := afxdp.NewEndpoint(xl, s.PacketAuth.options(afxdp.TaskOptions(busy, pollSet, cluster.PinPacketReactors(s.Job), 0)))
-	l, err := afxdprpc.Transport(ep).Listen("")
-	if err != nil {
+	if err := s.serveEndpoint(ep); err != nil {
 		ep.Close()
-		return nil, fmt.Errorf("%s: %w", s.Task(), err)
+		return nil, err
 	}
-	s.xdpLs = append(s.xdpLs, l)
-	s.xdpEPs = append(s.xdpEPs, ep)
 	return ep, nil
 }
 
-// fabricRoute makes s's calls to peer go through the fabric link whose end
-// in s is ep and whose end in peer has address far. When s's starwire
+// endpointOptions are the options of the task's AF_XDP endpoints: its
+// capture, and its packet ticket, polling and pinning.
+func (s *Server) endpointOptions() (link.XSKOptions, afxdp.Options) {
+	var xo link.XSKOptions
+	if s.Pcap != nil {
+		xo.Pcap = s.Pcap.Stream()
+	}
+	// DeepRec's *_ENABLE_POLLING and *_DISABLE_PIN_CORES tune the reactor.
+	busy, pollSet := cluster.PacketPolling(s.Job)
+	return xo, s.PacketAuth.options(afxdp.TaskOptions(busy, pollSet, cluster.PinPacketReactors(s.Job), 0))
+}
+
+// serveEndpoint serves the worker service on ep once the task starts; the
+// server closes ep.
+func (s *Server) serveEndpoint(ep *afxdp.Endpoint) error {
+	l, err := afxdprpc.Transport(ep).Listen("")
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Task(), err)
+	}
+	s.xdpLs = append(s.xdpLs, l)
+	s.xdpEPs = append(s.xdpEPs, ep)
+	return nil
+}
+
+// fabricRoute makes s's calls to peer go through the link of fabric f
+// whose end in s is ep and whose end in peer is far. When s's starwire
 // transport is TCP, each call goes whole over the link's AF_XDP session or
 // over TCP to peer's starwire address, whichever policy picks for its size
 // (a dual connection, afxdprpc.Dual); otherwise over AF_XDP alone.
-func (s *Server) fabricRoute(peer *Server, ep *afxdp.Endpoint, far netip.Addr, policy afxdprpc.PathPolicy) (dual bool) {
-	packet := netip.AddrPortFrom(far, xdpPort).String()
+func (s *Server) fabricRoute(f *afxdpfabric.Fabric, peer *Server, ep *afxdp.Endpoint, far vethnet.End, policy afxdprpc.PathPolicy) (dual bool) {
+	packet := f.Packet(far)
 	if tt, ok := s.starTr.(*tcp.Transport); ok && peer.StarAddr != "" {
 		// Made by Start, which has the logger.
 		s.dualRoutes = append(s.dualRoutes, dualRoute{peer: peer.Task(), addr: peer.StarAddr, tcp: tt, ep: ep,
-			opts: afxdprpc.DualOptions{Path: afxdp.PathXDP, Packet: packet, Policy: policy}})
+			opts: afxdprpc.DualOptions{Path: netpath.AFXDP, Packet: packet, Policy: policy}})
 		return true
 	}
 	if s.routes == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/starwire/starwire/netpath"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
@@ -90,7 +91,7 @@ func (i Info) toStruct() *structpb.Struct {
 	paths := make([]*structpb.Value, len(i.PeerPaths))
 	for k, p := range i.PeerPaths {
 		paths[k] = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
-			"path":  structpb.NewStringValue(p.Path),
+			"path":  structpb.NewStringValue(string(p.Path)),
 			"calls": structpb.NewNumberValue(float64(p.Calls)),
 			"bytes": structpb.NewNumberValue(float64(p.Bytes)),
 		}})
@@ -120,7 +121,7 @@ func QueryInfo(ctx context.Context, addr string, opts ...grpc.DialOption) (Info,
 	var paths []PathCount
 	for _, v := range f["peer_paths"].GetListValue().GetValues() {
 		p := v.GetStructValue().GetFields()
-		paths = append(paths, PathCount{Path: p["path"].GetStringValue(), Calls: int64(p["calls"].GetNumberValue()), Bytes: int64(p["bytes"].GetNumberValue())})
+		paths = append(paths, PathCount{Path: netpath.Path(p["path"].GetStringValue()), Calls: int64(p["calls"].GetNumberValue()), Bytes: int64(p["bytes"].GetNumberValue())})
 	}
 	return Info{
 		Task:      f["task"].GetStringValue(),

@@ -7,9 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/handlers/compute"
 	"github.com/starwire/starwire/handlers/driver"
+	"github.com/starwire/starwire/internal/afxdpfabric"
 	"github.com/starwire/starwire/internal/vethnet"
 	"github.com/starwire/starwire/metrics"
 	"github.com/starwire/starwire/rpc/cluster"
@@ -70,7 +73,7 @@ type Local struct {
 	Servers         []*Server
 	// PeerTransport says what carries the tasks' calls to each other.
 	PeerTransport string
-	fabric        *vethnet.Fabric
+	fabric        *afxdpfabric.Fabric
 	pathPolicy    afxdprpc.PathPolicy
 }
 
@@ -165,22 +168,16 @@ func (l *Local) start(opts LocalOptions) error {
 // endpoint on both ends of each: each end serves on it, and routes its
 // calls to the other end's task through it.
 func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server, allowlist bool) error {
-	f, err := vethnet.Build(ps, workers)
+	f, err := afxdpfabric.Build(ps, workers, afxdpfabric.Options{Port: xdpPort,
+		Endpoint: func(e vethnet.End) (link.XSKOptions, afxdp.Options) { return byTask[e.Task].endpointOptions() }})
 	if err != nil {
 		return err
 	}
 	l.fabric = f
 	for _, link := range f.Links {
-		do := func(task string) func(func() error) error {
-			return func(fn func() error) error { return f.Do(task, fn) }
-		}
 		srv, wrk := byTask[link.PS.Task], byTask[link.Worker.Task]
-		psEP, err := srv.addAFXDP(link.PS.Name, xdpPort, do(link.PS.Task))
-		if err != nil {
-			return err
-		}
-		ep, err := wrk.addAFXDP(link.Worker.Name, xdpPort, do(link.Worker.Task))
-		if err != nil {
+		psEP, ep := link.PSEP, link.WorkerEP
+		if err := errors.Join(srv.serveEndpoint(psEP), wrk.serveEndpoint(ep)); err != nil {
 			return err
 		}
 		if allowlist {
@@ -188,10 +185,10 @@ func (l *Local) buildFabric(ps, workers []string, byTask map[string]*Server, all
 				return fmt.Errorf("xdp allowlist of the link of %s and %s: %w", link.PS.Task, link.Worker.Task, err)
 			}
 		}
-		wrk.PeerTransport = l.fabricPath(wrk.fabricRoute(srv, ep, link.PS.Addr, l.pathPolicy)) + " over veth pairs to the parameter servers"
+		wrk.PeerTransport = l.fabricPath(wrk.fabricRoute(f, srv, ep, link.PS, l.pathPolicy)) + " over veth pairs to the parameter servers"
 		// A server pulls from a worker too: the ids of its shard and their
 		// gradients, in a sharded embedding lookup.
-		srv.PeerTransport = l.fabricPath(srv.fabricRoute(wrk, psEP, link.Worker.Addr, l.pathPolicy)) + " over veth pairs to the workers"
+		srv.PeerTransport = l.fabricPath(srv.fabricRoute(f, wrk, psEP, link.Worker, l.pathPolicy)) + " over veth pairs to the workers"
 	}
 	l.PeerTransport = fmt.Sprintf("AF_XDP over %d veth pairs, one per worker and server, each task in its own network namespace", len(f.Links))
 	return nil

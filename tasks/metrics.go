@@ -4,6 +4,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/metrics"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 )
 
@@ -16,7 +17,7 @@ func (s *Server) export(layout *Layout) {
 		m.AddTLS(layout.TLS)
 	}
 	if ep, ok := s.starC.(metrics.EndpointStats); ok {
-		m.AddEndpoint(s.Task()+"@"+s.StarAddr, afxdp.PathUDP, ep)
+		m.AddEndpoint(s.Task()+"@"+s.StarAddr, netpath.UDP, ep)
 	}
 	for _, c := range s.xdpEPs {
 		ep, ok := c.(*afxdp.Endpoint)
@@ -26,7 +27,7 @@ func (s *Server) export(layout *Layout) {
 		// A task may have several (a ps of a local fabric has one per
 		// worker): the address tells them apart.
 		name := s.Task() + "@" + ep.Addr().String()
-		m.AddEndpoint(name, afxdp.PathXDP, ep)
+		m.AddEndpoint(name, netpath.AFXDP, ep)
 		if xl, ok := ep.Link().(*link.XSKLink); ok && xl.Program() != nil {
 			m.AddXDP(name, xl.Program())
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
@@ -99,7 +100,7 @@ func (n UDPNet) Listen(bind string) (rpc.Listener, rpc.Transport, io.Closer, err
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tr := afxdprpc.TransportOver(ep, afxdp.PathUDP)
+	tr := afxdprpc.TransportOver(ep, netpath.UDP)
 	l, err := tr.Listen("")
 	if err != nil {
 		ep.Close()
@@ -118,7 +119,7 @@ func (n UDPNet) Dialer() (rpc.Transport, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return afxdprpc.TransportOver(ep, afxdp.PathUDP), ep, nil
+	return afxdprpc.TransportOver(ep, netpath.UDP), ep, nil
 }
 
 func udpEndpoint(bind string, opts afxdp.Options, pcap Capture) (*afxdp.Endpoint, error) {

@@ -6,14 +6,15 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 )
 
 // A PathCount is what one path carried of a task's calls to its peers.
 type PathCount struct {
 	// Path is the path as the transport reported it per call
-	// (rpc.ClientInfo.Path): "tcp", "afxdp", "udp".
-	Path         string
+	// (rpc.ClientInfo.Path): netpath.TCP, AFXDP, UDP.
+	Path         netpath.Path
 	Calls, Bytes int64
 }
 
@@ -44,7 +45,7 @@ func (p *pathCounter) interceptor(ctx context.Context, info *rpc.ClientInfo, req
 	return nil
 }
 
-func (p *pathCounter) add(path string, bytes int64) {
+func (p *pathCounter) add(path netpath.Path, bytes int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range p.n {

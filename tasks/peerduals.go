@@ -10,6 +10,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 )
@@ -61,7 +62,7 @@ func (p *peerDuals) dual(addr string) *afxdprpc.DualTransport {
 	defer p.mu.Unlock()
 	d := p.duals[addr]
 	if d == nil {
-		d = afxdprpc.Dual(p.tcp, p.ep, afxdprpc.DualOptions{Path: afxdp.PathXDP, Packet: addr, Policy: p.policy, Logger: p.logger})
+		d = afxdprpc.Dual(p.tcp, p.ep, afxdprpc.DualOptions{Path: netpath.AFXDP, Packet: addr, Policy: p.policy, Logger: p.logger})
 		p.duals[addr] = d
 	}
 	return d

@@ -10,6 +10,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/testwait"
 	"github.com/starwire/starwire/internal/tlstest"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 )
@@ -57,7 +58,7 @@ func TestHelloTicketOverTLS(t *testing.T) {
 	}
 	srvEP := &issuing{Endpoint: udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})}
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1})
-	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}}
 	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{TLS: cfg}, srvEP, opts), "127.0.0.1:0")
 
 	// Without the hello's ticket, the packet endpoint opens nothing.
@@ -68,7 +69,7 @@ func TestHelloTicketOverTLS(t *testing.T) {
 	}
 
 	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{TLS: cfg}, cliEP, opts)})
-	waitPath(t, c, afxdp.PathUDP)
+	waitPath(t, c, netpath.UDP)
 	before := packetFrames.packet.Load()
 	for i := range 20 {
 		call(t, c, i)

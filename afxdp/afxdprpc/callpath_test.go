@@ -8,6 +8,7 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -16,22 +17,22 @@ import (
 // pathCounts counts calls per path, as an interceptor sees them.
 type pathCounts struct {
 	mu sync.Mutex
-	n  map[string]uint64
+	n  map[netpath.Path]uint64
 }
 
-func (p *pathCounts) add(path string) {
+func (p *pathCounts) add(path netpath.Path) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n == nil {
-		p.n = map[string]uint64{}
+		p.n = map[netpath.Path]uint64{}
 	}
 	p.n[path]++
 }
 
-func (p *pathCounts) get() map[string]uint64 {
+func (p *pathCounts) get() map[netpath.Path]uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[string]uint64{}
+	out := map[netpath.Path]uint64{}
 	for k, v := range p.n {
 		out[k] = v
 	}
@@ -46,7 +47,7 @@ func (p *pathCounts) get() map[string]uint64 {
 func TestInterceptorsSeeEachCallsPath(t *testing.T) {
 	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
-	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true}
 
 	var client, server pathCounts
 	tl, err := afxdprpc.Dual(&tcp.Transport{}, srvEP, opts).Listen("127.0.0.1:0")
@@ -75,7 +76,7 @@ func TestInterceptorsSeeEachCallsPath(t *testing.T) {
 			return err
 		}}})
 	defer c.Close()
-	waitPath(t, c, afxdp.PathUDP)
+	waitPath(t, c, netpath.UDP)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -107,13 +108,13 @@ func TestInterceptorsSeeEachCallsPath(t *testing.T) {
 
 	st := tr.Totals()
 	got := client.get()
-	if got[afxdprpc.PathTCP] != st.TCPCalls || got[afxdp.PathUDP] != st.BypassCalls || len(got) > 2 {
-		t.Errorf("the client's interceptor saw %v; the transport counted %d over tcp and %d over %s", got, st.TCPCalls, st.BypassCalls, afxdp.PathUDP)
+	if got[netpath.TCP] != st.TCPCalls || got[netpath.UDP] != st.BypassCalls || len(got) > 2 {
+		t.Errorf("the client's interceptor saw %v; the transport counted %d over tcp and %d over %s", got, st.TCPCalls, st.BypassCalls, netpath.UDP)
 	}
 	if st.TCPCalls == 0 || st.BypassCalls == 0 {
-		t.Errorf("the transport counted %d calls over tcp and %d over %s: want both paths used", st.TCPCalls, st.BypassCalls, afxdp.PathUDP)
+		t.Errorf("the transport counted %d calls over tcp and %d over %s: want both paths used", st.TCPCalls, st.BypassCalls, netpath.UDP)
 	}
-	if sg := server.get(); sg[afxdprpc.PathTCP] != got[afxdprpc.PathTCP] || sg[afxdp.PathUDP] != got[afxdp.PathUDP] {
+	if sg := server.get(); sg[netpath.TCP] != got[netpath.TCP] || sg[netpath.UDP] != got[netpath.UDP] {
 		t.Errorf("the server's interceptor saw %v, the client's %v", sg, got)
 	}
 }

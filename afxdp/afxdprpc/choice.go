@@ -1,7 +1,6 @@
 package afxdprpc
 
 import (
-	"fmt"
 	"math/bits"
 	"slices"
 	"strings"
@@ -9,64 +8,9 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/internal/units"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/wire"
 )
-
-// A PathPolicy says which calls of an upgraded connection take the packet
-// path (the bypass) and which stay on TCP. The zero value is PathAuto.
-type PathPolicy struct {
-	Mode PathMode
-	// Threshold, for PathThreshold: calls whose larger side (request, or
-	// the answer expected) is smaller take the bypass, the rest TCP.
-	Threshold int64
-}
-
-// PathMode is how a PathPolicy chooses.
-type PathMode uint8
-
-const (
-	// PathAuto measures both paths by size class from the calls
-	// themselves and sends each call over the one faster for its size.
-	PathAuto PathMode = iota
-	// PathThreshold sends calls below PathPolicy.Threshold over the
-	// bypass and the rest over TCP.
-	PathThreshold
-	// PathBypass sends every call over the bypass once it is open.
-	PathBypass
-	// PathTCPOnly keeps every call on TCP.
-	PathTCPOnly
-)
-
-// ParsePathPolicy reads a policy as users write it: "auto", "bypass"
-// (always), "tcp" (never), or a size ("64KiB", "1MiB", "65536") below
-// which calls take the bypass, in internal/units' grammar of sizes.
-func ParsePathPolicy(s string) (PathPolicy, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "auto":
-		return PathPolicy{}, nil
-	case "bypass", "always":
-		return PathPolicy{Mode: PathBypass}, nil
-	case "tcp", "never":
-		return PathPolicy{Mode: PathTCPOnly}, nil
-	}
-	n, err := units.ParseSize(s)
-	if err != nil || n <= 0 {
-		return PathPolicy{}, fmt.Errorf("afxdprpc: path policy %q: want auto, bypass, tcp or a size such as 64KiB", s)
-	}
-	return PathPolicy{Mode: PathThreshold, Threshold: n}, nil
-}
-
-func (p PathPolicy) String() string {
-	switch p.Mode {
-	case PathThreshold:
-		return "below " + formatSize(p.Threshold)
-	case PathBypass:
-		return "bypass"
-	case PathTCPOnly:
-		return "tcp"
-	}
-	return "auto"
-}
 
 func formatSize(n int64) string { return units.FormatSize(n) }
 
@@ -297,7 +241,7 @@ func (c *chooser) choose(m *wire.Message, open bool) bool {
 // pick applies the policy to a call of size bytes in class k.
 func (c *chooser) pick(k int, size int64) bool {
 	switch c.policy.Mode {
-	case PathBypass:
+	case PathAFXDP:
 		return true
 	case PathTCPOnly:
 		return false
@@ -475,7 +419,7 @@ func (c *chooser) decide(k int) {
 // call does, -1 when none does.
 func (c *chooser) crossover() int64 {
 	switch c.policy.Mode {
-	case PathBypass:
+	case PathAFXDP:
 		return -1
 	case PathTCPOnly:
 		return 0
@@ -496,7 +440,7 @@ type PathStats struct {
 	Policy string
 	// Bypass says what the bypass runs over ("afxdp", "udp"), empty while
 	// the connection has none.
-	Bypass string
+	Bypass netpath.Path
 	// Calls and Bytes count the calls each path carried and the bytes of
 	// their requests and answers (beyond frame headers).
 	TCPCalls, BypassCalls uint64
@@ -552,7 +496,7 @@ func (c *chooser) stats() PathStats {
 			if !on[k] {
 				st.TCPClasses = append(st.TCPClasses, classBound(k))
 			}
-		case PathBypass:
+		case PathAFXDP:
 			on[k] = true
 		case PathThreshold:
 			on[k] = classBound(k) < c.policy.Threshold

@@ -4,34 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/rpc/cluster"
-
 	"github.com/starwire/starwire/wire"
 )
-
-func TestParsePathPolicy(t *testing.T) {
-	for in, want := range map[string]PathPolicy{
-		"":       {},
-		"auto":   {},
-		"Bypass": {Mode: PathBypass},
-		"always": {Mode: PathBypass},
-		"tcp":    {Mode: PathTCPOnly},
-		"never":  {Mode: PathTCPOnly},
-		"64KiB":  {Mode: PathThreshold, Threshold: 64 << 10},
-		"1MiB":   {Mode: PathThreshold, Threshold: 1 << 20},
-		"4096":   {Mode: PathThreshold, Threshold: 4096},
-	} {
-		got, err := ParsePathPolicy(in)
-		if err != nil || got != want {
-			t.Errorf("ParsePathPolicy(%q) = %+v, %v; want %+v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"fast", "0", "-5", "12XB", "99999999999GiB"} {
-		if _, err := ParsePathPolicy(bad); err == nil {
-			t.Errorf("ParsePathPolicy(%q) accepted", bad)
-		}
-	}
-}
 
 func TestClassOf(t *testing.T) {
 	for _, c := range []struct {
@@ -124,7 +98,7 @@ func TestChooserPolicies(t *testing.T) {
 		closedSmallBypass bool
 	}{
 		{PathPolicy{Mode: PathThreshold, Threshold: 4096}, true, false, 4096, false},
-		{PathPolicy{Mode: PathBypass}, true, true, -1, false},
+		{PathPolicy{Mode: PathAFXDP}, true, true, -1, false},
 		{PathPolicy{Mode: PathTCPOnly}, false, false, 0, false},
 	} {
 		c := newTestChooser(tt.p)
@@ -140,22 +114,6 @@ func TestChooserPolicies(t *testing.T) {
 		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, CallID: 3}}
 		if c.choose(m, false) {
 			t.Errorf("%v: bypass chosen with none open", tt.p)
-		}
-	}
-}
-
-// TestPathPolicyEnvCheck: the command's check of STARWIRE_AFXDP_PATH
-// (rpc/cluster) accepts exactly what ParsePathPolicy reads.
-func TestPathPolicyEnvCheck(t *testing.T) {
-	v, ok := cluster.LookupEnvVar(cluster.EnvAFXDPPath)
-	if !ok {
-		t.Fatalf("%s not described", cluster.EnvAFXDPPath)
-	}
-	for _, s := range []string{"auto", "AUTO", "bypass", "tcp", "never", "64KiB", "1MiB", "4096", "0", "-1", "fast",
-		"4 KiB", "1.5MiB", "2G", "8589934592GiB", "99999999999GiB"} {
-		_, err := ParsePathPolicy(s)
-		if accepted := v.Check(s) == nil; accepted != (err == nil) {
-			t.Errorf("%s=%q: the check accepts %v, ParsePathPolicy: %v", cluster.EnvAFXDPPath, s, accepted, err)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/netns/netnstest"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -88,7 +89,7 @@ func servePaths(t *testing.T, tr rpc.Transport, addr string) (*pathServer, strin
 // calls of 4 KiB and more over TCP, and checks that each took its path
 // whole, that its answer is right, that Stats counts them, and that a
 // cancel reaches the call on the path it took.
-func checkPaths(t *testing.T, c *rpc.Client, tr *afxdprpc.DualTransport, srv *pathServer, bypass string) {
+func checkPaths(t *testing.T, c *rpc.Client, tr *afxdprpc.DualTransport, srv *pathServer, bypass netpath.Path) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -197,13 +198,13 @@ func pattern(n int, seed byte) []byte {
 func TestDualChoosesPathPerCall(t *testing.T) {
 	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
-	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathThreshold, Threshold: 4096}}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathThreshold, Threshold: 4096}}
 	srv, addr := servePaths(t, afxdprpc.Dual(&tcp.Transport{}, srvEP, opts), "127.0.0.1:0")
 	tr := afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)
 	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: tr})
 	defer c.Close()
-	waitPath(t, c, afxdp.PathUDP)
-	checkPaths(t, c, tr, srv, afxdp.PathUDP)
+	waitPath(t, c, netpath.UDP)
+	checkPaths(t, c, tr, srv, netpath.UDP)
 }
 
 // TestDualChoosesPathPerCallAFXDP: the same between two network namespaces
@@ -212,7 +213,7 @@ func TestDualChoosesPathPerCallAFXDP(t *testing.T) {
 	p := netnstest.NewForTest(t, netns.Options{})
 	const port = 7712
 	srvG, cliG := openXDPIn(t, p.B, port), openXDPIn(t, p.A, port)
-	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathThreshold, Threshold: 4096}}
+	opts := afxdprpc.DualOptions{Path: netpath.AFXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathThreshold, Threshold: 4096}}
 	var srv *pathServer
 	var addr string
 	if err := p.B.Do(func() error {
@@ -224,8 +225,8 @@ func TestDualChoosesPathPerCallAFXDP(t *testing.T) {
 	tr := afxdprpc.Dual(&nsTCP{end: p.A}, cliG, opts)
 	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: tr})
 	defer c.Close()
-	waitPath(t, c, afxdp.PathXDP)
-	checkPaths(t, c, tr, srv, afxdp.PathXDP)
+	waitPath(t, c, netpath.AFXDP)
+	checkPaths(t, c, tr, srv, netpath.AFXDP)
 }
 
 // nsTCP dials from inside a namespace.

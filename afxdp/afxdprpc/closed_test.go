@@ -13,6 +13,7 @@ import (
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/tlstest"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/rpctest"
 	"github.com/starwire/starwire/rpc/tcp"
@@ -48,7 +49,7 @@ func TestErrClosed(t *testing.T) {
 			}
 			srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{})
 			cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Backlog: -1})
-			opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass},
+			opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP},
 				Logger: slog.New(slog.DiscardHandler)}
 			checkClosed(t, afxdprpc.Dual(&tcp.Transport{TLS: cfg}, cliEP, opts), afxdprpc.Dual(&tcp.Transport{TLS: cfg}, srvEP, opts), "127.0.0.1:0", closer)
 		})
@@ -64,7 +65,7 @@ func TestErrClosed(t *testing.T) {
 		t.Run("dual/"+closer+" closes", func(t *testing.T) {
 			srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 			cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
-			opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass},
+			opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP},
 				Logger: slog.New(slog.DiscardHandler)}
 			srv := afxdprpc.Dual(&tcp.Transport{}, srvEP, opts)
 			opts.Packet = srvEP.Addr().String()

@@ -35,7 +35,7 @@
 // estimate current (more often while the probes look better, less while
 // they confirm the choice). Stats reports each path's calls and bytes and the
 // crossover, the smallest size now sent over TCP. PathThreshold fixes the
-// crossover, PathBypass and PathTCPOnly send everything one way.
+// crossover, PathAFXDP and PathTCPOnly send everything one way.
 //
 // # Who may open the packet session
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -26,9 +27,9 @@ func ExampleDual() {
 	srvEP := afxdp.NewEndpoint(lb, afxdp.Options{Ticket: &ticket})
 	defer cliEP.Close()
 	defer srvEP.Close()
-	// Every call over the packet path once it is open (PathBypass); the
+	// Every call over the packet path once it is open (PathAFXDP); the
 	// default measures both paths and picks per size.
-	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass},
+	opts := afxdprpc.DualOptions{Path: netpath.AFXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP},
 		Logger: slog.New(slog.DiscardHandler)}
 
 	echo := rpc.NewMethod("Echo")
@@ -45,7 +46,7 @@ func ExampleDual() {
 	defer srv.Close()
 
 	// The path each call took, as the transport that carried it reports.
-	var path string
+	var path netpath.Path
 	record := func(ctx context.Context, info *rpc.ClientInfo, req *rpc.Request, reply *rpc.Reply, invoke rpc.Invoker) error {
 		err := invoke(ctx, info, req, reply)
 		path = info.Path
@@ -56,7 +57,7 @@ func ExampleDual() {
 	defer client.Close()
 	// The first calls go over TCP while the session opens: call until one
 	// takes the packet path, within a bound.
-	for i := 0; i < 10000 && path != afxdp.PathXDP; i++ {
+	for i := 0; i < 10000 && path != netpath.AFXDP; i++ {
 		var reply rpc.Reply
 		if err := client.Call(context.Background(), echo, &rpc.Request{Meta: []byte("hello")}, &reply); err != nil {
 			panic(err)

@@ -3,6 +3,7 @@ package afxdprpc
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/starwire/starwire/netpath"
 )
 
 // helloVersion is the capability format this package speaks.
@@ -18,10 +19,10 @@ const helloVersion = 1
 // encoding does not matter for speed, and JSON lets later versions add
 // fields that older peers ignore.
 type hello struct {
-	Version int    `json:"version"`
-	Packet  string `json:"packet,omitempty"` // "ip:port" of the packet endpoint, if any
-	Path    string `json:"path,omitempty"`   // "afxdp" or "udp"
-	Ticket  string `json:"ticket,omitempty"` // afxdp.Ticket's String form, in a listener's answer
+	Version int          `json:"version"`
+	Packet  string       `json:"packet,omitempty"` // "ip:port" of the packet endpoint, if any
+	Path    netpath.Path `json:"path,omitempty"`   // netpath.AFXDP or UDP
+	Ticket  string       `json:"ticket,omitempty"` // afxdp.Ticket's String form, in a listener's answer
 }
 
 func (h hello) encode() []byte {

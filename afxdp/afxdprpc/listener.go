@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/starwire/starwire/internal/readside"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
@@ -130,7 +131,7 @@ func (c *helloAnswerer) answer() []byte {
 func (c *helloAnswerer) Progress() (in, out uint64) { return progress(c.Conn) }
 
 // Path implements rpc.PathConn: the server's calls on it came over TCP.
-func (c *helloAnswerer) Path() string { return PathTCP }
+func (c *helloAnswerer) Path() netpath.Path { return netpath.TCP }
 
 // answerReader passes a server's TCP frames through to its receiver,
 // except the hello, which it answers. It forwards the receiver's

@@ -7,6 +7,7 @@ import (
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/netns/netnstest"
+	"github.com/starwire/starwire/netpath"
 )
 
 // TestOpenChoosesPath opens the transport on a veth (AF_XDP) and on
@@ -14,7 +15,7 @@ import (
 // two paths.
 func TestOpenChoosesPath(t *testing.T) {
 	p := netnstest.NewForTest(t, netns.Options{})
-	open := func(e *netns.End, ifname string, opts afxdp.Options) (*afxdp.Group, string, error) {
+	open := func(e *netns.End, ifname string, opts afxdp.Options) (*afxdp.Group, netpath.Path, error) {
 		var o afxdp.Opened
 		err := e.Do(func() (err error) {
 			o, err = afxdp.Open(ifname, 7900, opts, link.XSKOptions{})
@@ -27,16 +28,16 @@ func TestOpenChoosesPath(t *testing.T) {
 		return o.Group, o.Path, o.Fallback
 	}
 	srv, path, fallback := open(p.B, p.B.Link, afxdp.Options{Ticket: testTicket})
-	if path != afxdp.PathXDP || fallback != nil {
+	if path != netpath.AFXDP || fallback != nil {
 		t.Fatalf("veth: path %s, fallback %v", path, fallback)
 	}
 	_, path, fallback = open(p.A, "lo", afxdp.Options{Ticket: testTicket, Backlog: -1})
-	if path != afxdp.PathUDP || fallback == nil {
+	if path != netpath.UDP || fallback == nil {
 		t.Fatalf("loopback: path %s, fallback %v", path, fallback)
 	}
 	// An AF_XDP client in A calls the AF_XDP server in B.
 	cli, path, _ := open(p.A, p.A.Link, afxdp.Options{Ticket: testTicket, Backlog: -1})
-	if path != afxdp.PathXDP {
+	if path != netpath.AFXDP {
 		t.Fatalf("client veth: path %s", path)
 	}
 	checkRPC(t, serveRPC(t, srv, cli), 100, 1<<20)

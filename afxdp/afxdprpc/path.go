@@ -12,18 +12,16 @@ import (
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/internal/readside"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/wire"
 )
 
-// PathTCP names the stream path in stats and logs.
-const PathTCP = "tcp"
-
 // DualOptions configure Dual.
 type DualOptions struct {
-	// Path says what the packet network runs over: afxdp.PathXDP or
-	// afxdp.PathUDP (as afxdp.Open reports it).
-	Path string
+	// Path says what the packet network runs over: netpath.AFXDP or
+	// netpath.UDP (as afxdp.Open reports it).
+	Path netpath.Path
 	// AllowUDP moves calls to a packet path over kernel UDP too. By default
 	// only AF_XDP on both ends is worth leaving TCP for: the kernel's UDP
 	// path is slower than its TCP.
@@ -131,10 +129,10 @@ func (d *dual) local() hello {
 }
 
 // bypassPath names the packet path in per-call reports: DualOptions.Path,
-// or "afxdp" (the packet protocol) when that is not set.
-func (d *dual) bypassPath() string {
+// or netpath.AFXDP (the packet protocol) when that is not set.
+func (d *dual) bypassPath() netpath.Path {
 	if d.opts.Path == "" {
-		return afxdp.PathXDP
+		return netpath.AFXDP
 	}
 	return d.opts.Path
 }
@@ -147,7 +145,7 @@ func (d *dual) usable(h hello) bool {
 	if d.opts.AllowUDP {
 		return true
 	}
-	return d.opts.Path == afxdp.PathXDP && h.Path == afxdp.PathXDP
+	return d.opts.Path == netpath.AFXDP && h.Path == netpath.AFXDP
 }
 
 func (d *dual) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
@@ -216,11 +214,11 @@ type dualConn struct {
 }
 
 // Path reports the path calls take now; rpc.Client.Stats shows it.
-func (c *dualConn) Path() string {
+func (c *dualConn) Path() netpath.Path {
 	if c.pkt.Load() != nil {
 		return c.d.opts.Path
 	}
-	return PathTCP
+	return netpath.TCP
 }
 
 // Stats returns the connection's calls and bytes per path and its
@@ -244,19 +242,19 @@ func (c *dualConn) Send(m *wire.Message) error {
 // the chooser picks for it, whole, and counts it there; a cancel follows
 // its request's path, so that the peer that has the call hears of it;
 // other frames take the packet path while it is open.
-func (c *dualConn) SendPath(m *wire.Message) (path string, err error) {
+func (c *dualConn) SendPath(m *wire.Message) (path netpath.Path, err error) {
 	p := c.pkt.Load()
 	switch m.Header.Kind {
 	case wire.KindRequest:
 		if c.ch != nil && !c.ch.choose(m, p != nil) {
-			return PathTCP, c.tcp.Send(m)
+			return netpath.TCP, c.tcp.Send(m)
 		}
 	case wire.KindCancel:
 		if c.ch == nil {
 			break
 		}
 		if bypass, known := c.ch.pathOf(m.Header.CallID); known && !bypass {
-			return PathTCP, c.tcp.Send(m)
+			return netpath.TCP, c.tcp.Send(m)
 		} else if !known && p != nil {
 			// Its request's path is forgotten: tell both. A peer that
 			// does not have the call ignores the cancel.
@@ -272,7 +270,7 @@ func (c *dualConn) SendPath(m *wire.Message) (path string, err error) {
 		}
 		c.leavePacket(p, err)
 	}
-	return PathTCP, c.tcp.Send(m)
+	return netpath.TCP, c.tcp.Send(m)
 }
 
 // Withdraw implements rpc.Withdrawer on whichever path holds m. Each path
@@ -305,7 +303,7 @@ func (c *dualConn) SelfReading() bool { return c.sr != nil && c.sr.SelfReading()
 
 // Answers implements readside.Reader: only the answers to requests sent
 // over TCP arrive on the read side lent.
-func (c *dualConn) Answers(path string) bool { return path == PathTCP }
+func (c *dualConn) Answers(path string) bool { return netpath.Path(path) == netpath.TCP }
 
 // ReadTurn implements readside.Reader. The frame goes through helloReader,
 // as the receiving goroutine's would, so the hello and the chooser's

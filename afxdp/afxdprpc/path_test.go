@@ -18,6 +18,7 @@ import (
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/testwait"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -139,7 +140,7 @@ func call(t *testing.T, c *rpc.Client, i int) {
 }
 
 // waitPath calls until the client's calls take path, or fails.
-func waitPath(t *testing.T, c *rpc.Client, path string) {
+func waitPath(t *testing.T, c *rpc.Client, path netpath.Path) {
 	t.Helper()
 	i := 0
 	testwait.Eventually(t, 10*time.Second, func() bool {
@@ -158,11 +159,11 @@ func TestDualMovesCallsToPacketPath(t *testing.T) {
 	var logs logBuffer
 	// Every call, as the policy says (auto mode sends a few over TCP to
 	// time it: see choice_test.go).
-	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: logs.logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Logger: logs.logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}}
 	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvEP, opts), "127.0.0.1:0")
 	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)})
 	defer c.Close()
-	waitPath(t, c, afxdp.PathUDP)
+	waitPath(t, c, netpath.UDP)
 	before := packetFrames.packet.Load()
 	for i := range 50 {
 		call(t, c, i)
@@ -184,15 +185,15 @@ func TestDualStaysOnTCP(t *testing.T) {
 	}{
 		{"server without packet endpoint", func(t *testing.T) rpc.Transport {
 			return afxdprpc.Dual(&tcp.Transport{}, nil, afxdprpc.DualOptions{})
-		}, afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true}},
+		}, afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true}},
 		{"kernel UDP is not worth it", func(t *testing.T) rpc.Transport {
-			return afxdprpc.Dual(&tcp.Transport{}, udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket}), afxdprpc.DualOptions{Path: afxdp.PathUDP})
-		}, afxdprpc.DualOptions{Path: afxdp.PathUDP}},
+			return afxdprpc.Dual(&tcp.Transport{}, udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket}), afxdprpc.DualOptions{Path: netpath.UDP})
+		}, afxdprpc.DualOptions{Path: netpath.UDP}},
 		{"packet endpoint unreachable", func(t *testing.T) rpc.Transport {
 			ep := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 			ep.Close() // advertised, but nobody answers there
-			return afxdprpc.Dual(&tcp.Transport{}, ep, afxdprpc.DualOptions{Path: afxdp.PathXDP})
-		}, afxdprpc.DualOptions{Path: afxdp.PathXDP, OpenTimeout: 200 * time.Millisecond}},
+			return afxdprpc.Dual(&tcp.Transport{}, ep, afxdprpc.DualOptions{Path: netpath.AFXDP})
+		}, afxdprpc.DualOptions{Path: netpath.AFXDP, OpenTimeout: 200 * time.Millisecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,7 +212,7 @@ func TestDualStaysOnTCP(t *testing.T) {
 				return false
 			}, "a decision logged:\n%s", &logs)
 			call(t, c, -1)
-			if p := c.Stats().Path; p != afxdprpc.PathTCP {
+			if p := c.Stats().Path; p != netpath.TCP {
 				t.Fatalf("path %q, want tcp", p)
 			}
 		})
@@ -222,11 +223,11 @@ func TestDualFallsBackToTCPWhenPacketPathFails(t *testing.T) {
 	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1, DeadAfter: 300 * time.Millisecond})
 	var logs logBuffer
-	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: logs.logger()}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Logger: logs.logger()}
 	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvEP, opts), "127.0.0.1:0")
 	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)})
 	defer c.Close()
-	waitPath(t, c, afxdp.PathUDP)
+	waitPath(t, c, netpath.UDP)
 	srvEP.Close()
 	// Calls in flight on the dead path may fail; after that TCP carries them.
 	if !testwait.Until(10*time.Second, func() bool {
@@ -235,7 +236,7 @@ func TestDualFallsBackToTCPWhenPacketPathFails(t *testing.T) {
 		c.Call(ctx, echo, &rpc.Request{Meta: []byte("x")}, &r)
 		cancel()
 		r.Release()
-		return c.Stats().Path == afxdprpc.PathTCP
+		return c.Stats().Path == netpath.TCP
 	}) {
 		t.Fatalf("still on %q:\n%s", c.Stats().Path, logs.String())
 	}
@@ -253,7 +254,7 @@ func TestDualOverAFXDP(t *testing.T) {
 	p := netnstest.NewForTest(t, netns.Options{})
 	const port = 7710
 	srvG, cliG := openXDPIn(t, p.B, port), openXDPIn(t, p.A, port)
-	opts := afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	opts := afxdprpc.DualOptions{Path: netpath.AFXDP, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}}
 	var addr string
 	if err := p.B.Do(func() error {
 		addr = serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvG, opts), p.B.Addr.String()+":0")
@@ -264,7 +265,7 @@ func TestDualOverAFXDP(t *testing.T) {
 	c := rpc.NewClient(addr, rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{}, cliG, opts)})
 	defer c.Close()
 	// The TCP connection is dialled inside A's namespace.
-	if err := p.A.Do(func() error { waitPath(t, c, afxdp.PathXDP); return nil }); err != nil {
+	if err := p.A.Do(func() error { waitPath(t, c, netpath.AFXDP); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	before := packetFrames.packet.Load()
@@ -282,13 +283,13 @@ func TestDualOverAFXDP(t *testing.T) {
 func TestDualTotalsKeepClosedConnections(t *testing.T) {
 	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
-	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Logger: (&logBuffer{}).logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Logger: (&logBuffer{}).logger(), Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}}
 	addr := serveDual(t, afxdprpc.Dual(&tcp.Transport{}, srvEP, opts), "127.0.0.1:0")
 	tr := afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)
 	var bypass, tcp uint64
 	for round := range 2 {
 		c := rpc.NewClient(addr, rpc.ClientOptions{Transport: tr})
-		waitPath(t, c, afxdp.PathUDP)
+		waitPath(t, c, netpath.UDP)
 		for i := range 20 {
 			call(t, c, i)
 		}
@@ -305,7 +306,7 @@ func TestDualTotalsKeepClosedConnections(t *testing.T) {
 		t.Fatalf("Totals: %d calls over the bypass, %d over TCP; the connections counted %d and %d (at least 40 over the bypass)",
 			got.BypassCalls, got.TCPCalls, bypass, tcp)
 	}
-	if got.Policy != "bypass" {
-		t.Fatalf("Totals' policy %q, want bypass", got.Policy)
+	if got.Policy != "afxdp" {
+		t.Fatalf("Totals' policy %q, want afxdp", got.Policy)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/testwait"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -62,7 +63,7 @@ func openPacketBudget(t *testing.T, s *rpc.Server) (*rpc.Client, func() afxdp.St
 func openDualBudget(t *testing.T, s *rpc.Server) (*rpc.Client, func() afxdp.Stats) {
 	srvEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket})
 	cliEP := udpEndpoint(t, "127.0.0.1:0", afxdp.Options{Ticket: testTicket, Backlog: -1})
-	opts := afxdprpc.DualOptions{Path: afxdp.PathUDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}}
+	opts := afxdprpc.DualOptions{Path: netpath.UDP, AllowUDP: true, Policy: afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}}
 	l, err := afxdprpc.Dual(&tcp.Transport{}, srvEP, opts).Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func openDualBudget(t *testing.T, s *rpc.Server) (*rpc.Client, func() afxdp.Stat
 	go s.Serve(l)
 	c := rpc.NewClient(l.Addr().String(), rpc.ClientOptions{Transport: afxdprpc.Dual(&tcp.Transport{}, cliEP, opts)})
 	t.Cleanup(func() { c.Close() })
-	waitPath(t, c, afxdp.PathUDP)
+	waitPath(t, c, netpath.UDP)
 	return c, srvEP.Stats
 }
 

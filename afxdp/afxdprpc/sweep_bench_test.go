@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/internal/netns"
 	"github.com/starwire/starwire/internal/netns/netnstest"
 	"github.com/starwire/starwire/internal/testwait"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/tcp"
 	"github.com/starwire/starwire/wire"
@@ -28,7 +28,7 @@ var sweepPolicies = [sweepClients]struct {
 	policy afxdprpc.PathPolicy
 }{
 	{"tcp", afxdprpc.PathPolicy{Mode: afxdprpc.PathTCPOnly}},
-	{"afxdp", afxdprpc.PathPolicy{Mode: afxdprpc.PathBypass}},
+	{"afxdp", afxdprpc.PathPolicy{Mode: afxdprpc.PathAFXDP}},
 	{"dual", afxdprpc.PathPolicy{}},
 	{"tcp-control", afxdprpc.PathPolicy{Mode: afxdprpc.PathTCPOnly}},
 }
@@ -59,7 +59,7 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 	srvG, cliG := openXDPIn(b, p.B, port), openXDPIn(b, p.A, port)
 	var addr string
 	if err := p.B.Do(func() error {
-		tl, err := afxdprpc.Dual(&tcp.Transport{}, srvG, afxdprpc.DualOptions{Path: afxdp.PathXDP}).Listen(p.B.Addr.String() + ":0")
+		tl, err := afxdprpc.Dual(&tcp.Transport{}, srvG, afxdprpc.DualOptions{Path: netpath.AFXDP}).Listen(p.B.Addr.String() + ":0")
 		if err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 	clients := make([]*rpc.Client, len(sweepPolicies))
 	var dual *afxdprpc.DualTransport
 	for i, sp := range sweepPolicies {
-		tr := afxdprpc.Dual(&nsTCP{end: p.A}, cliG, afxdprpc.DualOptions{Path: afxdp.PathXDP, Policy: sp.policy})
+		tr := afxdprpc.Dual(&nsTCP{end: p.A}, cliG, afxdprpc.DualOptions{Path: netpath.AFXDP, Policy: sp.policy})
 		if i == sweepDual {
 			dual = tr
 		}
@@ -229,5 +229,5 @@ func waitBypass(b *testing.B, c *rpc.Client) {
 		r.Release()
 		return string(c.Stats().Path)
 	}
-	testwait.For(b, 5*time.Second, call, func(p string) bool { return p == string(afxdp.PathXDP) }, "an AF_XDP session")
+	testwait.For(b, 5*time.Second, call, func(p string) bool { return p == string(netpath.AFXDP) }, "an AF_XDP session")
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 )
 
@@ -30,16 +31,18 @@ type Network interface {
 // Listen returns the sessions peers open with ep. The network stays the
 // caller's: closing a listener stops accepting but leaves ep and its
 // sessions running.
-func Transport(ep Network) rpc.Transport { return TransportOver(ep, afxdp.PathXDP) }
+func Transport(ep Network) rpc.Transport { return TransportOver(ep, netpath.AFXDP) }
 
 // TransportOver is Transport whose connections name path as the path
-// their calls take (rpc.PathConn): afxdp.PathUDP for a network over
+// their calls take (rpc.PathConn): netpath.UDP for a network over
 // kernel UDP, so that per-call reports say what carried the calls.
-func TransportOver(ep Network, path string) rpc.Transport { return &transport{ep: ep, path: path} }
+func TransportOver(ep Network, path netpath.Path) rpc.Transport {
+	return &transport{ep: ep, path: path}
+}
 
 type transport struct {
 	ep   Network
-	path string // what its connections say they carry calls over
+	path netpath.Path // what its connections say they carry calls over
 }
 
 func (t *transport) Name() string { return "afxdp" }
@@ -59,7 +62,7 @@ func (t *transport) Dial(ctx context.Context, addr string) (rpc.Conn, error) {
 // offers no readside.Reader: the session's reactor delivers every frame.
 type packetConn struct {
 	*afxdp.Conn
-	path string
+	path netpath.Path
 }
 
 var (
@@ -69,7 +72,7 @@ var (
 )
 
 // Path implements rpc.PathConn.
-func (c *packetConn) Path() string { return c.path }
+func (c *packetConn) Path() netpath.Path { return c.path }
 
 // Listen accepts the endpoint's sessions. addr must be empty or the
 // endpoint's own address, since the endpoint is already bound.
@@ -83,7 +86,7 @@ func (t *transport) Listen(addr string) (rpc.Listener, error) {
 
 type listener struct {
 	ep     Network
-	path   string
+	path   netpath.Path
 	ctx    context.Context
 	cancel context.CancelFunc
 }

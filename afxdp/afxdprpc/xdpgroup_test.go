@@ -7,6 +7,7 @@ import (
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/link"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/netpath"
 )
 
 // openXDP opens the packet transport on AF_XDP sockets of link ifname under
@@ -16,7 +17,7 @@ func openXDP(ifname string, port uint16) (*afxdp.Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Path != afxdp.PathXDP {
+	if o.Path != netpath.AFXDP {
 		o.Group.Close()
 		return nil, fmt.Errorf("no AF_XDP on %s: %v", ifname, o.Fallback)
 	}

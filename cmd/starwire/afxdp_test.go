@@ -70,7 +70,7 @@ func TestPeersOverAFXDP(t *testing.T) {
 	}
 	// The driver's summary says what the tasks' calls went over, which
 	// only the tasks know.
-	if !regexp.MustCompile(`(?m)^tasks' calls to each other: .*AF_XDP on `+p.B.Link+` \(UDP port \d+\) or TCP, per call \(bypass\) \(.*worker:0`).MatchString(trainOut.String()) ||
+	if !regexp.MustCompile(`(?m)^tasks' calls to each other: .*AF_XDP on `+p.B.Link+` \(UDP port \d+\) or TCP, per call \(afxdp\) \(.*worker:0`).MatchString(trainOut.String()) ||
 		!regexp.MustCompile(`(?m)^  tasks' calls to each other: (.*\); )?AF_XDP \([^)]*worker:0 [1-9]\d* calls`).MatchString(trainOut.String()) {
 		t.Errorf("the summary does not say the worker's calls went over AF_XDP:\n%s", trainOut.String())
 	}
@@ -87,7 +87,7 @@ func TestPeersOverAFXDP(t *testing.T) {
 			t.Fatalf("a server did not stop on SIGTERM:\n%s", s.out.String())
 		}
 	}
-	m := regexp.MustCompile(`stopping: \d+ calls to peers .* over AF_XDP on .*\n  to \S+ per call \(bypass\): AF_XDP (\d+) calls`).FindStringSubmatch(wOut.String())
+	m := regexp.MustCompile(`stopping: \d+ calls to peers .* over AF_XDP on .*\n  to \S+ per call \(afxdp\): AF_XDP (\d+) calls`).FindStringSubmatch(wOut.String())
 	if m == nil {
 		t.Fatalf("the worker's peer calls did not go over AF_XDP:\n%s", wOut.String())
 	}

@@ -40,7 +40,7 @@ func jobPaths(calls, bytes int64, driverPath string, infos []peerInfo) []pathSha
 			add(i.PeerPath, i.PeerCalls, i.PeerBytes)
 		}
 		for _, p := range i.PeerPaths {
-			add(pathName(p.Path), p.Calls, p.Bytes)
+			add(p.Path.Title(), p.Calls, p.Bytes)
 		}
 		dc, db = dc-i.PeerCalls, db-i.PeerBytes
 	}

@@ -27,6 +27,7 @@ type serveFlags struct {
 	index, ps, workers int
 	host, iface, net   string
 	afxdpPath          string
+	afxdp              flags.AFXDP
 	checkpointDir      string
 	streamDir          string // serve_stream.go
 	recordDir          string
@@ -47,6 +48,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	fs.IntVar(&f.workers, "workers", 0, "with --registry_dir: the cluster's worker tasks")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "with --registry_dir: the address to bind and publish")
 	fs.StringVar(&f.iface, "afxdp_iface", "", "carry this task's calls to its peers over AF_XDP on this interface, whose address is the task's starwire host (every task must); --transport still carries the calls it receives from drivers")
+	flags.RegisterAFXDP(fs, &f.afxdp, flags.AFXDPAuto, "with --afxdp_iface: carry the task's calls to its peers over AF_XDP")
 	flags.RegisterAFXDPPath(fs, &f.afxdpPath, "calls to peers (with --afxdp_iface and --transport tcp)")
 	fs.StringVar(&f.net, "transport", "tcp", `starwire transport under grpc+seastar: "tcp", or "udp" (afxdp's packet protocol on kernel UDP); the same in every process`)
 	fs.StringVar(&f.recordDir, "record_dir", "", "write every request the task receives over gRPC to this directory, one binary protobuf file each (NNNNN-Method.pb, the first 10000): what a TensorFlow master sent, kept as test data (default: none)")
@@ -86,7 +88,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
-	if err := flags.CheckIface("serve", f.iface); err != nil {
+	if err := f.checkAFXDP(); err != nil {
 		return err
 	}
 	if (f.net == "udp" || f.iface != "") && !auth.Shared() {
@@ -248,6 +250,19 @@ func (f *serveFlags) joinCluster(ctx context.Context, set map[string]bool, tr fl
 	return s, layout, nil
 }
 
+// checkAFXDP checks --afxdp_iface and --afxdp together; with --afxdp
+// off, the interface carries nothing of the task's.
+func (f *serveFlags) checkAFXDP() error {
+	switch {
+	case f.afxdp == flags.AFXDPOff:
+		f.iface = ""
+		return nil
+	case f.afxdp == flags.AFXDPOn && f.iface == "":
+		return flags.Usagef("serve: --afxdp on needs --afxdp_iface, the interface AF_XDP runs on")
+	}
+	return flags.CheckIface("serve", f.iface)
+}
+
 // serve starts the task, says what it serves and over which paths, reports
 // what it does every --report, and returns when ctx ends.
 func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.Layout) error {
@@ -255,12 +270,18 @@ func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.La
 	logger := logline.New(os.Stderr, "starwire: serve: ")
 	var fallback string
 	switch {
+	case !layout.Protocol.UsesStar() && f.afxdp == flags.AFXDPOn:
+		return flags.Usagef("serve: --afxdp on: protocol %s has no starwire worker service for AF_XDP to carry", layout.Protocol)
 	case !layout.Protocol.UsesStar():
+	case f.afxdp == flags.AFXDPOff:
+		fallback = "--afxdp off"
 	case f.iface == "":
 		fallback = flags.AFXDPFallback(flags.NoIfaceGiven)
 	default:
 		err := s.ServeAFXDP(f.iface)
 		switch {
+		case errors.Is(err, link.ErrUnavailable) && f.afxdp == flags.AFXDPOn:
+			return fmt.Errorf("serve: --afxdp on: AF_XDP on %s unavailable: %w%s", f.iface, err, queueHint(err))
 		case errors.Is(err, link.ErrUnavailable):
 			fallback = "AF_XDP on " + f.iface + " unavailable: " + err.Error() + queueHint(err)
 		case err != nil:

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
@@ -115,7 +114,7 @@ func peerPaths(infos []peerInfo, counts bool) string {
 			add(i.PeerPath, who+fmt.Sprintf(" %d calls, %.1f MB", i.PeerCalls, float64(i.PeerBytes)/1e6))
 		default:
 			for _, p := range i.PeerPaths {
-				add(pathName(p.Path), who+fmt.Sprintf(" %d calls, %.1f MB", p.Calls, float64(p.Bytes)/1e6))
+				add(p.Path.Title(), who+fmt.Sprintf(" %d calls, %.1f MB", p.Calls, float64(p.Bytes)/1e6))
 			}
 		}
 	}
@@ -127,20 +126,6 @@ func peerPaths(infos []peerInfo, counts bool) string {
 		return "none"
 	}
 	return strings.Join(parts, "; ")
-}
-
-// pathName names, for the summary, a path a transport reported a call
-// took.
-func pathName(path string) string {
-	switch path {
-	case "tcp":
-		return "TCP"
-	case afxdp.PathXDP:
-		return "AF_XDP"
-	case afxdp.PathUDP:
-		return "the afxdp packet protocol on kernel UDP"
-	}
-	return path
 }
 
 // shortTask writes "/job:ps/replica:0/task:1" as "ps:1".

@@ -19,6 +19,7 @@ import (
 	"github.com/starwire/starwire/handlers/driver"
 	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/metrics"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/tasks"
 	"github.com/starwire/starwire/train"
@@ -35,7 +36,7 @@ type trainFlags struct {
 	recoveryTimeout time.Duration
 	cpuProfile      string
 	transport       string
-	afxdp           string
+	afxdp           flags.AFXDP
 	afxdpPath       string
 	preset          string
 	metrics         flags.Metrics
@@ -70,7 +71,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.recoveryTimeout, "recovery_timeout", 10*time.Minute, "with --on_failure recover, how long to wait for a lost ps to answer again before failing the run")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
-	fs.StringVar(&f.afxdp, "afxdp", "auto", `local cluster: "on" gives each task a network namespace, joined by veth pairs, and moves the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport); "auto" does so when it can (root); "off" never`)
+	flags.RegisterAFXDP(fs, &f.afxdp, flags.AFXDPAuto, `local cluster: give each task a network namespace, joined by veth pairs, and move the workers' RecvTensor calls to the parameter servers onto AF_XDP (the driver's calls stay on --transport)`)
 	flags.RegisterAFXDPPath(fs, &f.afxdpPath, "calls between tasks joined by AF_XDP")
 	f.Cluster.Register(fs)
 	f.metrics.Register(fs)
@@ -211,11 +212,6 @@ func (f *trainFlags) check() error {
 	if f.recoveryTimeout <= 0 {
 		return flags.Usagef("train: --recovery_timeout %v, want > 0", f.recoveryTimeout)
 	}
-	switch f.afxdp {
-	case "auto", "on", "off":
-	default:
-		return flags.Usagef(`train: --afxdp %q, want "auto", "on" or "off"`, f.afxdp)
-	}
 	if _, err := flags.ParseAFXDPPath("train", f.afxdpPath); err != nil {
 		return err
 	}
@@ -290,7 +286,7 @@ type trainRun struct {
 // startLocal starts the in-process cluster, its endpoint map in dir.
 func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	logger := logline.New(os.Stderr, "starwire: train: ")
-	policy, _ := afxdprpc.ParsePathPolicy(r.f.afxdpPath) // checked
+	policy, _ := netpath.ParsePolicy(r.f.afxdpPath) // checked
 	procs, restore := addSpareProc()
 	r.restoreProcs = restore
 	local, why, err := startLocal(tasks.LocalOptions{
@@ -598,16 +594,16 @@ func (v *float32Value) Set(s string) error {
 }
 
 // startLocal starts the local cluster, with AF_XDP between the tasks as
-// mode ("auto", "on", "off") says, and returns why AF_XDP is not used
+// mode says, and returns why AF_XDP is not used
 // ("" when it is).
-func startLocal(opts tasks.LocalOptions, mode string) (*tasks.Local, string, error) {
+func startLocal(opts tasks.LocalOptions, mode flags.AFXDP) (*tasks.Local, string, error) {
 	why := flags.AFXDPFallback(flags.OnLoopback)
 	switch {
-	case mode == "off":
+	case mode == flags.AFXDPOff:
 		why = "--afxdp off"
 	case !opts.Protocol.UsesStar():
 		why = "protocol " + string(opts.Protocol) + " has no starwire worker service"
-	case os.Geteuid() != 0 && mode == "auto":
+	case os.Geteuid() != 0 && mode == flags.AFXDPAuto:
 	default:
 		xo := opts
 		xo.AFXDP = true
@@ -615,10 +611,10 @@ func startLocal(opts tasks.LocalOptions, mode string) (*tasks.Local, string, err
 		if err == nil {
 			return l, "", nil
 		}
-		if mode == "on" && errors.Is(err, fs.ErrPermission) {
+		if mode == flags.AFXDPOn && errors.Is(err, fs.ErrPermission) {
 			return nil, "", fmt.Errorf("--afxdp on needs root (network namespaces and AF_XDP sockets): %w", err)
 		}
-		if mode == "on" {
+		if mode == flags.AFXDPOn {
 			return nil, "", err
 		}
 		why = "AF_XDP setup failed: " + err.Error()

@@ -42,7 +42,7 @@ func TestTrainPreset(t *testing.T) {
 	if _, err := parseTrain(t, "--preset", "fast"); err == nil || !strings.Contains(err.Error(), `--preset "fast"`) {
 		t.Fatalf("unknown preset: %v", err)
 	}
-	for _, ok := range []string{"auto", "bypass", "tcp", "64KiB"} {
+	for _, ok := range []string{"auto", "afxdp", "bypass", "tcp", "never", "64KiB"} {
 		if _, err := parseTrain(t, "--afxdp_path", ok); err != nil {
 			t.Errorf("--afxdp_path %s: %v", ok, err)
 		}

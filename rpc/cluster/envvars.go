@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/starwire/starwire/internal/units"
+	"github.com/starwire/starwire/netpath"
 )
 
 // Variable names, as TensorFlow and DeepRec users know them.
@@ -79,7 +80,7 @@ var EnvVars = []EnvVar{
 	{EnvWorkerDisablePin, "true", boolAccepts,
 		"the same for a worker task", checkBool},
 	{EnvAFXDPPath, "auto: each call over the path measured faster for its size", pathAccepts,
-		"which calls between tasks joined by AF_XDP take it rather than TCP: auto, bypass (all), tcp (none), or those below a size", checkPath},
+		"which calls between tasks joined by AF_XDP take it rather than TCP: auto, afxdp (all), tcp (none), or those below a size; bypass and always are aliases of afxdp, never of tcp", checkPath},
 	{EnvTLSDir, "unset: no TLS unless the files are named", "a directory holding tls.crt, tls.key and ca.crt",
 		"mutual TLS 1.3 on gRPC and starwire's TCP transport with the files of this directory (a mounted kubernetes.io/tls secret)", checkTLSDir},
 	{EnvTLSCert, "$STARWIRE_TLS_DIR/tls.crt", fileAccepts,
@@ -99,7 +100,7 @@ var TLSDirFiles = [3]string{"tls.crt", "tls.key", "ca.crt"}
 const (
 	countAccepts = "a whole number from 1 to 1024"
 	boolAccepts  = "true or false (also 1 or 0, any case)"
-	pathAccepts  = "auto, bypass, tcp, or a size such as 64KiB or 65536"
+	pathAccepts  = netpath.PolicyAccepts
 	fileAccepts  = "the path of a readable file"
 )
 
@@ -158,17 +159,10 @@ func checkBool(s string) error {
 	return err
 }
 
-// checkPath accepts what afxdprpc.ParsePathPolicy does: a policy word, or
-// a positive size in internal/units' grammar.
+// checkPath accepts what netpath.ParsePolicy reads.
 func checkPath(s string) error {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "auto", "bypass", "always", "tcp", "never":
-		return nil
-	}
-	if n, err := units.ParseSize(s); err != nil || n <= 0 {
-		return fmt.Errorf("not a path policy")
-	}
-	return nil
+	_, err := netpath.ParsePolicy(s)
+	return err
 }
 
 // Check reports whether v accepts value; nil for a variable that accepts
@@ -236,7 +230,7 @@ func PinPacketReactors(job string) bool {
 }
 
 // AFXDPPath returns STARWIRE_AFXDP_PATH, trimmed, or "auto" when it is
-// unset or blank; afxdprpc.ParsePathPolicy reads it.
+// unset or blank; netpath.ParsePolicy reads it.
 func AFXDPPath() string {
 	if v := strings.TrimSpace(getenv(EnvAFXDPPath)); v != "" {
 		return v

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/starwire/starwire/netpath"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,5 +170,21 @@ func TestTLSVarsChecked(t *testing.T) {
 	t.Setenv(EnvTLSCA, filepath.Join(dir, "ca.crt"))
 	if err := CheckEnv(EnvTLSCA); err == nil || !strings.Contains(err.Error(), EnvTLSCA+"=") {
 		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// TestPathPolicyEnvCheck: the command's check of STARWIRE_AFXDP_PATH
+// accepts exactly what netpath.ParsePolicy reads.
+func TestPathPolicyEnvCheck(t *testing.T) {
+	v, ok := LookupEnvVar(EnvAFXDPPath)
+	if !ok {
+		t.Fatalf("%s not described", EnvAFXDPPath)
+	}
+	for _, s := range []string{"auto", "AUTO", "afxdp", "bypass", "always", "tcp", "never", "64KiB", "1MiB", "4096", "0", "-1", "fast",
+		"4 KiB", "1.5MiB", "2G", "8589934592GiB", "99999999999GiB"} {
+		_, err := netpath.ParsePolicy(s)
+		if accepted := v.Check(s) == nil; accepted != (err == nil) {
+			t.Errorf("%s=%q: the check accepts %v, ParsePolicy: %v", EnvAFXDPPath, s, accepted, err)
+		}
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/starwire/starwire/bench"
 	"github.com/starwire/starwire/bench/stress"
 	"github.com/starwire/starwire/internal/netns"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
@@ -79,7 +80,7 @@ func openXDP(ifname string, port uint16) (*afxdp.Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Path != afxdp.PathXDP {
+	if o.Path != netpath.AFXDP {
 		o.Group.Close()
 		return nil, fmt.Errorf("soak: no AF_XDP on %s: %v", ifname, o.Fallback)
 	}

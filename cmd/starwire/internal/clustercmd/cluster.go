@@ -114,10 +114,10 @@ func (s *shapeFlags) check(cmd string) error {
 // the command.
 func up(ctx context.Context, args []string, stdout io.Writer) error {
 	var s shapeFlags
-	var afxdp bool
+	var afxdp flags.AFXDP
 	fs := flag.NewFlagSet("cluster up", flag.ContinueOnError)
 	s.register(fs, "")
-	fs.BoolVar(&afxdp, "afxdp", true, "serve the tasks' calls to each other over AF_XDP on each host's eth0 (false: TCP)")
+	flags.RegisterAFXDP(fs, &afxdp, flags.AFXDPAuto, "serve the tasks' calls to each other over AF_XDP on each host's eth0")
 	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}

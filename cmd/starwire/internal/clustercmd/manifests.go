@@ -31,7 +31,7 @@ type k8sCluster struct {
 	GRPCPort, StarPort     int
 	MapDir, MapPath        string
 	Tasks                  []k8sTask
-	AFXDP                  bool
+	AFXDP                  bool // the tasks serve over AF_XDP (--afxdp not off)
 }
 
 // k8sName is what a job name (Kubeflow's TFJob) may be: a DNS label short
@@ -53,10 +53,12 @@ func manifests(_ context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&ps, "ps", 2, "parameter-server tasks")
 	fs.IntVar(&workers, "workers", 2, "worker tasks")
 	fs.IntVar(&steps, "steps", 2000, "the chief's training steps per worker")
-	fs.BoolVar(&c.AFXDP, "afxdp", true, "serve the tasks' calls to each other over AF_XDP on the pod's eth0 (adds the capabilities it needs; without them a task falls back to TCP and says so)")
+	var mode flags.AFXDP
+	flags.RegisterAFXDP(fs, &mode, flags.AFXDPAuto, "serve the tasks' calls to each other over AF_XDP on the pod's eth0, adding the capabilities it needs (with auto, a task without them falls back to TCP and says so)")
 	if err := flags.Parse(fs, args, stdout, nil); err != nil {
 		return err
 	}
+	c.AFXDP = mode != flags.AFXDPOff
 	switch {
 	case !k8sName.MatchString(c.Name):
 		return flags.Usagef("cluster manifests: --name %q: want a DNS label of at most 40 characters", c.Name)
@@ -99,6 +101,8 @@ func manifests(_ context.Context, args []string, stdout io.Writer) error {
 			switch {
 			case !t.Serves:
 				t.Args = []string{"train", "--steps", strconv.Itoa(steps), "--connect_timeout", "5m"}
+			case mode == flags.AFXDPOn:
+				t.Args = []string{"serve", "--afxdp_iface", "eth0", "--afxdp", "on"}
 			case c.AFXDP:
 				t.Args = []string{"serve", "--afxdp_iface", "eth0"}
 			default:

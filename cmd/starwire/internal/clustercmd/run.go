@@ -156,7 +156,7 @@ func (c *testCluster) trainOver(ctx context.Context, path string, trainArgs []st
 			err = serr
 		}
 	}()
-	if err := c.start(ctx, path == "afxdp", false); err != nil {
+	if err := c.start(ctx, pathMode(path), false); err != nil {
 		return nil, err
 	}
 	if path == "afxdp" {
@@ -284,4 +284,13 @@ func (r *pathResult) print(w io.Writer) {
 	if r.problem != "" {
 		fmt.Fprintf(w, "  NOT AS ASKED: %s\n", r.problem)
 	}
+}
+
+// pathMode is the --afxdp of the tasks of a run on path: AF_XDP where
+// their hosts allow it, or never.
+func pathMode(path string) flags.AFXDP {
+	if path == "afxdp" {
+		return flags.AFXDPAuto
+	}
+	return flags.AFXDPOff
 }

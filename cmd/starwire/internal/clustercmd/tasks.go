@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/starwire/starwire/afxdp"
+	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/internal/vethnet"
 )
 
@@ -32,10 +33,12 @@ const readyTimeout = 30 * time.Second
 
 // start starts serve in every ps and worker host, logging to
 // serve-<tag>.log in the host's directory, and waits until each says it
-// serves; with afxdp, each carries its calls to its peers over AF_XDP on
-// its host's link. Detached tasks outlive this process ("up"); the others
-// die with it.
-func (c *testCluster) start(ctx context.Context, afxdp, detached bool) error {
+// serves; unless mode is off, each carries its calls to its peers over
+// AF_XDP on its host's link (serve --afxdp_iface, with --afxdp on when
+// mode is). Detached tasks outlive this process ("up"); the others die
+// with it.
+func (c *testCluster) start(ctx context.Context, mode flags.AFXDP, detached bool) error {
+	afxdp := mode != flags.AFXDPOff
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -55,6 +58,9 @@ func (c *testCluster) start(ctx context.Context, afxdp, detached bool) error {
 				return err
 			}
 			args = append(args, "--afxdp_iface", vethnet.HostLink, "--packet_ticket_file", ticket)
+			if mode == flags.AFXDPOn {
+				args = append(args, "--afxdp", "on")
+			}
 		}
 		t, err := c.startProcess(h, exe, args, "serve-"+tag+".log", detached)
 		if err != nil {

@@ -2,15 +2,15 @@ package staleness
 
 import (
 	"fmt"
-	"io"
-	"net/netip"
 	"os"
 
 	"github.com/starwire/starwire/afxdp"
 	"github.com/starwire/starwire/afxdp/afxdprpc"
 	"github.com/starwire/starwire/afxdp/link"
+	"github.com/starwire/starwire/internal/afxdpfabric"
 	"github.com/starwire/starwire/internal/logline"
 	"github.com/starwire/starwire/internal/vethnet"
+	"github.com/starwire/starwire/netpath"
 	"github.com/starwire/starwire/rpc"
 	"github.com/starwire/starwire/rpc/cluster"
 	"github.com/starwire/starwire/rpc/tcp"
@@ -22,14 +22,13 @@ const xdpPort = 7701
 
 // xdpFabric is the AF_XDP layout of a run: the parameter server in a
 // namespace of its own, joined to the trainer and to every worker by a
-// veth pair, with an AF_XDP endpoint on both ends of each. Every peer's
-// connection is dual, as a task's are: TCP to the server too, each call
-// over the path faster for its size (afxdprpc.Dual, its policy from
-// STARWIRE_AFXDP_PATH).
+// veth pair, with an AF_XDP endpoint on both ends of each
+// (afxdpfabric.Build). Every peer's connection is dual, as a task's are:
+// TCP to the server too, each call over the path faster for its size
+// (afxdprpc.Dual, its policy from STARWIRE_AFXDP_PATH).
 type xdpFabric struct {
-	f       *vethnet.Fabric
-	closers []io.Closer
-	srv     *rpc.Server
+	f   *afxdpfabric.Fabric
+	srv *rpc.Server
 	// peers[i] dials the server: a transport and the server's address on
 	// the peer's own link.
 	peers []xdpPeer
@@ -47,15 +46,19 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 	for i := range names {
 		names[i] = fmt.Sprintf("/job:peer/replica:0/task:%d", i)
 	}
+	policy, err := netpath.ParsePolicy(cluster.AFXDPPath())
+	if err != nil {
+		return nil, fmt.Errorf("staleness: %w", err)
+	}
+	// Both ends of every link are in this process: a ticket of its own.
+	ticket := afxdp.NewTicket()
 	const server = "/job:server/replica:0/task:0"
-	f, err := vethnet.Build([]string{server}, names)
+	f, err := afxdpfabric.Build([]string{server}, names, afxdpfabric.Options{Port: xdpPort,
+		Endpoint: func(vethnet.End) (link.XSKOptions, afxdp.Options) {
+			return link.XSKOptions{}, afxdp.Options{Ticket: &ticket}
+		}})
 	if err != nil {
 		return nil, fmt.Errorf("staleness: afxdp: %w", err)
-	}
-	policy, err := afxdprpc.ParsePathPolicy(cluster.AFXDPPath())
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("staleness: %w", err)
 	}
 	x := &xdpFabric{f: f, srv: newStarServer(st)}
 	defer func() {
@@ -68,36 +71,13 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 		return nil, fmt.Errorf("staleness: afxdp: %w", err)
 	}
 	go x.srv.Serve(tl)
-	// Both ends of every link are in this process: a ticket of its own.
-	ticket := afxdp.NewTicket()
-	open := func(e vethnet.End) (*afxdp.Endpoint, error) {
-		var xl *link.XSKLink
-		if err := f.Do(e.Task, func() (err error) {
-			xl, err = link.OpenXSK(e.Name, link.XSKOptions{Port: xdpPort})
-			return err
-		}); err != nil {
-			return nil, fmt.Errorf("staleness: afxdp on %s: %w", e.Name, err)
-		}
-		ep := afxdp.NewEndpoint(xl, afxdp.Options{Ticket: &ticket})
-		x.closers = append(x.closers, ep)
-		return ep, nil
-	}
 	for _, l := range f.Links {
-		sep, err := open(l.PS)
-		if err != nil {
-			return nil, err
-		}
-		ln, err := afxdprpc.Transport(sep).Listen("")
+		ln, err := afxdprpc.Transport(l.PSEP).Listen("")
 		if err != nil {
 			return nil, err
 		}
 		go x.srv.Serve(ln)
-		cep, err := open(l.Worker)
-		if err != nil {
-			return nil, err
-		}
-		dual := afxdprpc.Dual(&tcp.Transport{}, cep, afxdprpc.DualOptions{Path: afxdp.PathXDP,
-			Packet: netip.AddrPortFrom(l.PS.Addr, xdpPort).String(), Policy: policy, Logger: quietLogger})
+		dual := f.Dual(&tcp.Transport{}, l.WorkerEP, l.PS, policy, quietLogger)
 		x.peers = append(x.peers, xdpPeer{dual, tl.Addr().String()})
 	}
 	return x, nil
@@ -105,9 +85,6 @@ func startAFXDP(st *store, n int) (_ *xdpFabric, err error) {
 
 func (x *xdpFabric) close() {
 	x.srv.Close()
-	for _, c := range x.closers {
-		c.Close()
-	}
 	x.f.Close()
 }
 
