@@ -42,6 +42,9 @@ type Options struct {
 	// it, absolute ones (as a TensorFlow master sends them) must lie inside
 	// it. Empty disables them (FailedPrecondition).
 	CheckpointDir string
+	// StreamDir is where embedding variables' change stream is written
+	// (ops.Env.StreamDir); empty disables it.
+	StreamDir string
 	// Logger receives step failures; nil means slog.Default().
 	Logger *slog.Logger
 	// Compute bounds the op kernels that compute at once; tasks that share

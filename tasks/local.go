@@ -55,6 +55,8 @@ type LocalOptions struct {
 	NoAllowlist bool
 	// CheckpointDir is every task's checkpoint directory (Server.CheckpointDir).
 	CheckpointDir string
+	// StreamDir is every task's change stream directory (Server.StreamDir).
+	StreamDir string
 }
 
 // xdpPort is the UDP port of every AF_XDP endpoint of a local fabric; each
@@ -154,7 +156,7 @@ func (l *Local) start(opts LocalOptions) error {
 	for _, s := range l.Servers {
 		s.Metrics = opts.Metrics
 		s.Compute = opts.Compute
-		s.CheckpointDir = opts.CheckpointDir
+		s.CheckpointDir, s.StreamDir = opts.CheckpointDir, opts.StreamDir
 		if err := s.Start(l.Layout, opts.Logger); err != nil {
 			return err
 		}

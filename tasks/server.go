@@ -50,6 +50,9 @@ type Server struct {
 	// CheckpointDir, when set before Start, is where the worker's
 	// checkpoint ops read and write (handlers.Options.CheckpointDir).
 	CheckpointDir string
+	// StreamDir, when set before Start, is where the worker's embedding
+	// variables' change stream is written (handlers.Options.StreamDir).
+	StreamDir string
 	// RecordDir, when set before Start, is where every request the task
 	// receives over gRPC is written (package handlers/record).
 	RecordDir string
@@ -210,7 +213,7 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	s.startDuals(peers, logger)
 	s.peers, s.logger = peers, logger
 	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Cluster: s.followCluster,
-		Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir})
+		Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir, StreamDir: s.StreamDir})
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Task(), err)
 	}

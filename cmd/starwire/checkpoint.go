@@ -20,6 +20,7 @@ import (
 
 const checkpointUsage = `usage: starwire checkpoint inspect PREFIX|DIR [--tensor NAME] [--all]
        starwire checkpoint inspect DIR --list
+       starwire checkpoint follow DIR [--once] [--interval D]
 
   inspect  list the tensors of the TensorFlow checkpoint under PREFIX (the
            files PREFIX.index and PREFIX.data-*; PREFIX.index itself will
@@ -31,21 +32,27 @@ const checkpointUsage = `usage: starwire checkpoint inspect PREFIX|DIR [--tensor
            DIR's checkpoints instead, oldest first: each full one its
            state file keeps and the increments saved after it (under
            .incremental_checkpoint), with global step and size on disk
+  follow   replay the change stream a ps exports into DIR (serve
+           --stream_dir) into tables of its own, version by version,
+           printing what each applied; --once stops at the newest
 `
 
 // checkpointCmd runs "starwire checkpoint <subcommand>".
-func checkpointCmd(_ context.Context, args []string, stdout io.Writer) error {
+func checkpointCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stdout, checkpointUsage)
 		if len(args) == 0 {
-			return flags.Usagef("checkpoint: give a subcommand: inspect")
+			return flags.Usagef("checkpoint: give a subcommand: inspect or follow")
 		}
 		return nil
 	}
-	if args[0] != "inspect" {
-		return flags.Usagef("checkpoint: unknown subcommand %q (want inspect)", args[0])
+	switch args[0] {
+	case "inspect":
+		return checkpointInspect(args[1:], stdout)
+	case "follow":
+		return checkpointFollow(ctx, args[1:], stdout)
 	}
-	return checkpointInspect(args[1:], stdout)
+	return flags.Usagef("checkpoint: unknown subcommand %q (want inspect or follow)", args[0])
 }
 
 func checkpointInspect(args []string, stdout io.Writer) error {

@@ -29,6 +29,7 @@ type serveFlags struct {
 	afxdpPath          string
 	afxdp              flags.AFXDP
 	checkpointDir      string
+	streamDir          string // serve_stream.go
 	recordDir          string
 	report             time.Duration
 	stdout             io.Writer
@@ -53,6 +54,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	fs.StringVar(&f.recordDir, "record_dir", "", "write every request the task receives over gRPC to this directory, one binary protobuf file each (NNNNN-Method.pb, the first 10000): what a TensorFlow master sent, kept as test data (default: none)")
 	fs.StringVar(&f.checkpointDir, "checkpoint_dir", "", "the directory the task's SaveV2, RestoreV2 and MergeV2Checkpoints read and write (created if missing); a graph's checkpoint prefixes must lie inside it, relative ones are taken under it (default: checkpoints refused)")
 	fs.DurationVar(&f.report, "report", 10*time.Second, "interval between the lines saying what the task did (0: none)")
+	f.registerStream(fs)
 	f.Cluster.Register(fs)
 	f.metrics.Register(fs)
 	f.pcap.Register(fs)
@@ -66,6 +68,9 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		return err
 	}
 	if err := f.makeCheckpointDir(); err != nil {
+		return err
+	}
+	if err := f.makeStreamDir(); err != nil {
 		return err
 	}
 	policy, err := flags.ParseAFXDPPath("serve", f.afxdpPath)
@@ -118,7 +123,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	}
 	defer stop()
 	s.Metrics, s.Pcap, s.PacketAuth, s.AFXDPPath = m, f.pcap.Capture(), auth, policy
-	s.CheckpointDir = f.checkpointDir
+	s.CheckpointDir, s.StreamDir = f.checkpointDir, f.streamDir
 	s.RecordDir = f.recordDir
 	if f.RegistryDir != "" {
 		f.Guard(s, set, flags.Need{PS: f.ps, Workers: f.workers})

@@ -28,7 +28,8 @@ import (
 
 // trainFlags are the flags of "starwire train".
 type trainFlags struct {
-	cfg lr.Config
+	cfg    lr.Config
+	stream streamFlags // trainstream.go
 	flags.Cluster
 	connectTimeout  time.Duration
 	taskTimeout     time.Duration
@@ -77,6 +78,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.metrics.Register(fs)
 	f.pcap.Register(fs)
 	f.ckpt.register(fs)
+	f.stream.register(fs)
 }
 
 func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) {
@@ -98,6 +100,9 @@ func trainCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 		return err
 	}
 	if err := f.ckpt.prepare(); err != nil {
+		return err
+	}
+	if err := f.stream.prepare(f.cfg); err != nil {
 		return err
 	}
 	if err := checkRegistryDir(f.RegistryDir); err != nil {
@@ -298,7 +303,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.Net, Dir: dir, Logger: logger,
 		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.Capture(), TLS: r.layout.TLS, NoAllowlist: !r.f.Allowlist, AFXDPPath: policy,
-		CheckpointDir: r.f.ckpt.dir,
+		CheckpointDir: r.f.ckpt.dir, StreamDir: r.f.stream.dir,
 	}, r.f.afxdp)
 	if err != nil {
 		return fmt.Errorf("train: start local cluster: %w", err)
@@ -430,6 +435,10 @@ func (r *trainRun) train(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	stream, err := f.stream.start(job, f.cfg.Workers)
+	if err != nil {
+		return err
+	}
 	// --steps per worker from the global step restored: the step the run
 	// ends at, whatever a recovery undoes meanwhile.
 	job.s.StopAtStep(job.s.GlobalStep() + f.cfg.TotalSteps())
@@ -447,6 +456,9 @@ func (r *trainRun) train(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("train: %w", err), f.ckpt.saveOnStop(ctx, saver, stdout))
 	}
 	if err := f.ckpt.finish(ctx, saver, stdout); err != nil {
+		return err
+	}
+	if err := stream.finish(ctx, job, f.stream.dir, stdout); err != nil {
 		return err
 	}
 	infos := r.peerInfos(ctx)

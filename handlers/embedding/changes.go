@@ -60,6 +60,9 @@ func (t *Table) Apply(s *Snapshot) error {
 		}
 		sh := &t.shards[sn]
 		sh.mu.Lock()
+		if o := t.observing(); o != nil {
+			o.Replaced()
+		}
 		for _, i := range pos {
 			id, h := s.IDs[i], o.hashes[i]
 			r, ok := sh.idx.find(id, h)

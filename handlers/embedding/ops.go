@@ -184,15 +184,23 @@ func (t *Table) Evict(step, stepsToLive int64, minL2 float64) int {
 	for s := range t.shards {
 		sh := &t.shards[s]
 		sh.mu.Lock()
+		o := t.observing()
+		var gone []int64 // for o
 		for r := int32(0); r < int32(len(sh.ids)); {
 			stale := stepsToLive > 0 && step-*t.version(sh, r) > stepsToLive
 			small := minL2 > 0 && l2(t.row(sh, r)[:t.opts.Dim]) < minL2
 			if stale || small {
+				if o != nil {
+					gone = append(gone, sh.ids[r])
+				}
 				t.drop(sh, r) // the last row moves to r: look at r again
 				n++
 				continue
 			}
 			r++
+		}
+		if len(gone) > 0 {
+			o.Evicted(gone)
 		}
 		sh.mu.Unlock()
 	}

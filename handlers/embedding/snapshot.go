@@ -136,6 +136,9 @@ func (t *Table) Restore(s *Snapshot) error {
 		sh, f := &t.shards[i], &fresh.shards[i]
 		sh.idx, sh.ids, sh.data, sh.pending, sh.bloom = f.idx, f.ids, f.data, f.pending, f.bloom
 	}
+	if o := t.observing(); o != nil {
+		o.Replaced()
+	}
 	for i := range t.shards {
 		t.shards[i].mu.Unlock()
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -91,6 +92,8 @@ type Table struct {
 	width  int // floats of a row's value and slots
 	stride int // floats of a row in its shard's slab: see shard
 	shards [numShards]shard
+	// observer hears of evictions and restores (observer.go).
+	observer atomic.Pointer[Observer]
 }
 
 // A shard holds the rows of the ids whose hash's top bits are its number.

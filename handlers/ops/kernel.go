@@ -32,6 +32,9 @@ type Env struct {
 	// CheckpointDir is where SaveV2, RestoreV2 and MergeV2Checkpoints read
 	// and write (see resolvePrefix); empty disables them.
 	CheckpointDir string
+	// StreamDir is where KvResourceStreamExport writes the change stream
+	// of embedding variables (kv_stream.go); empty disables it.
+	StreamDir string
 	// Host names the machine in errors that TensorFlow phrases with it
 	// ("Op type not registered 'X' in binary running on <Host>").
 	Host string
