@@ -3,7 +3,6 @@ package ops
 import (
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire"
-	"github.com/starwire/starwire/wire/status"
 	"github.com/starwire/starwire/wire/tfpb"
 )
 
@@ -32,19 +31,13 @@ func buildKvResourceEvict(_ *Env, n *Node) (Kernel, error) {
 	}
 	n.NumOutputs = 1
 	return func(c *Context) error {
-		v, err := c.kvVarInput(0)
+		v, err := c.kvVarKeyed(0, keyType)
 		if err != nil {
 			return err
 		}
-		if err := v.wantKeys(keyType); err != nil {
-			return err
-		}
-		step, err := c.typed(1, stepType)
+		step, err := c.globalStep(1, stepType)
 		if err != nil {
 			return err
-		}
-		if len(step.Shape) != 0 {
-			return status.Errorf(wire.InvalidArgument, "global_step must be a scalar, is %v", tfShape(step.Shape))
 		}
 		t, _, err := v.kvTable()
 		if err != nil {

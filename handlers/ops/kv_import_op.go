@@ -102,31 +102,11 @@ func buildKvResourceImportV2(env *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		var in [2]*wire.Tensor
-		if in[0], err = c.input(0); err != nil {
-			return err
-		}
-		if in[1], err = c.input(4); err != nil {
-			return err
-		}
-		prefix, err := scalarString(in[0], "prefix")
+		k, name, path, err := imp.open(c, self, 0, 4)
 		if err != nil {
 			return err
 		}
-		name, err := scalarString(in[1], "tensor_names")
-		if err != nil {
-			return err
-		}
-		path, err := resolvePrefix(imp.root, prefix)
-		if err != nil {
-			return err
-		}
-		r, err := checkpoint.Open(path)
-		if err != nil {
-			return checkpointError(prefix, err)
-		}
-		defer r.Close()
-		k := &kvReader{r: r, prefix: prefix, v: self}
+		defer k.r.Close()
 		if self == primary {
 			return self.importPrimary(imp, defaults, k, name, path)
 		}
@@ -331,4 +311,31 @@ func buildKvResourceExport(_ *Env, n *Node) (Kernel, error) {
 		}
 		return nil
 	}, nil
+}
+
+// open opens the checkpoint an import of v reads: its prefix is input
+// pi, v's name in it input ni. The caller closes k.r.
+func (imp *kvImport) open(c *Context, v *kvVar, pi, ni int) (k *kvReader, name, path string, err error) {
+	var in [2]*wire.Tensor
+	if in[0], err = c.input(pi); err != nil {
+		return nil, "", "", err
+	}
+	if in[1], err = c.input(ni); err != nil {
+		return nil, "", "", err
+	}
+	prefix, err := scalarString(in[0], "prefix")
+	if err != nil {
+		return nil, "", "", err
+	}
+	if name, err = scalarString(in[1], "tensor_names"); err != nil {
+		return nil, "", "", err
+	}
+	if path, err = resolvePrefix(imp.root, prefix); err != nil {
+		return nil, "", "", err
+	}
+	r, err := checkpoint.Open(path)
+	if err != nil {
+		return nil, "", "", checkpointError(prefix, err)
+	}
+	return &kvReader{r: r, prefix: prefix, v: v}, name, path, nil
 }

@@ -3,7 +3,6 @@ package ops
 import (
 	"path/filepath"
 
-	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/embedding"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
@@ -51,31 +50,11 @@ func buildKvResourceIncrImport(env *Env, n *Node) (Kernel, error) {
 		if err := self.wantKeys(imp.keyType); err != nil {
 			return err
 		}
-		var in [2]*wire.Tensor
-		if err := c.inputs(in[:1]); err != nil {
-			return err
-		}
-		if in[1], err = c.input(3); err != nil {
-			return err
-		}
-		prefix, err := scalarString(in[0], "prefix")
+		k, name, path, err := imp.open(c, self, 0, 3)
 		if err != nil {
 			return err
 		}
-		name, err := scalarString(in[1], "tensor_names")
-		if err != nil {
-			return err
-		}
-		path, err := resolvePrefix(imp.root, prefix)
-		if err != nil {
-			return err
-		}
-		r, err := checkpoint.Open(path)
-		if err != nil {
-			return checkpointError(prefix, err)
-		}
-		defer r.Close()
-		k := &kvReader{r: r, prefix: prefix, v: self}
+		defer k.r.Close()
 		if self == primary {
 			return self.applyIncrement(imp, k, name, path)
 		}

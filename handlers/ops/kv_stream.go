@@ -79,19 +79,13 @@ func buildKvResourceStreamExport(env *Env, n *Node) (Kernel, error) {
 		if env.StreamDir == "" {
 			return status.Errorf(wire.FailedPrecondition, "KvResourceStreamExport: the task has no stream directory (serve --stream_dir)")
 		}
-		v, err := c.kvVarInput(0)
+		v, err := c.kvVarKeyed(0, keyType)
 		if err != nil {
 			return err
 		}
-		if err := v.wantKeys(keyType); err != nil {
-			return err
-		}
-		step, err := c.typed(1, stepType)
+		step, err := c.globalStep(1, stepType)
 		if err != nil {
 			return err
-		}
-		if len(step.Shape) != 0 {
-			return status.Errorf(wire.InvalidArgument, "global_step must be a scalar, is %v", tfShape(step.Shape))
 		}
 		t, slot, err := v.kvTable()
 		if err != nil {

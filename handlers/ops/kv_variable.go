@@ -169,6 +169,31 @@ func buildKvVarHandle(env *Env, n *Node) (Kernel, error) {
 	}, nil
 }
 
+// kvVarKeyed returns the embedding variable input i refers to, refused
+// unless its keys are of keyType.
+func (c *Context) kvVarKeyed(i int, keyType wire.DataType) (*kvVar, error) {
+	v, err := c.kvVarInput(i)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.wantKeys(keyType); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// globalStep is input i, a scalar global step of dtype dt.
+func (c *Context) globalStep(i int, dt wire.DataType) (*wire.Tensor, error) {
+	step, err := c.typed(i, dt)
+	if err != nil {
+		return nil, err
+	}
+	if len(step.Shape) != 0 {
+		return nil, status.Errorf(wire.InvalidArgument, "global_step must be a scalar, is %v", tfShape(step.Shape))
+	}
+	return step, nil
+}
+
 // kvVarInput returns the embedding variable input i refers to.
 func (c *Context) kvVarInput(i int) (*kvVar, error) {
 	v, ok := c.In[i].res.(*kvVar)
@@ -237,11 +262,8 @@ func buildInitializeKvVariable(_ *Env, n *Node) (Kernel, error) {
 		return nil, err
 	}
 	return func(c *Context) error {
-		self, err := c.kvVarInput(0)
+		self, err := c.kvVarKeyed(0, keyType)
 		if err != nil {
-			return err
-		}
-		if err := self.wantKeys(keyType); err != nil {
 			return err
 		}
 		primary, err := c.kvVarInput(1)
@@ -386,11 +408,8 @@ func buildKvResourceGather(_ *Env, n *Node) (Kernel, error) {
 	}
 	n.NumOutputs = 1
 	return func(c *Context) error {
-		v, err := c.kvVarInput(0)
+		v, err := c.kvVarKeyed(0, keyType)
 		if err != nil {
-			return err
-		}
-		if err := v.wantKeys(keyType); err != nil {
 			return err
 		}
 		ids, err := c.typed(1, keyType)
@@ -441,11 +460,8 @@ func buildKvSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
 		return nil, err
 	}
 	return func(c *Context) error {
-		v, err := c.kvVarInput(0)
+		v, err := c.kvVarKeyed(0, keyType)
 		if err != nil {
-			return err
-		}
-		if err := v.wantKeys(keyType); err != nil {
 			return err
 		}
 		acc, err := c.kvVarInput(1)
