@@ -60,26 +60,9 @@ func checkpointInspect(args []string, stdout io.Writer) error {
 	tensor := fs.String("tensor", "", "print the values of this tensor only")
 	all := fs.Bool("all", false, "print the values of every tensor")
 	list := fs.Bool("list", false, "list the full checkpoints of DIR and their increments")
-	fs.SetOutput(io.Discard)
-	// The prefix may come before or after the flags.
-	var prefix string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stdout, checkpointUsage)
-				fs.SetOutput(stdout)
-				fs.PrintDefaults()
-				return err
-			}
-			return flags.Usagef("checkpoint inspect: %v", err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if prefix != "" {
-			return flags.Usagef("checkpoint inspect: unexpected argument %q", fs.Arg(0))
-		}
-		prefix, args = fs.Arg(0), fs.Args()[1:]
+	prefix, err := parseWithArg(fs, args, stdout)
+	if err != nil {
+		return err
 	}
 	if prefix == "" {
 		return flags.Usagef("checkpoint inspect: give the checkpoint's PREFIX")
@@ -87,7 +70,7 @@ func checkpointInspect(args []string, stdout io.Writer) error {
 	if *list {
 		return listCheckpoints(stdout, prefix)
 	}
-	prefix, err := checkpointPrefix(prefix)
+	prefix, err = checkpointPrefix(prefix)
 	if err != nil {
 		return err
 	}
@@ -352,4 +335,30 @@ func dotZero(s string) string {
 		return ".0"
 	}
 	return ""
+}
+
+// parseWithArg parses a checkpoint subcommand's flags and its one
+// argument, which may come before or after them; it returns "" when the
+// argument is missing.
+func parseWithArg(fs *flag.FlagSet, args []string, stdout io.Writer) (string, error) {
+	fs.SetOutput(io.Discard)
+	var arg string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stdout, checkpointUsage)
+				fs.SetOutput(stdout)
+				fs.PrintDefaults()
+				return "", err
+			}
+			return "", flags.Usagef("%s: %v", fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			return arg, nil
+		}
+		if arg != "" {
+			return "", flags.Usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		}
+		arg, args = fs.Arg(0), fs.Args()[1:]
+	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,25 +19,9 @@ func checkpointFollow(ctx context.Context, args []string, stdout io.Writer) erro
 	fs := flag.NewFlagSet("checkpoint follow", flag.ContinueOnError)
 	once := fs.Bool("once", false, "apply the versions there are, print the tables' totals and stop")
 	interval := fs.Duration("interval", time.Second, "how often to look for new versions")
-	fs.SetOutput(io.Discard)
-	var dir string
-	for { // the directory may come before or after the flags
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stdout, checkpointUsage)
-				fs.SetOutput(stdout)
-				fs.PrintDefaults()
-				return err
-			}
-			return flags.Usagef("checkpoint follow: %v", err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if dir != "" {
-			return flags.Usagef("checkpoint follow: unexpected argument %q", fs.Arg(0))
-		}
-		dir, args = fs.Arg(0), fs.Args()[1:]
+	dir, err := parseWithArg(fs, args, stdout)
+	if err != nil {
+		return err
 	}
 	if dir == "" {
 		return flags.Usagef("checkpoint follow: give the stream's DIR")
