@@ -44,10 +44,22 @@ func TestRecoverPSOfPublicTasks(t *testing.T) {
 	// Started again once the session waits for it, as a process restarted
 	// after its loss was seen.
 	<-stopped
+	var early error
+	ended := false
 	testwait.Eventually(t, 20*time.Second, func() bool {
+		select {
+		case early = <-ran: // a run that ended never waits: say how
+			ended = true
+			return true
+		default:
+		}
 		task, _ := j.s.Waiting()
 		return task != ""
 	}, "the session to wait for the stopped ps")
+	if ended {
+		done, lost := j.s.Steps()
+		t.Fatalf("the run ended before it waited for the stopped ps (%d steps, %d lost): %v", done, lost, early)
+	}
 	if err := restartPS(j.local, j.logger); err != nil {
 		t.Fatalf("restart the ps: %v", err)
 	}

@@ -24,6 +24,8 @@ type fakeModel struct {
 	pace time.Duration
 	// ran counts the steps each replica ran, by replica.
 	ran [4]atomic.Int64
+	// before, when set, runs as each step of replica r begins.
+	before func(r int)
 }
 
 func (m *fakeModel) Build(ctx context.Context, t *Tasks) error {
@@ -82,6 +84,9 @@ func (r *fakeReplica) Next(context.Context) error {
 }
 
 func (r *fakeReplica) Step(ctx context.Context, on int, step int64) (float64, error) {
+	if r.m.before != nil {
+		r.m.before(r.r)
+	}
 	err := r.m.s.Driver().RunPartitions(ctx, step,
 		driver.Partition{Graph: r.m.worker[on], Fetches: []string{"loss"}, Out: &r.out},
 		driver.Partition{Graph: r.m.ps[on]})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -56,12 +57,20 @@ type Session struct {
 	// steps done, so that they are read together with the global step.
 	inflight, reserved int64
 	losses             []float64 // by completion order
+
+	// started holds, by replica, the global step its running step began
+	// at (no later than the one its model was given), math.MaxInt64 while
+	// none runs: what OldestInFlight reads.
+	started []atomic.Int64
 }
 
 // NewSession returns the session that trains m over d, whose Callers
 // reach the tasks.
 func NewSession(d *driver.Driver, m Model, o Options) *Session {
-	s := &Session{d: d, m: m, opts: o}
+	s := &Session{d: d, m: m, opts: o, started: make([]atomic.Int64, max(o.Workers, 0))}
+	for i := range s.started {
+		s.started[i].Store(math.MaxInt64)
+	}
 	// Step ids are unique across the runs that a task may see.
 	s.nextStep.Store(int64(rand.Uint32())<<20 + 1)
 	return s
@@ -141,6 +150,18 @@ func (s *Session) finish(ok bool, loss float64) int64 {
 // GlobalStep is the steps done, by all workers together, since the
 // model was initialized: those of a restored checkpoint and this run's.
 func (s *Session) GlobalStep() int64 { return s.base.Load() + s.steps.Load() }
+
+// OldestInFlight is the least global step a step still running began at,
+// or GlobalStep when none runs: every update a step made at a global step
+// below it has been applied. An export of the rows changed up to it, such
+// as a change stream's, misses none of a lagging worker's.
+func (s *Session) OldestInFlight() int64 {
+	oldest := s.GlobalStep()
+	for i := range s.started {
+		oldest = min(oldest, s.started[i].Load())
+	}
+	return oldest
+}
 
 // SetGlobalStep sets the global step to n, as a restore does: the
 // session's steps from now on count on from it.
@@ -402,7 +423,9 @@ func (s *Session) train(ctx context.Context, r int) error {
 			on, tasks = r, append(s.PSTasks(), WorkerTask(r))
 		}
 		step := s.NextStepID()
+		s.started[r].Store(s.GlobalStep())
 		loss, err := rep.Step(ctx, on, step)
+		s.started[r].Store(math.MaxInt64)
 		// The step's cleanup runs while the next step does, as
 		// TensorFlow's master cleans partitions up asynchronously after
 		// each run: one at a time, its error reported by the step after.

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -322,3 +323,49 @@ func (a answering) Find(ctx context.Context, task string) (string, error) {
 }
 
 func (answering) ServerDef() *tfpb.ServerDef { return nil }
+
+// TestSessionOldestInFlight: while a step of one replica runs, the other's
+// steps move the global step on, and OldestInFlight stays at the global
+// step the running one began at; once no step runs it is the global step.
+func TestSessionOldestInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &drivertest.Cluster{}
+		d := driver.New("oldest-test", c.Task("/job:ps/replica:0/task:0", 1), c.Task(WorkerTask(0), 1), c.Task(WorkerTask(1), 1))
+		s, m := newFakeSession(d, 1, 2, 6)
+		began, release := make(chan struct{}), make(chan struct{})
+		var first atomic.Bool
+		m.before = func(r int) {
+			switch {
+			case r == 0 && first.CompareAndSwap(false, true):
+				close(began)
+				<-release // replica 0's first step, begun at global step 0, lags
+			case r == 1:
+				<-began
+			}
+		}
+		var seen []int64
+		s.AfterStep(func(_ context.Context, step int64) error {
+			if step <= 6 { // replica 1's steps while replica 0's first runs
+				seen = append(seen, s.OldestInFlight())
+			}
+			if step == 6 {
+				close(release)
+			}
+			return nil
+		})
+		ctx := t.Context()
+		if err := s.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		if want := []int64{0, 0, 0, 0, 0, 0}; !slices.Equal(seen, want) {
+			t.Errorf("OldestInFlight while replica 0's first step ran: %v, want %v", seen, want)
+		}
+		if got := s.OldestInFlight(); got != s.GlobalStep() || got != 12 {
+			t.Errorf("OldestInFlight after the run %d, global step %d: want both 12", got, s.GlobalStep())
+		}
+	})
+}

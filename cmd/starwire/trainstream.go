@@ -47,9 +47,11 @@ func (c *streamFlags) prepare(cfg lr.Config) error {
 
 // A streamHook exports a version every --stream_every global steps.
 type streamHook struct {
-	e        *lr.StreamExporter
-	every    int64
-	inFlight int64 // steps the other workers' updates may be behind
+	e     *lr.StreamExporter
+	every int64
+	// oldest is the session's OldestInFlight: a version holds the updates
+	// of the steps before it, so that no lagging worker's is missed.
+	oldest func() int64
 
 	mu      sync.Mutex
 	next    int64 // the global step of the next export
@@ -66,7 +68,7 @@ func (c *streamFlags) start(job *trainJob, workers int) (*streamHook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	h := &streamHook{e: e, every: c.every, inFlight: int64(workers), next: job.GlobalStep() + c.every}
+	h := &streamHook{e: e, every: c.every, oldest: job.s.OldestInFlight, next: job.GlobalStep() + c.every}
 	job.s.AfterStep(h.afterStep)
 	return h, nil
 }
@@ -79,7 +81,7 @@ func (h *streamHook) afterStep(ctx context.Context, globalStep int64) error {
 	}
 	h.next = globalStep + h.every
 	h.exports++
-	return h.e.Export(ctx, globalStep, h.inFlight)
+	return h.e.Export(ctx, h.oldest(), 0)
 }
 
 // finish exports the last version, every worker stopped, and says how
