@@ -29,10 +29,13 @@ type IncrementalCheckpointer interface {
 
 // incrState is where a hook's increments stand.
 type incrState struct {
-	base, prev string    // prefixes of the full checkpoint and the last save
-	prevStep   int64     // the last save's global step, of either kind
-	at         time.Time // and when
-	saves      int       // increments saved
+	base, prev string // prefixes of the full checkpoint and the last save
+	prevStep   int64  // the last save's global step, of either kind
+	// since is the version the next increment saves the rows changed
+	// from: the oldest step in flight when the last save began.
+	since int64
+	at    time.Time // and when
+	saves int       // increments saved
 }
 
 // incrementing says whether the hook saves increments.
@@ -51,19 +54,28 @@ func (h *CheckpointSaverHook) incrDue(step int64) bool {
 		(h.opts.IncrSecs > 0 && h.opts.Now().Sub(h.incr.at) >= time.Duration(h.opts.IncrSecs)*time.Second)
 }
 
+// oldestInFlight is the least global step a step still running at a save
+// of step may have read: SaverOptions.Oldest's, or step less InFlight.
+func (h *CheckpointSaverHook) oldestInFlight(step int64) int64 {
+	if h.opts.Oldest != nil {
+		return max(0, min(h.opts.Oldest(), step))
+	}
+	return max(0, step-h.opts.InFlight)
+}
+
 // saveIncrement saves the increment of step and records it; h.mu is
 // held.
 func (h *CheckpointSaverHook) saveIncrement(ctx context.Context, step int64) error {
 	im := h.m.(IncrementalCheckpointer)
 	prefix := filepath.Join(checkpoint.IncrementsDir(h.opts.Dir, h.incr.base), checkpoint.IncrementBasename+"-"+strconv.FormatInt(step, 10))
-	since := max(0, h.incr.prevStep-h.opts.InFlight)
-	if err := im.SaveIncrement(ctx, prefix, step, since, filepath.Base(h.incr.base), filepath.Base(h.incr.prev)); err != nil {
+	next := h.oldestInFlight(step)
+	if err := im.SaveIncrement(ctx, prefix, step, h.incr.since, filepath.Base(h.incr.base), filepath.Base(h.incr.prev)); err != nil {
 		return err
 	}
 	if err := checkpoint.AddIncrement(h.opts.Dir, h.incr.base, prefix); err != nil {
 		return fmt.Errorf("save increment %s: %w", prefix, err)
 	}
-	h.incr.prev, h.incr.prevStep, h.incr.at = prefix, step, h.opts.Now()
+	h.incr.prev, h.incr.prevStep, h.incr.since, h.incr.at = prefix, step, next, h.opts.Now()
 	h.incr.saves++
 	return nil
 }

@@ -112,3 +112,32 @@ func TestSaverIncrements(t *testing.T) {
 		t.Fatalf("restore applied %v, want %v", r.calls, want)
 	}
 }
+
+// TestSaverIncrementsSinceOldestInFlight: with SaverOptions.Oldest, an
+// increment takes the rows changed since the oldest step in flight when
+// the save before it began, however far that step lags.
+func TestSaverIncrementsSinceOldestInFlight(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m := &fakeIncremental{t: t}
+	var oldest int64
+	opts := SaverOptions{Dir: dir, Steps: 30, IncrSteps: 10, InFlight: 2, Keep: 1,
+		Oldest: func() int64 { return oldest }}
+	h := NewCheckpointSaverHook(m, opts)
+	if restored, _, _, err := h.Begin(ctx); err != nil || restored {
+		t.Fatalf("begin: %v, %v", restored, err)
+	}
+	// A step begun at 12 still runs at the full save of 30, one begun at
+	// 39 at the increment of 40; then none lags.
+	for _, s := range []struct{ step, oldest int64 }{{10, 10}, {20, 20}, {30, 12}, {40, 39}, {50, 50}} {
+		m.step, oldest = s.step, s.oldest
+		if err := h.AfterStep(ctx, s.step); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"full 30", "incr 40 since 12 base model.ckpt-30 prev model.ckpt-30",
+		"incr 50 since 39 base model.ckpt-30 prev incr-model.ckpt-40"}
+	if !slices.Equal(m.calls, want) {
+		t.Fatalf("saves:\n%s\nwant:\n%s", strings.Join(m.calls, "\n"), strings.Join(want, "\n"))
+	}
+}

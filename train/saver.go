@@ -50,6 +50,10 @@ type SaverOptions struct {
 	// save's step less InFlight. Too small loses updates, too large saves
 	// a few rows twice.
 	InFlight int64
+	// Oldest, when set, replaces InFlight: the least global step a step
+	// still running began at (Session.OldestInFlight), read as each save
+	// begins, from which the next increment takes the rows changed.
+	Oldest func() int64
 }
 
 // A CheckpointSaverHook saves a model's checkpoints as TensorFlow's
@@ -114,7 +118,7 @@ func (h *CheckpointSaverHook) Restore(ctx context.Context) (step int64, prefix s
 	}
 	h.mu.Lock()
 	h.lastStep, h.lastAt = step, h.opts.Now()
-	h.incr = incrState{base: base, prev: prefix, prevStep: step, at: h.lastAt, saves: h.incr.saves}
+	h.incr = incrState{base: base, prev: prefix, prevStep: step, since: step, at: h.lastAt, saves: h.incr.saves}
 	h.mu.Unlock()
 	return step, prefix, nil
 }
@@ -123,7 +127,7 @@ func (h *CheckpointSaverHook) Restore(ctx context.Context) (step int64, prefix s
 func (h *CheckpointSaverHook) Restored(step int64) {
 	h.mu.Lock()
 	h.lastStep, h.lastAt = step, h.opts.Now()
-	h.incr.prevStep, h.incr.at = step, h.lastAt
+	h.incr.prevStep, h.incr.since, h.incr.at = step, step, h.lastAt
 	h.mu.Unlock()
 }
 
@@ -152,14 +156,14 @@ func (h *CheckpointSaverHook) AfterStep(ctx context.Context, step int64) error {
 
 // save saves the checkpoint of step; h.mu is held.
 func (h *CheckpointSaverHook) save(ctx context.Context, step int64) (string, error) {
-	start := h.opts.Now()
+	start, since := h.opts.Now(), h.oldestInFlight(step)
 	prefix, err := h.m.Save(ctx, h.opts.Dir, step, h.opts.Keep)
 	if err != nil {
 		return "", err
 	}
 	h.lastStep, h.lastAt, h.took = step, h.opts.Now(), h.opts.Now().Sub(start)
 	h.saves++
-	h.incr = incrState{base: prefix, prev: prefix, prevStep: step, at: h.lastAt, saves: h.incr.saves}
+	h.incr = incrState{base: prefix, prev: prefix, prevStep: step, since: since, at: h.lastAt, saves: h.incr.saves}
 	if h.incrementing() {
 		if err := checkpoint.PruneIncrements(h.opts.Dir); err != nil {
 			return "", err

@@ -3,8 +3,9 @@
 // parameter-serving staleness benchmark (staleness), the transport sweep
 // (bench), a probe of a task's health (health), test clusters of network
 // namespaces and Kubernetes manifests (cluster, in package
-// internal/clustercmd), and a listing of a TensorFlow checkpoint's tensors
-// (checkpoint inspect). This package dispatches to the subcommands; the
+// internal/clustercmd), a listing of a TensorFlow checkpoint's tensors and
+// increments (checkpoint inspect) and the replay of an embedding's change
+// stream (checkpoint follow). This package dispatches to the subcommands; the
 // flag groups they share are package internal/flags.
 //
 // With no flags, train starts one parameter server and two workers in this

@@ -74,7 +74,7 @@ func (c *checkpointFlags) start(ctx context.Context, job *trainJob, stdout io.Wr
 		return nil, nil
 	}
 	h := train.NewCheckpointSaverHook(job, train.SaverOptions{Dir: c.dir, Steps: c.steps, Secs: c.secs, Keep: c.keep,
-		Probe: job.s.ProbeCheckpointDir, IncrSteps: c.incrSteps, IncrSecs: c.incrSecs, InFlight: c.inFlight})
+		Probe: job.s.ProbeCheckpointDir, IncrSteps: c.incrSteps, IncrSecs: c.incrSecs, InFlight: c.inFlight, Oldest: job.s.OldestInFlight})
 	restored, prefix, step, err := h.Begin(ctx)
 	switch {
 	case err != nil:
