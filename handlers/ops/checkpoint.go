@@ -126,45 +126,67 @@ func buildSaveV2(env *Env, n *Node) (Kernel, error) {
 		return nil, err
 	}
 	return func(c *Context) error {
-		ts := make([]*wire.Tensor, 3+len(dtypes))
-		if err := c.inputs(ts[:3]); err != nil {
+		ts, err := saveInputs(c, 3, dtypes)
+		if err != nil {
 			return err
-		}
-		for i, dt := range dtypes {
-			if dt == wire.DTResource {
-				continue
-			}
-			if ts[3+i], err = c.input(3 + i); err != nil {
-				return err
-			}
 		}
 		target, err := resolveCheckpoint(root, ts[:3], len(dtypes))
 		if err != nil {
 			return err
 		}
-		w, err := checkpoint.NewWriter(target.path, 0, 1)
-		if err != nil {
-			return checkpointError(target.prefix, err)
-		}
-		defer w.Abort()
 		step, haveStep := saveStep(hasEV, ts[3:])
-		kv := map[*embedding.Table]*kvSaved{}
-		for i, name := range target.names {
-			if dtypes[i] == wire.DTResource {
-				if err := saveKv(w, kv, target.prefix, string(name), c.In[3+i].res, step, haveStep); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := saveOne(w, &target, i, ts[3+i], dtypes[i]); err != nil {
+		return writeSave(c, &target, dtypes, ts, 3, func(w *checkpoint.Writer, kv map[*embedding.Table]*kvSaved, name string, res resource) error {
+			return saveKv(w, kv, target.prefix, name, res, step, haveStep)
+		})
+	}, nil
+}
+
+// saveInputs reads a save's first n inputs (prefix, tensor names, shapes
+// and slices, and the op's own) and then its tensors, of dtypes, but for
+// those of dtype resource, whose variables the kernel reads from c.In.
+func saveInputs(c *Context, n int, dtypes []wire.DataType) ([]*wire.Tensor, error) {
+	ts := make([]*wire.Tensor, n+len(dtypes))
+	if err := c.inputs(ts[:n]); err != nil {
+		return nil, err
+	}
+	for i, dt := range dtypes {
+		if dt == wire.DTResource {
+			continue
+		}
+		var err error
+		if ts[n+i], err = c.input(n + i); err != nil {
+			return nil, err
+		}
+	}
+	return ts, nil
+}
+
+// writeSave writes target's tensors, ts[first:], into a new checkpoint:
+// those of dtype resource, embedding variables, through kv, the others
+// in full.
+func writeSave(c *Context, target *checkpointTarget, dtypes []wire.DataType, ts []*wire.Tensor, first int,
+	kv func(w *checkpoint.Writer, cache map[*embedding.Table]*kvSaved, name string, res resource) error) error {
+	w, err := checkpoint.NewWriter(target.path, 0, 1)
+	if err != nil {
+		return checkpointError(target.prefix, err)
+	}
+	defer w.Abort()
+	cache := map[*embedding.Table]*kvSaved{}
+	for i, name := range target.names {
+		if dtypes[i] == wire.DTResource {
+			if err := kv(w, cache, string(name), c.In[first+i].res); err != nil {
 				return err
 			}
+			continue
 		}
-		if err := w.Finish(); err != nil {
-			return checkpointError(target.prefix, err)
+		if err := saveOne(w, target, i, ts[first+i], dtypes[i]); err != nil {
+			return err
 		}
-		return nil
-	}, nil
+	}
+	if err := w.Finish(); err != nil {
+		return checkpointError(target.prefix, err)
+	}
+	return nil
 }
 
 // saveStep returns the global step a SaveV2 with has_ev gives as its

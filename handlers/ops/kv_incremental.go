@@ -69,17 +69,9 @@ func buildIncrSave(env *Env, n *Node) (Kernel, error) {
 		return nil, err
 	}
 	return func(c *Context) error {
-		ts := make([]*wire.Tensor, 6+len(dtypes))
-		if err := c.inputs(ts[:6]); err != nil {
+		ts, err := saveInputs(c, 6, dtypes)
+		if err != nil {
 			return err
-		}
-		for i, dt := range dtypes {
-			if dt == wire.DTResource {
-				continue
-			}
-			if ts[6+i], err = c.input(6 + i); err != nil {
-				return err
-			}
 		}
 		target, err := resolveCheckpoint(root, ts[:3], len(dtypes))
 		if err != nil {
@@ -89,27 +81,9 @@ func buildIncrSave(env *Env, n *Node) (Kernel, error) {
 		if err != nil {
 			return err
 		}
-		w, err := checkpoint.NewWriter(target.path, 0, 1)
-		if err != nil {
-			return checkpointError(target.prefix, err)
-		}
-		defer w.Abort()
-		kv := map[*embedding.Table]*kvSaved{}
-		for i, name := range target.names {
-			if dtypes[i] == wire.DTResource {
-				if err := saveKvIncr(w, kv, target.prefix, string(name), c.In[6+i].res, h); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := saveOne(w, &target, i, ts[6+i], dtypes[i]); err != nil {
-				return err
-			}
-		}
-		if err := w.Finish(); err != nil {
-			return checkpointError(target.prefix, err)
-		}
-		return nil
+		return writeSave(c, &target, dtypes, ts, 6, func(w *checkpoint.Writer, kv map[*embedding.Table]*kvSaved, name string, res resource) error {
+			return saveKvIncr(w, kv, target.prefix, name, res, h)
+		})
 	}, nil
 }
 
