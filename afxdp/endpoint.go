@@ -89,8 +89,9 @@ type Endpoint struct {
 	// refused while the sessions end says why too.
 	why atomic.Pointer[error]
 
-	ctr  counters
-	poll *pollClaim // what busy polling was granted (polling.go)
+	ctr     counters
+	poll    *pollClaim // what busy polling was granted (polling.go)
+	parking parking    // the park bound (parking.go); the loop lock's holder's
 
 	// Helping (help.go): the link as a pender, nil when it is not one;
 	// when the parked reactor wakes on its own; the earliest timer a step
@@ -320,7 +321,13 @@ func (e *Endpoint) enqueue(s *session) {
 		if e.sleeping.Load() && !e.stopping.Load() {
 			e.env.Now = monoclock.Nanos()
 			e.takeReady()
-			_, more = e.transmit()
+			var next int64
+			next, more = e.transmit()
+			e.parking.active = true
+			// A reactor parked long, the endpoint idle before this send,
+			// would run the timers it started late: it parks again with
+			// the bound of a busy endpoint.
+			more = more || late(next, e.parkUntil.Load(), e.opts.RTO)
 		}
 		e.loop.Unlock()
 		if !more {
@@ -429,6 +436,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			if worked || more {
 				idleAt = 0
 				t.worked()
+				e.parking.active = true
 				continue
 			}
 		}
@@ -469,19 +477,18 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 }
 
 // park sleeps in the link's Wait until the next timer (a delayed
-// acknowledgement is one), and at most an RTO: packets a sender transmitted
-// while the reactor was parked started retransmission timers it does not
-// know about. The loop lock is released meanwhile, so senders that find
-// the reactor sleeping transmit themselves (see enqueue).
+// acknowledgement is one), and at most the park bound (parking.go):
+// packets a sender transmitted while the reactor was parked started
+// retransmission timers it does not know about. The loop lock is released
+// meanwhile, so senders that find the reactor sleeping transmit themselves
+// (see enqueue).
 func (e *Endpoint) park(next int64) error {
-	wait := e.opts.RTO
-	if next != 0 {
-		wait = min(max(time.Duration(next-e.env.Now), 0), wait)
-	}
+	wait := e.parking.wait(e.env.Now, next, e.opts.RTO)
 	e.sleeping.Store(true)
 	var err error
 	if !e.readyFlag.Load() && !e.stopping.Load() {
 		e.parkUntil.Store(e.env.Now + int64(wait))
+		e.ctr.parks.Add(1)
 		if e.pend != nil {
 			reactors.sleeping.Add(1)
 		}
@@ -607,7 +614,9 @@ func (e *Endpoint) pumpAll() (next int64, more bool) {
 		if s.p.Pump(pumpBudget) == pumpBudget {
 			more = true
 		}
-		next = earliest(next, t)
+		// What Pump sent armed timers Timers did not return: a reactor
+		// parking until next runs them in time (parking.go).
+		next = earliest(next, earliest(t, s.p.Due()))
 	}
 	return next, more
 }
