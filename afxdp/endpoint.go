@@ -323,11 +323,13 @@ func (e *Endpoint) enqueue(s *session) {
 			e.takeReady()
 			var next int64
 			next, more = e.transmit()
+			// A reactor parked longer than an RTO, the endpoint idle
+			// before this send, would run the timers it started late:
+			// woken, it parks again with the bound of a busy endpoint.
+			if e.parking.bound > e.opts.RTO {
+				more = more || late(e.armed(next), e.parkUntil.Load(), e.opts.RTO)
+			}
 			e.parking.active = true
-			// A reactor parked long, the endpoint idle before this send,
-			// would run the timers it started late: it parks again with
-			// the bound of a busy endpoint.
-			more = more || late(next, e.parkUntil.Load(), e.opts.RTO)
 		}
 		e.loop.Unlock()
 		if !more {
@@ -484,6 +486,13 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 // (see enqueue).
 func (e *Endpoint) park(next int64) error {
 	wait := e.parking.wait(e.env.Now, next, e.opts.RTO)
+	if wait > e.opts.RTO {
+		// Sleeping longer than an RTO, the timers the last pump armed,
+		// which next does not hold, count too.
+		if n := e.armed(next); n != 0 {
+			wait = min(wait, max(time.Duration(n-e.env.Now), 0))
+		}
+	}
 	e.sleeping.Store(true)
 	var err error
 	if !e.readyFlag.Load() && !e.stopping.Load() {
@@ -614,9 +623,7 @@ func (e *Endpoint) pumpAll() (next int64, more bool) {
 		if s.p.Pump(pumpBudget) == pumpBudget {
 			more = true
 		}
-		// What Pump sent armed timers Timers did not return: a reactor
-		// parking until next runs them in time (parking.go).
-		next = earliest(next, earliest(t, s.p.Due()))
+		next = earliest(next, t)
 	}
 	return next, more
 }

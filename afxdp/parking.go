@@ -15,7 +15,11 @@ import "time"
 // bound of one RTO it woke 250 times a second per reactor, each wake-up a
 // turn of the scheduler and a spell of polling. A sender that transmits
 // while the reactor sleeps past the timers it started by more than an
-// RTO wakes it (parking.late), so the guarantee holds at any bound.
+// RTO wakes it (late), so the guarantee holds at any bound. While the
+// bound is one RTO, a busy endpoint's, parking is as it was before the
+// bound could grow: timers a pump just armed wait for the next wake-up,
+// which an answer or the bound brings, so the reactor's timing on the
+// paths that carry calls is unchanged.
 const maxPark = time.Second
 
 // parking is the reactor's park bound; the loop lock's holder owns it.
@@ -38,6 +42,17 @@ func (p *parking) wait(now, next int64, rto time.Duration) time.Duration {
 		w = min(max(time.Duration(next-now), 0), w)
 	}
 	return w
+}
+
+// armed returns the earliest of next and the times the sessions' timers
+// need a look, those their last pumps armed included, which the reactor's
+// next timer does not hold (it is read before the pump): 0 for none. It
+// walks every session, so it is asked only of a park longer than an RTO.
+func (e *Endpoint) armed(next int64) int64 {
+	for _, s := range e.list {
+		next = earliest(next, s.p.Due())
+	}
+	return next
 }
 
 // late reports whether a reactor parked until parkUntil would run a timer
