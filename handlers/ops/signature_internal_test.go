@@ -181,3 +181,35 @@ func TestRegisterRefusesOptionalOutputs(t *testing.T) {
 	}()
 	registerOp("TestOptionalOutputs", &Spec{Inputs: exactly(0), NumOutputs: exactly(1).orUpTo(1)})
 }
+
+// undeclared are the ops whose builders count their own inputs or
+// outputs, each with why no Count can say it. None is, today: a new op
+// declares its signature, or says here why it cannot.
+var undeclared = map[string]string{}
+
+// TestEveryOpDeclaresItsSignature checks that every registered op
+// declares its data inputs and its outputs (a count, or their names), so
+// that Kernel checks them before Build, unless it is on undeclared; and
+// that no op on undeclared declares them after all.
+func TestEveryOpDeclaresItsSignature(t *testing.T) {
+	names := Names()
+	if len(names) == 0 {
+		t.Fatal("no op is registered")
+	}
+	for _, name := range names {
+		s := Lookup(name)
+		declared := s.Inputs.declared && (s.NumOutputs.declared || s.Outputs != nil)
+		why, excused := undeclared[name]
+		switch {
+		case !declared && !excused:
+			t.Errorf("%s: its Spec declares no %s", name, map[bool]string{true: "output count", false: "input count"}[s.Inputs.declared])
+		case declared && excused:
+			t.Errorf("%s declares its signature but is listed as undeclared (%s)", name, why)
+		}
+	}
+	for name := range undeclared {
+		if Lookup(name) == nil {
+			t.Errorf("undeclared lists %s, which is not registered", name)
+		}
+	}
+}
