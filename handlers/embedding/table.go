@@ -90,6 +90,9 @@ type Table struct {
 	shards [numShards]shard
 	// observer hears of evictions and restores (observer.go).
 	observer atomic.Pointer[Observer]
+	// sink is what a restore's loads made ahead of their use read, into
+	// the fresh table no other call sees yet (restoreRows).
+	sink int64
 }
 
 // A shard holds the rows of the ids whose hash's top bits are its number.
