@@ -24,10 +24,11 @@ import (
 // time, to tell where the table's time goes: gather-fixed-rows reads rows
 // laid out as the table's (count and version beside the value and its
 // slot, 144 bytes a row) indexed by id, counting the lookup;
-// gather-fixed-rows-index also loads, for each id, a slot of an array as
-// large as the table's index at the slot its hash names, first (as the
-// table does, in a pass of its own), as a lookup without a probe or a
-// shard.
+// gather-fixed-rows-index takes each id's row from a slot of an array as
+// large as the table's index, at the slot its hash names, in a pass of
+// its own over the batch before the rows' (as the table does over a
+// shard's ids): the table's loads, and their dependence, without its
+// probe, shards, locks or admission.
 func BenchmarkTable(b *testing.B) {
 	for _, rows := range []int{1 << 20, 10 << 20} {
 		b.Run(fmt.Sprintf("rows=%dM", rows>>20), func(b *testing.B) { benchTable(b, rows) })
@@ -131,11 +132,16 @@ func layoutGathers(b *testing.B, rows, dim, stride int, out []float32, next func
 	for 4*(rows/numShards) > 3*perShard {
 		perShard *= 2
 	}
-	slots := make([]int64, 2*perShard*numShards) // 16 bytes a slot
-	for i := range slots {
-		slots[i] = int64(i)
-	}
+	slots := make([]int64, 2*perShard*numShards) // 16 bytes a slot: id, row
 	mask := uint64(len(slots)/2 - 1)
+	for i := range slots {
+		slots[i] = int64(i/2) % int64(rows)
+	}
+	// Each row in its id's slot (where ids collide, the last; the others
+	// read another row, as costly).
+	for p := range rows {
+		slots[2*(mix(uint64(mix(uint64(p))))&mask)+1] = int64(p)
+	}
 	var rowOf [1024]int
 	var sink float32
 	gatherRows = func() {
@@ -148,20 +154,17 @@ func layoutGathers(b *testing.B, rows, dim, stride int, out []float32, next func
 		}
 	}
 	gatherRowsIndex = func() {
-		pos, ids := next()
-		var k int64
-		for i := range ids {
-			k += slots[2*(mix(uint64(ids[i]))&mask)]
+		_, ids := next()
+		for i, id := range ids {
+			rowOf[i] = int(slots[2*(mix(uint64(id))&mask)+1])
 		}
-		for i, p := range pos {
-			rowOf[i] = p
+		for _, p := range rowOf[:len(ids)] {
 			*(*int64)(unsafe.Pointer(&data[p*stride]))++
 			sink += data[p*stride+metaFloats]
 		}
-		for i := range pos {
-			copy(out[i*dim:(i+1)*dim], data[rowOf[i]*stride+metaFloats:])
+		for i, p := range rowOf[:len(ids)] {
+			copy(out[i*dim:(i+1)*dim], data[p*stride+metaFloats:])
 		}
-		sink += float32(k & 1)
 	}
 	b.Cleanup(func() { _ = sink })
 	return gatherRows, gatherRowsIndex
