@@ -303,7 +303,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.Net, Dir: dir, Logger: logger,
 		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.Capture(), TLS: r.layout.TLS, NoAllowlist: !r.f.Allowlist, AFXDPPath: policy,
-		CheckpointDir: r.f.ckpt.dir, StreamDir: r.f.stream.dir,
+		CheckpointDir: r.f.ckpt.dir, StreamDir: r.f.stream.dir, StreamKeep: r.f.stream.keep,
 	}, r.f.afxdp)
 	if err != nil {
 		return fmt.Errorf("train: start local cluster: %w", err)
