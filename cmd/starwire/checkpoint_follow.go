@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,10 +17,13 @@ import (
 // checkpointFollow runs "starwire checkpoint follow DIR": a follower of
 // the change stream in DIR (package changes), printing each version it
 // applies, until interrupted or, with --once, once it has the newest.
+// With --state_file it records each version applied, and a follower
+// started again goes on after the last one recorded.
 func checkpointFollow(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("checkpoint follow", flag.ContinueOnError)
 	once := fs.Bool("once", false, "apply the versions there are, print the tables' totals and stop")
 	interval := fs.Duration("interval", time.Second, "how often to look for new versions")
+	statePath := fs.String("state_file", "", "record in FILE the last version applied, written atomically after each is applied and printed; started again with it, the follower makes its tables again from the stream and goes on after that version, so that each is applied and printed once (a crash between printing a version and recording it prints it again)")
 	dir, err := parseWithArg(fs, args, stdout)
 	if err != nil {
 		return err
@@ -29,16 +34,28 @@ func checkpointFollow(ctx context.Context, args []string, stdout io.Writer) erro
 	if *interval <= 0 {
 		return flags.Usagef("checkpoint follow: --interval must be positive, is %v", *interval)
 	}
-	f := changes.NewFollower(dir)
+	if dir, err = filepath.Abs(dir); err != nil {
+		return flags.Usagef("checkpoint follow: %v", err)
+	}
+	var after int64
+	if *statePath != "" {
+		if after, err = readFollowState(*statePath, dir); err != nil {
+			return fmt.Errorf("checkpoint follow: %w", err)
+		}
+	}
+	f := changes.NewFollowerAfter(dir, after)
+	each := func(a changes.Applied) error {
+		printApplied(stdout, a)
+		if *statePath == "" {
+			return nil
+		}
+		return writeFollowState(*statePath, dir, a.Version)
+	}
 	tick := time.NewTicker(*interval)
 	defer tick.Stop()
 	for {
-		applied, err := f.Poll()
-		for _, a := range applied {
-			printApplied(stdout, a)
-		}
-		if err != nil {
-			return fmt.Errorf("checkpoint follow: %w (applied up to version %d)", err, f.Version())
+		if err := f.PollEach(each); err != nil {
+			return followError(err, f, after, *statePath)
 		}
 		if *once {
 			printTotals(stdout, f)
@@ -51,6 +68,16 @@ func checkpointFollow(ctx context.Context, args []string, stdout io.Writer) erro
 		case <-tick.C:
 		}
 	}
+}
+
+// followError is the error of a follower's poll, saying where it stands
+// and, for one that fell behind, what to do.
+func followError(err error, f *changes.Follower, after int64, statePath string) error {
+	at := max(f.Version(), after)
+	if errors.Is(err, changes.ErrBehind) && statePath != "" {
+		return fmt.Errorf("checkpoint follow: %w (at version %d; remove --state_file %s to start again from the newest base)", err, at, statePath)
+	}
+	return fmt.Errorf("checkpoint follow: %w (applied up to version %d)", err, at)
 }
 
 // printApplied prints one line per version applied:
