@@ -23,7 +23,8 @@ func checkpointFollow(ctx context.Context, args []string, stdout io.Writer) erro
 	fs := flag.NewFlagSet("checkpoint follow", flag.ContinueOnError)
 	once := fs.Bool("once", false, "apply the versions there are, print the tables' totals and stop")
 	interval := fs.Duration("interval", time.Second, "how often to look for new versions")
-	statePath := fs.String("state_file", "", "record in FILE the last version applied, written atomically after each is applied and printed; started again with it, the follower makes its tables again from the stream and goes on after that version, so that each is applied and printed once (a crash between printing a version and recording it prints it again)")
+	statePath := fs.String("state_file", "", "record in FILE the last version applied, written atomically after each is applied, before it is printed; started again with it, the follower makes its tables again from the stream and goes on after that version, so that each is applied and printed once (a crash between recording a version and printing it loses its line, not its rows)")
+	save := fs.String("save", "", "when it stops, save the tables replayed as a TensorFlow checkpoint at PREFIX: per table NAME, NAME-keys, NAME-values [rows, dim], NAME-freqs and NAME-versions, as an embedding variable is saved")
 	dir, err := parseWithArg(fs, args, stdout)
 	if err != nil {
 		return err
@@ -45,11 +46,23 @@ func checkpointFollow(ctx context.Context, args []string, stdout io.Writer) erro
 	}
 	f := changes.NewFollowerAfter(dir, after)
 	each := func(a changes.Applied) error {
+		if *statePath != "" {
+			if err := writeFollowState(*statePath, dir, a.Version); err != nil {
+				return err
+			}
+		}
 		printApplied(stdout, a)
-		if *statePath == "" {
+		return nil
+	}
+	stop := func() error {
+		printTotals(stdout, f)
+		if *save == "" {
 			return nil
 		}
-		return writeFollowState(*statePath, dir, a.Version)
+		if err := saveFollowed(*save, f); err != nil {
+			return fmt.Errorf("checkpoint follow: --save: %w", err)
+		}
+		return nil
 	}
 	tick := time.NewTicker(*interval)
 	defer tick.Stop()
@@ -58,13 +71,11 @@ func checkpointFollow(ctx context.Context, args []string, stdout io.Writer) erro
 			return followError(err, f, after, *statePath)
 		}
 		if *once {
-			printTotals(stdout, f)
-			return nil
+			return stop()
 		}
 		select {
 		case <-ctx.Done():
-			printTotals(stdout, f)
-			return nil
+			return stop()
 		case <-tick.C:
 		}
 	}

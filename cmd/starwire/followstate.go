@@ -6,6 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/starwire/starwire/handlers/checkpoint"
+	"github.com/starwire/starwire/handlers/embedding/changes"
+	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/wire"
 )
 
 // followState is what checkpoint follow --state_file records: the
@@ -74,4 +79,36 @@ func writeFollowState(path, dir string, v int64) error {
 		return fmt.Errorf("write --state_file: sync %s: %w", filepath.Dir(path), err)
 	}
 	return nil
+}
+
+// saveFollowed saves f's tables as a checkpoint at prefix, each as an
+// embedding variable's primary is saved (ops' kv_checkpoint.go): its
+// ids, values, lookup counts and versions, in the order of a snapshot.
+func saveFollowed(prefix string, f *changes.Follower) error {
+	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
+		return err
+	}
+	w, err := checkpoint.NewWriter(prefix, 0, 1)
+	if err != nil {
+		return err
+	}
+	for _, name := range f.Tables() {
+		s := f.Table(name).Snapshot()
+		n := int64(len(s.IDs))
+		for _, t := range []struct {
+			suffix string
+			t      wire.Tensor
+		}{
+			{"-freqs", wire.Tensor{DType: wire.DTInt64, Shape: []int64{n}, Data: tensor.Bytes(s.Freqs)}},
+			{"-keys", wire.Tensor{DType: wire.DTInt64, Shape: []int64{n}, Data: tensor.Bytes(s.IDs)}},
+			{"-values", wire.Tensor{DType: wire.DTFloat, Shape: []int64{n, int64(s.Dim)}, Data: tensor.Bytes(s.Values)}},
+			{"-versions", wire.Tensor{DType: wire.DTInt64, Shape: []int64{n}, Data: tensor.Bytes(s.Versions)}},
+		} {
+			if err := w.Add(name+t.suffix, &t.t); err != nil {
+				w.Abort()
+				return err
+			}
+		}
+	}
+	return w.Finish()
 }

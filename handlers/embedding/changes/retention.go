@@ -77,13 +77,3 @@ func (w *Writer) prune() error {
 	w.bases = w.bases[i:]
 	return syncDir(w.dir)
 }
-
-// Oldest returns the oldest version in dir, 0 when it has none: what a
-// writer keeps begins there.
-func Oldest(dir string) (int64, error) {
-	vs, err := versions(dir)
-	if err != nil || len(vs) == 0 {
-		return 0, err
-	}
-	return vs[0], nil
-}
