@@ -10,14 +10,14 @@ import (
 // baseVersions returns which of vs, dir's versions, are bases. A
 // manifest that does not read is taken for no base: the follower
 // reports it, and it is no reason for a writer not to go on.
-func baseVersions(dir string, vs []int64) ([]int64, error) {
+func baseVersions(dir string, vs []int64) []int64 {
 	var bases []int64
 	for _, v := range vs {
 		if m, err := readManifest(dir, v); err == nil && m.Base {
 			bases = append(bases, v)
 		}
 	}
-	return bases, nil
+	return bases
 }
 
 // keptFrom returns the oldest version a writer keeping keep versions

@@ -122,8 +122,8 @@ func NewWriterWithOptions(dir string, o WriterOptions) (*Writer, error) {
 	if len(vs) > 0 {
 		w.next = vs[len(vs)-1] + 1
 	}
-	if w.bases, err = baseVersions(dir, vs); err != nil {
-		return nil, err
+	if o.Keep > 0 { // what is kept starts at a base
+		w.bases = baseVersions(dir, vs)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -186,11 +186,12 @@ func (w *Writer) Track(name string, t *embedding.Table) {
 func (w *Writer) Export(upto int64) (*Manifest, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	v := w.next
-	rebase := w.keep > 0 && len(w.bases) > 0 && v-w.bases[len(w.bases)-1] >= int64(w.keep)
-	if !rebase && w.exported && upto == w.lastUpto && !w.anyFull() {
+	if w.exported && upto == w.lastUpto && !w.anyFull() {
 		return nil, nil
 	}
+	v := w.next
+	// Every keep-th version a base, so that what prune keeps is bounded.
+	rebase := w.keep > 0 && len(w.bases) > 0 && v-w.bases[len(w.bases)-1] >= int64(w.keep)
 	w.lastUpto, w.exported = upto, true
 	m := &Manifest{Version: v, Base: len(w.tables) > 0, Since: upto, Upto: upto, Parts: []PartInfo{}}
 	type taken struct {
