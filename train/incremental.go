@@ -119,7 +119,8 @@ func (h *CheckpointSaverHook) Increments() int {
 
 // Increment saves an increment of the model as of its global step now,
 // after a full checkpoint saved or restored; it saves nothing when that
-// step is saved already.
+// step is saved already. Asked for, it saves one past
+// SaverOptions.MaxIncrements too, which bounds the saves AfterStep makes.
 func (h *CheckpointSaverHook) Increment(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
