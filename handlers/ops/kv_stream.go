@@ -16,7 +16,7 @@ import (
 func init() {
 	registerOp("KvResourceStreamExport", &Spec{Defaults: map[string]*tfpb.AttrValue{
 		"dtype": typeAttr(wire.DTFloat), "steps_in_flight": intAttr(0),
-	}, Build: buildKvResourceStreamExport})
+	}, Inputs: exactly(2), Types: kvStepTypes, NumOutputs: exactly(1), Build: buildKvResourceStreamExport})
 }
 
 // streamWriters are the change streams of this process, one writer per
@@ -56,20 +56,11 @@ func streamWriter(dir string, keep int) (*changes.Writer, error) {
 // there before, and keeps the newest serve --stream_keep versions; the
 // output is the version written, 0 when nothing changed or when another
 // task of the process exported at the same global step, writing this
-// variable's changes with its own (one version per round of exports). Updates still in flight may be up to steps_in_flight older
-// than global_step; they go in the next version. It is starwire's op.
+// variable's changes with its own (one version per round of exports).
+// Updates still in flight may be up to steps_in_flight older than
+// global_step; they go in the next version. It is starwire's op.
 func buildKvResourceStreamExport(env *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	keyType, err := n.attrTypeIn("Tkeys", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	stepType, err := n.attrTypeIn("Tstep", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
+	keyType, stepType := n.typeOf("Tkeys"), n.typeOf("Tstep")
 	inFlight, err := n.attrInt("steps_in_flight")
 	if err != nil {
 		return nil, err
@@ -77,7 +68,6 @@ func buildKvResourceStreamExport(env *Env, n *Node) (Kernel, error) {
 	if inFlight < 0 {
 		return nil, status.Errorf(wire.InvalidArgument, "steps_in_flight must be >= 0, is %d", inFlight)
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		if env.StreamDir == "" {
 			return status.Errorf(wire.FailedPrecondition, "KvResourceStreamExport: the task has no stream directory (serve --stream_dir)")
