@@ -180,6 +180,11 @@ func (k *kvReader) alignedRows(name, primary string, ids []int64, imp *kvImport)
 	if err != nil {
 		return nil, err
 	}
+	if slices.Equal(rows.IDs, ids) {
+		// Saved in the primary's order, as SaveV2 saves them: no need to
+		// match them up by id.
+		return rows.Values, nil
+	}
 	at := make(map[int64]int, len(rows.IDs))
 	for i, id := range rows.IDs {
 		at[id] = i
