@@ -52,9 +52,9 @@ import (
 //     negative ids at save but those that are multiples of 1000; its
 //     restore takes them all into one partition, but into n > 1 only
 //     some (it keeps an id in partition k when id % 1000 % n == k, C's
-//     remainder, negative). train's ids are 64-bit hashes, half of them
-//     negative: DeepRec restoring its checkpoint into several
-//     partitions would lose most of those.
+//     remainder, negative). train's hash ids are therefore 63-bit,
+//     never negative, so DeepRec restores its checkpoints into any
+//     number of partitions.
 //   - -bloom_counters is starwire's (DeepRec saves no filter state);
 //     DeepRec's restore does not look for it.
 //
