@@ -30,6 +30,7 @@ type serveFlags struct {
 	afxdp              flags.AFXDP
 	checkpointDir      string
 	streamDir          string // serve_stream.go
+	streamKeep         int
 	recordDir          string
 	report             time.Duration
 	stdout             io.Writer
@@ -123,7 +124,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	}
 	defer stop()
 	s.Metrics, s.Pcap, s.PacketAuth, s.AFXDPPath = m, f.pcap.Capture(), auth, policy
-	s.CheckpointDir, s.StreamDir = f.checkpointDir, f.streamDir
+	s.CheckpointDir, s.StreamDir, s.StreamKeep = f.checkpointDir, f.streamDir, f.streamKeep
 	s.RecordDir = f.recordDir
 	if f.RegistryDir != "" {
 		f.Guard(s, set, flags.Need{PS: f.ps, Workers: f.workers})

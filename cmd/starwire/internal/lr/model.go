@@ -342,3 +342,9 @@ func baseRateLoss(b *clicks.Batch) float64 {
 	}
 	return s / float64(max(b.Len(), 1))
 }
+
+// InitializeKeeps says whether Initialize leaves what a parameter
+// server has as it is: the hash embedding's variables are initialized
+// once (InitializeKvVariableOp keeps a table made), the fixed table is
+// assigned again.
+func (m *Model) InitializeKeeps() bool { return m.cfg.hash() }
