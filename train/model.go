@@ -28,6 +28,14 @@ type Model interface {
 	Replica(r int) Replica
 }
 
+// A Binder is a Model that uses the session training it: its step ids
+// (Initialize's, Step's), its global step, its live replicas. NewSession
+// gives it the session before returning, so that no Setup, Build or
+// Initialize runs before the model has it.
+type Binder interface {
+	Bind(s *Session)
+}
+
 // A KeepingInitializer is a Model whose Initialize leaves a variable a
 // parameter server has already initialized as it is (DeepRec's
 // embedding variables, made once and kept on a second initialization):

@@ -309,7 +309,7 @@ func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.La
 	fmt.Fprintf(stdout, "%s stopping: %d calls to peers (%.1f MB) over %s\n", s.Task(), calls, float64(bytes)/1e6, s.PeerPath())
 	for _, st := range s.PeerPathTotals() {
 		fmt.Fprintf(stdout, "  to %s per call (%s): AF_XDP %d calls, %.1f MB; TCP %d calls, %.1f MB; sizes over AF_XDP now: %s\n",
-			st.Peer, st.Policy, st.BypassCalls, float64(st.BypassBytes)/1e6, st.TCPCalls, float64(st.TCPBytes)/1e6, st.Bypassed)
+			st.Peer, st.Policy, st.AFXDPCalls, float64(st.AFXDPBytes)/1e6, st.TCPCalls, float64(st.TCPBytes)/1e6, st.AFXDPSizes)
 	}
 	return nil
 }

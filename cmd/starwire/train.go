@@ -504,8 +504,8 @@ func printPathStats(w io.Writer, l *tasks.Local) {
 	for _, s := range l.Servers {
 		for _, st := range s.PathStats() {
 			fmt.Fprintf(w, "  %s→%s per call (%s): AF_XDP %d calls, %.1f MB; TCP %d calls, %.1f MB; sizes over AF_XDP now: %s\n",
-				shortTask(s.Task()), byAddr[st.Peer], st.Policy, st.BypassCalls, float64(st.BypassBytes)/1e6,
-				st.TCPCalls, float64(st.TCPBytes)/1e6, st.Bypassed)
+				shortTask(s.Task()), byAddr[st.Peer], st.Policy, st.AFXDPCalls, float64(st.AFXDPBytes)/1e6,
+				st.TCPCalls, float64(st.TCPBytes)/1e6, st.AFXDPSizes)
 		}
 	}
 }

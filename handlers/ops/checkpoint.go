@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/embedding"
@@ -33,7 +35,8 @@ func init() {
 }
 
 // checkpointError gives an error of package checkpoint TensorFlow's code
-// for it, naming the prefix as the graph gave it: NotFound for a missing
+// for it, naming the prefix as the graph gave it where the error does not
+// name the checkpoint's path already: NotFound for a missing
 // checkpoint or tensor, DataLoss for a corrupt one, InvalidArgument for a
 // dtype, shape or slice that does not fit.
 func checkpointError(prefix string, err error) error {
@@ -47,6 +50,12 @@ func checkpointError(prefix string, err error) error {
 		code = wire.InvalidArgument
 	case errors.Is(err, fs.ErrPermission):
 		code = wire.PermissionDenied
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "checkpoint "+string(filepath.Separator)) {
+		// Package checkpoint named the checkpoint, by the absolute path
+		// prefix resolves to (a TensorFlow master sends that path itself):
+		// named again, it would read "checkpoint /c/m: checkpoint /c/m: ...".
+		return status.Errorf(code, "%s", msg)
 	}
 	return status.Errorf(code, "checkpoint %s: %v", prefix, err)
 }
@@ -97,7 +106,7 @@ func stringVector(t *wire.Tensor, n int, what string) ([][]byte, error) {
 func (c *checkpointTarget) parseSpec(i int) (full []int64, s checkpoint.Slice, err error) {
 	full, s, err = checkpoint.ParseShapeAndSlice(string(c.specs[i]))
 	if err != nil {
-		return nil, s, status.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q: shape_and_slices %q: %v", c.prefix, c.names[i], c.specs[i], err)
+		return nil, s, status.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q: %v", c.prefix, c.names[i], err) // err names the spec
 	}
 	return full, s, nil
 }
