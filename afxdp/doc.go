@@ -15,7 +15,8 @@
 //     words "bypass" and "always" are read as aliases of "afxdp".
 //   - udp (netpath.UDP): the same protocol over a kernel UDP socket, where
 //     AF_XDP is unavailable (Open's fallback) or chosen (--transport udp).
-//   - tcp (netpath.TCP): the stream path, package rpc/tcp.
+//   - tcp (netpath.TCP): the stream path, package rpc/tcp; the policy
+//     word "never", an older name, is read as an alias of "tcp".
 //   - packet protocol: this package's reliable protocol (package protocol),
 //     which both afxdp and udp run; a packet session is one of its
 //     sessions (a Conn), and the packet path, where a document still says

@@ -225,7 +225,7 @@ type pathCounter interface {
 
 func (d dualConn) pathCalls() (tcp, bypass uint64, open bool) {
 	st := d.dual.Totals()
-	return st.TCPCalls, st.BypassCalls, st.Bypass != ""
+	return st.TCPCalls, st.AFXDPCalls, st.Packet != ""
 }
 
 func (s *starConn) Close() error {

@@ -45,6 +45,9 @@ type Options struct {
 	// StreamDir is where embedding variables' change stream is written
 	// (ops.Env.StreamDir); empty disables it.
 	StreamDir string
+	// StreamKeep is how many versions of the change stream are kept
+	// (ops.Env.StreamKeep); 0 keeps every one.
+	StreamKeep int
 	// Logger receives step failures; nil means slog.Default().
 	Logger *slog.Logger
 	// Compute bounds the op kernels that compute at once; tasks that share

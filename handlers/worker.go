@@ -93,7 +93,7 @@ func NewWorker(opts Options) (*Worker, error) {
 		graphs:     make(map[string]*registered),
 	}
 	host, _ := os.Hostname()
-	w.env = &ops.Env{Task: w.task, Rendezvous: w.rendezvous, Vars: w.vars, CheckpointDir: opts.CheckpointDir, StreamDir: opts.StreamDir, Host: host, Compute: opts.Compute}
+	w.env = &ops.Env{Task: w.task, Rendezvous: w.rendezvous, Vars: w.vars, CheckpointDir: opts.CheckpointDir, StreamDir: opts.StreamDir, StreamKeep: opts.StreamKeep, Host: host, Compute: opts.Compute}
 	if opts.Resolver != nil {
 		w.env.RemoteRecv = w.remoteRecv
 	}

@@ -38,6 +38,17 @@ const (
 // PolicyAccepts says what ParsePolicy reads, as "want ..." ends an error.
 const PolicyAccepts = "auto, afxdp, tcp, or a size such as 64KiB or 65536 (bypass and always are aliases of afxdp, never of tcp)"
 
+// policyWords are the words ParsePolicy reads, each named in
+// PolicyAccepts and in package afxdp's glossary (a test checks both).
+var policyWords = map[string]PolicyMode{
+	"auto":   PolicyAuto,
+	"afxdp":  PolicyAFXDP,
+	"bypass": PolicyAFXDP,
+	"always": PolicyAFXDP,
+	"tcp":    PolicyTCP,
+	"never":  PolicyTCP,
+}
+
 // ParsePolicy reads a policy as users write it, in flags and in
 // STARWIRE_AFXDP_PATH: "auto" or "" (PolicyAuto), "afxdp" (every call
 // over the packet session), "tcp" (none), or a positive size ("64KiB",
@@ -46,13 +57,12 @@ const PolicyAccepts = "auto, afxdp, tcp, or a size such as 64KiB or 65536 (bypas
 // "never", of "tcp", are read as aliases. Words are read in any case,
 // around any space. It is the one reader of the grammar.
 func ParsePolicy(s string) (Policy, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "auto":
+	w := strings.ToLower(strings.TrimSpace(s))
+	if w == "" {
 		return Policy{}, nil
-	case "afxdp", "bypass", "always":
-		return Policy{Mode: PolicyAFXDP}, nil
-	case "tcp", "never":
-		return Policy{Mode: PolicyTCP}, nil
+	}
+	if m, ok := policyWords[w]; ok {
+		return Policy{Mode: m}, nil
 	}
 	n, err := units.ParseSize(s)
 	if err != nil || n <= 0 {

@@ -1,6 +1,12 @@
 package netpath
 
-import "testing"
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
 
 func TestParsePolicy(t *testing.T) {
 	for in, want := range map[string]Policy{
@@ -37,6 +43,26 @@ func TestPolicyStringRoundTrip(t *testing.T) {
 		}
 		if back, err := ParsePolicy(s); err != nil || back != p {
 			t.Errorf("%+v: String %q, read back as %+v, %v", p, p.String(), back, err)
+		}
+	}
+}
+
+// Every word ParsePolicy reads is documented: in PolicyAccepts, which
+// errors, flags and the README's table quote, and in package afxdp's
+// glossary (its aliases), so that no alias is read that no document
+// names.
+func TestPolicyWordsDocumented(t *testing.T) {
+	glossary, err := os.ReadFile("../afxdp/doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepts := strings.FieldsFunc(PolicyAccepts, func(r rune) bool { return r == ',' || r == ' ' || r == '(' || r == ')' })
+	for w := range policyWords {
+		if !slices.Contains(accepts, w) {
+			t.Errorf("ParsePolicy reads %q, which PolicyAccepts does not name", w)
+		}
+		if alias := (Policy{Mode: policyWords[w]}).String() != w; alias && !bytes.Contains(glossary, []byte(`"`+w+`"`)) {
+			t.Errorf("ParsePolicy reads %q, an alias afxdp's glossary does not name", w)
 		}
 	}
 }

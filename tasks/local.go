@@ -57,6 +57,8 @@ type LocalOptions struct {
 	CheckpointDir string
 	// StreamDir is every task's change stream directory (Server.StreamDir).
 	StreamDir string
+	// StreamKeep is every task's Server.StreamKeep.
+	StreamKeep int
 }
 
 // xdpPort is the UDP port of every AF_XDP endpoint of a local fabric; each
@@ -156,7 +158,7 @@ func (l *Local) start(opts LocalOptions) error {
 	for _, s := range l.Servers {
 		s.Metrics = opts.Metrics
 		s.Compute = opts.Compute
-		s.CheckpointDir, s.StreamDir = opts.CheckpointDir, opts.StreamDir
+		s.CheckpointDir, s.StreamDir, s.StreamKeep = opts.CheckpointDir, opts.StreamDir, opts.StreamKeep
 		if err := s.Start(l.Layout, opts.Logger); err != nil {
 			return err
 		}

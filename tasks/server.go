@@ -53,6 +53,9 @@ type Server struct {
 	// StreamDir, when set before Start, is where the worker's embedding
 	// variables' change stream is written (handlers.Options.StreamDir).
 	StreamDir string
+	// StreamKeep is how many versions of the stream are kept
+	// (handlers.Options.StreamKeep).
+	StreamKeep int
 	// RecordDir, when set before Start, is where every request the task
 	// receives over gRPC is written (package handlers/record).
 	RecordDir string
@@ -213,7 +216,7 @@ func (s *Server) Start(layout Layout, logger *slog.Logger) error {
 	s.startDuals(peers, logger)
 	s.peers, s.logger = peers, logger
 	w, err := handlers.NewWorker(handlers.Options{Job: s.Job, Task: s.Index, Resolver: peers.Resolve, Cluster: s.followCluster,
-		Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir, StreamDir: s.StreamDir})
+		Logger: logger, Compute: s.Compute, CheckpointDir: s.CheckpointDir, StreamDir: s.StreamDir, StreamKeep: s.StreamKeep})
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Task(), err)
 	}

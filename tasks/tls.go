@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -75,12 +76,47 @@ func (c confirmedCreds) ClientHandshake(ctx context.Context, authority string, r
 		conn.Close()
 		return nil, nil, fmt.Errorf("tls: %s refused the connection: %w", authority, err)
 	}
-	return &peekedConn{Conn: conn, first: first[:n]}, info, nil
+	return peek(conn, first[:n]), info, nil
 }
 
 func (c confirmedCreds) Clone() credentials.TransportCredentials {
 	return confirmedCreds{c.TransportCredentials.Clone(), c.files}
 }
+
+// peek returns c giving back first, the bytes read ahead, before reading
+// on. It offers what c offers of syscall.Conn, through which gRPC reads
+// socket options (channelz) and which gRPC's TLS credentials keep only
+// when the raw conn they wrap offers it, and of CloseWrite, which touches
+// no read-ahead. It drops io.ReaderFrom and io.WriterTo: WriterTo would
+// read past first, and crypto/tls and gRPC, the only users of these
+// conns, copy through Read and Write.
+func peek(c net.Conn, first []byte) net.Conn {
+	p := &peekedConn{Conn: c, first: first}
+	sc, sys := c.(syscall.Conn)
+	cw, half := c.(closeWriter)
+	switch {
+	case sys && half:
+		return struct {
+			*peekedConn
+			syscall.Conn
+			closeWriter
+		}{p, sc, cw}
+	case sys:
+		return struct {
+			*peekedConn
+			syscall.Conn
+		}{p, sc}
+	case half:
+		return struct {
+			*peekedConn
+			closeWriter
+		}{p, cw}
+	}
+	return p
+}
+
+// A closeWriter half-closes a connection (*net.TCPConn, *tls.Conn).
+type closeWriter interface{ CloseWrite() error }
 
 // peekedConn gives back the bytes read ahead before reading on.
 type peekedConn struct {

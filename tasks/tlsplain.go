@@ -37,7 +37,7 @@ func (c confirmedCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.Aut
 		raw.Close()
 		return nil, nil, fmt.Errorf("tls: reading the client's first bytes: %w", err)
 	}
-	return c.TransportCredentials.ServerHandshake(&peekedConn{Conn: raw, first: first[:n]})
+	return c.TransportCredentials.ServerHandshake(peek(raw, first[:n]))
 }
 
 // refusePlaintext answers a plaintext gRPC client's first call, in

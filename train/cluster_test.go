@@ -133,7 +133,6 @@ func startPublicJob(t *testing.T, ctx context.Context) *publicJob {
 	m := &numberModel{target: 3, rate: 0.05}
 	s := train.NewSession(d, m, train.Options{PS: 1, Workers: 1, Steps: publicSteps})
 	s.StopAtStep(publicSteps)
-	m.s = s
 	j := &publicJob{s: s, local: local, logger: logger}
 	s.RecoverTasks(train.RecoverOptions{
 		Rejoin:  &train.PeerRejoiner{Peers: peers, Driver: d, Jobs: []string{"ps", "worker"}},

@@ -23,6 +23,10 @@ type numberModel struct {
 	client       []string       // by replica: the device its fetches go to
 }
 
+// Bind keeps the session, whose step ids Initialize uses: NewSession
+// calls it.
+func (m *numberModel) Bind(s *train.Session) { m.s = s }
+
 func (m *numberModel) Build(ctx context.Context, t *train.Tasks) error {
 	ps := t.PS[0]
 	init, err := t.Register(ctx, ps.Name, m.initGraph(ps))

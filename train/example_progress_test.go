@@ -49,7 +49,6 @@ func ExampleProgressHook() {
 	}
 	m := &numberModel{target: 3, rate: 0.05}
 	s := train.NewSession(driver.New("example-progress", callers...), m, train.Options{PS: 1, Workers: 1, Steps: 30})
-	m.s = s
 	if err := s.Setup(ctx); err != nil {
 		fmt.Println(err)
 		return

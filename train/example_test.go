@@ -52,7 +52,6 @@ func Example() {
 
 	m := &numberModel{target: 3, rate: 0.05}
 	s := train.NewSession(d, m, train.Options{PS: 1, Workers: 2, Steps: 50})
-	m.s = s
 	var halfway int64
 	s.AfterStep(func(_ context.Context, step int64) error {
 		if step == 50 {

@@ -101,11 +101,12 @@ func (r *fakeReplica) Step(ctx context.Context, on int, step int64) (float64, er
 
 func (r *fakeReplica) Close() {}
 
+func (m *fakeModel) Bind(s *Session) { m.s = s }
+
 // newFakeSession returns a session of steps steps per replica training a
 // fakeModel over d.
 func newFakeSession(d *driver.Driver, ps, workers, steps int) (*Session, *fakeModel) {
 	m := &fakeModel{}
 	s := NewSession(d, m, Options{PS: ps, Workers: workers, Steps: steps})
-	m.s = s
 	return s, m
 }

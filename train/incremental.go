@@ -36,6 +36,13 @@ type incrState struct {
 	since int64
 	at    time.Time // and when
 	saves int       // increments saved
+	chain int       // increments of base
+}
+
+// chainFull says whether base has SaverOptions.MaxIncrements increments,
+// so that the next save is a full one; h.mu is held.
+func (h *CheckpointSaverHook) chainFull() bool {
+	return h.opts.MaxIncrements > 0 && h.incr.chain >= h.opts.MaxIncrements
 }
 
 // incrementing says whether the hook saves increments.
@@ -77,29 +84,30 @@ func (h *CheckpointSaverHook) saveIncrement(ctx context.Context, step int64) err
 	}
 	h.incr.prev, h.incr.prevStep, h.incr.since, h.incr.at = prefix, step, next, h.opts.Now()
 	h.incr.saves++
+	h.incr.chain++
 	return nil
 }
 
 // applyIncrements applies the increments of base, restored at global
 // step step, and returns the last one's global step and prefix (base's
-// when it has none).
-func (h *CheckpointSaverHook) applyIncrements(ctx context.Context, im IncrementalCheckpointer, base string, step int64) (int64, string, error) {
+// when it has none) and how many it applied.
+func (h *CheckpointSaverHook) applyIncrements(ctx context.Context, im IncrementalCheckpointer, base string, step int64) (int64, string, int, error) {
 	incrs, err := checkpoint.Increments(h.opts.Dir, base)
 	if err != nil {
-		return 0, "", fmt.Errorf("restore increments of %s: %w", base, err)
+		return 0, "", 0, fmt.Errorf("restore increments of %s: %w", base, err)
 	}
 	prefix := base
 	for _, p := range incrs {
 		s, err := im.ApplyIncrement(ctx, p)
 		if err != nil {
-			return 0, "", err
+			return 0, "", 0, err
 		}
 		if s <= step {
-			return 0, "", fmt.Errorf("restore increment %s: global step %d, not after %d: %w", p, s, step, checkpoint.ErrMismatch)
+			return 0, "", 0, fmt.Errorf("restore increment %s: global step %d, not after %d: %w", p, s, step, checkpoint.ErrMismatch)
 		}
 		step, prefix = s, p
 	}
-	return step, prefix, nil
+	return step, prefix, len(incrs), nil
 }
 
 // Increments returns how many increments the hook saved.
@@ -111,7 +119,8 @@ func (h *CheckpointSaverHook) Increments() int {
 
 // Increment saves an increment of the model as of its global step now,
 // after a full checkpoint saved or restored; it saves nothing when that
-// step is saved already.
+// step is saved already. Asked for, it saves one past
+// SaverOptions.MaxIncrements too, which bounds the saves AfterStep makes.
 func (h *CheckpointSaverHook) Increment(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -141,3 +141,45 @@ func TestSaverIncrementsSinceOldestInFlight(t *testing.T) {
 		t.Fatalf("saves:\n%s\nwant:\n%s", strings.Join(m.calls, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestSaverMaxIncrements: once a full checkpoint has MaxIncrements
+// increments, the next save due is a full one, which starts a new
+// chain; a restore applies the newest full checkpoint's increments and
+// counts them against the bound.
+func TestSaverMaxIncrements(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m := &fakeIncremental{t: t}
+	opts := SaverOptions{Dir: dir, Steps: 100, IncrSteps: 10, MaxIncrements: 2}
+	h := NewCheckpointSaverHook(m, opts)
+	if restored, _, _, err := h.Begin(ctx); err != nil || restored {
+		t.Fatalf("begin: %v, %v", restored, err)
+	}
+	run := func(h *CheckpointSaverHook, m *fakeIncremental, steps ...int64) {
+		for _, step := range steps {
+			m.step = step
+			if err := h.AfterStep(ctx, step); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(h, m, 100, 110, 120, 130, 140)
+	want := []string{"full 100", "incr 110 since 100 base model.ckpt-100 prev model.ckpt-100",
+		"incr 120 since 110 base model.ckpt-100 prev incr-model.ckpt-110", "full 130",
+		"incr 140 since 130 base model.ckpt-130 prev model.ckpt-130"}
+	if !slices.Equal(m.calls, want) {
+		t.Fatalf("saves:\n%s\nwant:\n%s", strings.Join(m.calls, "\n"), strings.Join(want, "\n"))
+	}
+
+	r := &fakeIncremental{t: t}
+	hr := NewCheckpointSaverHook(r, opts)
+	restored, prefix, step, err := hr.Begin(ctx)
+	if err != nil || !restored || step != 140 || filepath.Base(prefix) != "incr-model.ckpt-140" {
+		t.Fatalf("restore: %v %s at %d, %v; want incr-model.ckpt-140 at 140", restored, prefix, step, err)
+	}
+	run(hr, r, 150, 160)
+	want = []string{"apply incr-model.ckpt-140", "incr 150 since 140 base model.ckpt-130 prev incr-model.ckpt-140", "full 160"}
+	if !slices.Equal(r.calls, want) {
+		t.Fatalf("after the restore:\n%s\nwant:\n%s", strings.Join(r.calls, "\n"), strings.Join(want, "\n"))
+	}
+}

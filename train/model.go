@@ -28,6 +28,23 @@ type Model interface {
 	Replica(r int) Replica
 }
 
+// A Binder is a Model that uses the session training it: its step ids
+// (Initialize's, Step's), its global step, its live replicas. NewSession
+// gives it the session before returning, so that no Setup, Build or
+// Initialize runs before the model has it.
+type Binder interface {
+	Bind(s *Session)
+}
+
+// A KeepingInitializer is a Model whose Initialize leaves a variable a
+// parameter server has already initialized as it is (DeepRec's
+// embedding variables, made once and kept on a second initialization):
+// after a restart with no checkpoint to restore, only the servers that
+// restarted start afresh, and the others keep their values.
+type KeepingInitializer interface {
+	InitializeKeeps() bool
+}
+
 // A Replica runs one replica's training steps, one at a time: Next, then
 // Step, for each.
 type Replica interface {
@@ -93,6 +110,18 @@ func (t *Tasks) take() []driver.Graph {
 	g := slices.Clone(t.graphs)
 	t.graphs = nil
 	return g
+}
+
+// restarted returns the names of the tasks of now whose incarnation is
+// not the one in before, the same tasks' incarnations then.
+func restarted(now []Task, before []uint64) []string {
+	var out []string
+	for i, t := range now {
+		if i >= len(before) || t.Incarnation != before[i] {
+			out = append(out, t.Name)
+		}
+	}
+	return out
 }
 
 // incarnations returns the incarnations of tasks.

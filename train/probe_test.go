@@ -79,7 +79,6 @@ func startSession(t *testing.T, ctx context.Context, dir string) *train.Session 
 	}
 	m := &numberModel{target: 3, rate: 0.05}
 	s := train.NewSession(driver.New("probe-test", callers...), m, train.Options{PS: 1, Workers: 1, Steps: 1})
-	m.s = s
 	if err := s.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}

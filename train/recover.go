@@ -73,6 +73,9 @@ type recovery struct {
 	// build has already recorded the new incarnation, so the retry cannot
 	// tell the restart from the incarnations alone. Guarded by gate.
 	reinit bool
+	// restartedPS names the parameter servers that restarted since the
+	// servers were last initialized and restored. Guarded by gate.
+	restartedPS []string
 
 	// finding is held, a one-slot semaphore, while a lost worker is looked
 	// for and revived. rejoin looks for one without the gate, so that the
@@ -320,6 +323,11 @@ func (s *Session) rebuild(ctx context.Context) error {
 	}
 	if !slices.Equal(oldPS, incarnations(s.tasks.PS)) {
 		rec.reinit = true
+		for _, t := range restarted(s.tasks.PS, oldPS) {
+			if !slices.Contains(rec.restartedPS, t) {
+				rec.restartedPS = append(rec.restartedPS, t)
+			}
+		}
 	}
 	if !rec.reinit {
 		return nil
@@ -342,7 +350,7 @@ func (s *Session) rebuild(ctx context.Context) error {
 		if rec.opts.Restore != nil {
 			why = " (" + err.Error() + ")"
 		}
-		rec.log("warning: no checkpoint to restore%s: every parameter server starts afresh, and the model from step 0", why)
+		rec.log("warning: no checkpoint to restore%s: %s", why, s.afresh(rec.restartedPS))
 	case err != nil:
 		return err
 	default:
@@ -351,8 +359,25 @@ func (s *Session) rebuild(ctx context.Context) error {
 	if n := before - s.GlobalStep(); n > 0 {
 		rec.undone.Add(n)
 	}
-	rec.reinit = false
+	rec.reinit, rec.restartedPS = false, nil
 	return nil
+}
+
+// afresh says what a restart with no checkpoint to restore leaves of the
+// model, the servers of restartedPS having restarted: all of it afresh,
+// or, for a model whose Initialize keeps what a server has, the
+// restarted servers' variables alone.
+func (s *Session) afresh(restartedPS []string) string {
+	if k, ok := s.m.(KeepingInitializer); !ok || !k.InitializeKeeps() || len(restartedPS) == 0 || len(restartedPS) == len(s.tasks.PS) {
+		return "every parameter server starts afresh, and the model from step 0"
+	}
+	slices.Sort(restartedPS)
+	verb := "start"
+	if len(restartedPS) == 1 {
+		verb = "starts"
+	}
+	return fmt.Sprintf("%s restarted and %s afresh, the other parameter servers keep their variables as they are, and the global step starts from 0",
+		strings.Join(restartedPS, ", "), verb)
 }
 
 // rejoin tries the lost workers every rec.opts.Every until done is

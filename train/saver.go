@@ -44,6 +44,10 @@ type SaverOptions struct {
 	// of either kind, between full checkpoints; 0 and 0 save none.
 	IncrSteps int64
 	IncrSecs  int
+	// MaxIncrements bounds the increments of one full checkpoint, and so
+	// what a restore applies: once a full checkpoint has MaxIncrements,
+	// the next save due is a full one; 0 bounds nothing.
+	MaxIncrements int
 	// InFlight is how many global steps a step's reading of the global
 	// step (the version of the rows it updates) may lag the global step
 	// when it applies: an increment takes the rows changed since the last
@@ -110,15 +114,15 @@ func (h *CheckpointSaverHook) Restore(ctx context.Context) (step int64, prefix s
 	if err != nil {
 		return 0, "", err
 	}
-	base := prefix
+	base, chain := prefix, 0
 	if im, ok := h.m.(IncrementalCheckpointer); ok {
-		if step, prefix, err = h.applyIncrements(ctx, im, base, step); err != nil {
+		if step, prefix, chain, err = h.applyIncrements(ctx, im, base, step); err != nil {
 			return 0, "", err
 		}
 	}
 	h.mu.Lock()
 	h.lastStep, h.lastAt = step, h.opts.Now()
-	h.incr = incrState{base: base, prev: prefix, prevStep: step, since: step, at: h.lastAt, saves: h.incr.saves}
+	h.incr = incrState{base: base, prev: prefix, prevStep: step, since: step, at: h.lastAt, saves: h.incr.saves, chain: chain}
 	h.mu.Unlock()
 	return step, prefix, nil
 }
@@ -146,6 +150,9 @@ func (h *CheckpointSaverHook) AfterStep(ctx context.Context, step int64) error {
 	defer h.mu.Unlock()
 	switch {
 	case h.due(step):
+		_, err := h.save(ctx, step)
+		return err
+	case h.incrDue(step) && h.chainFull():
 		_, err := h.save(ctx, step)
 		return err
 	case h.incrDue(step):

@@ -65,7 +65,7 @@ type Session struct {
 }
 
 // NewSession returns the session that trains m over d, whose Callers
-// reach the tasks.
+// reach the tasks; a model that is a Binder is bound to it.
 func NewSession(d *driver.Driver, m Model, o Options) *Session {
 	s := &Session{d: d, m: m, opts: o, started: make([]atomic.Int64, max(o.Workers, 0))}
 	for i := range s.started {
@@ -73,6 +73,9 @@ func NewSession(d *driver.Driver, m Model, o Options) *Session {
 	}
 	// Step ids are unique across the runs that a task may see.
 	s.nextStep.Store(int64(rand.Uint32())<<20 + 1)
+	if b, ok := m.(Binder); ok {
+		b.Bind(s)
+	}
 	return s
 }
 

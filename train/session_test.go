@@ -369,3 +369,13 @@ func TestSessionOldestInFlight(t *testing.T) {
 		}
 	})
 }
+
+// TestNewSessionBinds: a Binder has its session from NewSession on, before
+// any Setup, so that no caller can set it up unbound.
+func TestNewSessionBinds(t *testing.T) {
+	m := &fakeModel{}
+	s := NewSession(nil, m, Options{PS: 1, Workers: 1, Steps: 1})
+	if m.s != s {
+		t.Fatalf("the model's session is %p, want the new session %p", m.s, s)
+	}
+}

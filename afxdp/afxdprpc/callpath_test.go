@@ -108,11 +108,11 @@ func TestInterceptorsSeeEachCallsPath(t *testing.T) {
 
 	st := tr.Totals()
 	got := client.get()
-	if got[netpath.TCP] != st.TCPCalls || got[netpath.UDP] != st.BypassCalls || len(got) > 2 {
-		t.Errorf("the client's interceptor saw %v; the transport counted %d over tcp and %d over %s", got, st.TCPCalls, st.BypassCalls, netpath.UDP)
+	if got[netpath.TCP] != st.TCPCalls || got[netpath.UDP] != st.AFXDPCalls || len(got) > 2 {
+		t.Errorf("the client's interceptor saw %v; the transport counted %d over tcp and %d over %s", got, st.TCPCalls, st.AFXDPCalls, netpath.UDP)
 	}
-	if st.TCPCalls == 0 || st.BypassCalls == 0 {
-		t.Errorf("the transport counted %d calls over tcp and %d over %s: want both paths used", st.TCPCalls, st.BypassCalls, netpath.UDP)
+	if st.TCPCalls == 0 || st.AFXDPCalls == 0 {
+		t.Errorf("the transport counted %d calls over tcp and %d over %s: want both paths used", st.TCPCalls, st.AFXDPCalls, netpath.UDP)
 	}
 	if sg := server.get(); sg[netpath.TCP] != got[netpath.TCP] || sg[netpath.UDP] != got[netpath.UDP] {
 		t.Errorf("the server's interceptor saw %v, the client's %v", sg, got)

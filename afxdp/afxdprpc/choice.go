@@ -438,24 +438,25 @@ func (c *chooser) crossover() int64 {
 type PathStats struct {
 	Peer   string
 	Policy string
-	// Bypass says what the bypass runs over ("afxdp", "udp"), empty while
-	// the connection has none.
-	Bypass netpath.Path
+	// Packet says what the connection's packet session runs over
+	// (netpath.AFXDP, netpath.UDP), empty while it has none.
+	Packet netpath.Path
 	// Calls and Bytes count the calls each path carried and the bytes of
-	// their requests and answers (beyond frame headers).
-	TCPCalls, BypassCalls uint64
-	TCPBytes, BypassBytes uint64
+	// their requests and answers (beyond frame headers); AFXDP counts
+	// those of the packet session, as the policy's "afxdp" names it.
+	TCPCalls, AFXDPCalls uint64
+	TCPBytes, AFXDPBytes uint64
 	// Crossover is the smallest call size sent over TCP now: 0 when every
 	// call is, -1 when none is. Under PathAuto it is the first size class
-	// measured faster over TCP; classes above it may still take the bypass
+	// measured faster over TCP; classes above it may still take AF_XDP
 	// where that measured faster.
 	Crossover int64
 	// TCPClasses lists, under PathAuto, the lower bounds of the size
 	// classes that go over TCP.
 	TCPClasses []int64
-	// Bypassed describes the call sizes that go over the bypass now:
+	// AFXDPSizes describes the call sizes that go over AF_XDP now:
 	// "none", "all", or ranges such as "size≤4KiB, 16KiB<size≤32KiB".
-	Bypassed string
+	AFXDPSizes string
 	// Classes are, under PathAuto, the size classes that carried calls,
 	// smallest first: why each takes the path it does.
 	Classes []ClassChoice
@@ -469,15 +470,15 @@ type ClassChoice struct {
 	Above, AtMost int64
 	// Calls counts the calls the class chose a path for.
 	Calls uint64
-	// Bypass says whether the class's calls take the bypass now.
-	Bypass bool
-	// TCPCost and BypassCost are each path's measured time per call (its
+	// AFXDP says whether the class's calls take AF_XDP now.
+	AFXDP bool
+	// TCPCost and AFXDPCost are each path's measured time per call (its
 	// estimate), 0 while unmeasured.
-	TCPCost, BypassCost time.Duration
+	TCPCost, AFXDPCost time.Duration
 	// Margin is the share of the chosen path's cost the other must cost
 	// less than to be taken.
 	Margin float64
-	// CPURatio is the process's CPU per call over the bypass over that
+	// CPURatio is the process's CPU per call over AF_XDP over that
 	// over TCP, measured for the class and bounded as the margin uses
 	// it; 0 while unmeasured (the margin then assumes priorCPURatio).
 	CPURatio float64
@@ -486,8 +487,8 @@ type ClassChoice struct {
 func (c *chooser) stats() PathStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := PathStats{Policy: c.policy.String(), TCPCalls: c.calls[viaTCP], BypassCalls: c.calls[viaBypass],
-		TCPBytes: c.bytes[viaTCP], BypassBytes: c.bytes[viaBypass], Crossover: c.crossover()}
+	st := PathStats{Policy: c.policy.String(), TCPCalls: c.calls[viaTCP], AFXDPCalls: c.calls[viaBypass],
+		TCPBytes: c.bytes[viaTCP], AFXDPBytes: c.bytes[viaBypass], Crossover: c.crossover()}
 	var on [numClasses]bool
 	for k := range numClasses {
 		switch c.policy.Mode {
@@ -502,7 +503,7 @@ func (c *chooser) stats() PathStats {
 			on[k] = classBound(k) < c.policy.Threshold
 		}
 	}
-	st.Bypassed = describeClasses(on)
+	st.AFXDPSizes = describeClasses(on)
 	if c.policy.Mode == PathAuto {
 		st.Classes = c.classChoices()
 	}
@@ -516,9 +517,9 @@ func (c *chooser) classChoices() []ClassChoice {
 		if c.classCalls[k] == 0 {
 			continue
 		}
-		cc := ClassChoice{Above: max(classBound(k)-1, 0), Calls: c.classCalls[k], Bypass: c.bypass[k],
-			TCPCost:    time.Duration(c.est[viaTCP][k].cost()),
-			BypassCost: time.Duration(c.est[viaBypass][k].cost()), Margin: c.margin(k)}
+		cc := ClassChoice{Above: max(classBound(k)-1, 0), Calls: c.classCalls[k], AFXDP: c.bypass[k],
+			TCPCost:   time.Duration(c.est[viaTCP][k].cost()),
+			AFXDPCost: time.Duration(c.est[viaBypass][k].cost()), Margin: c.margin(k)}
 		if r, ok := c.cpuRatio(k); ok {
 			cc.CPURatio = r
 		}

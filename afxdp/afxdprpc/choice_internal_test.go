@@ -73,7 +73,7 @@ func TestChooserAuto(t *testing.T) {
 	if st.Crossover <= 64 || st.Crossover > 1<<20 {
 		t.Fatalf("crossover %d, want within (64, 1MiB]", st.Crossover)
 	}
-	if st.TCPCalls+st.BypassCalls != 2010 || st.BypassCalls < 900 || st.TCPCalls < 900 {
+	if st.TCPCalls+st.AFXDPCalls != 2010 || st.AFXDPCalls < 900 || st.TCPCalls < 900 {
 		t.Fatalf("stats %+v", st)
 	}
 	// The probes back off: of another 1000 calls at most ~1000/probeMin+few

@@ -120,13 +120,13 @@ func checkPaths(t *testing.T, c *rpc.Client, tr *afxdprpc.DualTransport, srv *pa
 		t.Errorf("%d calls over TCP, want the 10 large ones", got)
 	}
 	st := tr.Stats()[0]
-	if st.BypassCalls-st0.BypassCalls != 10 || st.TCPCalls-st0.TCPCalls != 10 {
+	if st.AFXDPCalls-st0.AFXDPCalls != 10 || st.TCPCalls-st0.TCPCalls != 10 {
 		t.Errorf("stats %+v after %+v: want 10 calls more on each path", st, st0)
 	}
-	if st.TCPBytes-st0.TCPBytes < 20<<20 || st.BypassBytes-st0.BypassBytes >= 1<<20 {
+	if st.TCPBytes-st0.TCPBytes < 20<<20 || st.AFXDPBytes-st0.AFXDPBytes >= 1<<20 {
 		t.Errorf("stats %+v after %+v: the large calls' bytes are not on TCP", st, st0)
 	}
-	if st.Crossover != 4096 || st.Bypass != bypass || st.Policy != "below 4KiB" {
+	if st.Crossover != 4096 || st.Packet != bypass || st.Policy != "below 4KiB" {
 		t.Errorf("stats %+v", st)
 	}
 

@@ -114,9 +114,9 @@ func (d *dual) Totals() PathStats {
 // addPathStats adds b's counts to a's and takes the rest from b.
 func addPathStats(a, b PathStats) PathStats {
 	b.TCPCalls += a.TCPCalls
-	b.BypassCalls += a.BypassCalls
+	b.AFXDPCalls += a.AFXDPCalls
 	b.TCPBytes += a.TCPBytes
-	b.BypassBytes += a.BypassBytes
+	b.AFXDPBytes += a.AFXDPBytes
 	return b
 }
 
@@ -227,7 +227,7 @@ func (c *dualConn) Stats() PathStats {
 	st := c.ch.stats()
 	st.Peer = c.peer
 	if c.pkt.Load() != nil {
-		st.Bypass = c.d.opts.Path
+		st.Packet = c.d.opts.Path
 	}
 	return st
 }

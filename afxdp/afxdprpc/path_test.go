@@ -297,14 +297,14 @@ func TestDualTotalsKeepClosedConnections(t *testing.T) {
 		if len(st) != 1 {
 			t.Fatalf("round %d: %d open connections in Stats, want 1", round, len(st))
 		}
-		bypass, tcp = bypass+st[0].BypassCalls, tcp+st[0].TCPCalls
+		bypass, tcp = bypass+st[0].AFXDPCalls, tcp+st[0].TCPCalls
 		c.Close()
 		testwait.Eventually(t, 10*time.Second, func() bool { return len(tr.Stats()) == 0 }, "round %d: a closed connection to leave Stats", round)
 	}
 	got := tr.Totals()
-	if got.BypassCalls != bypass || got.TCPCalls != tcp || bypass < 40 {
+	if got.AFXDPCalls != bypass || got.TCPCalls != tcp || bypass < 40 {
 		t.Fatalf("Totals: %d calls over the bypass, %d over TCP; the connections counted %d and %d (at least 40 over the bypass)",
-			got.BypassCalls, got.TCPCalls, bypass, tcp)
+			got.AFXDPCalls, got.TCPCalls, bypass, tcp)
 	}
 	if got.Policy != "afxdp" {
 		t.Fatalf("Totals' policy %q, want afxdp", got.Policy)

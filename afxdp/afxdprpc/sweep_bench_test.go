@@ -122,7 +122,7 @@ func BenchmarkDualSizeSweep(b *testing.B) {
 			b.StopTimer()
 			reportSweep(b, size, rounds)
 			after := dual.Stats()[0]
-			bypassed, tcp := after.BypassCalls-before.BypassCalls, after.TCPCalls-before.TCPCalls
+			bypassed, tcp := after.AFXDPCalls-before.AFXDPCalls, after.TCPCalls-before.TCPCalls
 			b.ReportMetric(float64(bypassed)/float64(max(bypassed+tcp, 1)), "dual-afxdp-share")
 			b.Logf("dual: crossover %d, over TCP %v", after.Crossover, after.TCPClasses)
 		})

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,5 +76,100 @@ func TestCheckpointFollowCorrupt(t *testing.T) {
 	}
 	if code, _, errs := runCapture("checkpoint", "follow"); code != 2 || !strings.Contains(errs, "give the stream's DIR") {
 		t.Fatalf("follow without DIR: code %d, stderr %q", code, errs)
+	}
+}
+
+// TestCheckpointFollowStateFile: a follower with --state_file stopped
+// after version 3 and started again once versions 4 and 5 are out
+// prints them alone, and the two runs print what one follower that never
+// stopped prints; one whose state says version 2 (stopped between two
+// versions) goes on at 3; one behind what the writer keeps is told to
+// remove its state.
+func TestCheckpointFollowStateFile(t *testing.T) {
+	dir, state := t.TempDir(), filepath.Join(t.TempDir(), "follow.state")
+	tab, err := embedding.New(embedding.Options{Dim: 2, Slots: []float32{0.1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := changes.NewWriterWithOptions(dir, changes.WriterOptions{Keep: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Track("emb", tab)
+	export := func(ids []int64, step int64) {
+		t.Helper()
+		tab.Gather(ids, make([]float32, 2*len(ids)))
+		if _, err := tab.ApplyAdagrad(ids, make([]float32, 2*len(ids)), 0.1, step); err != nil {
+			t.Fatal(err)
+		}
+		if step == 4 {
+			tab.Evict(4, 2, 0) // 1 and 2
+		}
+		if m, err := w.Export(step + 1); err != nil || m == nil {
+			t.Fatalf("export: %v, %v", m, err)
+		}
+	}
+	follow := func(args ...string) string {
+		t.Helper()
+		code, out, errs := runCapture(append([]string{"checkpoint", "follow", dir, "--once"}, args...)...)
+		if code != 0 {
+			t.Fatalf("follow %v: code %d, stderr %s", args, code, errs)
+		}
+		return out
+	}
+	// never is a follower that never stops, printing what it applies.
+	never, neverOut := changes.NewFollower(dir), &strings.Builder{}
+	poll := func() {
+		t.Helper()
+		if err := never.PollEach(func(a changes.Applied) error { printApplied(neverOut, a); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	export([]int64{1, 2, 3}, 1)
+	export([]int64{3, 4}, 2)
+	export([]int64{4}, 3)
+	poll()
+	first := follow("--state_file", state)
+	export([]int64{5, 6}, 4) // version 4: a base, as every third is
+	export([]int64{6}, 5)
+	poll()
+	second := follow("--state_file", state)
+	whole := follow()
+	t.Logf("first run:\n%ssecond run:\n%sone run from the newest base:\n%s", first, second, whole)
+	lines := func(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+	f, s := lines(first), lines(second)
+	if len(f) != 4 || len(s) != 3 || !slices.Equal(append(f[:3:3], s[:2]...), lines(neverOut.String())) {
+		t.Fatalf("the runs printed\n%s\n%s\nwant versions 1-3, then 4-5 alone, as a follower that never stopped:\n%s", first, second, neverOut)
+	}
+	if wl := lines(whole); s[2] != wl[len(wl)-1] || s[2] != fmt.Sprintf("at version 5: emb %d rows", tab.Len()) {
+		t.Fatalf("after the restart %q, one run %q, the ps has %d rows", s[2], wl[len(wl)-1], tab.Len())
+	}
+	b, _ := os.ReadFile(state)
+	if !strings.Contains(string(b), `"version":5`) {
+		t.Fatalf("state file %s after version 5", b)
+	}
+
+	// Stopped after version 2: the next run makes its tables again from
+	// the base, 1, and prints 3 on.
+	abs, _ := filepath.Abs(dir)
+	os.WriteFile(state, fmt.Appendf(nil, `{"stream":%q,"version":2}`, abs), 0o644)
+	if _, err := os.Stat(filepath.Join(dir, "v000000000001.manifest")); err != nil {
+		t.Fatalf("version 1 was removed, keeping 3 of 5: %v", err)
+	}
+	if out := lines(follow("--state_file", state)); len(out) != 4 || !strings.HasPrefix(out[0], "version 3 ") || out[3] != s[2] {
+		t.Fatalf("after version 2 the follower printed %q", out)
+	}
+
+	// Versions 6 and 7 make 1 to 3 go; a follower at 2 fell behind.
+	export([]int64{7}, 6)
+	export([]int64{8}, 7)
+	os.WriteFile(state, fmt.Appendf(nil, `{"stream":%q,"version":2}`, abs), 0o644)
+	code, out, errs := runCapture("checkpoint", "follow", dir, "--once", "--state_file", state)
+	if code != 1 || out != "" || !strings.Contains(errs, "holds versions 4 to 7") || !strings.Contains(errs, "remove --state_file "+state) {
+		t.Fatalf("a follower behind: code %d, stdout %q, stderr %q", code, out, errs)
+	}
+	os.WriteFile(state, fmt.Appendf(nil, `{"stream":"/elsewhere","version":2}`), 0o644)
+	if code, _, errs := runCapture("checkpoint", "follow", dir, "--once", "--state_file", state); code != 1 || !strings.Contains(errs, "is of the stream in /elsewhere") {
+		t.Fatalf("another stream's state: code %d, stderr %q", code, errs)
 	}
 }

@@ -122,7 +122,7 @@ func mergeClasses(stats []afxdprpc.PathStats) []classVerdict {
 			v := find(c.Above)
 			v.atMost, v.calls = c.AtMost, v.calls+c.Calls
 			margin := c.Margin
-			if c.Bypass {
+			if c.AFXDP {
 				v.bypass += c.Calls
 				margin = 1 / c.Margin // the margin back to TCP, as a share of TCP's cost
 			}
@@ -135,8 +135,8 @@ func mergeClasses(stats []afxdprpc.PathStats) []classVerdict {
 				}
 				v.cpuHi = max(v.cpuHi, c.CPURatio)
 			}
-			if c.TCPCost > 0 && c.BypassCost > 0 {
-				r := float64(c.BypassCost) / float64(c.TCPCost)
+			if c.TCPCost > 0 && c.AFXDPCost > 0 {
+				r := float64(c.AFXDPCost) / float64(c.TCPCost)
 				if v.lo == 0 || r < v.lo {
 					v.lo = r
 				}

@@ -30,6 +30,7 @@ type serveFlags struct {
 	afxdp              flags.AFXDP
 	checkpointDir      string
 	streamDir          string // serve_stream.go
+	streamKeep         int
 	recordDir          string
 	report             time.Duration
 	stdout             io.Writer
@@ -123,7 +124,7 @@ func serveCmd(ctx context.Context, args []string, stdout io.Writer) (err error) 
 	}
 	defer stop()
 	s.Metrics, s.Pcap, s.PacketAuth, s.AFXDPPath = m, f.pcap.Capture(), auth, policy
-	s.CheckpointDir, s.StreamDir = f.checkpointDir, f.streamDir
+	s.CheckpointDir, s.StreamDir, s.StreamKeep = f.checkpointDir, f.streamDir, f.streamKeep
 	s.RecordDir = f.recordDir
 	if f.RegistryDir != "" {
 		f.Guard(s, set, flags.Need{PS: f.ps, Workers: f.workers})
@@ -308,7 +309,7 @@ func (f *serveFlags) serve(ctx context.Context, s *tasks.Server, layout tasks.La
 	fmt.Fprintf(stdout, "%s stopping: %d calls to peers (%.1f MB) over %s\n", s.Task(), calls, float64(bytes)/1e6, s.PeerPath())
 	for _, st := range s.PeerPathTotals() {
 		fmt.Fprintf(stdout, "  to %s per call (%s): AF_XDP %d calls, %.1f MB; TCP %d calls, %.1f MB; sizes over AF_XDP now: %s\n",
-			st.Peer, st.Policy, st.BypassCalls, float64(st.BypassBytes)/1e6, st.TCPCalls, float64(st.TCPBytes)/1e6, st.Bypassed)
+			st.Peer, st.Policy, st.AFXDPCalls, float64(st.AFXDPBytes)/1e6, st.TCPCalls, float64(st.TCPBytes)/1e6, st.AFXDPSizes)
 	}
 	return nil
 }

@@ -92,15 +92,15 @@ func TestSummaryPathLine(t *testing.T) {
 func TestPathReason(t *testing.T) {
 	const us = time.Microsecond
 	onTCP := afxdprpc.PathStats{Policy: "auto", Classes: []afxdprpc.ClassChoice{
-		{Above: 0, AtMost: 64, Calls: 900, TCPCost: 40 * us, BypassCost: 60 * us, Margin: 0.45, CPURatio: 2},
+		{Above: 0, AtMost: 64, Calls: 900, TCPCost: 40 * us, AFXDPCost: 60 * us, Margin: 0.45, CPURatio: 2},
 		// A class of a few calls is listed, its measurements left out.
-		{Above: 4 << 10, AtMost: 8 << 10, Calls: 5, TCPCost: 100 * us, BypassCost: 10 * us, Margin: 0.9, CPURatio: 1},
-		{Above: 16 << 10, AtMost: 32 << 10, Calls: 100, TCPCost: 100 * us, BypassCost: 300 * us, Margin: 0.36, CPURatio: 2.5},
+		{Above: 4 << 10, AtMost: 8 << 10, Calls: 5, TCPCost: 100 * us, AFXDPCost: 10 * us, Margin: 0.9, CPURatio: 1},
+		{Above: 16 << 10, AtMost: 32 << 10, Calls: 100, TCPCost: 100 * us, AFXDPCost: 300 * us, Margin: 0.36, CPURatio: 2.5},
 	}}
 	mixed := afxdprpc.PathStats{Policy: "auto", Classes: []afxdprpc.ClassChoice{
-		{Above: 0, AtMost: 64, Calls: 900, Bypass: true, TCPCost: 40 * us, BypassCost: 10 * us, Margin: 0.8},
-		{Above: 64, AtMost: 128, Calls: 900, Bypass: true, TCPCost: 40 * us, BypassCost: 20 * us, Margin: 0.8},
-		{Above: 16 << 10, AtMost: 32 << 10, Calls: 100, TCPCost: 100 * us, BypassCost: 300 * us, Margin: 0.4},
+		{Above: 0, AtMost: 64, Calls: 900, AFXDP: true, TCPCost: 40 * us, AFXDPCost: 10 * us, Margin: 0.8},
+		{Above: 64, AtMost: 128, Calls: 900, AFXDP: true, TCPCost: 40 * us, AFXDPCost: 20 * us, Margin: 0.8},
+		{Above: 16 << 10, AtMost: 32 << 10, Calls: 100, TCPCost: 100 * us, AFXDPCost: 300 * us, Margin: 0.4},
 	}}
 	for _, tt := range []struct {
 		name     string

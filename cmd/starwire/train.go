@@ -68,7 +68,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.cfg.ProgressEvery, "progress", f.cfg.ProgressEvery, "interval between progress lines (on a terminal the bar moves every 250ms unless this is given)")
 	fs.DurationVar(&f.connectTimeout, "connect_timeout", 10*time.Second, "how long to wait for an existing cluster's tasks to answer")
 	fs.DurationVar(&f.taskTimeout, "task_timeout", 5*time.Second, "a task that dies or stops answering fails the running steps within this bound (probed every third of it)")
-	fs.StringVar(&f.onFailure, "on_failure", "recover", `what a lost task does to the run: "recover" (a lost worker loses only its steps in flight, the others take its batches until it answers again and rejoins; a lost ps pauses every worker until it answers again, at its address or the new one its --registry_dir entry gives, up to --recovery_timeout: then every ps is restored from --checkpoint_dir's newest checkpoint and the run goes on from its global step, or, without --checkpoint_dir, every ps starts afresh and the model from step 0, with a warning), or "fail" (exit at once with the error)`)
+	fs.StringVar(&f.onFailure, "on_failure", "recover", `what a lost task does to the run: "recover" (a lost worker loses only its steps in flight, the others take its batches until it answers again and rejoins; a lost ps pauses every worker until it answers again, at its address or the new one its --registry_dir entry gives, up to --recovery_timeout: then every ps is restored from --checkpoint_dir's newest checkpoint and the run goes on from its global step, or, without --checkpoint_dir, every ps starts afresh (with --embedding hash, the ps that restarted alone: the others keep their rows) and the model from step 0, with a warning), or "fail" (exit at once with the error)`)
 	fs.DurationVar(&f.recoveryTimeout, "recovery_timeout", 10*time.Minute, "with --on_failure recover, how long to wait for a lost ps to answer again before failing the run")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.transport, "transport", "tcp", `what carries starwire calls under grpc+seastar: the driver's calls to the tasks, and the tasks' calls to each other unless --afxdp moves those: "tcp", or "udp" (afxdp's packet protocol on kernel UDP)`)
@@ -303,7 +303,7 @@ func (r *trainRun) startLocal(ctx context.Context, dir string) error {
 	local, why, err := startLocal(tasks.LocalOptions{
 		PS: r.f.cfg.PS, Workers: r.f.cfg.Workers, Protocol: r.layout.Protocol, Net: r.tr.Net, Dir: dir, Logger: logger,
 		Metrics: r.metrics, Compute: compute.Process, Pcap: r.f.pcap.Capture(), TLS: r.layout.TLS, NoAllowlist: !r.f.Allowlist, AFXDPPath: policy,
-		CheckpointDir: r.f.ckpt.dir, StreamDir: r.f.stream.dir,
+		CheckpointDir: r.f.ckpt.dir, StreamDir: r.f.stream.dir, StreamKeep: r.f.stream.keep,
 	}, r.f.afxdp)
 	if err != nil {
 		return fmt.Errorf("train: start local cluster: %w", err)
@@ -504,8 +504,8 @@ func printPathStats(w io.Writer, l *tasks.Local) {
 	for _, s := range l.Servers {
 		for _, st := range s.PathStats() {
 			fmt.Fprintf(w, "  %s→%s per call (%s): AF_XDP %d calls, %.1f MB; TCP %d calls, %.1f MB; sizes over AF_XDP now: %s\n",
-				shortTask(s.Task()), byAddr[st.Peer], st.Policy, st.BypassCalls, float64(st.BypassBytes)/1e6,
-				st.TCPCalls, float64(st.TCPBytes)/1e6, st.Bypassed)
+				shortTask(s.Task()), byAddr[st.Peer], st.Policy, st.AFXDPCalls, float64(st.AFXDPBytes)/1e6,
+				st.TCPCalls, float64(st.TCPBytes)/1e6, st.AFXDPSizes)
 		}
 	}
 }

@@ -26,6 +26,7 @@ type checkpointFlags struct {
 	// inFlight is train.SaverOptions.InFlight, the job's to set.
 	incrSteps int64
 	incrSecs  int
+	maxIncr   int
 	inFlight  int64
 }
 
@@ -36,6 +37,7 @@ func (c *checkpointFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.keep, "keep_checkpoint_max", 5, "checkpoints kept, the newest (0: all)")
 	fs.Int64Var(&c.incrSteps, "save_incremental_checkpoint_steps", 0, "with --embedding hash, save between full checkpoints an increment every N global steps: the embedding rows changed since the last save, and the global step (0: by --save_incremental_checkpoint_secs alone); a restore takes the newest full checkpoint and each of its increments")
 	fs.IntVar(&c.incrSecs, "save_incremental_checkpoint_secs", 0, "with --embedding hash, save an increment every S seconds after the last save (0: by --save_incremental_checkpoint_steps alone)")
+	fs.IntVar(&c.maxIncr, "max_incremental_checkpoints", 10, "increments of one full checkpoint at most, which bounds what a restore applies: after N the next save due is a full one (0: unbounded)")
 }
 
 // prepare checks the flags, makes the directory absolute, as the tasks
@@ -52,6 +54,8 @@ func (c *checkpointFlags) prepare() error {
 		return flags.Usagef("train: --save_incremental_checkpoint_steps %d, want >= 0", c.incrSteps)
 	case c.incrSecs < 0:
 		return flags.Usagef("train: --save_incremental_checkpoint_secs %d, want >= 0", c.incrSecs)
+	case c.maxIncr < 0:
+		return flags.Usagef("train: --max_incremental_checkpoints %d, want >= 0", c.maxIncr)
 	case c.dir == "":
 		return nil
 	}
@@ -74,7 +78,7 @@ func (c *checkpointFlags) start(ctx context.Context, job *trainJob, stdout io.Wr
 		return nil, nil
 	}
 	h := train.NewCheckpointSaverHook(job, train.SaverOptions{Dir: c.dir, Steps: c.steps, Secs: c.secs, Keep: c.keep,
-		Probe: job.s.ProbeCheckpointDir, IncrSteps: c.incrSteps, IncrSecs: c.incrSecs, InFlight: c.inFlight, Oldest: job.s.OldestInFlight})
+		Probe: job.s.ProbeCheckpointDir, IncrSteps: c.incrSteps, IncrSecs: c.incrSecs, MaxIncrements: c.maxIncr, InFlight: c.inFlight, Oldest: job.s.OldestInFlight})
 	restored, prefix, step, err := h.Begin(ctx)
 	switch {
 	case err != nil:

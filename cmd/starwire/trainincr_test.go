@@ -8,14 +8,15 @@ import (
 )
 
 // TestTrainIncrements trains --embedding hash with a full checkpoint
-// every 120 global steps and an increment every 20 between: the run says
-// how many of each it saved, and checkpoint inspect --list shows the full
-// checkpoints, each followed by its increments.
+// every 120 global steps and an increment every 20 between, at most 2 a
+// full checkpoint: the run says how many of each it saved, and checkpoint
+// inspect --list shows the full checkpoints, each followed by its
+// increments, never more than 2.
 func TestTrainIncrements(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ckpt")
 	code, out, errOut := runMain(t, "train", "--afxdp", "off", "--embedding", "hash", "--ps", "2", "--values", "20000", "--held_out", "256",
 		"--steps", "100", "--checkpoint_dir", dir, "--save_checkpoint_steps", "120", "--save_checkpoint_secs", "0",
-		"--save_incremental_checkpoint_steps", "20")
+		"--save_incremental_checkpoint_steps", "20", "--max_incremental_checkpoints", "2")
 	if code != 0 {
 		t.Fatalf("train: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -35,6 +36,15 @@ func TestTrainIncrements(t *testing.T) {
 			t.Errorf("increment %s lies outside .incremental_checkpoint/<its full checkpoint>", m[2])
 		}
 	}
+	run := 0
+	for _, k := range kinds {
+		if run = run + 1; k == "full" {
+			run = 0
+		}
+		if run > 2 {
+			t.Fatalf("listed %v: more than --max_incremental_checkpoints 2 increments of a full checkpoint:\n%s", kinds, list)
+		}
+	}
 	if len(kinds) < 3 || kinds[0] != "full" || kinds[1] != "increment" || kinds[len(kinds)-1] != "full" {
 		t.Fatalf("listed %v, want a full checkpoint, its increments, ..., the final full one:\n%s", kinds, list)
 	}
@@ -50,6 +60,7 @@ func TestTrainIncrementFlags(t *testing.T) {
 		{[]string{"--save_incremental_checkpoint_steps", "10", "--checkpoint_dir", t.TempDir()}, "the fixed table's checkpoints are full"},
 		{[]string{"--embedding", "hash", "--save_incremental_checkpoint_secs", "10"}, "increments are saved in --checkpoint_dir: give it"},
 		{[]string{"--embedding", "hash", "--save_incremental_checkpoint_steps", "-1"}, "--save_incremental_checkpoint_steps -1, want >= 0"},
+		{[]string{"--embedding", "hash", "--max_incremental_checkpoints", "-1"}, "--max_incremental_checkpoints -1, want >= 0"},
 	} {
 		code, _, errOut := runMain(t, append([]string{"train"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {

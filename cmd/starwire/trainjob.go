@@ -87,7 +87,6 @@ func newTrainJob(cfg lr.Config, d *driver.Driver, stats func() handlers.Stats) (
 		return nil, err
 	}
 	s := train.NewSession(d, m, m.Options())
-	m.Bind(s)
 	if stats == nil {
 		stats = d.Stats
 	}

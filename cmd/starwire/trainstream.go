@@ -11,17 +11,20 @@ import (
 
 	"github.com/starwire/starwire/cmd/starwire/internal/flags"
 	"github.com/starwire/starwire/cmd/starwire/internal/lr"
+	"github.com/starwire/starwire/handlers/embedding/changes"
 )
 
 // streamFlags are train's change stream flags.
 type streamFlags struct {
 	dir   string
 	every int64
+	keep  int
 }
 
 func (c *streamFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dir, "stream_dir", "", "with --embedding hash: export the embedding's change stream for online serving into DIR every --stream_every global steps and at the end (a local cluster's ps tasks are given it, a cluster's must have serve --stream_dir); starwire checkpoint follow DIR replays it")
 	fs.Int64Var(&c.every, "stream_every", 100, "with --stream_dir: global steps between versions of the change stream")
+	fs.IntVar(&c.keep, "stream_keep", changes.DefaultKeep, keepUsage+" (a cluster's ps tasks keep what their serve --stream_keep says)")
 }
 
 // prepare checks the flags and makes the directory absolute and present.
@@ -29,6 +32,8 @@ func (c *streamFlags) prepare(cfg lr.Config) error {
 	switch {
 	case c.dir == "":
 		return nil
+	case c.keep < 0:
+		return flags.Usagef("train: --stream_keep %d, want >= 0", c.keep)
 	case c.every <= 0:
 		return flags.Usagef("train: --stream_every %d, want > 0", c.every)
 	case cfg.Embedding != "hash":

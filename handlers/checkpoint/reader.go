@@ -50,10 +50,11 @@ func Open(prefix string) (*Reader, error) {
 	path := IndexFile(prefix)
 	data, err := os.ReadFile(path)
 	if err != nil {
+		// err names the index file; the message names the prefix once.
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("checkpoint %s: %w: %w", path, err, ErrNotFound)
+			return nil, fmt.Errorf("checkpoint %s: %w: %w", prefix, err, ErrNotFound)
 		}
-		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", prefix, err)
 	}
 	return parseIndex(prefix, path, data)
 }
@@ -61,7 +62,7 @@ func Open(prefix string) (*Reader, error) {
 func parseIndex(prefix, path string, data []byte) (*Reader, error) {
 	tab, err := table.Parse(path, data)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w: %w", err, ErrCorrupt)
+		return nil, fmt.Errorf("checkpoint %s: %w: %w", prefix, err, ErrCorrupt)
 	}
 	r := &Reader{prefix: prefix, indexPath: path, tab: tab, shards: make(map[int32]*shardFile)}
 	if tab.Len() == 0 {
@@ -300,15 +301,16 @@ func (r *Reader) shard(id int32) (*shardFile, error) {
 	path := DataFile(r.prefix, int(id), r.numShards)
 	f, err := os.Open(path)
 	if err != nil {
+		// err names the data file.
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("checkpoint %s: %w: %w", path, err, ErrCorrupt)
+			return nil, fmt.Errorf("checkpoint %s: %w: %w", r.prefix, err, ErrCorrupt)
 		}
-		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", r.prefix, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", r.prefix, err)
 	}
 	s := &shardFile{f: f, c: f, size: st.Size()}
 	r.shards[id] = s

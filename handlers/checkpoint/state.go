@@ -42,10 +42,11 @@ func readState(dir string) (*tfpb.CheckpointState, error) {
 	path := filepath.Join(dir, StateFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
+		// err names the state file.
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("checkpoint state %s: %w: %w", path, err, ErrNoCheckpoint)
+			return nil, fmt.Errorf("checkpoint state: %w: %w", err, ErrNoCheckpoint)
 		}
-		return nil, fmt.Errorf("checkpoint state %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint state: %w", err)
 	}
 	var st tfpb.CheckpointState
 	if err := prototext.Unmarshal(b, &st); err != nil {

@@ -100,3 +100,20 @@ func TestKeep(t *testing.T) {
 		t.Errorf("timestamps %v, last preserved %v", raw.AllModelCheckpointTimestamps, raw.LastPreservedTimestamp)
 	}
 }
+
+// The errors of a missing index or state name the checkpoint once and the
+// file the system could not open once.
+func TestMissingNamedOnce(t *testing.T) {
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "model.ckpt-1")
+	_, err := Open(prefix)
+	want := "checkpoint " + prefix + ": open " + prefix + ".index: no such file or directory: checkpoint: not found"
+	if err == nil || err.Error() != want || !errors.Is(err, ErrNotFound) {
+		t.Errorf("Open: %v\nwant %s", err, want)
+	}
+	_, err = Latest(dir)
+	want = "checkpoint state: open " + filepath.Join(dir, StateFile) + ": no such file or directory: checkpoint: no checkpoint"
+	if err == nil || err.Error() != want || !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("Latest: %v\nwant %s", err, want)
+	}
+}

@@ -110,3 +110,32 @@ func TestRestoreSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectAllThenMore takes every row of one piece into an empty
+// snapshot (which then shares the piece's memory) and appends a second
+// piece's: both pieces' rows land, and the first piece is left as it was.
+func TestSelectAllThenMore(t *testing.T) {
+	piece := func(ids ...int64) *Snapshot {
+		s := &Snapshot{Dim: 1, IDs: ids, Slots: [][]float32{nil}}
+		for _, id := range ids {
+			s.Values = append(s.Values, float32(id))
+			s.Slots[0] = append(s.Slots[0], -float32(id))
+			s.Freqs, s.Versions = append(s.Freqs, id), append(s.Versions, 2*id)
+		}
+		s.IDs = slices.Grow(s.IDs, 10) // room an append could write into
+		return s
+	}
+	a, b := piece(1, 2, 3), piece(4, 5)
+	dst := &Snapshot{Dim: 1, Slots: make([][]float32, 1)}
+	for _, p := range []*Snapshot{a, b} {
+		if err := p.Select(dst, nil, nil, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(dst.IDs, []int64{1, 2, 3, 4, 5}) || !slices.Equal(dst.Slots[0], []float32{-1, -2, -3, -4, -5}) || !slices.Equal(dst.Versions, []int64{2, 4, 6, 8, 10}) {
+		t.Fatalf("took %v, slot %v, versions %v", dst.IDs, dst.Slots[0], dst.Versions)
+	}
+	if got := a.IDs[:cap(a.IDs)][3]; got != 0 {
+		t.Fatalf("the second piece's rows were written into the first's memory (%d)", got)
+	}
+}

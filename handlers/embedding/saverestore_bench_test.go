@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/tensor"
@@ -80,6 +83,7 @@ func BenchmarkSaveRestore(b *testing.B) {
 		prefix := filepath.Join(dir, "full")
 		i := 0
 		b.Run(fmt.Sprintf("save/rows=%dM", rows>>20), func(b *testing.B) {
+			defer reportProcessCPU(b)()
 			var size int64
 			for b.Loop() {
 				prefix = filepath.Join(dir, "full"+strconv.Itoa(i))
@@ -90,6 +94,7 @@ func BenchmarkSaveRestore(b *testing.B) {
 			b.ReportMetric(float64(rows), "rows")
 		})
 		b.Run(fmt.Sprintf("restore/rows=%dM", rows>>20), func(b *testing.B) {
+			defer reportProcessCPU(b)()
 			for b.Loop() {
 				dst, err := New(Options{Dim: dim, Slots: []float32{0.1}})
 				if err != nil {
@@ -105,4 +110,21 @@ func BenchmarkSaveRestore(b *testing.B) {
 			b.ReportMetric(float64(rows), "rows")
 		})
 	}
+}
+
+// reportProcessCPU starts counting the process's CPU time (every thread,
+// the garbage collector's too, user and system) and returns what reports
+// it per op as cpu-s/op: on a machine others load, wall time is mostly
+// waiting for a CPU.
+func reportProcessCPU(b *testing.B) func() {
+	start := processCPU()
+	return func() { b.ReportMetric((processCPU()-start).Seconds()/float64(b.N), "cpu-s/op") }
+}
+
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,6 +3,8 @@ package embedding
 import (
 	"fmt"
 	"slices"
+
+	"github.com/starwire/starwire/internal/idindex"
 )
 
 // A Snapshot is a table's contents, as a checkpoint holds them under
@@ -33,6 +35,10 @@ type Snapshot struct {
 func (t *Table) Snapshot() *Snapshot {
 	d := t.opts.Dim
 	s := &Snapshot{Dim: d, Slots: make([][]float32, len(t.opts.Slots))}
+	// Room for the rows there are now, so that a large table's snapshot
+	// is not copied again and again as it grows (rows added meanwhile
+	// grow it by append).
+	s.grow(t.Len())
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
@@ -58,18 +64,34 @@ func (t *Table) Snapshot() *Snapshot {
 	return s
 }
 
+// grow makes room in s for n more rows.
+func (s *Snapshot) grow(n int) {
+	s.IDs = slices.Grow(s.IDs, n)
+	s.Values = slices.Grow(s.Values, n*s.Dim)
+	for k := range s.Slots {
+		s.Slots[k] = slices.Grow(s.Slots[k], n*s.Dim)
+	}
+	s.Freqs = slices.Grow(s.Freqs, n)
+	s.Versions = slices.Grow(s.Versions, n)
+}
+
 // check reports what in s does not fit t, naming the tensor.
 func (t *Table) check(s *Snapshot) error {
+	if err := t.checkShape(s); err != nil {
+		return err
+	}
+	return checkUnique(s.IDs)
+}
+
+// checkShape reports what in s does not fit t but a key held twice.
+func (t *Table) checkShape(s *Snapshot) error {
 	switch d := t.opts.Dim; {
 	case s.Dim != d:
 		return fmt.Errorf("embedding: snapshot of dimension %d for a table of %d: %w", s.Dim, d, ErrMismatch)
 	case len(s.Slots) != len(t.opts.Slots):
 		return fmt.Errorf("embedding: %d slots for a table of %d: %w", len(s.Slots), len(t.opts.Slots), ErrMismatch)
 	}
-	if err := s.checkLengths(); err != nil {
-		return err
-	}
-	return checkUnique(s.IDs)
+	return s.checkLengths()
 }
 
 // checkLengths reports which of s's tensors disagrees in length with its
@@ -109,26 +131,77 @@ func checkUnique(ids []int64) error {
 // built beside the old and swapped in under every shard's lock, so no call
 // sees a table half restored.
 func (t *Table) Restore(s *Snapshot) error {
-	if err := t.check(s); err != nil {
+	if err := t.checkShape(s); err != nil {
 		return err
 	}
-	fresh, _ := New(t.opts)
-	d := t.opts.Dim
-	for i, id := range s.IDs {
-		h := mix(uint64(id))
-		sh := &fresh.shards[shardOf(h)]
-		r := fresh.add(sh, id, h, s.Freqs[i])
-		*fresh.version(sh, r) = s.Versions[i]
-		row := fresh.row(sh, r)
-		copy(row[:d], s.Values[i*d:])
-		for k := range s.Slots {
-			copy(row[(1+k)*d:(2+k)*d], s.Slots[k][i*d:])
+	fresh := t.sized(s.IDs)
+	for lo := 0; lo < len(s.IDs); lo += restoreBatch {
+		if err := fresh.restoreRows(s, lo, min(lo+restoreBatch, len(s.IDs))); err != nil {
+			return err
 		}
 	}
 	for i, id := range s.FilteredIDs {
 		fresh.shards[shardOf(mix(uint64(id)))].pending[id] = s.FilteredFreqs[i]
 	}
 	fresh.restoreBloom(s.Bloom)
+	t.swapIn(fresh)
+	return nil
+}
+
+// restoreBatch is the rows restoreRows adds at a time.
+const restoreBatch = 256
+
+// restoreRows adds rows lo to hi of s to t, which no other call uses yet.
+// The index slots of a large table's random ids are cache and TLB misses;
+// so, as each does, it first loads every row's home slot, then adds the
+// rows (their slots cached): the loads of the first pass do not depend on
+// each other, and the processor overlaps their misses.
+func (t *Table) restoreRows(s *Snapshot, lo, hi int) error {
+	var home int64
+	for _, id := range s.IDs[lo:hi] {
+		h := mix(uint64(id))
+		home += t.shards[shardOf(h)].idx.home(h)
+	}
+	d := t.opts.Dim
+	for i := lo; i < hi; i++ {
+		id := s.IDs[i]
+		h := mix(uint64(id))
+		sh := &t.shards[shardOf(h)]
+		if _, ok := sh.idx.find(id, h); ok {
+			return fmt.Errorf("embedding: key %d is in the snapshot twice: %w", id, ErrMismatch)
+		}
+		r := t.add(sh, id, h, s.Freqs[i])
+		*t.version(sh, r) = s.Versions[i]
+		row := t.row(sh, r)
+		copy(row[:d], s.Values[i*d:])
+		for k := range s.Slots {
+			copy(row[(1+k)*d:(2+k)*d], s.Slots[k][i*d:])
+		}
+	}
+	t.sink += home
+	return nil
+}
+
+// sized returns an empty table of t's options whose shards have room
+// for ids, so that a restore neither copies the slabs as they grow nor
+// rehashes the index.
+func (t *Table) sized(ids []int64) *Table {
+	fresh, _ := New(t.opts)
+	var count [numShards]int
+	for _, id := range ids {
+		count[shardOf(mix(uint64(id)))]++
+	}
+	for i := range fresh.shards {
+		sh := &fresh.shards[i]
+		sh.idx.Index = idindex.New(count[i])
+		sh.ids = make([]int64, 0, count[i])
+		sh.data = make([]float32, 0, count[i]*t.stride)
+	}
+	return fresh
+}
+
+// swapIn replaces t's contents with fresh's under every shard's lock.
+func (t *Table) swapIn(fresh *Table) {
 	for i := range t.shards {
 		t.shards[i].mu.Lock()
 	}
@@ -142,5 +215,4 @@ func (t *Table) Restore(s *Snapshot) error {
 	for i := range t.shards {
 		t.shards[i].mu.Unlock()
 	}
-	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/starwire/starwire/internal/idindex"
 )
 
 // shardBits is log2 of the number of shards of a table.
@@ -76,14 +78,8 @@ func (in *Initializer) fill(id int64, dst []float32) {
 
 // mix is splitmix64's finalizer: a bijection of uint64 whose every output
 // bit depends on every input bit.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
+// It is the hash the index expects.
+func mix(x uint64) uint64 { return idindex.Hash(x) }
 
 // A Table is an embedding variable: see the package doc. Safe for
 // concurrent use.
@@ -94,6 +90,9 @@ type Table struct {
 	shards [numShards]shard
 	// observer hears of evictions and restores (observer.go).
 	observer atomic.Pointer[Observer]
+	// sink is what a restore's loads made ahead of their use read, into
+	// the fresh table no other call sees yet (restoreRows).
+	sink int64
 }
 
 // A shard holds the rows of the ids whose hash's top bits are its number.
@@ -190,7 +189,7 @@ func (t *Table) BytesPerRow() float64 {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		rows += len(sh.ids)
-		bytes += 8*cap(sh.ids) + 4*cap(sh.data) + 16*len(sh.idx.slots)
+		bytes += 8*cap(sh.ids) + 4*cap(sh.data) + idindex.SlotBytes*sh.idx.Slots()
 		if sh.bloom != nil {
 			bytes += len(sh.bloom.counts)
 		}

@@ -220,8 +220,8 @@ func TestIndexAgainstMap(t *testing.T) {
 			x.insert(id, h, int32(step))
 			model[id] = int32(step)
 		}
-		if x.n != len(model) {
-			t.Fatalf("step %d: %d ids, want %d", step, x.n, len(model))
+		if x.Len() != len(model) {
+			t.Fatalf("step %d: %d ids, want %d", step, x.Len(), len(model))
 		}
 	}
 	for id, want := range model {

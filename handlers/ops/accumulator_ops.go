@@ -16,19 +16,23 @@ import (
 
 func init() {
 	defaults := map[string]*tfpb.AttrValue{"container": stringAttr(""), "shared_name": stringAttr(""), "reduction_type": stringAttr("MEAN")}
-	registerOp("ConditionalAccumulator", &Spec{Defaults: defaults, Build: buildAccumulator(false, wire.DTString)})
-	registerOp("ResourceConditionalAccumulator", &Spec{Defaults: defaults, Build: buildAccumulator(false, wire.DTResource)})
-	registerOp("SparseConditionalAccumulator", &Spec{Defaults: defaults, Build: buildAccumulator(true, wire.DTString)})
-	registerOp("AccumulatorApplyGradient", &Spec{Build: buildApplyGradient})
-	registerOp("ResourceAccumulatorApplyGradient", &Spec{Build: buildApplyGradient})
-	registerOp("SparseAccumulatorApplyGradient", &Spec{Build: buildSparseApplyGradient})
-	registerOp("AccumulatorTakeGradient", &Spec{Async: true, Build: buildTakeGradient(false)})
-	registerOp("ResourceAccumulatorTakeGradient", &Spec{Async: true, Build: buildTakeGradient(false)})
-	registerOp("SparseAccumulatorTakeGradient", &Spec{Async: true, Build: buildTakeGradient(true), Outputs: []string{"indices", "values", "shape"}})
-	registerOp("AccumulatorSetGlobalStep", &Spec{Build: buildSetGlobalStep})
-	registerOp("ResourceAccumulatorSetGlobalStep", &Spec{Build: buildSetGlobalStep})
-	registerOp("AccumulatorNumAccumulated", &Spec{Build: buildNumAccumulated})
-	registerOp("ResourceAccumulatorNumAccumulated", &Spec{Build: buildNumAccumulated})
+	made := []TypeAttr{accumTable.attr("dtype")}
+	registerOp("ConditionalAccumulator", resourceSpec(defaults, made, buildAccumulator(false, wire.DTString)))
+	registerOp("ResourceConditionalAccumulator", resourceSpec(defaults, made, buildAccumulator(false, wire.DTResource)))
+	registerOp("SparseConditionalAccumulator", resourceSpec(defaults, made, buildAccumulator(true, wire.DTString)))
+	// The ops on one check their dtype against the accumulator's when
+	// they run.
+	dtype := []TypeAttr{anyType("dtype")}
+	registerOp("AccumulatorApplyGradient", &Spec{Inputs: exactly(3), Types: dtype, NumOutputs: exactly(0), Build: buildApplyGradient})
+	registerOp("ResourceAccumulatorApplyGradient", &Spec{Inputs: exactly(3), Types: dtype, NumOutputs: exactly(0), Build: buildApplyGradient})
+	registerOp("SparseAccumulatorApplyGradient", &Spec{Inputs: exactly(5), Types: dtype, NumOutputs: exactly(0), Build: buildSparseApplyGradient})
+	registerOp("AccumulatorTakeGradient", &Spec{Async: true, Inputs: exactly(2), Types: dtype, NumOutputs: exactly(1), Build: buildTakeGradient(false)})
+	registerOp("ResourceAccumulatorTakeGradient", &Spec{Async: true, Inputs: exactly(2), Types: dtype, NumOutputs: exactly(1), Build: buildTakeGradient(false)})
+	registerOp("SparseAccumulatorTakeGradient", &Spec{Async: true, Inputs: exactly(2), Types: dtype, Build: buildTakeGradient(true), Outputs: []string{"indices", "values", "shape"}})
+	registerOp("AccumulatorSetGlobalStep", &Spec{Inputs: exactly(2), NumOutputs: exactly(0), Build: buildSetGlobalStep})
+	registerOp("ResourceAccumulatorSetGlobalStep", &Spec{Inputs: exactly(2), NumOutputs: exactly(0), Build: buildSetGlobalStep})
+	registerOp("AccumulatorNumAccumulated", &Spec{Inputs: exactly(1), NumOutputs: exactly(1), Build: buildNumAccumulated})
+	registerOp("ResourceAccumulatorNumAccumulated", &Spec{Inputs: exactly(1), NumOutputs: exactly(1), Build: buildNumAccumulated})
 }
 
 const accumulatorWhat = "an accumulator"
@@ -37,10 +41,7 @@ const accumulatorWhat = "an accumulator"
 // dense, whose handle has dtype handle.
 func buildAccumulator(sparse bool, handle wire.DataType) func(*Env, *Node) (Kernel, error) {
 	return func(env *Env, n *Node) (Kernel, error) {
-		dt, arith, err := accumTable.forAttr(n, "dtype")
-		if err != nil {
-			return nil, err
-		}
+		dt, arith := accumTable.of(n, "dtype")
 		shape, err := n.attrShape("shape")
 		if err != nil {
 			return nil, err
@@ -89,13 +90,7 @@ func accumulatorOf(c *Context, dt wire.DataType, sparse bool) (*accumulator, err
 }
 
 func buildApplyGradient(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(3); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrType("dtype")
-	if err != nil {
-		return nil, err
-	}
+	dt := n.typeOf("dtype")
 	return func(c *Context) error {
 		a, err := accumulatorOf(c, dt, false)
 		if err != nil {
@@ -114,13 +109,7 @@ func buildApplyGradient(_ *Env, n *Node) (Kernel, error) {
 }
 
 func buildSparseApplyGradient(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(5); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrType("dtype")
-	if err != nil {
-		return nil, err
-	}
+	dt := n.typeOf("dtype")
 	known, err := n.attrBool("has_known_shape")
 	if err != nil {
 		return nil, err
@@ -156,17 +145,7 @@ func buildSparseApplyGradient(_ *Env, n *Node) (Kernel, error) {
 // until the step ends.
 func buildTakeGradient(sparse bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(2); err != nil {
-			return nil, err
-		}
-		dt, err := n.attrType("dtype")
-		if err != nil {
-			return nil, err
-		}
-		n.NumOutputs = 1
-		if sparse {
-			n.NumOutputs = 3
-		}
+		dt := n.typeOf("dtype")
 		return func(c *Context) error {
 			a, err := accumulatorOf(c, dt, sparse)
 			if err != nil {
@@ -192,10 +171,7 @@ func buildTakeGradient(sparse bool) func(*Env, *Node) (Kernel, error) {
 	}
 }
 
-func buildSetGlobalStep(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
+func buildSetGlobalStep(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		a, err := inputResource[*accumulator](c, 0, accumulatorWhat)
 		if err != nil {
@@ -210,11 +186,7 @@ func buildSetGlobalStep(_ *Env, n *Node) (Kernel, error) {
 	}, nil
 }
 
-func buildNumAccumulated(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildNumAccumulated(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		a, err := inputResource[*accumulator](c, 0, accumulatorWhat)
 		if err != nil {

@@ -42,20 +42,6 @@ func (n *Node) attrType(name string) (wire.DataType, error) {
 	return wire.DataType(v.Type), nil
 }
 
-// attrTypeIn reads a type attribute that must be one of allowed.
-func (n *Node) attrTypeIn(name string, allowed ...wire.DataType) (wire.DataType, error) {
-	dt, err := n.attrType(name)
-	if err != nil {
-		return 0, err
-	}
-	for _, a := range allowed {
-		if dt == a {
-			return dt, nil
-		}
-	}
-	return 0, fmt.Errorf("attr %q is %v, want one of %v", name, dt, allowed)
-}
-
 func (n *Node) attrInt(name string) (int64, error) {
 	v, err := attrValue[*tfpb.AttrValue_I](n, name, "an int")
 	if err != nil {

@@ -18,10 +18,10 @@ func init() {
 	registerOp("Placeholder", &Spec{Defaults: map[string]*tfpb.AttrValue{"shape": unknownShapeAttr()},
 		Inputs: exactly(0), Types: []TypeAttr{anyType("dtype")}, NumOutputs: one, Build: buildNamedFeed("dtype")})
 	registerOp("_Arg", &Spec{Inputs: exactly(0), Types: []TypeAttr{anyType("T")}, NumOutputs: one, Build: buildNamedFeed("T")})
-	registerOp("_Retval", &Spec{Inputs: one, Types: []TypeAttr{anyType("T")}, Build: buildNoOp})
+	registerOp("_Retval", &Spec{Inputs: one, Types: []TypeAttr{anyType("T")}, NumOutputs: exactly(0), Build: buildNoOp})
 	registerOp("Identity", &Spec{Inputs: one, Types: []TypeAttr{anyType("T")}, NumOutputs: one, Build: buildIdentity})
 	registerOp("StopGradient", &Spec{Inputs: one, Types: []TypeAttr{anyType("T")}, NumOutputs: one, Build: buildIdentity})
-	registerOp("NoOp", &Spec{Inputs: exactly(0), Build: buildNoOp})
+	registerOp("NoOp", &Spec{Inputs: exactly(0), NumOutputs: exactly(0), Build: buildNoOp})
 	registerOp("Shape", &Spec{Defaults: map[string]*tfpb.AttrValue{"out_type": typeAttr(wire.DTInt32)},
 		Inputs: one, Types: []TypeAttr{typeIn("out_type", indexTypes...)}, NumOutputs: one, Build: buildShape})
 	registerOp("Reshape", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tshape": typeAttr(wire.DTInt32)},

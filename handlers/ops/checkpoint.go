@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/starwire/starwire/handlers/checkpoint"
 	"github.com/starwire/starwire/handlers/embedding"
@@ -20,19 +22,21 @@ import (
 // prefixes lie in the checkpoint directory (see resolvePrefix).
 
 func init() {
+	// prefix, tensor_names and shape_and_slices, then a tensor per dtype.
 	registerOp("SaveV2", &Spec{
 		Defaults: map[string]*tfpb.AttrValue{"has_ev": boolAttr(false), "ev_key_types": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{}}}},
-		Build:    buildSaveV2,
+		Inputs:   byList("dtypes").plus(3), NumOutputs: exactly(0), Build: buildSaveV2,
 	})
-	registerOp("RestoreV2", &Spec{Build: buildRestoreV2})
+	registerOp("RestoreV2", &Spec{Inputs: exactly(3), NumOutputs: byList("dtypes"), Build: buildRestoreV2})
 	registerOp("MergeV2Checkpoints", &Spec{
 		Defaults: map[string]*tfpb.AttrValue{"delete_old_dirs": boolAttr(true), "allow_missing_files": boolAttr(false)},
-		Build:    buildMergeV2Checkpoints,
+		Inputs:   exactly(2), NumOutputs: exactly(0), Build: buildMergeV2Checkpoints,
 	})
 }
 
 // checkpointError gives an error of package checkpoint TensorFlow's code
-// for it, naming the prefix as the graph gave it: NotFound for a missing
+// for it, naming the prefix as the graph gave it where the error does not
+// name the checkpoint's path already: NotFound for a missing
 // checkpoint or tensor, DataLoss for a corrupt one, InvalidArgument for a
 // dtype, shape or slice that does not fit.
 func checkpointError(prefix string, err error) error {
@@ -46,6 +50,12 @@ func checkpointError(prefix string, err error) error {
 		code = wire.InvalidArgument
 	case errors.Is(err, fs.ErrPermission):
 		code = wire.PermissionDenied
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "checkpoint "+string(filepath.Separator)) {
+		// Package checkpoint named the checkpoint, by the absolute path
+		// prefix resolves to (a TensorFlow master sends that path itself):
+		// named again, it would read "checkpoint /c/m: checkpoint /c/m: ...".
+		return status.Errorf(code, "%s", msg)
 	}
 	return status.Errorf(code, "checkpoint %s: %v", prefix, err)
 }
@@ -96,7 +106,7 @@ func stringVector(t *wire.Tensor, n int, what string) ([][]byte, error) {
 func (c *checkpointTarget) parseSpec(i int) (full []int64, s checkpoint.Slice, err error) {
 	full, s, err = checkpoint.ParseShapeAndSlice(string(c.specs[i]))
 	if err != nil {
-		return nil, s, status.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q: shape_and_slices %q: %v", c.prefix, c.names[i], c.specs[i], err)
+		return nil, s, status.Errorf(wire.InvalidArgument, "checkpoint %s: tensor %q: %v", c.prefix, c.names[i], err) // err names the spec
 	}
 	return full, s, nil
 }
@@ -110,13 +120,7 @@ func (c *checkpointTarget) parseSpec(i int) (full []int64, s checkpoint.Slice, e
 // step, and the variables' rows past steps_to_live or below their L2
 // threshold are evicted before they are saved.
 func buildSaveV2(env *Env, n *Node) (Kernel, error) {
-	dtypes, err := n.attrTypeList("dtypes")
-	if err != nil {
-		return nil, err
-	}
-	if err := n.wantInputs(3 + len(dtypes)); err != nil {
-		return nil, err
-	}
+	dtypes := n.typesOf("dtypes")
 	hasEV, err := n.attrBool("has_ev")
 	if err != nil {
 		return nil, err
@@ -228,18 +232,11 @@ func saveOne(w *checkpoint.Writer, target *checkpointTarget, i int, t *wire.Tens
 // the checkpoint under prefix, whichever slices they were saved in (a
 // variable saved by N ps tasks restores into M).
 func buildRestoreV2(env *Env, n *Node) (Kernel, error) {
-	dtypes, err := n.attrTypeList("dtypes")
-	if err != nil {
-		return nil, err
-	}
-	if err := n.wantInputs(3); err != nil {
-		return nil, err
-	}
+	dtypes := n.typesOf("dtypes")
 	root, err := checkpointRoot(env.CheckpointDir)
 	if err != nil {
 		return nil, err
 	}
-	n.NumOutputs = len(dtypes)
 	return func(c *Context) error {
 		var ts [3]*wire.Tensor
 		if err := c.inputs(ts[:]); err != nil {
@@ -300,9 +297,6 @@ func restoreOne(r *checkpoint.Reader, target *checkpointTarget, i int, dt wire.D
 // removes "<prefix>_temp"; with allow_missing_files a shard that is not
 // there is skipped rather than refused.
 func buildMergeV2Checkpoints(env *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
 	deleteOld, err := n.attrBool("delete_old_dirs")
 	if err != nil {
 		return nil, err

@@ -339,3 +339,19 @@ func TestMergeAndRestoreInOtherShards(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointErrorNamesOnce: a RestoreV2 of a missing checkpoint, its
+// prefix absolute as a TensorFlow master sends it, names the checkpoint
+// once and the file the system could not open.
+func TestCheckpointErrorNamesOnce(t *testing.T) {
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "other", "m")
+	for _, p := range []string{prefix, "other/m"} {
+		_, err := Run(t, envIn(t, dir), restoreGraph(p, []string{"w"}, []string{""}, wire.DTFloat), nil)
+		want := `node "restore" (RestoreV2): not found: checkpoint ` + prefix + ": open " + prefix +
+			".index: no such file or directory: checkpoint: not found"
+		if err == nil || err.Error() != want {
+			t.Errorf("restore %s: %v\nwant %s", p, err, want)
+		}
+	}
+}

@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"fmt"
-
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
@@ -15,22 +13,9 @@ import (
 func init() {
 	registerOp("ConcatV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"Tidx": typeAttr(wire.DTInt32)},
 		Inputs: byInt("N", 1).plus(1), Types: []TypeAttr{fixedSize("T"), typeIn("Tidx", indexTypes...)}, NumOutputs: exactly(1), Build: buildConcat})
-	registerOp("Pack", &Spec{Defaults: map[string]*tfpb.AttrValue{"axis": intAttr(0)}, Inputs: byInt("N", 1), NumOutputs: exactly(1), Build: buildPack})
+	registerOp("Pack", &Spec{Defaults: map[string]*tfpb.AttrValue{"axis": intAttr(0)}, Inputs: byInt("N", 1), Types: []TypeAttr{storable("T")}, NumOutputs: exactly(1), Build: buildPack})
 	registerOp("Unpack", &Spec{Defaults: map[string]*tfpb.AttrValue{"axis": intAttr(0)},
 		Inputs: exactly(1), Types: []TypeAttr{fixedSize("T")}, NumOutputs: byInt("num", 0), Build: buildUnpack})
-}
-
-// fixedType reads the element type attribute name of an op that moves
-// elements as bytes.
-func (n *Node) fixedType(name string) (wire.DataType, error) {
-	dt, err := n.attrType(name)
-	if err != nil {
-		return 0, err
-	}
-	if dt.Size() == 0 {
-		return 0, fmt.Errorf("attr %q is %v: only fixed-size types are supported", name, dt)
-	}
-	return dt, nil
 }
 
 // normAxis maps axis in [-rank, rank) to [0, rank).
@@ -117,16 +102,7 @@ func buildConcat(_ *Env, n *Node) (Kernel, error) {
 
 // buildPack builds Pack: N tensors of one shape stacked along a new axis.
 func buildPack(_ *Env, n *Node) (Kernel, error) {
-	num := n.intOf("N")
-	dt, err := n.attrType("T")
-	if err != nil {
-		return nil, err
-	}
-	if dt != wire.DTString {
-		if dt, err = n.fixedType("T"); err != nil {
-			return nil, err
-		}
-	}
+	num, dt := n.intOf("N"), n.typeOf("T")
 	axisAttr, err := n.attrInt("axis")
 	if err != nil {
 		return nil, err

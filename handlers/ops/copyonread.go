@@ -6,13 +6,10 @@ package ops
 // variable's locks), so it only checks that its input is a variable.
 
 func init() {
-	registerOp("DisableCopyOnRead", &Spec{Build: buildDisableCopyOnRead})
+	registerOp("DisableCopyOnRead", &Spec{Inputs: exactly(1), NumOutputs: exactly(0), Build: buildDisableCopyOnRead})
 }
 
-func buildDisableCopyOnRead(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
+func buildDisableCopyOnRead(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		_, err := c.resource(0)
 		return err

@@ -90,25 +90,11 @@ func (t byDType[F]) lookup(dt wire.DataType) (F, bool) {
 	return zero, false
 }
 
-// forAttr reads n's type attribute name and returns it with its code. A
-// type t does not support is an error in attrTypeIn's words, which
-// graph.Build makes InvalidArgument, naming the node, as TensorFlow
-// answers a node no kernel is registered for.
-func (t byDType[F]) forAttr(n *Node, name string) (wire.DataType, F, error) {
-	var zero F
-	dt, err := n.attrType(name)
-	if err != nil {
-		return 0, zero, err
-	}
-	f, ok := t.lookup(dt)
-	if !ok {
-		return 0, zero, fmt.Errorf("attr %q is %v, want one of %v", name, dt, t.types)
-	}
-	return dt, f, nil
-}
-
 // attr declares type attribute name with t's type set, for a Spec whose
-// builder then takes its code with of.
+// builder then takes its code with of. A type t does not support is
+// refused in TypeAttr's words (see allows), which graph.Build makes InvalidArgument,
+// naming the node, as TensorFlow answers a node no kernel is registered
+// for.
 func (t byDType[F]) attr(name string) TypeAttr { return typeIn(name, t.types...) }
 
 // of returns the value of type attribute name, which the spec declares

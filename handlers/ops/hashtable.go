@@ -15,7 +15,9 @@ import (
 // lock of its own, so that steps looking up and inserting keys of
 // different shards do not wait for each other (TensorFlow's table has one
 // lock for all).
-const tableShards = 32
+const tableShards = 1 << tableShardBits
+
+const tableShardBits = 5
 
 // A hashTable is TensorFlow's MutableHashTable: every key maps to a value
 // of valueShape (MutableHashTableV2: scalars; OfTensorsV2: vectors).
@@ -41,7 +43,7 @@ type hashTable[K tableKey] struct {
 
 type hashShard[K tableKey] struct {
 	mu    sync.RWMutex
-	index map[K]int32 // the row of each key
+	index keyIndex[K] // the row of each key
 	keys  []K         // keys[r] is row r's key
 	vals  []byte      // fixed-size values: row r is vals[r*rowBytes:][:rowBytes]
 	strs  [][]byte    // string values: row r is strs[r*width:][:width]
@@ -51,25 +53,25 @@ type hashShard[K tableKey] struct {
 // newHashTable makes an empty table described by m.
 func newHashTable(m tableMeta) (lookupTable, error) {
 	if m.keyType == wire.DTString {
-		return newHashTableOf(m, stringKeys), nil
+		return newHashTableOf(m, stringKeys, 0), nil
 	}
-	return newHashTableOf(m, intKeys(m.keyType)), nil
+	return newHashTableOf(m, intKeys(m.keyType), 0), nil
 }
 
-func newHashTableOf[K tableKey](m tableMeta, keys keyCodec[K]) *hashTable[K] {
+// newHashTableOf makes an empty table described by m whose shards have
+// room for perShard keys each before they grow.
+func newHashTableOf[K tableKey](m tableMeta, keys keyCodec[K], perShard int) *hashTable[K] {
 	width, _ := tensor.NumElements(m.valueShape)
 	t := &hashTable[K]{tableMeta: m, keys: keys, width: int(width), rowBytes: int(width) * m.valueType.Size()}
 	for i := range t.shards {
-		t.shards[i].index = map[K]int32{}
+		t.shards[i].index = keys.index(perShard)
 	}
 	return t
 }
 
-// shardOf returns the shard number of k: the high bits of its hash,
-// mixed, so that sequential ids spread evenly.
-func (t *hashTable[K]) shardOf(k K) int { return int((t.keys.hash(k) * 0x9e3779b97f4a7c15) >> 59) }
-
-func (t *hashTable[K]) shard(k K) *hashShard[K] { return &t.shards[t.shardOf(k)] }
+// shardOf returns the shard number of a key whose spread hash is h: its
+// high bits (its low bits choose the key's slot in the shard's index).
+func shardOf(h uint64) int { return int(h >> (64 - tableShardBits)) }
 
 // A shardOrder is the positions of a call's keys grouped by shard, in
 // their order within a shard, so that a call takes each shard's lock
@@ -77,9 +79,11 @@ func (t *hashTable[K]) shard(k K) *hashShard[K] { return &t.shards[t.shardOf(k)]
 // also keeps the processor from overlapping one key's cache misses with
 // the next's.
 type shardOrder struct {
-	pos   []int32
-	of    []uint8                // of[i] is key i's shard
-	start [tableShards + 1]int32 // shard s's positions are pos[start[s]:start[s+1]]
+	pos    []int32
+	hashes []uint64               // hashes[i] is key i's spread hash
+	rows   []int32                // rows[i] is key i's row, -1 for none, once found
+	start  [tableShards + 1]int32 // shard s's positions are pos[start[s]:start[s+1]]
+	sink   byte                   // what the loads made ahead of their use read
 }
 
 var shardOrders = sync.Pool{New: func() any { return new(shardOrder) }}
@@ -88,14 +92,14 @@ var shardOrders = sync.Pool{New: func() any { return new(shardOrder) }}
 func (t *hashTable[K]) order(s *keyScratch, n int) *shardOrder {
 	o := shardOrders.Get().(*shardOrder)
 	if cap(o.pos) < n {
-		o.pos, o.of = make([]int32, n), make([]uint8, n)
+		o.pos, o.hashes, o.rows = make([]int32, n), make([]uint64, n), make([]int32, n)
 	}
-	o.pos, o.of = o.pos[:n], o.of[:n]
+	o.pos, o.hashes, o.rows = o.pos[:n], o.hashes[:n], o.rows[:n]
 	var count [tableShards]int32
 	for i := range n {
-		sh := t.shardOf(t.keys.at(s, i))
-		o.of[i] = uint8(sh)
-		count[sh]++
+		h := t.keys.spread(t.keys.at(s, i))
+		o.hashes[i] = h
+		count[shardOf(h)]++
 	}
 	o.start[0] = 0
 	for sh := range tableShards {
@@ -104,7 +108,7 @@ func (t *hashTable[K]) order(s *keyScratch, n int) *shardOrder {
 	next := count // reused as each shard's next free slot
 	copy(next[:], o.start[:tableShards])
 	for i := range n {
-		sh := o.of[i]
+		sh := shardOf(o.hashes[i])
 		o.pos[next[sh]] = int32(i)
 		next[sh]++
 	}
@@ -115,6 +119,34 @@ func (t *hashTable[K]) order(s *keyScratch, n int) *shardOrder {
 func (o *shardOrder) keysOf(sh int) []int32 { return o.pos[o.start[sh]:o.start[sh+1]] }
 
 func (o *shardOrder) release() { shardOrders.Put(o) }
+
+// findRows sets o.rows[i] to the row of each key i of pos in sh, -1 for
+// a key sh lacks; the caller holds sh's lock. The rows of a batch of
+// random keys are cache misses, one for the index slot and one for the
+// value; found one key after another, each waits for the last. So it
+// goes in two passes: load every key's home slot, then find every row
+// (the slots now cached) and load its value's first byte, so that the
+// caller's pass over the values finds them cached: the loads of a pass
+// do not depend on each other, and the processor overlaps their misses.
+func (t *hashTable[K]) findRows(sh *hashShard[K], s *keyScratch, o *shardOrder, pos []int32) {
+	var home int64
+	for _, i := range pos {
+		home += sh.index.home(o.hashes[i])
+	}
+	sink := byte(home)
+	for _, i := range pos {
+		r, ok := sh.index.find(t.keys.at(s, int(i)), o.hashes[i])
+		if !ok {
+			o.rows[i] = -1
+			continue
+		}
+		o.rows[i] = r
+		if t.rowBytes != 0 {
+			sink += sh.vals[int(r)*t.rowBytes]
+		}
+	}
+	o.sink += sink
+}
 
 func (t *hashTable[K]) find(keys, defaults *wire.Tensor, outShape []int64) (wire.Tensor, error) {
 	s := getKeyScratch()
@@ -135,13 +167,17 @@ func (t *hashTable[K]) find(keys, defaults *wire.Tensor, outShape []int64) (wire
 	o := t.order(s, n)
 	defer o.release()
 	for si := range t.shards {
+		pos := o.keysOf(si)
+		if len(pos) == 0 {
+			continue
+		}
 		sh := &t.shards[si]
 		sh.mu.RLock()
-		for _, i := range o.keysOf(si) {
+		t.findRows(sh, s, o, pos)
+		for _, i := range pos {
 			dst := out.Data[int(i)*rb : (int(i)+1)*rb]
-			r, ok := sh.index[t.keys.at(s, int(i))]
-			switch {
-			case ok:
+			switch r := o.rows[i]; {
+			case r >= 0:
 				copy(dst, sh.vals[int(r)*rb:])
 			case perKey:
 				copy(dst, defaults.Data[int(i)*rb:])
@@ -168,9 +204,10 @@ func (t *hashTable[K]) findStrings(s *keyScratch, n int, defaults *wire.Tensor, 
 	for i := range n {
 		k := t.keys.at(s, i)
 		dst := elems[i*w : (i+1)*w]
-		sh := t.shard(k)
+		h := t.keys.spread(k)
+		sh := &t.shards[shardOf(h)]
 		sh.mu.RLock()
-		r, ok := sh.index[k]
+		r, ok := sh.index.find(k, h)
 		if ok {
 			copy(dst, sh.strs[int(r)*w:])
 		}
@@ -217,8 +254,16 @@ func (t *hashTable[K]) insert(keys, values *wire.Tensor) error {
 			continue
 		}
 		sh.mu.Lock()
+		t.findRows(sh, s, o, keys)
 		for _, i := range keys {
-			t.set(sh, t.keys.at(s, int(i)), values, strs, int(i))
+			if r := o.rows[i]; r >= 0 && t.rowBytes != 0 {
+				rb := t.rowBytes
+				copy(sh.vals[int(r)*rb:(int(r)+1)*rb], values.Data[int(i)*rb:])
+				continue
+			}
+			// A new key (perhaps added by an earlier position of this
+			// batch), or string values.
+			t.set(sh, t.keys.at(s, int(i)), o.hashes[i], values, strs, int(i))
 		}
 		sh.mu.Unlock()
 	}
@@ -226,13 +271,13 @@ func (t *hashTable[K]) insert(keys, values *wire.Tensor) error {
 }
 
 // set writes row i of values (or of strs) as k's value in sh, whose lock
-// the caller holds for writing.
-func (t *hashTable[K]) set(sh *hashShard[K], k K, values *wire.Tensor, strs [][]byte, i int) {
-	r, ok := sh.index[k]
+// the caller holds for writing; h is k's spread hash.
+func (t *hashTable[K]) set(sh *hashShard[K], k K, h uint64, values *wire.Tensor, strs [][]byte, i int) {
+	r, ok := sh.index.find(k, h)
 	if !ok {
 		r = int32(len(sh.keys))
 		k = t.keys.own(k)
-		sh.index[k] = r
+		sh.index.add(k, h, r)
 		sh.keys = append(sh.keys, k)
 		if t.rowBytes != 0 {
 			sh.vals = append(sh.vals, make([]byte, t.rowBytes)...)
@@ -268,26 +313,26 @@ func (t *hashTable[K]) remove(keys *wire.Tensor) error {
 		}
 		sh.mu.Lock()
 		for _, i := range keys {
-			t.delete(sh, t.keys.at(s, int(i)))
+			t.delete(sh, t.keys.at(s, int(i)), o.hashes[i])
 		}
 		sh.mu.Unlock()
 	}
 	return nil
 }
 
-// delete removes k from sh, whose lock the caller holds for writing,
-// moving the last row into k's.
-func (t *hashTable[K]) delete(sh *hashShard[K], k K) {
-	r, ok := sh.index[k]
+// delete removes k, of spread hash h, from sh, whose lock the caller
+// holds for writing, moving the last row into k's.
+func (t *hashTable[K]) delete(sh *hashShard[K], k K, h uint64) {
+	r, ok := sh.index.find(k, h)
 	if !ok {
 		return
 	}
-	delete(sh.index, k)
+	sh.index.remove(k, h)
 	last := int32(len(sh.keys) - 1)
 	if r != last {
 		moved := sh.keys[last]
 		sh.keys[r] = moved
-		sh.index[moved] = r
+		sh.index.move(moved, t.keys.spread(moved), r)
 		if t.rowBytes != 0 {
 			rb := t.rowBytes
 			copy(sh.vals[int(r)*rb:(int(r)+1)*rb], sh.vals[int(last)*rb:])
@@ -391,10 +436,11 @@ func (t *hashTable[K]) importValues(keys, values *wire.Tensor) error {
 	if err != nil {
 		return err
 	}
-	fresh := newHashTableOf(t.tableMeta, t.keys)
+	fresh := newHashTableOf(t.tableMeta, t.keys, n/tableShards+n/(4*tableShards))
 	for i := range n {
 		k := t.keys.at(s, i)
-		t.set(fresh.shard(k), k, values, strs, i)
+		h := t.keys.spread(k)
+		t.set(&fresh.shards[shardOf(h)], k, h, values, strs, i)
 	}
 	t.lockAll(true)
 	defer t.unlockAll(true)

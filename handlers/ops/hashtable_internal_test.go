@@ -16,22 +16,27 @@ import (
 // embTable returns a MutableHashTableOfTensors of int64 keys to float
 // vectors of width holding rows keys 0..rows-1, key k's row all k.
 func embTable(tb testing.TB, rows, width int) lookupTable {
+	return embTableWith(tb, rows, width, intKeys(wire.DTInt64))
+}
+
+// embTableWith is embTable with the key codec keys, whose index the
+// table's shards use.
+func embTableWith(tb testing.TB, rows, width int, keys keyCodec[int64]) *hashTable[int64] {
 	tb.Helper()
-	t, err := newHashTable(tableMeta{name: "emb", kind: hashOfTensors, keyType: wire.DTInt64, valueType: wire.DTFloat, keyShape: []int64{}, valueShape: []int64{int64(width)}})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	t := newHashTableOf(tableMeta{name: "emb", kind: hashOfTensors, keyType: wire.DTInt64, valueType: wire.DTFloat, keyShape: []int64{}, valueShape: []int64{int64(width)}}, keys, 0)
 	const batch = 4096
+	ks, vals := int64Tensor(batch), floatTensor(batch, width)
 	for lo := 0; lo < rows; lo += batch {
 		n := min(batch, rows-lo)
-		keys, vals := int64Tensor(n), floatTensor(n, width)
+		ks.Data, ks.Shape = ks.Data[:n*8], []int64{int64(n)}
+		vals.Data, vals.Shape = vals.Data[:n*width*4], []int64{int64(n), int64(width)}
 		for i := range n {
-			tensor.View[int64](keys.Data)[i] = int64(lo + i)
+			tensor.View[int64](ks.Data)[i] = int64(lo + i)
 			for j := range width {
 				tensor.View[float32](vals.Data)[i*width+j] = float32(lo + i)
 			}
 		}
-		if err := t.insert(&keys, &vals); err != nil {
+		if err := t.insert(&ks, &vals); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -109,89 +114,119 @@ func scalarInt64(v int64) *wire.Tensor {
 }
 
 // BenchmarkHashTable measures lookups and updates of batches of 1024
-// random keys (a new batch each call) in a MutableHashTableOfTensors of 16 floats per key, from
-// one goroutine and from all at once.
+// random keys (a new batch each call) in a MutableHashTableOfTensors of
+// 16 floats per key, of 1M and of 10M keys, against the same work on a
+// fixed table (the rows in one slab indexed by key, as a fixed-size
+// variable's gather reads them) and on the table's shards indexed by a Go
+// map (its layout before open addressing), in the same run. It reports
+// keys per second, CPU nanoseconds per key (the goroutine's own thread
+// time: the machine is shared) and the heap the table holds per key.
 func BenchmarkHashTable(b *testing.B) {
 	const width, batch = 16, 1024
-	for _, rows := range []int{1 << 20} {
-		tab := embTable(b, rows, width)
-		// A different batch each call, so that rows come from memory as
-		// a training job's do, not from a cache one batch fits in.
-		const batches = 1024
-		pool, vals := randomKeys(batches*batch, rows), floatTensor(batch, width)
-		def := tensor.Owned(wire.DTFloat, []int64{width}, width*4)
-		shape := []int64{batch, width}
-		keys := wire.Tensor{DType: wire.DTInt64, Shape: []int64{batch}}
-		call := 0
-		next := func() {
-			k := call % batches * batch * 8
-			keys.Data = pool.Data[k : k+batch*8]
-			call++
-		}
-		find := func() {
-			next()
-			out, err := tab.find(&keys, &def, shape)
-			if err != nil {
-				b.Fatal(err)
+	for _, rows := range []int{1 << 20, 10 << 20} {
+		b.Run(fmt.Sprintf("rows=%dM", rows>>20), func(b *testing.B) {
+			// A different batch each call, so that rows come from memory
+			// as a training job's do, not from a cache one batch fits in.
+			const batches = 1024
+			pool := randomKeys(batches*batch, rows)
+			keys := wire.Tensor{DType: wire.DTInt64, Shape: []int64{batch}}
+			call := 0
+			next := func() *wire.Tensor {
+				k := call % batches * batch * 8
+				keys.Data = pool.Data[k : k+batch*8]
+				call++
+				return &keys
 			}
-			out.Buf.Release()
-		}
-		update := func() {
-			next()
-			if err := tab.insert(&keys, &vals); err != nil {
-				b.Fatal(err)
+			for _, kind := range []string{"fixed", "open", "map"} {
+				b.Run(kind, func(b *testing.B) { benchHashTableKind(b, kind, rows, width, batch, next) })
 			}
-		}
-		for _, op := range []struct {
-			name string
-			f    func()
-		}{{"find", find}, {"update", update}} {
-			b.Run(fmt.Sprintf("%s/rows=%d", op.name, rows), func(b *testing.B) {
-				b.ReportAllocs()
-				cpu := startThreadCPU()
-				for b.Loop() {
-					op.f()
-				}
-				cpu.report(b, batch)
-			})
-			b.Run(fmt.Sprintf("%s-parallel/rows=%d", op.name, rows), func(b *testing.B) {
-				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						op.f()
-					}
-				})
-				b.ReportMetric(float64(b.N)*batch/b.Elapsed().Seconds(), "keys/s")
-			})
-		}
+		})
 	}
 }
 
-// BenchmarkFixedGather is the baseline of BenchmarkHashTable: the same
-// rows in one slab indexed by key, as a fixed-size table's gather reads
-// them.
-func BenchmarkFixedGather(b *testing.B) {
-	const width, batch, rows = 16, 1024, 1 << 20
-	slab := make([]float32, rows*width)
-	for i := range slab {
-		// Written, so that it is memory of its own: never-written pages
-		// all map the kernel's one zero page, which is always cached.
-		slab[i] = float32(i)
+// benchHashTableKind runs BenchmarkHashTable's find and update of a
+// table of kind (fixed, open or map) of rows keys, each call of a batch
+// of keys from next.
+func benchHashTableKind(b *testing.B, kind string, rows, width, batch int, next func() *wire.Tensor) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	find, update := hashBenchOps(b, kind, rows, width, batch, next)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perRow := float64(after.HeapAlloc-before.HeapAlloc) / float64(rows)
+	for _, op := range []struct {
+		name string
+		f    func()
+	}{{"find", find}, {"update", update}} {
+		b.Run(op.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := startThreadCPU()
+			for b.Loop() {
+				op.f()
+			}
+			cpu.report(b, batch)
+			b.ReportMetric(perRow, "B/row")
+		})
 	}
-	const batches = 1024
-	pool := tensor.View[int64](randomKeys(batches*batch, rows).Data)
-	out := make([]float32, batch*width)
-	b.ReportAllocs()
-	cpu := startThreadCPU()
-	call := 0
-	for b.Loop() {
-		keys := pool[call%batches*batch:][:batch]
-		call++
-		for i, k := range keys {
-			copy(out[i*width:(i+1)*width], slab[int(k)*width:])
+	if kind == "open" {
+		b.Run("find-parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					find()
+				}
+			})
+			b.ReportMetric(float64(b.N)*float64(batch)/b.Elapsed().Seconds(), "keys/s")
+		})
+	}
+}
+
+// hashBenchOps returns BenchmarkHashTable's find and update of a table of
+// kind (fixed, open or map) of rows keys; each takes its batch of keys
+// from next.
+func hashBenchOps(b *testing.B, kind string, rows, width, batch int, next func() *wire.Tensor) (find, update func()) {
+	vals := floatTensor(batch, width)
+	if kind == "fixed" {
+		slab := make([]float32, rows*width)
+		for i := range slab {
+			// Written, so that it is memory of its own: never-written
+			// pages all map the kernel's one zero page, always cached.
+			slab[i] = float32(i)
+		}
+		out, in := make([]float32, batch*width), tensor.View[float32](vals.Data)
+		find = func() {
+			for i, k := range tensor.View[int64](next().Data) {
+				copy(out[i*width:(i+1)*width], slab[int(k)*width:])
+			}
+		}
+		update = func() {
+			for i, k := range tensor.View[int64](next().Data) {
+				copy(slab[int(k)*width:(int(k)+1)*width], in[i*width:])
+			}
+		}
+		return find, update
+	}
+	codec := intKeys(wire.DTInt64)
+	if kind == "map" {
+		codec.index = newMapIndex[int64]
+	}
+	tab := embTableWith(b, rows, width, codec)
+	def := tensor.Owned(wire.DTFloat, []int64{int64(width)}, width*4)
+	shape := []int64{int64(batch), int64(width)}
+	find = func() {
+		out, err := tab.find(next(), &def, shape)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out.Buf.Release()
+	}
+	update = func() {
+		if err := tab.insert(next(), &vals); err != nil {
+			b.Fatal(err)
 		}
 	}
-	cpu.report(b, batch)
+	return find, update
 }
 
 // A threadCPU measures the CPU time of a benchmark's goroutine, locked

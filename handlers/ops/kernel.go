@@ -35,6 +35,9 @@ type Env struct {
 	// StreamDir is where KvResourceStreamExport writes the change stream
 	// of embedding variables (kv_stream.go); empty disables it.
 	StreamDir string
+	// StreamKeep is how many versions of the change stream are kept at
+	// least (changes.WriterOptions.Keep); 0 keeps every one.
+	StreamKeep int
 	// Host names the machine in errors that TensorFlow phrases with it
 	// ("Op type not registered 'X' in binary running on <Host>").
 	Host string

@@ -13,7 +13,8 @@ import (
 func init() {
 	registerOp("KvResourceSparseApplyAdam", &Spec{
 		Defaults: map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "apply_weight_decay": boolAttr(false)},
-		Build:    buildKvSparseApplyAdam,
+		// DeepRec's newer graphs add weight_decay.
+		Inputs: exactly(12).orUpTo(1), Types: kvUpdateTypes, NumOutputs: exactly(0), Build: buildKvSparseApplyAdam,
 	})
 }
 
@@ -26,23 +27,10 @@ func init() {
 // admitted are dropped. DeepRec's newer graphs add weight_decay, which
 // only apply_weight_decay uses; that is not supported.
 func buildKvSparseApplyAdam(_ *Env, n *Node) (Kernel, error) {
-	if n.NumInputs != 12 && n.NumInputs != 13 {
-		return nil, status.Errorf(wire.InvalidArgument, "has %d data inputs, want 12 or 13", n.NumInputs)
-	}
-	if _, err := n.attrTypeIn("T", wire.DTFloat); err != nil {
-		return nil, err
-	}
 	if decay, err := n.attrBool("apply_weight_decay"); err != nil || decay {
 		return nil, orUnimplemented(err, "apply_weight_decay is not supported")
 	}
-	keyType, err := n.attrTypeIn("Tindices", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	stepType, err := n.attrTypeIn("Tstep", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
+	keyType, stepType := n.typeOf("Tindices"), n.typeOf("Tstep")
 	return func(c *Context) error {
 		t, mSlot, vSlot, v, err := adamSlots(c)
 		if err != nil {

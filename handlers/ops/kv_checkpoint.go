@@ -31,6 +31,33 @@ import (
 // it, from the same snapshot as its primary: one SaveV2 takes one
 // snapshot per table, so every row's slots are those of its value.
 //
+// The names, dtypes, shapes and part order are DeepRec's
+// (EmbeddingVarCkptData::ExportToCkpt, Storage::SaveToCheckpoint), and
+// TensorFlow's reader and RestoreV2 read them (interop/tf's
+// test_ev_checkpoints.py; testdata/ev_checkpoint keeps a checkpoint it
+// read and its listing). Where starwire's differs, on purpose:
+//
+//   - -freqs and -versions always hold a row each. DeepRec leaves them
+//     empty unless the variable counts (filter_freq, record_freq) or
+//     ages (steps_to_live, record_version) its rows; starwire's table
+//     keeps both anyway, and DeepRec restores the full tensors. Empty
+//     ones, as DeepRec writes them, restore as zeros (kvReader.recorded).
+//   - -versions_filtered holds a zero for each filtered id, where DeepRec
+//     writes versions only when it saves them: an id not admitted was
+//     never updated, which version 0 says, and DeepRec's restore reads
+//     this tensor at the offsets of -keys_filtered whatever its length.
+//   - A negative id is saved in part id mod 1000 taken non-negative (-7
+//     in part 993), the floor modulo TensorFlow's "mod" lookups shard
+//     by. DeepRec truncates (-7 % 1000 is -7, no part) and so drops
+//     negative ids at save but those that are multiples of 1000; its
+//     restore takes them all into one partition, but into n > 1 only
+//     some (it keeps an id in partition k when id % 1000 % n == k, C's
+//     remainder, negative). train's hash ids are therefore 63-bit,
+//     never negative, so DeepRec restores its checkpoints into any
+//     number of partitions.
+//   - -bloom_counters is starwire's (DeepRec saves no filter state);
+//     DeepRec's restore does not look for it.
+//
 // KvResourceExport returns the keys, values, versions and freqs of one
 // snapshot. KvResourceImportV2 reads them back from a checkpoint, taking
 // the rows of its partition_id of partition_num: the checkpoint may hold

@@ -7,7 +7,8 @@ import (
 )
 
 func init() {
-	registerOp("KvResourceEvict", &Spec{Defaults: map[string]*tfpb.AttrValue{"dtype": typeAttr(wire.DTFloat)}, Build: buildKvResourceEvict})
+	registerOp("KvResourceEvict", &Spec{Defaults: map[string]*tfpb.AttrValue{"dtype": typeAttr(wire.DTFloat)},
+		Inputs: exactly(2), Types: kvStepTypes, NumOutputs: exactly(1), Build: buildKvResourceEvict})
 }
 
 // buildKvResourceEvict builds KvResourceEvict(resource, global_step) ->
@@ -18,18 +19,7 @@ func init() {
 // with their slots, and their number is the output. It is starwire's op;
 // DeepRec evicts only inside SaveV2.
 func buildKvResourceEvict(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	keyType, err := n.attrTypeIn("Tkeys", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	stepType, err := n.attrTypeIn("Tstep", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	keyType, stepType := n.typeOf("Tkeys"), n.typeOf("Tstep")
 	return func(c *Context) error {
 		v, err := c.kvVarKeyed(0, keyType)
 		if err != nil {

@@ -69,11 +69,23 @@ func (k *kvReader) keys(name string, optional bool) ([]int64, error) {
 // vector reads the int64 vector name of n elements; a missing optional
 // one is n zeros.
 func (k *kvReader) vector(name string, n int, optional bool) ([]int64, error) {
+	return k.vectorOr(name, n, optional, false)
+}
+
+// recorded reads a row's count or version, -freqs or -versions: missing
+// or empty, it is n zeros. DeepRec saves them empty for a variable that
+// records neither (no filter_freq and no record_freq; no steps_to_live
+// and no record_version).
+func (k *kvReader) recorded(name string, n int) ([]int64, error) {
+	return k.vectorOr(name, n, true, true)
+}
+
+func (k *kvReader) vectorOr(name string, n int, optional, emptyIsNone bool) ([]int64, error) {
 	v, _, err := kvRead[int64](k, name, wire.DTInt64, optional)
 	switch {
 	case err != nil:
 		return nil, err
-	case v == nil:
+	case v == nil || emptyIsNone && len(v) == 0:
 		return make([]int64, n), nil
 	case len(v) != n:
 		return nil, k.errorf(wire.InvalidArgument, "tensor %q holds %d elements for %d keys", name, len(v), n)
@@ -106,10 +118,10 @@ func (k *kvReader) piece(dst *embedding.Snapshot, name string, id, num int) erro
 		return k.errorf(wire.InvalidArgument, "tensor %q is %v, want [%d,%d] for %d keys of rows of %d", name+kvValues, tfShape(shape), n, k.v.dim, n, k.v.dim)
 	}
 	piece := &embedding.Snapshot{Dim: k.v.dim, IDs: ids, Values: values}
-	if piece.Freqs, err = k.vector(name+kvFreqs, n, true); err != nil {
+	if piece.Freqs, err = k.recorded(name+kvFreqs, n); err != nil {
 		return err
 	}
-	if piece.Versions, err = k.vector(name+kvVersions, n, true); err != nil {
+	if piece.Versions, err = k.recorded(name+kvVersions, n); err != nil {
 		return err
 	}
 	if piece.FilteredIDs, err = k.keys(name+kvKeysFiltered, true); err != nil {

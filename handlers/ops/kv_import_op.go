@@ -17,8 +17,9 @@ func init() {
 	for name, v := range map[string]*tfpb.AttrValue{"partition_id": intAttr(0), "partition_num": intAttr(1), "reset_version": boolAttr(false)} {
 		importDefaults[name] = v
 	}
-	registerOp("KvResourceImportV2", &Spec{Defaults: importDefaults, Build: buildKvResourceImportV2})
-	registerOp("KvResourceExport", &Spec{Build: buildKvResourceExport, Outputs: []string{"keys", "values", "versions", "freqs"}})
+	registerOp("KvResourceImportV2", &Spec{Defaults: importDefaults, Inputs: exactly(6), Types: kvVarTypes, NumOutputs: exactly(0), Build: buildKvResourceImportV2})
+	registerOp("KvResourceExport", &Spec{Inputs: exactly(1), Types: []TypeAttr{typeIn("Tkeys", indexTypes...), typeIn("Tvalues", wire.DTFloat)},
+		Build: buildKvResourceExport, Outputs: []string{"keys", "values", "versions", "freqs"}})
 }
 
 // A kvSlotSaved is a slot variable a primary's import reads.
@@ -39,9 +40,6 @@ type kvImport struct {
 }
 
 func kvImportAttrs(env *Env, n *Node) (*kvImport, error) {
-	if err := n.wantInputs(6); err != nil {
-		return nil, err
-	}
 	keyType, _, err := kvVarAttrs(n, true)
 	if err != nil {
 		return nil, err
@@ -182,6 +180,11 @@ func (k *kvReader) alignedRows(name, primary string, ids []int64, imp *kvImport)
 	if err != nil {
 		return nil, err
 	}
+	if slices.Equal(rows.IDs, ids) {
+		// Saved in the primary's order, as SaveV2 saves them: no need to
+		// match them up by id.
+		return rows.Values, nil
+	}
 	at := make(map[int64]int, len(rows.IDs))
 	for i, id := range rows.IDs {
 		at[id] = i
@@ -275,17 +278,7 @@ func (v *kvVar) bindSlot(primary *kvVar, k kvInit, defaults []float32) error {
 // keys, values (a slot's, for a slot), versions and freqs of one snapshot
 // of the variable's rows.
 func buildKvResourceExport(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	keyType, err := n.attrTypeIn("Tkeys", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("Tvalues", wire.DTFloat); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 4
+	keyType := n.typeOf("Tkeys")
 	return func(c *Context) error {
 		v, err := c.kvVarInput(0)
 		if err != nil {

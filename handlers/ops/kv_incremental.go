@@ -39,10 +39,11 @@ const (
 )
 
 func init() {
-	registerOp("IncrSave", &Spec{Build: buildIncrSave})
+	// SaveV2's inputs, then base, prev and since.
+	registerOp("IncrSave", &Spec{Inputs: byList("dtypes").plus(6), NumOutputs: exactly(0), Build: buildIncrSave})
 	registerOp("KvResourceIncrImport", &Spec{
 		Defaults: map[string]*tfpb.AttrValue{"partition_id": intAttr(0), "partition_num": intAttr(1)},
-		Build:    buildKvResourceIncrImport,
+		Inputs:   exactly(4), Types: kvVarTypes, NumOutputs: exactly(0), Build: buildKvResourceIncrImport,
 	})
 }
 
@@ -57,13 +58,7 @@ type incrHeader struct {
 // embedding variables (tensors of dtype resource) as their rows changed
 // since the version since, the other tensors in full.
 func buildIncrSave(env *Env, n *Node) (Kernel, error) {
-	dtypes, err := n.attrTypeList("dtypes")
-	if err != nil {
-		return nil, err
-	}
-	if err := n.wantInputs(6 + len(dtypes)); err != nil {
-		return nil, err
-	}
+	dtypes := n.typesOf("dtypes")
 	root, err := checkpointRoot(env.CheckpointDir)
 	if err != nil {
 		return nil, err

@@ -15,9 +15,6 @@ import (
 // slot's import names the slot's tensors for its primary's, which must
 // run after it and applies values and slots of every row at once.
 func buildKvResourceIncrImport(env *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(4); err != nil {
-		return nil, err
-	}
 	keyType, _, err := kvVarAttrs(n, false)
 	if err != nil {
 		return nil, err

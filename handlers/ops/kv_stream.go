@@ -16,7 +16,7 @@ import (
 func init() {
 	registerOp("KvResourceStreamExport", &Spec{Defaults: map[string]*tfpb.AttrValue{
 		"dtype": typeAttr(wire.DTFloat), "steps_in_flight": intAttr(0),
-	}, Build: buildKvResourceStreamExport})
+	}, Inputs: exactly(2), Types: kvStepTypes, NumOutputs: exactly(1), Build: buildKvResourceStreamExport})
 }
 
 // streamWriters are the change streams of this process, one writer per
@@ -28,8 +28,9 @@ var streamWriters = struct {
 	m map[string]*changes.Writer
 }{m: map[string]*changes.Writer{}}
 
-// streamWriter returns the writer into dir, opening it on first use.
-func streamWriter(dir string) (*changes.Writer, error) {
+// streamWriter returns the writer into dir, opening it on first use,
+// keeping keep versions (the first opener's keep).
+func streamWriter(dir string, keep int) (*changes.Writer, error) {
 	root, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, status.Errorf(wire.Internal, "stream directory %s: %v", dir, err)
@@ -39,7 +40,7 @@ func streamWriter(dir string) (*changes.Writer, error) {
 	if w := streamWriters.m[root]; w != nil {
 		return w, nil
 	}
-	w, err := changes.NewWriter(root)
+	w, err := changes.NewWriterWithOptions(root, changes.WriterOptions{Keep: keep})
 	if err != nil {
 		return nil, status.Errorf(wire.Internal, "%v", err)
 	}
@@ -52,21 +53,14 @@ func streamWriter(dir string) (*changes.Writer, error) {
 // task's stream directory (serve --stream_dir), holding the rows of the
 // embedding variable's table updated since the previous version and the
 // ids evicted (package changes), with those of every variable exported
-// there before; the output is the version written, 0 when nothing
-// changed. Updates still in flight may be up to steps_in_flight older
-// than global_step; they go in the next version. It is starwire's op.
+// there before, and keeps the newest serve --stream_keep versions; the
+// output is the version written, 0 when nothing changed or when another
+// task of the process exported at the same global step, writing this
+// variable's changes with its own (one version per round of exports).
+// Updates still in flight may be up to steps_in_flight older than
+// global_step; they go in the next version. It is starwire's op.
 func buildKvResourceStreamExport(env *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	keyType, err := n.attrTypeIn("Tkeys", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	stepType, err := n.attrTypeIn("Tstep", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
+	keyType, stepType := n.typeOf("Tkeys"), n.typeOf("Tstep")
 	inFlight, err := n.attrInt("steps_in_flight")
 	if err != nil {
 		return nil, err
@@ -74,7 +68,6 @@ func buildKvResourceStreamExport(env *Env, n *Node) (Kernel, error) {
 	if inFlight < 0 {
 		return nil, status.Errorf(wire.InvalidArgument, "steps_in_flight must be >= 0, is %d", inFlight)
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		if env.StreamDir == "" {
 			return status.Errorf(wire.FailedPrecondition, "KvResourceStreamExport: the task has no stream directory (serve --stream_dir)")
@@ -94,7 +87,7 @@ func buildKvResourceStreamExport(env *Env, n *Node) (Kernel, error) {
 		if slot >= 0 {
 			return status.Errorf(wire.InvalidArgument, "embedding variable %s is a slot; export its primary", v.name)
 		}
-		w, err := streamWriter(env.StreamDir)
+		w, err := streamWriter(env.StreamDir, env.StreamKeep)
 		if err != nil {
 			return err
 		}
@@ -103,7 +96,7 @@ func buildKvResourceStreamExport(env *Env, n *Node) (Kernel, error) {
 		m, err := w.Export(gs[0] - inFlight)
 		if errors.Is(err, changes.ErrExists) {
 			return status.Errorf(wire.FailedPrecondition, "embedding variable %s: %v (two processes export into one stream directory)", v.name, err)
-		} else if err != nil {
+		} else if err != nil { // m, when set, was written, and its elders not removed
 			return status.Errorf(wire.Internal, "embedding variable %s: %v", v.name, err)
 		}
 		out, err := tensor.New(wire.DTInt64, nil)

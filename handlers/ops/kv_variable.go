@@ -32,14 +32,29 @@ import (
 // is_use_default_value_tensor, double values.
 
 func init() {
-	registerOp("KvVarHandleOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"container": stringAttr(""), "shared_name": stringAttr("")}, Build: buildKvVarHandle})
-	registerOp("InitializeKvVariableOp", &Spec{Defaults: kvInitDefaults(), Build: buildInitializeKvVariable})
-	registerOp("KvVarIsInitializedOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"dtype": typeAttr(wire.DTFloat)}, Build: buildKvVarIsInitialized})
+	registerOp("KvVarHandleOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"container": stringAttr(""), "shared_name": stringAttr("")},
+		Inputs: exactly(0), Types: kvVarTypes, NumOutputs: exactly(1), Build: buildKvVarHandle})
+	registerOp("InitializeKvVariableOp", &Spec{Defaults: kvInitDefaults(), Inputs: exactly(4), Types: kvVarTypes, NumOutputs: exactly(0), Build: buildInitializeKvVariable})
+	registerOp("KvVarIsInitializedOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"dtype": typeAttr(wire.DTFloat)},
+		Inputs: exactly(1), NumOutputs: exactly(1), Build: buildKvVarIsInitialized})
 	registerOp("KvResourceGather", &Spec{Defaults: map[string]*tfpb.AttrValue{
 		"is_use_default_value_tensor": boolAttr(false), "validate_indices": boolAttr(true), "is_inference": boolAttr(false),
-	}, Build: buildKvResourceGather})
-	registerOp("KvResourceSparseApplyAdagrad", &Spec{Defaults: map[string]*tfpb.AttrValue{"use_locking": boolAttr(false)}, Build: buildKvSparseApplyAdagrad})
+	}, Inputs: exactly(3), Types: kvVarTypes, NumOutputs: exactly(1), Build: buildKvResourceGather})
+	registerOp("KvResourceSparseApplyAdagrad", &Spec{Defaults: map[string]*tfpb.AttrValue{"use_locking": boolAttr(false)},
+		Inputs: exactly(6), Types: kvUpdateTypes, NumOutputs: exactly(0), Build: buildKvSparseApplyAdagrad})
 }
+
+// kvVarTypes are the type attributes of KvVarHandleOp and the ops naming
+// a variable's dtypes: its values' (float alone) and its keys'.
+var kvVarTypes = []TypeAttr{typeIn("dtype", wire.DTFloat), typeIn("Tkeys", indexTypes...)}
+
+// kvUpdateTypes are those of the optimizers' updates of a variable: the
+// values', the indices' (its keys) and the global step's.
+var kvUpdateTypes = []TypeAttr{typeIn("T", wire.DTFloat), typeIn("Tindices", indexTypes...), typeIn("Tstep", indexTypes...)}
+
+// kvStepTypes are those of the ops on a variable at a global step
+// (KvResourceEvict, KvResourceStreamExport): its keys' and the step's.
+var kvStepTypes = []TypeAttr{typeIn("Tkeys", indexTypes...), typeIn("Tstep", indexTypes...)}
 
 // kvInitDefaults are InitializeKvVariableOp's attribute defaults, as
 // DeepRec declares them.
@@ -110,15 +125,10 @@ func (v *kvVar) kvTable() (*embedding.Table, int, error) {
 }
 
 // kvVarAttrs reads what KvVarHandleOp and the ops using a variable name
-// of it: its value dtype (float alone), key dtype and, from shape, its
-// dimension.
+// of it: its key dtype, which their specs declare in kvVarTypes, and,
+// from shape, its dimension.
 func kvVarAttrs(n *Node, withShape bool) (keyType wire.DataType, dim int, err error) {
-	if _, err := n.attrTypeIn("dtype", wire.DTFloat); err != nil {
-		return 0, 0, err
-	}
-	if keyType, err = n.attrTypeIn("Tkeys", indexTypes...); err != nil {
-		return 0, 0, err
-	}
+	keyType = n.typeOf("Tkeys")
 	if !withShape {
 		return keyType, 0, nil
 	}
@@ -133,9 +143,6 @@ func kvVarAttrs(n *Node, withShape bool) (keyType wire.DataType, dim int, err er
 }
 
 func buildKvVarHandle(env *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(0); err != nil {
-		return nil, err
-	}
 	keyType, dim, err := kvVarAttrs(n, true)
 	if err != nil {
 		return nil, err
@@ -152,7 +159,6 @@ func buildKvVarHandle(env *Env, n *Node) (Kernel, error) {
 		shared = n.Name
 	}
 	name := container + "/" + shared
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		r, err := env.Vars.tables.lookupOrCreateResource("kv", container, shared, func() (resource, error) {
 			return &kvVar{name: name, keyType: keyType, dim: dim}, nil
@@ -250,9 +256,6 @@ func kvInitAttrs(n *Node) (kvInit, error) {
 }
 
 func buildInitializeKvVariable(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(4); err != nil {
-		return nil, err
-	}
 	keyType, _, err := kvVarAttrs(n, true)
 	if err != nil {
 		return nil, err
@@ -354,11 +357,7 @@ func (v *kvVar) initSlot(primary *kvVar, k kvInit, rows []float32) error {
 	return nil
 }
 
-func buildKvVarIsInitialized(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildKvVarIsInitialized(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		v, err := c.kvVarInput(0)
 		if err != nil {
@@ -391,9 +390,6 @@ func kvIDs(t *wire.Tensor) []int64 {
 }
 
 func buildKvResourceGather(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(3); err != nil {
-		return nil, err
-	}
 	keyType, _, err := kvVarAttrs(n, false)
 	if err != nil {
 		return nil, err
@@ -406,7 +402,6 @@ func buildKvResourceGather(_ *Env, n *Node) (Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		v, err := c.kvVarKeyed(0, keyType)
 		if err != nil {
@@ -445,20 +440,7 @@ func buildKvResourceGather(_ *Env, n *Node) (Kernel, error) {
 // of indices, accum being a slot of var, each row's version becoming
 // global_step. Gradients of ids not admitted are dropped.
 func buildKvSparseApplyAdagrad(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(6); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("T", wire.DTFloat); err != nil {
-		return nil, err
-	}
-	keyType, err := n.attrTypeIn("Tindices", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	stepType, err := n.attrTypeIn("Tstep", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
+	keyType, stepType := n.typeOf("Tindices"), n.typeOf("Tstep")
 	return func(c *Context) error {
 		v, err := c.kvVarKeyed(0, keyType)
 		if err != nil {

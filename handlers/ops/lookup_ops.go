@@ -19,12 +19,16 @@ import (
 // RestoreV2 into LookupTableImportV2: the checkpoint is TensorFlow's.
 
 func init() {
-	registerOp("LookupTableFindV2", &Spec{Build: buildLookupFind})
-	registerOp("LookupTableInsertV2", &Spec{Build: buildLookupWrite(false)})
-	registerOp("LookupTableImportV2", &Spec{Build: buildLookupWrite(true)})
-	registerOp("LookupTableRemoveV2", &Spec{Build: buildLookupRemove})
-	registerOp("LookupTableSizeV2", &Spec{Build: buildLookupSize})
-	registerOp("LookupTableExportV2", &Spec{Build: buildLookupExport, Outputs: []string{"keys", "values"}})
+	// The table, then keys and values (or defaults), of the types the
+	// node names; tableAndTypes checks them against the table's.
+	keysValues := []TypeAttr{anyType("Tin"), anyType("Tout")}
+	registerOp("LookupTableFindV2", &Spec{Inputs: exactly(3), Types: keysValues, NumOutputs: exactly(1), Build: buildLookupFind})
+	registerOp("LookupTableInsertV2", &Spec{Inputs: exactly(3), Types: keysValues, NumOutputs: exactly(0), Build: buildLookupWrite(false)})
+	registerOp("LookupTableImportV2", &Spec{Inputs: exactly(3), Types: keysValues, NumOutputs: exactly(0), Build: buildLookupWrite(true)})
+	registerOp("LookupTableRemoveV2", &Spec{Inputs: exactly(2), Types: []TypeAttr{anyType("Tin")}, NumOutputs: exactly(0), Build: buildLookupRemove})
+	registerOp("LookupTableSizeV2", &Spec{Inputs: exactly(1), NumOutputs: exactly(1), Build: buildLookupSize})
+	registerOp("LookupTableExportV2", &Spec{Inputs: exactly(1), Types: []TypeAttr{anyType("Tkeys"), anyType("Tvalues")},
+		Build: buildLookupExport, Outputs: []string{"keys", "values"}})
 }
 
 // tableAndTypes returns input 0's table after checking that the dtypes a
@@ -69,27 +73,8 @@ func valuesShape(m *tableMeta, keyShape []int64) []int64 {
 	return append(s, m.valueShape...)
 }
 
-// keyValueTypes checks that n has inputs data inputs and reads the key and
-// value dtypes a table op names in its attributes keyAttr and valueAttr.
-func keyValueTypes(n *Node, inputs int, keyAttr, valueAttr string) (k, v wire.DataType, err error) {
-	if err := n.wantInputs(inputs); err != nil {
-		return 0, 0, err
-	}
-	if k, err = n.attrType(keyAttr); err != nil {
-		return 0, 0, err
-	}
-	if v, err = n.attrType(valueAttr); err != nil {
-		return 0, 0, err
-	}
-	return k, v, nil
-}
-
 func buildLookupFind(_ *Env, n *Node) (Kernel, error) {
-	tin, tout, err := keyValueTypes(n, 3, "Tin", "Tout")
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	tin, tout := n.typeOf("Tin"), n.typeOf("Tout")
 	return func(c *Context) error {
 		t, err := tableAndTypes(c, tin, tout)
 		if err != nil {
@@ -137,10 +122,7 @@ func (c *Context) twoInputs() (*wire.Tensor, *wire.Tensor, error) {
 // LookupTableImportV2, which first empties the table (a restore).
 func buildLookupWrite(replace bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		tin, tout, err := keyValueTypes(n, 3, "Tin", "Tout")
-		if err != nil {
-			return nil, err
-		}
+		tin, tout := n.typeOf("Tin"), n.typeOf("Tout")
 		return func(c *Context) error {
 			t, err := tableAndTypes(c, tin, tout)
 			if err != nil {
@@ -165,13 +147,7 @@ func buildLookupWrite(replace bool) func(*Env, *Node) (Kernel, error) {
 }
 
 func buildLookupRemove(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	tin, err := n.attrType("Tin")
-	if err != nil {
-		return nil, err
-	}
+	tin := n.typeOf("Tin")
 	return func(c *Context) error {
 		t, err := tableAndTypes(c, tin, wire.DTInvalid)
 		if err != nil {
@@ -191,11 +167,7 @@ func buildLookupRemove(_ *Env, n *Node) (Kernel, error) {
 	}, nil
 }
 
-func buildLookupSize(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildLookupSize(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		t, err := c.table(0)
 		if err != nil {
@@ -212,11 +184,7 @@ func buildLookupSize(_ *Env, n *Node) (Kernel, error) {
 }
 
 func buildLookupExport(_ *Env, n *Node) (Kernel, error) {
-	tk, tv, err := keyValueTypes(n, 1, "Tkeys", "Tvalues")
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 2
+	tk, tv := n.typeOf("Tkeys"), n.typeOf("Tvalues")
 	return func(c *Context) error {
 		t, err := tableAndTypes(c, tk, tv)
 		if err != nil {

@@ -29,9 +29,12 @@ func init() {
 	scalarShape := &tfpb.AttrValue{Value: &tfpb.AttrValue_Shape{Shape: &tfpb.TensorShapeProto{}}}
 	withShape := withDefaults(shared, map[string]*tfpb.AttrValue{"value_shape": scalarShape})
 	dense := withDefaults(withShape, map[string]*tfpb.AttrValue{"initial_num_buckets": intAttr(131072), "max_load_factor": floatAttr(0.8)})
-	registerOp("MutableHashTableV2", &Spec{Defaults: shared, Build: buildTableOp(hashOfScalars)})
-	registerOp("MutableHashTableOfTensorsV2", &Spec{Defaults: withShape, Build: buildTableOp(hashOfTensors)})
-	registerOp("MutableDenseHashTableV2", &Spec{Defaults: dense, Build: buildTableOp(denseHash)})
+	// tableAttrs checks that the table's kind has a kernel for the pair.
+	types := []TypeAttr{anyType("key_dtype"), anyType("value_dtype")}
+	registerOp("MutableHashTableV2", &Spec{Defaults: shared, Inputs: exactly(0), Types: types, NumOutputs: exactly(1), Build: buildTableOp(hashOfScalars)})
+	registerOp("MutableHashTableOfTensorsV2", &Spec{Defaults: withShape, Inputs: exactly(0), Types: types, NumOutputs: exactly(1), Build: buildTableOp(hashOfTensors)})
+	// empty_key and deleted_key.
+	registerOp("MutableDenseHashTableV2", &Spec{Defaults: dense, Inputs: exactly(2), Types: types, NumOutputs: exactly(1), Build: buildTableOp(denseHash)})
 }
 
 func floatAttr(f float32) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_F{F: f}} }
@@ -191,13 +194,6 @@ var privateTables atomic.Uint64
 // table's handle.
 func buildTableOp(kind tableKind) func(*Env, *Node) (Kernel, error) {
 	return func(env *Env, n *Node) (Kernel, error) {
-		inputs := 0
-		if kind == denseHash {
-			inputs = 2 // empty_key, deleted_key
-		}
-		if err := n.wantInputs(inputs); err != nil {
-			return nil, err
-		}
 		m, err := tableAttrs(n, kind)
 		if err != nil {
 			return nil, err
@@ -210,7 +206,6 @@ func buildTableOp(kind tableKind) func(*Env, *Node) (Kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.NumOutputs = 1
 		if private {
 			return privateTableKernel(m, make), nil
 		}
@@ -283,13 +278,8 @@ func tableName(n *Node) (container, shared string, private bool, err error) {
 // The key shape of a dense table is its empty key's, known when it runs.
 func tableAttrs(n *Node, kind tableKind) (tableMeta, error) {
 	m := tableMeta{name: n.Name, kind: kind, keyShape: []int64{}, valueShape: []int64{}}
+	m.keyType, m.valueType = n.typeOf("key_dtype"), n.typeOf("value_dtype")
 	var err error
-	if m.keyType, err = n.attrType("key_dtype"); err != nil {
-		return m, err
-	}
-	if m.valueType, err = n.attrType("value_dtype"); err != nil {
-		return m, err
-	}
 	if !slices.Contains(tableTypes[kind][m.keyType], m.valueType) {
 		return m, status.Errorf(wire.NotFound, "no %v kernel for key_dtype %v and value_dtype %v; it takes %v", kind, m.keyType, m.valueType, typePairs(kind))
 	}

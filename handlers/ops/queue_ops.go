@@ -16,31 +16,25 @@ import (
 
 func init() {
 	noShapes := &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{}}}
-	registerOp("FIFOQueueV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"shapes": noShapes, "capacity": intAttr(-1), "container": stringAttr(""), "shared_name": stringAttr("")}, Build: buildFIFOQueue})
+	registerOp("FIFOQueueV2", resourceSpec(map[string]*tfpb.AttrValue{"shapes": noShapes, "capacity": intAttr(-1), "container": stringAttr(""), "shared_name": stringAttr("")},
+		[]TypeAttr{listOf(storable("component_types"), 1)}, buildFIFOQueue))
 	timeout := map[string]*tfpb.AttrValue{"timeout_ms": intAttr(-1)}
-	registerOp("QueueEnqueueV2", &Spec{Defaults: timeout, Async: true, Build: buildEnqueue(false)})
-	registerOp("QueueEnqueueManyV2", &Spec{Defaults: timeout, Async: true, Build: buildEnqueue(true)})
-	registerOp("QueueDequeueV2", &Spec{Defaults: timeout, Async: true, Build: buildDequeue(false)})
-	registerOp("QueueDequeueManyV2", &Spec{Defaults: timeout, Async: true, Build: buildDequeue(true)})
-	registerOp("QueueCloseV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"cancel_pending_enqueues": boolAttr(false)}, Async: true, Build: buildQueueClose})
-	registerOp("QueueSizeV2", &Spec{Build: buildQueueSize})
+	// The handle, then the components.
+	enqueue := byList("Tcomponents").plus(1)
+	registerOp("QueueEnqueueV2", &Spec{Defaults: timeout, Async: true, Inputs: enqueue, NumOutputs: exactly(0), Build: buildEnqueue(false)})
+	registerOp("QueueEnqueueManyV2", &Spec{Defaults: timeout, Async: true, Inputs: enqueue, NumOutputs: exactly(0), Build: buildEnqueue(true)})
+	dequeue := byList("component_types")
+	registerOp("QueueDequeueV2", &Spec{Defaults: timeout, Async: true, Inputs: exactly(1), NumOutputs: dequeue, Build: buildDequeue(false)})
+	registerOp("QueueDequeueManyV2", &Spec{Defaults: timeout, Async: true, Inputs: exactly(2), NumOutputs: dequeue, Build: buildDequeue(true)})
+	registerOp("QueueCloseV2", &Spec{Defaults: map[string]*tfpb.AttrValue{"cancel_pending_enqueues": boolAttr(false)}, Async: true,
+		Inputs: exactly(1), NumOutputs: exactly(0), Build: buildQueueClose})
+	registerOp("QueueSizeV2", &Spec{Inputs: exactly(1), NumOutputs: exactly(1), Build: buildQueueSize})
 }
 
 const queueWhat = "a queue"
 
 func buildFIFOQueue(env *Env, n *Node) (Kernel, error) {
-	dtypes, err := n.attrTypeList("component_types")
-	if err != nil {
-		return nil, err
-	}
-	if len(dtypes) == 0 {
-		return nil, fmt.Errorf("attr \"component_types\" is empty")
-	}
-	for _, dt := range dtypes {
-		if dt != wire.DTString && dt.Size() == 0 {
-			return nil, fmt.Errorf("queues of %v are not supported", dt)
-		}
-	}
+	dtypes := n.typesOf("component_types")
 	shapes, err := queueShapes(n, len(dtypes))
 	if err != nil {
 		return nil, err
@@ -131,13 +125,7 @@ func manyComponents(dtypes []wire.DataType) error {
 
 func buildEnqueue(many bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		dtypes, err := n.attrTypeList("Tcomponents")
-		if err != nil {
-			return nil, err
-		}
-		if err := n.wantInputs(1 + len(dtypes)); err != nil {
-			return nil, err
-		}
+		dtypes := n.typesOf("Tcomponents")
 		if many {
 			if err := manyComponents(dtypes); err != nil {
 				return nil, err
@@ -214,21 +202,13 @@ func (q *fifoQueue) checkBatch(tuple []wire.Tensor) error {
 
 func buildDequeue(many bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		dtypes, err := n.attrTypeList("component_types")
-		if err != nil {
-			return nil, err
-		}
-		in, arg := 1, "resource"
+		dtypes, arg := n.typesOf("component_types"), "resource"
 		if many {
-			in, arg = 2, "resource, int32"
+			arg = "resource, int32"
 			if err := manyComponents(dtypes); err != nil {
 				return nil, err
 			}
 		}
-		if err := n.wantInputs(in); err != nil {
-			return nil, err
-		}
-		n.NumOutputs = len(dtypes)
 		return func(c *Context) error {
 			q, err := queueOf(c)
 			if err != nil {
@@ -292,9 +272,6 @@ func (q *fifoQueue) dequeueNone(c *Context) error {
 }
 
 func buildQueueClose(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
 	cancel, err := n.attrBool("cancel_pending_enqueues")
 	if err != nil {
 		return nil, err
@@ -308,11 +285,7 @@ func buildQueueClose(_ *Env, n *Node) (Kernel, error) {
 	}, nil
 }
 
-func buildQueueSize(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildQueueSize(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		q, err := queueOf(c)
 		if err != nil {

@@ -27,10 +27,18 @@ import (
 
 func init() {
 	seeds := map[string]*tfpb.AttrValue{"seed": intAttr(0), "seed2": intAttr(0)}
-	registerOp("RandomUniform", &Spec{Defaults: seeds, Build: buildRandom(uniformFills)})
-	registerOp("RandomStandardNormal", &Spec{Defaults: seeds, Build: buildRandom(normalFills)})
-	registerOp("TruncatedNormal", &Spec{Defaults: seeds, Build: buildRandom(truncatedFills)})
-	registerOp("RandomUniformInt", &Spec{Defaults: seeds, Build: buildRandomUniformInt})
+	registerOp("RandomUniform", randomSpec(seeds, uniformFills))
+	registerOp("RandomStandardNormal", randomSpec(seeds, normalFills))
+	registerOp("TruncatedNormal", randomSpec(seeds, truncatedFills))
+	registerOp("RandomUniformInt", &Spec{Defaults: seeds, Inputs: exactly(3), Types: []TypeAttr{typeIn("Tout", indexTypes...), typeIn("T", indexTypes...)},
+		NumOutputs: exactly(1), Build: buildRandomUniformInt})
+}
+
+// randomSpec is the Spec of a stateful random op of input shape, whose
+// dtype fills holds code for.
+func randomSpec(seeds map[string]*tfpb.AttrValue, fills byDType[randomFill]) *Spec {
+	return &Spec{Defaults: seeds, Inputs: exactly(1), Types: []TypeAttr{fills.attr("dtype"), typeIn("T", indexTypes...)},
+		NumOutputs: exactly(1), Build: buildRandom(fills)}
 }
 
 // guardedPhilox is a node's generator, shared by the steps that run its
@@ -71,21 +79,11 @@ func (g *guardedPhilox) reserve(n uint64) philox {
 
 func buildRandom(fills byDType[randomFill]) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(1); err != nil {
-			return nil, err
-		}
-		dt, fill, err := fills.forAttr(n, "dtype")
-		if err != nil {
-			return nil, err
-		}
-		if _, err := n.attrTypeIn("T", indexTypes...); err != nil {
-			return nil, err
-		}
+		dt, fill := fills.of(n, "dtype")
 		gen, err := newGuardedPhilox(n)
 		if err != nil {
 			return nil, err
 		}
-		n.NumOutputs = 1
 		return func(c *Context) error {
 			r, err := newRandomOutput(c, dt)
 			if err != nil {
@@ -103,21 +101,11 @@ func buildRandom(fills byDType[randomFill]) func(*Env, *Node) (Kernel, error) {
 }
 
 func buildRandomUniformInt(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(3); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrTypeIn("Tout", indexTypes...)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := n.attrTypeIn("T", indexTypes...); err != nil {
-		return nil, err
-	}
+	dt := n.typeOf("Tout")
 	gen, err := newGuardedPhilox(n)
 	if err != nil {
 		return nil, err
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		lo, hi, err := intBounds(c, dt)
 		if err != nil {

@@ -23,33 +23,34 @@ const (
 
 func init() {
 	v2 := map[string]*tfpb.AttrValue{"dtype": typeAttr(wire.DTFloat), "Tshape": typeAttr(wire.DTInt32)}
-	registerOp("StatelessRandomUniformV2", &Spec{Defaults: v2, Build: buildStatelessV2(uniformFills)})
-	registerOp("StatelessRandomNormalV2", &Spec{Defaults: v2, Build: buildStatelessV2(normalFills)})
-	registerOp("StatelessTruncatedNormalV2", &Spec{Defaults: v2, Build: buildStatelessV2(truncatedFills)})
+	// shape, key, counter and alg.
+	v2Spec := func(fills byDType[randomFill]) *Spec {
+		return &Spec{Defaults: v2, Inputs: exactly(4), Types: []TypeAttr{fills.attr("dtype"), typeIn("Tshape", indexTypes...)},
+			NumOutputs: exactly(1), Build: buildStatelessV2(fills)}
+	}
+	registerOp("StatelessRandomUniformV2", v2Spec(uniformFills))
+	registerOp("StatelessRandomNormalV2", v2Spec(normalFills))
+	registerOp("StatelessTruncatedNormalV2", v2Spec(truncatedFills))
 	v1 := map[string]*tfpb.AttrValue{"dtype": typeAttr(wire.DTFloat), "T": typeAttr(wire.DTInt32), "Tseed": typeAttr(wire.DTInt64)}
-	registerOp("StatelessRandomUniform", &Spec{Defaults: v1, Build: buildStatelessV1(uniformFills)})
-	registerOp("StatelessRandomNormal", &Spec{Defaults: v1, Build: buildStatelessV1(normalFills)})
-	registerOp("StatelessTruncatedNormal", &Spec{Defaults: v1, Build: buildStatelessV1(truncatedFills)})
+	// shape and seed.
+	v1Spec := func(fills byDType[randomFill]) *Spec {
+		return &Spec{Defaults: v1, Inputs: exactly(2), Types: []TypeAttr{fills.attr("dtype"), typeIn("T", indexTypes...), typeIn("Tseed", indexTypes...)},
+			NumOutputs: exactly(1), Build: buildStatelessV1(fills)}
+	}
+	registerOp("StatelessRandomUniform", v1Spec(uniformFills))
+	registerOp("StatelessRandomNormal", v1Spec(normalFills))
+	registerOp("StatelessTruncatedNormal", v1Spec(truncatedFills))
 	seed := map[string]*tfpb.AttrValue{"Tseed": typeAttr(wire.DTInt64)}
-	registerOp("StatelessRandomGetKeyCounter", &Spec{Defaults: seed, Build: buildGetKeyCounter(false), Outputs: []string{"key", "counter"}})
-	registerOp("StatelessRandomGetKeyCounterAlg", &Spec{Defaults: seed, Build: buildGetKeyCounter(true), Outputs: []string{"key", "counter", "alg"}})
-	registerOp("StatelessRandomGetAlg", &Spec{Build: buildGetAlg})
+	tseed := []TypeAttr{typeIn("Tseed", indexTypes...)}
+	registerOp("StatelessRandomGetKeyCounter", &Spec{Defaults: seed, Inputs: exactly(1), Types: tseed, Build: buildGetKeyCounter(false), Outputs: []string{"key", "counter"}})
+	registerOp("StatelessRandomGetKeyCounterAlg", &Spec{Defaults: seed, Inputs: exactly(1), Types: tseed, Build: buildGetKeyCounter(true), Outputs: []string{"key", "counter", "alg"}})
+	registerOp("StatelessRandomGetAlg", &Spec{Inputs: exactly(0), NumOutputs: exactly(1), Build: buildGetAlg})
 }
 
 // buildStatelessV2 builds the ops of inputs shape, key, counter and alg.
 func buildStatelessV2(fills byDType[randomFill]) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(4); err != nil {
-			return nil, err
-		}
-		dt, fill, err := fills.forAttr(n, "dtype")
-		if err != nil {
-			return nil, err
-		}
-		if _, err := n.attrTypeIn("Tshape", indexTypes...); err != nil {
-			return nil, err
-		}
-		n.NumOutputs = 1
+		dt, fill := fills.of(n, "dtype")
 		return func(c *Context) error {
 			g, alg, err := keyCounterAlg(c)
 			if err != nil {
@@ -116,20 +117,7 @@ func fillStateless(c *Context, dt wire.DataType, fill randomFill, g philox, alg 
 // buildStatelessV1 builds the ops of inputs shape and seed.
 func buildStatelessV1(fills byDType[randomFill]) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(2); err != nil {
-			return nil, err
-		}
-		dt, fill, err := fills.forAttr(n, "dtype")
-		if err != nil {
-			return nil, err
-		}
-		if _, err := n.attrTypeIn("T", indexTypes...); err != nil {
-			return nil, err
-		}
-		if _, err := n.attrTypeIn("Tseed", indexTypes...); err != nil {
-			return nil, err
-		}
-		n.NumOutputs = 1
+		dt, fill := fills.of(n, "dtype")
 		return func(c *Context) error {
 			g, err := seedPhilox(c, 1)
 			if err != nil {
@@ -172,17 +160,7 @@ func seedPhilox(c *Context, i int) (philox, error) {
 // counter, uint64 vectors of 1 and 2) and, with alg,
 // StatelessRandomGetKeyCounterAlg (and the algorithm, Philox).
 func buildGetKeyCounter(alg bool) func(*Env, *Node) (Kernel, error) {
-	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(1); err != nil {
-			return nil, err
-		}
-		if _, err := n.attrTypeIn("Tseed", indexTypes...); err != nil {
-			return nil, err
-		}
-		n.NumOutputs = 2
-		if alg {
-			n.NumOutputs = 3
-		}
+	return func(*Env, *Node) (Kernel, error) {
 		return func(c *Context) error {
 			g, err := seedPhilox(c, 0)
 			if err != nil {
@@ -211,11 +189,7 @@ func buildGetKeyCounter(alg bool) func(*Env, *Node) (Kernel, error) {
 	}
 }
 
-func buildGetAlg(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(0); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildGetAlg(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error { return setAlgOut(c, 0) }, nil
 }
 

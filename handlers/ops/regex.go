@@ -15,8 +15,8 @@ import (
 // Patterns are RE2, as TensorFlow's are, which Go's regexp implements.
 
 func init() {
-	registerOp("StaticRegexFullMatch", &Spec{Build: buildStaticRegexFullMatch})
-	registerOp("RegexFullMatch", &Spec{Build: buildRegexFullMatch})
+	registerOp("StaticRegexFullMatch", &Spec{Inputs: exactly(1), NumOutputs: exactly(1), Build: buildStaticRegexFullMatch})
+	registerOp("RegexFullMatch", &Spec{Inputs: exactly(2), NumOutputs: exactly(1), Build: buildRegexFullMatch})
 }
 
 // compileFull compiles pattern to match whole strings only, as RE2's
@@ -26,9 +26,6 @@ func compileFull(pattern string) (*regexp.Regexp, error) {
 }
 
 func buildStaticRegexFullMatch(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
 	pattern, err := n.attrString("pattern")
 	if err != nil {
 		return nil, err
@@ -37,7 +34,6 @@ func buildStaticRegexFullMatch(_ *Env, n *Node) (Kernel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attr \"pattern\": invalid pattern %q: %v", pattern, err)
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		in, err := c.typed(0, wire.DTString)
 		if err != nil {
@@ -47,11 +43,7 @@ func buildStaticRegexFullMatch(_ *Env, n *Node) (Kernel, error) {
 	}, nil
 }
 
-func buildRegexFullMatch(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildRegexFullMatch(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		var in [2]*wire.Tensor
 		if err := c.typedInputs(wire.DTString, in[:]); err != nil {

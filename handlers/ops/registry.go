@@ -50,6 +50,9 @@ func registerOp(name string, spec *Spec) {
 	if _, dup := specs[name]; dup {
 		panic("ops: op " + name + " registered twice")
 	}
+	if spec.NumOutputs.optional != 0 {
+		panic("ops: op " + name + " declares optional outputs")
+	}
 	specs[name] = spec
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
+	"github.com/starwire/starwire/wire/tfpb"
 )
 
 // Resources other than variables: gradient accumulators (accumulator.go)
@@ -109,6 +110,12 @@ type resourceOp struct {
 	own resource // the private resource, made by the first step
 }
 
+// resourceSpec is the Spec of an op that makes a resource (see
+// newResourceOp): no inputs, the resource's handle out.
+func resourceSpec(defaults map[string]*tfpb.AttrValue, types []TypeAttr, build func(*Env, *Node) (Kernel, error)) *Spec {
+	return &Spec{Defaults: defaults, Inputs: exactly(0), Types: types, NumOutputs: exactly(1), Build: build}
+}
+
 // newResourceOp reads n's container and shared_name attributes.
 func newResourceOp(env *Env, n *Node, kind resKind, handle wire.DataType, create func(string) resource, check func(resource) error) (*resourceOp, error) {
 	container, err := n.attrString("container")
@@ -119,10 +126,6 @@ func newResourceOp(env *Env, n *Node, kind resKind, handle wire.DataType, create
 	if err != nil {
 		return nil, err
 	}
-	if err := n.wantInputs(0); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
 	return &resourceOp{vars: env.Vars, key: resKey{kind, container, shared}, private: shared == "", node: n.Name, create: create, check: check, handleDTy: handle}, nil
 }
 

@@ -3,7 +3,13 @@ package ops
 import "github.com/starwire/starwire/wire"
 
 func init() {
-	registerOp("ResourceScatterSub", &Spec{Build: buildResourceScatter(subOp)})
+	registerOp("ResourceScatterSub", scatterSpec(subOp))
+}
+
+// scatterSpec is the Spec of ResourceScatterAdd or ResourceScatterSub.
+func scatterSpec(op binaryKind) *Spec {
+	return &Spec{Inputs: exactly(3), Types: []TypeAttr{typeIn("dtype", numericTypes...), typeIn("Tindices", indexTypes...)},
+		NumOutputs: exactly(0), Build: buildResourceScatter(op)}
 }
 
 // buildResourceScatter builds ResourceScatterAdd and ResourceScatterSub
@@ -13,16 +19,7 @@ func init() {
 // make ResourceScatterSub; ResourceScatterAdd is registered in sparse.go.
 func buildResourceScatter(op binaryKind) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(3); err != nil {
-			return nil, err
-		}
-		dt, err := n.attrTypeIn("dtype", numericTypes...)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := n.attrTypeIn("Tindices", indexTypes...); err != nil {
-			return nil, err
-		}
+		dt := n.typeOf("dtype")
 		return func(c *Context) error {
 			v, it, err := c.variableAndInput()
 			if err != nil {

@@ -19,19 +19,15 @@ import (
 // scalar, of that shape, or a vector along t's first dimension.
 
 func init() {
-	registerOp("Select", &Spec{Inputs: exactly(3), NumOutputs: exactly(1), Build: buildSelect(false)})
-	registerOp("SelectV2", &Spec{Inputs: exactly(3), NumOutputs: exactly(1), Build: buildSelect(true)})
+	// Select takes tensors of fixed-size types or strings.
+	t := []TypeAttr{storable("T")}
+	registerOp("Select", &Spec{Inputs: exactly(3), Types: t, NumOutputs: exactly(1), Build: buildSelect(false)})
+	registerOp("SelectV2", &Spec{Inputs: exactly(3), Types: t, NumOutputs: exactly(1), Build: buildSelect(true)})
 }
 
 func buildSelect(v2 bool) func(*Env, *Node) (Kernel, error) {
 	return func(_ *Env, n *Node) (Kernel, error) {
-		dt, err := n.attrType("T")
-		if err != nil {
-			return nil, err
-		}
-		if dt != wire.DTString && dt.Size() == 0 {
-			return nil, status.Errorf(wire.InvalidArgument, "attr \"T\" is %v: Select takes tensors of fixed-size types or strings", dt)
-		}
+		dt := n.typeOf("T")
 		return func(c *Context) error {
 			cond, err := c.typed(0, wire.DTBool)
 			if err != nil {

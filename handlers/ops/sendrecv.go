@@ -12,10 +12,12 @@ import (
 
 func init() {
 	defaults := map[string]*tfpb.AttrValue{"client_terminated": boolAttr(false)}
-	registerOp("_Send", &Spec{Defaults: defaults, Sends: true, Build: buildSend})
-	registerOp("_Recv", &Spec{Defaults: defaults, Async: true, Build: buildRecv})
-	registerOp("_HostSend", &Spec{Defaults: defaults, Sends: true, Build: buildSend})
-	registerOp("_HostRecv", &Spec{Defaults: defaults, Async: true, Build: buildRecv})
+	send := []TypeAttr{anyType("T")}
+	registerOp("_Send", &Spec{Defaults: defaults, Sends: true, Inputs: exactly(1), Types: send, NumOutputs: exactly(0), Build: buildSend})
+	registerOp("_HostSend", &Spec{Defaults: defaults, Sends: true, Inputs: exactly(1), Types: send, NumOutputs: exactly(0), Build: buildSend})
+	recv := []TypeAttr{anyType("tensor_type")}
+	registerOp("_Recv", &Spec{Defaults: defaults, Async: true, Inputs: exactly(0), Types: recv, NumOutputs: exactly(1), Build: buildRecv})
+	registerOp("_HostRecv", &Spec{Defaults: defaults, Async: true, Inputs: exactly(0), Types: recv, NumOutputs: exactly(1), Build: buildRecv})
 }
 
 // sendRecvKey reads the attributes _Send and _Recv share and sets n.Key
@@ -51,12 +53,6 @@ func sendRecvKey(n *Node) error {
 // where a local _Recv, a remote task's RecvTensor or the RunGraph caller
 // (client_terminated) takes it.
 func buildSend(env *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrType("T"); err != nil {
-		return nil, err
-	}
 	if err := sendRecvKey(n); err != nil {
 		return nil, err
 	}
@@ -76,13 +72,7 @@ func buildSend(env *Env, n *Node) (Kernel, error) {
 // buildRecv builds _Recv: from this worker's rendezvous when the sender is
 // local or the RunGraph caller, else through RecvTensor on the sender's task.
 func buildRecv(env *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(0); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrType("tensor_type")
-	if err != nil {
-		return nil, err
-	}
+	dt := n.typeOf("tensor_type")
 	if err := sendRecvKey(n); err != nil {
 		return nil, err
 	}
@@ -102,7 +92,6 @@ func buildRecv(env *Env, n *Node) (Kernel, error) {
 		}
 		remoteTask = p.Src.TaskName()
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		var t wire.Tensor
 		var err error

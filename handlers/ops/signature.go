@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/starwire/starwire/wire"
 )
@@ -14,7 +15,8 @@ import (
 
 // A Count is a number of data inputs or outputs: a fixed number, or one
 // taken from an attribute (an int, or a type list's length), scaled and
-// offset. The zero Count declares nothing, leaving the check to Build.
+// offset, and for inputs optionally a few more that newer versions of an
+// op add. The zero Count declares nothing, leaving the check to Build.
 type Count struct {
 	declared bool
 	fixed    int
@@ -22,6 +24,7 @@ type Count struct {
 	list     bool   // attr is a type list, counted by its length
 	min      int64  // the least an int attr may be
 	per      int    // the count is per·attr + fixed
+	optional int    // up to this many more may follow (inputs only)
 }
 
 // exactly is a count of k.
@@ -43,6 +46,29 @@ func (c Count) plus(k int) Count { c.fixed += k; return c }
 
 // times is c with its attribute's value counted k times.
 func (c Count) times(k int) Count { c.per *= k; return c }
+
+// orUpTo is c, or up to k more: trailing inputs that newer versions of an
+// op add and its kernel reads only when they are there. Only inputs may
+// be optional (registerOp refuses an optional output count).
+func (c Count) orUpTo(k int) Count { c.optional += k; return c }
+
+// wantInputs checks that n has the data inputs c counts.
+func (c Count) wantInputs(n *Node) error {
+	k, err := c.of(n)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.optional == 0:
+		return n.wantInputs(k)
+	case n.NumInputs >= k && n.NumInputs <= k+c.optional:
+		return nil
+	case c.optional == 1:
+		return fmt.Errorf("has %d data inputs, want %d or %d", n.NumInputs, k, k+1)
+	default:
+		return fmt.Errorf("has %d data inputs, want %d to %d", n.NumInputs, k, k+c.optional)
+	}
+}
 
 // of is the count for n; its error names the attribute.
 func (c Count) of(n *Node) (int, error) {
@@ -73,13 +99,24 @@ func (c Count) of(n *Node) (int, error) {
 // cannot make the builder allocate without limit.
 const maxCount = 1 << 16
 
-// A TypeAttr is a type attribute a node must have, with the types it may
-// hold.
+// A TypeAttr is a type attribute a node must have, or a type list
+// attribute, with the types it may hold.
 type TypeAttr struct {
 	name    string
 	allowed []wire.DataType // nil: any type
-	fixed   bool            // only types of fixed size (not strings)
+	size    sizeRule
+	list    bool // a list(type) attribute, each type as above
+	min     int  // the least length of a list
 }
+
+// A sizeRule says which types an attribute may hold by their layout.
+type sizeRule uint8
+
+const (
+	anySize        sizeRule = iota
+	fixedOnly               // types of fixed size, moved as bytes
+	fixedOrStrings          // those and strings: what a tensor may store
+)
 
 // anyType is type attribute name, of any type.
 func anyType(name string) TypeAttr { return TypeAttr{name: name} }
@@ -90,19 +127,53 @@ func typeIn(name string, allowed ...wire.DataType) TypeAttr {
 }
 
 // fixedSize is type attribute name of an op that moves elements as bytes.
-func fixedSize(name string) TypeAttr { return TypeAttr{name: name, fixed: true} }
+func fixedSize(name string) TypeAttr { return TypeAttr{name: name, size: fixedOnly} }
+
+// storable is type attribute name of an op that keeps tensors of it:
+// fixed-size types or strings, not handles.
+func storable(name string) TypeAttr { return TypeAttr{name: name, size: fixedOrStrings} }
+
+// listOf is elem made a type list attribute of at least min types, each
+// as elem allows.
+func listOf(elem TypeAttr, min int) TypeAttr {
+	elem.list, elem.min = true, min
+	return elem
+}
 
 func (a TypeAttr) check(n *Node) error {
-	var err error
-	switch {
-	case a.fixed:
-		_, err = n.fixedType(a.name)
-	case a.allowed != nil:
-		_, err = n.attrTypeIn(a.name, a.allowed...)
-	default:
-		_, err = n.attrType(a.name)
+	if !a.list {
+		dt, err := n.attrType(a.name)
+		if err != nil {
+			return err
+		}
+		return a.allows(fmt.Sprintf("attr %q", a.name), dt)
 	}
-	return err
+	types, err := n.attrTypeList(a.name)
+	if err != nil {
+		return err
+	}
+	if len(types) < a.min {
+		return fmt.Errorf("attr %q has %d types, want at least %d", a.name, len(types), a.min)
+	}
+	for i, dt := range types {
+		if err := a.allows(fmt.Sprintf("attr %q[%d]", a.name, i), dt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allows checks one type a; what names it in the error.
+func (a TypeAttr) allows(what string, dt wire.DataType) error {
+	switch {
+	case a.size == fixedOnly && dt.Size() == 0:
+		return fmt.Errorf("%s is %v: only fixed-size types are supported", what, dt)
+	case a.size == fixedOrStrings && dt != wire.DTString && dt.Size() == 0:
+		return fmt.Errorf("%s is %v: only fixed-size types and strings are supported", what, dt)
+	case a.allowed != nil && !slices.Contains(a.allowed, dt):
+		return fmt.Errorf("%s is %v, want one of %v", what, dt, a.allowed)
+	}
+	return nil
 }
 
 // Kernel checks n against what s declares (its data inputs, then its type
@@ -110,11 +181,7 @@ func (a TypeAttr) check(n *Node) error {
 // builds its kernel.
 func (s *Spec) Kernel(env *Env, n *Node) (Kernel, error) {
 	if s.Inputs.declared {
-		k, err := s.Inputs.of(n)
-		if err != nil {
-			return nil, err
-		}
-		if err := n.wantInputs(k); err != nil {
+		if err := s.Inputs.wantInputs(n); err != nil {
 			return nil, err
 		}
 	}
@@ -140,6 +207,14 @@ func (s *Spec) Kernel(env *Env, n *Node) (Kernel, error) {
 // Kernel so checked.
 func (n *Node) typeOf(name string) wire.DataType {
 	return wire.DataType(n.Attrs[name].GetType())
+}
+
+// typesOf is the value of type list attribute name, which the spec
+// declares (in Types, or counting inputs or outputs) and Kernel so
+// checked.
+func (n *Node) typesOf(name string) []wire.DataType {
+	types, _ := n.attrTypeList(name)
+	return types
 }
 
 // intOf is the value of int attribute name, which a declared Count read

@@ -104,3 +104,112 @@ func TestTableAttrMatchesOf(t *testing.T) {
 		t.Errorf("Neg declares %v, want the numeric types", got)
 	}
 }
+
+// TestSpecKernelListsAndOptional runs the declarations of type lists,
+// storable types and optional trailing inputs: a list must have its least
+// length and each of its types as its element allows, and a node may have
+// the optional inputs or not, but no more.
+func TestSpecKernelListsAndOptional(t *testing.T) {
+	errBuild := errors.New("built")
+	var got []wire.DataType
+	spec := &Spec{
+		Inputs:     exactly(2).orUpTo(1),
+		Types:      []TypeAttr{listOf(storable("Tc"), 1), listOf(typeIn("Tk", indexTypes...), 0), storable("T")},
+		NumOutputs: byList("Tc"),
+		Build: func(_ *Env, n *Node) (Kernel, error) {
+			got = n.typesOf("Tc")
+			return nil, errBuild
+		},
+	}
+	list := func(dts ...wire.DataType) *tfpb.AttrValue {
+		l := &tfpb.AttrValue_ListValue{}
+		for _, dt := range dts {
+			l.Type = append(l.Type, tfpb.DataType(dt))
+		}
+		return &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: l}}
+	}
+	for _, tc := range []struct {
+		name   string
+		inputs int
+		edit   func(map[string]*tfpb.AttrValue)
+		want   string // "" when Build runs
+	}{
+		{"good", 2, func(map[string]*tfpb.AttrValue) {}, ""},
+		{"with the optional input", 3, func(map[string]*tfpb.AttrValue) {}, ""},
+		{"too few inputs", 1, func(map[string]*tfpb.AttrValue) {}, "has 1 data inputs, want 2 or 3"},
+		{"too many inputs", 4, func(map[string]*tfpb.AttrValue) {}, "has 4 data inputs, want 2 or 3"},
+		{"Tc empty", 2, func(a map[string]*tfpb.AttrValue) { a["Tc"] = list() }, `attr "Tc" has 0 types, want at least 1`},
+		{"Tc holds a resource", 2, func(a map[string]*tfpb.AttrValue) { a["Tc"] = list(wire.DTFloat, wire.DTResource) },
+			`attr "Tc"[1] is resource: only fixed-size types and strings are supported`},
+		{"Tc a type", 2, func(a map[string]*tfpb.AttrValue) { a["Tc"] = typeAttr(wire.DTFloat) }, `attr "Tc" is not a list`},
+		{"Tk empty", 2, func(a map[string]*tfpb.AttrValue) { a["Tk"] = list() }, ""},
+		{"Tk outside its set", 2, func(a map[string]*tfpb.AttrValue) { a["Tk"] = list(wire.DTInt64, wire.DTFloat) },
+			`attr "Tk"[1] is float, want one of [int32 int64]`},
+		{"T a variant", 2, func(a map[string]*tfpb.AttrValue) { a["T"] = typeAttr(wire.DTVariant) },
+			`attr "T" is variant: only fixed-size types and strings are supported`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got = nil
+			attrs := map[string]*tfpb.AttrValue{"Tc": list(wire.DTString, wire.DTInt64), "Tk": list(wire.DTInt32), "T": typeAttr(wire.DTString)}
+			tc.edit(attrs)
+			n := &Node{Name: "n", Op: "Test", Attrs: attrs, NumInputs: tc.inputs}
+			_, err := spec.Kernel(&Env{}, n)
+			if tc.want == "" {
+				if !errors.Is(err, errBuild) {
+					t.Fatalf("Kernel = %v, want Build's error", err)
+				}
+				if want := n.typesOf("Tc"); len(got) != 2 || got[0] != want[0] || got[1] != want[1] || n.NumOutputs != 2 {
+					t.Errorf("Build saw Tc %v, NumOutputs %d; want %v, 2", got, n.NumOutputs, want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || got != nil {
+				t.Fatalf("Kernel = %v (Build ran: %t), want %q before Build", err, got != nil, tc.want)
+			}
+		})
+	}
+}
+
+// TestRegisterRefusesOptionalOutputs checks that an output count cannot
+// be optional: a kernel makes the outputs it declares.
+func TestRegisterRefusesOptionalOutputs(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("registerOp accepted optional outputs")
+		}
+		delete(specs, "TestOptionalOutputs")
+	}()
+	registerOp("TestOptionalOutputs", &Spec{Inputs: exactly(0), NumOutputs: exactly(1).orUpTo(1)})
+}
+
+// undeclared are the ops whose builders count their own inputs or
+// outputs, each with why no Count can say it. None is, today: a new op
+// declares its signature, or says here why it cannot.
+var undeclared = map[string]string{}
+
+// TestEveryOpDeclaresItsSignature checks that every registered op
+// declares its data inputs and its outputs (a count, or their names), so
+// that Kernel checks them before Build, unless it is on undeclared; and
+// that no op on undeclared declares them after all.
+func TestEveryOpDeclaresItsSignature(t *testing.T) {
+	names := Names()
+	if len(names) == 0 {
+		t.Fatal("no op is registered")
+	}
+	for _, name := range names {
+		s := Lookup(name)
+		declared := s.Inputs.declared && (s.NumOutputs.declared || s.Outputs != nil)
+		why, excused := undeclared[name]
+		switch {
+		case !declared && !excused:
+			t.Errorf("%s: its Spec declares no %s", name, map[bool]string{true: "output count", false: "input count"}[s.Inputs.declared])
+		case declared && excused:
+			t.Errorf("%s declares its signature but is listed as undeclared (%s)", name, why)
+		}
+	}
+	for name := range undeclared {
+		if Lookup(name) == nil {
+			t.Errorf("undeclared lists %s, which is not registered", name)
+		}
+	}
+}

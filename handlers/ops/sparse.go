@@ -14,9 +14,9 @@ func init() {
 		Inputs: exactly(3), Types: []TypeAttr{anyType("Tparams"), typeIn("Tindices", indexTypes...), typeIn("Taxis", indexTypes...)}, NumOutputs: exactly(1), Build: buildGatherV2})
 	registerOp("ResourceGather", &Spec{Defaults: map[string]*tfpb.AttrValue{"batch_dims": intAttr(0), "validate_indices": boolAttr(true)},
 		Inputs: exactly(2), Types: []TypeAttr{anyType("dtype"), typeIn("Tindices", indexTypes...)}, NumOutputs: exactly(1), Build: buildResourceGather})
-	registerOp("ResourceScatterAdd", &Spec{Build: buildResourceScatter(addOp)})
+	registerOp("ResourceScatterAdd", scatterSpec(addOp))
 	registerOp("ResourceSparseApplyAdagrad", &Spec{Defaults: map[string]*tfpb.AttrValue{"use_locking": boolAttr(false), "update_slots": boolAttr(true)},
-		Inputs: exactly(5), Types: []TypeAttr{adagradByDType.attr("T"), typeIn("Tindices", indexTypes...)}, Build: buildSparseApplyAdagrad})
+		Inputs: exactly(5), Types: []TypeAttr{adagradByDType.attr("T"), typeIn("Tindices", indexTypes...)}, NumOutputs: exactly(0), Build: buildSparseApplyAdagrad})
 }
 
 // rowLayout describes a tensor as rows along its first (or axis-th)

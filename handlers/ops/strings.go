@@ -13,9 +13,10 @@ import (
 // sharded save writes to, "<prefix>_temp/part-00000-of-00002".
 
 func init() {
-	registerOp("ShardedFilename", &Spec{Build: buildShardedFilename})
-	registerOp("ShardedFilespec", &Spec{Build: buildShardedFilespec})
-	registerOp("StringJoin", &Spec{Defaults: map[string]*tfpb.AttrValue{"separator": stringAttr("")}, Build: buildStringJoin})
+	registerOp("ShardedFilename", &Spec{Inputs: exactly(3), NumOutputs: exactly(1), Build: buildShardedFilename})
+	registerOp("ShardedFilespec", &Spec{Inputs: exactly(2), NumOutputs: exactly(1), Build: buildShardedFilespec})
+	registerOp("StringJoin", &Spec{Defaults: map[string]*tfpb.AttrValue{"separator": stringAttr("")},
+		Inputs: byInt("N", 1), NumOutputs: exactly(1), Build: buildStringJoin})
 }
 
 // newStrings returns a DTString tensor of shape holding elems, in a
@@ -60,11 +61,7 @@ func scalarInt32(t *wire.Tensor, what string) (int32, error) {
 // buildShardedFilename builds ShardedFilename(basename, shard,
 // num_shards): "<basename>-<shard>-of-<num_shards>", both numbers in five
 // digits, as TensorFlow names the files of a sharded checkpoint.
-func buildShardedFilename(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(3); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildShardedFilename(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		var in [3]*wire.Tensor
 		if err := c.inputs(in[:]); err != nil {
@@ -90,11 +87,7 @@ func buildShardedFilename(_ *Env, n *Node) (Kernel, error) {
 
 // buildShardedFilespec builds ShardedFilespec(basename, num_shards):
 // "<basename>-?????-of-<num_shards>", the pattern of every shard's name.
-func buildShardedFilespec(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+func buildShardedFilespec(*Env, *Node) (Kernel, error) {
 	return func(c *Context) error {
 		var in [2]*wire.Tensor
 		if err := c.inputs(in[:]); err != nil {
@@ -118,14 +111,10 @@ func buildShardedFilespec(_ *Env, n *Node) (Kernel, error) {
 // joined element by element. They have one shape, or are scalars, which
 // stand for every element of the others' shape.
 func buildStringJoin(_ *Env, n *Node) (Kernel, error) {
-	if n.NumInputs == 0 {
-		return nil, fmt.Errorf("has no inputs, want at least one")
-	}
 	sep, err := n.attrString("separator")
 	if err != nil {
 		return nil, err
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		elems := make([][][]byte, n.NumInputs)
 		var shape []int64

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/internal/idindex"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 )
@@ -29,6 +30,11 @@ type keyCodec[K tableKey] struct {
 	hash func(k K) uint64
 	// encode returns a tensor of the key dtype and shape holding keys.
 	encode func(keys []K, shape []int64) (wire.Tensor, error)
+	// spread is the hash a MutableHashTable spreads its keys by, over its
+	// shards by the high bits and over a shard's index by the low.
+	spread func(k K) uint64
+	// index returns an empty index of keys with room for n of them.
+	index func(n int) keyIndex[K]
 }
 
 // A keyScratch holds the views of one kernel call's keys.
@@ -54,8 +60,10 @@ func (s *keyScratch) put() {
 // intKeys is the codec of int32 (wide false) or int64 keys.
 func intKeys(dt wire.DataType) keyCodec[int64] {
 	c := keyCodec[int64]{
-		own:  func(k int64) int64 { return k },
-		hash: func(k int64) uint64 { return uint64(k) },
+		index:  newIntIndex,
+		spread: func(k int64) uint64 { return idindex.Hash(uint64(k)) },
+		own:    func(k int64) int64 { return k },
+		hash:   func(k int64) uint64 { return uint64(k) },
 		encode: func(keys []int64, shape []int64) (wire.Tensor, error) {
 			t, err := tensor.New(dt, shape)
 			if err != nil {
@@ -102,6 +110,11 @@ var stringKeys = keyCodec[string]{
 	at: func(s *keyScratch, i int) string {
 		b := s.strs[i]
 		return unsafe.String(unsafe.SliceData(b), len(b))
+	},
+	index: newMapIndex[string],
+	// TensorFlow's hash, mixed, so that its high bits spread too.
+	spread: func(k string) uint64 {
+		return tfHash64(unsafe.Slice(unsafe.StringData(k), len(k))) * 0x9e3779b97f4a7c15
 	},
 	own:  strings.Clone,
 	hash: func(k string) uint64 { return tfHash64(unsafe.Slice(unsafe.StringData(k), len(k))) },

@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"fmt"
-
 	"github.com/starwire/starwire/handlers/tensor"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
@@ -11,24 +9,31 @@ import (
 
 func init() {
 	varDefaults := map[string]*tfpb.AttrValue{"container": stringAttr(""), "shared_name": stringAttr("")}
-	registerOp("VarHandleOp", &Spec{Defaults: withDefaults(varDefaults, map[string]*tfpb.AttrValue{"allowed_devices": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{}}}}), Build: buildVariable(false)})
-	registerOp("VariableV2", &Spec{Defaults: varDefaults, Build: buildVariable(true)})
-	registerOp("ReadVariableOp", &Spec{Build: buildReadVariable})
-	registerOp("Assign", &Spec{Defaults: map[string]*tfpb.AttrValue{"validate_shape": boolAttr(true), "use_locking": boolAttr(true)}, Build: buildAssign})
-	registerOp("AssignVariableOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"validate_shape": boolAttr(false)}, Build: buildAssignVariable})
+	// A variable holds fixed-size elements: string variables are not
+	// supported.
+	variable := []TypeAttr{fixedSize("dtype")}
+	registerOp("VarHandleOp", &Spec{Defaults: withDefaults(varDefaults, map[string]*tfpb.AttrValue{"allowed_devices": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{}}}}),
+		Inputs: exactly(0), Types: variable, NumOutputs: exactly(1), Build: buildVariable(false)})
+	registerOp("VariableV2", &Spec{Defaults: varDefaults, Inputs: exactly(0), Types: variable, NumOutputs: exactly(1), Build: buildVariable(true)})
+	dtype := []TypeAttr{anyType("dtype")}
+	registerOp("ReadVariableOp", &Spec{Inputs: exactly(1), Types: dtype, NumOutputs: exactly(1), Build: buildReadVariable})
+	registerOp("Assign", &Spec{Defaults: map[string]*tfpb.AttrValue{"validate_shape": boolAttr(true), "use_locking": boolAttr(true)},
+		Inputs: exactly(2), Types: []TypeAttr{anyType("T")}, NumOutputs: exactly(1), Build: buildAssign})
+	registerOp("AssignVariableOp", &Spec{Defaults: map[string]*tfpb.AttrValue{"validate_shape": boolAttr(false)},
+		Inputs: exactly(2), Types: dtype, NumOutputs: exactly(0), Build: buildAssignVariable})
 	numericDType := []TypeAttr{typeIn("dtype", numericTypes...)}
-	registerOp("AssignAddVariableOp", &Spec{Inputs: exactly(2), Types: numericDType, Build: buildAssignUpdate(addOp)})
-	registerOp("AssignSubVariableOp", &Spec{Inputs: exactly(2), Types: numericDType, Build: buildAssignUpdate(subOp)})
+	registerOp("AssignAddVariableOp", &Spec{Inputs: exactly(2), Types: numericDType, NumOutputs: exactly(0), Build: buildAssignUpdate(addOp)})
+	registerOp("AssignSubVariableOp", &Spec{Inputs: exactly(2), Types: numericDType, NumOutputs: exactly(0), Build: buildAssignUpdate(subOp)})
 	refUpdate := map[string]*tfpb.AttrValue{"use_locking": boolAttr(false)}
 	numeric := []TypeAttr{typeIn("T", numericTypes...)}
 	registerOp("AssignAdd", &Spec{Defaults: refUpdate, Inputs: exactly(2), Types: numeric, NumOutputs: exactly(1), Build: buildRefUpdate(addOp)})
 	registerOp("AssignSub", &Spec{Defaults: refUpdate, Inputs: exactly(2), Types: numeric, NumOutputs: exactly(1), Build: buildRefUpdate(subOp)})
-	registerOp("VarIsInitializedOp", &Spec{Build: buildIsInitialized(false)})
-	registerOp("IsVariableInitialized", &Spec{Build: buildIsInitialized(true)})
+	registerOp("VarIsInitializedOp", &Spec{Inputs: exactly(1), NumOutputs: exactly(1), Build: buildIsInitialized(false)})
+	registerOp("IsVariableInitialized", &Spec{Inputs: exactly(1), Types: dtype, NumOutputs: exactly(1), Build: buildIsInitialized(true)})
 	gd := map[string]*tfpb.AttrValue{"use_locking": boolAttr(false)}
 	descent := []TypeAttr{descentByDType.attr("T")}
 	registerOp("ApplyGradientDescent", &Spec{Defaults: gd, Inputs: exactly(3), Types: descent, NumOutputs: exactly(1), Build: buildApplyGradientDescent(true)})
-	registerOp("ResourceApplyGradientDescent", &Spec{Defaults: gd, Inputs: exactly(3), Types: descent, Build: buildApplyGradientDescent(false)})
+	registerOp("ResourceApplyGradientDescent", &Spec{Defaults: gd, Inputs: exactly(3), Types: descent, NumOutputs: exactly(0), Build: buildApplyGradientDescent(false)})
 }
 
 // withDefaults merges default tables.
@@ -46,16 +51,7 @@ func withDefaults(tables ...map[string]*tfpb.AttrValue) map[string]*tfpb.AttrVal
 // ref). An empty shared_name means the node's name, as in graph mode.
 func buildVariable(ref bool) func(*Env, *Node) (Kernel, error) {
 	return func(env *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(0); err != nil {
-			return nil, err
-		}
-		dt, err := n.attrType("dtype")
-		if err != nil {
-			return nil, err
-		}
-		if dt.Size() == 0 {
-			return nil, fmt.Errorf("variables of %v are not supported", dt)
-		}
+		dt := n.typeOf("dtype")
 		if _, err := n.attrShape("shape"); err != nil {
 			return nil, err
 		}
@@ -70,7 +66,6 @@ func buildVariable(ref bool) func(*Env, *Node) (Kernel, error) {
 		if shared == "" {
 			shared = n.Name
 		}
-		n.NumOutputs = 1
 		return func(c *Context) error {
 			v, err := env.Vars.lookup(container, shared, dt)
 			if err != nil {
@@ -83,14 +78,7 @@ func buildVariable(ref bool) func(*Env, *Node) (Kernel, error) {
 }
 
 func buildReadVariable(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(1); err != nil {
-		return nil, err
-	}
-	dt, err := n.attrType("dtype")
-	if err != nil {
-		return nil, err
-	}
-	n.NumOutputs = 1
+	dt := n.typeOf("dtype")
 	return func(c *Context) error {
 		v, err := c.resource(0)
 		if err != nil {
@@ -110,17 +98,10 @@ func buildReadVariable(_ *Env, n *Node) (Kernel, error) {
 
 // buildAssign builds Assign on a VariableV2 ref; its output is the ref.
 func buildAssign(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrType("T"); err != nil {
-		return nil, err
-	}
 	validate, err := n.attrBool("validate_shape")
 	if err != nil {
 		return nil, err
 	}
-	n.NumOutputs = 1
 	return func(c *Context) error {
 		if !c.In[0].isRef {
 			return status.Errorf(wire.InvalidArgument, "input 0 is not a variable ref")
@@ -138,12 +119,6 @@ func buildAssign(_ *Env, n *Node) (Kernel, error) {
 }
 
 func buildAssignVariable(_ *Env, n *Node) (Kernel, error) {
-	if err := n.wantInputs(2); err != nil {
-		return nil, err
-	}
-	if _, err := n.attrType("dtype"); err != nil {
-		return nil, err
-	}
 	validate, err := n.attrBool("validate_shape")
 	if err != nil {
 		return nil, err
@@ -265,16 +240,7 @@ func buildRefUpdate(op binaryKind) func(*Env, *Node) (Kernel, error) {
 // IsVariableInitialized (of a ref): a bool scalar, which initializer graphs
 // read to skip variables a restored checkpoint or another worker set.
 func buildIsInitialized(ref bool) func(*Env, *Node) (Kernel, error) {
-	return func(_ *Env, n *Node) (Kernel, error) {
-		if err := n.wantInputs(1); err != nil {
-			return nil, err
-		}
-		if ref {
-			if _, err := n.attrType("dtype"); err != nil {
-				return nil, err
-			}
-		}
-		n.NumOutputs = 1
+	return func(*Env, *Node) (Kernel, error) {
 		return func(c *Context) error {
 			in := c.In[0]
 			if in.v == nil || in.isRef != ref {

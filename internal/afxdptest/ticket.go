@@ -1,5 +1,9 @@
-// Package afxdptest holds what the packet path's tests in several packages
-// share. Only tests import it.
+// Package afxdptest holds the fixtures of the packet path's tests in
+// several packages: the session ticket every process they start shares,
+// helper processes serving in a network namespace (StartHelper,
+// ServeHelper), and a link wrapper that drops, reorders and duplicates
+// what it receives (Impair), where netem cannot reach. Only tests import
+// it.
 package afxdptest
 
 import "github.com/starwire/starwire/afxdp"

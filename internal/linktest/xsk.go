@@ -1,6 +1,8 @@
-// Package linktest holds what the tests of the packet links and of the
-// packages above them share. Only tests import it; it imports nothing
-// above link, so that link's own tests can use it.
+// Package linktest opens AF_XDP links for tests (OpenXSK: an XSKLink on
+// a network namespace's veth end, failing the test when it cannot), for
+// the tests of the packet links and of the packages above them. Only
+// tests import it; it imports nothing above link, so that link's own
+// tests can use it.
 package linktest
 
 import (

@@ -1,15 +1,19 @@
-// Package seamtest checks the seam between package rpc and its transports
-// from the tests of the module's wrappers: a wrapper of a connection or of
-// a receiver (the dual connection and its hello reader, the hello
-// answerer, a test's counter) that does not forward a capability the value
-// it wraps offers turns it off without a word, since the core and the
-// transports find each by a type assertion. CheckForwards fails when a
-// wrapper drops one, unless the wrapper's test says why it may.
+// Package seamtest checks the seam between package rpc and its transports,
+// and between a net.Conn and those who find its optional interfaces, from
+// the tests of the module's wrappers: a wrapper of a connection or of a
+// receiver (the dual connection and its hello reader, the hello answerer,
+// a TLS handshake's read-ahead, a test's counter) that does not forward a
+// capability the value it wraps offers turns it off without a word, since
+// the core, the transports, gRPC and the runtime find each by a type
+// assertion. CheckForwards fails when a wrapper drops one, unless the
+// wrapper's test says why it may.
 package seamtest
 
 import (
+	"io"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/starwire/starwire/internal/readside"
@@ -47,7 +51,18 @@ var capabilities = []capability{
 	capOf[rpc.PlaintextWatcher](nil),
 	capOf[readside.Lender](nil),
 	capOf[readside.Waker](nil),
+	// Offered by a net.Conn, beside net.Conn's own methods: gRPC reads
+	// socket options through syscall.Conn (channelz), and its TLS
+	// credentials keep it only when the raw conn offers it; the runtime's
+	// io.Copy splices through ReaderFrom and WriterTo.
+	capOf[syscall.Conn](nil),
+	capOf[CloseWriter](nil),
+	capOf[io.ReaderFrom](nil),
+	capOf[io.WriterTo](nil),
 }
+
+// A CloseWriter half-closes a connection (*net.TCPConn, *tls.Conn).
+type CloseWriter interface{ CloseWrite() error }
 
 // A Drop is a capability a wrapper does not forward, or forwards switched
 // off, on purpose: CheckForwards takes it as an exception.

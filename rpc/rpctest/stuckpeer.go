@@ -1,6 +1,9 @@
-// Package rpctest holds what the tests of rpc and of its transports share.
-// Only tests import it; it imports nothing of rpc, so that rpc's own tests
-// can use it.
+// Package rpctest checks contracts every transport of rpc must keep, for
+// the tests of rpc and of its transports: CheckClosed and
+// CheckClosedDialing, rpc.ErrClosed's contract on both ends of a
+// connection, and StuckPeer, a peer that reads nothing, for tests of a
+// writer stalled by its peer. Only tests import it; it imports nothing of
+// rpc, so that rpc's own tests can use it.
 package rpctest
 
 import (

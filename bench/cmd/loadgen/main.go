@@ -1,5 +1,6 @@
 // Command loadgen puts the same load on starwire, gRPC-Go and the raw TCP
-// baseline, taking turns (-rounds), and prints one comparison table:
+// baseline, taking turns (-rounds), and prints one comparison table. For
+// example:
 //
 //	go run ./bench/cmd/loadgen -inflight 32 -size 64 -duration 3s
 //

@@ -20,13 +20,21 @@ var ErrGap = errors.New("changes: a gap in the stream")
 // names a part the directory lacks or holds at another size.
 var ErrMissingPart = errors.New("changes: a part is missing")
 
+// ErrBehind is wrapped by the error of a follower that needs a version
+// the writer no longer keeps (WriterOptions.Keep): it fell behind, and
+// can only start again from a base, a full copy of the tables.
+var ErrBehind = errors.New("changes: the follower fell behind the versions kept")
+
 // A Follower replays a directory's versions into tables of its own, in
 // order, each once. Not safe for concurrent use; its tables are, for
 // lookups while it applies.
 type Follower struct {
 	dir     string
 	applied int64 // the newest version applied, 0 for none
-	tables  map[string]*embedding.Table
+	// resume, until the first poll, is the version a follower made by
+	// NewFollowerAfter had applied before it restarted.
+	resume int64
+	tables map[string]*embedding.Table
 }
 
 // Applied says what a version changed.
@@ -51,6 +59,18 @@ func NewFollower(dir string) *Follower {
 	return &Follower{dir: dir, tables: map[string]*embedding.Table{}}
 }
 
+// NewFollowerAfter returns a follower of dir that had applied every
+// version up to v, 0 for none, before it restarted (its position kept
+// across restarts): its first poll makes its tables again, quietly, from
+// the newest base no newer than v through v (or from v+1 if that is a
+// base), and reports the versions after v, so that each is reported
+// once across restarts.
+func NewFollowerAfter(dir string, v int64) *Follower {
+	f := NewFollower(dir)
+	f.resume = v
+	return f
+}
+
 // Version returns the newest version applied, 0 for none.
 func (f *Follower) Version() int64 { return f.applied }
 
@@ -72,31 +92,116 @@ func (f *Follower) Tables() []string {
 // the first version it cannot apply, which it leaves unapplied, and
 // returns what it applied before it with the error.
 func (f *Follower) Poll() ([]Applied, error) {
+	var done []Applied
+	err := f.PollEach(func(a Applied) error {
+		done = append(done, a)
+		return nil
+	})
+	return done, err
+}
+
+// PollEach is Poll calling each after each version applied, before the
+// next: an error from each stops the poll and is returned.
+func (f *Follower) PollEach(each func(Applied) error) error {
 	vs, err := versions(f.dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if f.applied == 0 && len(vs) > 0 {
-		start, err := f.newestBase(vs)
+	switch {
+	case f.applied == 0 && f.resume > 0:
+		if err := f.rebuild(vs); err != nil {
+			f.applied, f.tables = 0, map[string]*embedding.Table{} // the next poll tries again
+			return err
+		}
+		vs = vs[sortedAfter(vs, f.applied):]
+	case f.applied == 0 && len(vs) > 0:
+		start, err := f.newestBase(vs, vs[len(vs)-1])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		vs = vs[slices.Index(vs, start):]
-	} else {
+	default:
 		vs = vs[sortedAfter(vs, f.applied):]
 	}
-	var done []Applied
 	for _, v := range vs {
 		if f.applied != 0 && v != f.applied+1 {
-			return done, fmt.Errorf("changes: version %d follows %d in %s: %w", v, f.applied, f.dir, ErrGap)
+			if err := f.behind(); err != nil {
+				return err
+			}
+			return fmt.Errorf("changes: version %d follows %d in %s: %w", v, f.applied, f.dir, ErrGap)
 		}
 		a, err := f.apply(v)
 		if err != nil {
-			return done, err
+			if b := f.behind(); b != nil && (errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrMissingPart)) {
+				return b // removed while it was read
+			}
+			return err
 		}
-		done = append(done, a)
+		if err := each(a); err != nil {
+			return err
+		}
 	}
-	return done, nil
+	return nil
+}
+
+// behind returns the error of a follower that needs a version older
+// than the oldest in its directory, nil if it does not.
+func (f *Follower) behind() error {
+	vs, err := versions(f.dir)
+	if err != nil || len(vs) == 0 || vs[0] <= f.applied+1 {
+		return nil
+	}
+	return fmt.Errorf("changes: the follower needs version %d of %s, which holds versions %d to %d (the writer keeps its newest alone): "+
+		"it fell behind; start it again from the newest base, a full copy of the tables: %w", f.applied+1, f.dir, vs[0], vs[len(vs)-1], ErrBehind)
+}
+
+// rebuild makes a follower made by NewFollowerAfter(dir, p) hold what it
+// held at p: it applies, without reporting them, the versions from the
+// newest base no newer than p through p, or none when p+1 is a base.
+func (f *Follower) rebuild(vs []int64) error {
+	p := f.resume
+	switch {
+	case len(vs) == 0 || vs[len(vs)-1] < p:
+		newest := int64(0)
+		if len(vs) > 0 {
+			newest = vs[len(vs)-1]
+		}
+		return fmt.Errorf("changes: the follower had applied version %d, and the newest in %s is %d: not the stream it followed: %w", p, f.dir, newest, ErrGap)
+	case vs[0] > p+1:
+		return f.behindAt(p, vs)
+	}
+	if i := sortedAfter(vs, p); i < len(vs) && vs[i] == p+1 {
+		if m, err := readManifest(f.dir, p+1); err == nil && m.Base {
+			f.applied, f.resume = p, 0
+			return nil
+		}
+	}
+	start, err := f.newestBase(vs, p)
+	if errors.Is(err, ErrGap) {
+		return f.behindAt(p, vs)
+	} else if err != nil {
+		return err
+	}
+	for _, v := range vs[slices.Index(vs, start):sortedAfter(vs, p)] {
+		if f.applied != 0 && v != f.applied+1 {
+			return fmt.Errorf("changes: version %d follows %d in %s: %w", v, f.applied, f.dir, ErrGap)
+		}
+		if _, err := f.apply(v); err != nil {
+			return fmt.Errorf("changes: make the follower's tables again to version %d: %w", p, err)
+		}
+	}
+	if f.applied != p {
+		return fmt.Errorf("changes: version %d, the follower's last, is not in %s: %w", p, f.dir, ErrGap)
+	}
+	f.resume = 0
+	return nil
+}
+
+// behindAt is the error of a follower at p that restarts and finds no
+// base to make its tables again from.
+func (f *Follower) behindAt(p int64, vs []int64) error {
+	return fmt.Errorf("changes: the follower had applied version %d of %s, which holds versions %d to %d, no base at or before %d to make its tables again from (the writer keeps its newest alone): "+
+		"it fell behind; start it again from the newest base, a full copy of the tables: %w", p, f.dir, vs[0], vs[len(vs)-1], p, ErrBehind)
 }
 
 // sortedAfter returns the index of the first of vs after v.
@@ -108,9 +213,9 @@ func sortedAfter(vs []int64, v int64) int {
 	return i
 }
 
-// newestBase returns the newest base version of vs.
-func (f *Follower) newestBase(vs []int64) (int64, error) {
-	for i := len(vs) - 1; i >= 0; i-- {
+// newestBase returns the newest base version of vs no newer than upto.
+func (f *Follower) newestBase(vs []int64, upto int64) (int64, error) {
+	for i := sortedAfter(vs, upto) - 1; i >= 0; i-- {
 		m, err := readManifest(f.dir, vs[i])
 		if err != nil {
 			return 0, err

@@ -20,15 +20,37 @@ import (
 // manifest: another writer exports into the directory.
 var ErrExists = errors.New("changes: the version exists")
 
+// DefaultKeep is the versions a writer of the commands keeps by default
+// (serve and train --stream_keep).
+const DefaultKeep = 100
+
+// WriterOptions say what a writer keeps; the zero value keeps every
+// version.
+type WriterOptions struct {
+	// Keep, when positive, is how many of the newest versions are kept
+	// at least: once a version is written, the versions before the newest
+	// base no newer than the Keep-th newest are removed, so that what is
+	// kept always starts at a base a new follower can start at. To bound
+	// what is kept, every Keep-th version is a base (the tables in full),
+	// so that between Keep and 2*Keep-1 versions are kept.
+	Keep int
+}
+
 // A Writer exports the changes of the tables it tracks into a directory,
 // a version per Export. Safe for concurrent use; Exports run one at a
 // time.
 type Writer struct {
 	dir    string
-	token  string     // in the names of its parts
+	token  string // in the names of its parts
+	keep   int
 	mu     sync.Mutex // serializes Track and Export
 	next   int64      // the version the next Export writes
 	tables []*tracked // by name
+	bases  []int64    // the base versions in dir, oldest first
+	// lastUpto is the upto of the last Export, exported says there was
+	// one: an Export at the same upto has nothing to add (see Export).
+	lastUpto int64
+	exported bool
 }
 
 // A tracked table is one the writer exports, with what its observer
@@ -74,10 +96,19 @@ func (tr *tracked) putBack(full bool, evicted []int64) {
 	tr.mu.Unlock()
 }
 
-// NewWriter returns a writer into dir, made if missing, that goes on
-// after the newest version there. Files of a version without a manifest
-// (an export that did not finish) are removed.
+// NewWriter returns a writer into dir that keeps every version
+// (NewWriterWithOptions with the zero options).
 func NewWriter(dir string) (*Writer, error) {
+	return NewWriterWithOptions(dir, WriterOptions{})
+}
+
+// NewWriterWithOptions returns a writer into dir, made if missing, that
+// goes on after the newest version there. Files of a version without a
+// manifest (an export that did not finish) are removed.
+func NewWriterWithOptions(dir string, o WriterOptions) (*Writer, error) {
+	if o.Keep < 0 {
+		return nil, fmt.Errorf("changes: keep %d versions, want >= 0", o.Keep)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("changes: make %s: %w", dir, err)
 	}
@@ -87,9 +118,12 @@ func NewWriter(dir string) (*Writer, error) {
 	}
 	var tok [8]byte
 	rand.Read(tok[:])
-	w := &Writer{dir: dir, token: hex.EncodeToString(tok[:]), next: 1}
+	w := &Writer{dir: dir, token: hex.EncodeToString(tok[:]), keep: o.Keep, next: 1}
 	if len(vs) > 0 {
 		w.next = vs[len(vs)-1] + 1
+	}
+	if o.Keep > 0 { // what is kept starts at a base
+		w.bases = baseVersions(dir, vs)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -136,7 +170,14 @@ func (w *Writer) Track(name string, t *embedding.Table) {
 // Export writes the next version: for each tracked table the rows
 // updated since the previous export and the ids evicted, or all its rows
 // if it is new to the stream or was restored, then the manifest. It
-// writes nothing, and returns nil, when no table changed.
+// writes nothing, and returns nil, when no table changed, or when the
+// previous Export had the same upto and no table is new or restored: the
+// tasks of one process that share the writer export in the same round
+// at the same upto, and the first wrote every table's changes (what
+// changed since has a version no older than upto, and goes in the next
+// version). Once a version is written, versions older than what
+// WriterOptions.Keep keeps are removed; a version written whose elders
+// could not be removed is returned with the error.
 //
 // upto is where the next version begins: no update not yet applied may
 // have a version (global step) older than it, so it is the global step
@@ -145,7 +186,13 @@ func (w *Writer) Track(name string, t *embedding.Table) {
 func (w *Writer) Export(upto int64) (*Manifest, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.exported && upto == w.lastUpto && !w.anyFull() {
+		return nil, nil
+	}
 	v := w.next
+	// Every keep-th version a base, so that what prune keeps is bounded.
+	rebase := w.keep > 0 && len(w.bases) > 0 && v-w.bases[len(w.bases)-1] >= int64(w.keep)
+	w.lastUpto, w.exported = upto, true
 	m := &Manifest{Version: v, Base: len(w.tables) > 0, Since: upto, Upto: upto, Parts: []PartInfo{}}
 	type taken struct {
 		tr      *tracked
@@ -165,15 +212,15 @@ func (w *Writer) Export(upto int64) (*Manifest, error) {
 	for _, tr := range w.tables {
 		full, evicted := tr.take()
 		took = append(took, taken{tr, full, evicted})
-		p := &Part{Full: full, Evicted: evicted}
-		if full {
+		p := &Part{Full: full || rebase, Evicted: evicted}
+		if p.Full {
 			p.Rows, p.Evicted = tr.t.Snapshot(), nil
 			p.Rows.FilteredIDs, p.Rows.FilteredFreqs, p.Rows.Bloom = nil, nil, nil
 		} else {
 			p.Rows = tr.t.ChangedSince(tr.since)
 			m.Base = false
 		}
-		if !full && len(p.Rows.IDs) == 0 && len(evicted) == 0 {
+		if !p.Full && len(p.Rows.IDs) == 0 && len(evicted) == 0 {
 			continue
 		}
 		m.Since = min(m.Since, tr.since)
@@ -192,7 +239,24 @@ func (w *Writer) Export(upto int64) (*Manifest, error) {
 	}
 	w.advance(upto)
 	w.next++
-	return m, nil
+	if m.Base {
+		w.bases = append(w.bases, v)
+	}
+	return m, w.prune()
+}
+
+// anyFull says whether a tracked table is to be sent in full; w.mu is
+// held.
+func (w *Writer) anyFull() bool {
+	for _, tr := range w.tables {
+		tr.mu.Lock()
+		full := tr.full
+		tr.mu.Unlock()
+		if full {
+			return true
+		}
+	}
+	return false
 }
 
 // advance moves every table's since to upto.

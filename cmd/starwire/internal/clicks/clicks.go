@@ -21,9 +21,12 @@ const (
 	// every feature in an id of its own, a vocabulary.
 	Enumerated
 	// Hash64 ids are the 64-bit FNV-1a hash of the feature's string
-	// "f<f>=<v>", with no vocabulary (Vocab is not used), and every
-	// feature has a hidden weight of its own: the examples and labels of
-	// Enumerated's, under other ids.
+	// "f<f>=<v>" with its top bit cleared, with no vocabulary (Vocab is
+	// not used). They are non-negative because DeepRec, restoring an
+	// embedding variable into several partitions, keeps only ids whose
+	// part (id % 1000) is non-negative. Every feature has a hidden weight
+	// of its own: the examples and labels of Enumerated's, under other
+	// ids.
 	Hash64
 )
 
@@ -111,7 +114,7 @@ func (g *Generator) ID(f int, v uint64, buf *[32]byte) int64 {
 	case Hash64:
 		b := strconv.AppendInt(append(buf[:0], 'f'), int64(f), 10)
 		b = strconv.AppendUint(append(b, '='), v, 10)
-		return int64(fnv1a(b))
+		return int64(fnv1a(b) &^ (1 << 63))
 	}
 	return g.Hash(f, v)
 }

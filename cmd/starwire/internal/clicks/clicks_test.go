@@ -133,7 +133,7 @@ func TestFillPausingIsFill(t *testing.T) {
 
 // TestFeatureIDs: Enumerated and Hash64 draw the same examples and labels
 // under other ids, one id per feature: Enumerated's in the vocabulary,
-// Hash64's spread over the 64-bit space; and the default data is not
+// Hash64's non-negative and spread over 63 bits; and the default data is not
 // theirs (its weights are of hashed ids).
 func TestFeatureIDs(t *testing.T) {
 	cfg := DefaultConfig(1000, 3)
@@ -161,7 +161,7 @@ func TestFeatureIDs(t *testing.T) {
 	// The same feature has the same id, and different features different
 	// ids, in both.
 	toHash := map[int64]int64{}
-	negative, big := 0, 0
+	high, big := 0, 0
 	for i, e := range a.IDs {
 		h := b.IDs[i]
 		if e < 0 || e >= int64(enum.Config().Vocab) {
@@ -172,9 +172,12 @@ func TestFeatureIDs(t *testing.T) {
 		}
 		toHash[e] = h
 		if h < 0 {
-			negative++
+			t.Fatalf("hash64 id %d is negative", h)
 		}
-		if h > 1<<40 || h < -(1<<40) {
+		if h >= 1<<62 {
+			high++
+		}
+		if h > 1<<40 {
 			big++
 		}
 	}
@@ -185,8 +188,8 @@ func TestFeatureIDs(t *testing.T) {
 		}
 		seen[h] = true
 	}
-	if n := len(a.IDs); negative < n/4 || big < n*9/10 {
-		t.Errorf("of %d hash64 ids %d negative and %d beyond ±2^40: not spread over 64 bits", n, negative, big)
+	if n := len(a.IDs); high < n/4 || big < n*9/10 {
+		t.Errorf("of %d hash64 ids %d at or above 2^62 and %d beyond 2^40: not spread over 63 bits", n, high, big)
 	}
 	var want [32]byte
 	if got, w := h64.ID(3, 17, &want), int64(fnv1a([]byte("f3=17"))); got != w {

@@ -135,6 +135,10 @@ func TestHashEmbeddingRecovers(t *testing.T) {
 	if !strings.Contains(log, "answers again") || !strings.Contains(log, "no checkpoint to restore") {
 		t.Fatalf("the ps was not lost, found again and started afresh:\n%s", log)
 	}
+	// ps 1 stayed up and kept its rows: the log must not say otherwise.
+	if want := "/job:ps/replica:0/task:0 restarted and starts afresh, the other parameter servers keep their variables"; !strings.Contains(log, want) || strings.Contains(log, "every parameter server starts afresh") {
+		t.Fatalf("recovery log does not say that only ps 0 started afresh (want %q):\n%s", want, log)
+	}
 	if sum.UndoneSteps <= 0 || sum.GlobalStep != cfg.TotalSteps() {
 		t.Errorf("undone %d, ended at global step %d: want steps undone and the run to reach %d", sum.UndoneSteps, sum.GlobalStep, cfg.TotalSteps())
 	}

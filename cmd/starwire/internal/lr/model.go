@@ -37,8 +37,8 @@ type Model struct {
 }
 
 // New prepares the model of cfg, run over d, whose Callers reach the
-// tasks. A session made with Options trains it, once Bind gives it that
-// session.
+// tasks. A session made with Options (train.NewSession, which binds the
+// model to it) trains it.
 func New(cfg Config, d *driver.Driver) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -65,8 +65,14 @@ func (m *Model) Options() train.Options {
 }
 
 // Bind makes s the session that trains the model: its step ids, global
-// step and live replicas are the model's. Call it before s.Setup.
+// step and live replicas are the model's. train.NewSession calls it.
 func (m *Model) Bind(s *train.Session) { m.s = s }
+
+// A Model is trained by a train.Session, which binds it.
+var (
+	_ train.Model  = (*Model)(nil)
+	_ train.Binder = (*Model)(nil)
+)
 
 // Build registers every partition for t, implementing train.Model: the
 // table's initialization on each parameter server, and, for each live
@@ -336,3 +342,9 @@ func baseRateLoss(b *clicks.Batch) float64 {
 	}
 	return s / float64(max(b.Len(), 1))
 }
+
+// InitializeKeeps says whether Initialize leaves what a parameter
+// server has as it is: the hash embedding's variables are initialized
+// once (InitializeKvVariableOp keeps a table made), the fixed table is
+// assigned again.
+func (m *Model) InitializeKeeps() bool { return m.cfg.hash() }

@@ -30,7 +30,6 @@ func newJob(t testing.TB, cfg Config, d *driver.Driver) *job {
 		t.Fatal(err)
 	}
 	s := train.NewSession(d, m, m.Options())
-	m.Bind(s)
 	return &job{Model: m, s: s, stats: d.Stats, taskStats: d.TaskStats}
 }
 
