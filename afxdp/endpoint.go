@@ -89,8 +89,9 @@ type Endpoint struct {
 	// refused while the sessions end says why too.
 	why atomic.Pointer[error]
 
-	ctr  counters
-	poll *pollClaim // what busy polling was granted (polling.go)
+	ctr     counters
+	poll    *pollClaim // what busy polling was granted (polling.go)
+	parking parking    // the park bound (parking.go); the loop lock's holder's
 
 	// Helping (help.go): the link as a pender, nil when it is not one;
 	// when the parked reactor wakes on its own; the earliest timer a step
@@ -320,7 +321,15 @@ func (e *Endpoint) enqueue(s *session) {
 		if e.sleeping.Load() && !e.stopping.Load() {
 			e.env.Now = monoclock.Nanos()
 			e.takeReady()
-			_, more = e.transmit()
+			var next int64
+			next, more = e.transmit()
+			// A reactor parked longer than an RTO, the endpoint idle
+			// before this send, would run the timers it started late:
+			// woken, it parks again with the bound of a busy endpoint.
+			if e.parking.bound > e.opts.RTO {
+				more = more || late(e.armed(next), e.parkUntil.Load(), e.opts.RTO)
+			}
+			e.parking.active = true
 		}
 		e.loop.Unlock()
 		if !more {
@@ -429,6 +438,7 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 			if worked || more {
 				idleAt = 0
 				t.worked()
+				e.parking.active = true
 				continue
 			}
 		}
@@ -469,19 +479,25 @@ func (e *Endpoint) run(ready chan<- struct{}) {
 }
 
 // park sleeps in the link's Wait until the next timer (a delayed
-// acknowledgement is one), and at most an RTO: packets a sender transmitted
-// while the reactor was parked started retransmission timers it does not
-// know about. The loop lock is released meanwhile, so senders that find
-// the reactor sleeping transmit themselves (see enqueue).
+// acknowledgement is one), and at most the park bound (parking.go):
+// packets a sender transmitted while the reactor was parked started
+// retransmission timers it does not know about. The loop lock is released
+// meanwhile, so senders that find the reactor sleeping transmit themselves
+// (see enqueue).
 func (e *Endpoint) park(next int64) error {
-	wait := e.opts.RTO
-	if next != 0 {
-		wait = min(max(time.Duration(next-e.env.Now), 0), wait)
+	wait := e.parking.wait(e.env.Now, next, e.opts.RTO)
+	if wait > e.opts.RTO {
+		// Sleeping longer than an RTO, the timers the last pump armed,
+		// which next does not hold, count too.
+		if n := e.armed(next); n != 0 {
+			wait = min(wait, max(time.Duration(n-e.env.Now), 0))
+		}
 	}
 	e.sleeping.Store(true)
 	var err error
 	if !e.readyFlag.Load() && !e.stopping.Load() {
 		e.parkUntil.Store(e.env.Now + int64(wait))
+		e.ctr.parks.Add(1)
 		if e.pend != nil {
 			reactors.sleeping.Add(1)
 		}

@@ -107,6 +107,7 @@ func (e *Endpoint) help(now int64) bool {
 	// as they do on the awake reactor; the step takes their work.
 	e.sleeping.Store(false)
 	next, more, err := e.step()
+	e.parking.active = true
 	e.sleeping.Store(true)
 	// A sender that found the reactor awake meanwhile left its work
 	// flagged; one that comes after the store finds it asleep and wakes

@@ -18,6 +18,7 @@ type Stats struct {
 	Resets     uint64 // RESETs sent for unknown sessions
 	Forwarded  uint64 // packets another reactor of the Group received for this one
 	Helped     uint64 // steps another reactor of the process ran for this one while it was parked (help.go)
+	Parks      uint64 // times the reactor slept in the link's Wait (parking.go)
 	SendErrors uint64 // link flushes that failed (their datagrams are resent)
 	Sent       uint64 // packets handed to the link, of which
 	Acks       uint64 // ACKs that carried nothing else
@@ -46,6 +47,7 @@ func (s *Stats) add(x Stats) {
 	s.Resets += x.Resets
 	s.Forwarded += x.Forwarded
 	s.Helped += x.Helped
+	s.Parks += x.Parks
 	s.SendErrors += x.SendErrors
 	s.Sent += x.Sent
 	s.Acks += x.Acks
@@ -69,7 +71,7 @@ func (s *Stats) add(x Stats) {
 // protocol.Counters.
 type counters struct {
 	malformed, resets, forwarded, sendErrors atomic.Uint64
-	helped                                   atomic.Uint64
+	helped, parks                            atomic.Uint64
 	sent, batches, received                  atomic.Uint64
 	refused, expired, sessions, halfOpen     atomic.Uint64
 	unauthentic, replayed, badTokens         atomic.Uint64
@@ -78,7 +80,7 @@ type counters struct {
 func (c *counters) stats(p *protocol.Counters) Stats {
 	return Stats{
 		Resent: p.Resent.Load(), Probes: p.Probes.Load(), Spurious: p.Spurious.Load(), Duplicates: p.Duplicates.Load(), Malformed: c.malformed.Load(),
-		Resets: c.resets.Load(), Forwarded: c.forwarded.Load(), Helped: c.helped.Load(), SendErrors: c.sendErrors.Load(),
+		Resets: c.resets.Load(), Forwarded: c.forwarded.Load(), Helped: c.helped.Load(), Parks: c.parks.Load(), SendErrors: c.sendErrors.Load(),
 		Sent: c.sent.Load(), Acks: p.Acks.Load(), Batches: c.batches.Load(), Received: c.received.Load(),
 		Deferred: p.Deferred.Load(), Refused: c.refused.Load(), Expired: c.expired.Load(),
 		Unauthentic: c.unauthentic.Load(), Replayed: c.replayed.Load(), BadTokens: c.badTokens.Load(),

@@ -476,6 +476,20 @@ func (s *Session) Timers() (int64, error) {
 	return next, nil
 }
 
+// Due returns when Timers next needs a look, as the session's sends since
+// it last ran have moved that time (a retransmission timer armed): 0 for
+// never, a time already past when it needs one now. An owner that sleeps
+// until then misses none of its clocks.
+func (s *Session) Due() int64 {
+	switch s.due {
+	case never:
+		return 0
+	case 0:
+		return 1
+	}
+	return s.due
+}
+
 // deadAt is when the peer is given up for, counting from since: the first
 // time more than DeadAfter after it.
 func (s *Session) deadAt(since int64) int64 { return since + int64(s.env.cfg.DeadAfter) + 1 }

@@ -130,10 +130,24 @@ func registryFile(job string, task int) string {
 
 // writeFileAtomic writes data to a temporary file in path's directory, whose
 // name starts with '.' so readers skip it, syncs it, and renames it to path.
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := writeTemp(path, data)
 	if err != nil {
 		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// writeTemp writes data to a temporary file beside path, named as
+// writeFileAtomic says, synced, and returns its name.
+func writeTemp(path string, data []byte) (name string, err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return "", err
 	}
 	defer func() {
 		if err != nil {
@@ -142,18 +156,18 @@ func writeFileAtomic(path string, data []byte) (err error) {
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		return err
+		return "", err
 	}
 	if err := f.Chmod(0o644); err != nil {
-		return err
+		return "", err
 	}
 	if err := f.Sync(); err != nil {
-		return err
+		return "", err
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return "", err
 	}
-	return os.Rename(f.Name(), path)
+	return f.Name(), nil
 }
 
 // A Roster is a cluster as its tasks registered it.

@@ -171,13 +171,9 @@ func RegisterLease(dir, job string, task int, addrs map[string]string, lease tim
 	if lease < 3*time.Millisecond {
 		return nil, fmt.Errorf("cluster: register %s: lease %v too short", TaskName(job, task), lease)
 	}
-	path := filepath.Join(dir, registryFile(job, task))
-	if held, err := readRegistration(path); err == nil && held.Incarnation != 0 && held.Job == job && held.Task == task && stale(path, held) == nil {
-		return nil, fmt.Errorf("cluster: register %s in %s: %w: %s", TaskName(job, task), dir, ErrHeld, held.holder(path))
-	}
 	reg := registration{Job: job, Task: task, Addrs: maps.Clone(addrs), Owner: thisProcess(), LeaseMS: lease.Milliseconds(),
 		Incarnation: newIncarnation(), Since: time.Now().UTC().Format(time.RFC3339)}
-	if err := write(dir, reg); err != nil {
+	if err := claim(dir, reg); err != nil { // registryclaim.go
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -237,7 +233,9 @@ func (l *Lease) renew(ctx context.Context, every time.Duration) {
 		reg, err := readRegistration(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			if err = write(l.dir, l.reg); err == nil {
+			// Claimed, as at the start: another lease may have taken
+			// the task since (see claim).
+			if err = claim(l.dir, l.reg); err == nil {
 				l.log.Warn("cluster: the task's registration vanished while it lives; wrote it back", "task", name, "path", path)
 			}
 		case err == nil && reg.Incarnation != l.reg.Incarnation:
