@@ -77,6 +77,11 @@ func benchTable(b *testing.B, rows int) {
 	for i := range vals {
 		vals[i], acc[i] = float32(i%1000)*1e-4, 0.1
 	}
+	collapse(b, vals)
+	collapse(b, acc)
+	for i := range tab.shards {
+		collapse(b, tab.shards[i].data)
+	}
 	grads := make([]float32, batch*dim)
 	for i := range grads {
 		grads[i] = float32(i%7) * 0.01
@@ -103,6 +108,12 @@ func benchTable(b *testing.B, rows int) {
 	gatherRows, gatherRowsIndex := layoutGathers(b, rows, dim, tab.stride, out, func() ([]int, []int64) { next(); return pos, ids })
 	run("gather-fixed-rows", gatherRows)
 	run("gather-fixed-rows-index", gatherRowsIndex)
+	pipelined, parallel, inline, parallelPasses, inlinePasses := addressGathers(b, rows, dim, tab.stride, out, func() ([]int, []int64) { next(); return pos, ids })
+	run("gather-pipelined", pipelined)
+	run("gather-parallel", parallel)
+	run("gather-inline", inline)
+	run("gather-parallel-passes", parallelPasses)
+	run("gather-inline-passes", inlinePasses)
 	run("adagrad", func() { next(); _, _ = tab.ApplyAdagrad(ids, grads, 0.001, 1) })
 	run("adagrad-fixed", func() {
 		next()
@@ -142,6 +153,8 @@ func layoutGathers(b *testing.B, rows, dim, stride int, out []float32, next func
 	for p := range rows {
 		slots[2*(mix(uint64(mix(uint64(p))))&mask)+1] = int64(p)
 	}
+	collapse(b, data)
+	collapse(b, slots)
 	var rowOf [1024]int
 	var sink float32
 	gatherRows = func() {
