@@ -25,8 +25,6 @@ func idleSession(t *testing.T, rto time.Duration, wrap func(link.Link) link.Link
 	return ea, eb, ca, cb
 }
 
-func noWrap(l link.Link) link.Link { return l }
-
 // TestIdleReactorSleepsLonger: a reactor with nothing to do sleeps longer
 // each time it wakes to nothing, up to a second, instead of once per RTO
 // (an idle 4ms-RTO session woke each reactor 2,500 times in 10s, on
