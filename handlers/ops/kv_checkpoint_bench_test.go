@@ -5,9 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/starwire/starwire/internal/cpuclock"
 
 	. "github.com/starwire/starwire/handlers/internal/graphtest"
 )
@@ -54,14 +53,8 @@ func BenchmarkKvSaveRestore(b *testing.B) {
 // it per op as cpu-s/op: on a machine others load, wall time is mostly
 // waiting for a CPU.
 func reportProcessCPU(b *testing.B) func() {
-	start := processCPU()
-	return func() { b.ReportMetric((processCPU()-start).Seconds()/float64(b.N), "cpu-s/op") }
-}
-
-func processCPU() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
+	start := cpuclock.Self()
+	return func() {
+		b.ReportMetric(cpuclock.Self().Sub(start).Total().Seconds()/float64(b.N), "cpu-s/op")
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
