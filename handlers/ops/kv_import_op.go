@@ -48,16 +48,9 @@ func kvImportAttrs(env *Env, n *Node) (*kvImport, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := n.attrInt("partition_id")
+	id, num, err := kvPartitionAttrs(n)
 	if err != nil {
 		return nil, err
-	}
-	num, err := n.attrInt("partition_num")
-	if err != nil {
-		return nil, err
-	}
-	if num < 1 || id < 0 || id >= num {
-		return nil, status.Errorf(wire.InvalidArgument, "partition_id %d of partition_num %d", id, num)
 	}
 	reset, err := n.attrBool("reset_version")
 	if err != nil {
@@ -331,4 +324,19 @@ func (imp *kvImport) open(c *Context, v *kvVar, pi, ni int) (k *kvReader, name, 
 		return nil, "", "", checkpointError(prefix, err)
 	}
 	return &kvReader{r: r, prefix: prefix, v: v}, name, path, nil
+}
+
+// kvPartitionAttrs reads an import's partition_id and partition_num: which
+// of how many partitions of the variable this ps holds.
+func kvPartitionAttrs(n *Node) (id, num int64, err error) {
+	if id, err = n.attrInt("partition_id"); err != nil {
+		return 0, 0, err
+	}
+	if num, err = n.attrInt("partition_num"); err != nil {
+		return 0, 0, err
+	}
+	if num < 1 || id < 0 || id >= num {
+		return 0, 0, status.Errorf(wire.InvalidArgument, "partition_id %d of partition_num %d", id, num)
+	}
+	return id, num, nil
 }

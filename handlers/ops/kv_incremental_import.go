@@ -19,16 +19,9 @@ func buildKvResourceIncrImport(env *Env, n *Node) (Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := n.attrInt("partition_id")
+	id, num, err := kvPartitionAttrs(n)
 	if err != nil {
 		return nil, err
-	}
-	num, err := n.attrInt("partition_num")
-	if err != nil {
-		return nil, err
-	}
-	if num < 1 || id < 0 || id >= num {
-		return nil, status.Errorf(wire.InvalidArgument, "partition_id %d of partition_num %d", id, num)
 	}
 	root, err := checkpointRoot(env.CheckpointDir)
 	if err != nil {
