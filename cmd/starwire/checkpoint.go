@@ -20,7 +20,7 @@ import (
 
 const checkpointUsage = `usage: starwire checkpoint inspect PREFIX|DIR [--tensor NAME] [--all]
        starwire checkpoint inspect DIR --list
-       starwire checkpoint follow DIR [--once] [--interval D]
+       starwire checkpoint follow DIR [--once] [--interval D] [--wait D]
 
   inspect  list the tensors of the TensorFlow checkpoint under PREFIX (the
            files PREFIX.index and PREFIX.data-*; PREFIX.index itself will
@@ -34,7 +34,10 @@ const checkpointUsage = `usage: starwire checkpoint inspect PREFIX|DIR [--tensor
            .incremental_checkpoint), with global step and size on disk
   follow   replay the change stream a ps exports into DIR (serve
            --stream_dir) into tables of its own, version by version,
-           printing what each applied; --once stops at the newest
+           printing what each applied; --once stops at the newest.
+           Started before its ps, it waits for DIR to be made, saying
+           so on stderr every 5 s, until interrupted or for --wait D;
+           with --once it fails at once unless --wait is given
 `
 
 // checkpointCmd runs "starwire checkpoint <subcommand>".
