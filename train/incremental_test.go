@@ -183,3 +183,50 @@ func TestSaverMaxIncrements(t *testing.T) {
 		t.Fatalf("after the restore:\n%s\nwant:\n%s", strings.Join(r.calls, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestSaverOneSaveAtTheLastStep: at the run's last step (SaverOptions.Last)
+// an increment due is not saved, as End saves that step in full; a full
+// save due there is not followed by another at End, nor by an increment;
+// before the last step increments are saved as ever.
+func TestSaverOneSaveAtTheLastStep(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		steps int64 // SaverOptions.Steps
+		want  []string
+	}{
+		{"increment due", 100, []string{"full 10", "incr 20 since 10 base model.ckpt-10 prev model.ckpt-10", "full 30"}},
+		{"full due", 15, []string{"full 10", "incr 20 since 10 base model.ckpt-10 prev model.ckpt-10", "full 30"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &fakeIncremental{t: t}
+			h := NewCheckpointSaverHook(m, SaverOptions{Dir: t.TempDir(), Steps: tc.steps, IncrSteps: 10,
+				Last: func() int64 { return 30 }})
+			if restored, _, _, err := h.Begin(ctx); err != nil || restored {
+				t.Fatalf("begin: %v, %v", restored, err)
+			}
+			m.step = 10
+			if err := h.Increment(ctx); err == nil {
+				t.Fatal("an increment with no full checkpoint to build on was saved")
+			}
+			if _, err := h.End(ctx); err != nil { // the first full checkpoint
+				t.Fatal(err)
+			}
+			for _, step := range []int64{20, 30} {
+				m.step = step
+				if err := h.AfterStep(ctx, step); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if step, err := h.End(ctx); err != nil || step != 30 {
+				t.Fatalf("End: step %d, %v", step, err)
+			}
+			if err := h.Increment(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(m.calls, tc.want) {
+				t.Fatalf("saves:\n%s\nwant one save a step:\n%s", strings.Join(m.calls, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}

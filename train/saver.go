@@ -58,6 +58,10 @@ type SaverOptions struct {
 	// still running began at (Session.OldestInFlight), read as each save
 	// begins, from which the next increment takes the rows changed.
 	Oldest func() int64
+	// Last, when set, returns the global step the run ends at, 0 for not
+	// known (Session.LastStep): End saves a full checkpoint there, so an
+	// increment due at that step is not saved as well.
+	Last func() int64
 }
 
 // A CheckpointSaverHook saves a model's checkpoints as TensorFlow's
@@ -155,10 +159,16 @@ func (h *CheckpointSaverHook) AfterStep(ctx context.Context, step int64) error {
 	case h.incrDue(step) && h.chainFull():
 		_, err := h.save(ctx, step)
 		return err
-	case h.incrDue(step):
+	case h.incrDue(step) && !h.final(step):
 		return h.saveIncrement(ctx, step)
 	}
 	return nil
+}
+
+// final says whether step is the run's last (SaverOptions.Last), which
+// End saves in full.
+func (h *CheckpointSaverHook) final(step int64) bool {
+	return h.opts.Last != nil && step == h.opts.Last()
 }
 
 // save saves the checkpoint of step; h.mu is held.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ import (
 
 const checkpointUsage = `usage: starwire checkpoint inspect PREFIX|DIR [--tensor NAME] [--all]
        starwire checkpoint inspect DIR --list
-       starwire checkpoint follow DIR [--once] [--interval D]
+       starwire checkpoint follow DIR [--once] [--interval D] [--wait D]
 
   inspect  list the tensors of the TensorFlow checkpoint under PREFIX (the
            files PREFIX.index and PREFIX.data-*; PREFIX.index itself will
@@ -34,7 +35,10 @@ const checkpointUsage = `usage: starwire checkpoint inspect PREFIX|DIR [--tensor
            .incremental_checkpoint), with global step and size on disk
   follow   replay the change stream a ps exports into DIR (serve
            --stream_dir) into tables of its own, version by version,
-           printing what each applied; --once stops at the newest
+           printing what each applied; --once stops at the newest.
+           Started before its ps, it waits for DIR to be made, saying
+           so on stderr every 5 s, until interrupted or for --wait D;
+           with --once it fails at once unless --wait is given
 `
 
 // checkpointCmd runs "starwire checkpoint <subcommand>".
@@ -70,24 +74,35 @@ func checkpointInspect(args []string, stdout io.Writer) error {
 	if *list {
 		return listCheckpoints(stdout, prefix)
 	}
-	prefix, err = checkpointPrefix(prefix)
+	if err := inspect(stdout, prefix, *tensor, *all); err != nil {
+		return fmt.Errorf("checkpoint inspect: %w", err)
+	}
+	return nil
+}
+
+// inspect prints what checkpoint inspect prints of the checkpoint the
+// user named arg: its tensors, or the values of one or all of them.
+func inspect(stdout io.Writer, arg, tensor string, all bool) error {
+	prefix, err := checkpointPrefix(arg)
 	if err != nil {
 		return err
 	}
 	r, err := checkpoint.Open(prefix)
-	if err != nil {
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return notFound(arg, prefix)
+	} else if err != nil {
 		return err
 	}
 	defer r.Close()
 	switch {
-	case *tensor != "":
-		if _, ok := r.Entry(*tensor); !ok {
-			return fmt.Errorf("tensor %q not found in checkpoint %s: %w", *tensor, prefix, checkpoint.ErrNotFound)
+	case tensor != "":
+		if _, ok := r.Entry(tensor); !ok {
+			return fmt.Errorf("tensor %q not found in checkpoint %s: %w", tensor, prefix, checkpoint.ErrNotFound)
 		}
-		if err := printTensor(stdout, r, *tensor); err != nil {
+		if err := printTensor(stdout, r, tensor); err != nil {
 			return err
 		}
-	case *all:
+	case all:
 		for _, e := range r.Entries() {
 			if err := printTensor(stdout, r, e.Name); err != nil {
 				return err
@@ -103,6 +118,24 @@ func checkpointInspect(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// notFound is the error of arg, read as the checkpoint under prefix,
+// whose index does not exist: it names what the user gave and the file
+// looked for, and the directory when that is missing too.
+func notFound(arg, prefix string) error {
+	what := fmt.Sprintf("no checkpoint at %s: its index %s does not exist", arg, checkpoint.IndexFile(prefix))
+	if dir := filepath.Dir(prefix); !exists(dir) {
+		what += fmt.Sprintf(", nor does the directory %s", dir)
+	}
+	return fmt.Errorf(`%s (give a checkpoint's PREFIX, one of its files, or a directory whose %q file names one): %w`,
+		what, checkpoint.StateFile, checkpoint.ErrNotFound)
+}
+
+// exists says whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, os.ErrNotExist)
+}
+
 // dataShard matches the end of a data file's name: ".data-00000-of-00001".
 var dataShard = regexp.MustCompile(`\.data-[0-9]{5}-of-[0-9]{5}$`)
 
@@ -113,7 +146,7 @@ func checkpointPrefix(arg string) (string, error) {
 	if info, err := os.Stat(arg); err == nil && info.IsDir() {
 		p, err := checkpoint.Latest(arg)
 		if err != nil {
-			return "", fmt.Errorf("checkpoint inspect: %s is a directory, and its newest checkpoint cannot be found: %w", arg, err)
+			return "", fmt.Errorf("%s is a directory, and its newest checkpoint cannot be found: %w", arg, err)
 		}
 		return p, nil
 	}

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,11 +20,19 @@ import (
 // the change stream in DIR (package changes), printing each version it
 // applies, until interrupted or, with --once, once it has the newest.
 // With --state_file it records each version applied, and a follower
-// started again goes on after the last one recorded.
+// started again goes on after the last one recorded. A follower started
+// before its ps waits for DIR to be made (--wait), saying so every
+// waitReport on stderr.
 func checkpointFollow(ctx context.Context, args []string, stdout io.Writer) error {
+	return follow(ctx, args, stdout, slog.Default())
+}
+
+// follow is checkpointFollow saying what it waits for to log.
+func follow(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
 	fs := flag.NewFlagSet("checkpoint follow", flag.ContinueOnError)
 	once := fs.Bool("once", false, "apply the versions there are, print the tables' totals and stop")
-	interval := fs.Duration("interval", time.Second, "how often to look for new versions")
+	interval := fs.Duration("interval", time.Second, "how often to look for new versions, and for DIR while it does not exist")
+	wait := fs.Duration("wait", 0, "how long to wait for DIR to be made when it does not exist yet (a follower started before its ps), saying so on stderr every 5s: 0 waits until interrupted, a negative duration fails at once; with --once the default is not to wait")
 	statePath := fs.String("state_file", "", "record in FILE the last version applied, written atomically after each is applied, before it is printed; started again with it, the follower makes its tables again from the stream and goes on after that version, so that each is applied and printed once (a crash between recording a version and printing it loses its line, not its rows)")
 	save := fs.String("save", "", "when it stops, save the tables replayed as a TensorFlow checkpoint at PREFIX: per table NAME, NAME-keys, NAME-values [rows, dim], NAME-freqs and NAME-versions, as an embedding variable is saved")
 	dir, err := parseWithArg(fs, args, stdout)
@@ -37,6 +47,12 @@ func checkpointFollow(ctx context.Context, args []string, stdout io.Writer) erro
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		return flags.Usagef("checkpoint follow: %v", err)
+	}
+	if *once && !flagGiven(fs, "wait") {
+		*wait = -1
+	}
+	if err := waitForDir(ctx, dir, *wait, *interval, log); err != nil {
+		return fmt.Errorf("checkpoint follow: %w", err)
 	}
 	var after int64
 	if *statePath != "" {
@@ -77,6 +93,52 @@ func checkpointFollow(ctx context.Context, args []string, stdout io.Writer) erro
 		case <-ctx.Done():
 			return stop()
 		case <-tick.C:
+		}
+	}
+}
+
+// flagGiven reports whether the command line set fs's flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// waitReport is how often a follower waiting for its directory says so.
+const waitReport = 5 * time.Second
+
+// waitForDir waits for dir to exist, looking every interval, for at most
+// wait (0: until ctx is done; negative: not at all), reporting to log
+// every waitReport what it waits for. A dir that exists but cannot be
+// read is the first poll's error, not a reason to wait.
+func waitForDir(ctx context.Context, dir string, wait, interval time.Duration, log *slog.Logger) error {
+	_, err := os.Stat(dir)
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if wait < 0 {
+		return fmt.Errorf("the stream's directory %s does not exist (the ps's --stream_dir; --wait waits for it to be made): %w", dir, err)
+	}
+	start := time.Now()
+	look, report := time.NewTicker(interval), time.NewTicker(waitReport)
+	defer look.Stop()
+	defer report.Stop()
+	var deadline <-chan time.Time
+	if wait > 0 {
+		deadline = time.After(wait)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped waiting for the stream's directory %s: %w", dir, context.Cause(ctx))
+		case <-deadline:
+			return fmt.Errorf("the stream's directory %s was not made in --wait %v (the ps's --stream_dir): %w", dir, wait, err)
+		case <-report.C:
+			log.Info(fmt.Sprintf("checkpoint follow: waiting for %s, the ps's --stream_dir, to be made: %v so far", dir, time.Since(start).Round(time.Second)))
+		case <-look.C:
+			if _, err = os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
 		}
 	}
 }

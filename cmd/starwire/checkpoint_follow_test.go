@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/starwire/starwire/handlers/embedding"
 	"github.com/starwire/starwire/handlers/embedding/changes"
@@ -172,4 +176,59 @@ func TestCheckpointFollowStateFile(t *testing.T) {
 	if code, _, errs := runCapture("checkpoint", "follow", dir, "--once", "--state_file", state); code != 1 || !strings.Contains(errs, "is of the stream in /elsewhere") {
 		t.Fatalf("another stream's state: code %d, stderr %q", code, errs)
 	}
+}
+
+// TestCheckpointFollowWaitsForDir: a follower started before its ps
+// waits for the stream's directory, saying so every 5 s, and follows it
+// once made; --wait bounds the wait; --once alone does not wait, and
+// names the directory it lacks.
+func TestCheckpointFollowWaitsForDir(t *testing.T) {
+	made := t.TempDir()
+	writeChangeStream(t, made)
+	dir := filepath.Join(t.TempDir(), "stream")
+	synctest.Test(t, func(t *testing.T) {
+		var logged strings.Builder
+		log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{ReplaceAttr: dropTime}))
+		var out strings.Builder
+		done := make(chan error, 1)
+		go func() { done <- follow(t.Context(), []string{dir, "--once", "--wait", "1m"}, &out, log) }()
+		time.Sleep(12 * time.Second)
+		synctest.Wait()
+		if n := strings.Count(logged.String(), "waiting for "+dir+", the ps's --stream_dir, to be made"); n != 2 || out.Len() != 0 {
+			t.Fatalf("after 12 s without %s: %d reports, stdout %q, logged\n%s", dir, n, out.String(), logged.String())
+		}
+		if err := os.Rename(made, dir); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err != nil || !strings.HasSuffix(out.String(), "at version 3: emb 2 rows\n") {
+				t.Fatalf("once %s was made: %v, stdout %q", dir, err, out.String())
+			}
+		default:
+			t.Fatalf("the follower still waits a second after %s was made", dir)
+		}
+	})
+	missing := filepath.Join(t.TempDir(), "none")
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		err := follow(t.Context(), []string{missing, "--wait", "3s"}, io.Discard, slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), missing+" was not made in --wait 3s") || time.Since(start) != 3*time.Second {
+			t.Fatalf("--wait 3s on %s: %v after %v", missing, err, time.Since(start))
+		}
+	})
+	code, out, errs := runCapture("checkpoint", "follow", missing, "--once")
+	if code != 1 || out != "" || !strings.Contains(errs, "starwire: checkpoint follow: the stream's directory "+missing+" does not exist") {
+		t.Fatalf("--once on %s: code %d, stdout %q, stderr %q", missing, code, out, errs)
+	}
+}
+
+// dropTime removes slog's time, which a fake clock makes meaningless.
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey && len(groups) == 0 {
+		return slog.Attr{}
+	}
+	return a
 }

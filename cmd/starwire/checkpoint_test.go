@@ -119,3 +119,26 @@ func TestCheckpointInspectValues(t *testing.T) {
 		t.Errorf("exit %d (%s), stdout:\n%s\nwant:\n%s", code, errs, out, want)
 	}
 }
+
+// TestCheckpointInspectMissing: a checkpoint that is not there is one
+// line under "starwire: checkpoint inspect:", naming what the user gave,
+// the index looked for, and the directory when it is missing too; so is
+// a tensor the checkpoint lacks.
+func TestCheckpointInspectMissing(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ arg, want string }{
+		{filepath.Join(dir, "model.ckpt-5.data-00000-of-00001"), "starwire: checkpoint inspect: no checkpoint at " + filepath.Join(dir, "model.ckpt-5.data-00000-of-00001") +
+			": its index " + filepath.Join(dir, "model.ckpt-5.index") + " does not exist (give a checkpoint's PREFIX, one of its files, or a directory whose \"checkpoint\" file names one)"},
+		{filepath.Join(dir, "gone", "model.ckpt-5"), "starwire: checkpoint inspect: no checkpoint at " + filepath.Join(dir, "gone", "model.ckpt-5") +
+			": its index " + filepath.Join(dir, "gone", "model.ckpt-5.index") + " does not exist, nor does the directory " + filepath.Join(dir, "gone") + " ("},
+	} {
+		code, out, errs := runCapture("checkpoint", "inspect", c.arg)
+		if code != 1 || out != "" || !strings.HasPrefix(errs, c.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("inspect %s: exit %d, stdout %q, stderr:\n%s\nwant exit 1, one line starting\n%s", c.arg, code, out, errs, c.want)
+		}
+	}
+	code, _, errs := runCapture("checkpoint", "inspect", tfCheckpoint, "--tensor", "zz")
+	if want := `starwire: checkpoint inspect: tensor "zz" not found in checkpoint ` + tfCheckpoint; code != 1 || !strings.HasPrefix(errs, want) {
+		t.Errorf("inspect --tensor zz: exit %d, stderr %q, want it to start %q", code, errs, want)
+	}
+}

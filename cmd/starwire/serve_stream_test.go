@@ -32,9 +32,6 @@ func TestServeStreamAcrossProcesses(t *testing.T) {
 		}
 		startBinary(t, nil, args...) // each waits for the other in the registry
 	}
-	if err := os.MkdirAll(stream, 0o755); err != nil { // the follower may start first
-		t.Fatal(err)
-	}
 	state, saved := filepath.Join(t.TempDir(), "follow.state"), filepath.Join(t.TempDir(), "followed", "tables")
 	first := startBinary(t, nil, "checkpoint", "follow", stream, "--interval", "20ms", "--state_file", state)
 	train := startBinary(t, nil, "train", "--registry_dir", reg, "--ps", "1", "--workers", "1", "--embedding", "hash", "--values", "2000", "--steps", "240", "--seed", "3",

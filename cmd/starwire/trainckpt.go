@@ -78,7 +78,8 @@ func (c *checkpointFlags) start(ctx context.Context, job *trainJob, stdout io.Wr
 		return nil, nil
 	}
 	h := train.NewCheckpointSaverHook(job, train.SaverOptions{Dir: c.dir, Steps: c.steps, Secs: c.secs, Keep: c.keep,
-		Probe: job.s.ProbeCheckpointDir, IncrSteps: c.incrSteps, IncrSecs: c.incrSecs, MaxIncrements: c.maxIncr, InFlight: c.inFlight, Oldest: job.s.OldestInFlight})
+		Probe: job.s.ProbeCheckpointDir, IncrSteps: c.incrSteps, IncrSecs: c.incrSecs, MaxIncrements: c.maxIncr, InFlight: c.inFlight, Oldest: job.s.OldestInFlight,
+		Last: job.s.LastStep})
 	restored, prefix, step, err := h.Begin(ctx)
 	switch {
 	case err != nil:

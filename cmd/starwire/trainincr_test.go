@@ -50,6 +50,34 @@ func TestTrainIncrements(t *testing.T) {
 	}
 }
 
+// TestTrainOneSaveAtTheLastStep: one worker's 60 steps, a full
+// checkpoint every 25 and an increment every 10 between: the increment
+// due at step 60, the last, is not saved, as the final full checkpoint
+// is; the run saves full 25, increments 35 and 45, full 50 and full 60.
+func TestTrainOneSaveAtTheLastStep(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	code, out, errOut := runMain(t, "train", "--afxdp", "off", "--embedding", "hash", "--workers", "1", "--values", "2000", "--held_out", "64",
+		"--steps", "60", "--checkpoint_dir", dir, "--save_checkpoint_steps", "25", "--save_checkpoint_secs", "0",
+		"--save_incremental_checkpoint_steps", "10", "--keep_checkpoint_max", "0")
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "3 checkpoints and 2 increments saved this run") {
+		t.Errorf("the run says:\n%s\nwant 3 checkpoints and 2 increments saved", out)
+	}
+	code, list, errOut := runCapture("checkpoint", "inspect", dir, "--list")
+	if code != 0 {
+		t.Fatalf("checkpoint inspect --list: exit %d\n%s", code, errOut)
+	}
+	var saves []string
+	for _, m := range regexp.MustCompile(`(?m)^(full|increment) +\S+  global step (\d+)  `).FindAllStringSubmatch(list, -1) {
+		saves = append(saves, m[1]+" "+m[2])
+	}
+	if want := "full 25, increment 35, increment 45, full 50, full 60"; strings.Join(saves, ", ") != want {
+		t.Fatalf("saved %v, want %s:\n%s", saves, want, list)
+	}
+}
+
 // TestTrainIncrementFlags: increments of the fixed table, or without
 // --checkpoint_dir, are refused.
 func TestTrainIncrementFlags(t *testing.T) {

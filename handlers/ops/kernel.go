@@ -69,6 +69,12 @@ type Node struct {
 	// for unknown dimensions.
 	FeedType  wire.DataType
 	FeedShape []int64
+
+	// spec is the Spec whose Kernel builds the node, and misread the
+	// first attribute its Build read that the spec does not declare
+	// (typeOf, typesOf, intOf): Kernel's error, not a zero value.
+	spec    *Spec
+	misread error
 }
 
 // A Kernel computes one node's outputs from its inputs in a step. It may

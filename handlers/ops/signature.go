@@ -200,23 +200,79 @@ func (s *Spec) Kernel(env *Env, n *Node) (Kernel, error) {
 	case s.Outputs != nil:
 		n.NumOutputs = len(s.Outputs)
 	}
-	return s.Build(env, n)
+	n.spec, n.misread = s, nil
+	k, err := s.Build(env, n)
+	if n.misread != nil {
+		return nil, n.misread
+	}
+	return k, err
+}
+
+// The kinds of attribute a Spec declares, for declares.
+const (
+	typeKind = "type"
+	listKind = "type list"
+	intKind  = "int"
+)
+
+// declares says whether s declares attribute name as kind: a type or
+// type list in Types, an int or type list counting inputs or outputs.
+func (s *Spec) declares(name, kind string) bool {
+	for _, a := range s.Types {
+		if a.name == name && kind == pick(a.list, listKind, typeKind) {
+			return true
+		}
+	}
+	for _, c := range []Count{s.Inputs, s.NumOutputs} {
+		if c.declared && c.attr == name && kind == pick(c.list, listKind, intKind) {
+			return true
+		}
+	}
+	return false
+}
+
+// pick is a when cond holds, b otherwise.
+func pick(cond bool, a, b string) string {
+	if cond {
+		return a
+	}
+	return b
+}
+
+// undeclared records, unless one is recorded, the error of Build reading
+// attribute name as kind where n's spec does not declare it, or where
+// (built outside Kernel) n lacks it: read is the reader's own error.
+func (n *Node) undeclared(name, kind string, read error) {
+	switch {
+	case n.misread != nil:
+	case n.spec != nil && !n.spec.declares(name, kind):
+		n.misread = fmt.Errorf("op %s reads %s attr %q, which its Spec does not declare (a bug in the op's kernel)", n.Op, kind, name)
+	case read != nil:
+		n.misread = fmt.Errorf("op %s reads %s attr %q: %w", n.Op, kind, name, read)
+	}
 }
 
 // typeOf is the value of type attribute name, which the spec declares and
-// Kernel so checked.
+// Kernel so checked; reading one it does not declare is Kernel's error.
 func (n *Node) typeOf(name string) wire.DataType {
-	return wire.DataType(n.Attrs[name].GetType())
+	dt, err := n.attrType(name)
+	n.undeclared(name, typeKind, err)
+	return dt
 }
 
 // typesOf is the value of type list attribute name, which the spec
 // declares (in Types, or counting inputs or outputs) and Kernel so
-// checked.
+// checked; reading one it does not declare is Kernel's error.
 func (n *Node) typesOf(name string) []wire.DataType {
-	types, _ := n.attrTypeList(name)
+	types, err := n.attrTypeList(name)
+	n.undeclared(name, listKind, err)
 	return types
 }
 
 // intOf is the value of int attribute name, which a declared Count read
-// and bounded.
-func (n *Node) intOf(name string) int64 { return n.Attrs[name].GetI() }
+// and bounded; reading one it does not declare is Kernel's error.
+func (n *Node) intOf(name string) int64 {
+	v, err := n.attrInt(name)
+	n.undeclared(name, intKind, err)
+	return v
+}

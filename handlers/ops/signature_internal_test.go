@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -212,4 +213,108 @@ func TestEveryOpDeclaresItsSignature(t *testing.T) {
 			t.Errorf("undeclared lists %s, which is not registered", name)
 		}
 	}
+}
+
+// TestSpecKernelRefusesUndeclaredReads: a Build that reads a type, type
+// list or int attribute its Spec does not declare makes Kernel fail,
+// naming the op and the attribute, even where the node carries it;
+// reading those it declares, in Types or in a Count, is no error.
+func TestSpecKernelRefusesUndeclaredReads(t *testing.T) {
+	attrs := map[string]*tfpb.AttrValue{"T": typeAttr(wire.DTFloat), "N": intAttr(2), "U": typeAttr(wire.DTInt32),
+		"dtypes": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{Type: []tfpb.DataType{tfpb.DataType(wire.DTFloat)}}}}}
+	for _, tc := range []struct {
+		name string
+		read func(n *Node)
+		want string // "" for no error
+	}{
+		{"declared", func(n *Node) { n.typeOf("T"); n.intOf("N"); n.typesOf("dtypes") }, ""},
+		{"an undeclared type", func(n *Node) { n.typeOf("U") }, `op TestReads reads type attr "U", which its Spec does not declare`},
+		{"a missing type", func(n *Node) { n.typeOf("dtype") }, `op TestReads reads type attr "dtype", which its Spec does not declare`},
+		{"an int as a type", func(n *Node) { n.typeOf("N") }, `op TestReads reads type attr "N", which its Spec does not declare`},
+		{"a type list as an int", func(n *Node) { n.intOf("dtypes") }, `op TestReads reads int attr "dtypes", which its Spec does not declare`},
+		{"an undeclared list", func(n *Node) { n.typeOf("T"); n.typesOf("Tcomponents") }, `op TestReads reads type list attr "Tcomponents"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := &Spec{Inputs: byInt("N", 1), Types: []TypeAttr{anyType("T")}, NumOutputs: byList("dtypes"),
+				Build: func(_ *Env, n *Node) (Kernel, error) {
+					tc.read(n)
+					return func(*Context) error { return nil }, nil
+				}}
+			n := &Node{Name: "n", Op: "TestReads", Attrs: attrs, NumInputs: 2}
+			k, err := spec.Kernel(&Env{}, n)
+			switch {
+			case tc.want == "" && (err != nil || k == nil):
+				t.Fatalf("Kernel = %v, %v; want the kernel", k != nil, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || k != nil):
+				t.Fatalf("Kernel = %v, %v; want no kernel and %q", k != nil, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestEveryOpReadsOnlyDeclaredAttrs builds every registered op on a node
+// carrying its defaults and a value of each attribute its Spec declares:
+// none reads a type, type list or int attribute beyond those, which
+// Kernel would refuse. An op whose Build stops earlier, at an attribute
+// of another kind, is logged: the sweep does not reach its reads.
+func TestEveryOpReadsOnlyDeclaredAttrs(t *testing.T) {
+	built := 0
+	for _, name := range Names() {
+		s := Lookup(name)
+		n := &Node{Name: "n", Op: name, Attrs: declaredAttrs(s)}
+		n.NumInputs, _ = s.Inputs.of(n)
+		_, err := s.Kernel(&Env{}, n)
+		switch {
+		case n.misread != nil:
+			t.Errorf("%s: %v", name, n.misread)
+		case err != nil:
+			t.Logf("%s stops before its reads are all seen: %v", name, err)
+		default:
+			built++
+		}
+	}
+	t.Logf("%d of %d ops built from their declared attributes alone", built, len(Names()))
+	if built == 0 {
+		t.Fatal("no op was built: the sweep saw no reads")
+	}
+}
+
+// declaredAttrs are attributes for a node of s: its defaults, and a value
+// each attribute it declares allows.
+func declaredAttrs(s *Spec) map[string]*tfpb.AttrValue {
+	attrs := maps.Clone(s.Defaults)
+	if attrs == nil {
+		attrs = map[string]*tfpb.AttrValue{}
+	}
+	for _, c := range []Count{s.Inputs, s.NumOutputs} {
+		if c.declared && c.attr != "" && !c.list {
+			attrs[c.attr] = intAttr(max(c.min, 1))
+		}
+	}
+	for _, c := range []Count{s.Inputs, s.NumOutputs} {
+		if c.declared && c.attr != "" && c.list {
+			attrs[c.attr] = typeList(wire.DTFloat)
+		}
+	}
+	for _, a := range s.Types {
+		dt := wire.DTFloat
+		if a.allowed != nil {
+			dt = a.allowed[0]
+		}
+		if a.list {
+			attrs[a.name] = typeList(dt)
+		} else {
+			attrs[a.name] = typeAttr(dt)
+		}
+	}
+	return attrs
+}
+
+// typeList is a type list attribute of dts.
+func typeList(dts ...wire.DataType) *tfpb.AttrValue {
+	l := &tfpb.AttrValue_ListValue{}
+	for _, dt := range dts {
+		l.Type = append(l.Type, tfpb.DataType(dt))
+	}
+	return &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: l}}
 }

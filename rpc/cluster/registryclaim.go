@@ -25,6 +25,15 @@ import (
 // a plain Register's) is taken over only if it is still the one read: it
 // is renamed aside under a name of the claim's own and compared, and one
 // made meanwhile by another claim is linked back.
+//
+// On a file system without hard links (link(2) fails with EPERM or
+// ENOTSUP: FAT, some FUSE and object-store mounts) the claim is not
+// atomic: it publishes by rename(2) once it has seen the name free, and
+// two processes that both see it free in the same instant both register,
+// the later replacing the earlier, whose lease then stops (see renew). A
+// live lease seen there is still refused. Keep the registry directory on
+// a file system with hard links (ext4, xfs, tmpfs, NFS) for one owner
+// per task.
 
 // claimTries bounds a claim's rounds of finding the name taken by a
 // registration it may take over, taking it over and trying again.
@@ -93,19 +102,36 @@ func encodeRegistration(dir string, reg registration) ([]byte, error) {
 }
 
 // createExclusive writes data to path, which must not exist: an error
-// wrapping fs.ErrExist says it did. Where the file system has no hard
-// links, it falls back to writeFileAtomic, whose rename replaces.
+// wrapping fs.ErrExist says it did.
 func createExclusive(path string, data []byte) error {
 	tmp, err := writeTemp(path, data)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp)
-	err = os.Link(tmp, path)
-	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) {
-		return os.Rename(tmp, path)
+	return publish(tmp, path)
+}
+
+// hardLink is link(2); tests replace it to act as a file system without
+// hard links.
+var hardLink = os.Link
+
+// publish gives file tmp the name path unless path exists: an error
+// wrapping fs.ErrExist says it did. Where the file system has no hard
+// links it renames tmp once it finds path free, which is not atomic: a
+// name made between the look and the rename is replaced.
+func publish(tmp, path string) error {
+	err := hardLink(tmp, path)
+	if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.ENOTSUP) && !errors.Is(err, syscall.EOPNOTSUPP) {
+		return err
 	}
-	return err
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		if err == nil {
+			return &fs.PathError{Op: "publish", Path: path, Err: fs.ErrExist}
+		}
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // takeOver removes path if it still holds old.
@@ -124,7 +150,7 @@ func takeOver(path string, old []byte) error {
 	}
 	// Another claim's registration, made since old was read: it goes
 	// back, unless a third took the name meanwhile.
-	if err := os.Link(aside, path); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := publish(aside, path); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	return nil

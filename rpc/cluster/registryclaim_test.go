@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -120,5 +122,37 @@ func TestLeaseTakesOverPlainRegistration(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ps.0.json")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLeaseOneOwnerWithoutHardLinks runs TestLeaseOneOwner where link(2)
+// fails as on a file system without hard links: the claim, published by
+// rename there, still refuses a live lease's task and takes over one
+// whose lease ran out, and nothing links. (Two claims in the same instant
+// may both register there; see the package's note on claims.)
+func TestLeaseOneOwnerWithoutHardLinks(t *testing.T) {
+	links := 0
+	defer func(l func(string, string) error) { hardLink = l }(hardLink)
+	hardLink = func(oldname, newname string) error {
+		links++
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: syscall.EPERM}
+	}
+	TestLeaseOneOwner(t)
+	if links == 0 {
+		t.Fatal("no claim tried link(2): the test ran nothing without hard links")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "worker.1.json")
+	if err := createExclusive(path, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := createExclusive(path, []byte("second")); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("createExclusive over an existing name without hard links: %v, want fs.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "first" {
+		t.Fatalf("the name holds %q, want the first %q", b, "first")
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".*")); len(tmps) != 0 {
+		t.Errorf("left behind: %v", tmps)
 	}
 }

@@ -3,6 +3,7 @@ package flags
 import (
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -15,8 +16,10 @@ import (
 //   - on: or fail, saying why;
 //   - off: never.
 //
-// "true" and "false" (also 1 and 0, any case) are aliases of on and off,
-// for the commands where --afxdp was a boolean. The zero value is auto.
+// The modes are read in any case. "true" and "false", and every other
+// spelling the commands' boolean flags take (strconv.ParseBool's: 1, t,
+// TRUE, True; 0, f, FALSE, False), are aliases of on and off, as --afxdp
+// was a boolean flag. The zero value is auto.
 type AFXDP uint8
 
 // The modes of --afxdp.
@@ -27,13 +30,16 @@ const (
 )
 
 // afxdpAccepts says what Set reads.
-const afxdpAccepts = `want "auto", "on" or "off" ("true" and "false" are aliases of "on" and "off")`
+const afxdpAccepts = `want "auto", "on" or "off" (` + afxdpAliases + `)`
+
+// afxdpAliases says what else Set reads, in the help and its errors.
+const afxdpAliases = `"true" and "false", or 1 and 0, t and f, as a boolean flag takes them, are aliases of "on" and "off"`
 
 // RegisterAFXDP registers --afxdp on fs, p starting as def; usage says
 // what on means for the command.
 func RegisterAFXDP(fs *flag.FlagSet, p *AFXDP, def AFXDP, usage string) {
 	*p = def
-	usage += `, as the ` + "`mode`" + ` says: "auto" where the machine allows it, "on" or fail, "off" never ("true" and "false" are aliases of "on" and "off")`
+	usage += `, as the ` + "`mode`" + ` says: "auto" where the machine allows it, "on" or fail, "off" never (` + afxdpAliases + `)`
 	if def == AFXDPAuto {
 		usage += " (default auto)" // flag shows no default equal to the zero value
 	}
@@ -56,12 +62,22 @@ func (a *AFXDP) Set(s string) error {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "auto":
 		*a = AFXDPAuto
-	case "on", "true", "1":
+		return nil
+	case "on":
 		*a = AFXDPOn
-	case "off", "false", "0":
+		return nil
+	case "off":
 		*a = AFXDPOff
-	default:
+		return nil
+	}
+	on, err := strconv.ParseBool(s)
+	switch {
+	case err != nil:
 		return fmt.Errorf("--afxdp %q: %s", s, afxdpAccepts)
+	case on:
+		*a = AFXDPOn
+	default:
+		*a = AFXDPOff
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func (c *Cluster) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Protocol, "protocol", string(cluster.ProtocolGRPCSeastar), `"grpc+seastar" (worker service over starwire) or "grpc"; default TF_CONFIG's rpc_layer when set`)
 	fs.Var(&c.Spec, "cluster", "the cluster `spec`, ps=host:port,...;worker=host:port,... (default TF_CONFIG's cluster)")
 	fs.StringVar(&c.EndpointMap, "endpoint_map", "", "endpoint map file for grpc+seastar (default $"+cluster.EnvEndpointMapPath+" or ./"+cluster.DefaultEndpointMapFile+")")
-	fs.StringVar(&c.RegistryDir, "registry_dir", "", "directory where tasks started on port 0 publish their addresses")
+	fs.StringVar(&c.RegistryDir, "registry_dir", "", "directory where tasks started on port 0 publish their addresses, one process a task: a second started for a live task is refused, naming it (atomically where the file system has hard links; without them, as on FAT or some FUSE mounts, two started in the same instant may both register)")
 	fs.DurationVar(&c.WaitTimeout, "cluster_wait", time.Minute, "how long to wait for every task to register in --registry_dir")
 	c.TLS.Register(fs)
 	c.Packet.Register(fs)
