@@ -350,6 +350,10 @@ func TestBurstOfMixedAnswersIsJudged(t *testing.T) {
 // the machine while the test does.
 func newTestChooser(p PathPolicy) *chooser {
 	c := newChooser(p)
-	c.cpu = func() time.Duration { return 0 }
+	c.cpu, c.idle = func() time.Duration { return 0 }, busyMachine
 	return c
 }
+
+// busyMachine is the idle clock of a machine with no CPU idle: the whole
+// CPU ratio is charged.
+func busyMachine() time.Duration { return 0 }

@@ -62,7 +62,7 @@ func TestMarginFollowsMeasuredCPU(t *testing.T) {
 				l := &cpuLink{took: [2]time.Duration{40 * us, tt.bypassT},
 					cpu: [2]time.Duration{10 * us, time.Duration(tt.ratio * float64(10*us))}}
 				c := newChooser(PathPolicy{})
-				c.cpu = func() time.Duration { return l.used }
+				c.cpu, c.idle = func() time.Duration { return l.used }, busyMachine
 				l.run(c, 1, 6000)
 				r, measured := c.cpuRatio(0)
 				if !measured || math.Abs(r-tt.ratio) > 0.1*tt.ratio {
@@ -195,7 +195,7 @@ func TestSlowBypassLeftAtDepth(t *testing.T) {
 		l := &queueLink{lat: [2]time.Duration{400 * us, 400 * us}, svc: [2]time.Duration{35 * us, 140 * us},
 			cpu: [2]time.Duration{10 * us, 40 * us}}
 		c := newChooser(PathPolicy{})
-		c.cpu = func() time.Duration { return l.used }
+		c.cpu, c.idle = func() time.Duration { return l.used }, busyMachine
 		l.run(c, 1, 400, 8)
 		k := classOf(64<<10 + 64) // from learnBelow up
 		if c.bypass[k] {
