@@ -176,9 +176,13 @@ type chooser struct {
 	probed   [numClasses]uint8
 	burstLen [numClasses]uint8
 	// warm is the calls of the burst still to send before its calls are
-	// timed; burstMin the least cost of its timed calls so far, 0 for
+	// timed, and warmLen how many it had; settle is the calls still to
+	// send over the class's own path, back from a burst or new to it,
+	// before they are timed again; burstMin the least cost of its timed calls so far, 0 for
 	// none; wins the bursts in a row that beat the class's path.
 	warm     [numClasses]uint8
+	warmLen  [numClasses]uint8
+	settle   [numClasses]uint8
 	burstMin [numClasses]float64
 	wins     [numClasses]uint8
 	slots    [inflightSlots]slot
@@ -193,10 +197,10 @@ type chooser struct {
 	idle     func() time.Duration
 	idleFrom int64
 	window   [numClasses]cpuWindow
-	cpuUsed [2][numClasses]cpuRecord
-	answers uint64
-	calls   [2]uint64
-	bytes   [2]uint64
+	cpuUsed  [2][numClasses]cpuRecord
+	answers  uint64
+	calls    [2]uint64
+	bytes    [2]uint64
 	// classCalls counts the calls each class chose a path for.
 	classCalls [numClasses]uint64
 	// trace, nil unless STARWIRE_CHOOSER_TRACE=1, writes the chooser's
@@ -269,12 +273,18 @@ func (c *chooser) pick(k int, size int64) (bypass, warm bool) {
 	}
 	cur := c.bypass[k]
 	if c.burst[k] > 0 {
-		c.burst[k]--
+		if c.burst[k]--; c.burst[k] == 0 {
+			c.settle[k] = c.warmLen[k] // its own path drained meanwhile
+		}
 		if c.warm[k] > 0 {
 			c.warm[k]--
 			return !cur, true
 		}
 		return !cur, false
+	}
+	if c.settle[k] > 0 {
+		c.settle[k]--
+		return cur, true
 	}
 	if !c.window[k].open && c.classCalls[k] == 0 {
 		c.openCPUWindow(k, b2i(cur)) // the class's first call
@@ -315,7 +325,8 @@ func (c *chooser) startBurst(k int) {
 		n = min(depth+1, maxBurst)
 	}
 	c.sinceLog[k], c.burstMin[k] = 0, 0
-	c.burst[k], c.probed[k], c.burstLen[k], c.warm[k] = uint8(n), uint8(n), uint8(n), uint8(warm)
+	c.burst[k], c.probed[k], c.burstLen[k] = uint8(n), uint8(n), uint8(n)
+	c.warm[k], c.warmLen[k] = uint8(warm), uint8(warm)
 	c.switchCPUWindow(k, b2i(!c.bypass[k]))
 	c.traceBurst(k, n, warm, depth)
 }
@@ -477,7 +488,7 @@ func (c *chooser) decide(k int, mc, oc, margin float64) {
 		return
 	}
 	c.traceJudge(k, mc, oc, margin, "switch")
-	c.bypass[k], c.wins[k] = !cur, 0
+	c.bypass[k], c.wins[k], c.settle[k] = !cur, 0, c.warmLen[k]
 	c.probeGap[k], c.sinceLog[k] = probeMin, 0
 }
 
