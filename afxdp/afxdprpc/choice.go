@@ -138,6 +138,7 @@ type slot struct {
 	chosen uint8  // the class its path was chosen by (its expected size's)
 	depth  uint16 // calls in flight on the path when sent, itself included
 	probe  bool   // a call of its class's probe burst
+	warm   bool   // one of the burst's first, sent while its path wakes: not timed
 	used   bool
 }
 
@@ -174,24 +175,41 @@ type chooser struct {
 	burst    [numClasses]uint8
 	probed   [numClasses]uint8
 	burstLen [numClasses]uint8
+	// warm is the calls of the burst still to send before its calls are
+	// timed, and warmLen how many it had; settle is the calls still to
+	// send over the class's own path, back from a burst or new to it,
+	// before they are timed again; burstMin the least cost of its timed calls so far, 0 for
+	// none; wins the bursts in a row that beat the class's path.
+	warm     [numClasses]uint8
+	warmLen  [numClasses]uint8
+	settle   [numClasses]uint8
+	burstMin [numClasses]float64
+	wins     [numClasses]uint8
 	slots    [inflightSlots]slot
 	inflight [2]int
 	expect   [expectSlots]expected
 	// cpu reads the process's CPU time (processCPU); window is each
 	// class's CPU window open, cpuUsed what each path's windows used, and
 	// answers counts the connection's answers, which windows divide by.
-	cpu     func() time.Duration
-	window  [numClasses]cpuWindow
-	cpuUsed [2][numClasses]cpuRecord
-	answers uint64
-	calls   [2]uint64
-	bytes   [2]uint64
+	// idle reads the machine's idle CPU time (machineIdle), and idleFrom
+	// is when the connection last had no call in flight.
+	cpu      func() time.Duration
+	idle     func() time.Duration
+	idleFrom int64
+	window   [numClasses]cpuWindow
+	cpuUsed  [2][numClasses]cpuRecord
+	answers  uint64
+	calls    [2]uint64
+	bytes    [2]uint64
 	// classCalls counts the calls each class chose a path for.
 	classCalls [numClasses]uint64
+	// trace, nil unless STARWIRE_CHOOSER_TRACE=1, writes the chooser's
+	// probes, judgements, switches and CPU windows (choicetrace.go).
+	trace *chooserTrace
 }
 
 func newChooser(p PathPolicy) *chooser {
-	c := &chooser{policy: p, epoch: time.Now(), cpu: processCPU}
+	c := &chooser{policy: p, epoch: time.Now(), cpu: processCPU, idle: machineIdle, trace: newChooserTrace()}
 	for i := range c.bypass {
 		c.probeGap[i] = probeMin
 	}
@@ -219,7 +237,11 @@ func (c *chooser) choose(m *wire.Message, open bool) bool {
 		size = max(size, e.bytes)
 	}
 	k := classOf(size)
-	bypass := open && c.pick(k, size)
+	c.sent(now)
+	bypass, warm := false, false
+	if open {
+		bypass, warm = c.pick(k, size)
+	}
 	path := viaTCP
 	if bypass {
 		path = viaBypass
@@ -231,33 +253,44 @@ func (c *chooser) choose(m *wire.Message, open bool) bool {
 	}
 	c.inflight[path]++
 	*s = slot{id: m.Header.CallID, sent: now, path: uint8(path), class: uint8(classOf(req)), chosen: uint8(k),
-		depth: uint16(min(c.inflight[path], 1<<16-1)), probe: probe, used: true}
+		depth: uint16(min(c.inflight[path], 1<<16-1)), probe: probe, warm: warm, used: true}
 	c.calls[path]++
 	c.bytes[path] += uint64(req)
 	c.classCalls[k]++
 	return bypass
 }
 
-// pick applies the policy to a call of size bytes in class k.
-func (c *chooser) pick(k int, size int64) bool {
+// pick applies the policy to a call of size bytes in class k, and says
+// whether the call is one of a probe burst's first, not timed.
+func (c *chooser) pick(k int, size int64) (bypass, warm bool) {
 	switch c.policy.Mode {
 	case PathAFXDP:
-		return true
+		return true, false
 	case PathTCPOnly:
-		return false
+		return false, false
 	case PathThreshold:
-		return size < c.policy.Threshold
+		return size < c.policy.Threshold, false
 	}
 	cur := c.bypass[k]
 	if c.burst[k] > 0 {
-		c.burst[k]--
-		return !cur
+		if c.burst[k]--; c.burst[k] == 0 {
+			c.settle[k] = c.warmLen[k] // its own path drained meanwhile
+		}
+		if c.warm[k] > 0 {
+			c.warm[k]--
+			return !cur, true
+		}
+		return !cur, false
+	}
+	if c.settle[k] > 0 {
+		c.settle[k]--
+		return cur, true
 	}
 	if !c.window[k].open && c.classCalls[k] == 0 {
 		c.openCPUWindow(k, b2i(cur)) // the class's first call
 	}
 	if c.est[b2i(cur)][k].n < minSamples {
-		return cur
+		return cur, false
 	}
 	// A small class learns the other path at once: a call costs little
 	// either way. A large one waits for its first probe, since a few of
@@ -265,10 +298,10 @@ func (c *chooser) pick(k int, size int64) bool {
 	// them can win back.
 	learn := c.est[b2i(!cur)][k].n == 0 && classBound(k) < learnBelow
 	if c.sinceLog[k]++; !learn && c.sinceLog[k] < c.probeGap[k] {
-		return cur
+		return cur, false
 	}
 	c.startBurst(k)
-	return !cur
+	return c.pick(k, size) // the burst's first call
 }
 
 // startBurst starts a probe burst of class k, this call its first. A
@@ -284,16 +317,37 @@ func (c *chooser) startBurst(k int) {
 		c.judge(k) // the last burst lost an answer: judged as it stands
 	}
 	depth := c.inflight[b2i(c.bypass[k])]
-	n := 1
+	n, warm := 1, 0
 	switch {
 	case classBound(k) < learnBelow:
-		n = min(probeBurst+depth, maxBurst)
+		n, warm = burstLen(depth)
 	case c.bypass[k]:
 		n = min(depth+1, maxBurst)
 	}
-	c.sinceLog[k] = 0
-	c.burst[k], c.probed[k], c.burstLen[k] = uint8(n-1), uint8(n), uint8(n)
+	c.sinceLog[k], c.burstMin[k] = 0, 0
+	c.burst[k], c.probed[k], c.burstLen[k] = uint8(n), uint8(n), uint8(n)
+	c.warm[k], c.warmLen[k] = uint8(warm), uint8(warm)
 	c.switchCPUWindow(k, b2i(!c.bypass[k]))
+	c.traceBurst(k, n, warm, depth)
+}
+
+// warmRounds is the rounds of the chosen path's depth a small class's
+// burst sends untimed before it times any. With many callers a burst's
+// first calls meet a path asleep, and queue behind its wake-ups at
+// every depth: timed, they made a path 4x faster when awake look 2-10x
+// slower than it is, and the class stayed on TCP.
+const warmRounds = 4
+
+// burstLen returns the length of a small class's probe burst, the
+// chosen path having depth calls in flight, and how many of its first
+// are not timed: probeBurst+depth timed, so that the probed path reaches
+// the chosen one's depth, after warmRounds×depth untimed, all within
+// maxBurst. A lone caller (depth 0) times them all: the minimum of its
+// estimate drops the first call's wake-up.
+func burstLen(depth int) (n, warm int) {
+	n = min(probeBurst+depth, maxBurst)
+	warm = min(warmRounds*depth, maxBurst-n)
+	return n + warm, warm
 }
 
 func b2i(b bool) int {
@@ -330,7 +384,9 @@ func (c *chooser) answered(h *wire.Header) {
 	}
 	s.used = false
 	c.answers++
-	c.inflight[s.path]--
+	if c.inflight[s.path]--; c.inflight[viaTCP]+c.inflight[viaBypass] == 0 {
+		c.idleFrom = now
+	}
 	c.bytes[s.path] += uint64(n)
 	if s.probe {
 		// Counted by the class that chose the call, whatever the class
@@ -346,9 +402,13 @@ func (c *chooser) answered(h *wire.Header) {
 	} else {
 		*e = expected{method: h.Method, class: s.class, bytes: n}
 	}
-	if c.policy.Mode == PathAuto {
+	if c.policy.Mode == PathAuto && !s.warm {
 		k := max(int(s.class), classOf(n))
-		c.sample(s.path == viaBypass, k, float64(now-s.sent)/float64(max(s.depth, 1)))
+		ns := float64(now-s.sent) / float64(max(s.depth, 1))
+		c.sample(s.path == viaBypass, k, ns)
+		if s.probe && k == int(s.chosen) && (c.burstMin[k] == 0 || ns < c.burstMin[k]) {
+			c.burstMin[k] = ns
+		}
 	}
 }
 
@@ -373,46 +433,63 @@ func (c *chooser) probeAnswered(k int) {
 }
 
 // judge spaces class k's next probe burst by what the last one found, and
-// chooses the class's path again.
+// chooses the class's path again. The burst is judged by its own timed
+// calls (burstMin), not by the estimate, which still holds the bursts
+// before it: one burst that met the probed path at its best would
+// otherwise count for the next too.
 func (c *chooser) judge(k int) {
 	c.probed[k] = 0
 	defer c.burstEnded(k)
-	cur := c.bypass[k]
-	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
+	mine := &c.est[b2i(c.bypass[k])][k]
 	if mine.n < minSamples {
 		return
 	}
-	mc, oc := mine.cost(), other.cost()
+	mc, oc, margin := mine.cost(), c.burstMin[k], c.margin(k)
 	switch {
-	case other.n == 0:
+	case oc == 0:
 		// The burst's answers fell in other classes: this class learned
 		// nothing of the other path, and probing it as often again would
 		// learn nothing more.
 		c.probeGap[k] = confirmedGap(c.probeGap[k], 1, int(c.burstLen[k]))
-	case oc < mc*c.margin(k):
+		c.traceJudge(k, mc, oc, margin, "nothing learned")
+		return
+	case oc < mc*margin:
 		// A burst that beat the choice by the margin to switch: the next
 		// comes sooner. One that beat it by less confirms it: a bypass a
 		// little cheaper than TCP is not taken, and probing it as often as
 		// one that will be would send a fifth of the class's calls over it
 		// for good.
 		c.probeGap[k] = max(c.probeGap[k]/2, probeMin)
+		c.wins[k] = min(c.wins[k]+1, switchWins)
 	default:
 		c.probeGap[k] = confirmedGap(c.probeGap[k], oc/mc, int(c.burstLen[k]))
+		c.wins[k] = 0
 	}
-	c.decide(k)
+	c.decide(k, mc, oc, margin)
 }
 
-// decide chooses class k's path again from its estimates.
-func (c *chooser) decide(k int) {
+// switchWins is the bursts in a row that must beat a class's path for it
+// to change path. Where both paths cost about the same, one burst that
+// met the other path at its best, or the chosen one at its worst, moved
+// the class, and the next moved it back: 35 switches in 2 s, each paying
+// the wake-ups of a path gone idle.
+const switchWins = 2
+
+// decide changes class k's path once switchWins bursts in a row beat it;
+// mc, oc and margin are what the last burst was judged by.
+func (c *chooser) decide(k int, mc, oc, margin float64) {
 	cur := c.bypass[k]
-	mine, other := &c.est[b2i(cur)][k], &c.est[b2i(!cur)][k]
-	if mine.n < minSamples || other.n < minSamples || c.probed[k] > 0 {
+	if c.wins[k] < switchWins || c.est[b2i(!cur)][k].n < minSamples || c.probed[k] > 0 {
+		verdict := "hold"
+		if c.wins[k] > 0 {
+			verdict = "beat"
+		}
+		c.traceJudge(k, mc, oc, margin, verdict)
 		return
 	}
-	if other.cost() < mine.cost()*c.margin(k) {
-		c.bypass[k] = !cur
-		c.probeGap[k], c.sinceLog[k] = probeMin, 0
-	}
+	c.traceJudge(k, mc, oc, margin, "switch")
+	c.bypass[k], c.wins[k], c.settle[k] = !cur, 0, c.warmLen[k]
+	c.probeGap[k], c.sinceLog[k] = probeMin, 0
 }
 
 // crossover is the smallest call size that goes over TCP now: 0 when every

@@ -2,6 +2,7 @@ package afxdprpc
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/starwire/starwire/wire"
@@ -350,6 +351,143 @@ func TestBurstOfMixedAnswersIsJudged(t *testing.T) {
 // the machine while the test does.
 func newTestChooser(p PathPolicy) *chooser {
 	c := newChooser(p)
-	c.cpu = func() time.Duration { return 0 }
+	c.cpu, c.idle = func() time.Duration { return 0 }, busyMachine
 	return c
+}
+
+// busyMachine is the idle clock of a machine with no CPU idle: the whole
+// CPU ratio is charged.
+func busyMachine() time.Duration { return 0 }
+
+// wakeLink models depth callers keeping calls in flight, in fake time: a
+// path serves its calls in turn, svc each, answers arriving lat later;
+// the bypass, when it had nothing in flight, is asleep, and the first
+// wakeCalls calls sent to it after are served 6x slower. Each answer costs the
+// process cpuPer of CPU whatever its path.
+type wakeLink struct {
+	svc      [2]time.Duration
+	lat      time.Duration
+	used     time.Duration
+	busy     [2]time.Time
+	waking   [2]int
+	inflight [2]int
+}
+
+const wakeCalls = 24
+
+func (l *wakeLink) run(c *chooser, first uint64, n, depth int) float64 {
+	type call struct {
+		id   uint64
+		path int
+		at   time.Time
+	}
+	var flight []call
+	id, bypassed := first, 0
+	send := func() {
+		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 64)}
+		p := b2i(c.choose(m, true))
+		bypassed += p
+		if l.inflight[p] == 0 && p == viaBypass {
+			l.waking[p] = wakeCalls
+		}
+		l.inflight[p]++
+		svc := l.svc[p]
+		if l.waking[p] > 0 {
+			l.waking[p]--
+			svc *= 6
+		}
+		l.busy[p] = later(l.busy[p], time.Now()).Add(svc)
+		flight = append(flight, call{id, p, l.busy[p].Add(l.lat)})
+		id++
+	}
+	for range depth {
+		send()
+	}
+	for sent := depth; len(flight) > 0; {
+		next := 0
+		for i := range flight {
+			if flight[i].at.Before(flight[next].at) {
+				next = i
+			}
+		}
+		cl := flight[next]
+		flight = append(flight[:next], flight[next+1:]...)
+		time.Sleep(time.Until(cl.at))
+		l.inflight[cl.path]--
+		l.used += 10 * time.Microsecond
+		c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: cl.id, PayloadLen: 64})
+		if sent < n {
+			send()
+			sent++
+		}
+	}
+	return float64(bypassed) / float64(n)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// TestBurstAtDepthTimesAWarmPath: with 8 callers, a bypass 3x faster
+// than TCP once awake is taken, though each burst meets it asleep and its
+// first calls queue behind its wake-ups: the burst times only the calls
+// sent once it is awake. Timing them all, the bypass looked slower than
+// TCP and the class stayed there.
+func TestBurstAtDepthTimesAWarmPath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const us = time.Microsecond
+		l := &wakeLink{svc: [2]time.Duration{30 * us, 10 * us}, lat: 50 * us}
+		c := newChooser(PathPolicy{})
+		c.cpu, c.idle = func() time.Duration { return l.used }, busyMachine
+		l.run(c, 1, 4000, 8)
+		if !c.bypass[0] {
+			t.Fatal("the class stayed on TCP, 3x slower than the bypass awake")
+		}
+		if got := l.run(c, 10000, 4000, 8); got < 0.9 {
+			t.Errorf("%.1f%% of calls over the bypass, want >= 90%%", 100*got)
+		}
+	})
+}
+
+// TestClassHoldsBetweenPathsAlike: where both paths cost the same, a
+// burst that meets the other path at its best (0.7x) beats the margin,
+// the next (1.3x) does not; the class holds its path. Moved by one burst,
+// it switched at every lucky one.
+func TestClassHoldsBetweenPathsAlike(t *testing.T) {
+	c := newChooser(PathPolicy{})
+	var used time.Duration
+	c.cpu, c.idle = func() time.Duration { return used }, busyMachine
+	bursts, inBurst, switches := 0, false, 0
+	for id := uint64(1); id <= 20000; id++ {
+		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 64)}
+		was := c.bypass[0]
+		probe := c.choose(m, true) != was
+		if probe && !inBurst {
+			bursts++
+		}
+		inBurst = probe
+		ns := int64(40_000)
+		if probe && bursts%2 == 1 {
+			ns = 28_000
+		} else if probe {
+			ns = 52_000
+		}
+		c.mu.Lock()
+		c.slots[id%inflightSlots].sent -= ns
+		c.mu.Unlock()
+		used += 10 * time.Microsecond
+		c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: id, PayloadLen: 64})
+		if c.bypass[0] != was {
+			switches++
+		}
+	}
+	if _, measured := c.cpuRatio(0); !measured {
+		t.Fatal("CPU ratio not measured")
+	}
+	if switches > 0 || bursts < 10 {
+		t.Fatalf("%d switches in %d bursts between paths alike, want none", switches, bursts)
+	}
 }

@@ -62,7 +62,7 @@ func TestMarginFollowsMeasuredCPU(t *testing.T) {
 				l := &cpuLink{took: [2]time.Duration{40 * us, tt.bypassT},
 					cpu: [2]time.Duration{10 * us, time.Duration(tt.ratio * float64(10*us))}}
 				c := newChooser(PathPolicy{})
-				c.cpu = func() time.Duration { return l.used }
+				c.cpu, c.idle = func() time.Duration { return l.used }, busyMachine
 				l.run(c, 1, 6000)
 				r, measured := c.cpuRatio(0)
 				if !measured || math.Abs(r-tt.ratio) > 0.1*tt.ratio {
@@ -195,7 +195,7 @@ func TestSlowBypassLeftAtDepth(t *testing.T) {
 		l := &queueLink{lat: [2]time.Duration{400 * us, 400 * us}, svc: [2]time.Duration{35 * us, 140 * us},
 			cpu: [2]time.Duration{10 * us, 40 * us}}
 		c := newChooser(PathPolicy{})
-		c.cpu = func() time.Duration { return l.used }
+		c.cpu, c.idle = func() time.Duration { return l.used }, busyMachine
 		l.run(c, 1, 400, 8)
 		k := classOf(64<<10 + 64) // from learnBelow up
 		if c.bypass[k] {
@@ -219,4 +219,87 @@ func TestSlowBypassLeftAtDepth(t *testing.T) {
 			t.Errorf("%.1f%% of calls over the slower bypass", 100*got)
 		}
 	})
+}
+
+// TestCPUWindowsSkipIdleSpells: CPU the process spends while the
+// connection has no call in flight (another connection's, another
+// protocol's) is not charged to the class's path. Here the paths cost
+// the same CPU per call, the bypass is faster, and every 200 calls the
+// connection sits idle 100 ms while the process spends 20 ms elsewhere:
+// charged to the bypass's window, it made the ratio 5 and sent the class
+// back to TCP.
+func TestCPUWindowsSkipIdleSpells(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const us = time.Microsecond
+		l := &cpuLink{took: [2]time.Duration{40 * us, 24 * us}, cpu: [2]time.Duration{10 * us, 10 * us}}
+		c := newChooser(PathPolicy{})
+		c.cpu, c.idle = func() time.Duration { return l.used }, busyMachine
+		id := uint64(1)
+		worst, left := 0.0, 0
+		for i := range 40 {
+			l.run(c, id, 200)
+			id += 200
+			time.Sleep(100 * time.Millisecond)
+			l.used += 20 * time.Millisecond
+			if r, measured := c.cpuRatio(0); measured {
+				worst = max(worst, r)
+			}
+			if i > 0 && !c.bypass[0] {
+				left++
+			}
+		}
+		if worst > 1.3 {
+			t.Errorf("CPU ratio up to %.2f, want about 1: the idle spells' CPU was charged", worst)
+		}
+		if left > 0 {
+			t.Errorf("the class was off the faster bypass, which costs the same CPU, at %d of 39 spells", left)
+		}
+	})
+}
+
+// TestMarginCountsOnlyCPUNotIdle: a bypass costing twice TCP's CPU per
+// call at 0.6x its time is taken on a machine with CPU idle while calls
+// go over TCP (the CPU it adds was idle), and not on a busy machine.
+func TestMarginCountsOnlyCPUNotIdle(t *testing.T) {
+	const us = time.Microsecond
+	for _, tt := range []struct {
+		name   string
+		idle   bool
+		want   bool
+		charge float64
+	}{{"idle machine", true, true, 1}, {"busy machine", false, false, 2}} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := &cpuLink{took: [2]time.Duration{40 * us, 24 * us}, cpu: [2]time.Duration{10 * us, 20 * us}}
+				c := newChooser(PathPolicy{})
+				start := time.Now()
+				c.cpu, c.idle = func() time.Duration { return l.used }, busyMachine
+				if tt.idle { // one CPU of the machine's idle throughout
+					c.idle = func() time.Duration { return time.Since(start) }
+				}
+				l.run(c, 1, 6000)
+				if r, measured := c.cpuRatio(0); !measured || math.Abs(r-2) > 0.2 {
+					t.Fatalf("CPU ratio %.2f (measured %v), want 2", r, measured)
+				}
+				if got := c.chargedRatio(0); math.Abs(got-tt.charge) > 0.1 {
+					t.Errorf("charged ratio %.2f, want %.2f", got, tt.charge)
+				}
+				if c.bypass[0] != tt.want {
+					t.Fatalf("class on the bypass: %v, want %v", c.bypass[0], tt.want)
+				}
+			})
+		})
+	}
+}
+
+// TestStatReaderReadsIdle: /proc/stat's idle clock reads without
+// allocating and advances while the process sleeps.
+func TestStatReaderReadsIdle(t *testing.T) {
+	a := machineIdle()
+	if a <= 0 {
+		t.Fatalf("machine idle %v", a)
+	}
+	if n := testing.AllocsPerRun(100, func() { machineIdle() }); n != 0 {
+		t.Fatalf("machineIdle allocates %v times", n)
+	}
 }

@@ -29,11 +29,15 @@
 // latency and a busy path's time per completed call. Every class starts
 // on TCP; one below 64 KiB alternates until both paths are measured, a
 // larger one measures AF_XDP by probes only. Each then sends its calls
-// over TCP unless AF_XDP costs at most half as much (its reactors poll
-// after each call, a cost to the job's other work that no latency shows),
-// and every 16 to 1024 calls one over the other path, to keep that
-// estimate current (more often while the probes look better, less while
-// they confirm the choice). Stats reports each path's calls and bytes and the
+// over TCP unless AF_XDP costs less by the margin the CPU it adds asks
+// (its reactors poll after each call, a cost to the job's other work that
+// no latency shows; CPU the machine had idle is not charged), and every
+// 16 to 1024 calls a burst over the other path, to keep that estimate
+// current (more often while the probes look better, less while they
+// confirm the choice); a class changes path after two bursts in a row
+// beat it. With STARWIRE_CHOOSER_TRACE=1 each connection writes one line
+// to stderr per probe burst, judgement, path switch and CPU window: the
+// class, path, calls, time per call, CPU ratio, margin and decision. Stats reports each path's calls and bytes and the
 // crossover, the smallest size now sent over TCP. PathThreshold fixes the
 // crossover, PathAFXDP and PathTCPOnly send everything one way.
 //
