@@ -98,13 +98,18 @@ func benchTable(b *testing.B, rows int) {
 			b.ReportMetric(tab.BytesPerRow(), "B/row")
 		})
 	}
-	run("gather", func() { next(); _ = tab.Gather(ids, out) })
-	run("gather-fixed", func() {
+	gather := func() { next(); _ = tab.Gather(ids, out) }
+	gatherFixed := func() {
 		next()
 		for i, p := range pos {
 			copy(out[i*dim:(i+1)*dim], vals[p*dim:])
 		}
-	})
+	}
+	if *tableBenchAlternate > 0 {
+		alternateGathers(b, *tableBenchAlternate, 3000, batch, gather, gatherFixed)
+	}
+	run("gather", gather)
+	run("gather-fixed", gatherFixed)
 	gatherRows, gatherRowsIndex := layoutGathers(b, rows, dim, tab.stride, out, func() ([]int, []int64) { next(); return pos, ids })
 	run("gather-fixed-rows", gatherRows)
 	run("gather-fixed-rows-index", gatherRowsIndex)
