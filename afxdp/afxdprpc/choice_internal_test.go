@@ -363,14 +363,28 @@ func busyMachine() time.Duration { return 0 }
 // path serves its calls in turn, svc each, answers arriving lat later;
 // the bypass, when it had nothing in flight, is asleep, and the first
 // wakeCalls calls sent to it after are served 6x slower. Each answer costs the
-// process cpuPer of CPU whatever its path.
+// process 10 µs of CPU whatever its path, and wakeCPU more if it woke the
+// bypass. With sleepAfter set, the bypass falls asleep only once it had
+// nothing in flight for that long, and wakes in wakeN calls.
 type wakeLink struct {
-	svc      [2]time.Duration
-	lat      time.Duration
-	used     time.Duration
-	busy     [2]time.Time
-	waking   [2]int
-	inflight [2]int
+	svc        [2]time.Duration
+	lat        time.Duration
+	used       time.Duration
+	busy       [2]time.Time
+	waking     [2]int
+	inflight   [2]int
+	sleepAfter time.Duration
+	wakeN      int
+	wakeCPU    time.Duration
+	last       time.Time
+}
+
+// asleep says whether a call sent now over path p meets it asleep.
+func (l *wakeLink) asleep(p int) bool {
+	if p != viaBypass || l.inflight[p] > 0 {
+		return false
+	}
+	return l.sleepAfter == 0 || time.Since(l.last) > l.sleepAfter
 }
 
 const wakeCalls = 24
@@ -380,6 +394,7 @@ func (l *wakeLink) run(c *chooser, first uint64, n, depth int) float64 {
 		id   uint64
 		path int
 		at   time.Time
+		woke bool
 	}
 	var flight []call
 	id, bypassed := first, 0
@@ -387,17 +402,20 @@ func (l *wakeLink) run(c *chooser, first uint64, n, depth int) float64 {
 		m := &wire.Message{Header: wire.Header{Kind: wire.KindRequest, Method: 7, CallID: id}, Meta: make([]byte, 64)}
 		p := b2i(c.choose(m, true))
 		bypassed += p
-		if l.inflight[p] == 0 && p == viaBypass {
+		if l.asleep(p) {
 			l.waking[p] = wakeCalls
+			if l.wakeN > 0 {
+				l.waking[p] = l.wakeN
+			}
 		}
 		l.inflight[p]++
-		svc := l.svc[p]
-		if l.waking[p] > 0 {
+		svc, woke := l.svc[p], l.waking[p] > 0
+		if woke {
 			l.waking[p]--
 			svc *= 6
 		}
 		l.busy[p] = later(l.busy[p], time.Now()).Add(svc)
-		flight = append(flight, call{id, p, l.busy[p].Add(l.lat)})
+		flight = append(flight, call{id, p, l.busy[p].Add(l.lat), woke})
 		id++
 	}
 	for range depth {
@@ -414,7 +432,12 @@ func (l *wakeLink) run(c *chooser, first uint64, n, depth int) float64 {
 		flight = append(flight[:next], flight[next+1:]...)
 		time.Sleep(time.Until(cl.at))
 		l.inflight[cl.path]--
-		l.used += 10 * time.Microsecond
+		if l.used += 10 * time.Microsecond; cl.woke {
+			l.used += l.wakeCPU
+		}
+		if cl.path == viaBypass {
+			l.last = time.Now()
+		}
 		c.answered(&wire.Header{Kind: wire.KindResponse, Method: 7, CallID: cl.id, PayloadLen: 64})
 		if sent < n {
 			send()
@@ -447,6 +470,28 @@ func TestBurstAtDepthTimesAWarmPath(t *testing.T) {
 			t.Fatal("the class stayed on TCP, 3x slower than the bypass awake")
 		}
 		if got := l.run(c, 10000, 4000, 8); got < 0.9 {
+			t.Errorf("%.1f%% of calls over the bypass, want >= 90%%", 100*got)
+		}
+	})
+}
+
+// TestSoloBurstTimesAWarmPath: one caller, a bypass 3x faster than TCP
+// awake that sleeps after 1 ms without calls and then takes 6 calls, at
+// 6x its time and 100 µs of CPU each, to wake. A burst of four timed
+// calls met it asleep every time, in time and in CPU, and the class
+// stayed on TCP.
+func TestSoloBurstTimesAWarmPath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const us = time.Microsecond
+		l := &wakeLink{svc: [2]time.Duration{30 * us, 10 * us}, lat: 10 * us,
+			sleepAfter: time.Millisecond, wakeN: 6, wakeCPU: 100 * us}
+		c := newChooser(PathPolicy{})
+		c.cpu, c.idle = func() time.Duration { return l.used }, busyMachine
+		l.run(c, 1, 20000, 1)
+		if !c.bypass[0] {
+			t.Fatal("the class stayed on TCP, 3x slower than the bypass awake")
+		}
+		if got := l.run(c, 30000, 4000, 1); got < 0.9 {
 			t.Errorf("%.1f%% of calls over the bypass, want >= 90%%", 100*got)
 		}
 	})
