@@ -137,6 +137,8 @@ func (c *chooser) closeCPUWindow(k int) (cpu, idle time.Duration) {
 		return now, idle
 	}
 	c.traceWindow(k, w, n, now, true)
+	_, known := c.cpuRatio(k)
+	defer c.cpuMeasured(k, known)
 	r := &c.cpuUsed[w.path][k]
 	r.ns += float64(now - w.cpu)
 	r.idle += float64(max(idle-w.idle, 0))
@@ -146,6 +148,16 @@ func (c *chooser) closeCPUWindow(k int) (cpu, idle time.Duration) {
 		r.ns, r.idle, r.answers = r.ns/2, r.idle/2, r.answers/2
 	}
 	return now, idle
+}
+
+// cpuMeasured brings class k's next probe burst forward once its CPU
+// ratio is first measured (known, before the window just closed): the
+// bursts judged before held the class by the prior ratio's margin, and
+// were spaced as if each had confirmed its path.
+func (c *chooser) cpuMeasured(k int, known bool) {
+	if _, now := c.cpuRatio(k); now && !known {
+		c.probeGap[k] = probeMin
+	}
 }
 
 // switchCPUWindow ends class k's window and opens the next, over path,

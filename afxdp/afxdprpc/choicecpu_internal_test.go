@@ -221,6 +221,24 @@ func TestSlowBypassLeftAtDepth(t *testing.T) {
 	})
 }
 
+// TestMeasuredCPUBringsProbeForward: a bypass 0.6x TCP's time at the
+// same CPU is held off by the prior CPU ratio's margin until both paths'
+// CPU is measured, two bursts in; those holds spaced the bursts as
+// confirmations (96 then 192 calls), and the class took the bypass only
+// after 300 calls. Measured, the next burst comes after probeMin.
+func TestMeasuredCPUBringsProbeForward(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const us = time.Microsecond
+		l := &cpuLink{took: [2]time.Duration{40 * us, 24 * us}, cpu: [2]time.Duration{10 * us, 10 * us}}
+		c := newChooser(PathPolicy{})
+		c.cpu, c.idle = func() time.Duration { return l.used }, busyMachine
+		l.run(c, 1, 200)
+		if !c.bypass[0] {
+			t.Fatal("after 200 calls the class is still on TCP, 1.7x slower at the same CPU")
+		}
+	})
+}
+
 // TestCPUWindowsSkipIdleSpells: CPU the process spends while the
 // connection has no call in flight (another connection's, another
 // protocol's) is not charged to the class's path. Here the paths cost
