@@ -422,14 +422,8 @@ func (l *wakeLink) run(c *chooser, first uint64, n, depth int) float64 {
 		send()
 	}
 	for sent := depth; len(flight) > 0; {
-		next := 0
-		for i := range flight {
-			if flight[i].at.Before(flight[next].at) {
-				next = i
-			}
-		}
-		cl := flight[next]
-		flight = append(flight[:next], flight[next+1:]...)
+		var cl call
+		cl, flight = earliest(flight, func(c call) time.Time { return c.at })
 		time.Sleep(time.Until(cl.at))
 		l.inflight[cl.path]--
 		if l.used += 10 * time.Microsecond; cl.woke {
@@ -445,6 +439,19 @@ func (l *wakeLink) run(c *chooser, first uint64, n, depth int) float64 {
 		}
 	}
 	return float64(bypassed) / float64(n)
+}
+
+// earliest removes from flight the call answered first, by at, and
+// returns it and the calls left: the test links answer in that order.
+func earliest[T any](flight []T, at func(T) time.Time) (T, []T) {
+	next := 0
+	for i := range flight {
+		if at(flight[i]).Before(at(flight[next])) {
+			next = i
+		}
+	}
+	cl := flight[next]
+	return cl, append(flight[:next], flight[next+1:]...)
 }
 
 func later(a, b time.Time) time.Time {

@@ -161,14 +161,8 @@ func (l *queueLink) run(c *chooser, first uint64, n, depth int) float64 {
 		send()
 	}
 	for sent := depth; len(flight) > 0; {
-		next := 0
-		for i := range flight {
-			if flight[i].at.Before(flight[next].at) {
-				next = i
-			}
-		}
-		cl := flight[next]
-		flight = append(flight[:next], flight[next+1:]...)
+		var cl call
+		cl, flight = earliest(flight, func(c call) time.Time { return c.at })
 		time.Sleep(time.Until(cl.at))
 		c.answered(&wire.Header{Kind: wire.KindResponse, Method: 9, CallID: cl.id, PayloadLen: 64<<10 + 64})
 		if sent < n {
