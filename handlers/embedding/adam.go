@@ -36,14 +36,13 @@ func (t *Table) ApplyAdam(m, v int, ids []int64, grads []float32, p AdamParams, 
 	}
 	lr := float64(p.LR) * math.Sqrt(1-float64(p.Beta2Power)) / (1 - float64(p.Beta1Power))
 	b1, b2, eps := p.Beta1, p.Beta2, float64(p.Epsilon)
-	mlo, vlo := (1+m)*d, (1+v)*d
 	applied := 0
-	t.each(ids, false, func(sh *shard, i int, r int32) {
+	t.each(ids, true, func(sh *shard, i int, r int32) {
 		if r < 0 {
 			return
 		}
-		row, g := t.row(sh, r), grads[i*d:(i+1)*d]
-		val, mm, vv := row[:d], row[mlo:mlo+d], row[vlo:vlo+d]
+		g := grads[i*d : (i+1)*d]
+		val, mm, vv := t.val(sh, r), t.slot(sh, r, m), t.slot(sh, r, v)
 		for j, gj := range g {
 			mm[j] = b1*mm[j] + (1-b1)*gj
 			vv[j] = b2*vv[j] + (1-b2)*gj*gj

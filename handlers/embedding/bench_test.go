@@ -20,10 +20,12 @@ import (
 // nanoseconds per key (the goroutine's own thread time: the machine is
 // shared) and the table's bytes per row.
 //
-// Two more gathers take the fixed table towards the table one step at a
-// time, to tell where the table's time goes: gather-fixed-rows reads rows
-// laid out as the table's (count and version beside the value and its
-// slot, 144 bytes a row) indexed by id, counting the lookup;
+// Two more gathers take the fixed table towards a table of rows as
+// records one step at a time, to tell where such a table's time goes:
+// gather-fixed-rows reads rows laid out as records (count and version
+// beside the value and its slot, 144 bytes a row, the table's layout
+// before its values had a slab of their own) indexed by id, counting the
+// lookup;
 // gather-fixed-rows-index takes each id's row from a slot of an array as
 // large as the table's index, at the slot its hash names, in a pass of
 // its own over the batch before the rows' (as the table does over a
@@ -80,7 +82,8 @@ func benchTable(b *testing.B, rows int) {
 	collapse(b, vals)
 	collapse(b, acc)
 	for i := range tab.shards {
-		collapse(b, tab.shards[i].data)
+		collapse(b, tab.shards[i].vals)
+		collapse(b, tab.shards[i].rest)
 	}
 	grads := make([]float32, batch*dim)
 	for i := range grads {
@@ -110,10 +113,10 @@ func benchTable(b *testing.B, rows int) {
 	}
 	run("gather", gather)
 	run("gather-fixed", gatherFixed)
-	gatherRows, gatherRowsIndex := layoutGathers(b, rows, dim, tab.stride, out, func() ([]int, []int64) { next(); return pos, ids })
+	gatherRows, gatherRowsIndex := layoutGathers(b, rows, dim, recordStride, out, func() ([]int, []int64) { next(); return pos, ids })
 	run("gather-fixed-rows", gatherRows)
 	run("gather-fixed-rows-index", gatherRowsIndex)
-	pipelined, parallel, inline, parallelPasses, inlinePasses := addressGathers(b, rows, dim, tab.stride, out, func() ([]int, []int64) { next(); return pos, ids })
+	pipelined, parallel, inline, parallelPasses, inlinePasses := addressGathers(b, rows, dim, recordStride, out, func() ([]int, []int64) { next(); return pos, ids })
 	run("gather-pipelined", pipelined)
 	run("gather-parallel", parallel)
 	run("gather-inline", inline)
@@ -132,8 +135,15 @@ func benchTable(b *testing.B, rows int) {
 	})
 }
 
+// metaFloats is the floats of a record's room for its count and version,
+// and recordStride the floats of a record of 16 values and a slot.
+const (
+	metaFloats   = 4
+	recordStride = metaFloats + 2*16
+)
+
 // layoutGathers returns BenchmarkTable's gather-fixed-rows and
-// gather-fixed-rows-index: rows of stride floats laid out as a shard's
+// gather-fixed-rows-index: rows of stride floats laid out as records
 // (count and version, value, slot), and an array of as many index slots
 // as the table's; next gives each call's rows and ids.
 func layoutGathers(b *testing.B, rows, dim, stride int, out []float32, next func() ([]int, []int64)) (gatherRows, gatherRowsIndex func()) {

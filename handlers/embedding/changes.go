@@ -21,18 +21,21 @@ func (t *Table) ChangedSince(since int64) *Snapshot {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
+		var freqs []int64 // by row, once a row is changed
 		for r := range int32(len(sh.ids)) {
 			v := *t.version(sh, r)
 			if v < since {
 				continue
 			}
+			if freqs == nil {
+				freqs = t.freqs(sh, nil)
+			}
 			s.IDs = append(s.IDs, sh.ids[r])
-			s.Freqs = append(s.Freqs, *t.freq(sh, r))
+			s.Freqs = append(s.Freqs, freqs[r])
 			s.Versions = append(s.Versions, v)
-			row := t.row(sh, r)
-			s.Values = append(s.Values, row[:d]...)
+			s.Values = append(s.Values, t.val(sh, r)...)
 			for k := range s.Slots {
-				s.Slots[k] = append(s.Slots[k], row[(1+k)*d:(2+k)*d]...)
+				s.Slots[k] = append(s.Slots[k], t.slot(sh, r, k)...)
 			}
 		}
 		sh.mu.Unlock()
@@ -41,7 +44,8 @@ func (t *Table) ChangedSince(since int64) *Snapshot {
 }
 
 // Apply writes the rows of an increment s into the table, making those it
-// lacks and replacing the others' values, slots, counts and versions: a
+// lacks and replacing the others' values, slots, counts and versions (a
+// count above math.MaxUint32 is kept as that, as Restore does): a
 // restore of a full checkpoint (Restore) followed by each later
 // increment, oldest first. An increment that does not fit the table is
 // refused before anything changes; rows are written shard by shard, so a
@@ -66,15 +70,16 @@ func (t *Table) Apply(s *Snapshot) error {
 		for _, i := range pos {
 			id, h := s.IDs[i], o.hashes[i]
 			r, ok := sh.idx.find(id, h)
-			if !ok {
+			if ok {
+				sh.idx.setCount(id, h, count(s.Freqs[i]))
+			} else {
 				delete(sh.pending, id)
-				r = t.add(sh, id, h, 0)
+				r = t.add(sh, id, h, s.Freqs[i])
 			}
-			*t.freq(sh, r), *t.version(sh, r) = s.Freqs[i], s.Versions[i]
-			row := t.row(sh, r)
-			copy(row[:d], s.Values[int(i)*d:])
+			*t.version(sh, r) = s.Versions[i]
+			copy(t.val(sh, r), s.Values[int(i)*d:])
 			for k := range s.Slots {
-				copy(row[(1+k)*d:(2+k)*d], s.Slots[k][int(i)*d:])
+				copy(t.slot(sh, r, k), s.Slots[k][int(i)*d:])
 			}
 		}
 		sh.mu.Unlock()

@@ -24,9 +24,10 @@
 //
 // # Memory
 //
-// A shard keeps its rows in slabs (each row's lookup count, version,
-// value and slots side by side in one []float32, ids in an array) and
-// finds them through an open-addressing index of its own, so that a table of millions of rows is a few large
+// A shard keeps its rows in slabs (the values in one []float32, each
+// row's version and slots side by side in another, ids in an array) and
+// finds them through an open-addressing index of its own, whose slot of an
+// id holds its row's lookup count, so that a table of millions of rows is a few large
 // allocations and a lookup or update allocates nothing per id.
 // Table.BytesPerRow says what a row costs.
 package embedding

@@ -18,7 +18,7 @@ func (t *Table) Find(ids []int64, out []float32) error {
 			t.opts.Init.fill(ids[i], dst)
 			return
 		}
-		copy(dst, t.row(sh, r)[:d])
+		copy(dst, t.val(sh, r))
 	})
 	return nil
 }

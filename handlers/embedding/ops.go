@@ -51,16 +51,66 @@ func (o *shardOrder) release() { orders.Put(o) }
 
 // each finds the rows of ids and runs f for every id, under its shard's
 // lock, shard by shard; f gets the id's row, or -1 when it has none. With
-// create, an id without a row is counted towards admission, and gets one
-// if admitted.
+// rest, f uses the rows' versions or slots as well as their values. It
+// neither counts lookups nor makes rows.
 //
 // The rows of a batch of random ids are cache misses, one for the index
 // slot and one for the row; worked one id after another, each waits for
 // the last. So each goes in three passes over a shard's ids: load every
 // id's home slot, then find every row (the slots now cached) and load
-// its first float, then run f (the rows cached): the loads of a pass do
-// not depend on each other, and the processor overlaps their misses.
-func (t *Table) each(ids []int64, create bool, f func(sh *shard, i int, r int32)) {
+// its value's first float (and with rest its rest's), then run f (the
+// rows cached): the loads of a pass do not depend on each other, and the
+// processor overlaps their misses.
+func (t *Table) each(ids []int64, rest bool, f func(sh *shard, i int, r int32)) {
+	o := orderIDs(ids)
+	defer o.release()
+	d := t.opts.Dim
+	for s := range t.shards {
+		pos := o.of(s)
+		if len(pos) == 0 {
+			continue
+		}
+		sh := &t.shards[s]
+		sh.mu.Lock()
+		var k int64
+		for _, i := range pos {
+			k += sh.idx.home(o.hashes[i])
+		}
+		var sink float32
+		for _, i := range pos {
+			r, ok := sh.idx.find(ids[i], o.hashes[i])
+			if !ok {
+				o.rows[i] = -1
+				continue
+			}
+			o.rows[i] = r
+			sink += sh.vals[int(r)*d]
+			if rest {
+				sink += sh.rest[int(r)*t.rest]
+			}
+		}
+		for _, i := range pos {
+			f(sh, int(i), o.rows[i])
+		}
+		sh.mu.Unlock()
+		o.sink += sink + float32(k&1)
+	}
+}
+
+// Gather writes the value of each id's row into out, len(ids)*Dim
+// floats, counting the lookup. An id without a row gets one if this
+// lookup admits it; until then it reads the initializer's value.
+//
+// It goes in each's three passes over a shard's ids, inlined: load the
+// home slots; find the rows, counting each lookup in its index slot (the
+// pass that has the slot cached, so the count dirties no line of the
+// rows), admitting the ids without one, and load each value; copy the
+// values.
+func (t *Table) Gather(ids []int64, out []float32) error {
+	d := t.opts.Dim
+	if len(out) != len(ids)*d {
+		return fmt.Errorf("embedding: gather of %d ids into %d floats of rows of %d: %w", len(ids), len(out), d, ErrMismatch)
+	}
 	o := orderIDs(ids)
 	defer o.release()
 	for s := range t.shards {
@@ -76,44 +126,29 @@ func (t *Table) each(ids []int64, create bool, f func(sh *shard, i int, r int32)
 		}
 		var sink float32
 		for _, i := range pos {
-			r, ok := sh.idx.find(ids[i], o.hashes[i])
-			switch {
-			case ok && create:
-				*t.freq(sh, r)++
-			case create:
-				r, ok = t.admit(sh, ids[i], o.hashes[i])
-			}
+			r, ok := sh.idx.findCount(ids[i], o.hashes[i])
 			if !ok {
-				o.rows[i] = -1
-				continue
+				if r, ok = t.admit(sh, ids[i], o.hashes[i]); !ok {
+					o.rows[i] = -1
+					continue
+				}
 			}
 			o.rows[i] = r
-			sink += sh.data[int(r)*t.stride+metaFloats]
+			sink += sh.vals[int(r)*d]
 		}
+		vals := sh.vals
 		for _, i := range pos {
-			f(sh, int(i), o.rows[i])
+			dst := out[int(i)*d : int(i)*d+d]
+			r := o.rows[i]
+			if r < 0 {
+				t.opts.Init.fill(ids[i], dst)
+				continue
+			}
+			copy(dst, vals[int(r)*d:int(r)*d+d])
 		}
 		sh.mu.Unlock()
 		o.sink += sink + float32(k&1)
 	}
-}
-
-// Gather writes the value of each id's row into out, len(ids)*Dim
-// floats, counting the lookup. An id without a row gets one if this
-// lookup admits it; until then it reads the initializer's value.
-func (t *Table) Gather(ids []int64, out []float32) error {
-	d := t.opts.Dim
-	if len(out) != len(ids)*d {
-		return fmt.Errorf("embedding: gather of %d ids into %d floats of rows of %d: %w", len(ids), len(out), d, ErrMismatch)
-	}
-	t.each(ids, true, func(sh *shard, i int, r int32) {
-		dst := out[i*d : (i+1)*d]
-		if r < 0 {
-			t.opts.Init.fill(ids[i], dst)
-			return
-		}
-		copy(dst, t.row(sh, r)[:d])
-	})
 	return nil
 }
 
@@ -157,14 +192,13 @@ func (t *Table) ApplyAdagradSlot(k int, ids []int64, grads []float32, lr float32
 	if k < 0 || k >= len(t.opts.Slots) {
 		return 0, fmt.Errorf("embedding: Adagrad's accumulator is slot %d, the table has %d: %w", k, len(t.opts.Slots), ErrMismatch)
 	}
-	lo := (1 + k) * d
 	applied := 0
-	t.each(ids, false, func(sh *shard, i int, r int32) {
+	t.each(ids, true, func(sh *shard, i int, r int32) {
 		if r < 0 {
 			return
 		}
-		row, g := t.row(sh, r), grads[i*d:(i+1)*d]
-		v, acc := row[:d], row[lo:lo+d]
+		g := grads[i*d : (i+1)*d]
+		v, acc := t.val(sh, r), t.slot(sh, r, k)
 		for j, gj := range g {
 			acc[j] += gj * gj
 			v[j] -= lr * gj / float32(math.Sqrt(float64(acc[j])))
@@ -188,7 +222,7 @@ func (t *Table) Evict(step, stepsToLive int64, minL2 float64) int {
 		var gone []int64 // for o
 		for r := int32(0); r < int32(len(sh.ids)); {
 			stale := stepsToLive > 0 && step-*t.version(sh, r) > stepsToLive
-			small := minL2 > 0 && l2(t.row(sh, r)[:t.opts.Dim]) < minL2
+			small := minL2 > 0 && l2(t.val(sh, r)) < minL2
 			if stale || small {
 				if o != nil {
 					gone = append(gone, sh.ids[r])

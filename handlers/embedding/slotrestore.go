@@ -37,12 +37,11 @@ func (t *Table) RestoreSlot(k int, ids []int64, values []float32) error {
 			return fmt.Errorf("embedding: key %d of slot %d has no row: %w", id, k, ErrMismatch)
 		}
 	}
-	lo := (1 + k) * d
 	for i, id := range ids {
 		h := mix(uint64(id))
 		sh := &t.shards[shardOf(h)]
 		r, _ := sh.idx.find(id, h)
-		copy(t.row(sh, r)[lo:lo+d], values[i*d:(i+1)*d])
+		copy(t.slot(sh, r, k), values[i*d:(i+1)*d])
 	}
 	return nil
 }

@@ -43,13 +43,12 @@ func (t *Table) Snapshot() *Snapshot {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		s.IDs = append(s.IDs, sh.ids...)
-		for r := range sh.ids {
-			s.Freqs = append(s.Freqs, *t.freq(sh, int32(r)))
-			s.Versions = append(s.Versions, *t.version(sh, int32(r)))
-			row := t.row(sh, int32(r))
-			s.Values = append(s.Values, row[:d]...)
+		s.Freqs = t.freqs(sh, s.Freqs)
+		s.Values = append(s.Values, sh.vals...)
+		for r := range int32(len(sh.ids)) {
+			s.Versions = append(s.Versions, *t.version(sh, r))
 			for k := range s.Slots {
-				s.Slots[k] = append(s.Slots[k], row[(1+k)*d:(2+k)*d]...)
+				s.Slots[k] = append(s.Slots[k], t.slot(sh, r, k)...)
 			}
 		}
 		for id, n := range sh.pending {
@@ -62,6 +61,18 @@ func (t *Table) Snapshot() *Snapshot {
 		sh.mu.Unlock()
 	}
 	return s
+}
+
+// freqs appends to dst the lookup counts of sh's rows, by row, and
+// returns it; the caller holds sh.mu. The counts are in the index slots:
+// it takes them in one pass over the slots in order, writing each at its
+// row, rather than a probe of the index per row.
+func (t *Table) freqs(sh *shard, dst []int64) []int64 {
+	n := len(dst)
+	dst = slices.Grow(dst, len(sh.ids))[:n+len(sh.ids)]
+	freqs := dst[n:]
+	sh.idx.All(func(_ int64, r int32, c uint32) { freqs[r] = int64(c) })
+	return dst
 }
 
 // grow makes room in s for n more rows.
@@ -126,7 +137,9 @@ func checkUnique(ids []int64) error {
 	return nil
 }
 
-// Restore replaces the table's contents with s's. A snapshot that does
+// Restore replaces the table's contents with s's. A row's lookup count is
+// kept in 32 bits: a freq above math.MaxUint32 is restored as that (and
+// counts no further), a negative one as 0. A snapshot that does
 // not fit is refused before anything changes; otherwise the new shards are
 // built beside the old and swapped in under every shard's lock, so no call
 // sees a table half restored.
@@ -172,10 +185,9 @@ func (t *Table) restoreRows(s *Snapshot, lo, hi int) error {
 		}
 		r := t.add(sh, id, h, s.Freqs[i])
 		*t.version(sh, r) = s.Versions[i]
-		row := t.row(sh, r)
-		copy(row[:d], s.Values[i*d:])
+		copy(t.val(sh, r), s.Values[i*d:])
 		for k := range s.Slots {
-			copy(row[(1+k)*d:(2+k)*d], s.Slots[k][i*d:])
+			copy(t.slot(sh, r, k), s.Slots[k][i*d:])
 		}
 	}
 	t.sink += home
@@ -195,7 +207,8 @@ func (t *Table) sized(ids []int64) *Table {
 		sh := &fresh.shards[i]
 		sh.idx.Index = idindex.New(count[i])
 		sh.ids = make([]int64, 0, count[i])
-		sh.data = make([]float32, 0, count[i]*t.stride)
+		sh.vals = make([]float32, 0, count[i]*t.opts.Dim)
+		sh.rest = make([]float32, 0, count[i]*t.rest)
 	}
 	return fresh
 }
@@ -207,7 +220,7 @@ func (t *Table) swapIn(fresh *Table) {
 	}
 	for i := range t.shards {
 		sh, f := &t.shards[i], &fresh.shards[i]
-		sh.idx, sh.ids, sh.data, sh.pending, sh.bloom = f.idx, f.ids, f.data, f.pending, f.bloom
+		sh.idx, sh.ids, sh.vals, sh.rest, sh.pending, sh.bloom = f.idx, f.ids, f.vals, f.rest, f.pending, f.bloom
 	}
 	if o := t.observing(); o != nil {
 		o.Replaced()

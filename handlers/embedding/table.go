@@ -85,8 +85,7 @@ func mix(x uint64) uint64 { return idindex.Hash(x) }
 // concurrent use.
 type Table struct {
 	opts   Options
-	width  int // floats of a row's value and slots
-	stride int // floats of a row in its shard's slab: see shard
+	rest   int // floats of a row in its shard's rest slab: see shard
 	shards [numShards]shard
 	// observer hears of evictions and restores (observer.go).
 	observer atomic.Pointer[Observer]
@@ -96,19 +95,21 @@ type Table struct {
 }
 
 // A shard holds the rows of the ids whose hash's top bits are its number.
-// Row r is ids[r] and data[r*stride:][:stride]: its lookup count and the
-// version of its last update (an int64 each, in the room of 4 floats),
-// then its value and each slot (and a float of padding when they are of
-// an odd number, so that every row's count is 8-byte aligned). The count
-// and version sit beside the value, on its page and mostly its cache
-// line, rather than in arrays of their own: a lookup of a random id then
-// touches the memory of two places, the index slot and the row, not
-// three. The index maps an id to its row. Everything is guarded by mu.
+// Row r is ids[r], its value vals[r*Dim:][:Dim], and rest[r*rest:][:rest]:
+// the version of its last update (an int64, in the room of 2 floats),
+// then each slot (and a float of padding when they are of an odd number,
+// so that every row's version is 8-byte aligned). Its lookup count is in
+// its id's index slot. So a lookup of a random id touches the index slot
+// and the value alone (64 bytes of 16 floats, one cache line as a fixed
+// table's row), and a gather's working set is the values rather than
+// every row's value, slots, count and version. The index maps an id to
+// its row. Everything is guarded by mu.
 type shard struct {
 	mu      sync.Mutex
 	idx     index
 	ids     []int64
-	data    []float32
+	vals    []float32
+	rest    []float32
 	pending map[int64]int64 // lookups of ids not yet admitted, without Bloom
 	bloom   *bloom          // with Bloom
 	_       cpu.CacheLinePad
@@ -127,8 +128,8 @@ func New(opts Options) (*Table, error) {
 	if len(opts.Init.Rows)%opts.Dim != 0 {
 		return nil, fmt.Errorf("embedding: initial rows of %d floats for rows of %d: %w", len(opts.Init.Rows), opts.Dim, ErrMismatch)
 	}
-	width := opts.Dim * (1 + len(opts.Slots))
-	t := &Table{opts: opts, width: width, stride: metaFloats + width + width%2}
+	slots := opts.Dim * len(opts.Slots)
+	t := &Table{opts: opts, rest: versionFloats + slots + slots%2}
 	for i := range t.shards {
 		t.shards[i].idx.init(8)
 		t.shards[i].pending = map[int64]int64{}
@@ -181,15 +182,16 @@ func (t *Table) Len() int {
 }
 
 // BytesPerRow returns the memory the table holds per row: the slabs,
-// index and Bloom filter it allocated, divided by its rows (0 when it has
-// none). The exact counts of ids not yet admitted are left out.
+// index (which holds the rows' lookup counts) and Bloom filter it
+// allocated, divided by its rows (0 when it has none). The exact counts of
+// ids not yet admitted are left out.
 func (t *Table) BytesPerRow() float64 {
 	bytes, rows := 0, 0
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		rows += len(sh.ids)
-		bytes += 8*cap(sh.ids) + 4*cap(sh.data) + idindex.SlotBytes*sh.idx.Slots()
+		bytes += 8*cap(sh.ids) + 4*(cap(sh.vals)+cap(sh.rest)) + idindex.SlotBytes*sh.idx.Slots()
 		if sh.bloom != nil {
 			bytes += len(sh.bloom.counts)
 		}
@@ -204,41 +206,48 @@ func (t *Table) BytesPerRow() float64 {
 // shardOf returns the shard of an id's hash h.
 func shardOf(h uint64) int { return int(h >> (64 - shardBits)) }
 
-// metaFloats is the floats of a row's room for its count and version.
-const metaFloats = 4
+// versionFloats is the floats of a row's room for its version.
+const versionFloats = 2
 
-// row returns row r's floats in sh: its value, then each slot.
-func (t *Table) row(sh *shard, r int32) []float32 {
-	lo := int(r)*t.stride + metaFloats
-	return sh.data[lo : lo+t.width]
+// val returns row r's value in sh.
+func (t *Table) val(sh *shard, r int32) []float32 {
+	d := t.opts.Dim
+	lo := int(r) * d
+	return sh.vals[lo : lo+d : lo+d]
 }
 
-// freq returns row r's lookup count in sh.
-func (t *Table) freq(sh *shard, r int32) *int64 {
-	return (*int64)(unsafe.Pointer(&sh.data[int(r)*t.stride]))
+// slot returns row r's slot k in sh.
+func (t *Table) slot(sh *shard, r int32, k int) []float32 {
+	d := t.opts.Dim
+	lo := int(r)*t.rest + versionFloats + k*d
+	return sh.rest[lo : lo+d : lo+d]
 }
 
 // version returns the global step of row r's last update in sh.
 func (t *Table) version(sh *shard, r int32) *int64 {
-	return (*int64)(unsafe.Pointer(&sh.data[int(r)*t.stride+2]))
+	return (*int64)(unsafe.Pointer(&sh.rest[int(r)*t.rest]))
 }
 
+// count returns a lookup count of the API's int64 as the index keeps it:
+// saturated at math.MaxUint32, and at 0 below it.
+func count(n int64) uint32 { return uint32(min(max(n, 0), math.MaxUint32)) }
+
 // add appends a row for id, made by the initializer, with its slots at
-// their initial values, and returns it; the caller holds sh.mu.
+// their initial values and a lookup count of freq (see count), and returns
+// it; the caller holds sh.mu.
 func (t *Table) add(sh *shard, id int64, h uint64, freq int64) int32 {
 	r := int32(len(sh.ids))
 	sh.ids = append(sh.ids, id)
-	sh.data = append(sh.data, make([]float32, t.stride)...)
-	*t.freq(sh, r) = freq
-	row := t.row(sh, r)
-	t.opts.Init.fill(id, row[:t.opts.Dim])
-	for s, v := range t.opts.Slots {
-		slot := row[(1+s)*t.opts.Dim : (2+s)*t.opts.Dim]
+	sh.vals = append(sh.vals, make([]float32, t.opts.Dim)...)
+	sh.rest = append(sh.rest, make([]float32, t.rest)...)
+	t.opts.Init.fill(id, t.val(sh, r))
+	for k, v := range t.opts.Slots {
+		slot := t.slot(sh, r, k)
 		for i := range slot {
 			slot[i] = v
 		}
 	}
-	sh.idx.insert(id, h, r)
+	sh.idx.insertCount(id, h, r, count(freq))
 	return r
 }
 
@@ -248,14 +257,17 @@ func (t *Table) drop(sh *shard, r int32) {
 	id := sh.ids[r]
 	sh.idx.remove(id, mix(uint64(id)))
 	last := int32(len(sh.ids) - 1)
+	d, w := t.opts.Dim, t.rest
 	if r != last {
 		moved := sh.ids[last]
 		sh.ids[r] = moved
-		copy(sh.data[int(r)*t.stride:(int(r)+1)*t.stride], sh.data[int(last)*t.stride:])
+		copy(sh.vals[int(r)*d:(int(r)+1)*d], sh.vals[int(last)*d:])
+		copy(sh.rest[int(r)*w:(int(r)+1)*w], sh.rest[int(last)*w:])
 		sh.idx.setRow(moved, mix(uint64(moved)), r)
 	}
 	sh.ids = sh.ids[:last]
-	sh.data = sh.data[:int(last)*t.stride]
+	sh.vals = sh.vals[:int(last)*d]
+	sh.rest = sh.rest[:int(last)*w]
 }
 
 // l2 returns the L2 norm of v.
