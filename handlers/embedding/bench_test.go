@@ -152,7 +152,7 @@ func layoutGathers(b *testing.B, rows, dim, stride int, out []float32, next func
 	for i := range data {
 		data[i] = float32(i % 1000)
 	}
-	// The table's index: 64 shards, each of the power of two of slots
+	// The table's index: numShards shards, each of the power of two of slots
 	// that holds its rows at most 3/4 full.
 	perShard := 8
 	for 4*(rows/numShards) > 3*perShard {

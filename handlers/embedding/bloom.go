@@ -9,8 +9,10 @@ import (
 // count per id: memory bounded by the filter's size, however many ids are
 // seen once and never again, at the cost of admitting some ids early.
 //
-// Each shard keeps Counters/64 saturating 8-bit counters; a lookup of an
-// id without a row adds one to its Hashes counters and admits it once the
+// The counters are in 64 parts of Counters/64 saturating 8-bit counters
+// each, an id's part the top 6 bits of its hash (a shard keeps the parts
+// of its ids: see bloomParts); a lookup of an id without a row adds one
+// to its Hashes counters in its part and admits it once the
 // least of them reaches FilterFreq. An id is admitted early when other
 // ids raised all its counters: with n distinct ids looked up, the chance
 // that a new id's counters are all already non-zero (admitting it on its
@@ -38,20 +40,31 @@ func BloomFilterFor(n int, p float64) (BloomFilter, error) {
 // FalsePositiveRate returns the filter's rate once n distinct ids were
 // looked up.
 func (b BloomFilter) FalsePositiveRate(n int) float64 {
-	m, k := float64(b.perShard()*numShards), float64(b.Hashes)
+	m, k := float64(b.perPart()*bloomParts), float64(b.Hashes)
 	return math.Pow(1-math.Exp(-k*float64(n)/m), k)
 }
 
-func (b BloomFilter) perShard() int { return max(1, (b.Counters+numShards-1)/numShards) }
+// bloomParts is the number of parts of a filter's counters, by the top
+// bits of an id's hash, each of perPart counters: the layout checkpoints
+// save them in (bloomsnapshot.go), kept whatever the number of shards,
+// each of which holds the consecutive parts of its ids.
+const (
+	bloomPartBits = 6
+	bloomParts    = 1 << bloomPartBits
+)
 
-// bloom is one shard's counters.
+func (b BloomFilter) perPart() int { return max(1, (b.Counters+bloomParts-1)/bloomParts) }
+
+// bloom is one shard's counters: its parts, one after another.
 type bloom struct {
 	counts []uint8
+	per    int // counters of a part
 	hashes int
 }
 
 func (b BloomFilter) shard() *bloom {
-	return &bloom{counts: make([]uint8, b.perShard()), hashes: b.Hashes}
+	per := b.perPart()
+	return &bloom{counts: make([]uint8, per*bloomParts/numShards), per: per, hashes: b.Hashes}
 }
 
 // add counts a lookup of the id of hash h and returns the least of its
@@ -61,10 +74,12 @@ func (b BloomFilter) shard() *bloom {
 func (b *bloom) add(h uint64) int64 {
 	g := mix(h ^ 0x5851f42d4c957f2d)
 	h1, h2 := g&0xffffffff, g>>32|1
-	m := uint64(len(b.counts))
+	m := uint64(b.per)
+	local := h >> (64 - bloomPartBits) & (bloomParts/numShards - 1) // the part's place in its shard
+	part := b.counts[local*m:][:m]
 	least := uint8(math.MaxUint8)
 	for i := range uint64(b.hashes) {
-		c := &b.counts[(h1+i*h2)%m]
+		c := &part[(h1+i*h2)%m]
 		if *c < math.MaxUint8 {
 			*c++
 		}

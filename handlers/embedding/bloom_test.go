@@ -129,3 +129,35 @@ func TestBloomCountersRestored(t *testing.T) {
 		t.Fatalf("merged counters %v, want [3 255 0]", a)
 	}
 }
+
+// TestBloomCountersByPart checks the layout a checkpoint saves the
+// counters in, whatever the table's shards: the counters of an id are in
+// the part its hash's top 6 bits name, at the places its second hash
+// gives within the part's Counters/64.
+func TestBloomCountersByPart(t *testing.T) {
+	const parts, per, hashes = 64, 128, 3
+	tab := newTable(t, Options{Dim: 1, FilterFreq: 5, Bloom: &BloomFilter{Counters: parts * per, Hashes: hashes}})
+	ids := []int64{1, 2, 3, 1 << 40, -7, 123456789}
+	for _, id := range ids {
+		gather(t, tab, id)
+	}
+	want := make([]uint8, parts*per)
+	for _, id := range ids {
+		h := mix(uint64(id))
+		g := mix(h ^ 0x5851f42d4c957f2d)
+		h1, h2 := g&0xffffffff, g>>32|1
+		part := want[int(h>>58)*per:][:per]
+		for i := range uint64(hashes) {
+			part[(h1+i*h2)%per]++
+		}
+	}
+	got := tab.Snapshot().Bloom
+	if len(got) != len(want) {
+		t.Fatalf("%d counters saved, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("counter %d (part %d) is %d, want %d", i, i/per, got[i], want[i])
+		}
+	}
+}

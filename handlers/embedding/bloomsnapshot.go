@@ -2,8 +2,9 @@ package embedding
 
 import "math"
 
-// A snapshot of a table with a Bloom filter holds its counters, shard
-// after shard, Counters (rounded up to a multiple of the shards) in all;
+// A snapshot of a table with a Bloom filter holds its counters, part
+// after part (see bloomParts), Counters (rounded up to a multiple of the
+// parts) in all;
 // a restore takes them back, so that ids seen before a checkpoint count
 // towards admission after it. Counters of another size, a filter
 // configured otherwise than the one saved, cannot be mapped onto the
@@ -16,7 +17,7 @@ func (t *Table) restoreBloom(counts []uint8) {
 	if t.opts.Bloom == nil {
 		return
 	}
-	per := t.opts.Bloom.perShard()
+	per := t.opts.Bloom.perPart() * bloomParts / numShards
 	if len(counts) != per*numShards {
 		return
 	}

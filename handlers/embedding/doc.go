@@ -15,8 +15,11 @@
 // # Concurrency
 //
 // A Table is safe for concurrent use without a table-wide lock: ids are
-// spread over shards, each with a lock of its own, and a call takes each
-// shard's lock once, for the ids that fall in it. A row's value, slots,
+// spread over 16 shards, each with a lock of its own, and a call takes
+// each shard's lock once, for the ids that fall in it (a batched lookup
+// or update holds up to three at once, for the passes it overlaps; every
+// call holding more than one takes them in ascending order, so none waits
+// on another in a cycle). A row's value, slots,
 // count and version change together under its shard's lock, so a
 // snapshot, taken shard by shard, holds for every row a value and slots
 // of one moment (the class of bug DeepRec's issue 1023 reports: slots of

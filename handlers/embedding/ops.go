@@ -49,6 +49,66 @@ func (o *shardOrder) of(s int) []int32 { return o.pos[o.start[s]:o.start[s+1]] }
 
 func (o *shardOrder) release() { orders.Put(o) }
 
+// pipeline runs the three passes of a batched call over the ids of o,
+// shard by shard, a shard's first pass (load) one step ahead of the
+// previous shard's second (find) and two ahead of the one before's third
+// (use), so that the misses of one shard's index slots are in flight
+// with those of the previous shard's rows, rather than each pass waiting
+// for its last miss before the next starts (BenchmarkTable; the figures
+// are in BENCHMARKS.md). Each pass gets
+// a shard and the positions of its ids in the call; the shard's lock is
+// held from its first pass to its third, so up to three are held at
+// once, taken in ascending order of shards as every call taking more
+// than one lock takes them.
+func (t *Table) pipeline(o *shardOrder, load, find, use func(sh *shard, pos []int32)) {
+	for s := 0; s < numShards+2; s++ {
+		if s < numShards {
+			if pos := o.of(s); len(pos) > 0 {
+				t.shards[s].mu.Lock()
+				load(&t.shards[s], pos)
+			}
+		}
+		if p := s - 1; p >= 0 && p < numShards {
+			if pos := o.of(p); len(pos) > 0 {
+				find(&t.shards[p], pos)
+			}
+		}
+		if p := s - 2; p >= 0 {
+			if pos := o.of(p); len(pos) > 0 {
+				use(&t.shards[p], pos)
+				t.shards[p].mu.Unlock()
+			}
+		}
+	}
+}
+
+// loadHomes loads the home index slot of each id at pos, the first pass
+// of a pipeline: the loads do not depend on each other, and the processor
+// overlaps their misses.
+func (o *shardOrder) loadHomes(sh *shard, pos []int32) {
+	var k int64
+	for _, i := range pos {
+		k += sh.idx.home(o.hashes[i])
+	}
+	o.sink += float32(k & 1)
+}
+
+// loadValues loads the first float of the value of each row at pos, in
+// a pass of its own after the finds: a short loop without a branch on
+// what it loads (an id without a row, -1, loads row 0), so that many of
+// its misses fit in the processor's window.
+func (o *shardOrder) loadValues(sh *shard, pos []int32, d int) {
+	vals := sh.vals
+	if len(vals) == 0 {
+		return
+	}
+	var sink float32
+	for _, i := range pos {
+		sink += vals[int(max(o.rows[i], 0))*d]
+	}
+	o.sink += sink
+}
+
 // each finds the rows of ids and runs f for every id, under its shard's
 // lock, shard by shard; f gets the id's row, or -1 when it has none. With
 // rest, f uses the rows' versions or slots as well as their values. It
@@ -56,56 +116,63 @@ func (o *shardOrder) release() { orders.Put(o) }
 //
 // The rows of a batch of random ids are cache misses, one for the index
 // slot and one for the row; worked one id after another, each waits for
-// the last. So each goes in three passes over a shard's ids: load every
-// id's home slot, then find every row (the slots now cached) and load
-// its value's first float (and with rest its rest's), then run f (the
-// rows cached): the loads of a pass do not depend on each other, and the
-// processor overlaps their misses.
+// the last. So each goes in the three passes of a pipeline over a
+// shard's ids: load every id's home slot, then find every row (the slots
+// now cached) and load its value's first float (and with rest its
+// rest's), then run f (the rows cached): the loads of a pass do not
+// depend on each other, and the processor overlaps their misses.
 func (t *Table) each(ids []int64, rest bool, f func(sh *shard, i int, r int32)) {
 	o := orderIDs(ids)
 	defer o.release()
 	d := t.opts.Dim
-	for s := range t.shards {
-		pos := o.of(s)
-		if len(pos) == 0 {
-			continue
-		}
-		sh := &t.shards[s]
-		sh.mu.Lock()
-		var k int64
-		for _, i := range pos {
-			k += sh.idx.home(o.hashes[i])
-		}
-		var sink float32
+	t.pipeline(o, o.loadHomes, func(sh *shard, pos []int32) {
 		for _, i := range pos {
 			r, ok := sh.idx.find(ids[i], o.hashes[i])
 			if !ok {
-				o.rows[i] = -1
-				continue
+				r = -1
 			}
 			o.rows[i] = r
-			sink += sh.vals[int(r)*d]
-			if rest {
-				sink += sh.rest[int(r)*t.rest]
-			}
 		}
+		o.loadValues(sh, pos, d)
+		if rest {
+			o.loadRest(sh, pos, t.rest)
+		}
+	}, func(sh *shard, pos []int32) {
 		for _, i := range pos {
 			f(sh, int(i), o.rows[i])
 		}
-		sh.mu.Unlock()
-		o.sink += sink + float32(k&1)
+	})
+}
+
+// loadRest is loadValues for the rows' rest, of n floats each: every
+// cache line of it, as a row's rest is not aligned to lines (a version
+// and one slot of 16 floats, 72 bytes, always span two) and an update
+// reads and writes all of it.
+func (o *shardOrder) loadRest(sh *shard, pos []int32, n int) {
+	const line = 64 / 4 // floats of a cache line
+	rest := sh.rest
+	if len(rest) == 0 {
+		return
 	}
+	var sink float32
+	for _, i := range pos {
+		lo := int(max(o.rows[i], 0)) * n
+		for j := 0; j < n; j += line {
+			sink += rest[lo+j]
+		}
+		sink += rest[lo+n-1]
+	}
+	o.sink += sink
 }
 
 // Gather writes the value of each id's row into out, len(ids)*Dim
 // floats, counting the lookup. An id without a row gets one if this
 // lookup admits it; until then it reads the initializer's value.
 //
-// It goes in each's three passes over a shard's ids, inlined: load the
-// home slots; find the rows, counting each lookup in its index slot (the
-// pass that has the slot cached, so the count dirties no line of the
-// rows), admitting the ids without one, and load each value; copy the
-// values.
+// It goes in each's passes: load the home slots; find the rows, counting
+// each lookup in its index slot (the pass that has the slot cached, so
+// the count dirties no line of the rows) and admitting the ids without
+// one, then load each value; copy the values.
 func (t *Table) Gather(ids []int64, out []float32) error {
 	d := t.opts.Dim
 	if len(out) != len(ids)*d {
@@ -113,42 +180,28 @@ func (t *Table) Gather(ids []int64, out []float32) error {
 	}
 	o := orderIDs(ids)
 	defer o.release()
-	for s := range t.shards {
-		pos := o.of(s)
-		if len(pos) == 0 {
-			continue
-		}
-		sh := &t.shards[s]
-		sh.mu.Lock()
-		var k int64
-		for _, i := range pos {
-			k += sh.idx.home(o.hashes[i])
-		}
-		var sink float32
+	t.pipeline(o, o.loadHomes, func(sh *shard, pos []int32) {
 		for _, i := range pos {
 			r, ok := sh.idx.findCount(ids[i], o.hashes[i])
 			if !ok {
 				if r, ok = t.admit(sh, ids[i], o.hashes[i]); !ok {
-					o.rows[i] = -1
-					continue
+					r = -1
 				}
 			}
 			o.rows[i] = r
-			sink += sh.vals[int(r)*d]
 		}
+		o.loadValues(sh, pos, d)
+	}, func(sh *shard, pos []int32) {
 		vals := sh.vals
 		for _, i := range pos {
 			dst := out[int(i)*d : int(i)*d+d]
-			r := o.rows[i]
-			if r < 0 {
-				t.opts.Init.fill(ids[i], dst)
+			if r := o.rows[i]; r >= 0 {
+				copy(dst, vals[int(r)*d:int(r)*d+d])
 				continue
 			}
-			copy(dst, vals[int(r)*d:int(r)*d+d])
+			t.opts.Init.fill(ids[i], dst)
 		}
-		sh.mu.Unlock()
-		o.sink += sink + float32(k&1)
-	}
+	})
 	return nil
 }
 

@@ -13,8 +13,12 @@ import (
 	"github.com/starwire/starwire/internal/idindex"
 )
 
-// shardBits is log2 of the number of shards of a table.
-const shardBits = 6
+// shardBits is log2 of the number of shards of a table: 16, locks enough
+// for the workers' calls of a ps's few cores, with a batch's ids in few
+// enough groups that each of a gather's passes has many misses in flight
+// (with 64, BenchmarkTable's gather took longer; see BENCHMARKS.md). At
+// most bloomPartBits.
+const shardBits = 4
 
 const numShards = 1 << shardBits
 
