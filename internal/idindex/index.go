@@ -83,34 +83,36 @@ func (x *Index) Home(h uint64) int64 {
 
 // Find returns id's row; h is Hash(uint64(id)).
 func (x *Index) Find(id int64, h uint64) (int32, bool) {
-	if len(x.slots) == 0 {
-		return 0, false
+	if s := x.lookup(id, h); s != nil {
+		return s.row - 1, true
 	}
-	for i := h & x.mask; ; i = (i + 1) & x.mask {
-		switch s := &x.slots[i]; {
-		case s.row == 0:
-			return 0, false
-		case s.key == id:
-			return s.row - 1, true
-		}
-	}
+	return 0, false
 }
 
 // FindCount returns id's row, as Find does, and counts a lookup of id
 // when it is in x (the count saturates at math.MaxUint32).
 func (x *Index) FindCount(id int64, h uint64) (int32, bool) {
-	if len(x.slots) == 0 {
+	s := x.lookup(id, h)
+	if s == nil {
 		return 0, false
+	}
+	if s.count != math.MaxUint32 {
+		s.count++
+	}
+	return s.row - 1, true
+}
+
+// lookup returns id's slot, nil when id is not in x.
+func (x *Index) lookup(id int64, h uint64) *slot {
+	if len(x.slots) == 0 {
+		return nil
 	}
 	for i := h & x.mask; ; i = (i + 1) & x.mask {
 		switch s := &x.slots[i]; {
 		case s.row == 0:
-			return 0, false
+			return nil
 		case s.key == id:
-			if s.count != math.MaxUint32 {
-				s.count++
-			}
-			return s.row - 1, true
+			return s
 		}
 	}
 }
