@@ -124,24 +124,42 @@ func (o *shardOrder) release() { shardOrders.Put(o) }
 // a key sh lacks; the caller holds sh's lock. The rows of a batch of
 // random keys are cache misses, one for the index slot and one for the
 // value; found one key after another, each waits for the last. So it
-// goes in two passes: load every key's home slot, then find every row
-// (the slots now cached) and load its value's first byte, so that the
-// caller's pass over the values finds them cached: the loads of a pass
-// do not depend on each other, and the processor overlaps their misses.
+// goes in passes: load every key's home slot (loadHomes), then find every
+// row (the slots now cached) and load its value's first byte
+// (findCached), so that the caller's pass over the values finds them
+// cached: the loads of a pass do not depend on each other, and the
+// processor overlaps their misses.
 func (t *hashTable[K]) findRows(sh *hashShard[K], s *keyScratch, o *shardOrder, pos []int32) {
+	t.loadHomes(sh, o, pos)
+	t.findCached(sh, s, o, pos)
+}
+
+// loadHomes loads the home index slot of each key of pos in sh.
+func (t *hashTable[K]) loadHomes(sh *hashShard[K], o *shardOrder, pos []int32) {
 	var home int64
 	for _, i := range pos {
 		home += sh.index.home(o.hashes[i])
 	}
-	sink := byte(home)
+	o.sink += byte(home)
+}
+
+// findCached is findRows's second pass, once loadHomes's loads are in
+// flight or done: the finds, then, in a short loop of its own, a load of
+// each found value's first byte.
+func (t *hashTable[K]) findCached(sh *hashShard[K], s *keyScratch, o *shardOrder, pos []int32) {
 	for _, i := range pos {
 		r, ok := sh.index.find(t.keys.at(s, int(i)), o.hashes[i])
 		if !ok {
-			o.rows[i] = -1
-			continue
+			r = -1
 		}
 		o.rows[i] = r
-		if t.rowBytes != 0 {
+	}
+	if t.rowBytes == 0 {
+		return
+	}
+	var sink byte
+	for _, i := range pos {
+		if r := o.rows[i]; r >= 0 {
 			sink += sh.vals[int(r)*t.rowBytes]
 		}
 	}
@@ -162,32 +180,52 @@ func (t *hashTable[K]) find(keys, defaults *wire.Tensor, outShape []int64) (wire
 	if err != nil {
 		return out, err
 	}
-	rb := t.rowBytes
 	perKey := len(defaults.Data) == len(out.Data) // one default per key
 	o := t.order(s, n)
 	defer o.release()
-	for si := range t.shards {
-		pos := o.keysOf(si)
-		if len(pos) == 0 {
-			continue
-		}
-		sh := &t.shards[si]
-		sh.mu.RLock()
-		t.findRows(sh, s, o, pos)
-		for _, i := range pos {
-			dst := out.Data[int(i)*rb : (int(i)+1)*rb]
-			switch r := o.rows[i]; {
-			case r >= 0:
-				copy(dst, sh.vals[int(r)*rb:])
-			case perKey:
-				copy(dst, defaults.Data[int(i)*rb:])
-			default:
-				copy(dst, defaults.Data)
+	// The passes of findRows and the copy, pipelined one shard apart:
+	// shard si's home slots load while shard si-1's values do and shard
+	// si-2's are copied, so that more misses are in flight than one
+	// shard's keys of a batch make. Up to three read locks are held,
+	// taken in shard order as lockAll takes them.
+	for si := 0; si < tableShards+2; si++ {
+		if si < tableShards {
+			if pos := o.keysOf(si); len(pos) > 0 {
+				t.shards[si].mu.RLock()
+				t.loadHomes(&t.shards[si], o, pos)
 			}
 		}
-		sh.mu.RUnlock()
+		if p := si - 1; p >= 0 && p < tableShards {
+			if pos := o.keysOf(p); len(pos) > 0 {
+				t.findCached(&t.shards[p], s, o, pos)
+			}
+		}
+		if p := si - 2; p >= 0 {
+			if pos := o.keysOf(p); len(pos) > 0 {
+				sh := &t.shards[p]
+				t.copyRows(sh, o, pos, out.Data, defaults.Data, perKey)
+				sh.mu.RUnlock()
+			}
+		}
 	}
 	return out, nil
+}
+
+// copyRows copies the value of each key of pos in sh, or its default,
+// into out; rows were found by findCached.
+func (t *hashTable[K]) copyRows(sh *hashShard[K], o *shardOrder, pos []int32, out, defaults []byte, perKey bool) {
+	rb := t.rowBytes
+	for _, i := range pos {
+		dst := out[int(i)*rb : (int(i)+1)*rb]
+		switch r := o.rows[i]; {
+		case r >= 0:
+			copy(dst, sh.vals[int(r)*rb:])
+		case perKey:
+			copy(dst, defaults[int(i)*rb:])
+		default:
+			copy(dst, defaults)
+		}
+	}
 }
 
 // findStrings is find for a table of string values. A shard's elements
