@@ -14,10 +14,12 @@ import (
 // tableShards is the number of shards of a MutableHashTable, each with a
 // lock of its own, so that steps looking up and inserting keys of
 // different shards do not wait for each other (TensorFlow's table has one
-// lock for all).
+// lock for all). 16, as an embedding table's: with more, a batch's keys
+// are in too many small groups for the passes over each to keep many
+// misses in flight (BenchmarkHashTable; BENCHMARKS.md).
 const tableShards = 1 << tableShardBits
 
-const tableShardBits = 5
+const tableShardBits = 4
 
 // A hashTable is TensorFlow's MutableHashTable: every key maps to a value
 // of valueShape (MutableHashTableV2: scalars; OfTensorsV2: vectors).
