@@ -28,7 +28,7 @@ func TestRecoverPSOfPublicTasks(t *testing.T) {
 	j := startPublicJob(t, ctx)
 	stopped := make(chan struct{})
 	var once sync.Once
-	j.s.AfterStep(func(context.Context, int64) error {
+	j.s.AfterStep(func(ctx context.Context, _ int64) error {
 		if done, _ := j.s.Steps(); done == 20 {
 			once.Do(func() {
 				go func() {
@@ -36,6 +36,14 @@ func TestRecoverPSOfPublicTasks(t *testing.T) {
 					close(stopped)
 				}()
 			})
+			// No step more until the ps is gone: steps take
+			// milliseconds, and a run left to go on could end all its
+			// steps before the close took hold.
+			select {
+			case <-stopped:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 		return nil
 	})
