@@ -24,7 +24,9 @@ import (
 // A registration that is there and no live lease's (stale, malformed, or
 // a plain Register's) is taken over only if it is still the one read: it
 // is renamed aside under a name of the claim's own and compared, and one
-// made meanwhile by another claim is linked back.
+// made meanwhile by another claim is linked back. Claims of a directory
+// take its flock(2) one at a time (lockDir), as while one is aside the
+// name is free to a third.
 //
 // On a file system without hard links (link(2) fails with EPERM or
 // ENOTSUP: FAT, some FUSE and object-store mounts) the claim is not
@@ -48,6 +50,11 @@ func claim(dir string, reg registration) error {
 		return err
 	}
 	path := filepath.Join(dir, registryFile(reg.Job, reg.Task))
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return fmt.Errorf("cluster: register %s: %w", name, err)
+	}
+	defer unlock()
 	for range claimTries {
 		err := createExclusive(path, data)
 		if !errors.Is(err, fs.ErrExist) {
