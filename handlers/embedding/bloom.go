@@ -58,13 +58,14 @@ func (b BloomFilter) perPart() int { return max(1, (b.Counters+bloomParts-1)/blo
 // bloom is one shard's counters: its parts, one after another.
 type bloom struct {
 	counts []uint8
-	per    int // counters of a part
 	hashes int
 }
 
+// partsPerShard is the parts of a filter's counters each shard keeps.
+const partsPerShard = bloomParts / numShards
+
 func (b BloomFilter) shard() *bloom {
-	per := b.perPart()
-	return &bloom{counts: make([]uint8, per*bloomParts/numShards), per: per, hashes: b.Hashes}
+	return &bloom{counts: make([]uint8, b.perPart()*partsPerShard), hashes: b.Hashes}
 }
 
 // add counts a lookup of the id of hash h and returns the least of its
@@ -74,8 +75,8 @@ func (b BloomFilter) shard() *bloom {
 func (b *bloom) add(h uint64) int64 {
 	g := mix(h ^ 0x5851f42d4c957f2d)
 	h1, h2 := g&0xffffffff, g>>32|1
-	m := uint64(b.per)
-	local := h >> (64 - bloomPartBits) & (bloomParts/numShards - 1) // the part's place in its shard
+	m := uint64(len(b.counts) / partsPerShard)
+	local := h >> (64 - bloomPartBits) & (partsPerShard - 1) // the part's place in its shard
 	part := b.counts[local*m:][:m]
 	least := uint8(math.MaxUint8)
 	for i := range uint64(b.hashes) {

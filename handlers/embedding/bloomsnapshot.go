@@ -17,7 +17,7 @@ func (t *Table) restoreBloom(counts []uint8) {
 	if t.opts.Bloom == nil {
 		return
 	}
-	per := t.opts.Bloom.perPart() * bloomParts / numShards
+	per := t.opts.Bloom.perPart() * partsPerShard
 	if len(counts) != per*numShards {
 		return
 	}

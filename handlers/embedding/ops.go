@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/starwire/starwire/internal/shardpipe"
 )
 
 // A shardOrder is the positions of a call's ids grouped by shard, in
@@ -50,36 +52,18 @@ func (o *shardOrder) of(s int) []int32 { return o.pos[o.start[s]:o.start[s+1]] }
 func (o *shardOrder) release() { orders.Put(o) }
 
 // pipeline runs the three passes of a batched call over the ids of o,
-// shard by shard, a shard's first pass (load) one step ahead of the
-// previous shard's second (find) and two ahead of the one before's third
-// (use), so that the misses of one shard's index slots are in flight
-// with those of the previous shard's rows, rather than each pass waiting
-// for its last miss before the next starts (BenchmarkTable; the figures
-// are in BENCHMARKS.md). Each pass gets
-// a shard and the positions of its ids in the call; the shard's lock is
-// held from its first pass to its third, so up to three are held at
-// once, taken in ascending order of shards as every call taking more
-// than one lock takes them.
+// shard by shard, each shard's one step ahead of the next pass of the
+// shard before (shardpipe.Run): the misses of one shard's index slots are
+// in flight with those of the previous shard's rows (BenchmarkTable; the
+// figures are in BENCHMARKS.md). Each pass gets a shard and the positions
+// of its ids in the call; the shard's lock is held from its first pass to
+// its third, so up to three are held at once, taken in ascending order of
+// shards as every call taking more than one lock takes them.
 func (t *Table) pipeline(o *shardOrder, load, find, use func(sh *shard, pos []int32)) {
-	for s := 0; s < numShards+2; s++ {
-		if s < numShards {
-			if pos := o.of(s); len(pos) > 0 {
-				t.shards[s].mu.Lock()
-				load(&t.shards[s], pos)
-			}
-		}
-		if p := s - 1; p >= 0 && p < numShards {
-			if pos := o.of(p); len(pos) > 0 {
-				find(&t.shards[p], pos)
-			}
-		}
-		if p := s - 2; p >= 0 {
-			if pos := o.of(p); len(pos) > 0 {
-				use(&t.shards[p], pos)
-				t.shards[p].mu.Unlock()
-			}
-		}
-	}
+	shardpipe.Run(numShards, func(s int) bool { return len(o.of(s)) > 0 },
+		func(s int) { t.shards[s].mu.Lock(); load(&t.shards[s], o.of(s)) },
+		func(s int) { find(&t.shards[s], o.of(s)) },
+		func(s int) { use(&t.shards[s], o.of(s)); t.shards[s].mu.Unlock() })
 }
 
 // loadHomes loads the home index slot of each id at pos, the first pass

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/starwire/starwire/handlers/tensor"
+	"github.com/starwire/starwire/internal/shardpipe"
 	"github.com/starwire/starwire/wire"
 	"github.com/starwire/starwire/wire/status"
 )
@@ -185,31 +186,17 @@ func (t *hashTable[K]) find(keys, defaults *wire.Tensor, outShape []int64) (wire
 	perKey := len(defaults.Data) == len(out.Data) // one default per key
 	o := t.order(s, n)
 	defer o.release()
-	// The passes of findRows and the copy, pipelined one shard apart:
-	// shard si's home slots load while shard si-1's values do and shard
-	// si-2's are copied, so that more misses are in flight than one
-	// shard's keys of a batch make. Up to three read locks are held,
-	// taken in shard order as lockAll takes them.
-	for si := 0; si < tableShards+2; si++ {
-		if si < tableShards {
-			if pos := o.keysOf(si); len(pos) > 0 {
-				t.shards[si].mu.RLock()
-				t.loadHomes(&t.shards[si], o, pos)
-			}
-		}
-		if p := si - 1; p >= 0 && p < tableShards {
-			if pos := o.keysOf(p); len(pos) > 0 {
-				t.findCached(&t.shards[p], s, o, pos)
-			}
-		}
-		if p := si - 2; p >= 0 {
-			if pos := o.keysOf(p); len(pos) > 0 {
-				sh := &t.shards[p]
-				t.copyRows(sh, o, pos, out.Data, defaults.Data, perKey)
-				sh.mu.RUnlock()
-			}
-		}
-	}
+	// The passes of findRows and the copy, pipelined one shard apart
+	// (shardpipe.Run), so that more misses are in flight than one shard's
+	// keys of a batch make. Up to three read locks are held, taken in
+	// shard order as lockAll takes them.
+	shardpipe.Run(tableShards, func(si int) bool { return len(o.keysOf(si)) > 0 },
+		func(si int) { t.shards[si].mu.RLock(); t.loadHomes(&t.shards[si], o, o.keysOf(si)) },
+		func(si int) { t.findCached(&t.shards[si], s, o, o.keysOf(si)) },
+		func(si int) {
+			t.copyRows(&t.shards[si], o, o.keysOf(si), out.Data, defaults.Data, perKey)
+			t.shards[si].mu.RUnlock()
+		})
 	return out, nil
 }
 

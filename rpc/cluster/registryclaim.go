@@ -29,9 +29,10 @@ import (
 // name is free to a third.
 //
 // On a file system without hard links (link(2) fails with EPERM or
-// ENOTSUP: FAT, some FUSE and object-store mounts) the claim is not
-// atomic: it publishes by rename(2) once it has seen the name free, and
-// two processes that both see it free in the same instant both register,
+// ENOTSUP: FAT, some FUSE and object-store mounts) that does not lock
+// either, the claim is not atomic: it publishes by rename(2) once it has
+// seen the name free, and two processes that both see it free in the
+// same instant both register,
 // the later replacing the earlier, whose lease then stops (see renew). A
 // live lease seen there is still refused. Keep the registry directory on
 // a file system with hard links (ext4, xfs, tmpfs, NFS) for one owner
